@@ -1,0 +1,377 @@
+# Context and Tensor: ggml's memory pool for tensor metadata, and views on it.
+
+_DTYPE_NAMES = {"f32": GGML_TYPE_F32, "float32": GGML_TYPE_F32,
+                "f16": GGML_TYPE_F16, "float16": GGML_TYPE_F16,
+                "i32": GGML_TYPE_I32, "int32": GGML_TYPE_I32}
+_TYPE_TO_NAME = {<int>GGML_TYPE_F32: "f32", <int>GGML_TYPE_F16: "f16", <int>GGML_TYPE_I32: "i32"}
+_TYPE_TO_NP = {<int>GGML_TYPE_F32: np.float32, <int>GGML_TYPE_F16: np.float16, <int>GGML_TYPE_I32: np.int32}
+
+# the largest tensor pyggml will create: 2**40 elements is far past any
+# machine's memory but well inside ggml's int64 arithmetic
+cdef int64_t _MAX_ELEMENTS = (<int64_t>1) << 40
+cdef size_t _TENSOR_SLACK = 4     # tensor headers reserved per op beyond its result
+
+
+cdef ggml_type _parse_dtype(object dtype) except *:
+    if isinstance(dtype, str):
+        key = dtype.lower()
+    else:
+        try:
+            key = np.dtype(dtype).name
+        except TypeError:
+            raise TypeError(f"dtype must be one of 'f32', 'f16', 'i32', got {dtype!r}") from None
+    if key not in _DTYPE_NAMES:
+        raise TypeError(f"dtype must be one of 'f32', 'f16', 'i32', got {dtype!r}")
+    return <ggml_type>_DTYPE_NAMES[key]
+
+
+cdef int _parse_shape(object shape, int64_t * ne) except -1:
+    """numpy-order shape -> ggml ne (reversed), validated. Returns the rank."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"shape must be an int or a sequence of ints, got {shape!r}") from None
+    if not 1 <= len(dims) <= 4:
+        raise ValueError(f"shape must have 1 to 4 dimensions, got {len(dims)}")
+    cdef int64_t total = 1
+    cdef int i
+    for i in range(4):
+        ne[i] = 1
+    for i, d in enumerate(reversed(dims)):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"shape entries must be ints, got {d!r}")
+        if d < 1:
+            raise ValueError(f"shape entries must be positive, got {tuple(dims)}")
+        if d > _MAX_ELEMENTS:
+            raise ValueError(f"shape {tuple(dims)} is too large")
+        ne[i] = d
+        total *= d
+        if total > _MAX_ELEMENTS:
+            raise ValueError(f"shape {tuple(dims)} has more than 2**40 elements")
+    return len(dims)
+
+
+cdef class Context(_Owner):
+    """A ggml context: the memory pool that holds tensor and graph metadata
+    (and, with ``no_alloc=False``, tensor data in host memory).
+
+    ``Context(n_tensors=256, graph_size=0, no_alloc=True, mem_size=0)`` sizes
+    the pool for that many tensors plus one graph of ``graph_size`` nodes;
+    ``mem_size`` adds bytes (data, when ``no_alloc`` is False).
+    """
+    cdef ggml_context * ptr
+    cdef readonly bint no_alloc
+    cdef object _buffers
+    cdef list _dependents_of     # contexts whose tensors this one's tensors use
+
+    def __init__(self, n_tensors=256, graph_size=0, no_alloc=True, mem_size=0):
+        for nm, v in (("n_tensors", n_tensors), ("graph_size", graph_size), ("mem_size", mem_size)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{nm} must be an int, got {v!r}")
+            if v < 0:
+                raise ValueError(f"{nm} must be >= 0, got {v}")
+        if n_tensors > (1 << 24) or graph_size > (1 << 24) or mem_size > (1 << 40):
+            raise ValueError("Context is too large (n_tensors and graph_size <= 2**24, mem_size <= 2**40)")
+        cdef size_t size = <size_t>n_tensors * ggml_tensor_overhead() + <size_t>mem_size
+        if graph_size:
+            size += 3 * ggml_graph_overhead_custom(<size_t>graph_size, True)
+        size += 1024
+        cdef ggml_init_params params
+        params.mem_size = size
+        params.mem_buffer = NULL
+        params.no_alloc = bool(no_alloc)
+        with nogil:
+            self.ptr = ggml_init(params)
+        _check_ptr(self.ptr, "ggml_init")
+        self.no_alloc = bool(no_alloc)
+        self._buffers = []
+        self._dependents_of = []
+
+    def __dealloc__(self):
+        self._dealloc()
+
+    cdef bint _alive(self):
+        return self.ptr != NULL
+
+    cdef void _release(self) noexcept:
+        ggml_free(self.ptr)
+        self.ptr = NULL
+
+    cdef void _forget(self) noexcept:
+        self.ptr = NULL
+
+    def free(self):
+        """Free the context (and the buffers allocated for its tensors)."""
+        if self.ptr == NULL:
+            return
+        if getpid() != self._pid:
+            self.ptr = NULL
+            return
+        self._free_dependents()
+        for b in self._buffers:
+            b.free()
+        self._buffers = []
+        if self.ptr != NULL:
+            self._release()
+
+    cdef int _reserve(self, size_t n_tensors, size_t data_bytes) except -1:
+        """Raise unless the pool has room for this many tensors (and data)."""
+        self._check()
+        cdef size_t need = n_tensors * ggml_tensor_overhead()
+        if not ggml_get_no_alloc(self.ptr):
+            need += data_bytes + 64 * n_tensors
+        cdef size_t used = ggml_used_mem(self.ptr)
+        cdef size_t size = ggml_get_mem_size(self.ptr)
+        if used + need > size:
+            raise AllocationError(
+                f"Context is full: {size - used} bytes free, {need} needed; "
+                f"create it with a larger n_tensors/mem_size")
+        return 0
+
+    @property
+    def mem_size(self):
+        self._check()
+        return ggml_get_mem_size(self.ptr)
+
+    @property
+    def mem_used(self):
+        self._check()
+        return ggml_used_mem(self.ptr)
+
+    def new_tensor(self, shape, dtype="f32", name=None):
+        """A new tensor of ``shape`` (numpy order) and ``dtype`` ('f32', 'f16', 'i32')."""
+        self._check()
+        cdef int64_t ne[4]
+        cdef int nd = _parse_shape(shape, ne)
+        cdef ggml_type t = _parse_dtype(dtype)
+        cdef int64_t n = ne[0] * ne[1] * ne[2] * ne[3]
+        self._reserve(1, <size_t>n * ggml_type_size(t))
+        cdef ggml_tensor * p = ggml_new_tensor(self.ptr, t, nd, ne)
+        _check_ptr(p, "ggml_new_tensor")
+        tensor = Tensor._wrap(self, p, nd)
+        if name is not None:
+            tensor.name = name
+        return tensor
+
+    def tensors(self):
+        """All tensors of this context, in creation order."""
+        self._check()
+        out = []
+        cdef ggml_tensor * p = ggml_get_first_tensor(self.ptr)
+        while p != NULL:
+            out.append(Tensor._wrap(self, p, 0))
+            p = ggml_get_next_tensor(self.ptr, p)
+        return out
+
+    def __repr__(self):
+        if self.ptr == NULL:
+            return "<pyggml.core.Context (freed)>"
+        return f"<pyggml.core.Context {ggml_used_mem(self.ptr)}/{ggml_get_mem_size(self.ptr)} bytes>"
+
+
+cdef class Tensor:
+    """A view on one ggml tensor. It keeps its Context alive; once the context
+    is freed every method raises FreedError.  Shapes are in numpy order
+    (ggml's ``ne`` reversed)."""
+    cdef ggml_tensor * ptr
+    cdef readonly Context ctx
+    cdef int _ndim
+    cdef object __weakref__
+
+    def __init__(self):
+        raise TypeError("Tensors are made by Context.new_tensor or by pyggml.ops")
+
+    @staticmethod
+    cdef Tensor _wrap(Context ctx, ggml_tensor * p, int ndim):
+        cdef Tensor t = Tensor.__new__(Tensor)
+        t.ptr = p
+        t.ctx = ctx
+        t._ndim = ndim
+        return t
+
+    cdef int _check(self) except -1:
+        if self.ctx is None or self.ctx.ptr == NULL:
+            raise FreedError("Tensor has been freed (its Context was freed)")
+        return 0
+
+    cdef inline ggml_tensor * _p(self) except NULL:
+        self._check()
+        return self.ptr
+
+    @property
+    def closed(self):
+        return self.ctx is None or self.ctx.ptr == NULL
+
+    @property
+    def ndim(self):
+        self._check()
+        cdef int n = ggml_n_dims(self.ptr)
+        return max(n, self._ndim)
+
+    @property
+    def shape(self):
+        """numpy-order shape."""
+        cdef ggml_tensor * p = self._p()
+        cdef int n = max(ggml_n_dims(p), self._ndim)
+        return tuple(int(p.ne[i]) for i in range(n - 1, -1, -1))
+
+    @property
+    def ne(self):
+        """ggml-order extents, all four."""
+        cdef ggml_tensor * p = self._p()
+        return tuple(int(p.ne[i]) for i in range(4))
+
+    @property
+    def nb(self):
+        cdef ggml_tensor * p = self._p()
+        return tuple(int(p.nb[i]) for i in range(4))
+
+    @property
+    def dtype(self):
+        cdef ggml_tensor * p = self._p()
+        return _TYPE_TO_NAME.get(<int>p.type, (<bytes>ggml_type_name(p.type)).decode())
+
+    @property
+    def nelements(self):
+        return int(ggml_nelements(self._p()))
+
+    @property
+    def nbytes(self):
+        return int(ggml_nbytes(self._p()))
+
+    @property
+    def op(self):
+        """The operation that makes this tensor ('NONE' for a leaf)."""
+        return (<bytes>ggml_op_desc(self._p())).decode()
+
+    @property
+    def is_contiguous(self):
+        return bool(ggml_is_contiguous(self._p()))
+
+    @property
+    def is_allocated(self):
+        """True when the tensor has memory (host or device)."""
+        return self._p().data != NULL
+
+    @property
+    def name(self):
+        return (<bytes>ggml_get_name(self._p())).decode("utf-8", "replace")
+
+    @name.setter
+    def name(self, value):
+        if not isinstance(value, str):
+            raise TypeError(f"name must be a str, got {type(value).__name__}")
+        b = value.encode()
+        if len(b) >= 64:
+            raise ValueError(f"name is longer than 63 bytes: {value!r}")
+        ggml_set_name(self._p(), b)
+
+    @property
+    def flags(self):
+        """Set of 'input', 'output', 'param', 'loss'."""
+        cdef int32_t f = self._p().flags
+        return {n for n, bit in (("input", GGML_TENSOR_FLAG_INPUT), ("output", GGML_TENSOR_FLAG_OUTPUT),
+                                 ("param", GGML_TENSOR_FLAG_PARAM), ("loss", GGML_TENSOR_FLAG_LOSS))
+                if f & bit}
+
+    def set_input(self):
+        ggml_set_input(self._p())
+        return self
+
+    def set_output(self):
+        ggml_set_output(self._p())
+        return self
+
+    def set_param(self):
+        """Mark as a trainable parameter (f32 leaf tensors only)."""
+        cdef ggml_tensor * p = self._p()
+        if p.op != GGML_OP_NONE:
+            raise ValueError("only leaf tensors (not results of operations) can be parameters")
+        if p.type != GGML_TYPE_F32:
+            raise TypeError("parameters must be f32")
+        ggml_set_param(p)
+        return self
+
+    def set_loss(self):
+        """Mark as the loss to minimise (a scalar f32 tensor)."""
+        cdef ggml_tensor * p = self._p()
+        if ggml_nelements(p) != 1 or p.type != GGML_TYPE_F32:
+            raise ValueError("a loss must be a scalar f32 tensor")
+        ggml_set_loss(p)
+        return self
+
+    def numpy(self):
+        """A copy of the data as a numpy array (numpy-order shape)."""
+        cdef ggml_tensor * p = self._p()
+        if p.data == NULL:
+            raise GGMLError("tensor has no memory yet: allocate its context's tensors "
+                            "(BackendBuffer) or compute its graph first")
+        if not ggml_is_contiguous(p):
+            raise ValueError("tensor is not contiguous: make a copy with ops.cont first")
+        if <int>p.type not in _TYPE_TO_NP:
+            raise TypeError(f"no numpy type for {self.dtype}")
+        cdef cnp.ndarray arr = np.empty(self.shape, dtype=_TYPE_TO_NP[<int>p.type])
+        cdef size_t nbytes = ggml_nbytes(p)
+        cdef void * dst = cnp.PyArray_DATA(arr)
+        with nogil:
+            if p.buffer != NULL:
+                ggml_backend_tensor_get(p, dst, 0, nbytes)
+            else:
+                memcpy(dst, p.data, nbytes)
+        return arr
+
+    def set(self, array):
+        """Copy ``array`` (any real dtype and layout, the tensor's shape or its
+        number of elements) into the tensor."""
+        cdef ggml_tensor * p = self._p()
+        if p.data == NULL:
+            raise GGMLError("tensor has no memory yet: allocate its context's tensors (BackendBuffer) first")
+        if not ggml_is_contiguous(p):
+            raise ValueError("cannot set a non-contiguous tensor")
+        if <int>p.type not in _TYPE_TO_NP:
+            raise TypeError(f"no numpy type for {self.dtype}")
+        cdef cnp.ndarray arr = _as_array(array, _TYPE_TO_NP[<int>p.type], self.shape)
+        cdef size_t nbytes = ggml_nbytes(p)
+        cdef const void * src = cnp.PyArray_DATA(arr)
+        with nogil:
+            if p.buffer != NULL:
+                ggml_backend_tensor_set(p, src, 0, nbytes)
+            else:
+                memcpy(p.data, src, nbytes)
+        return self
+
+    def __repr__(self):
+        if self.closed:
+            return "<pyggml.core.Tensor (freed)>"
+        return f"<pyggml.core.Tensor {self.name!r} {self.dtype} {self.shape} op={self.op}>"
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and (<Tensor>other).ptr == self.ptr
+
+    def __hash__(self):
+        return hash(<uintptr_t>self.ptr)
+
+
+cdef cnp.ndarray _as_array(object array, object np_dtype, tuple shape):
+    """Convert to a C-contiguous array of np_dtype whose shape is ``shape``."""
+    if isinstance(array, Tensor):
+        raise TypeError("expected a numpy array, got a Tensor (use Tensor.numpy())")
+    try:
+        a = np.asarray(array)
+    except Exception as e:
+        raise TypeError(f"expected an array-like of numbers: {e}") from None
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"expected real numbers, got an array of dtype {a.dtype}")
+    cdef int64_t want = 1
+    for d in shape:
+        want *= d
+    if a.size != want:
+        raise ValueError(f"expected an array of shape {shape}, got {a.shape}")
+    if a.shape != shape:
+        squeezed_a = tuple(d for d in a.shape if d != 1)
+        squeezed_s = tuple(d for d in shape if d != 1)
+        if squeezed_a != squeezed_s:
+            raise ValueError(f"expected an array of shape {shape}, got {a.shape}")
+    return np.ascontiguousarray(a, dtype=np_dtype).reshape(shape)

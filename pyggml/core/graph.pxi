@@ -1,0 +1,321 @@
+# Graph and Scheduler: compute graphs and running them on backends.
+
+# ops whose backward pass ggml implements (ggml_compute_backward in ggml.c)
+cdef set _BACKWARD_OPS = {
+    <int>GGML_OP_NONE, <int>GGML_OP_DUP, <int>GGML_OP_ADD, <int>GGML_OP_ADD1, <int>GGML_OP_ACC,
+    <int>GGML_OP_SUB, <int>GGML_OP_MUL, <int>GGML_OP_DIV, <int>GGML_OP_SQR, <int>GGML_OP_SQRT,
+    <int>GGML_OP_LOG, <int>GGML_OP_SIN, <int>GGML_OP_COS, <int>GGML_OP_SUM, <int>GGML_OP_SUM_ROWS,
+    <int>GGML_OP_MEAN, <int>GGML_OP_REPEAT, <int>GGML_OP_RMS_NORM, <int>GGML_OP_MUL_MAT,
+    <int>GGML_OP_SCALE, <int>GGML_OP_CPY, <int>GGML_OP_CONT, <int>GGML_OP_RESHAPE,
+    <int>GGML_OP_VIEW, <int>GGML_OP_PERMUTE, <int>GGML_OP_TRANSPOSE, <int>GGML_OP_GET_ROWS,
+    <int>GGML_OP_DIAG_MASK_INF, <int>GGML_OP_DIAG_MASK_ZERO, <int>GGML_OP_SOFT_MAX,
+    <int>GGML_OP_IM2COL, <int>GGML_OP_POOL_2D, <int>GGML_OP_CROSS_ENTROPY_LOSS,
+}
+cdef set _BACKWARD_UNARY = {
+    <int>GGML_UNARY_OP_ABS, <int>GGML_UNARY_OP_SGN, <int>GGML_UNARY_OP_NEG, <int>GGML_UNARY_OP_STEP,
+    <int>GGML_UNARY_OP_RELU, <int>GGML_UNARY_OP_SILU, <int>GGML_UNARY_OP_EXP,
+    <int>GGML_UNARY_OP_EXPM1, <int>GGML_UNARY_OP_SOFTPLUS,
+}
+
+
+cdef int _count_reachable(ggml_tensor * root, set seen) except -1:
+    """Distinct tensors reachable from root through src and view_src."""
+    stack = [<uintptr_t>root]
+    cdef ggml_tensor * t
+    cdef int i, n = 0
+    while stack:
+        addr = stack.pop()
+        if addr in seen:
+            continue
+        seen.add(addr)
+        n += 1
+        t = <ggml_tensor *><uintptr_t>addr
+        for i in range(GGML_MAX_SRC):
+            if t.src[i] != NULL:
+                stack.append(<uintptr_t>t.src[i])
+        if t.view_src != NULL:
+            stack.append(<uintptr_t>t.view_src)
+    return n
+
+
+cdef bint _needs_grad(ggml_tensor * t, dict memo):
+    """True if a parameter lies upstream of t."""
+    cdef uintptr_t key = <uintptr_t>t
+    if key in memo:
+        return memo[key]
+    memo[key] = False
+    cdef bint r = (t.flags & GGML_TENSOR_FLAG_PARAM) != 0
+    cdef int i
+    if not r:
+        for i in range(GGML_MAX_SRC):
+            if t.src[i] != NULL and _needs_grad(t.src[i], memo):
+                r = True
+                break
+    memo[key] = r
+    return r
+
+
+cdef int _check_backward(ggml_cgraph * g) except -1:
+    """Refuse, with a clear message, any graph whose backward pass ggml would abort on."""
+    cdef int i, j, n = ggml_graph_n_nodes(g)
+    cdef ggml_tensor * t
+    cdef bint has_loss = False
+    memo = {}
+    for i in range(n):
+        t = ggml_graph_node(g, i)
+        if t.flags & GGML_TENSOR_FLAG_LOSS:
+            has_loss = True
+            if t.type != GGML_TYPE_F32 or ggml_nelements(t) != 1:
+                raise ValueError("the loss must be a scalar f32 tensor")
+    if not has_loss:
+        raise ValueError("the graph has no loss: mark a scalar with Tensor.set_loss() before build_backward")
+    for i in range(n):
+        t = ggml_graph_node(g, i)
+        needs = [t.src[j] != NULL and _needs_grad(t.src[j], memo) for j in range(GGML_MAX_SRC)]
+        if not any(needs):
+            continue
+        if t.type != GGML_TYPE_F32:
+            raise TypeError(f"backward pass needs f32 tensors; {t.name.decode()!r} is "
+                            f"{(<bytes>ggml_type_name(t.type)).decode()}")
+        if t.op == GGML_OP_UNARY:
+            if <int>ggml_get_unary_op(t) not in _BACKWARD_UNARY:
+                raise GGMLError(f"ggml has no backward pass for {(<bytes>ggml_op_desc(t)).decode()} "
+                                f"(tensor {t.name.decode()!r}); build it from ops that have one")
+        elif <int>t.op not in _BACKWARD_OPS:
+            raise GGMLError(f"ggml has no backward pass for {(<bytes>ggml_op_desc(t)).decode()} "
+                            f"(tensor {t.name.decode()!r}); build it from ops that have one")
+        if t.op == GGML_OP_IM2COL and needs[0]:
+            raise GGMLError("im2col's kernel argument must not be a parameter (only its shape is used)")
+        if t.op in (GGML_OP_SOFT_MAX, GGML_OP_GET_ROWS, GGML_OP_CROSS_ENTROPY_LOSS) and needs[1]:
+            raise GGMLError(f"ggml has no gradient for the second argument of {(<bytes>ggml_op_desc(t)).decode()}")
+        if t.op == GGML_OP_MUL_MAT and needs[0] and (t.src[0].ne[2] != t.src[1].ne[2] or
+                                                       t.src[0].ne[3] != t.src[1].ne[3]):
+            raise GGMLError("ggml has no backward pass for a broadcast mul_mat's first argument")
+    return 0
+
+
+cdef class Graph(_Owner):
+    """A compute graph, held in a Context's memory: ``Graph(ctx, size=2048,
+    grads=False)``. ``build_forward(t)`` adds t and what it depends on;
+    ``build_backward()`` adds the gradients of the loss (grads=True)."""
+    cdef ggml_cgraph * ptr
+    cdef readonly Context ctx
+    cdef readonly int size
+    cdef readonly bint grads
+    cdef set _seen
+
+    def __init__(self, Context ctx not None, size=GGML_DEFAULT_GRAPH_SIZE, grads=False):
+        ctx._check()
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise TypeError("size must be an int")
+        if not 1 <= size <= (1 << 22):
+            raise ValueError(f"graph size must be between 1 and 2**22, got {size}")
+        cdef size_t need = ggml_graph_overhead_custom(<size_t>size, bool(grads))
+        if ggml_used_mem(ctx.ptr) + need + 256 > ggml_get_mem_size(ctx.ptr):
+            raise AllocationError(f"Context is too small for a graph of {size} nodes "
+                                  f"(create it with graph_size={size})")
+        self.ptr = ggml_new_graph_custom(ctx.ptr, <size_t>size, bool(grads))
+        _check_ptr(self.ptr, "ggml_new_graph_custom")
+        self.ctx = ctx
+        self.size = size
+        self.grads = bool(grads)
+        self._seen = set()
+        ctx._add_dependent(self)
+
+    def __dealloc__(self):
+        self._dealloc()
+
+    cdef bint _alive(self):
+        return self.ptr != NULL and self.ctx is not None and self.ctx.ptr != NULL
+
+    cdef void _release(self) noexcept:
+        self.ptr = NULL          # the memory belongs to the context
+
+    cdef void _forget(self) noexcept:
+        self.ptr = NULL
+
+    def build_forward(self, Tensor t not None):
+        """Add ``t`` and everything it depends on."""
+        self._check()
+        t._check()
+        # conservative capacity check: every reachable tensor counts once
+        cdef int add = _count_reachable(t.ptr, self._seen)
+        if len(self._seen) >= self.size:
+            raise GGMLError(f"graph is full: {len(self._seen)} tensors for a size of {self.size}; "
+                            f"create the Graph with a larger size")
+        ggml_build_forward_expand(self.ptr, t.ptr)
+        return self
+
+    def build_backward(self):
+        """Add the backward pass of the loss (tensors marked with set_loss)
+        to the parameters (tensors marked with set_param)."""
+        self._check()
+        if not self.grads:
+            raise ValueError("create the Graph with grads=True to build a backward pass")
+        _check_backward(self.ptr)
+        cdef int n = ggml_graph_n_nodes(self.ptr)
+        if 4 * len(self._seen) + 16 >= self.size:
+            raise GGMLError(f"graph of size {self.size} is too small for the backward pass of "
+                            f"{n} nodes; use a size of at least {4 * len(self._seen) + 16}")
+        self.ctx._reserve(<size_t>(3 * len(self._seen) + 16), 0)
+        ggml_build_backward_expand(self.ctx.ptr, self.ptr, NULL)
+        for i in range(ggml_graph_n_nodes(self.ptr)):
+            self._seen.add(<uintptr_t>ggml_graph_node(self.ptr, i))
+        return self
+
+    @property
+    def n_nodes(self):
+        self._check()
+        return ggml_graph_n_nodes(self.ptr)
+
+    def nodes(self):
+        self._check()
+        return [Tensor._wrap(self.ctx, ggml_graph_node(self.ptr, i), 0)
+                for i in range(ggml_graph_n_nodes(self.ptr))]
+
+    def grad(self, Tensor t not None):
+        """The gradient tensor of t in this graph, or None."""
+        self._check()
+        t._check()
+        if not self.grads:
+            return None
+        cdef ggml_tensor * g = ggml_graph_get_grad(self.ptr, t.ptr)
+        if g == NULL:
+            return None
+        return Tensor._wrap(self.ctx, g, 0)
+
+    def reset(self):
+        """Zero the gradients and set the loss gradient to 1 (after allocation)."""
+        self._check()
+        if not self.grads:
+            raise ValueError("the Graph has no gradients (grads=False)")
+        cdef int i
+        cdef ggml_tensor * g
+        for i in range(ggml_graph_n_nodes(self.ptr)):
+            g = ggml_graph_get_grad(self.ptr, ggml_graph_node(self.ptr, i))
+            if g != NULL and g.data == NULL:
+                raise GGMLError("allocate the graph (Scheduler.alloc) before resetting its gradients")
+        ggml_graph_reset(self.ptr)
+
+
+cdef class Scheduler(_Owner):
+    """ggml's backend scheduler over one or more backends; the CPU backend is
+    added (last) if missing, and takes the ops the others lack.
+    ``Scheduler([backend, ...], graph_size=8192)``."""
+    cdef ggml_backend_sched_t ptr
+    cdef readonly list backends
+    cdef readonly int graph_size
+    cdef object _last_graph
+
+    def __init__(self, backends, graph_size=8192, parallel=False):
+        if isinstance(backends, Backend):
+            backends = [backends]
+        try:
+            bl = list(backends)
+        except TypeError:
+            raise TypeError("backends must be a Backend or a list of Backends") from None
+        if not bl or not all(isinstance(b, Backend) for b in bl):
+            raise TypeError("backends must be a non-empty list of Backend objects")
+        for b in bl:
+            (<Backend>b)._check()
+        if isinstance(graph_size, bool) or not isinstance(graph_size, (int, np.integer)) \
+                or not 16 <= graph_size <= (1 << 22):
+            raise ValueError("graph_size must be an int between 16 and 2**22")
+        cpus = [b for b in bl if (<Backend>b).is_cpu]
+        others = [b for b in bl if not (<Backend>b).is_cpu]
+        if not cpus:
+            cpus = [Backend("cpu")]
+        bl = others + cpus[:1]
+        if len(bl) > 16:
+            raise ValueError("at most 16 backends")
+        cdef ggml_backend_t arr[16]
+        for i, b in enumerate(bl):
+            arr[i] = (<Backend>b).ptr
+        self.ptr = ggml_backend_sched_new(arr, NULL, len(bl), <size_t>graph_size, bool(parallel), False)
+        _check_ptr(self.ptr, "ggml_backend_sched_new")
+        self.backends = bl
+        self.graph_size = graph_size
+        for b in bl:
+            (<Backend>b)._add_dependent(self)
+
+    def __dealloc__(self):
+        self._dealloc()
+
+    cdef bint _alive(self):
+        return self.ptr != NULL
+
+    cdef void _release(self) noexcept:
+        ggml_backend_sched_free(self.ptr)
+        self.ptr = NULL
+
+    cdef void _forget(self) noexcept:
+        self.ptr = NULL
+
+    cdef int _check_graph(self, Graph g) except -1:
+        self._check()
+        g._check()
+        if g.size > self.graph_size:
+            raise ValueError(f"graph of size {g.size} exceeds the scheduler's graph_size {self.graph_size}")
+        cdef int i
+        cdef ggml_tensor * t
+        for i in range(ggml_graph_n_nodes(g.ptr)):
+            t = ggml_graph_node(g.ptr, i)
+            if t.buffer != NULL and t.data == NULL:
+                raise GGMLError("the graph uses a tensor whose buffer was freed")
+        return 0
+
+    cdef int _set_threads(self, int n_threads) except -1:
+        cdef int n = n_threads if n_threads > 0 else get_n_threads()
+        for b in self.backends:
+            (<Backend>b)._use_threads(n)
+        return 0
+
+    def reset(self):
+        """Forget the current allocation (the next graph is laid out anew)."""
+        self._check()
+        ggml_backend_sched_reset(self.ptr)
+        self._last_graph = None
+
+    def alloc(self, Graph graph not None):
+        """Lay out the graph's intermediate tensors in the backends' memory."""
+        self._check_graph(graph)
+        cdef bint ok
+        with self._lock:
+            ggml_backend_sched_reset(self.ptr)
+            with nogil:
+                ok = ggml_backend_sched_alloc_graph(self.ptr, graph.ptr)
+            if not ok:
+                raise AllocationError("the scheduler could not allocate the graph")
+            self._last_graph = graph
+
+    def compute(self, Graph graph not None, n_threads=None):
+        """Run the graph (allocating it first if it is not the one allocated).
+        Releases the GIL; Ctrl-C stops it with KeyboardInterrupt."""
+        self._check_graph(graph)
+        cdef int nt = 0 if n_threads is None else int(n_threads)
+        cdef ggml_status st
+        with self._lock:
+            self._set_threads(nt)
+            if self._last_graph is not graph:
+                self.alloc(graph)
+            pyggml_sigint_arm()
+            pyggml_sigint_clear()
+            for b in self.backends:
+                if (<Backend>b).is_cpu:
+                    ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, pyggml_abort_cb, NULL)
+            try:
+                with nogil:
+                    st = ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
+            finally:
+                for b in self.backends:
+                    if (<Backend>b).is_cpu:
+                        ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, NULL, NULL)
+            if st == GGML_STATUS_ABORTED:
+                # the allocation stays valid; a later compute starts afresh
+                pyggml_sigint_clear()
+            _check_status(st, "graph compute")
+
+    @property
+    def n_splits(self):
+        self._check()
+        return ggml_backend_sched_get_n_splits(self.ptr)

@@ -1,0 +1,27 @@
+"""pyggml's exceptions.
+
+Every failure inside ggml that pyggml can detect becomes one of these (or a
+plain TypeError / ValueError for wrong arguments) instead of an abort.
+"""
+
+__all__ = ["GGMLError", "FreedError", "AllocationError", "ComputeError", "GGUFError"]
+
+
+class GGMLError(Exception):
+    """Base class of pyggml's errors."""
+
+
+class FreedError(GGMLError, RuntimeError):
+    """An object was used after free() ("... has been freed")."""
+
+
+class AllocationError(GGMLError, MemoryError):
+    """ggml could not allocate memory (GGML_STATUS_ALLOC_FAILED, a NULL buffer, a full context)."""
+
+
+class ComputeError(GGMLError, RuntimeError):
+    """A graph computation failed (GGML_STATUS_FAILED)."""
+
+
+class GGUFError(GGMLError, ValueError):
+    """A GGUF file is malformed, truncated or not what was expected."""
