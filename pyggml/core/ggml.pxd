@@ -206,6 +206,7 @@ cdef extern from "ggml.h" nogil:
     ggml_tensor * ggml_mul_mat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b)
     ggml_tensor * ggml_out_prod(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b)
     ggml_tensor * ggml_scale(ggml_context * ctx, ggml_tensor * a, float s)
+    ggml_tensor * ggml_scale_bias(ggml_context * ctx, ggml_tensor * a, float s, float b)
     ggml_tensor * ggml_clamp(ggml_context * ctx, ggml_tensor * a, float mn, float mx)
     ggml_tensor * ggml_cpy(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b)
     ggml_tensor * ggml_cast(ggml_context * ctx, ggml_tensor * a, ggml_type type)

@@ -59,5 +59,6 @@ cdef extern from "ggml-opt.h" nogil:
     int64_t ggml_opt_get_iter(ggml_opt_context_t opt_ctx)
     void ggml_opt_set_iter(ggml_opt_context_t opt_ctx, int64_t iter)
     int32_t ggml_opt_get_opt_i(ggml_opt_context_t opt_ctx)
+    ggml_tensor * ggml_opt_get_node_copy(ggml_opt_context_t opt_ctx, ggml_tensor * node)
     void ggml_opt_alloc(ggml_opt_context_t opt_ctx, bint backward)
     void ggml_opt_eval(ggml_opt_context_t opt_ctx, ggml_opt_result_t result)

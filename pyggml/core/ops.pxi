@@ -170,6 +170,14 @@ def scale(Tensor a not None, float s, ctx=None):
     return _out(c, ggml_scale(c.ptr, a.ptr, s), _nd(a), (a,))
 
 
+def scale_bias(Tensor a not None, float s, float b, ctx=None):
+    """a * s + b (the backward pass scales by s)."""
+    cdef Context c = _pick_ctx(a, ctx)
+    _need_f32(a, "scale_bias")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_scale_bias(c.ptr, a.ptr, s, b), _nd(a), (a,))
+
+
 def clamp(Tensor a not None, float min, float max, ctx=None):
     """Clip to [min, max] (forward only in ggml)."""
     cdef Context c = _pick_ctx(a, ctx)

@@ -239,6 +239,25 @@ cdef class OptContext(_Owner):
         ggml_backend_tensor_get(t, &v, 0, sizeof(float))
         return float(v)
 
+    def read(self, Tensor t not None):
+        """The value of a tensor of the forward graph after the last eval()
+        (mark it with set_output() before the OptContext is made, so that its
+        memory is kept).  For inputs and weights use Tensor.numpy()."""
+        self._check()
+        t._check()
+        if self._ready:
+            raise GGMLError("read() between alloc() and eval()")
+        cdef ggml_tensor * c = ggml_opt_get_node_copy(self.ptr, t.ptr)
+        if c == NULL or c.data == NULL:
+            raise GGMLError("that tensor was not computed by the last eval()")
+        if not (t.ptr.flags & GGML_TENSOR_FLAG_OUTPUT) and c.op != GGML_OP_NONE:
+            raise GGMLError("mark the tensor with set_output() before creating the OptContext")
+        if c.type != GGML_TYPE_F32 or not ggml_is_contiguous(c):
+            raise TypeError("read() returns contiguous f32 tensors only")
+        cdef cnp.ndarray arr = np.empty(t.shape, dtype=np.float32)
+        ggml_backend_tensor_get(c, cnp.PyArray_DATA(arr), 0, ggml_nbytes(c))
+        return arr
+
     def set_labels(self, array):
         """Set the labels (cross_entropy and mse losses)."""
         self._check()
