@@ -305,7 +305,7 @@ cdef class Tensor:
     def numpy(self):
         """A copy of the data as a numpy array (numpy-order shape)."""
         cdef ggml_tensor * p = self._p()
-        if p.data == NULL:
+        if p.data == NULL or (p.view_src != NULL and p.view_src.data == NULL):
             raise GGMLError("tensor has no memory yet: allocate its context's tensors "
                             "(BackendBuffer) or compute its graph first")
         if not ggml_is_contiguous(p):
@@ -326,7 +326,7 @@ cdef class Tensor:
         """Copy ``array`` (any real dtype and layout, the tensor's shape or its
         number of elements) into the tensor."""
         cdef ggml_tensor * p = self._p()
-        if p.data == NULL:
+        if p.data == NULL or (p.view_src != NULL and p.view_src.data == NULL):
             raise GGMLError("tensor has no memory yet: allocate its context's tensors (BackendBuffer) first")
         if not ggml_is_contiguous(p):
             raise ValueError("cannot set a non-contiguous tensor")

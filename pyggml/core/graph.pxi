@@ -1,5 +1,8 @@
 # Graph and Scheduler: compute graphs and running them on backends.
 
+cdef extern from "ggml.h" nogil:
+    void * ggml_get_mem_buffer(const ggml_context * ctx)
+
 # ops whose backward pass ggml implements (ggml_compute_backward in ggml.c)
 cdef set _BACKWARD_OPS = {
     <int>GGML_OP_NONE, <int>GGML_OP_DUP, <int>GGML_OP_ADD, <int>GGML_OP_ADD1, <int>GGML_OP_ACC,
@@ -103,6 +106,7 @@ cdef class Graph(_Owner):
     cdef readonly int size
     cdef readonly bint grads
     cdef set _seen
+    cdef list _ctxs          # contexts whose tensors are in the graph (kept alive)
 
     def __init__(self, Context ctx not None, size=GGML_DEFAULT_GRAPH_SIZE, grads=False):
         ctx._check()
@@ -120,6 +124,7 @@ cdef class Graph(_Owner):
         self.size = size
         self.grads = bool(grads)
         self._seen = set()
+        self._ctxs = [ctx]
         ctx._add_dependent(self)
 
     def __dealloc__(self):
@@ -143,6 +148,11 @@ cdef class Graph(_Owner):
         if len(self._seen) >= self.size:
             raise GGMLError(f"graph is full: {len(self._seen)} tensors for a size of {self.size}; "
                             f"create the Graph with a larger size")
+        if t.ctx is not self.ctx and t.ctx not in self._ctxs:
+            # the graph now points into t's context: keep it alive, and go first
+            # if it is freed
+            self._ctxs.append(t.ctx)
+            t.ctx._add_dependent(self)
         ggml_build_forward_expand(self.ptr, t.ptr)
         return self
 
@@ -191,6 +201,8 @@ cdef class Graph(_Owner):
             raise ValueError("the Graph has no gradients (grads=False)")
         cdef int i
         cdef ggml_tensor * g
+        if not _graph_ready(self.ptr):
+            raise GGMLError("allocate the graph (Scheduler.alloc) before resetting its gradients")
         for i in range(ggml_graph_n_nodes(self.ptr)):
             g = ggml_graph_get_grad(self.ptr, ggml_graph_node(self.ptr, i))
             if g != NULL and g.data == NULL:
@@ -198,14 +210,63 @@ cdef class Graph(_Owner):
         ggml_graph_reset(self.ptr)
 
 
+cdef list _graph_contexts(Graph g):
+    """The live contexts whose tensors g can reach: those it was built from and
+    the ones their tensors' operations refer to."""
+    out = []
+    todo = list(g._ctxs)
+    while todo:
+        c = todo.pop()
+        if c is None or any(c is o for o in out):
+            continue
+        out.append(c)
+        todo.extend((<Context>c)._dependents_of)
+    return [c for c in out if (<Context>c).ptr != NULL]
+
+
+cdef object _owner_of(uintptr_t addr, list ctxs):
+    """The context whose memory pool holds the tensor at addr, or None."""
+    cdef uintptr_t base
+    for c in ctxs:
+        base = <uintptr_t>ggml_get_mem_buffer((<Context>c).ptr)
+        if base <= addr < base + ggml_get_mem_size((<Context>c).ptr):
+            return c
+    return None
+
+
+cdef bint _graph_ready(ggml_cgraph * g) noexcept nogil:
+    """True when every node of g and every tensor it reads has memory: what a
+    completed allocation leaves behind.  Anything else (a freed buffer, memory
+    taken back by a scheduler) needs a new allocation before compute."""
+    cdef int i, j, n = ggml_graph_n_nodes(g)
+    cdef ggml_tensor * t
+    cdef ggml_tensor * s
+    for i in range(n):
+        t = ggml_graph_node(g, i)
+        if t.data == NULL or (t.view_src != NULL and t.view_src.data == NULL):
+            return False
+        for j in range(GGML_MAX_SRC):
+            s = t.src[j]
+            if s != NULL and (s.data == NULL or (s.view_src != NULL and s.view_src.data == NULL)):
+                return False
+    return True
+
+
 cdef class Scheduler(_Owner):
     """ggml's backend scheduler over one or more backends; the CPU backend is
     added (last) if missing, and takes the ops the others lack.
-    ``Scheduler([backend, ...], graph_size=8192)``."""
+    ``Scheduler([backend, ...], graph_size=8192)``.
+
+    The memory the scheduler gives a graph's tensors is its own: the next
+    allocation (of any graph, or an OptContext's step) reuses it, and free()
+    releases it.  Those tensors are then detached (``Tensor.numpy()`` raises
+    until they are computed again) instead of pointing at reused memory."""
     cdef ggml_backend_sched_t ptr
     cdef readonly list backends
     cdef readonly int graph_size
     cdef object _last_graph
+    cdef list _given             # (Context, address) of tensors the last alloc gave memory
+    cdef int _gen                # bumped by every allocation on this scheduler
 
     def __init__(self, backends, graph_size=8192, parallel=False):
         if isinstance(backends, Backend):
@@ -228,6 +289,8 @@ cdef class Scheduler(_Owner):
         bl = others + cpus[:1]
         if len(bl) > 16:
             raise ValueError("at most 16 backends")
+        if len({id(b) for b in bl}) != len(bl):
+            raise ValueError("the same Backend is listed twice")
         cdef ggml_backend_t arr[16]
         for i, b in enumerate(bl):
             arr[i] = (<Backend>b).ptr
@@ -235,6 +298,8 @@ cdef class Scheduler(_Owner):
         _check_ptr(self.ptr, "ggml_backend_sched_new")
         self.backends = bl
         self.graph_size = graph_size
+        self._given = []
+        self._gen = 0
         for b in bl:
             (<Backend>b)._add_dependent(self)
 
@@ -245,11 +310,47 @@ cdef class Scheduler(_Owner):
         return self.ptr != NULL
 
     cdef void _release(self) noexcept:
+        try:
+            self._take_back()
+        except BaseException:
+            pass
         ggml_backend_sched_free(self.ptr)
         self.ptr = NULL
 
     cdef void _forget(self) noexcept:
         self.ptr = NULL
+
+    cdef int _take_back(self) except -1:
+        """Detach the tensors the last allocation gave memory to: that memory
+        is about to be reused or freed."""
+        given = self._given
+        self._given = []
+        self._last_graph = None
+        cdef ggml_tensor * t
+        if given is None:
+            return 0
+        for c, addr in given:
+            if c is not None and (<Context>c).ptr != NULL:
+                t = <ggml_tensor *><uintptr_t>addr
+                t.data = NULL
+                t.buffer = NULL
+        return 0
+
+    cdef list _lock_backends(self):
+        """Hold every backend's lock (one compute per backend at a time),
+        in a fixed global order so that schedulers sharing backends cannot
+        deadlock."""
+        locks = [(<Backend>b)._lock for b in sorted(self.backends, key=id)]
+        taken = []
+        try:
+            for l in locks:
+                l.acquire()
+                taken.append(l)
+        except BaseException:
+            for l in reversed(taken):
+                l.release()
+            raise
+        return taken
 
     cdef int _check_graph(self, Graph g) except -1:
         self._check()
@@ -262,6 +363,8 @@ cdef class Scheduler(_Owner):
             t = ggml_graph_node(g.ptr, i)
             if t.buffer != NULL and t.data == NULL:
                 raise GGMLError("the graph uses a tensor whose buffer was freed")
+        if ggml_graph_n_nodes(g.ptr) == 0:
+            raise ValueError("the graph is empty: add tensors with build_forward first")
         return 0
 
     cdef int _set_threads(self, int n_threads) except -1:
@@ -273,43 +376,90 @@ cdef class Scheduler(_Owner):
     def reset(self):
         """Forget the current allocation (the next graph is laid out anew)."""
         self._check()
+        with self._lock:
+            self._take_back()
+            ggml_backend_sched_reset(self.ptr)
+            self._gen += 1
+
+    cdef int _alloc(self, Graph graph) except -1:
+        cdef ggml_cgraph * gp = graph.ptr
+        cdef ggml_tensor * t
+        cdef ggml_tensor * gr
+        cdef int i
+        cdef bint ok
+        self._take_back()
+        # the tensors this allocation will give memory to: those without any
+        # now (views: without a buffer), nodes, what they read, and gradients
+        seen = set()
+        for i in range(ggml_graph_n_nodes(gp)):
+            _count_reachable(ggml_graph_node(gp, i), seen)
+        if graph.grads:
+            for addr in list(seen):
+                gr = ggml_graph_get_grad(gp, <ggml_tensor *><uintptr_t>addr)
+                if gr != NULL:
+                    _count_reachable(gr, seen)
+        empty = []
+        for addr in seen:
+            t = <ggml_tensor *><uintptr_t>addr
+            if t.data == NULL or (t.view_src != NULL and t.buffer == NULL):
+                empty.append(addr)
         ggml_backend_sched_reset(self.ptr)
-        self._last_graph = None
+        self._gen += 1
+        with nogil:
+            ok = ggml_backend_sched_alloc_graph(self.ptr, gp)
+        ctxs = _graph_contexts(graph)
+        given = []
+        for addr in empty:
+            t = <ggml_tensor *><uintptr_t>addr
+            if t.data != NULL:
+                given.append((_owner_of(addr, ctxs), addr))
+        self._given = given
+        if not ok:
+            self._take_back()
+            raise AllocationError("the scheduler could not allocate the graph")
+        if not _graph_ready(gp):
+            self._take_back()
+            raise GGMLError("the graph uses a tensor whose memory was freed (its BackendBuffer "
+                            "or Context); rebuild the graph")
+        self._last_graph = graph
+        return 0
 
     def alloc(self, Graph graph not None):
         """Lay out the graph's intermediate tensors in the backends' memory."""
         self._check_graph(graph)
-        cdef bint ok
         with self._lock:
-            ggml_backend_sched_reset(self.ptr)
-            with nogil:
-                ok = ggml_backend_sched_alloc_graph(self.ptr, graph.ptr)
-            if not ok:
-                raise AllocationError("the scheduler could not allocate the graph")
-            self._last_graph = graph
+            self._alloc(graph)
 
     def compute(self, Graph graph not None, n_threads=None):
         """Run the graph (allocating it first if it is not the one allocated).
         Releases the GIL; Ctrl-C stops it with KeyboardInterrupt."""
         self._check_graph(graph)
+        if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
+                                      or not 0 <= n_threads <= 1024):
+            raise ValueError(f"n_threads must be an int between 1 and 1024 (or None), got {n_threads!r}")
         cdef int nt = 0 if n_threads is None else int(n_threads)
         cdef ggml_status st
         with self._lock:
-            self._set_threads(nt)
-            if self._last_graph is not graph:
-                self.alloc(graph)
-            pyggml_sigint_arm()
-            pyggml_sigint_clear()
-            for b in self.backends:
-                if (<Backend>b).is_cpu:
-                    ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, pyggml_abort_cb, NULL)
+            taken = self._lock_backends()
             try:
-                with nogil:
-                    st = ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
-            finally:
+                self._set_threads(nt)
+                if self._last_graph is not graph or not _graph_ready(graph.ptr):
+                    self._alloc(graph)
+                pyggml_sigint_arm()
+                pyggml_sigint_clear()
                 for b in self.backends:
                     if (<Backend>b).is_cpu:
-                        ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, NULL, NULL)
+                        ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, pyggml_abort_cb, NULL)
+                try:
+                    with nogil:
+                        st = ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
+                finally:
+                    for b in self.backends:
+                        if (<Backend>b).is_cpu:
+                            ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, NULL, NULL)
+            finally:
+                for l in reversed(taken):
+                    l.release()
             if st == GGML_STATUS_ABORTED:
                 # the allocation stays valid; a later compute starts afresh
                 pyggml_sigint_clear()

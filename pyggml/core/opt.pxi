@@ -1,5 +1,9 @@
 # OptContext: ggml-opt's training context (static graphs, AdamW or SGD).
 
+cdef extern from "ggml-opt.h" nogil:
+    # ggml/patches/0002: make the next ggml_opt_alloc lay out its graph anew
+    void ggml_opt_forget_allocation(ggml_opt_context_t opt_ctx)
+
 _LOSS_TYPES = {"mean": GGML_OPT_LOSS_TYPE_MEAN, "sum": GGML_OPT_LOSS_TYPE_SUM,
                "cross_entropy": GGML_OPT_LOSS_TYPE_CROSS_ENTROPY,
                "mse": GGML_OPT_LOSS_TYPE_MEAN_SQUARED_ERROR}
@@ -83,6 +87,7 @@ cdef class OptContext(_Owner):
     cdef list _params
     cdef bint _ready
     cdef bint _ready_backward
+    cdef int _sched_gen          # the scheduler's allocation count after our last alloc
 
     def __init__(self, Scheduler sched not None, Context ctx_compute not None, Tensor inputs not None,
                  Tensor outputs not None, loss="sum", optimizer="adamw", opt_period=1,
@@ -157,6 +162,7 @@ cdef class OptContext(_Owner):
         self.graph_size = gsize
         self._params = [Tensor._wrap(outputs.ctx, <ggml_tensor *><uintptr_t>a, 0) for a in params]
         self._ready = False
+        self._sched_gen = -1
         sched._add_dependent(self)
         ctx_compute._add_dependent(self)
 
@@ -201,9 +207,20 @@ cdef class OptContext(_Owner):
         if self._ready:
             raise GGMLError("alloc() was already called; call eval() first")
         cdef bint bw = bool(backward)
-        with self._lock:
+        cdef Scheduler sched = self.sched
+        sched._check()
+        with self._lock, sched._lock:
+            if sched._gen != self._sched_gen:
+                # the scheduler laid out other graphs since: its memory is reused,
+                # so ggml-opt must lay out its graph again (and the tensors the
+                # scheduler gave memory to lose it)
+                sched._take_back()
+                ggml_opt_forget_allocation(self.ptr)
             with nogil:
                 ggml_opt_alloc(self.ptr, bw)
+            sched._gen += 1
+            sched._last_graph = None
+            self._sched_gen = sched._gen
             self._ready = True
             self._ready_backward = bool(backward)
 
@@ -212,10 +229,25 @@ cdef class OptContext(_Owner):
         self._check()
         if not self._ready:
             raise GGMLError("call alloc() before eval()")
-        with self._lock:
-            self.sched._set_threads(0 if n_threads is None else int(n_threads))
-            with nogil:
-                ggml_opt_eval(self.ptr, NULL)
+        if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
+                                      or not 0 <= n_threads <= 1024):
+            raise ValueError(f"n_threads must be an int between 1 and 1024 (or None), got {n_threads!r}")
+        cdef Scheduler sched = self.sched
+        sched._check()
+        with self._lock, sched._lock:
+            if sched._gen != self._sched_gen:
+                ggml_opt_forget_allocation(self.ptr)
+                self._ready = False
+                raise GGMLError("the Scheduler laid out another graph between alloc() and eval(); "
+                                "call alloc() again")
+            taken = sched._lock_backends()
+            try:
+                sched._set_threads(0 if n_threads is None else int(n_threads))
+                with nogil:
+                    ggml_opt_eval(self.ptr, NULL)
+            finally:
+                for l in reversed(taken):
+                    l.release()
             self._ready = False
         return self.loss()
 
@@ -247,6 +279,9 @@ cdef class OptContext(_Owner):
         t._check()
         if self._ready:
             raise GGMLError("read() between alloc() and eval()")
+        if self.sched._gen != self._sched_gen:
+            raise GGMLError("the Scheduler laid out another graph since the last eval(): "
+                            "its values are gone")
         cdef ggml_tensor * c = ggml_opt_get_node_copy(self.ptr, t.ptr)
         if c == NULL or c.data == NULL:
             raise GGMLError("that tensor was not computed by the last eval()")
