@@ -42,3 +42,14 @@ def show_config():
         f"cpu threads: {get_n_threads()}",
     ]
     print("\n".join(lines))
+
+from pyggml._random import set_seed
+from pyggml import layers, callbacks, optimizers, losses, metrics, ops  # noqa: E402
+from pyggml.layers.base import Input
+from pyggml.models import Model, Sequential
+from pyggml.training import Snapshot, Trainer
+from pyggml.saving import load_model
+
+__all__ = ["Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
+           "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
+           "losses", "metrics", "ops", "GGMLError", "FreedError", "AllocationError", "ComputeError", "GGUFError"]

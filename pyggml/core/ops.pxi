@@ -563,3 +563,30 @@ def opt_step_sgd(Tensor a not None, Tensor grad not None, Tensor params not None
         raise ValueError("opt_step_sgd: params must have 2 elements")
     _prep(c)
     return _out(c, ggml_opt_step_sgd(c.ptr, a.ptr, grad.ptr, params.ptr), _nd(a), (a, grad, params))
+
+
+def acc(Tensor a not None, Tensor b not None, nb=None, size_t offset=0, ctx=None):
+    """a with b added into the view of a at byte ``offset`` with byte strides
+    ``nb`` (numpy order, b's rank; default: a's strides).  Has a backward pass,
+    so it pads (acc into zeros) and scatters."""
+    cdef Context c = _pick_ctx(a, ctx)
+    b._check()
+    _need_f32(a, "acc")
+    _need_f32(b, "acc")
+    _need_contiguous(a, "acc")
+    _need_contiguous(b, "acc")
+    cdef size_t s1 = a.ptr.nb[1], s2 = a.ptr.nb[2], s3 = a.ptr.nb[3]
+    if nb is not None:
+        st = list(reversed(tuple(nb)))
+        if not 1 <= len(st) <= 4 or st[0] != 4:
+            raise ValueError("acc: strides in bytes, numpy order, the innermost being 4")
+        st = st + [0] * (4 - len(st))
+        s1 = st[1] if st[1] else s1
+        s2 = st[2] if st[2] else s2
+        s3 = st[3] if st[3] else s3
+    cdef size_t last = offset + 4 + (b.ptr.ne[0] - 1) * 4 + (b.ptr.ne[1] - 1) * s1 + \
+        (b.ptr.ne[2] - 1) * s2 + (b.ptr.ne[3] - 1) * s3
+    if last > ggml_nbytes(a.ptr) or offset % 4 != 0 or s1 % 4 or s2 % 4 or s3 % 4:
+        raise ValueError("acc: b does not fit inside a at that offset and strides")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_acc(c.ptr, a.ptr, b.ptr, s1, s2, s3, offset), _nd(a), (a, b))

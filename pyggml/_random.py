@@ -1,0 +1,24 @@
+"""The library's random generator: weight initialisation, dropout, shuffling."""
+
+import numpy as np
+
+_seed = None
+_rng = np.random.default_rng()
+
+
+def set_seed(seed):
+    """Seed the generator used when no explicit seed is given."""
+    global _rng, _seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+    _seed = None if seed is None else int(seed)
+    _rng = np.random.default_rng(_seed)
+
+
+def rng(seed=None):
+    """A generator: a fresh one for an explicit seed, else the library's."""
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        return np.random.default_rng(int(seed))
+    return _rng

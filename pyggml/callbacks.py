@@ -1,0 +1,214 @@
+"""Callbacks with Keras's arguments and defaults."""
+
+import csv
+import math
+import os
+
+import numpy as np
+
+__all__ = ["Callback", "History", "EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler",
+           "ModelCheckpoint", "LambdaCallback", "TerminateOnNaN", "CSVLogger"]
+
+
+class Callback:
+    """Base class: override the hooks you need; ``self.model`` is set by fit."""
+
+    def __init__(self):
+        self.model = None
+        self.params = {}
+
+    def set_model(self, model):
+        self.model = model
+
+    def set_params(self, params):
+        self.params = params
+
+    def on_train_begin(self, logs=None): pass
+    def on_train_end(self, logs=None): pass
+    def on_epoch_begin(self, epoch, logs=None): pass
+    def on_epoch_end(self, epoch, logs=None): pass
+    def on_train_batch_begin(self, batch, logs=None): pass
+    def on_train_batch_end(self, batch, logs=None): pass
+
+
+class History(Callback):
+    """What fit returns: ``history`` (a dict of per-epoch lists) and ``epoch``."""
+
+    def __init__(self):
+        super().__init__()
+        self.history = {}
+        self.epoch = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch.append(epoch)
+        for k, v in (logs or {}).items():
+            self.history.setdefault(k, []).append(v)
+
+
+def _is_better(mode, monitor, current, best, min_delta):
+    if mode == "auto":
+        mode = "max" if ("acc" in monitor or monitor.startswith("fmeasure")) else "min"
+    if mode == "min":
+        return current < best - abs(min_delta)
+    return current > best + abs(min_delta)
+
+
+def _initial(mode, monitor):
+    if mode == "auto":
+        mode = "max" if "acc" in monitor else "min"
+    return np.inf if mode == "min" else -np.inf
+
+
+class EarlyStopping(Callback):
+    def __init__(self, monitor="val_loss", patience=0, min_delta=0, mode="auto",
+                 restore_best_weights=False, verbose=0, baseline=None, start_from_epoch=0):
+        super().__init__()
+        if mode not in ("auto", "min", "max"):
+            raise ValueError(f"mode must be 'auto', 'min' or 'max', got {mode!r}")
+        self.monitor, self.patience, self.min_delta, self.mode = monitor, int(patience), min_delta, mode
+        self.restore_best_weights, self.verbose, self.baseline = restore_best_weights, verbose, baseline
+        self.start_from_epoch = start_from_epoch
+
+    def on_train_begin(self, logs=None):
+        self.wait = 0
+        self.stopped_epoch = 0
+        self.best = _initial(self.mode, self.monitor) if self.baseline is None else self.baseline
+        self.best_weights = None
+        self.best_epoch = 0
+
+    def on_epoch_end(self, epoch, logs=None):
+        current = (logs or {}).get(self.monitor)
+        if current is None or epoch < self.start_from_epoch:
+            return
+        if self.restore_best_weights and self.best_weights is None:
+            self.best_weights = self.model.get_weights()
+        self.wait += 1
+        if _is_better(self.mode, self.monitor, current, self.best, self.min_delta):
+            self.best = current
+            self.best_epoch = epoch
+            self.wait = 0
+            if self.restore_best_weights:
+                self.best_weights = self.model.get_weights()
+            return
+        if self.wait >= self.patience and epoch > 0:
+            self.stopped_epoch = epoch
+            self.model.stop_training = True
+            if self.restore_best_weights and self.best_weights is not None:
+                self.model.set_weights(self.best_weights)
+
+
+class ReduceLROnPlateau(Callback):
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, min_delta=1e-4, min_lr=0,
+                 mode="auto", cooldown=0, verbose=0):
+        super().__init__()
+        if not 0 < factor < 1:
+            raise ValueError("ReduceLROnPlateau: factor must be in (0, 1)")
+        self.monitor, self.factor, self.patience, self.min_delta = monitor, factor, patience, min_delta
+        self.min_lr, self.mode, self.cooldown, self.verbose = min_lr, mode, cooldown, verbose
+
+    def on_train_begin(self, logs=None):
+        self.wait = 0
+        self.cooldown_counter = 0
+        self.best = _initial(self.mode, self.monitor)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        logs["learning_rate"] = self.model.optimizer.learning_rate
+        current = logs.get(self.monitor)
+        if current is None:
+            return
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if _is_better(self.mode, self.monitor, current, self.best, self.min_delta):
+            self.best = current
+            self.wait = 0
+        elif self.cooldown_counter <= 0:
+            self.wait += 1
+            if self.wait >= self.patience:
+                old = self.model.optimizer.learning_rate
+                new = max(old * self.factor, self.min_lr)
+                if new < old and new > 0:
+                    self.model.optimizer.learning_rate = new
+                self.cooldown_counter = self.cooldown
+                self.wait = 0
+
+
+class LearningRateScheduler(Callback):
+    """``schedule(epoch, lr) -> new lr``, called at the start of each epoch."""
+
+    def __init__(self, schedule, verbose=0):
+        super().__init__()
+        if not callable(schedule):
+            raise TypeError("schedule must be callable")
+        self.schedule, self.verbose = schedule, verbose
+
+    def on_epoch_begin(self, epoch, logs=None):
+        lr = self.schedule(epoch, self.model.optimizer.learning_rate)
+        self.model.optimizer.learning_rate = float(lr)
+
+
+class ModelCheckpoint(Callback):
+    """Save the model (GGUF) after each epoch; ``{epoch:02d}`` counts from 1."""
+
+    def __init__(self, filepath, monitor="val_loss", save_best_only=False, mode="auto",
+                 save_weights_only=False, verbose=0):
+        super().__init__()
+        self.filepath, self.monitor, self.save_best_only = os.fspath(filepath), monitor, save_best_only
+        self.mode, self.save_weights_only, self.verbose = mode, save_weights_only, verbose
+        self.best = _initial(mode, monitor)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        path = self.filepath.format(epoch=epoch + 1, **logs)
+        if self.save_best_only:
+            current = logs.get(self.monitor)
+            if current is None or not _is_better(self.mode, self.monitor, current, self.best, 0):
+                return
+            self.best = current
+        if self.save_weights_only:
+            self.model.save_weights(path)
+        else:
+            self.model.save(path)
+
+
+class LambdaCallback(Callback):
+    def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_batch_begin=None,
+                 on_train_batch_end=None, on_train_begin=None, on_train_end=None):
+        super().__init__()
+        for name, fn in (("on_epoch_begin", on_epoch_begin), ("on_epoch_end", on_epoch_end),
+                         ("on_train_batch_begin", on_train_batch_begin),
+                         ("on_train_batch_end", on_train_batch_end),
+                         ("on_train_begin", on_train_begin), ("on_train_end", on_train_end)):
+            if fn is not None:
+                setattr(self, name, fn)
+
+
+class TerminateOnNaN(Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(loss):
+            self.model.stop_training = True
+
+
+class CSVLogger(Callback):
+    def __init__(self, filename, separator=",", append=False):
+        super().__init__()
+        self.filename, self.separator, self.append = os.fspath(filename), separator, append
+        self._keys = None
+
+    def on_train_begin(self, logs=None):
+        self._keys = None
+        if not self.append and os.path.exists(self.filename):
+            os.unlink(self.filename)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        new = not os.path.exists(self.filename) or os.path.getsize(self.filename) == 0
+        if self._keys is None:
+            self._keys = sorted(logs)
+        with open(self.filename, "a", newline="") as f:
+            w = csv.writer(f, delimiter=self.separator)
+            if new:
+                w.writerow(["epoch"] + self._keys)
+            w.writerow([epoch] + [logs.get(k, "") for k in self._keys])
