@@ -276,7 +276,8 @@ cdef class GGUFFile(_Owner):
         d = os.path.dirname(os.path.abspath(p))
         if not os.path.isdir(d):
             raise FileNotFoundError(f"no such folder: {d!r}")
-        total = sum(a.nbytes for a in self._new_tensors.values())
+        import builtins
+        total = builtins.sum(arr.nbytes for arr in self._new_tensors.values())
         cdef Context ctx = Context(n_tensors=len(self._new_tensors) + 1, no_alloc=False,
                                    mem_size=total + 64 * (len(self._new_tensors) + 1))
         cdef Tensor t
