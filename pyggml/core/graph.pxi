@@ -94,6 +94,9 @@ cdef int _check_backward(ggml_cgraph * g) except -1:
         if t.op == GGML_OP_MUL_MAT and needs[0] and (t.src[0].ne[2] != t.src[1].ne[2] or
                                                        t.src[0].ne[3] != t.src[1].ne[3]):
             raise GGMLError("ggml has no backward pass for a broadcast mul_mat's first argument")
+        if t.op in (GGML_OP_SUB, GGML_OP_DIV) and needs[1] and not ggml_are_same_shape(t.src[0], t.src[1]):
+            raise GGMLError(f"ggml has no backward pass for the broadcast second argument of "
+                            f"{(<bytes>ggml_op_desc(t)).decode()} (give it the first one's shape)")
     return 0
 
 
@@ -107,6 +110,7 @@ cdef class Graph(_Owner):
     cdef readonly bint grads
     cdef set _seen
     cdef list _ctxs          # contexts whose tensors are in the graph (kept alive)
+    cdef list _leaves        # leaf tensors given to build_forward (addresses)
 
     def __init__(self, Context ctx not None, size=GGML_DEFAULT_GRAPH_SIZE, grads=False):
         ctx._check()
@@ -125,6 +129,7 @@ cdef class Graph(_Owner):
         self.grads = bool(grads)
         self._seen = set()
         self._ctxs = [ctx]
+        self._leaves = []
         ctx._add_dependent(self)
 
     def __dealloc__(self):
@@ -153,6 +158,8 @@ cdef class Graph(_Owner):
             # if it is freed
             self._ctxs.append(t.ctx)
             t.ctx._add_dependent(self)
+        if t.ptr.op == GGML_OP_NONE:
+            self._leaves.append(<uintptr_t>t.ptr)
         ggml_build_forward_expand(self.ptr, t.ptr)
         return self
 
@@ -199,15 +206,33 @@ cdef class Graph(_Owner):
         self._check()
         if not self.grads:
             raise ValueError("the Graph has no gradients (grads=False)")
-        cdef int i
+        cdef int i, k = 0
         cdef ggml_tensor * g
+        cdef ggml_tensor * node
+        cdef float scratch[64]
         if not _graph_ready(self.ptr):
             raise GGMLError("allocate the graph (Scheduler.alloc) before resetting its gradients")
-        for i in range(ggml_graph_n_nodes(self.ptr)):
-            g = ggml_graph_get_grad(self.ptr, ggml_graph_node(self.ptr, i))
-            if g != NULL and g.data == NULL:
+        lent = []
+        try:
+            for i in range(ggml_graph_n_nodes(self.ptr)):
+                node = ggml_graph_node(self.ptr, i)
+                g = ggml_graph_get_grad(self.ptr, node)
+                if g == NULL or g.data != NULL:
+                    continue
+                if node.flags & GGML_TENSOR_FLAG_LOSS and g.buffer == NULL and g.view_src == NULL \
+                        and ggml_nelements(g) == 1 and k < 64:
+                    # a loss whose gradient no other gradient reads (the parameters
+                    # reach it only through sgn or step) has no memory; ggml still
+                    # sets it to 1, so lend it a float for that
+                    g.data = &scratch[k]
+                    k += 1
+                    lent.append(<uintptr_t>g)
+                    continue
                 raise GGMLError("allocate the graph (Scheduler.alloc) before resetting its gradients")
-        ggml_graph_reset(self.ptr)
+            ggml_graph_reset(self.ptr)
+        finally:
+            for addr in lent:
+                (<ggml_tensor *><uintptr_t>addr).data = NULL
 
 
 cdef list _graph_contexts(Graph g):
@@ -355,6 +380,7 @@ cdef class Scheduler(_Owner):
     cdef int _check_graph(self, Graph g) except -1:
         self._check()
         g._check()
+        cdef int j
         if g.size > self.graph_size:
             raise ValueError(f"graph of size {g.size} exceeds the scheduler's graph_size {self.graph_size}")
         cdef int i
@@ -364,7 +390,22 @@ cdef class Scheduler(_Owner):
             if t.buffer != NULL and t.data == NULL:
                 raise GGMLError("the graph uses a tensor whose buffer was freed")
         if ggml_graph_n_nodes(g.ptr) == 0:
-            raise ValueError("the graph is empty: add tensors with build_forward first")
+            raise ValueError("the graph has no operation to compute: add results of ops with build_forward")
+        # a leaf that no operation reads gets no backend from the scheduler,
+        # which aborts unless the leaf has memory already
+        missing = [a for a in g._leaves if (<ggml_tensor *><uintptr_t>a).data == NULL]
+        if missing:
+            used = set()
+            for i in range(ggml_graph_n_nodes(g.ptr)):
+                t = ggml_graph_node(g.ptr, i)
+                for j in range(GGML_MAX_SRC):
+                    if t.src[j] != NULL:
+                        used.add(<uintptr_t>t.src[j])
+            for a in missing:
+                if a not in used:
+                    raise GGMLError(f"the graph holds the tensor {(<ggml_tensor *><uintptr_t>a).name.decode()!r}, "
+                                    f"which has no memory and which no operation of the graph uses; "
+                                    f"allocate it (BackendBuffer) or leave it out")
         return 0
 
     cdef int _set_threads(self, int n_threads) except -1:

@@ -44,6 +44,9 @@ cdef int _check_backward_from(ggml_tensor * root) except -1:
         if t.op == GGML_OP_MUL_MAT and needs[0] and (t.src[0].ne[2] != t.src[1].ne[2] or
                                                        t.src[0].ne[3] != t.src[1].ne[3]):
             raise GGMLError("ggml has no backward pass for a broadcast mul_mat's first argument")
+        if t.op in (GGML_OP_SUB, GGML_OP_DIV) and needs[1] and not ggml_are_same_shape(t.src[0], t.src[1]):
+            raise GGMLError(f"ggml has no backward pass for the broadcast second argument of "
+                            f"{(<bytes>ggml_op_desc(t)).decode()} (give it the first one's shape)")
     return 0
 
 

@@ -1,0 +1,680 @@
+"""Every op of pyggml.core.ops against a numpy reference (forward), the
+gradient of those ggml can differentiate against finite differences, and the
+refusals of bad shapes and dtypes (an exception, never an abort)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pyggml import core, ops
+from pyggml.errors import GGMLError
+
+RNG_SEED = 1234
+
+
+@pytest.fixture(scope="module")
+def backend():
+    b = core.Backend("cpu")
+    yield b
+    b.free()
+
+
+@pytest.fixture(scope="module")
+def sched(backend):
+    s = core.Scheduler([backend], graph_size=4096)
+    yield s
+    s.free()
+
+
+def rng(k=0):
+    return np.random.default_rng(RNG_SEED + k)
+
+
+def make_leaves(backend, arrays, dtypes=None):
+    """A context with one allocated tensor per array, filled with it."""
+    dtypes = dtypes or [None] * len(arrays)
+    ctx = core.Context(n_tensors=len(arrays) + 2)
+    leaves = []
+    for a, dt in zip(arrays, dtypes):
+        dt = dt or {np.dtype(np.float16): "f16", np.dtype(np.int32): "i32"}.get(np.asarray(a).dtype, "f32")
+        leaves.append(ctx.new_tensor(np.shape(a), dtype=dt))
+    buf = core.BackendBuffer(ctx, backend)
+    for t, a in zip(leaves, arrays):
+        t.set(a)
+    return ctx, buf, leaves
+
+
+def forward(backend, sched, build, arrays, dtypes=None, read=True):
+    """Compute build(*tensors, ctx=cctx) on the arrays; returns the result array."""
+    lctx, buf, leaves = make_leaves(backend, arrays, dtypes)
+    cctx = core.Context(n_tensors=128, graph_size=512)
+    out = build(*leaves, ctx=cctx)
+    if not out.is_contiguous:
+        out = ops.cont(out, ctx=cctx)
+    g = core.Graph(cctx, 512)
+    g.build_forward(out)
+    sched.compute(g)
+    result = out.numpy() if read else None
+    for o in (g, cctx, buf, lctx):
+        o.free()
+    return result
+
+
+def ggml_grad(backend, sched, build, arrays, wrt, weights):
+    """d/d arrays[wrt] of sum(build(...) * weights), by ggml's backward pass."""
+    lctx, buf, leaves = make_leaves(backend, arrays)
+    leaves[wrt].set_param()
+    cctx = core.Context(n_tensors=512, graph_size=2048)
+    out = build(*leaves, ctx=cctx)
+    if not out.is_contiguous:
+        out = ops.cont(out, ctx=cctx)
+    rctx, rbuf, (r,) = make_leaves(backend, [np.asarray(weights, np.float32).reshape(out.shape)])
+    loss = ops.sum(ops.mul(out, r, ctx=cctx), ctx=cctx)
+    loss.set_loss()
+    g = core.Graph(cctx, 2048, grads=True)
+    g.build_forward(loss)
+    g.build_backward()
+    grad_t = g.grad(leaves[wrt])
+    if grad_t is not None and not grad_t.is_contiguous:
+        # e.g. the gradient through a transpose is a transposed view
+        grad_t = ops.cont(grad_t, ctx=cctx)
+        g.build_forward(grad_t)
+    sched.alloc(g)
+    g.reset()
+    sched.compute(g)
+    # no gradient at all: ggml knows the loss does not depend on it (sgn, step)
+    grad = np.zeros(np.shape(arrays[wrt])) if grad_t is None else grad_t.numpy().reshape(np.shape(arrays[wrt]))
+    for o in (g, cctx, rbuf, rctx, buf, lctx):
+        o.free()
+    return grad
+
+
+def numeric_grad(ref, arrays, wrt, weights, h=1e-3):
+    """Central differences of sum(ref(*arrays) * weights) in float64."""
+    arrays = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else np.asarray(a) for a in arrays]
+    x = arrays[wrt].copy()
+    w = np.asarray(weights, np.float64)
+    grad = np.zeros_like(x)
+    it = np.nditer(x, flags=["multi_index"])
+    for _ in it:
+        i = it.multi_index
+        vals = []
+        for d in (h, -h):
+            xx = x.copy()
+            xx[i] += d
+            args = list(arrays)
+            args[wrt] = xx
+            vals.append(np.sum(np.asarray(ref(*args), np.float64).reshape(w.shape) * w))
+        grad[i] = (vals[0] - vals[1]) / (2 * h)
+    return grad
+
+
+# --- numpy references, in ggml's conventions ---------------------------------------
+
+
+def tile_to(b, shape):
+    return np.tile(b, [s // d for s, d in zip(shape, b.shape)])
+
+
+def softmax(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * x * (1 + 0.044715 * x * x)))
+
+
+def im2col_ref(kernel_shape, data, s0, s1, p0, p1, d0, d1):
+    """kernel numpy (OC, C, KH, KW), data numpy (N, C, H, W) -> (N, OH, OW, C*KH*KW)."""
+    _, c, kh, kw = kernel_shape
+    n, _, h, w = data.shape
+    xp = np.pad(data, ((0, 0), (0, 0), (p1, p1), (p0, p0)))
+    oh = (h + 2 * p1 - d1 * (kh - 1) - 1) // s1 + 1
+    ow = (w + 2 * p0 - d0 * (kw - 1) - 1) // s0 + 1
+    out = np.zeros((n, oh, ow, c * kh * kw), dtype=data.dtype)
+    for y in range(oh):
+        for x in range(ow):
+            patch = xp[:, :, y * s1:y * s1 + d1 * (kh - 1) + 1:d1, x * s0:x * s0 + d0 * (kw - 1) + 1:d0]
+            out[:, y, x, :] = patch.reshape(n, -1)
+    return out
+
+
+def pool_ref(x, op, k0, k1, s0, s1):
+    """x numpy (N, C, H, W), no padding."""
+    n, c, h, w = x.shape
+    oh, ow = (h - k1) // s1 + 1, (w - k0) // s0 + 1
+    out = np.zeros((n, c, oh, ow), dtype=x.dtype)
+    for y in range(oh):
+        for xx in range(ow):
+            win = x[:, :, y * s1:y * s1 + k1, xx * s0:xx * s0 + k0]
+            out[:, :, y, xx] = win.max(axis=(2, 3)) if op == "max" else win.mean(axis=(2, 3))
+    return out
+
+
+def permute_ref(x, axes):
+    """ggml_permute on a 4-d numpy-order array: ggml dim i goes to axes[i]."""
+    perm = [0] * 4
+    for i, a in enumerate(axes):
+        perm[3 - a] = 3 - i
+    return np.transpose(x, perm)
+
+
+def causal_mask(x, n_past):
+    out = np.array(x, dtype=np.float64)
+    rows, cols = out.shape[-2:]
+    for i in range(rows):
+        for j in range(cols):
+            if j > n_past + i:
+                out[..., i, j] = -np.inf
+    return out
+
+
+# --- the table of ops ----------------------------------------------------------------
+# name -> (build(*tensors, ctx), reference(*arrays), input arrays, tolerance)
+
+def _pos(shape, k):
+    return rng(k).uniform(0.5, 2.0, size=shape).astype(np.float32)
+
+
+def _sym(shape, k):
+    """Values away from 0, where abs/relu/step/sgn have their kinks."""
+    x = rng(k).uniform(0.2, 1.5, size=shape) * rng(k + 100).choice([-1, 1], size=shape)
+    return x.astype(np.float32)
+
+
+A23 = _sym((2, 3), 1)
+A34 = _sym((3, 4), 2)
+B34 = _sym((3, 4), 3)
+
+UNARY = {
+    "sqr": (np.square, A34), "sqrt": (np.sqrt, _pos((3, 4), 4)), "log": (np.log, _pos((3, 4), 5)),
+    "exp": (np.exp, A34), "abs": (np.abs, A34), "sgn": (np.sign, A34), "neg": (np.negative, A34),
+    "step": (lambda x: (x > 0).astype(np.float32), A34), "relu": (lambda x: np.maximum(x, 0), A34),
+    "silu": (lambda x: x * sigmoid(x), A34), "softplus": (lambda x: np.log1p(np.exp(x)), A34),
+    "tanh": (np.tanh, A34), "sigmoid": (sigmoid, A34), "gelu": (gelu_tanh, A34),
+    "elu": (lambda x: np.where(x > 0, x, np.expm1(x)), A34), "sin": (np.sin, A34), "cos": (np.cos, A34),
+}
+
+X4 = _sym((2, 3, 4, 5), 6)
+IMG = rng(7).normal(size=(2, 3, 6, 5)).astype(np.float32)          # (N, C, H, W)
+KERNEL = np.zeros((4, 3, 2, 3), np.float32)                          # (OC, C, KH, KW)
+ROWS = np.array([2, 0, 2, 1], np.int32)
+LABELS = softmax(rng(8).normal(size=(3, 4))).astype(np.float32)
+MASK = np.where(rng(9).uniform(size=(3, 4)) < 0.3, -1e9, 0).astype(np.float32)
+PAR_SGD = np.array([0.1, 0.01], np.float32)
+PAR_ADAMW = np.array([0.1, 0.9, 0.999, 1e-8, 0.01, 1 / (1 - 0.9), 1 / (1 - 0.999)], np.float32)
+
+
+def adamw_ref(w, g, m, v, p):
+    alpha, b1, b2, eps, wd, b1h, b2h = [float(x) for x in p]
+    m2 = m * b1 + g * (1 - b1)
+    v2 = v * b2 + g * g * (1 - b2)
+    return w * (1 - alpha * wd) - alpha * (m2 * b1h) / (np.sqrt(v2 * b2h) + eps)
+
+
+def _cpy(a, b, ctx):
+    return ops.cpy(a, b, ctx=ctx)
+
+
+def _view_ref(x):
+    # a (3, 4) f32 array: rows 1..2, columns 1..2 (byte strides (16, 4), offset 20)
+    return x[1:3, 1:3]
+
+
+OPS = {
+    "add": (lambda a, b, ctx: ops.add(a, b, ctx=ctx), lambda a, b: a + b, [A34, B34]),
+    "add_broadcast": (lambda a, b, ctx: ops.add(a, b, ctx=ctx), lambda a, b: a + tile_to(b, a.shape),
+                      [_sym((4, 6), 10), _sym((2, 3), 11)]),
+    "sub": (lambda a, b, ctx: ops.sub(a, b, ctx=ctx), lambda a, b: a - tile_to(b, a.shape),
+            [A34, _sym((1, 4), 12)]),
+    "sub_same": (lambda a, b, ctx: ops.sub(a, b, ctx=ctx), lambda a, b: a - b, [A34, B34]),
+    "mul": (lambda a, b, ctx: ops.mul(a, b, ctx=ctx), lambda a, b: a * tile_to(b, a.shape),
+            [A34, _sym((3, 1), 13)]),
+    "div": (lambda a, b, ctx: ops.div(a, b, ctx=ctx), lambda a, b: a / b, [A34, _pos((3, 4), 14)]),
+    "leaky_relu": (lambda a, ctx: ops.leaky_relu(a, 0.1, ctx=ctx), lambda a: np.where(a > 0, a, 0.1 * a), [A34]),
+    "scale": (lambda a, ctx: ops.scale(a, -2.5, ctx=ctx), lambda a: a * -2.5, [A34]),
+    "scale_bias": (lambda a, ctx: ops.scale_bias(a, 1.5, -0.25, ctx=ctx), lambda a: a * 1.5 - 0.25, [A34]),
+    "clamp": (lambda a, ctx: ops.clamp(a, -0.5, 0.7, ctx=ctx), lambda a: np.clip(a, -0.5, 0.7), [A34]),
+    "sum": (lambda a, ctx: ops.sum(a, ctx=ctx), lambda a: np.sum(a).reshape(1), [A34]),
+    "sum_rows": (lambda a, ctx: ops.sum_rows(a, ctx=ctx), lambda a: a.sum(-1, keepdims=True), [X4]),
+    "mean": (lambda a, ctx: ops.mean(a, ctx=ctx), lambda a: a.mean(-1, keepdims=True), [X4]),
+    "argmax": (lambda a, ctx: ops.argmax(a, ctx=ctx), lambda a: np.argmax(a, -1).astype(np.int32), [A34]),
+    "repeat": (lambda a, b, ctx: ops.repeat(a, b, ctx=ctx), lambda a, b: tile_to(a, b.shape),
+               [A23, np.zeros((4, 6), np.float32)]),
+    "concat": (lambda a, b, ctx: ops.concat(a, b, 1, ctx=ctx), lambda a, b: np.concatenate([a, b], axis=0),
+               [A34, _sym((2, 4), 15)]),
+    "concat_dim0": (lambda a, b, ctx: ops.concat(a, b, 0, ctx=ctx), lambda a, b: np.concatenate([a, b], axis=1),
+                    [A34, _sym((3, 2), 16)]),
+    "norm": (lambda a, ctx: ops.norm(a, 1e-5, ctx=ctx),
+             lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5), [A34]),
+    "rms_norm": (lambda a, ctx: ops.rms_norm(a, 1e-6, ctx=ctx),
+                 lambda a: a / np.sqrt(np.mean(a * a, -1, keepdims=True) + 1e-6), [A34]),
+    "mul_mat": (lambda a, b, ctx: ops.mul_mat(a, b, ctx=ctx), lambda a, b: b @ a.T,
+                [_sym((5, 4), 17), _sym((3, 4), 18)]),
+    "mul_mat_batched": (lambda a, b, ctx: ops.mul_mat(a, b, ctx=ctx), lambda a, b: b @ np.swapaxes(a, -1, -2),
+                        [_sym((2, 5, 4), 19), _sym((2, 3, 4), 20)]),
+    "mul_mat_broadcast": (lambda a, b, ctx: ops.mul_mat(a, b, ctx=ctx),
+                          lambda a, b: b @ np.swapaxes(np.broadcast_to(a, (3,) + a.shape[1:]), -1, -2),
+                          [_sym((1, 5, 4), 21), _sym((3, 2, 4), 22)]),
+    "mul_mat_f16": (lambda a, b, ctx: ops.mul_mat(a, b, ctx=ctx),
+                    lambda a, b: b.astype(np.float64) @ a.astype(np.float64).T,
+                    [_sym((5, 8), 23).astype(np.float16), _sym((3, 8), 24)]),
+    "out_prod": (lambda a, b, ctx: ops.out_prod(a, b, ctx=ctx), lambda a, b: b.T @ a,
+                 [_sym((4, 3), 25), _sym((4, 5), 26)]),
+    "cpy": (_cpy, lambda a, b: a.reshape(b.shape), [A34, np.zeros((4, 3), np.float32)]),
+    "cpy_f16": (_cpy, lambda a, b: a.astype(np.float16), [A34, np.zeros((3, 4), np.float16)]),
+    "cast_f16": (lambda a, ctx: ops.cast(a, "f16", ctx=ctx), lambda a: a.astype(np.float16), [A34]),
+    "cast_f32": (lambda a, ctx: ops.cast(a, "f32", ctx=ctx), lambda a: a.astype(np.float32),
+                 [A34.astype(np.float16)]),
+    "cont": (lambda a, ctx: ops.cont(ops.transpose(a, ctx=ctx), ctx=ctx), lambda a: a.T, [A34]),
+    "dup": (lambda a, ctx: ops.dup(a, ctx=ctx), lambda a: a, [A34]),
+    "reshape": (lambda a, ctx: ops.reshape(a, (2, 6), ctx=ctx), lambda a: a.reshape(2, 6), [A34]),
+    "view": (lambda a, ctx: ops.view(a, (2, 2), (16, 4), 20, ctx=ctx), _view_ref, [A34]),
+    "view_default_strides": (lambda a, ctx: ops.view(a, (5,), None, 8, ctx=ctx), lambda a: a.reshape(-1)[2:7],
+                             [A34]),
+    "permute": (lambda a, ctx: ops.permute(a, (1, 2, 0, 3), ctx=ctx), lambda a: permute_ref(a, (1, 2, 0, 3)), [X4]),
+    "permute_swap": (lambda a, ctx: ops.permute(a, (0, 2, 1, 3), ctx=ctx), lambda a: permute_ref(a, (0, 2, 1, 3)),
+                     [X4]),
+    "transpose": (lambda a, ctx: ops.transpose(a, ctx=ctx), lambda a: np.swapaxes(a, -1, -2), [A34]),
+    "get_rows": (lambda a, r, ctx: ops.get_rows(a, r, ctx=ctx), lambda a, r: a[r], [A34, ROWS]),
+    "pad": (lambda a, ctx: ops.pad(a, 2, 1, ctx=ctx), lambda a: np.pad(a, ((0, 1), (0, 2))), [A34]),
+    "soft_max": (lambda a, ctx: ops.soft_max(a, ctx=ctx), softmax, [A34]),
+    "soft_max_ext": (lambda a, m, ctx: ops.soft_max_ext(a, m, 0.5, ctx=ctx), lambda a, m: softmax(a * 0.5 + m),
+                     [A34, MASK]),
+    "soft_max_ext_nomask": (lambda a, ctx: ops.soft_max_ext(a, None, 2.0, ctx=ctx), lambda a: softmax(2.0 * a),
+                            [A34]),
+    "diag_mask_inf": (lambda a, ctx: ops.diag_mask_inf(a, 1, ctx=ctx), lambda a: causal_mask(a, 1), [A34]),
+    "im2col": (lambda k, d, ctx: ops.im2col(k, d, 1, 1, 1, 0, 1, 1, True, ctx=ctx),
+               lambda k, d: im2col_ref(k.shape, d, 1, 1, 1, 0, 1, 1), [KERNEL, IMG]),
+    "im2col_strided": (lambda k, d, ctx: ops.im2col(k, d, 2, 2, 0, 1, 1, 2, True, ctx=ctx),
+                       lambda k, d: im2col_ref(k.shape, d, 2, 2, 0, 1, 1, 2), [KERNEL, IMG]),
+    "im2col_1d": (lambda k, d, ctx: ops.im2col(k, d, 1, 1, 1, 0, 1, 1, False, ctx=ctx),
+                  lambda k, d: im2col_ref((4, 3, 1, 3), d[:, :, None, :], 1, 1, 1, 0, 1, 1)[:, 0],
+                  [np.zeros((4, 3, 3), np.float32), IMG[:, :, 0, :]]),
+    "pool_2d_max": (lambda a, ctx: ops.pool_2d(a, "max", 2, 2, 2, 2, ctx=ctx),
+                    lambda a: pool_ref(a, "max", 2, 2, 2, 2), [IMG]),
+    "pool_2d_avg": (lambda a, ctx: ops.pool_2d(a, "avg", 3, 2, 1, 2, ctx=ctx),
+                    lambda a: pool_ref(a, "avg", 3, 2, 1, 2), [IMG]),
+    "cross_entropy_loss": (lambda a, b, ctx: ops.cross_entropy_loss(a, b, ctx=ctx),
+                           lambda a, b: np.array([-np.sum(b * np.log(softmax(a))) / a.shape[0]]), [A34, LABELS]),
+}
+
+for _name, (_ref, _x) in UNARY.items():
+    OPS[_name] = ((lambda n: lambda a, ctx: getattr(ops, n)(a, ctx=ctx))(_name), _ref, [_x])
+
+TOL = {"gelu": 2e-3, "mul_mat_f16": 2e-2, "cpy_f16": 1e-3, "cast_f16": 1e-3, "cast_f32": 1e-3,
+       "softplus": 1e-4, "exp": 1e-4, "cross_entropy_loss": 1e-4}
+
+# ops that change their argument in place rather than making a value: checked below
+IN_PLACE = {"opt_step_adamw", "opt_step_sgd"}
+
+
+def test_every_op_is_covered():
+    """A new op in pyggml.ops needs a reference here (forward, and a gradient
+    or a refusal of the backward pass)."""
+    covered = {n.split("_broadcast")[0].split("_same")[0] for n in OPS} | set(UNARY) | IN_PLACE
+    covered |= {"mul_mat", "concat", "cpy", "cast", "view", "permute", "soft_max_ext", "im2col", "pool_2d"}
+    if hasattr(ops, "acc"):
+        covered.add("acc")
+    missing = sorted(n for n in ops.__all__ if n not in covered)
+    assert missing == [], f"ops without a numpy reference in test_ops.py: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_forward(name, backend, sched):
+    build, ref, arrays = OPS[name]
+    got = forward(backend, sched, build, arrays)
+    want = ref(*[np.asarray(a, np.float64) if a.dtype.kind == "f" else a for a in arrays])
+    assert got.shape == np.shape(want), (got.shape, np.shape(want))
+    tol = TOL.get(name, 1e-5)
+    if got.dtype.kind == "i":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_forward_f16_elementwise(backend, sched):
+    # get_rows and cpy move f16 data unchanged
+    a = _sym((3, 4), 30).astype(np.float16)
+    got = forward(backend, sched, lambda t, r, ctx: ops.get_rows(t, r, ctx=ctx), [a, ROWS])
+    np.testing.assert_allclose(got, a[ROWS].astype(np.float32))
+
+
+def test_forward_results_are_not_stale(backend, sched):
+    """A second compute with new inputs gives new results."""
+    lctx, buf, (a, b) = make_leaves(backend, [A34, B34])
+    cctx = core.Context(n_tensors=16, graph_size=64)
+    c = ops.mul(a, b, ctx=cctx)
+    g = core.Graph(cctx, 64)
+    g.build_forward(c)
+    sched.compute(g)
+    np.testing.assert_allclose(c.numpy(), A34 * B34, rtol=1e-6)
+    a.set(B34)
+    sched.compute(g)
+    np.testing.assert_allclose(c.numpy(), B34 * B34, rtol=1e-6)
+
+
+def test_opt_step_sgd(backend, sched):
+    w0 = _sym((3, 4), 31)
+    g0 = _sym((3, 4), 32)
+    lctx, buf, (w, gr, p) = make_leaves(backend, [w0, g0, PAR_SGD])
+    w.set_param()
+    cctx = core.Context(n_tensors=16, graph_size=64)
+    r = ops.opt_step_sgd(w, gr, p, ctx=cctx)
+    g = core.Graph(cctx, 64)
+    g.build_forward(r)
+    sched.compute(g)
+    want = w0 * (1 - 0.1 * 0.01) - 0.1 * g0
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_opt_step_adamw(backend, sched):
+    w0, g0 = _sym((3, 4), 33), _sym((3, 4), 34)
+    m0, v0 = _sym((3, 4), 35) * 0.1, _pos((3, 4), 36) * 0.1
+    lctx, buf, (w, gr, m, v, p) = make_leaves(backend, [w0, g0, m0, v0, PAR_ADAMW])
+    w.set_param()
+    cctx = core.Context(n_tensors=16, graph_size=64)
+    r = ops.opt_step_adamw(w, gr, m, v, p, ctx=cctx)
+    g = core.Graph(cctx, 64)
+    g.build_forward(r)
+    sched.compute(g)
+    np.testing.assert_allclose(w.numpy(), adamw_ref(w0, g0, m0, v0, PAR_ADAMW), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m.numpy(), 0.9 * m0 + 0.1 * g0, rtol=1e-5, atol=1e-6)
+
+
+def test_acc(backend, sched):
+    if not hasattr(ops, "acc"):
+        pytest.skip("this build has no ops.acc")
+    a, b = A34, _sym((2, 2), 37)
+    got = forward(backend, sched, lambda x, y, ctx: ops.acc(x, y, None, 4, ctx=ctx), [a, b])
+    want = a.copy()
+    want[0:2, 1:3] += b
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# --- gradients against finite differences -----------------------------------------------
+
+# name -> (build, reference, arrays, index of the argument to differentiate)
+GRAD_CASES = {
+    "add_a": ("add_broadcast", 0), "add_b": ("add_broadcast", 1), "sub_a": ("sub", 0), "sub_b": ("sub_same", 1),
+    "mul_a": ("mul", 0), "mul_b": ("mul", 1), "div_a": ("div", 0), "div_b": ("div", 1),
+    "scale": ("scale", 0), "scale_bias": ("scale_bias", 0), "sum": ("sum", 0), "sum_rows": ("sum_rows", 0),
+    "mean": ("mean", 0), "repeat": ("repeat", 0), "rms_norm": ("rms_norm", 0),
+    "mul_mat_a": ("mul_mat", 0), "mul_mat_b": ("mul_mat", 1), "mul_mat_batched_a": ("mul_mat_batched", 0),
+    "mul_mat_broadcast_b": ("mul_mat_broadcast", 1),
+    "cpy": ("cpy", 0), "cont": ("cont", 0), "dup": ("dup", 0), "reshape": ("reshape", 0), "view": ("view", 0),
+    "permute": ("permute", 0), "transpose": ("transpose", 0), "get_rows": ("get_rows", 0),
+    "soft_max": ("soft_max", 0), "soft_max_ext": ("soft_max_ext", 0), "soft_max_ext_nomask": ("soft_max_ext_nomask", 0),
+    "im2col": ("im2col", 1), "im2col_strided": ("im2col_strided", 1),
+    "pool_2d_max": ("pool_2d_max", 0), "pool_2d_avg": ("pool_2d_avg", 0),
+    "cross_entropy_loss": ("cross_entropy_loss", 0),
+    **{u: (u, 0) for u in ("sqr", "sqrt", "log", "exp", "abs", "sgn", "neg", "step", "relu", "silu",
+                           "softplus", "sin", "cos")},
+}
+
+
+def _masked_softmax_build(a, ctx):
+    return ops.soft_max(ops.diag_mask_inf(a, 0, ctx=ctx), ctx=ctx)
+
+
+def _masked_softmax_ref(a):
+    return softmax(causal_mask(a, 0))
+
+
+@pytest.mark.parametrize("case", sorted(GRAD_CASES) + ["diag_mask_inf", "acc"])
+def test_backward_matches_finite_differences(case, backend, sched):
+    if case == "diag_mask_inf":
+        build, ref, arrays, wrt = _masked_softmax_build, _masked_softmax_ref, [A34], 0
+    elif case == "acc":
+        if not hasattr(ops, "acc"):
+            pytest.skip("this build has no ops.acc")
+
+        def ref(x, y):
+            out = np.array(x, dtype=np.float64)
+            out[0:2, 1:3] += y
+            return out
+        build, arrays, wrt = (lambda x, y, ctx: ops.acc(x, y, None, 4, ctx=ctx)), [A34, _sym((2, 2), 37)], 1
+    else:
+        name, wrt = GRAD_CASES[case]
+        build, ref, arrays = OPS[name]
+    out_shape = np.shape(ref(*arrays))
+    weights = rng(99).normal(size=out_shape)
+    got = ggml_grad(backend, sched, build, arrays, wrt, weights)
+    want = numeric_grad(ref, arrays, wrt, weights)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-3)
+
+
+def test_gradient_accumulates_over_uses(backend, sched):
+    """w used twice: loss = sum(w*w + 3w) -> grad 2w + 3."""
+    w0 = A34
+    lctx, buf, (w,) = make_leaves(backend, [w0])
+    w.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(ops.add(ops.mul(w, w, ctx=cctx), ops.scale(w, 3.0, ctx=cctx), ctx=cctx), ctx=cctx)
+    loss.set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    g.build_backward()
+    sched.alloc(g)
+    g.reset()
+    sched.compute(g)
+    np.testing.assert_allclose(loss.numpy(), [np.sum(w0 * w0 + 3 * w0)], rtol=1e-5)
+    np.testing.assert_allclose(g.grad(w).numpy(), 2 * w0 + 3, rtol=1e-5)
+    # reset zeroes the gradients again: a second compute gives the same, not twice
+    g.reset()
+    sched.compute(g)
+    np.testing.assert_allclose(g.grad(w).numpy(), 2 * w0 + 3, rtol=1e-5)
+
+
+NO_BACKWARD = {
+    "tanh": lambda a, ctx: ops.tanh(a, ctx=ctx), "sigmoid": lambda a, ctx: ops.sigmoid(a, ctx=ctx),
+    "gelu": lambda a, ctx: ops.gelu(a, ctx=ctx), "elu": lambda a, ctx: ops.elu(a, ctx=ctx),
+    "leaky_relu": lambda a, ctx: ops.leaky_relu(a, 0.1, ctx=ctx), "clamp": lambda a, ctx: ops.clamp(a, 0, 1, ctx=ctx),
+    "norm": lambda a, ctx: ops.norm(a, ctx=ctx), "pad": lambda a, ctx: ops.pad(a, 1, ctx=ctx),
+    "concat": lambda a, ctx: ops.concat(a, a, 0, ctx=ctx),
+    "out_prod": lambda a, ctx: ops.out_prod(a, a, ctx=ctx),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_BACKWARD))
+def test_backward_refused_for_ops_without_one(name, backend):
+    lctx, buf, (w,) = make_leaves(backend, [A34])
+    w.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(NO_BACKWARD[name](w, cctx), ctx=cctx)
+    loss.set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(GGMLError, match="no backward pass"):
+        g.build_backward()
+
+
+@pytest.mark.parametrize("op", ["sub", "div"])
+def test_backward_refused_for_broadcast_second_argument(op, backend):
+    # ggml's backward pass of sub and div has no reduction for a repeated b
+    lctx, buf, (a, b) = make_leaves(backend, [A34, _pos((1, 4), 40)])
+    b.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(getattr(ops, op)(a, b, ctx=cctx), ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(GGMLError, match="broadcast"):
+        g.build_backward()
+
+
+def test_backward_needs_a_loss_and_grads(backend):
+    lctx, buf, (w,) = make_leaves(backend, [A34])
+    w.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    s = ops.sum(ops.sqr(w, ctx=cctx), ctx=cctx)
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(s)
+    with pytest.raises(ValueError, match="no loss"):
+        g.build_backward()
+    g2 = core.Graph(cctx, 512)
+    g2.build_forward(s)
+    with pytest.raises(ValueError, match="grads=True"):
+        g2.build_backward()
+    with pytest.raises(ValueError, match="grads=False"):
+        g2.reset()
+    assert g2.grad(w) is None
+
+
+def test_reset_before_alloc_is_refused(backend):
+    lctx, buf, (w,) = make_leaves(backend, [A34])
+    w.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(ops.sqr(w, ctx=cctx), ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    g.build_backward()
+    with pytest.raises(GGMLError, match="allocate"):
+        g.reset()
+
+
+def test_set_param_and_set_loss_refusals(backend):
+    lctx, buf, (w, i) = make_leaves(backend, [A34, ROWS])
+    cctx = core.Context(n_tensors=64, graph_size=64)
+    with pytest.raises(TypeError):
+        i.set_param()
+    with pytest.raises(ValueError, match="leaf"):
+        ops.sqr(w, ctx=cctx).set_param()
+    with pytest.raises(ValueError, match="scalar"):
+        w.set_loss()
+
+
+# --- refusals of bad shapes and dtypes ----------------------------------------------
+
+
+def _bad_cases(f32, f32b, i32, f16, v4, t):
+    """(call, exception type) pairs over tensors: f32 (3, 4), f32b (5, 7),
+    i32 (4,), f16 (3, 4), v4 (2, 3, 4, 5), t a transposed view of f32."""
+    return [
+        (lambda: ops.add(f32, f32b), ValueError), (lambda: ops.sub(f32, i32), TypeError),
+        (lambda: ops.mul(f32b, f32), ValueError), (lambda: ops.div(i32, i32), TypeError),
+        (lambda: ops.sqr(i32), TypeError), (lambda: ops.exp(t), ValueError), (lambda: ops.relu(f16), TypeError),
+        (lambda: ops.leaky_relu(i32), TypeError), (lambda: ops.scale(i32, 2.0), TypeError),
+        (lambda: ops.scale_bias(f16, 1.0, 1.0), TypeError),
+        (lambda: ops.clamp(f32, 1.0, 0.0), ValueError), (lambda: ops.sum(i32), TypeError),
+        (lambda: ops.sum_rows(f16), TypeError), (lambda: ops.mean(i32), TypeError),
+        (lambda: ops.argmax(v4), ValueError), (lambda: ops.argmax(i32), TypeError),
+        (lambda: ops.repeat(f32b, f32), ValueError), (lambda: ops.concat(f32, f32b, 0), ValueError),
+        (lambda: ops.concat(f32, f32, 4), ValueError), (lambda: ops.concat(f32, f16, 0), TypeError),
+        (lambda: ops.norm(f32, -1.0), ValueError), (lambda: ops.rms_norm(i32), TypeError),
+        (lambda: ops.mul_mat(f32, f32b), ValueError), (lambda: ops.mul_mat(f32, i32), TypeError),
+        (lambda: ops.mul_mat(f32, f16), TypeError), (lambda: ops.mul_mat(t, f32), ValueError),
+        (lambda: ops.out_prod(f32, f32b), ValueError), (lambda: ops.out_prod(i32, i32), TypeError),
+        (lambda: ops.cpy(f32, f32b), ValueError), (lambda: ops.cast(f32, "q4_0"), TypeError),
+        (lambda: ops.cast(f32, "float64"), TypeError),
+        (lambda: ops.reshape(f32, (5,)), ValueError), (lambda: ops.reshape(f32, (0, 12)), ValueError),
+        (lambda: ops.reshape(f32, (1, 1, 1, 1, 12)), ValueError), (lambda: ops.reshape(t, (12,)), ValueError),
+        (lambda: ops.reshape(f32, "ab"), TypeError), (lambda: ops.reshape(f32, (2.0, 6)), TypeError),
+        (lambda: ops.view(f32, (13,)), ValueError), (lambda: ops.view(f32, (3,), None, 40), ValueError),
+        (lambda: ops.view(f32, (2, 2), (8, 2)), ValueError), (lambda: ops.view(f32, (2, 2), (16,)), ValueError),
+        (lambda: ops.view(f32, (2, 2), (-16, 4)), ValueError),
+        (lambda: ops.permute(f32, (0, 1, 2)), ValueError), (lambda: ops.permute(f32, (0, 0, 1, 2)), ValueError),
+        (lambda: ops.get_rows(f32, f32), TypeError), (lambda: ops.get_rows(v4, i32), ValueError),
+        (lambda: ops.pad(f32, -1), ValueError), (lambda: ops.pad(i32, 1), TypeError),
+        (lambda: ops.soft_max(i32), TypeError), (lambda: ops.soft_max_ext(f32, f32b), ValueError),
+        (lambda: ops.soft_max_ext(f32, i32), TypeError), (lambda: ops.soft_max_ext(t), ValueError),
+        (lambda: ops.diag_mask_inf(f32, -1), ValueError), (lambda: ops.diag_mask_inf(i32), TypeError),
+        (lambda: ops.im2col(v4, v4, 0), ValueError), (lambda: ops.im2col(v4, f32b), ValueError),
+        (lambda: ops.im2col(v4, v4, dtype="i32"), TypeError), (lambda: ops.im2col(f16, i32), TypeError),
+        (lambda: ops.pool_2d(f32, "min"), ValueError), (lambda: ops.pool_2d(f32, "max", 9, 9), ValueError),
+        (lambda: ops.pool_2d(f32, "max", 0, 1), ValueError), (lambda: ops.pool_2d(i32), TypeError),
+        (lambda: ops.cross_entropy_loss(f32, f32b), ValueError), (lambda: ops.cross_entropy_loss(f32, f16), TypeError),
+        (lambda: ops.opt_step_sgd(f32, f32, f32), ValueError),
+        (lambda: ops.opt_step_adamw(f32, f32, f32, f32, i32), TypeError),
+        (lambda: ops.add(f32, None), TypeError), (lambda: ops.add(f32, np.ones((3, 4))), TypeError),
+        (lambda: ops.add(f32, f32, ctx="nope"), TypeError), (lambda: ops.sqr(None), TypeError),
+    ]
+
+
+def test_bad_shapes_and_dtypes_raise():
+    ctx = core.Context(n_tensors=32)
+    f32 = ctx.new_tensor((3, 4))
+    f32b = ctx.new_tensor((5, 7))
+    i32 = ctx.new_tensor((4,), "i32")
+    f16 = ctx.new_tensor((3, 4), "f16")
+    v4 = ctx.new_tensor((2, 3, 4, 5))
+    cctx = core.Context(n_tensors=1024)
+    t = ops.transpose(f32, ctx=cctx)
+    cases = _bad_cases(f32, f32b, i32, f16, v4, t)
+    failures = []
+    for i, (call, exc) in enumerate(cases):
+        try:
+            call()
+        except exc:
+            continue
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(f"case {i}: {type(e).__name__}: {e} (expected {exc.__name__})")
+            continue
+        failures.append(f"case {i}: did not raise (expected {exc.__name__})")
+    assert not failures, "\n".join(failures)
+
+
+def test_full_context_raises_instead_of_aborting():
+    from pyggml.errors import AllocationError
+    ctx = core.Context(n_tensors=2)
+    a = ctx.new_tensor((3, 4))
+    with pytest.raises(AllocationError, match="full"):
+        for _ in range(1000):
+            ctx.new_tensor((3, 4))
+    with pytest.raises(AllocationError):
+        ops.sqr(a)           # the result would go into the same, full context
+    with pytest.raises(AllocationError):
+        core.Graph(ctx, 64)  # no room for a graph either
+    data = core.Context(n_tensors=4, no_alloc=False, mem_size=64)
+    with pytest.raises(AllocationError):
+        data.new_tensor((100, 100))   # the data does not fit
+
+
+def test_graph_too_small_raises(backend):
+    lctx, buf, (a,) = make_leaves(backend, [A34])
+    cctx = core.Context(n_tensors=256, graph_size=8)
+    x = a
+    for _ in range(20):
+        x = ops.sqr(x, ctx=cctx)
+    g = core.Graph(cctx, 8)
+    with pytest.raises(GGMLError, match="full"):
+        g.build_forward(x)
+
+
+def test_numpy_before_memory_raises():
+    ctx = core.Context(n_tensors=4)
+    a = ctx.new_tensor((3, 4))
+    with pytest.raises(GGMLError, match="no memory"):
+        a.numpy()
+    with pytest.raises(GGMLError, match="no memory"):
+        a.set(np.zeros((3, 4)))
+
+
+def test_set_converts_and_checks(backend):
+    lctx, buf, (a, i) = make_leaves(backend, [A34, ROWS])
+    a.set(np.arange(12, dtype=np.int64).reshape(3, 4))           # int -> f32
+    np.testing.assert_array_equal(a.numpy(), np.arange(12).reshape(3, 4))
+    a.set(np.asfortranarray(A34.astype(np.float64)))              # any layout
+    np.testing.assert_allclose(a.numpy(), A34, rtol=1e-7)
+    a.set(np.ones((1, 3, 4)))                                     # extents of 1 do not matter
+    np.testing.assert_array_equal(a.numpy(), np.ones((3, 4)))
+    with pytest.raises(ValueError):
+        a.set(np.arange(12))
+    with pytest.raises(ValueError):
+        a.set(np.ones((4, 3)))
+    with pytest.raises(ValueError):
+        a.set(np.ones(11))
+    with pytest.raises(TypeError):
+        a.set(np.array(["a"] * 12))
+    with pytest.raises(TypeError):
+        a.set(np.ones(12, dtype=complex))
+    with pytest.raises(TypeError):
+        a.set(a)
+    i.set([3, 1, 4, 1])
+    assert i.numpy().dtype == np.int32 and list(i.numpy()) == [3, 1, 4, 1]
