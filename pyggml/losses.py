@@ -96,7 +96,7 @@ class CategoricalCrossentropy(Loss):
         else:
             p = ops.scale_bias(out, 1.0 - 2 * _EPS, _EPS, ctx=ctx)
             # Keras normalises probabilities to sum to one before the log
-            lp = ops.log(ops.div(p, ops.sum_rows(p, ctx=ctx), ctx=ctx), ctx=ctx)
+            lp = ops.log(ops.div(p, ops.repeat(ops.sum_rows(p, ctx=ctx), p, ctx=ctx), ctx=ctx), ctx=ctx)
         return ops.neg(ops.sum_rows(ops.mul(y, lp, ctx=ctx), ctx=ctx), ctx=ctx)
 
     def build(self, out, y, ctx, batch, n_cells, weights=None, inv_n=None, from_logits=False):

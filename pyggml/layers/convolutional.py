@@ -224,7 +224,7 @@ class GlobalAveragePooling2D(Layer):
         h, w, c = self.input_shape
         y = ops.reshape(_cont(x, g), (g.batch, h * w, c), ctx=g.ctx)
         y = ops.cont(ops.transpose(y, ctx=g.ctx), ctx=g.ctx)           # (N, C, HW)
-        return ops.reshape(ops.mean(y, ctx=g.ctx), (g.batch, c), ctx=g.ctx)
+        return ops.reshape(ops.scale(ops.sum_rows(y, ctx=g.ctx), 1.0 / (h * w), ctx=g.ctx), (g.batch, c), ctx=g.ctx)
 
 
 class GlobalMaxPooling2D(Layer):

@@ -17,6 +17,12 @@ def _rsqrt(v, eps, ctx):
     return ops.exp(ops.scale(ops.log(ops.scale_bias(v, 1.0, eps, ctx=ctx), ctx=ctx), -0.5, ctx=ctx), ctx=ctx)
 
 
+def _mean_rows(x, ctx):
+    # mean over ggml dim 0 as a scaled sum_rows (ggml's mean has a backward pass
+    # only when its result is a scalar)
+    return ops.scale(ops.sum_rows(x, ctx=ctx), 1.0 / x.ne[0], ctx=ctx)
+
+
 def _check_eps(eps):
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
         raise ValueError(f"epsilon must be a positive number, got {eps!r}")
@@ -48,9 +54,9 @@ class BatchNormalization(Layer):
         x2 = ops.reshape(_cont(x, g), (m, c), ctx=g.ctx)          # ggml [C, M]
         if training:
             xt = ops.cont(ops.transpose(x2, ctx=g.ctx), ctx=g.ctx)  # ggml [M, C]
-            mean = ops.reshape(ops.mean(xt, ctx=g.ctx), (1, c), ctx=g.ctx)
-            xc = ops.sub(x2, mean, ctx=g.ctx)
-            var = ops.mean(ops.cont(ops.transpose(ops.sqr(xc, ctx=g.ctx), ctx=g.ctx), ctx=g.ctx), ctx=g.ctx)
+            mean = ops.reshape(_mean_rows(xt, g.ctx), (1, c), ctx=g.ctx)
+            xc = ops.sub(x2, ops.repeat(mean, x2, ctx=g.ctx), ctx=g.ctx)   # ggml's sub has no broadcast backward
+            var = _mean_rows(ops.cont(ops.transpose(ops.sqr(xc, ctx=g.ctx), ctx=g.ctx), ctx=g.ctx), g.ctx)
             var = ops.reshape(var, (1, c), ctx=g.ctx)
             g.add_stat(self, mean, var)
             y = ops.mul(xc, _rsqrt(var, self.epsilon, g.ctx), ctx=g.ctx)
@@ -85,8 +91,8 @@ class LayerNormalization(Layer):
 
     def call(self, g, x, training):
         x = _cont(x, g)
-        xc = ops.sub(x, ops.mean(x, ctx=g.ctx), ctx=g.ctx)
-        var = ops.mean(ops.sqr(xc, ctx=g.ctx), ctx=g.ctx)
+        xc = ops.sub(x, ops.repeat(_mean_rows(x, g.ctx), x, ctx=g.ctx), ctx=g.ctx)
+        var = _mean_rows(ops.sqr(xc, ctx=g.ctx), g.ctx)
         y = ops.mul(xc, _rsqrt(var, self.epsilon, g.ctx), ctx=g.ctx)
         return ops.add(ops.mul(y, g.weight(self, "weight"), ctx=g.ctx), g.weight(self, "bias"), ctx=g.ctx)
 

@@ -1,0 +1,205 @@
+"""Behaviour of Sequential and functional models: compile, fit, evaluate,
+predict, weights, layers, callbacks, save/load."""
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+
+
+def blobs(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    centers = np.array([[2, 0], [-2, 1], [0, -2]], dtype=np.float64)
+    x = centers[y] + rng.normal(scale=0.5, size=(n, 2))
+    return x, np.eye(3)[y], y
+
+
+def test_sequential_learns_a_classification_task():
+    x, y, _ = blobs()
+    pg.set_seed(0)
+    m = pg.Sequential([pg.layers.Dense(16, activation="relu"), pg.layers.Dense(3, activation="softmax")],
+                      input_shape=2)
+    m.compile(optimizer=pg.optimizers.Adam(learning_rate=0.05), loss="categorical_crossentropy",
+              metrics=["accuracy"])
+    h = m.fit(x, y, epochs=30, batch_size=16, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+    assert m.evaluate(x, y)["accuracy"] > 0.9
+    p = m.predict(x)
+    assert p.shape == (120, 3) and p.dtype == np.float32
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)       # softmax applied once, at predict
+    m.free()
+
+
+def test_layer_names_and_weight_names_follow_keras_and_pytorch():
+    m = pg.Sequential([pg.layers.Dense(4), pg.layers.Dense(2)], input_shape=3)
+    m.compile(loss="mse")
+    w = m.get_weights()
+    assert list(w) == ["dense.weight", "dense.bias", "dense_1.weight", "dense_1.bias"]
+    assert w["dense.weight"].shape == (4, 3) and w["dense.bias"].shape == (4,)
+    assert m.count_params() == 4 * 3 + 4 + 2 * 4 + 2
+    assert m.get_layer(index=1).name == "dense_1"
+    m.free()
+
+
+def test_predict_matches_numpy_for_a_dense_model():
+    m = pg.Sequential([pg.layers.Dense(5, activation="tanh"), pg.layers.Dense(2, activation="sigmoid")],
+                      input_shape=3).compile(loss="mse", seed=3)
+    w = m.get_weights()
+    x = np.random.default_rng(1).normal(size=(37, 3))
+    h = np.tanh(x @ w["dense.weight"].T + w["dense.bias"])
+    ref = 1 / (1 + np.exp(-(h @ w["dense_1.weight"].T + w["dense_1.bias"])))
+    np.testing.assert_allclose(m.predict(x, batch_size=8), ref, rtol=2e-5, atol=2e-6)
+    m.free()
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh", "gelu", "silu", "leaky_relu", "elu", "softmax", None])
+def test_activations_train_and_match_numpy(act):
+    from math import erf
+    m = pg.Sequential([pg.layers.Dense(4, activation=act)], input_shape=3).compile(loss="mse", seed=1)
+    w = m.get_weights()
+    x = np.random.default_rng(2).normal(size=(8, 3))
+    z = x @ w["dense.weight"].T + w["dense.bias"]
+    ref = {"relu": np.maximum(z, 0), "sigmoid": 1 / (1 + np.exp(-z)), "tanh": np.tanh(z),
+           "gelu": 0.5 * z * (1 + np.vectorize(erf)(z / np.sqrt(2))), "silu": z / (1 + np.exp(-z)),
+           "leaky_relu": np.where(z > 0, z, 0.2 * z), "elu": np.where(z > 0, z, np.exp(z) - 1),
+           "softmax": np.exp(z) / np.exp(z).sum(1, keepdims=True), None: z}[act]
+    np.testing.assert_allclose(m.predict(x), ref, rtol=1e-5, atol=1e-6)
+    y = np.zeros((8, 4))
+    before = m.evaluate(x, y, batch_size=8)["loss"]
+    m.fit(x, y, epochs=5, batch_size=8, verbose=0)
+    assert m.evaluate(x, y, batch_size=8)["loss"] < before
+    m.free()
+
+
+def test_functional_model_with_two_inputs_and_two_outputs():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(64, 3)), rng.normal(size=(64, 2))
+    y1 = np.eye(2)[(a.sum(1) > 0).astype(int)]
+    y2 = (b[:, :1] - a[:, :1])
+    ia, ib = pg.Input(3, name="a"), pg.Input(2, name="b")
+    h = pg.layers.Concatenate()([pg.layers.Dense(8, activation="relu")(ia), pg.layers.Dense(8, activation="relu")(ib)])
+    o1 = pg.layers.Dense(2, activation="softmax", name="cls")(h)
+    o2 = pg.layers.Dense(1, name="reg")(h)
+    m = pg.Model([ia, ib], [o1, o2]).compile(optimizer="adam", loss=["categorical_crossentropy", "mse"],
+                                              loss_weights=[1.0, 0.5], metrics=["accuracy"])
+    assert [l.name for l in m.layers][:2] == ["a", "b"]
+    h = m.fit([a, b], [y1, y2], epochs=20, batch_size=16, verbose=0)
+    assert "cls_loss" in h.history and "reg_loss" in h.history
+    assert h.history["loss"][-1] < h.history["loss"][0]
+    p1, p2 = m.predict([a, b])
+    assert p1.shape == (64, 2) and p2.shape == (64, 1)
+    m.free()
+
+
+def test_cnn_trains_on_digits():
+    sk = pytest.importorskip("sklearn.datasets")
+    d = sk.load_digits()
+    x = (d.images / 16.0).reshape(-1, 8, 8, 1)[:600]
+    y = np.eye(10)[d.target[:600]]
+    pg.set_seed(0)
+    m = pg.Sequential([pg.layers.Conv2D(8, 3, activation="relu", padding="same"),
+                       pg.layers.MaxPooling2D(),
+                       pg.layers.Flatten(),
+                       pg.layers.Dense(10, activation="softmax")], input_shape=(8, 8, 1))
+    m.compile(optimizer=pg.optimizers.Adam(0.01), loss="categorical_crossentropy", metrics=["accuracy"])
+    m.fit(x[:500], y[:500], epochs=15, batch_size=32, verbose=0)
+    assert m.evaluate(x[500:], y[500:])["accuracy"] > 0.85
+    m.free()
+
+
+def test_batchnorm_dropout_and_layernorm_train():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(96, 6))
+    y = x[:, :2] * 2.0
+    m = pg.Sequential([pg.layers.Dense(16), pg.layers.BatchNormalization(), pg.layers.Activation("relu"),
+                       pg.layers.Dropout(0.1), pg.layers.LayerNormalization(), pg.layers.Dense(2)],
+                      input_shape=6).compile(optimizer="adam", loss="mse")
+    h = m.fit(x, y, epochs=15, batch_size=32, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+    w = m.get_weights()
+    assert not np.allclose(w["batch_normalization.running_mean"], 0)     # running statistics moved
+    p1, p2 = m.predict(x), m.predict(x)
+    np.testing.assert_array_equal(p1, p2)                                 # no dropout at predict
+    m.free()
+
+
+def test_callbacks_early_stopping_and_lr_schedule():
+    x, y, _ = blobs()
+    m = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=2).compile(loss="categorical_crossentropy")
+    seen = []
+    h = m.fit(x, y, epochs=5, batch_size=32, verbose=0, validation_split=0.25,
+              callbacks=[pg.callbacks.LearningRateScheduler(lambda e, lr: 0.01 / (e + 1)),
+                         pg.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen.append(e))])
+    assert seen == list(range(5))
+    np.testing.assert_allclose(h.history["learning_rate"], [0.01 / (e + 1) for e in range(5)], rtol=1e-6)
+    assert "val_loss" in h.history
+    m2 = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=2).compile(
+        optimizer=pg.optimizers.SGD(1e-9), loss="categorical_crossentropy")
+    h2 = m2.fit(x, y, epochs=50, batch_size=32, verbose=0, validation_split=0.25,
+                callbacks=[pg.callbacks.EarlyStopping(patience=2, min_delta=1e-3)])
+    assert len(h2.epoch) < 50
+    m.free()
+    m2.free()
+
+
+def test_partial_batches_are_used_and_sample_weights_apply():
+    x, y, _ = blobs(n=50)
+    m = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=2).compile(loss="categorical_crossentropy")
+    w0 = m.get_weights()
+    m.fit(x, y, epochs=1, batch_size=16, verbose=0, shuffle=False, sample_weight=np.r_[np.zeros(48), np.ones(2)])
+    w1 = m.get_weights()
+    # only the last, short batch had weight: the weights moved
+    assert any(not np.array_equal(w0[k], w1[k]) for k in w0)
+    np.testing.assert_allclose(m.evaluate(x, y, batch_size=16)["loss"],
+                               m.evaluate(x, y, batch_size=50)["loss"], rtol=1e-5)
+    m.free()
+
+
+def test_save_load_round_trip_and_resume(tmp_path):
+    x, y, _ = blobs()
+    pg.set_n_threads(1)
+
+    def make():
+        pg.set_seed(5)
+        return pg.Sequential([pg.layers.Dense(8, activation="relu"), pg.layers.Dense(3, activation="softmax")],
+                             input_shape=2).compile(loss="categorical_crossentropy")
+
+    a, b = make(), make()
+    for mm in (a, b):
+        mm.fit(x, y, epochs=2, batch_size=20, verbose=0, shuffle=False)
+    path = tmp_path / "a.gguf"
+    a.save(path)
+    c = pg.load_model(path)
+    np.testing.assert_array_equal(c.predict(x), a.predict(x))
+    b.fit(x, y, epochs=2, batch_size=20, verbose=0, shuffle=False)
+    c.fit(x, y, epochs=2, batch_size=20, verbose=0, shuffle=False)
+    for k, v in b.get_weights().items():
+        np.testing.assert_array_equal(c.get_weights()[k], v)      # training resumed exactly
+    gguf = pytest.importorskip("gguf")
+    r = gguf.GGUFReader(str(path))
+    names = {t.name: t for t in r.tensors}
+    for k, v in a.get_weights().items():
+        np.testing.assert_array_equal(np.asarray(names[k].data).reshape(v.shape), v)
+    for mm in (a, b, c):
+        mm.free()
+    pg.set_n_threads(None)
+
+
+def test_wrong_inputs_raise_clear_errors():
+    m = pg.Sequential([pg.layers.Dense(2)], input_shape=3).compile(loss="mse")
+    with pytest.raises(ValueError, match=r"\(n, 3\)"):
+        m.predict(np.zeros((4, 5)))
+    with pytest.raises(TypeError):
+        m.predict(np.array([["a", "b", "c"]]))
+    with pytest.raises(ValueError):
+        pg.layers.Dense(0)
+    with pytest.raises(ValueError, match="unknown loss"):
+        m.compile(loss="nope")
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        m.compile(optimizer="nope", loss="mse")
+    with pytest.raises(ValueError, match="unknown activation"):
+        pg.layers.Dense(2, activation="nope")
+    m.free()
+    with pytest.raises(pg.GGMLError, match="has been freed"):
+        m.predict(np.zeros((1, 3)))
