@@ -183,7 +183,7 @@ cdef class BackendBuffer(_Owner):
     """Device memory for every not yet allocated tensor of a Context:
     ``BackendBuffer(ctx, backend)``.  Freeing it detaches the tensors."""
     cdef ggml_backend_buffer_t ptr
-    cdef readonly Context ctx
+    cdef object _ctx_ref         # weak: the Context holds its buffers, not the reverse
     cdef readonly Backend backend
 
     def __init__(self, Context ctx not None, Backend backend not None):
@@ -203,7 +203,8 @@ cdef class BackendBuffer(_Owner):
             self.ptr = ggml_backend_alloc_ctx_tensors(ctx.ptr, backend.ptr)
         if self.ptr == NULL:
             raise AllocationError(f"could not allocate the Context's tensors on {backend.name}")
-        self.ctx = ctx
+        import weakref
+        self._ctx_ref = weakref.ref(ctx)
         self.backend = backend
         ctx._buffers.append(self)
         backend._add_dependent(self)
@@ -214,15 +215,25 @@ cdef class BackendBuffer(_Owner):
     cdef bint _alive(self):
         return self.ptr != NULL
 
+    @property
+    def ctx(self):
+        """The Context whose tensors this buffer holds (None once it is gone)."""
+        return None if self._ctx_ref is None else self._ctx_ref()
+
     cdef void _release(self) noexcept:
         cdef ggml_tensor * t
-        if self.ctx is not None and self.ctx.ptr != NULL:
-            t = ggml_get_first_tensor(self.ctx.ptr)
+        cdef Context ctx = None
+        try:
+            ctx = self.ctx
+        except BaseException:
+            pass
+        if ctx is not None and ctx.ptr != NULL:
+            t = ggml_get_first_tensor(ctx.ptr)
             while t != NULL:
                 if t.buffer == self.ptr:
                     t.data = NULL
                     t.buffer = NULL
-                t = ggml_get_next_tensor(self.ctx.ptr, t)
+                t = ggml_get_next_tensor(ctx.ptr, t)
         ggml_backend_buffer_free(self.ptr)
         self.ptr = NULL
 
