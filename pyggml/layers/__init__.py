@@ -6,11 +6,13 @@ from pyggml.layers.convolutional import (AveragePooling2D, Conv1D, Conv2D, Globa
                                          GlobalMaxPooling2D, MaxPooling2D)
 from pyggml.layers.embedding import Embedding
 from pyggml.layers.normalization import BatchNormalization, LayerNormalization
+from pyggml.layers.recurrent import GRU, LSTM
+from pyggml.layers.attention import MultiHeadAttention
 
 __all__ = ["Layer", "InputLayer", "Input", "Dense", "Activation", "Dropout", "Flatten", "Reshape", "Permute",
            "Add", "Concatenate", "Conv1D", "Conv2D", "MaxPooling2D", "AveragePooling2D",
            "GlobalAveragePooling2D", "GlobalMaxPooling2D", "BatchNormalization", "LayerNormalization",
-           "Embedding"]
+           "Embedding", "LSTM", "GRU", "MultiHeadAttention"]
 
 _REGISTRY = {}
 

@@ -56,9 +56,16 @@ class Dense(_Activated):
             self.add_weight("bias", (self.units,), self.bias_initializer)
 
     def call_pre(self, g, x, training):
+        lead = tuple(x.shape[:-1])
+        if len(lead) > 1:
+            # ggml's mul_mat has no backward pass for a weight broadcast over batch
+            # dims: apply it to the rows of a 2-D view, as Keras applies Dense to the last axis
+            x = ops.reshape(_cont(x, g), (int(np.prod(lead)), x.shape[-1]), ctx=g.ctx)
         y = ops.mul_mat(g.weight(self, "weight"), x, ctx=g.ctx)
         if self.use_bias:
             y = ops.add(y, g.weight(self, "bias"), ctx=g.ctx)
+        if len(lead) > 1:
+            y = ops.reshape(y, lead + (self.units,), ctx=g.ctx)
         return y
 
     def get_config(self):

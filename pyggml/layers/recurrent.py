@@ -1,0 +1,204 @@
+"""Recurrent layers: LSTM and GRU, unrolled over the steps in the graph.
+
+Inputs are ``(batch, steps, features)``.  Weights follow PyTorch's modules of
+the same kind, in PyTorch's layouts and gate orders:
+
+- ``weight_ih`` ``(G * units, features)``, ``weight_hh`` ``(G * units, units)``,
+  ``bias_ih`` and ``bias_hh`` ``(G * units,)``, with G = 4 gates i, f, g, o
+  (LSTM) or G = 3 gates r, z, n (GRU).
+- The GRU is PyTorch's (Keras' ``reset_after=True``):
+  ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``, ``h' = (1 - z) n + z h``.
+
+Initialisation is Keras': glorot-uniform ``weight_ih``, orthogonal
+``weight_hh``, zero biases; the LSTM's ``unit_forget_bias=True`` puts the
+forget gate's 1 in ``bias_ih`` (``bias_hh`` stays zero, so the sum is Keras'
+single bias).  The state starts at zero.
+
+ggml has no backward pass for tanh or sigmoid, so the gates go through
+``pyggml.activations`` (built from ops that train); each step is a mul_mat of
+the state, gate slices are views made contiguous, and the sequence output is
+assembled with ``acc`` (which trains; ggml's concat does not).
+"""
+
+import numpy as np
+
+from pyggml import activations, initializers
+from pyggml.core import ops
+from pyggml.layers.base import Layer
+from pyggml.layers.core import _positive_int, _cont, permute_numpy
+
+__all__ = ["LSTM", "GRU"]
+
+
+def lstm_bias_ih(shape, rng=None, layout=None):
+    """Zeros, except ones for the forget gate (the second quarter): Keras' unit_forget_bias."""
+    b = np.zeros(shape, dtype=np.float32)
+    units = shape[0] // 4
+    b[units:2 * units] = 1.0
+    return b
+
+
+class _Recurrent(Layer):
+    """Shared set-up of LSTM and GRU; subclasses define ``n_gates`` and ``_cell``."""
+
+    n_gates = 1
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 return_sequences=False, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        self.units = _positive_int("units", units, 1 << 16)
+        self._act = activations.get(activation)
+        self.activation = activations.name_of(activation)
+        self._rec_act = activations.get(recurrent_activation)
+        self.recurrent_activation = activations.name_of(recurrent_activation)
+        self.use_bias = bool(use_bias)
+        self.return_sequences = bool(return_sequences)
+        for what, init in (("kernel_initializer", kernel_initializer),
+                           ("recurrent_initializer", recurrent_initializer),
+                           ("bias_initializer", bias_initializer)):
+            initializers.get(init)          # unknown names fail here, not at compile
+        self.kernel_initializer = kernel_initializer
+        self.recurrent_initializer = recurrent_initializer
+        self.bias_initializer = bias_initializer
+
+    def compute_output_shape(self, input_shape):
+        if not isinstance(input_shape, tuple) or len(input_shape) != 2:
+            raise ValueError(f"{type(self).__name__} expects inputs of shape (steps, features), "
+                             f"got {input_shape}")
+        steps = input_shape[0]
+        return (steps, self.units) if self.return_sequences else (self.units,)
+
+    def _bias_ih_initializer(self):
+        return self.bias_initializer
+
+    def build(self, input_shape):
+        g = self.n_gates * self.units
+        self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer)
+        self.add_weight("weight_hh", (g, self.units), self.recurrent_initializer)
+        if self.use_bias:
+            self.add_weight("bias_ih", (g,), self._bias_ih_initializer())
+            self.add_weight("bias_hh", (g,), self.bias_initializer)
+
+    # --- graph helpers -------------------------------------------------------------
+    def _gate(self, g, t, k):
+        """Columns [k * units, (k + 1) * units) of a contiguous (batch, G * units) tensor."""
+        u = self.units
+        width = t.shape[-1]
+        v = ops.view(t, (g.batch, u), strides=(width * 4, 4), offset=k * u * 4, ctx=g.ctx)
+        return ops.cont(v, ctx=g.ctx)
+
+    def _input_projection(self, g, x):
+        """W_ih x_t (+ b_ih) for every step at once, time-major: (steps * batch, G * units)."""
+        steps, feats = self.input_shape
+        xt = permute_numpy(_cont(x, g), (1, 0, 2), g)                      # (steps, batch, features)
+        xt = ops.reshape(xt, (steps * g.batch, feats), ctx=g.ctx)
+        p = ops.mul_mat(g.weight(self, "weight_ih"), xt, ctx=g.ctx)
+        if self.use_bias:
+            p = ops.add(p, g.weight(self, "bias_ih"), ctx=g.ctx)
+        return p
+
+    def _step_rows(self, g, p, t):
+        """Step t's rows of the time-major projection (a contiguous view)."""
+        width = self.n_gates * self.units
+        return ops.view(p, (g.batch, width), offset=t * g.batch * width * 4, ctx=g.ctx)
+
+    def _recurrent_projection(self, g, h):
+        r = ops.mul_mat(g.weight(self, "weight_hh"), h, ctx=g.ctx)
+        if self.use_bias:
+            r = ops.add(r, g.weight(self, "bias_hh"), ctx=g.ctx)
+        return r
+
+    def call(self, g, x, training):
+        steps = self.input_shape[0]
+        u = self.units
+        p = self._input_projection(g, x)
+        state = self._initial_state(g)
+        seq = g.const(np.zeros((g.batch, steps, u), dtype=np.float32)) if self.return_sequences else None
+        for t in range(steps):
+            state = self._cell(g, self._step_rows(g, p, t), state)
+            if seq is not None:
+                # place h_t at [:, t, :] of the (batch, steps, units) output
+                seq = ops.acc(seq, state[0], nb=(steps * u * 4, 4), offset=t * u * 4, ctx=g.ctx)
+        return seq if seq is not None else state[0]
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg.update(units=self.units, activation=self.activation,
+                   recurrent_activation=self.recurrent_activation, use_bias=self.use_bias,
+                   return_sequences=self.return_sequences)
+        for k in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
+            v = getattr(self, k)
+            if isinstance(v, str):
+                cfg[k] = v
+        return cfg
+
+
+class LSTM(_Recurrent):
+    """Long short-term memory (gates i, f, g, o as PyTorch's ``nn.LSTM``)."""
+
+    n_gates = 4
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 return_sequences=False, unit_forget_bias=True, **kwargs):
+        super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
+                         use_bias=use_bias, return_sequences=return_sequences, **kwargs)
+        self.unit_forget_bias = bool(unit_forget_bias)
+
+    def _bias_ih_initializer(self):
+        return lstm_bias_ih if self.unit_forget_bias else self.bias_initializer
+
+    def _initial_state(self, g):
+        z = np.zeros((g.batch, self.units), dtype=np.float32)
+        return (g.const(z), g.const(z))
+
+    def _cell(self, g, xp, state):
+        h, c = state
+        ctx = g.ctx
+        gates = ops.add(xp, self._recurrent_projection(g, h), ctx=ctx)        # (batch, 4 units)
+        i = self._rec_act(self._gate(g, gates, 0), ctx)
+        f = self._rec_act(self._gate(g, gates, 1), ctx)
+        cand = self._act(self._gate(g, gates, 2), ctx)
+        o = self._rec_act(self._gate(g, gates, 3), ctx)
+        c = ops.add(ops.mul(f, c, ctx=ctx), ops.mul(i, cand, ctx=ctx), ctx=ctx)
+        h = ops.mul(o, self._act(c, ctx), ctx=ctx)
+        return (h, c)
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["unit_forget_bias"] = self.unit_forget_bias
+        return cfg
+
+
+class GRU(_Recurrent):
+    """Gated recurrent unit as PyTorch's ``nn.GRU`` (gates r, z, n; Keras'
+    ``reset_after=True``)."""
+
+    n_gates = 3
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 return_sequences=False, reset_after=True, **kwargs):
+        super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
+                         use_bias=use_bias, return_sequences=return_sequences, **kwargs)
+        if not reset_after:
+            raise ValueError("GRU supports reset_after=True only (PyTorch's formulation)")
+        self.reset_after = True
+
+    def _initial_state(self, g):
+        return (g.const(np.zeros((g.batch, self.units), dtype=np.float32)),)
+
+    def _cell(self, g, xp, state):
+        (h,) = state
+        ctx = g.ctx
+        hp = self._recurrent_projection(g, h)                                  # (batch, 3 units)
+        r = self._rec_act(ops.add(self._gate(g, xp, 0), self._gate(g, hp, 0), ctx=ctx), ctx)
+        z = self._rec_act(ops.add(self._gate(g, xp, 1), self._gate(g, hp, 1), ctx=ctx), ctx)
+        n = self._act(ops.add(self._gate(g, xp, 2), ops.mul(r, self._gate(g, hp, 2), ctx=ctx), ctx=ctx), ctx)
+        # h' = (1 - z) n + z h = n + z (h - n)
+        h = ops.add(n, ops.mul(z, ops.sub(h, n, ctx=ctx), ctx=ctx), ctx=ctx)
+        return (h,)
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["reset_after"] = True
+        return cfg
