@@ -356,6 +356,12 @@ cdef class Tensor:
 
 cdef cnp.ndarray _as_array(object array, object np_dtype, tuple shape):
     """Convert to a C-contiguous array of np_dtype whose shape is ``shape``."""
+    cdef cnp.ndarray fast
+    if type(array) is np.ndarray:
+        # the common case costs no copy and no conversion
+        fast = <cnp.ndarray>array
+        if fast.dtype is np.dtype(np_dtype) and cnp.PyArray_IS_C_CONTIGUOUS(fast) and array.shape == shape:
+            return fast
     if isinstance(array, Tensor):
         raise TypeError("expected a numpy array, got a Tensor (use Tensor.numpy())")
     try:

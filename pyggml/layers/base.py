@@ -51,6 +51,7 @@ class Node:
         self.layer = layer
         self.inputs = inputs        # list of Nodes
         self.index = index          # which output of the layer
+        self.cells = int(np.prod(shape)) if shape else 1
 
     def __repr__(self):
         return f"<Node {self.layer.name if self.layer.name else type(self.layer).__name__} shape=(None, {', '.join(map(str, self.shape))})>"

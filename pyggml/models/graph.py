@@ -122,10 +122,9 @@ class _Executor:
         self.n_threads = _threads(self.work)
 
     def set_inputs(self, xs):
+        # index ranges (Embedding) are checked on the numpy side, in Model._prepare_x
         for t, x in zip(self.xs, xs):
             t.set(x)
-        for t, limit in self.g._limits:
-            pass  # index ranges are checked on the numpy side (Model._prepare_x)
 
     def free(self):
         for name in ("opt", "sched"):
@@ -267,15 +266,18 @@ class TrainStep(_LossGraph):
         self.sched = Scheduler(model._backends(), graph_size=2 * self.g.graph_size)
         h = self.optimizer.hparams()
         self._hp = dict(h)
+        self._lr = h["learning_rate"]
         self.opt = OptContext(self.sched, self.g.ctx, self.xs[0], self.loss, loss="sum",
                               optimizer=self.optimizer.kind, opt_period=opt_period,
                               **h)
 
     def _sync_hparams(self):
-        h = self.optimizer.hparams()
-        if h != self._hp:
+        lr = self.optimizer.learning_rate
+        if lr != self._lr:
+            h = self.optimizer.hparams()
             self.opt.set_hparams(**h)
             self._hp = dict(h)
+            self._lr = lr
 
     def step(self, xs, ys, ws=None, n_real=None, want_outputs=False):
         self.set_batch(xs, ys, ws, n_real)

@@ -138,6 +138,9 @@ class Model:
         return [n.shape for n in self._inputs]
 
     def _input_dtypes(self):
+        cached = self.__dict__.get("_input_dtypes_cache")
+        if cached is not None:
+            return cached
         out = []
         for n in self._inputs:
             d = n.layer.dtype
@@ -145,6 +148,8 @@ class Model:
                    for c in self._nodes):
                 d = "int32"
             out.append(d)
+        if self._compiled:
+            self._input_dtypes_cache = out
         return out
 
     def _has_conv(self):
@@ -407,6 +412,10 @@ class Model:
             raise ValueError(f"the model has {len(self._inputs)} inputs, got {len(xs)} arrays")
         out = []
         for i, (a, shape, dt) in enumerate(zip(xs, self._input_shapes(), self._input_dtypes())):
+            if type(a) is np.ndarray and a.dtype == np.float32 and dt != "int32" and a.flags.c_contiguous \
+                    and a.shape[1:] == shape and a.ndim == len(shape) + 1:
+                out.append(a)
+                continue
             a = _as_float_array(a, "x")
             if a.ndim == len(shape) and a.shape == tuple(shape):
                 pass
@@ -447,8 +456,12 @@ class Model:
             ys = [y]
         out = []
         for o, l, a in zip(self._outputs, self._losses, ys):
+            cells = o.cells
+            if type(a) is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous and a.shape == (n, cells) \
+                    and not getattr(l, "sparse", False):
+                out.append(a)
+                continue
             a = _as_float_array(a, "y")
-            cells = int(np.prod(o.shape))
             if a.shape[0] != n:
                 raise ValueError(f"y has {a.shape[0]} rows, x has {n}")
             if getattr(l, "sparse", False):
