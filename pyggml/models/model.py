@@ -124,14 +124,17 @@ class Model:
 
     @property
     def inputs(self):
+        self._ensure_graph()
         return list(self._inputs)
 
     @property
     def outputs(self):
+        self._ensure_graph()
         return list(self._outputs)
 
     @property
     def output_names(self):
+        self._ensure_graph()
         return [n.layer.name for n in self._outputs]
 
     def _input_shapes(self):

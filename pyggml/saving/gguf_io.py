@@ -108,6 +108,24 @@ def _read_weights(f, model):
     return out
 
 
+def _read_specs(f, model):
+    """The file's weights for a model not yet compiled, checked against its specs."""
+    names = set(f.tensor_names())
+    out = {}
+    for layer, wn, shape, *_ in model._weight_specs():
+        k = f"{layer.name}.{wn}"
+        if k not in names:
+            raise GGUFError(f"the file has no weight {k!r}")
+        fshape, dtype, offset, nbytes = f.tensor_info(k)
+        if int(np.prod(fshape)) != int(np.prod(shape)):
+            raise GGUFError(f"weight {k!r} has shape {fshape} in the file, the model needs {shape}")
+        a = f.read_tensor(k).astype(np.float32).reshape(shape)
+        if not np.all(np.isfinite(a)):
+            raise GGUFError(f"weight {k!r} holds NaN or inf")
+        out[k] = a
+    return out
+
+
 def load_weights(model, path):
     """Load weights by name; a missing or misshapen weight is refused, naming it."""
     f = _open(path)
@@ -128,18 +146,27 @@ def load_model(path, backend="auto"):
             comp = json.loads(f.get("pyggml.compile"))
         except (TypeError, ValueError) as e:
             raise GGUFError(f"{path!r}: the model config is missing or not valid JSON ({e})") from None
+        if not isinstance(cfg, dict) or not isinstance(comp, dict):
+            raise GGUFError(f"{path!r}: the model config is not a JSON object")
         try:
             cls = Sequential if cfg.get("sequential") else Model
             model = cls.from_config(cfg)
+            model._ensure_graph()
             okl = {"Adam": optimizers.Adam, "AdamW": optimizers.AdamW, "SGD": optimizers.SGD}
             opt = okl[comp["optimizer"]["class"]](**comp["optimizer"]["config"])
-            model.compile(optimizer=opt, loss=comp["loss"], metrics=comp["metrics"] or None, backend=backend,
-                          loss_weights=comp["loss_weights"])
         except GGUFError:
             raise
         except Exception as e:
             raise GGUFError(f"{path!r}: the model config cannot be rebuilt ({type(e).__name__}: {e})") from None
-        model.set_weights(_read_weights(f, model))
+        # every weight must be in the file with the right shape before anything is allocated,
+        # so a hostile config cannot ask for more memory than the file holds
+        values = _read_specs(f, model)
+        model._values = values
+        try:
+            model.compile(optimizer=opt, loss=comp["loss"], metrics=comp["metrics"] or None, backend=backend,
+                          loss_weights=comp["loss_weights"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise GGUFError(f"{path!r}: the compile settings are not valid ({type(e).__name__}: {e})") from None
         it = f.get("pyggml.optimizer.iter")
         if isinstance(it, int) and it >= 1:
             names = [f"{ln}.{wn}" for (ln, wn) in model._wt if "param" in model._wt[(ln, wn)].flags]
@@ -148,8 +175,12 @@ def load_model(path, backend="auto"):
             for nm in names:
                 km, kv = f"optimizer.m.{nm}"[:63], f"optimizer.v.{nm}"[:63]
                 if km in tn and kv in tn:
-                    ms.append(f.read_tensor(km))
-                    vs.append(f.read_tensor(kv))
+                    m_, v_ = f.read_tensor(km), f.read_tensor(kv)
+                    want = model._wt[tuple(nm.split(".", 1))].shape
+                    if m_.size != int(np.prod(want)) or v_.size != int(np.prod(want)):
+                        raise GGUFError(f"optimizer state for {nm!r} does not match the weight's shape {want}")
+                    ms.append(m_.reshape(want).astype(np.float32))
+                    vs.append(v_.reshape(want).astype(np.float32))
                 else:
                     ms.append(None)
                     vs.append(None)
