@@ -79,14 +79,14 @@ cdef class GGUFFile(_Owner):
 
     def keys(self):
         self._check()
-        return [(<bytes>gguf_get_key(self.ptr, i)).decode("utf-8", "replace")
+        return [(<bytes>gguf_get_key(self.ptr, i)).decode("utf-8", "surrogateescape")
                 for i in range(gguf_get_n_kv(self.ptr))]
 
     def __contains__(self, key):
         self._check()
         if not isinstance(key, str):
             return False
-        return gguf_find_key(self.ptr, key.encode()) >= 0
+        return gguf_find_key(self.ptr, key.encode("utf-8", "surrogateescape")) >= 0
 
     def __len__(self):
         self._check()
@@ -100,7 +100,7 @@ cdef class GGUFFile(_Owner):
         self._check()
         if not isinstance(key, str):
             raise TypeError("GGUF keys are str")
-        cdef int64_t kid = gguf_find_key(self.ptr, key.encode())
+        cdef int64_t kid = gguf_find_key(self.ptr, key.encode("utf-8", "surrogateescape"))
         if kid < 0:
             if _missing:
                 raise KeyError(key)
@@ -194,14 +194,14 @@ cdef class GGUFFile(_Owner):
     # --- tensors --------------------------------------------------------------
     def tensor_names(self):
         self._check()
-        return [(<bytes>gguf_get_tensor_name(self.ptr, i)).decode("utf-8", "replace")
+        return [(<bytes>gguf_get_tensor_name(self.ptr, i)).decode("utf-8", "surrogateescape")
                 for i in range(gguf_get_n_tensors(self.ptr))]
 
     cdef int64_t _tensor_id(self, name) except -2:
         self._check()
         if not isinstance(name, str):
             raise TypeError("tensor names are str")
-        cdef int64_t tid = gguf_find_tensor(self.ptr, name.encode())
+        cdef int64_t tid = gguf_find_tensor(self.ptr, name.encode("utf-8", "surrogateescape"))
         if tid < 0:
             raise KeyError(f"no tensor named {name!r}")
         return tid
