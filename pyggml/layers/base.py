@@ -60,7 +60,7 @@ class Node:
 class Layer:
     """Base class of all layers (Keras names, arguments and defaults)."""
 
-    _max_params = 2 ** 31
+    _max_params = 2 ** 30      # elements in one weight (4 GiB of f32)
 
     def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None, **kwargs):
         if kwargs:
@@ -100,7 +100,8 @@ class Layer:
     def add_weight(self, name, shape, initializer="glorot_uniform", trainable=True, layout="out_in"):
         shape = tuple(int(s) for s in shape)
         if int(np.prod(shape)) > self._max_params:
-            raise ValueError(f"{self.name or type(self).__name__}: weight {name} of shape {shape} is too large")
+            raise ValueError(f"{self.name or type(self).__name__}: the {name!r} weight of shape {shape} is too large "
+                             f"(at most 2**30 values)")
         self._weight_specs[name] = (shape, initializer, trainable, layout)
 
     def weight_names(self):

@@ -271,6 +271,13 @@ class Model:
 
     def _make_weights(self, values):
         specs = list(self._weight_specs())
+        need = sum(4 * int(np.prod(sp[2])) for sp in specs)
+        from pyggml.core import devices
+        free = next((d["memory_free"] for d in devices() if d["name"] == self._backend.name), 0)
+        if free and need > free:
+            from pyggml.errors import AllocationError
+            raise AllocationError(f"the model's weights need {need / 2**30:.1f} GiB; "
+                                  f"{self._backend.name} has {free / 2**30:.1f} GiB free")
         self._wctx = Context(n_tensors=len(specs) + 8)
         self._wt = {}
         for l, wn, shape, init, trainable, layout in specs:
