@@ -95,16 +95,18 @@ def test_functional_model_with_two_inputs_and_two_outputs():
 def test_cnn_trains_on_digits():
     sk = pytest.importorskip("sklearn.datasets")
     d = sk.load_digits()
-    x = (d.images / 16.0).reshape(-1, 8, 8, 1)[:600]
-    y = np.eye(10)[d.target[:600]]
+    # 1200 rows to train, 597 held out: on 500 / 100 even PyTorch's same network
+    # overfits to 0.85-0.88, too close to the bar for a test
+    x = (d.images / 16.0).reshape(-1, 8, 8, 1)
+    y = np.eye(10)[d.target]
     pg.set_seed(0)
     m = pg.Sequential([pg.layers.Conv2D(8, 3, activation="relu", padding="same"),
                        pg.layers.MaxPooling2D(),
                        pg.layers.Flatten(),
                        pg.layers.Dense(10, activation="softmax")], input_shape=(8, 8, 1))
     m.compile(optimizer=pg.optimizers.Adam(0.01), loss="categorical_crossentropy", metrics=["accuracy"])
-    m.fit(x[:500], y[:500], epochs=15, batch_size=32, verbose=0)
-    assert m.evaluate(x[500:], y[500:])["accuracy"] > 0.85
+    m.fit(x[:1200], y[:1200], epochs=10, batch_size=32, verbose=0)
+    assert m.evaluate(x[1200:], y[1200:])["accuracy"] > 0.85
     m.free()
 
 

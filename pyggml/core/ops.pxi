@@ -386,12 +386,26 @@ def view(Tensor a not None, shape, strides=None, size_t offset=0, ctx=None):
     return _out(c, ggml_view_4d(c.ptr, a.ptr, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], offset), nd, (a,))
 
 
+cdef Tensor _grad_safe_view_src(Context c, Tensor a):
+    """permute's and transpose's backward hand their source a permuted (not
+    contiguous) gradient: ggml's backward of cont and cpy asserts a contiguous
+    one (cont(permute(cont(permute(x)))) aborted in training) and pool_2d's
+    reads it as contiguous (wrong gradients).  A reshape in between is a free
+    view forward, and its backward conts the gradient."""
+    if ggml_is_contiguous(a.ptr):
+        _prep(c)
+        return _out(c, ggml_reshape_4d(c.ptr, a.ptr, a.ptr.ne[0], a.ptr.ne[1], a.ptr.ne[2], a.ptr.ne[3]),
+                    _nd(a), (a,))
+    return a
+
+
 def permute(Tensor a not None, axes, ctx=None):
     """ggml_permute: axes[i] is where ggml dim i goes (a permutation of 0..3)."""
     cdef Context c = _pick_ctx(a, ctx)
     ax = tuple(axes)
     if sorted(ax) != [0, 1, 2, 3]:
         raise ValueError(f"permute: axes must be a permutation of (0, 1, 2, 3), got {ax}")
+    a = _grad_safe_view_src(c, a)
     _prep(c)
     return _out(c, ggml_permute(c.ptr, a.ptr, ax[0], ax[1], ax[2], ax[3]), max(_nd(a), 2), (a,))
 
@@ -399,6 +413,7 @@ def permute(Tensor a not None, axes, ctx=None):
 def transpose(Tensor a not None, ctx=None):
     """Swap ggml dims 0 and 1 (a view)."""
     cdef Context c = _pick_ctx(a, ctx)
+    a = _grad_safe_view_src(c, a)
     _prep(c)
     return _out(c, ggml_transpose(c.ptr, a.ptr), max(_nd(a), 2), (a,))
 

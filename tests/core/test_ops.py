@@ -452,6 +452,35 @@ def test_backward_matches_finite_differences(case, backend, sched):
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-3)
 
 
+# Gradients flowing back through a permute are permuted views: ggml's backward
+# of cont asserted a contiguous one (an abort) and pool_2d's read it as if it
+# were contiguous (wrong gradients), as in a CNN's pooling between two convs.
+_CHW, _HWC = (2, 0, 1, 3), (1, 2, 0, 3)
+PERMUTED_CHAINS = {
+    "cont_permute_cont_permute": (
+        lambda a, ctx: ops.cont(ops.permute(ops.cont(ops.permute(a, _HWC, ctx=ctx), ctx=ctx), _CHW, ctx=ctx), ctx=ctx),
+        lambda a: permute_ref(permute_ref(a, _HWC), _CHW), X4),
+    "cont_transpose_cont": (
+        lambda a, ctx: ops.cont(ops.transpose(ops.cont(ops.permute(a, _HWC, ctx=ctx), ctx=ctx), ctx=ctx), ctx=ctx),
+        lambda a: np.swapaxes(permute_ref(a, _HWC), -1, -2), X4),
+    "pool_max_permute": (
+        lambda a, ctx: ops.cont(ops.permute(ops.pool_2d(a, "max", 2, 2, 2, 2, ctx=ctx), _HWC, ctx=ctx), ctx=ctx),
+        lambda a: permute_ref(pool_ref(a, "max", 2, 2, 2, 2), _HWC), IMG),
+    "pool_avg_permute": (
+        lambda a, ctx: ops.cont(ops.permute(ops.pool_2d(a, "avg", 3, 2, 1, 2, ctx=ctx), _HWC, ctx=ctx), ctx=ctx),
+        lambda a: permute_ref(pool_ref(a, "avg", 3, 2, 1, 2), _HWC), IMG),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PERMUTED_CHAINS))
+def test_backward_through_permuted_views(case, backend, sched):
+    build, ref, x = PERMUTED_CHAINS[case]
+    weights = rng(98).normal(size=np.shape(ref(x)))
+    got = ggml_grad(backend, sched, build, [x], 0, weights)
+    want = numeric_grad(ref, [x], 0, weights)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-3)
+
+
 def test_gradient_accumulates_over_uses(backend, sched):
     """w used twice: loss = sum(w*w + 3w) -> grad 2w + 3."""
     w0 = A34
