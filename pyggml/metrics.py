@@ -7,7 +7,10 @@ __all__ = ["get", "METRICS"]
 
 def _accuracy(y, p, loss_name):
     if loss_name == "sparse_categorical_crossentropy":
-        return (np.argmax(p, axis=-1) == y.reshape(len(y), -1)[:, 0].astype(np.int64)).astype(np.float64)
+        labels = y.reshape(len(y), -1)
+        # fit and evaluate hand the labels over as the one-hot rows the loss trains on
+        labels = labels[:, 0].astype(np.int64) if labels.shape[1] == 1 else np.argmax(labels, axis=-1)
+        return (np.argmax(p, axis=-1) == labels).astype(np.float64)
     if p.ndim >= 2 and p.shape[-1] > 1 and loss_name != "binary_crossentropy":
         return (np.argmax(p, axis=-1) == np.argmax(y, axis=-1)).astype(np.float64).reshape(len(p), -1).mean(axis=1)
     return ((p > 0.5) == (y > 0.5)).astype(np.float64).reshape(len(p), -1).mean(axis=1)

@@ -205,3 +205,23 @@ def test_wrong_inputs_raise_clear_errors():
     m.free()
     with pytest.raises(pg.GGMLError, match="has been freed"):
         m.predict(np.zeros((1, 3)))
+
+
+def test_accuracy_with_sparse_labels_matches_the_predictions():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(60, 5)).astype(np.float32)
+    labels = rng.integers(0, 3, 60)
+    pg.set_seed(0)
+    m = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=5)
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    h = m.fit(x, labels, epochs=2, batch_size=60, shuffle=False, verbose=0)
+    want = float((m.predict(x).argmax(axis=1) == labels).mean())
+    assert m.evaluate(x, labels)["accuracy"] == pytest.approx(want)
+    # the one-hot model, trained alike, reports the same accuracy per epoch
+    pg.set_seed(0)
+    m2 = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=5)
+    m2.compile(optimizer="adam", loss="categorical_crossentropy", metrics=["accuracy"])
+    h2 = m2.fit(x, np.eye(3)[labels], epochs=2, batch_size=60, shuffle=False, verbose=0)
+    assert h.history["accuracy"] == pytest.approx(h2.history["accuracy"])
+    m.free()
+    m2.free()
