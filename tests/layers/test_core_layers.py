@@ -1,0 +1,106 @@
+"""Dense, Activation, Dropout, Flatten, Reshape, Permute, Add and Concatenate
+through the layer harness, and Dropout's training behaviour."""
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+from harness import ACTIVATIONS, LayerCase, check_config, check_forward, check_gradient, check_training, params
+
+L = pg.layers
+
+
+def dense_ref(activation=None, use_bias=True):
+    def ref(hs, w, training):
+        z = hs[0] @ w["weight"].T
+        if use_bias:
+            z = z + w["bias"]
+        return ACTIVATIONS[activation](z)
+    return ref
+
+
+def activation_ref(name):
+    return lambda hs, w, training: ACTIVATIONS[name](hs[0])
+
+
+def dropout_gradient_check(case, kind, rate=0.3, units=3000):
+    """With a = W x + b = 1 for every unit, y = -1 and a batch of one row, the
+    gradient of b_j is 2 m_j (m_j + 1) / units for the mask value m_j, which is
+    0 (dropped) or 1 / (1 - rate) (kept): every gradient must be one of the
+    two, about ``rate`` of them 0, and W's gradient must be b's times x."""
+    pg.set_seed(11)
+    layers = [L.Dense(units, name="pre0"), L.Dropout(rate)]
+    if kind == "sequential":
+        m = pg.Sequential(layers, input_shape=1)
+    else:
+        inp = pg.Input((1,))
+        m = pg.Model(inp, layers[1](layers[0](inp)))
+    m.compile(optimizer=pg.optimizers.SGD(learning_rate=1.0), loss="mse", seed=0)
+    try:
+        w0 = {"pre0.weight": np.zeros((units, 1), np.float32), "pre0.bias": np.ones(units, np.float32)}
+        m.set_weights(w0)
+        x = np.array([[0.5]], dtype=np.float32)
+        m.fit(x, -np.ones((1, units)), epochs=1, batch_size=1, shuffle=False, verbose=0)
+        w1 = m.get_weights()
+        gb = (w0["pre0.bias"] - w1["pre0.bias"]).astype(np.float64)
+        gw = (w0["pre0.weight"] - w1["pre0.weight"]).astype(np.float64)
+        keep = 1.0 / (1.0 - rate)
+        kept = 2.0 * keep * (keep + 1.0) / units
+        dropped = np.abs(gb) < 0.01 * kept
+        assert np.all(dropped | (np.abs(gb - kept) < 1e-3 * kept)), "a gradient is neither dropped nor kept"
+        n_dropped = int(dropped.sum())
+        sd = np.sqrt(units * rate * (1 - rate))
+        assert abs(n_dropped - rate * units) < 5 * sd, f"{n_dropped} of {units} dropped at rate {rate}"
+        np.testing.assert_allclose(gw[:, 0], gb * 0.5, rtol=1e-4, atol=1e-6 * kept)
+    finally:
+        m.free()
+
+
+CASES = [
+    LayerCase("dense", lambda: L.Dense(3), [(4,)], dense_ref()),
+    LayerCase("dense_relu_nobias", lambda: L.Dense(4, activation="relu", use_bias=False), [(3,)],
+              dense_ref("relu", use_bias=False)),
+    LayerCase("dense_softmax", lambda: L.Dense(3, activation="softmax"), [(2,)], dense_ref("softmax")),
+    LayerCase("dense_on_sequences", lambda: L.Dense(2, activation="tanh"), [(3, 4)], dense_ref("tanh")),
+    LayerCase("dense_on_images", lambda: L.Dense(2), [(2, 3, 2)], dense_ref()),
+] + [
+    LayerCase(f"activation_{a}", (lambda a=a: L.Activation(a)), [(5,)], activation_ref(a))
+    for a in ["relu", "sigmoid", "tanh", "softmax", "gelu", "silu", "leaky_relu", "elu", "linear"]
+] + [
+    LayerCase("dropout", lambda: L.Dropout(0.3), [(4,)], lambda hs, w, training: hs[0], stochastic=True,
+              grad_check=dropout_gradient_check),
+    LayerCase("dropout_zero", lambda: L.Dropout(0.0), [(4,)], lambda hs, w, training: hs[0]),
+    LayerCase("flatten", lambda: L.Flatten(), [(2, 3, 2)], lambda hs, w, t: hs[0].reshape(len(hs[0]), -1)),
+    LayerCase("reshape", lambda: L.Reshape((3, -1)), [(2, 6)], lambda hs, w, t: hs[0].reshape(len(hs[0]), 3, 4)),
+    LayerCase("permute_2d", lambda: L.Permute((2, 1)), [(3, 4)], lambda hs, w, t: hs[0].transpose(0, 2, 1)),
+    LayerCase("permute_3d", lambda: L.Permute((3, 1, 2)), [(2, 3, 4)],
+              lambda hs, w, t: hs[0].transpose(0, 3, 1, 2)),
+    LayerCase("add", lambda: L.Add(), [(3,), (3,)], lambda hs, w, t: hs[0] + hs[1]),
+    LayerCase("add_three_sequences", lambda: L.Add(), [(2, 3)] * 3, lambda hs, w, t: hs[0] + hs[1] + hs[2]),
+    LayerCase("concatenate", lambda: L.Concatenate(), [(2,), (3,)],
+              lambda hs, w, t: np.concatenate(hs, axis=-1)),
+    LayerCase("concatenate_axis1", lambda: L.Concatenate(axis=1), [(2, 3), (4, 3)],
+              lambda hs, w, t: np.concatenate(hs, axis=1)),
+    LayerCase("concatenate_three_images", lambda: L.Concatenate(axis=-1), [(2, 2, 1), (2, 2, 2), (2, 2, 1)],
+              lambda hs, w, t: np.concatenate(hs, axis=-1)),
+]
+
+
+@pytest.mark.parametrize("case, kind", params(CASES))
+def test_forward(case, kind):
+    check_forward(case, kind)
+
+
+@pytest.mark.parametrize("case, kind", params(CASES))
+def test_gradient(case, kind):
+    check_gradient(case, kind)
+
+
+@pytest.mark.parametrize("case, kind", params(CASES))
+def test_config(case, kind, tmp_path):
+    check_config(case, kind, tmp_path)
+
+
+@pytest.mark.parametrize("case, kind", params(CASES))
+def test_training_step(case, kind):
+    check_training(case, kind)

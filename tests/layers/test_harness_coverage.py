@@ -1,0 +1,75 @@
+"""Every layer of pyggml.layers goes through the harness, in every model kind
+it supports, and the harness itself catches wrong layers."""
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+import harness
+from harness import LayerCase
+
+import test_attention
+import test_convolutional
+import test_core_layers
+import test_embedding
+import test_normalization
+import test_recurrent
+
+ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalization.CASES +
+             test_embedding.CASES + test_recurrent.CASES + test_attention.CASES)
+
+
+def test_every_public_layer_has_cases_in_both_model_kinds():
+    layer_classes = {n for n in pg.layers.__all__
+                     if isinstance(getattr(pg.layers, n), type) and n not in ("Layer", "InputLayer")}
+    assert {"Dense", "LSTM", "GRU", "MultiHeadAttention", "Conv2D", "Add"} <= layer_classes
+    kinds = {}
+    for c in ALL_CASES:
+        kinds.setdefault(c.cls_name, set()).update(c.kinds())
+    missing = layer_classes - set(kinds)
+    assert not missing, f"layers without a harness case: {sorted(missing)}"
+    multi_input = {"Add", "Concatenate"}
+    for name, ks in kinds.items():
+        assert "functional" in ks
+        if name not in multi_input:
+            assert "sequential" in ks, f"{name} is never tested in a Sequential"
+
+
+def test_case_ids_are_unique():
+    ids = [c.id for c in ALL_CASES]
+    assert len(ids) == len(set(ids))
+
+
+class _Scaled(pg.layers.Layer):
+    """A layer that is 1% off its documented identity (harness self-test)."""
+
+    def call(self, g, x, training):
+        return pg.ops.scale(x, 1.01, ctx=g.ctx)
+
+
+def _identity(hs, w, training):
+    return hs[0]
+
+
+@pytest.mark.parametrize("check", [harness.check_forward, harness.check_gradient])
+def test_harness_catches_a_wrong_layer(check):
+    case = LayerCase("scaled", _Scaled, [(3,)], _identity)
+    with pytest.raises(AssertionError):
+        check(case, "functional")
+
+
+def test_harness_catches_a_wrong_gradient_reference():
+    # the forward pass agrees with the reference at inference only; in training
+    # mode the reference differs, so the gradient and training loss must disagree
+    def ref(hs, w, training):
+        return hs[0] * (1.05 if training else 1.0)
+    case = LayerCase("train_only_wrong", lambda: pg.layers.Activation("linear"), [(3,)], ref)
+    harness.check_forward(case, "functional")
+    with pytest.raises(AssertionError):
+        harness.check_gradient(case, "functional")
+
+
+def test_numeric_gradients_are_exact_for_a_quadratic():
+    w = {"a": np.array([1.0, -2.0, 3.0])}
+    g = harness.numeric_grads(lambda v: float(np.sum(v["a"] ** 2)), w, ["a"])
+    np.testing.assert_allclose(g["a"], 2 * w["a"], rtol=1e-8)
