@@ -277,7 +277,11 @@ cdef class Tensor:
                 if f & bit}
 
     def set_input(self):
-        ggml_set_input(self._p())
+        """Mark as a graph input (leaf tensors only)."""
+        cdef ggml_tensor * p = self._p()
+        if p.op != GGML_OP_NONE:
+            raise ValueError("only leaf tensors (not results of operations) can be inputs")
+        ggml_set_input(p)
         return self
 
     def set_output(self):
