@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""pyggml beside PyTorch on the same workloads, same thread count, one run.
+
+Each (framework, workload) runs in a fresh subprocess so that its peak memory
+is its own.  Prints a table: both figures and their ratio (higher is better
+for pyggml in the last column).  A benchmark, never a test.
+
+    python tools/bench.py [--threads 2] [--repeats 3] [--only trainer,mlp,...]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "wide_mlp", "mnist_cnn", "predict_1", "predict_1000",
+             "dqn_cartpole"]
+
+CHILD = r"""
+import json, os, resource, sys, time
+import numpy as np
+fw, wl, threads, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+
+def med(f, n):
+    f()
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(n):
+            f()
+        out.append((time.perf_counter() - t) / n)
+    return statistics.median(out)
+import statistics
+
+rng = np.random.default_rng(0)
+SPECS = {
+    "step_4_8_2": ((4, 8, 2), 16, "ce"), "step_8_64_64_4": ((8, 64, 64, 4), 32, "mse"),
+    "mnist_mlp": ((784, 500, 10), 500, "ce"), "wide_mlp": ((1024, 2048, 2048, 10), 256, "ce"),
+    "predict_1": ((784, 500, 10), 1, "ce"), "predict_1000": ((784, 500, 10), 1000, "ce"),
+}
+
+if fw == "pyggml":
+    import pyggml as pg
+    pg.set_n_threads(threads)
+
+    def mlp(sizes, loss):
+        layers = [pg.layers.Dense(h, activation="relu") for h in sizes[1:-1]]
+        layers.append(pg.layers.Dense(sizes[-1], activation="softmax" if loss == "ce" else None))
+        return pg.Sequential(layers, input_shape=sizes[0]).compile(
+            optimizer="adam", loss="categorical_crossentropy" if loss == "ce" else "mse", seed=0)
+
+    def cnn():
+        L = pg.layers
+        return pg.Sequential([L.Conv2D(8, 3, padding="same", activation="relu"), L.MaxPooling2D(),
+                              L.Conv2D(16, 3, padding="same", activation="relu"), L.MaxPooling2D(),
+                              L.Flatten(), L.Dense(10, activation="softmax")], input_shape=(28, 28, 1)).compile(
+            optimizer="adam", loss="categorical_crossentropy", seed=0)
+else:
+    import torch
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+
+    def mlp(sizes, loss):
+        mods = []
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            mods += [torch.nn.Linear(a, b), torch.nn.ReLU()]
+        return torch.nn.Sequential(*mods[:-1])
+
+    def cnn():
+        return torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                   torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                   torch.nn.Flatten(), torch.nn.Linear(16 * 7 * 7, 10))
+
+    def torch_step(net, x, y, loss):
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        lf = torch.nn.CrossEntropyLoss() if loss == "ce" else torch.nn.MSELoss()
+
+        def step():
+            opt.zero_grad()
+            out = lf(net(x), y)
+            out.backward()
+            opt.step()
+        return step
+
+result = {}
+if wl.startswith("step_"):
+    sizes, b, loss = SPECS[wl]
+    x = rng.random((b, sizes[0])).astype(np.float32)
+    y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], b)]
+    if fw == "pyggml":
+        tr = pg.Trainer(mlp(sizes, loss), batch_size=b)
+        f = lambda: tr.step(x, y)
+    else:
+        f = torch_step(mlp(sizes, loss), torch.from_numpy(x), torch.from_numpy(y), loss)
+    result = {"value": med(f, 2000) * 1e6, "unit": "us/step", "better": "lower"}
+elif wl in ("mnist_mlp", "wide_mlp", "mnist_cnn"):
+    if wl == "mnist_cnn":
+        b, n, shape = 256, 256 * 8, (28, 28, 1)
+    else:
+        sizes, b, loss = SPECS[wl]
+        n, shape = b * (8 if wl == "mnist_mlp" else 4), (sizes[0],)
+    x = rng.random((n,) + shape).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, n)]
+    if fw == "pyggml":
+        m = cnn() if wl == "mnist_cnn" else mlp(sizes, "ce")
+        f = lambda: m.fit(x, y, epochs=1, batch_size=b, verbose=0, shuffle=False)
+    else:
+        net = cnn() if wl == "mnist_cnn" else mlp(sizes, "ce")
+        xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy() if wl == "mnist_cnn" else x)
+        yt = torch.from_numpy(y)
+        steps = [torch_step(net, xt[i:i + b], yt[i:i + b], "ce") for i in range(0, n, b)]
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        lf = torch.nn.CrossEntropyLoss()
+
+        def f():
+            for i in range(0, n, b):
+                opt.zero_grad()
+                lf(net(xt[i:i + b]), yt[i:i + b]).backward()
+                opt.step()
+    t = med(f, 1)
+    sps = n / t
+    if wl == "wide_mlp":
+        flops = 6 * sum(a * c for a, c in zip(sizes[:-1], sizes[1:]))
+        result = {"value": sps * flops / 1e9, "unit": "GFLOP/s", "better": "higher"}
+    else:
+        result = {"value": sps, "unit": "samples/s", "better": "higher"}
+elif wl.startswith("predict_"):
+    sizes, n, _ = SPECS[wl]
+    x = rng.random((n, sizes[0])).astype(np.float32)
+    if fw == "pyggml":
+        m = mlp(sizes, "ce")
+        f = lambda: m.predict(x, batch_size=max(n, 32))
+    else:
+        net = mlp(sizes, "ce").eval()
+        xt = torch.from_numpy(x)
+
+        def f():
+            with torch.no_grad():
+                torch.softmax(net(xt), -1).numpy()
+    result = {"value": med(f, 200 if n == 1 else 20) * 1e6, "unit": "us/call", "better": "lower"}
+elif wl == "dqn_cartpole":
+    import subprocess as sp
+    here = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv[0] != "-c" else os.getcwd()
+    root = os.environ["PYGGML_ROOT"]
+    script = os.path.join(root, "examples", "dqn_cartpole.py") if fw == "pyggml" else \
+        os.path.join(root, "tools", "dqn_cartpole_torch.py")
+    if not os.path.exists(script):
+        result = {"value": float("nan"), "unit": "us/env step", "better": "lower"}
+    else:
+        out = sp.run([sys.executable, script, "--episodes", "60", "--seed", "0"], capture_output=True, text=True,
+                     env=dict(os.environ, OMP_NUM_THREADS=str(threads))).stdout
+        val = float("nan")
+        for line in out.splitlines():
+            if "per env step" in line or "per environment step" in line:
+                for tok in line.replace("us", " us").split():
+                    try:
+                        val = float(tok)
+                        break
+                    except ValueError:
+                        pass
+        result = {"value": val, "unit": "us/env step", "better": "lower"}
+result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print("RESULT " + json.dumps(result))
+"""
+
+
+def run_child(fw, wl, threads, repeats):
+    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", CHILD, fw, wl, str(threads), str(repeats)], capture_output=True,
+                       text=True, env=env, timeout=1800)
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    return {"value": float("nan"), "unit": "?", "better": "lower", "peak_mb": float("nan"),
+            "error": (r.stderr or r.stdout)[-300:]}
+
+
+def import_time(mod):
+    ts = []
+    for _ in range(5):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"import {mod}"], check=False, capture_output=True)
+        ts.append(time.perf_counter() - t)
+    base = []
+    for _ in range(5):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=False)
+        base.append(time.perf_counter() - t)
+    return (statistics.median(ts) - statistics.median(base)) * 1e3
+
+
+def installed_mb(mod):
+    r = subprocess.run([sys.executable, "-c", f"import {mod}, os; print(os.path.dirname({mod}.__file__))"],
+                       capture_output=True, text=True)
+    path = r.stdout.strip()
+    if not path:
+        return float("nan")
+    total = 0
+    for d, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(d, f))
+            except OSError:
+                pass
+    if mod == "torch":       # torch's own shared libraries live beside it too
+        for extra in ("torch.libs", "functorch", "torchgen"):
+            p = os.path.join(os.path.dirname(path), extra)
+            for d, _, files in os.walk(p):
+                total += sum(os.path.getsize(os.path.join(d, f)) for f in files)
+    return total / 2**20
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
+    a = ap.parse_args()
+    wls = [w for w in WORKLOADS if not a.only or any(o in w for o in a.only.split(","))]
+    try:
+        import torch  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+    rows = []
+    for wl in wls:
+        ours = run_child("pyggml", wl, a.threads, a.repeats)
+        theirs = run_child("torch", wl, a.threads, a.repeats) if have_torch else {"value": float("nan"),
+                                                                                 "peak_mb": float("nan")}
+        if ours["better"] == "lower":
+            ratio = theirs["value"] / ours["value"]
+        else:
+            ratio = ours["value"] / theirs["value"]
+        rows.append((wl, ours, theirs, ratio))
+        if "error" in ours:
+            print(f"# {wl} (pyggml) failed: {ours['error']}", file=sys.stderr)
+    import platform
+    print(f"pyggml vs PyTorch, {a.threads} threads, median of {a.repeats}; {platform.machine()}, "
+          f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}")
+    print(f"| workload | unit | pyggml | PyTorch | pyggml advantage | peak MB pyggml | peak MB PyTorch |")
+    print("|---|---|---|---|---|---|---|")
+    for wl, o, t, r in rows:
+        print(f"| {wl} | {o['unit']} | {o['value']:.4g} | {t['value']:.4g} | {r:.2f}x | {o['peak_mb']:.0f} | "
+              f"{t['peak_mb']:.0f} |")
+    it_ours = import_time("pyggml")
+    it_theirs = import_time("torch") if have_torch else float("nan")
+    print(f"| import | ms | {it_ours:.0f} | {it_theirs:.0f} | {it_theirs / it_ours:.1f}x | | |")
+    sz_ours, sz_theirs = installed_mb("pyggml"), installed_mb("torch") if have_torch else float("nan")
+    print(f"| installed size | MB | {sz_ours:.1f} | {sz_theirs:.0f} | {sz_theirs / sz_ours:.0f}x | | |")
+
+
+if __name__ == "__main__":
+    main()
