@@ -43,6 +43,15 @@ cdef inline int _need_contiguous(Tensor t, str what) except -1:
     return 0
 
 
+cdef inline int _need_rows(Tensor t, str what) except -1:
+    # ggml_is_padded_1d: contiguous rows, rows evenly strided (a column slice
+    # is fine, a transposed view is not)
+    if t.ptr.nb[0] != ggml_type_size(t.ptr.type) or t.ptr.nb[2] != t.ptr.nb[1] * t.ptr.ne[1] or \
+            t.ptr.nb[3] != t.ptr.nb[2] * t.ptr.ne[2]:
+        raise ValueError(f"{what}: expected a tensor of contiguous rows (use ops.cont first)")
+    return 0
+
+
 cdef inline int _nd(Tensor a):
     return max(ggml_n_dims(a.ptr), a._ndim)
 
@@ -166,6 +175,7 @@ def scale(Tensor a not None, float s, ctx=None):
     """a * s."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "scale")
+    _need_rows(a, "scale")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_scale(c.ptr, a.ptr, s), _nd(a), (a,))
 
@@ -174,6 +184,7 @@ def scale_bias(Tensor a not None, float s, float b, ctx=None):
     """a * s + b (the backward pass scales by s)."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "scale_bias")
+    _need_rows(a, "scale_bias")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_scale_bias(c.ptr, a.ptr, s, b), _nd(a), (a,))
 

@@ -593,6 +593,7 @@ def _bad_cases(f32, f32b, i32, f16, v4, t):
         (lambda: ops.sqr(i32), TypeError), (lambda: ops.exp(t), ValueError), (lambda: ops.relu(f16), TypeError),
         (lambda: ops.leaky_relu(i32), TypeError), (lambda: ops.scale(i32, 2.0), TypeError),
         (lambda: ops.scale_bias(f16, 1.0, 1.0), TypeError),
+        (lambda: ops.scale(t, 2.0), ValueError), (lambda: ops.scale_bias(t, 1.0, 1.0), ValueError),
         (lambda: ops.clamp(f32, 1.0, 0.0), ValueError), (lambda: ops.sum(i32), TypeError),
         (lambda: ops.sum_rows(f16), TypeError), (lambda: ops.mean(i32), TypeError),
         (lambda: ops.argmax(v4), ValueError), (lambda: ops.argmax(i32), TypeError),
