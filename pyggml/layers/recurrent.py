@@ -15,9 +15,10 @@ forget gate's 1 in ``bias_ih`` (``bias_hh`` stays zero, so the sum is Keras'
 single bias).  The state starts at zero.
 
 ggml has no backward pass for tanh or sigmoid, so the gates go through
-``pyggml.activations`` (built from ops that train); each step is a mul_mat of
-the state, gate slices are views made contiguous, and the sequence output is
-assembled with ``acc`` (which trains; ggml's concat does not).
+``pyggml.activations`` (built from ops that train); the input projection is
+one mul_mat over all steps, each step one mul_mat of the state, gate slices
+are views made contiguous, and the sequence output is assembled with ``acc``
+(which trains; ggml's concat does not).
 """
 
 import numpy as np
@@ -109,18 +110,38 @@ class _Recurrent(Layer):
             r = ops.add(r, g.weight(self, "bias_hh"), ctx=g.ctx)
         return r
 
+    def _stack_steps(self, g, hs):
+        """The per-step (batch, units) outputs as one (batch, steps, units) tensor.
+
+        Blocks are joined pairwise, time-major, with acc (which trains): placing
+        each step into the whole output would copy it once per step (memory
+        quadratic in the steps); pairwise joins copy each step log2(steps) times."""
+        steps, block = len(hs), g.batch * self.units
+        ctx = g.ctx
+        zeros = g.const(np.zeros(steps * block, dtype=np.float32))
+        parts = [(ops.reshape(h, (block,), ctx=ctx), 1) for h in hs]      # (flat block, steps in it)
+        while len(parts) > 1:
+            joined = []
+            for (a, ka), (b, kb) in zip(parts[0::2], parts[1::2]):
+                z = ops.view(zeros, ((ka + kb) * block,), ctx=ctx)
+                z = ops.acc(ops.acc(z, a, ctx=ctx), b, offset=ka * block * 4, ctx=ctx)
+                joined.append((z, ka + kb))
+            if len(parts) % 2:
+                joined.append(parts[-1])
+            parts = joined
+        seq = ops.reshape(parts[0][0], (steps, g.batch, self.units), ctx=ctx)
+        return permute_numpy(seq, (1, 0, 2), g)
+
     def call(self, g, x, training):
         steps = self.input_shape[0]
-        u = self.units
         p = self._input_projection(g, x)
         state = self._initial_state(g)
-        seq = g.const(np.zeros((g.batch, steps, u), dtype=np.float32)) if self.return_sequences else None
+        outputs = []
         for t in range(steps):
             state = self._cell(g, self._step_rows(g, p, t), state)
-            if seq is not None:
-                # place h_t at [:, t, :] of the (batch, steps, units) output
-                seq = ops.acc(seq, state[0], nb=(steps * u * 4, 4), offset=t * u * 4, ctx=g.ctx)
-        return seq if seq is not None else state[0]
+            if self.return_sequences:
+                outputs.append(state[0])
+        return self._stack_steps(g, outputs) if self.return_sequences else state[0]
 
     def get_config(self):
         cfg = super().get_config()

@@ -60,6 +60,11 @@ CASES = [
     LayerCase("gru", lambda: pg.layers.GRU(3), [(4, 2)], gru_ref(False)),
     LayerCase("gru_seq", lambda: pg.layers.GRU(2, return_sequences=True), [(3, 3)], gru_ref(True)),
     LayerCase("gru_nobias", lambda: pg.layers.GRU(2, use_bias=False), [(3, 2)], gru_ref(False)),
+    # sequence outputs are joined pairwise: one step, and counts that are not powers of two
+    LayerCase("lstm_seq_one_step", lambda: pg.layers.LSTM(3, return_sequences=True), [(1, 2)], lstm_ref(True),
+              extra={"zero_gradient": ("weight_hh",)}),          # the state starts at zero
+    LayerCase("gru_seq_seven_steps", lambda: pg.layers.GRU(2, return_sequences=True), [(7, 2)], gru_ref(True)),
+    LayerCase("lstm_seq_six_steps", lambda: pg.layers.LSTM(2, return_sequences=True), [(6, 1)], lstm_ref(True)),
 ]
 
 
