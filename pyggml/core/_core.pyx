@@ -115,15 +115,20 @@ cdef void _log_callback(ggml_log_level level, const char * text, void * user_dat
 ggml_log_set(_log_callback, NULL)
 
 
+# under other names: the Python functions below shadow ggml's (they called themselves)
+cdef extern from "ggml.h" nogil:
+    const char * _c_ggml_version "ggml_version"()
+    const char * _c_ggml_commit "ggml_commit"()
+
+
 def ggml_version():
     """The version of the ggml library compiled in."""
-    return ggml_version_c()
+    return (<bytes>_c_ggml_version()).decode()
 
-cdef str ggml_version_c():
-    return (<bytes>ggml_version()).decode()
 
 def ggml_commit():
-    return (<bytes>ggml_commit()).decode()
+    """The llama.cpp commit of the ggml library compiled in."""
+    return (<bytes>_c_ggml_commit()).decode()
 
 
 # ---------------------------------------------------------------------------

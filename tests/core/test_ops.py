@@ -710,3 +710,16 @@ def test_set_converts_and_checks(backend):
         a.set(a)
     i.set([3, 1, 4, 1])
     assert i.numpy().dtype == np.int32 and list(i.numpy()) == [3, 1, 4, 1]
+
+
+def test_version_functions():
+    import pyggml
+    assert core.ggml_version() == pyggml.ggml_version()
+    assert isinstance(core.ggml_commit(), str) and core.ggml_commit()
+    assert core.get_n_threads() >= 1
+    assert "cpu" in core.backends()
+    assert any(d["name"] == "cpu" and d["type"] == "cpu" for d in core.devices())
+    with pytest.raises(ValueError):
+        core.set_n_threads(-1)
+    with pytest.raises(TypeError):
+        core.set_n_threads(2.5)
