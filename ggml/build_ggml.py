@@ -69,6 +69,8 @@ def main() -> int:
         if a.cuda_arch:
             cfg.append(f"-DCMAKE_CUDA_ARCHITECTURES={a.cuda_arch}")
         cfg.append("-DGGML_CUDA_NCCL=OFF")
+        # pyggml uses no flash attention: its kernels are most of the CUDA compile time
+        cfg.append("-DGGML_CUDA_FA=OFF")
     if a.metal:
         cfg.append("-DGGML_METAL_EMBED_LIBRARY=ON")
     if a.blas:
