@@ -43,12 +43,12 @@ cdef inline int _need_contiguous(Tensor t, str what) except -1:
     return 0
 
 
-cdef inline int _need_rows(Tensor t, str what) except -1:
-    # ggml_is_padded_1d: contiguous rows, rows evenly strided (a column slice
-    # is fine, a transposed view is not)
-    if t.ptr.nb[0] != ggml_type_size(t.ptr.type) or t.ptr.nb[2] != t.ptr.nb[1] * t.ptr.ne[1] or \
-            t.ptr.nb[3] != t.ptr.nb[2] * t.ptr.ne[2]:
-        raise ValueError(f"{what}: expected a tensor of contiguous rows (use ops.cont first)")
+cdef inline int _need_dense_rows(Tensor t, str what) except -1:
+    # ggml's CPU kernels of these ops read each row as consecutive elements
+    # (a column slice is fine, a transposed view is not) and abort otherwise
+    if t.ptr.nb[0] != ggml_type_size(t.ptr.type):
+        raise ValueError(f"{what}: expected rows of consecutive elements, not a transposed view "
+                         f"(use ops.cont first)")
     return 0
 
 
@@ -68,6 +68,7 @@ cdef Tensor _binary(int which, Tensor a, Tensor b, object ctx):
     names = {0: "add", 1: "sub", 2: "mul", 3: "div"}
     _need_f32(a, names[which])
     _need_f32(b, names[which])
+    _need_dense_rows(a, names[which])
     cdef int i
     for i in range(4):
         if a.ptr.ne[i] % b.ptr.ne[i] != 0:
@@ -175,7 +176,7 @@ def scale(Tensor a not None, float s, ctx=None):
     """a * s."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "scale")
-    _need_rows(a, "scale")
+    _need_contiguous(a, "scale")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_scale(c.ptr, a.ptr, s), _nd(a), (a,))
 
@@ -184,7 +185,7 @@ def scale_bias(Tensor a not None, float s, float b, ctx=None):
     """a * s + b (the backward pass scales by s)."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "scale_bias")
-    _need_rows(a, "scale_bias")
+    _need_contiguous(a, "scale_bias")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_scale_bias(c.ptr, a.ptr, s, b), _nd(a), (a,))
 
@@ -193,6 +194,7 @@ def clamp(Tensor a not None, float min, float max, ctx=None):
     """Clip to [min, max] (forward only in ggml)."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "clamp")
+    _need_dense_rows(a, "clamp")
     if not min <= max:
         raise ValueError("clamp: min must be <= max")
     _prep(c, ggml_nbytes(a.ptr))
@@ -212,6 +214,7 @@ def sum_rows(Tensor a not None, ctx=None):
     """Sum over ggml dim 0 (numpy's last axis), kept with extent 1."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "sum_rows")
+    _need_dense_rows(a, "sum_rows")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_sum_rows(c.ptr, a.ptr), _nd(a), (a,))
 
@@ -238,6 +241,7 @@ def repeat(Tensor a not None, Tensor b not None, ctx=None):
     b._check()
     if not ggml_can_repeat(a.ptr, b.ptr):
         raise ValueError(f"repeat: {a.shape} does not repeat to {b.shape}")
+    _need_dense_rows(a, "repeat")
     _prep(c, ggml_nbytes(b.ptr))
     return _out(c, ggml_repeat(c.ptr, a.ptr, b.ptr), _nd(b), (a, b))
 
@@ -272,6 +276,7 @@ def rms_norm(Tensor a not None, float eps=1e-6, ctx=None):
     """a / sqrt(mean(a^2) + eps) over ggml dim 0."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "rms_norm")
+    _need_dense_rows(a, "rms_norm")
     if not eps >= 0:
         raise ValueError("rms_norm: eps must be >= 0")
     _prep(c, ggml_nbytes(a.ptr))
@@ -292,6 +297,7 @@ def mul_mat(Tensor a not None, Tensor b not None, ctx=None):
         raise ValueError(f"mul_mat: batch dims of {a.shape} do not broadcast over {b.shape}")
     if ggml_is_transposed(a.ptr):
         raise ValueError("mul_mat: a must not be transposed (use ops.cont)")
+    _need_dense_rows(b, "mul_mat")
     _prep(c, 4 * a.ptr.ne[1] * b.ptr.ne[1] * b.ptr.ne[2] * b.ptr.ne[3])
     return _out(c, ggml_mul_mat(c.ptr, a.ptr, b.ptr), max(_nd(a), _nd(b)), (a, b))
 
@@ -459,6 +465,7 @@ def soft_max(Tensor a not None, ctx=None):
     """softmax over ggml dim 0 (numpy's last axis)."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "soft_max")
+    _need_contiguous(a, "soft_max")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_soft_max(c.ptr, a.ptr), _nd(a), (a,))
 
@@ -485,6 +492,7 @@ def diag_mask_inf(Tensor a not None, int n_past=0, ctx=None):
     """Set a[i, j] to -inf where j > n_past + i (causal mask)."""
     cdef Context c = _pick_ctx(a, ctx)
     _need_f32(a, "diag_mask_inf")
+    _need_contiguous(a, "diag_mask_inf")
     if n_past < 0:
         raise ValueError("diag_mask_inf: n_past must be >= 0")
     _prep(c, ggml_nbytes(a.ptr))

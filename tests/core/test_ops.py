@@ -594,6 +594,13 @@ def _bad_cases(f32, f32b, i32, f16, v4, t):
         (lambda: ops.leaky_relu(i32), TypeError), (lambda: ops.scale(i32, 2.0), TypeError),
         (lambda: ops.scale_bias(f16, 1.0, 1.0), TypeError),
         (lambda: ops.scale(t, 2.0), ValueError), (lambda: ops.scale_bias(t, 1.0, 1.0), ValueError),
+        # ggml's CPU kernels abort on transposed views here (rows must hold consecutive elements)
+        (lambda: ops.add(t, t), ValueError), (lambda: ops.mul(t, t), ValueError),
+        (lambda: ops.sub(t, t), ValueError), (lambda: ops.div(t, t), ValueError),
+        (lambda: ops.sum_rows(t), ValueError), (lambda: ops.repeat(t, t), ValueError),
+        (lambda: ops.rms_norm(t), ValueError), (lambda: ops.clamp(t, 0.0, 1.0), ValueError),
+        (lambda: ops.soft_max(t), ValueError), (lambda: ops.diag_mask_inf(t), ValueError),
+        (lambda: ops.mul_mat(ops.cont(t), t), ValueError),
         (lambda: ops.clamp(f32, 1.0, 0.0), ValueError), (lambda: ops.sum(i32), TypeError),
         (lambda: ops.sum_rows(f16), TypeError), (lambda: ops.mean(i32), TypeError),
         (lambda: ops.argmax(v4), ValueError), (lambda: ops.argmax(i32), TypeError),
