@@ -82,12 +82,24 @@ class _Recurrent(Layer):
             self.add_weight("bias_hh", (g,), self.bias_initializer)
 
     # --- graph helpers -------------------------------------------------------------
-    def _gate(self, g, t, k):
-        """Columns [k * units, (k + 1) * units) of a contiguous (batch, G * units) tensor."""
+    @property
+    def _fused(self):
+        """Keras' default activations: the gates can share one sigmoid pass."""
+        return self.activation == "tanh" and self.recurrent_activation == "sigmoid"
+
+    def _cols(self, g, t, k, n=1):
+        """Columns [k * units, (k + n) * units) of a (batch, width) tensor with
+        contiguous rows: a view (element-wise ops and their gradients take it)."""
         u = self.units
-        width = t.shape[-1]
-        v = ops.view(t, (g.batch, u), strides=(width * 4, 4), offset=k * u * 4, ctx=g.ctx)
-        return ops.cont(v, ctx=g.ctx)
+        return ops.view(t, (g.batch, n * u), strides=(t.nb[1], 4), offset=k * u * 4, ctx=g.ctx)
+
+    def _gate(self, g, t, k):
+        """Columns [k * units, (k + 1) * units), contiguous (for any activation)."""
+        return ops.cont(self._cols(g, t, k), ctx=g.ctx)
+
+    # recurrent-bias columns that can join the input projection (added once,
+    # not once a step); the GRU's candidate bias must stay inside r * (...)
+    _folded_bias = False
 
     def _input_projection(self, g, x):
         """W_ih x_t (+ b_ih) for every step at once, time-major: (steps * batch, G * units)."""
@@ -97,6 +109,8 @@ class _Recurrent(Layer):
         p = ops.mul_mat(g.weight(self, "weight_ih"), xt, ctx=g.ctx)
         if self.use_bias:
             p = ops.add(p, g.weight(self, "bias_ih"), ctx=g.ctx)
+            if self._folded_bias:
+                p = ops.add(p, g.weight(self, "bias_hh"), ctx=g.ctx)
         return p
 
     def _step_rows(self, g, p, t):
@@ -106,9 +120,13 @@ class _Recurrent(Layer):
 
     def _recurrent_projection(self, g, h):
         r = ops.mul_mat(g.weight(self, "weight_hh"), h, ctx=g.ctx)
-        if self.use_bias:
+        if self.use_bias and not self._folded_bias:
             r = ops.add(r, g.weight(self, "bias_hh"), ctx=g.ctx)
         return r
+
+    def _constants(self, g):
+        """Constants every step uses (made once)."""
+        return None
 
     def _stack_steps(self, g, hs):
         """The per-step (batch, units) outputs as one (batch, steps, units) tensor.
@@ -136,9 +154,10 @@ class _Recurrent(Layer):
         steps = self.input_shape[0]
         p = self._input_projection(g, x)
         state = self._initial_state(g)
+        consts = self._constants(g)
         outputs = []
         for t in range(steps):
-            state = self._cell(g, self._step_rows(g, p, t), state)
+            state = self._cell(g, self._step_rows(g, p, t), state, consts)
             if self.return_sequences:
                 outputs.append(state[0])
         return self._stack_steps(g, outputs) if self.return_sequences else state[0]
@@ -159,6 +178,7 @@ class LSTM(_Recurrent):
     """Long short-term memory (gates i, f, g, o as PyTorch's ``nn.LSTM``)."""
 
     n_gates = 4
+    _folded_bias = True
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  return_sequences=False, unit_forget_bias=True, **kwargs):
@@ -173,14 +193,28 @@ class LSTM(_Recurrent):
         z = np.zeros((g.batch, self.units), dtype=np.float32)
         return (g.const(z), g.const(z))
 
-    def _cell(self, g, xp, state):
+    def _constants(self, g):
+        if not self._fused:
+            return None
+        s = np.ones(4 * self.units, dtype=np.float32)
+        s[2 * self.units:3 * self.units] = 2.0
+        return g.const(s)
+
+    def _cell(self, g, xp, state, consts):
         h, c = state
         ctx = g.ctx
         gates = ops.add(xp, self._recurrent_projection(g, h), ctx=ctx)        # (batch, 4 units)
-        i = self._rec_act(self._gate(g, gates, 0), ctx)
-        f = self._rec_act(self._gate(g, gates, 1), ctx)
-        cand = self._act(self._gate(g, gates, 2), ctx)
-        o = self._rec_act(self._gate(g, gates, 3), ctx)
+        if self._fused:
+            # one sigmoid over all four gates, the g gate's inputs doubled:
+            # tanh(a) = 2 sigmoid(2a) - 1 (half the graph of four separate passes)
+            sg = self._rec_act(ops.mul(gates, consts, ctx=ctx), ctx)
+            i, f, o = self._cols(g, sg, 0), self._cols(g, sg, 1), self._cols(g, sg, 3)
+            cand = ops.scale_bias(self._gate(g, sg, 2), 2.0, -1.0, ctx=ctx)
+        else:
+            i = self._rec_act(self._gate(g, gates, 0), ctx)
+            f = self._rec_act(self._gate(g, gates, 1), ctx)
+            cand = self._act(self._gate(g, gates, 2), ctx)
+            o = self._rec_act(self._gate(g, gates, 3), ctx)
         c = ops.add(ops.mul(f, c, ctx=ctx), ops.mul(i, cand, ctx=ctx), ctx=ctx)
         h = ops.mul(o, self._act(c, ctx), ctx=ctx)
         return (h, c)
@@ -208,13 +242,20 @@ class GRU(_Recurrent):
     def _initial_state(self, g):
         return (g.const(np.zeros((g.batch, self.units), dtype=np.float32)),)
 
-    def _cell(self, g, xp, state):
+    def _cell(self, g, xp, state, consts):
         (h,) = state
         ctx = g.ctx
         hp = self._recurrent_projection(g, h)                                  # (batch, 3 units)
-        r = self._rec_act(ops.add(self._gate(g, xp, 0), self._gate(g, hp, 0), ctx=ctx), ctx)
-        z = self._rec_act(ops.add(self._gate(g, xp, 1), self._gate(g, hp, 1), ctx=ctx), ctx)
-        n = self._act(ops.add(self._gate(g, xp, 2), ops.mul(r, self._gate(g, hp, 2), ctx=ctx), ctx=ctx), ctx)
+        if self._fused:
+            # r and z side by side: one sigmoid pass over both
+            rz = self._rec_act(ops.add(self._cols(g, xp, 0, 2), self._cols(g, hp, 0, 2), ctx=ctx), ctx)
+            r, z = self._cols(g, rz, 0), self._cols(g, rz, 1)
+            n = ops.add(self._cols(g, xp, 2), ops.mul(r, self._cols(g, hp, 2), ctx=ctx), ctx=ctx)
+        else:
+            r = self._rec_act(ops.add(self._gate(g, xp, 0), self._gate(g, hp, 0), ctx=ctx), ctx)
+            z = self._rec_act(ops.add(self._gate(g, xp, 1), self._gate(g, hp, 1), ctx=ctx), ctx)
+            n = ops.add(self._gate(g, xp, 2), ops.mul(r, self._gate(g, hp, 2), ctx=ctx), ctx=ctx)
+        n = self._act(n, ctx)
         # h' = (1 - z) n + z h = n + z (h - n)
         h = ops.add(n, ops.mul(z, ops.sub(h, n, ctx=ctx), ctx=ctx), ctx=ctx)
         return (h,)

@@ -5,16 +5,14 @@ import numpy as np
 import pytest
 
 import pyggml as pg
-from harness import LayerCase, check_config, check_forward, check_gradient, check_training, params
+from harness import ACTIVATIONS, LayerCase, check_config, check_forward, check_gradient, check_training, params
 
 B = 3
 
 
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))
+def lstm_ref(return_sequences, activation="tanh", recurrent_activation="sigmoid"):
+    act, rec = ACTIVATIONS[activation], ACTIVATIONS[recurrent_activation]
 
-
-def lstm_ref(return_sequences):
     def ref(hs, w, training):
         x = hs[0]
         n, steps, _ = x.shape
@@ -27,14 +25,16 @@ def lstm_ref(return_sequences):
             if "bias_ih" in w:
                 z = z + w["bias_ih"] + w["bias_hh"]
             i, f, g, o = (z[:, k * units:(k + 1) * units] for k in range(4))
-            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-            h = _sigmoid(o) * np.tanh(c)
+            c = rec(f) * c + rec(i) * act(g)
+            h = rec(o) * act(c)
             seq.append(h)
         return np.stack(seq, axis=1) if return_sequences else h
     return ref
 
 
-def gru_ref(return_sequences):
+def gru_ref(return_sequences, activation="tanh", recurrent_activation="sigmoid"):
+    act, rec = ACTIVATIONS[activation], ACTIVATIONS[recurrent_activation]
+
     def ref(hs, w, training):
         x = hs[0]
         n, steps, _ = x.shape
@@ -44,9 +44,9 @@ def gru_ref(return_sequences):
         for t in range(steps):
             a = x[:, t] @ w["weight_ih"].T + w.get("bias_ih", 0.0)
             b = h @ w["weight_hh"].T + w.get("bias_hh", 0.0)
-            r = _sigmoid(a[:, :units] + b[:, :units])
-            z = _sigmoid(a[:, units:2 * units] + b[:, units:2 * units])
-            cand = np.tanh(a[:, 2 * units:] + r * b[:, 2 * units:])
+            r = rec(a[:, :units] + b[:, :units])
+            z = rec(a[:, units:2 * units] + b[:, units:2 * units])
+            cand = act(a[:, 2 * units:] + r * b[:, 2 * units:])
             h = (1 - z) * cand + z * h
             seq.append(h)
         return np.stack(seq, axis=1) if return_sequences else h
@@ -64,6 +64,11 @@ CASES = [
     LayerCase("lstm_seq_one_step", lambda: pg.layers.LSTM(3, return_sequences=True), [(1, 2)], lstm_ref(True),
               extra={"zero_gradient": ("weight_hh",)}),          # the state starts at zero
     LayerCase("gru_seq_seven_steps", lambda: pg.layers.GRU(2, return_sequences=True), [(7, 2)], gru_ref(True)),
+    # other activations take the per-gate path (the defaults share one sigmoid pass)
+    LayerCase("lstm_relu_hard", lambda: pg.layers.LSTM(3, activation="relu", recurrent_activation="silu"),
+              [(3, 2)], lstm_ref(False, "relu", "silu")),
+    LayerCase("gru_seq_elu", lambda: pg.layers.GRU(2, activation="elu", return_sequences=True), [(3, 2)],
+              gru_ref(True, "elu")),
     LayerCase("lstm_seq_six_steps", lambda: pg.layers.LSTM(2, return_sequences=True), [(6, 1)], lstm_ref(True)),
 ]
 
