@@ -15,10 +15,15 @@ forget gate's 1 in ``bias_ih`` (``bias_hh`` stays zero, so the sum is Keras'
 single bias).  The state starts at zero.
 
 ggml has no backward pass for tanh or sigmoid, so the gates go through
-``pyggml.activations`` (built from ops that train); the input projection is
-one mul_mat over all steps, each step one mul_mat of the state, gate slices
-are views made contiguous, and the sequence output is assembled with ``acc``
-(which trains; ggml's concat does not).
+``pyggml.activations`` (built from ops that train).  The input projection is
+one mul_mat over all steps (the LSTM's two biases added there, once), each
+step one mul_mat of the state; with the default activations the gates share
+one sigmoid pass (tanh(a) = 2 sigmoid(2a) - 1) and are read as column views,
+other activations go gate by gate.  The graph is unrolled, so its size grows
+with the steps: a training graph must fit ggml-opt's context (about 90 steps
+for one LSTM or GRU layer today; predictions take far longer sequences).
+The sequence output is assembled with ``acc`` (which trains; ggml's concat
+does not).
 """
 
 import numpy as np
