@@ -575,6 +575,9 @@ def opt_step_adamw(Tensor a not None, Tensor grad not None, Tensor m not None, T
     if not (ggml_are_same_shape(a.ptr, grad.ptr) and ggml_are_same_shape(a.ptr, m.ptr)
             and ggml_are_same_shape(a.ptr, v.ptr)):
         raise ValueError("opt_step_adamw: a, grad, m and v must have the same shape")
+    for t in (a, grad, m, v, params):
+        # the kernel walks grad, m and v with a's strides, writing m and v
+        _need_contiguous(<Tensor>t, "opt_step_adamw")
     if ggml_nelements(params.ptr) != 7:
         raise ValueError("opt_step_adamw: params must have 7 elements")
     _prep(c)
@@ -593,6 +596,8 @@ def opt_step_sgd(Tensor a not None, Tensor grad not None, Tensor params not None
         raise ValueError("opt_step_sgd: a must be a parameter (set_param)")
     if not ggml_are_same_shape(a.ptr, grad.ptr):
         raise ValueError("opt_step_sgd: a and grad must have the same shape")
+    for t in (a, grad, params):
+        _need_contiguous(<Tensor>t, "opt_step_sgd")
     if ggml_nelements(params.ptr) != 2:
         raise ValueError("opt_step_sgd: params must have 2 elements")
     _prep(c)

@@ -390,6 +390,22 @@ def test_opt_step_adamw(backend, sched):
     np.testing.assert_allclose(m.numpy(), 0.9 * m0 + 0.1 * g0, rtol=1e-5, atol=1e-6)
 
 
+def test_opt_steps_refuse_strided_views(backend):
+    """The optimizer kernels walk grad, m and v with the parameter's strides:
+    an overlapping or strided view would be read (and m, v written) out of
+    bounds."""
+    lctx, buf, (w, big, p7, p2) = make_leaves(backend, [A34, np.zeros((3, 8), np.float32), PAR_ADAMW, PAR_SGD])
+    w.set_param()
+    cctx = core.Context(n_tensors=64)
+    strided = ops.view(big, (3, 4), (32, 4), 0, ctx=cctx)       # every other half row
+    overlapping = ops.view(big, (3, 4), (4, 4), 0, ctx=cctx)    # rows overlap
+    for bad in (strided, overlapping):
+        with pytest.raises(ValueError, match="contiguous"):
+            ops.opt_step_adamw(w, bad, bad, bad, p7, ctx=cctx)
+        with pytest.raises(ValueError, match="contiguous"):
+            ops.opt_step_sgd(w, bad, p2, ctx=cctx)
+
+
 def test_acc(backend, sched):
     if not hasattr(ops, "acc"):
         pytest.skip("this build has no ops.acc")
