@@ -89,6 +89,18 @@ def _open(path):
     return f
 
 
+def _same_shape(file_shape, shape):
+    """GGUF keeps no trailing ne of 1, so a file shape lacks the leading 1s of
+    the numpy shape ((1, 8) reads as (8,)); any other difference (a transposed
+    weight of the same size) is a different weight."""
+    def strip(s):
+        s = tuple(int(d) for d in s)
+        while len(s) > 1 and s[0] == 1:
+            s = s[1:]
+        return s
+    return strip(file_shape) == strip(shape)
+
+
 def _read_weights(f, model):
     current = model.get_weights()
     names = set(f.tensor_names())
@@ -97,9 +109,7 @@ def _read_weights(f, model):
         if k not in names:
             raise GGUFError(f"the file has no weight {k!r}")
         shape, dtype, offset, nbytes = f.tensor_info(k)
-        if tuple(shape) != cur.shape and int(np.prod(shape)) != cur.size:
-            raise GGUFError(f"weight {k!r} has shape {shape} in the file, the model needs {cur.shape}")
-        if int(np.prod(shape)) != cur.size:
+        if not _same_shape(shape, cur.shape):
             raise GGUFError(f"weight {k!r} has shape {shape} in the file, the model needs {cur.shape}")
         a = f.read_tensor(k).astype(np.float32).reshape(cur.shape)
         if not np.all(np.isfinite(a)):
@@ -117,7 +127,7 @@ def _read_specs(f, model):
         if k not in names:
             raise GGUFError(f"the file has no weight {k!r}")
         fshape, dtype, offset, nbytes = f.tensor_info(k)
-        if int(np.prod(fshape)) != int(np.prod(shape)):
+        if not _same_shape(fshape, shape):
             raise GGUFError(f"weight {k!r} has shape {fshape} in the file, the model needs {shape}")
         a = f.read_tensor(k).astype(np.float32).reshape(shape)
         if not np.all(np.isfinite(a)):

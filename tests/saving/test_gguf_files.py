@@ -105,6 +105,23 @@ def test_save_weights_load_weights_and_refusals(tmp_path):
         mm.free()
 
 
+def test_a_transposed_weight_of_the_same_size_is_refused(tmp_path):
+    # Dense(3) on 2 inputs saved, loaded into Dense(2) on 3 inputs: weight (3, 2) vs (2, 3)
+    m = pg.Sequential([pg.layers.Dense(3, use_bias=False)], input_shape=2).compile(loss="mse")
+    m.save_weights(tmp_path / "w.gguf")
+    t = pg.Sequential([pg.layers.Dense(2, use_bias=False)], input_shape=3).compile(loss="mse")
+    with pytest.raises(pg.GGUFError, match=r"dense.weight.*\(3, 2\).*\(2, 3\)"):
+        t.load_weights(tmp_path / "w.gguf")
+    # a leading extent of 1, which GGUF does not keep, still loads
+    one = pg.Sequential([pg.layers.Dense(1)], input_shape=4).compile(loss="mse", seed=3)
+    one.save_weights(tmp_path / "one.gguf")
+    back = pg.Sequential([pg.layers.Dense(1)], input_shape=4).compile(loss="mse", seed=4)
+    back.load_weights(tmp_path / "one.gguf")
+    np.testing.assert_array_equal(back.get_weights()["dense.weight"], one.get_weights()["dense.weight"])
+    for mm in (m, t, one, back):
+        mm.free()
+
+
 def test_a_failed_save_leaves_the_old_file(tmp_path):
     m = pg.Sequential([pg.layers.Dense(3)], input_shape=2).compile(loss="mse")
     path = tmp_path / "m.gguf"
