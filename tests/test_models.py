@@ -225,3 +225,23 @@ def test_accuracy_with_sparse_labels_matches_the_predictions():
     assert h.history["accuracy"] == pytest.approx(h2.history["accuracy"])
     m.free()
     m2.free()
+
+
+def test_head_losses_are_unweighted_and_the_total_weighs_them():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(40, 3)).astype(np.float32)
+    y1, y2 = rng.normal(size=(40, 2)).astype(np.float32), rng.normal(size=(40, 1)).astype(np.float32)
+    inp = pg.Input(shape=3)
+    h = pg.layers.Dense(4, activation="relu")(inp)
+    a = pg.layers.Dense(2, name="a")(h)
+    b = pg.layers.Dense(1, name="b")(h)
+    m = pg.Model(inp, [a, b]).compile(optimizer="sgd", loss=["mse", "mae"], loss_weights=[2.0, 0.25])
+    pa, pb = m.predict(x)
+    r = m.evaluate(x, [y1, y2], batch_size=40)
+    assert r["a_loss"] == pytest.approx(float(np.mean((pa - y1) ** 2)), rel=1e-5)
+    assert r["b_loss"] == pytest.approx(float(np.mean(np.abs(pb - y2))), rel=1e-5)
+    assert r["loss"] == pytest.approx(2.0 * r["a_loss"] + 0.25 * r["b_loss"], rel=1e-5)
+    hist = m.fit(x, [y1, y2], epochs=1, batch_size=40, shuffle=False, verbose=0).history
+    assert hist["loss"][0] == pytest.approx(2.0 * hist["a_loss"][0] + 0.25 * hist["b_loss"][0], rel=1e-5)
+    assert hist["a_loss"][0] == pytest.approx(r["a_loss"], rel=1e-5)
+    m.free()

@@ -191,10 +191,11 @@ class _LossGraph(_Executor):
                 inv_n = self.inv_n
             from_logits = model._output_logits[i]
             li = loss.build(o2, y, g.ctx, batch, cells, w, inv_n, from_logits)
+            # each head reports its own loss (Keras' <output>_loss); the total weighs them
+            self.head_losses = getattr(self, "head_losses", []) + [li]
             lw = model._loss_weights[i]
             if lw != 1.0:
                 li = ops.scale(li, lw, ctx=g.ctx)
-            self.head_losses = getattr(self, "head_losses", []) + [li]
             total = li if total is None else ops.add(total, li, ctx=g.ctx)
         self.opt_period = opt_period
         if opt_period > 1:
