@@ -131,7 +131,7 @@ cdef class OptContext(_Owner):
         if gsize < 4 * n + len(params) + 32:
             raise ValueError(f"graph_size {gsize} is too small for {n} tensors")
         if gsize > sched.graph_size:
-            raise ValueError(f"the scheduler's graph_size ({sched.graph_size}) is smaller than the "
+            raise GGMLError(f"the scheduler's graph_size ({sched.graph_size}) is too small for the "
                              f"{gsize} this model needs; create it with graph_size >= {gsize}")
         cdef size_t need = 3 * ggml_graph_overhead_custom(<size_t>gsize, True) + \
             <size_t>(4 * n + 2 * len(params) + 64) * ggml_tensor_overhead()

@@ -22,8 +22,10 @@ from pyggml.errors import GGMLError
 # work (multiply-adds per step) below which one thread beats two: ggml's
 # thread synchronisation costs more than it saves on tiny graphs
 _SMALL_WORK = 200_000
-_N_TENSORS = 16384
-_GRAPH_SIZE = 16384
+# contexts start small (a few hundred kB) and grow when a model needs more
+_N_TENSORS = 2048
+_GRAPH_SIZE = 2048
+_SCALES = (1, 8, 32, 128)
 
 
 class GraphBuilder:
@@ -36,7 +38,7 @@ class GraphBuilder:
         self.training = training
         self.graph_size = _GRAPH_SIZE * scale
         self.ctx = Context(n_tensors=_N_TENSORS * scale, graph_size=self.graph_size)
-        self.in_ctx = Context(n_tensors=4096)
+        self.in_ctx = Context(n_tensors=256 * scale + 64)
         self._consts = []
         self._masks = []
         self._limits = []
@@ -104,20 +106,13 @@ def _threads(work):
 class _Executor:
     """Shared set-up: a builder, the model's forward pass, input tensors."""
 
-    def __init__(self, model, batch, training, logits):
+    def __init__(self, model, batch, training, logits, scale=1):
         self.model = model
         self.batch = int(batch)
-        for scale in (1, 4, 16):
-            try:
-                self.g = GraphBuilder(model, batch, training, scale)
-                self.xs = [self.g.input((batch,) + tuple(s), "i32" if d == "int32" else "f32")
-                           for s, d in zip(model._input_shapes(), model._input_dtypes())]
-                self.outs = model._forward(self.g, self.xs, training, logits)
-                break
-            except GGMLError as e:          # a context too small for a big model: retry larger
-                if "full" not in str(e) and "too small" not in str(e) or scale == 16:
-                    raise
-                self.g.free()
+        self.g = GraphBuilder(model, batch, training, scale)
+        self.xs = [self.g.input((batch,) + tuple(s), "i32" if d == "int32" else "f32")
+                   for s, d in zip(model._input_shapes(), model._input_dtypes())]
+        self.outs = model._forward(self.g, self.xs, training, logits)
         self.work = batch * max(model.count_params(), 1) * (4 if model._has_conv() else 1)
         self.n_threads = _threads(self.work)
 
@@ -134,9 +129,20 @@ class _Executor:
         self.g.free()
 
 
+def build(cls, *args, **kwargs):
+    """An executor in the smallest contexts that hold its graphs."""
+    for i, scale in enumerate(_SCALES):
+        try:
+            return cls(*args, scale=scale, **kwargs)
+        except GGMLError as e:
+            msg = str(e)
+            if ("full" not in msg and "too small" not in msg) or i == len(_SCALES) - 1:
+                raise
+
+
 class Predictor(_Executor):
-    def __init__(self, model, batch):
-        super().__init__(model, batch, training=False, logits=False)
+    def __init__(self, model, batch, scale=1):
+        super().__init__(model, batch, training=False, logits=False, scale=scale)
         self.outs = [o if o.is_contiguous else ops.cont(o, ctx=self.g.ctx) for o in self.outs]
         self.graph = Graph(self.g.ctx, self.g.graph_size)
         for o in self.outs:
@@ -164,10 +170,10 @@ def _flat2(t, ctx):
 class _LossGraph(_Executor):
     """Forward pass plus the compiled loss over every output."""
 
-    def __init__(self, model, batch, training, weighted, loss_mask=None, opt_period=1):
+    def __init__(self, model, batch, training, weighted, loss_mask=None, opt_period=1, scale=1):
         self.losses = model._losses
         logits = [l.logits_from for l in self.losses]
-        super().__init__(model, batch, training=training, logits=logits)
+        super().__init__(model, batch, training=training, logits=logits, scale=scale)
         g = self.g
         self.weighted = weighted
         self.ys, self.ws = [], []
@@ -235,8 +241,8 @@ def _predictions(model, raw, i):
 
 
 class LossEvaluator(_LossGraph):
-    def __init__(self, model, batch, weighted, loss_mask=None):
-        super().__init__(model, batch, training=False, weighted=weighted, loss_mask=loss_mask)
+    def __init__(self, model, batch, weighted, loss_mask=None, scale=1):
+        super().__init__(model, batch, training=False, weighted=weighted, loss_mask=loss_mask, scale=scale)
         self.graph = Graph(self.g.ctx, self.g.graph_size)
         self.graph.build_forward(self.loss)
         for o in self.read_outs + (self.head_losses if len(self.head_losses) > 1 else []):
@@ -259,9 +265,9 @@ class TrainStep(_LossGraph):
     """One ggml-opt context for its whole life: the moments and the step
     counter persist across steps."""
 
-    def __init__(self, model, batch, weighted, loss_mask=None, opt_period=1, optimizer=None):
+    def __init__(self, model, batch, weighted, loss_mask=None, opt_period=1, optimizer=None, scale=1):
         super().__init__(model, batch, training=True, weighted=weighted, loss_mask=loss_mask,
-                         opt_period=opt_period)
+                         opt_period=opt_period, scale=scale)
         self.optimizer = optimizer or model.optimizer
         self.g.allocate(model._backend)
         self.sched = Scheduler(model._backends(), graph_size=2 * self.g.graph_size)

@@ -13,7 +13,7 @@ from pyggml.callbacks import Callback, History
 from pyggml.core import Backend, BackendBuffer, Context, Graph, Scheduler, ops
 from pyggml.errors import FreedError
 from pyggml.layers.base import InputLayer, Layer, Node
-from pyggml.models.graph import LossEvaluator, Predictor, TrainStep
+from pyggml.models.graph import LossEvaluator, Predictor, TrainStep, build
 
 __all__ = ["Model"]
 
@@ -540,7 +540,7 @@ class Model:
                 res = [np.zeros((0,) + tuple(o.shape), dtype=np.float32) for o in self._outputs]
             else:
                 b = min(bs, n)
-                pred = self._executor(("predict", b), lambda: Predictor(self, b))
+                pred = self._executor(("predict", b), lambda: build(Predictor, self, b))
                 chunks = [[] for _ in self._outputs]
                 for s in range(0, n, b):
                     part = [self._pad(a[s:s + b], b) for a in xs]
@@ -582,7 +582,7 @@ class Model:
             ws = [np.ones((n, 1), dtype=np.float32) for _ in ys]
         cellw = tuple(w.shape[1] > 1 for w in ws) if ws else None
         self._cell_weights = list(cellw) if cellw else [False] * len(ys)
-        ev = self._executor(("eval", b, weighted, cellw), lambda: LossEvaluator(self, b, weighted))
+        ev = self._executor(("eval", b, weighted, cellw), lambda: build(LossEvaluator, self, b, weighted))
         mstates = self._metric_states()
         total, heads_total = 0.0, None
         for s in range(0, n, b):
@@ -620,7 +620,7 @@ class Model:
         if st is not None and st.key == key:
             return st
         state = st.get_state() if st is not None else getattr(self, "_pending_opt_state", None)
-        new = TrainStep(self, b, weighted)
+        new = build(TrainStep, self, b, weighted)
         new.key = key
         if state is not None:
             try:

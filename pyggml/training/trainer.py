@@ -9,7 +9,7 @@ executors of their own and never touch the training buffers.
 import numpy as np
 
 from pyggml.errors import FreedError
-from pyggml.models.graph import LossEvaluator, TrainStep
+from pyggml.models.graph import LossEvaluator, TrainStep, build
 from pyggml.models.model import Model, _as_float_array
 
 __all__ = ["Trainer", "Snapshot"]
@@ -51,7 +51,7 @@ class Trainer:
         self._freed = False
         self._eval = None
         model._cell_weights = [self.loss_mask is not None and self.loss_mask > 1]
-        self._step = TrainStep(model, batch_size, weighted=self.loss_mask is not None,
+        self._step = build(TrainStep, model, batch_size, weighted=self.loss_mask is not None,
                                loss_mask=self.loss_mask, opt_period=period, optimizer=_OwnLR(model.optimizer))
         self._ones = np.ones((batch_size, 1), dtype=np.float32)
         model._dependents.add(self)
@@ -125,7 +125,7 @@ class Trainer:
         with self._model._lock:
             if self._eval is None:
                 self._model._cell_weights = [self.loss_mask is not None and self.loss_mask > 1]
-                self._eval = LossEvaluator(self._model, self.batch_size, weighted=self.loss_mask is not None,
+                self._eval = build(LossEvaluator, self._model, self.batch_size, weighted=self.loss_mask is not None,
                                            loss_mask=self.loss_mask)
             loss, _, _ = self._eval.run(xs, ys, ws, self.batch_size)
         return float(loss)

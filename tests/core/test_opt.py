@@ -253,7 +253,7 @@ def test_refusals():
     with pytest.raises(ValueError, match="memory"):
         core.OptContext(sched, c3, xin, ops.mul_mat(r.w, xin, ctx=c3))
     small = core.Scheduler([be], graph_size=64)
-    with pytest.raises(ValueError, match="graph_size"):
+    with pytest.raises(GGMLError, match="graph_size"):
         core.OptContext(small, c2, r.x, y2)
     # hyper-parameters at run time
     with pytest.raises(ValueError):

@@ -159,15 +159,23 @@ LEAK = textwrap.dedent("""
         l.predict(x)
         for o in (s, tr, l, m):
             o.free()
+    import ctypes, statistics
+    libc = ctypes.CDLL("libc.so.6")
+    def settled():
+        # hand free heap pages back first, so that the figure is live memory, not fragmentation
+        gc.collect()
+        libc.malloc_trim(0)
+        return rss()
     n = int(sys.argv[1])
     for _ in range(50):
         cycle()
-    gc.collect()
-    before = rss()
-    for _ in range(n):
+    samples = []
+    for i in range(n):
         cycle()
-    gc.collect()
-    after = rss()
+        if i % 10 == 9:
+            samples.append(settled())
+    k = max(1, len(samples) // 10)
+    before, after = statistics.median(samples[:k]), statistics.median(samples[-k:])
     print("RSS", before, after, (after - before) / 2**20)
 """)
 
