@@ -15,7 +15,7 @@ graph's memory.
 import numpy as np
 
 from pyggml import _random
-from pyggml.core import Context, Graph, OptContext, Scheduler, BackendBuffer, ops
+from pyggml.core import Backend, BackendBuffer, Context, Graph, OptContext, Scheduler, ops
 from pyggml.core import n_threads_is_set, get_n_threads
 from pyggml.errors import GGMLError
 
@@ -109,6 +109,13 @@ class _Executor:
     def __init__(self, model, batch, training, logits, scale=1):
         self.model = model
         self.batch = int(batch)
+        # A device backend of its own (the weights' buffers work with any backend of
+        # their device): freeing an executor then takes its device state with it,
+        # which Vulkan needs (a backend that outlives buffers it computed with
+        # corrupts memory in Mesa's driver).  CPU executors share the model's
+        # backend and its thread pool.
+        dev = model._backend
+        self.backend = dev if dev.is_cpu else Backend(dev.name)
         self.g = GraphBuilder(model, batch, training, scale)
         self.xs = [self.g.input((batch,) + tuple(s), "i32" if d == "int32" else "f32")
                    for s, d in zip(model._input_shapes(), model._input_dtypes())]
@@ -127,6 +134,8 @@ class _Executor:
             if o is not None:
                 o.free()
         self.g.free()
+        if self.backend is not self.model._backend:
+            self.backend.free()
 
 
 def build(cls, *args, **kwargs):
@@ -148,8 +157,8 @@ class Predictor(_Executor):
         for o in self.outs:
             o.set_output()
             self.graph.build_forward(o)
-        self.g.allocate(model._backend)
-        self.sched = Scheduler(model._backends(), graph_size=2 * self.g.graph_size)
+        self.g.allocate(self.backend)
+        self.sched = Scheduler([self.backend], graph_size=2 * self.g.graph_size)
 
     def run(self, xs):
         self.set_inputs(xs)
@@ -247,8 +256,8 @@ class LossEvaluator(_LossGraph):
         self.graph.build_forward(self.loss)
         for o in self.read_outs + (self.head_losses if len(self.head_losses) > 1 else []):
             self.graph.build_forward(o)
-        self.g.allocate(model._backend)
-        self.sched = Scheduler(model._backends(), graph_size=2 * self.g.graph_size)
+        self.g.allocate(self.backend)
+        self.sched = Scheduler([self.backend], graph_size=2 * self.g.graph_size)
 
     def run(self, xs, ys, ws=None, n_real=None, want_outputs=False):
         self.set_batch(xs, ys, ws, n_real)
@@ -269,8 +278,8 @@ class TrainStep(_LossGraph):
         super().__init__(model, batch, training=True, weighted=weighted, loss_mask=loss_mask,
                          opt_period=opt_period, scale=scale)
         self.optimizer = optimizer or model.optimizer
-        self.g.allocate(model._backend)
-        self.sched = Scheduler(model._backends(), graph_size=2 * self.g.graph_size)
+        self.g.allocate(self.backend)
+        self.sched = Scheduler([self.backend], graph_size=2 * self.g.graph_size)
         h = self.optimizer.hparams()
         self._hp = dict(h)
         self._lr = h["learning_rate"]

@@ -923,13 +923,16 @@ class _Blender:
         self.in_ctx = Context(n_tensors=4)
         self.tau = self.in_ctx.new_tensor((1,))
         self.one_minus = self.in_ctx.new_tensor((1,))
-        self.buf = BackendBuffer(self.in_ctx, target._backend)
+        dev = target._backend
+        self.backend = dev if dev.is_cpu else Backend(dev.name)     # see graph._Executor
+        self.buf = BackendBuffer(self.in_ctx, self.backend)
         self.graph = Graph(self.ctx, 8 * len(names) + 64)
         for k in names:
             t, s = target._wt[k], source._wt[k]
             mixed = ops.add(ops.mul(s, self.tau, ctx=self.ctx), ops.mul(t, self.one_minus, ctx=self.ctx), ctx=self.ctx)
             self.graph.build_forward(ops.cpy(mixed, t, ctx=self.ctx))
-        self.sched = Scheduler([target._backend], graph_size=16 * len(names) + 128)
+        self.sched = Scheduler([self.backend], graph_size=16 * len(names) + 128)
+        self._own_backend = self.backend is not dev
 
     def run(self, tau):
         self.tau.set(np.array([tau], dtype=np.float32))
@@ -941,3 +944,5 @@ class _Blender:
         self.buf.free()
         self.ctx.free()
         self.in_ctx.free()
+        if self._own_backend:
+            self.backend.free()
