@@ -78,6 +78,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.epochs < 1:
         p.error("--epochs must be at least 1")
+    if args.backend != "auto" and args.backend.lower() not in pg.backends():
+        p.error(f"--backend {args.backend!r} is not available here; this build can use {pg.backends()} or 'auto'")
     return args
 
 
