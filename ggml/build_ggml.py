@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,8 @@ def main() -> int:
         cfg.append("-DGGML_SANITIZE_ADDRESS=ON")
     if "undefined" in a.sanitize:
         cfg.append("-DGGML_SANITIZE_UNDEFINED=ON")
+    # packagers' extra CMake switches, e.g. -DGGML_CUDA_NO_VMM=ON where no CUDA driver library exists
+    cfg += shlex.split(os.environ.get("PYGGML_CMAKE_ARGS", ""))
     subprocess.run(cfg, check=True, stdout=sys.stderr)
     build = [cmake, "--build", str(bdir), "--config", "Release"]
     jobs = a.jobs or os.cpu_count() or 2
