@@ -66,7 +66,7 @@ class TorchLearner:
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
-        return float(loss)
+        return loss.item()
 
     def update_target(self):
         with self.torch.no_grad():
