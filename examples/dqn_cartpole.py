@@ -211,8 +211,9 @@ def report(name, res, out=print):
     else:
         out(f"not solved in {res['episodes']} episodes: mean return {res['mean_return']:.1f} over the last "
             f"{res['window']}")
-    out(f"{res['steps']} env steps, {res['train_steps']} training steps in {res['wall_s']:.1f} s: "
-        f"{res['us_per_step']:.0f} us per env step ({name}, everything included)")
+    out(f"{res['steps']} env steps, {res['train_steps']} training steps in {res['wall_s']:.1f} s")
+    out(f"{res['us_per_step']:.0f} us per env step ({name}: environment, replay, forward passes, "
+        f"training and target updates)")
 
 
 # --- the pyggml learner ----------------------------------------------------------------
