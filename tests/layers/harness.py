@@ -293,3 +293,28 @@ def check_training(case, kind, seed=3):
         assert all(not np.array_equal(w0[k], w1[k]) for k in mine), "a weight of the layer did not train"
     finally:
         m.free()
+
+
+def harness_tests(cases):
+    """The four harness tests over ``cases``, for a layer family's test module:
+    ``test_forward, test_gradient, test_config, test_training_step = harness_tests(CASES)``."""
+    each = pytest.mark.parametrize("case, kind", params(cases))
+
+    @each
+    def test_forward(case, kind):
+        check_forward(case, kind)
+
+    @each
+    def test_gradient(case, kind):
+        check_gradient(case, kind)
+
+    @each
+    def test_config(case, kind, tmp_path):
+        check_config(case, kind, tmp_path)
+
+    @each
+    def test_training_step(case, kind):
+        check_training(case, kind)
+
+    return test_forward, test_gradient, test_config, test_training_step
+

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pyggml as pg
-from harness import LayerCase, build_model, check_config, check_forward, check_gradient, check_training, params
+from harness import LayerCase, build_model, harness_tests, params
 
 L = pg.layers
 
@@ -51,24 +51,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case, kind", params(CASES))
-def test_forward(case, kind):
-    check_forward(case, kind)
-
-
-@pytest.mark.parametrize("case, kind", params(CASES))
-def test_gradient(case, kind):
-    check_gradient(case, kind)
-
-
-@pytest.mark.parametrize("case, kind", params(CASES))
-def test_config(case, kind, tmp_path):
-    check_config(case, kind, tmp_path)
-
-
-@pytest.mark.parametrize("case, kind", params(CASES))
-def test_training_step(case, kind):
-    check_training(case, kind)
+# the harness's four checks over every case (forward, gradient, config, a training step)
+test_forward, test_gradient, test_config, test_training_step = harness_tests(CASES)
 
 
 @pytest.mark.parametrize("case, kind", params(CASES[:3]))
