@@ -49,18 +49,23 @@ def to_hwc(x, g):
     return ops.cont(ops.permute(x, (1, 2, 0, 3), ctx=g.ctx), ctx=g.ctx)
 
 
-class Conv2D(_Activated):
+class _Conv(_Activated):
+    def _common(self, padding, use_bias, kernel_initializer, bias_initializer):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"padding must be 'valid' or 'same', got {padding!r}")
+        self.padding = padding
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+
+
+class Conv2D(_Conv):
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", activation=None,
                  use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(activation=activation, **kwargs)
         self.filters = _positive_int("filters", filters, 1 << 20)
         self.kernel_size = _pair("kernel_size", kernel_size)
         self.strides = _pair("strides", strides)
-        if padding not in ("valid", "same"):
-            raise ValueError(f"padding must be 'valid' or 'same', got {padding!r}")
-        self.padding = padding
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self._common(padding, use_bias, kernel_initializer, bias_initializer)
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 3:
@@ -111,7 +116,7 @@ class Conv2D(_Activated):
         return cfg
 
 
-class Conv1D(_Activated):
+class Conv1D(_Conv):
     """1-D convolution over (steps, channels) inputs; weight (filters, channels, k)."""
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None, use_bias=True,
@@ -122,11 +127,7 @@ class Conv1D(_Activated):
         st = strides[0] if isinstance(strides, (tuple, list)) else strides
         self.kernel_size = (_positive_int("kernel_size", ks, 1 << 16),)
         self.strides = (_positive_int("strides", st, 1 << 16),)
-        if padding not in ("valid", "same"):
-            raise ValueError(f"padding must be 'valid' or 'same', got {padding!r}")
-        self.padding = padding
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self._common(padding, use_bias, kernel_initializer, bias_initializer)
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 2:

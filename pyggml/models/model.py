@@ -11,6 +11,7 @@ from pyggml import _random, initializers, losses as losses_mod, metrics as metri
 from pyggml import optimizers as optimizers_mod
 from pyggml.callbacks import Callback, History
 from pyggml.core import Backend, BackendBuffer, Context, Graph, Scheduler, ops
+from pyggml._lifetime import Freeable
 from pyggml.errors import FreedError
 from pyggml.layers.base import InputLayer, Layer, Node
 from pyggml.models.graph import LossEvaluator, Predictor, TrainStep, build
@@ -32,7 +33,11 @@ def _as_float_array(x, what):
     return a
 
 
-class Model:
+def _print_epoch(epoch, epochs, logs):
+    print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v:.4g}" for k, v in logs.items()))
+
+
+class Model(Freeable):
     """A functional model: ``pg.Model(inputs, outputs, name=None)``."""
 
     def __init__(self, inputs=None, outputs=None, name=None):
@@ -738,7 +743,7 @@ class Model:
                     bar.set_postfix({k: f"{v:.4g}" for k, v in logs.items() if k != "learning_rate"})
                     bar.close()
                 elif verbose == 2:
-                    print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v:.4g}" for k, v in logs.items()))
+                    _print_epoch(epoch, epochs, logs)
                 for c in all_cbs:
                     c.on_epoch_end(epoch, logs)
                 if self.stop_training:
@@ -780,7 +785,7 @@ class Model:
                 vl = self.evaluate(validation_data[0], validation_data[1])
                 logs.update({"val_" + k: v for k, v in vl.items()})
             if verbose:
-                print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v:.4g}" for k, v in logs.items()))
+                _print_epoch(epoch, epochs, logs)
             for c in all_cbs:
                 c.on_epoch_end(epoch, logs)
             if self.stop_training:
@@ -899,19 +904,6 @@ class Model:
                 self._backend.free()
                 self._backend = None
             self._freed = True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-        return False
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
 
 class _Blender:

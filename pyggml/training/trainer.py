@@ -8,6 +8,7 @@ executors of their own and never touch the training buffers.
 
 import numpy as np
 
+from pyggml._lifetime import Freeable
 from pyggml.errors import FreedError
 from pyggml.models.graph import LossEvaluator, TrainStep, build
 from pyggml.models.model import Model, _as_float_array
@@ -15,7 +16,7 @@ from pyggml.models.model import Model, _as_float_array
 __all__ = ["Trainer", "Snapshot"]
 
 
-class Trainer:
+class Trainer(Freeable):
     """``pg.Trainer(model, batch_size, nbatch_logical=None, loss_mask=None)``."""
 
     def __init__(self, model, batch_size, nbatch_logical=None, loss_mask=None):
@@ -168,19 +169,6 @@ class Trainer:
                 e.free()
         self._step = self._eval = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-        return False
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
-
 
 class _OwnLR:
     """The trainer's own learning rate, starting from the model's optimizer."""
@@ -207,7 +195,7 @@ class _OwnLR:
         return h
 
 
-class Snapshot:
+class Snapshot(Freeable):
     """A frozen copy of a model's weights (a target network).  It outlives the
     trainer; ``predict``, ``get_weights``, ``save``; ``free`` releases it."""
 
@@ -244,10 +232,3 @@ class Snapshot:
             self._model = None
 
     release = free
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
-        return False
