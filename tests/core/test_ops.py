@@ -341,6 +341,53 @@ def test_forward(name, backend, sched):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
 
 
+# pyggml's out_prod kernel (ggml/patches/0004): register blocks with tails in
+# both directions, operands packed from 2**18 multiply-adds and 48 dst rows,
+# transposed views (the input gradient of mul_mat), and batched slices whose
+# first operand is broadcast; numpy shapes: a (slices, k, m), b (slices, k, n).
+OUT_PROD_SHAPES = [(1, 1, 4, 4), (1, 3, 5, 7), (1, 16, 64, 64), (1, 33, 40, 100), (1, 7, 96, 200),
+                   (1, 500, 784, 500), (1, 256, 100, 48), (1, 10, 500, 500), (2, 65, 50, 60), (4, 70, 130, 90)]
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("shape", OUT_PROD_SHAPES)
+def test_out_prod_kernel_shapes(shape, transposed, backend, sched):
+    s, k, m, n = shape
+    r = rng(40)
+    a = r.standard_normal((max(s // 2, 1), k, m)).astype(np.float32)
+    if transposed:
+        # b given as a transposed view of contiguous (slices, n, k) rows
+        bt = r.standard_normal((s, n, k)).astype(np.float32)
+        build = lambda x, y, ctx: ops.out_prod(x, ops.transpose(y, ctx=ctx), ctx=ctx)
+        b, arrays = np.swapaxes(bt, 1, 2), [a, bt]
+    else:
+        b = r.standard_normal((s, k, n)).astype(np.float32)
+        build, arrays = (lambda x, y, ctx: ops.out_prod(x, y, ctx=ctx)), [a, b]
+    got = forward(backend, sched, build, arrays)
+    d = s // a.shape[0]
+    ref = np.stack([b[i].T.astype(np.float64) @ a[i // d] for i in range(s)])
+    np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+# mul_mat with rows too short for tinyBLAS (k not a multiple of 16) takes the
+# same kernel on a's transpose (0004): vector tails, row tails, broadcast slices;
+# numpy shapes: a (slices, m, k), b (slices, n, k), result (slices, n, m).
+MUL_MAT_SHAPES = [(1, 1, 1, 1), (1, 9, 8, 300), (1, 72, 16, 100), (1, 500, 10, 500), (1, 4, 8, 16),
+                  (1, 3, 17, 7), (1, 100, 130, 49), (2, 9, 50, 13), (4, 33, 20, 60), (1, 32, 24, 24)]
+
+
+@pytest.mark.parametrize("shape", MUL_MAT_SHAPES)
+def test_mul_mat_short_rows(shape, backend, sched):
+    s, k, m, n = shape
+    r = rng(41)
+    a = r.standard_normal((max(s // 2, 1), m, k)).astype(np.float32)
+    b = r.standard_normal((s, n, k)).astype(np.float32)
+    got = forward(backend, sched, lambda x, y, ctx: ops.mul_mat(x, y, ctx=ctx), [a, b])
+    d = s // a.shape[0]
+    ref = np.stack([b[i].astype(np.float64) @ a[i // d].T for i in range(s)])
+    np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
 def test_forward_f16_elementwise(backend, sched):
     # get_rows and cpy move f16 data unchanged
     a = _sym((3, 4), 30).astype(np.float16)
