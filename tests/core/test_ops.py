@@ -476,7 +476,7 @@ GRAD_CASES = {
     "cpy": ("cpy", 0), "cont": ("cont", 0), "dup": ("dup", 0), "reshape": ("reshape", 0), "view": ("view", 0),
     "permute": ("permute", 0), "transpose": ("transpose", 0), "get_rows": ("get_rows", 0),
     "soft_max": ("soft_max", 0), "soft_max_ext": ("soft_max_ext", 0), "soft_max_ext_nomask": ("soft_max_ext_nomask", 0),
-    "im2col": ("im2col", 1), "im2col_strided": ("im2col_strided", 1),
+    "im2col": ("im2col", 1), "im2col_strided": ("im2col_strided", 1), "im2col_1d": ("im2col_1d", 1),
     "pool_2d_max": ("pool_2d_max", 0), "pool_2d_avg": ("pool_2d_avg", 0),
     "cross_entropy_loss": ("cross_entropy_loss", 0),
     **{u: (u, 0) for u in ("sqr", "sqrt", "log", "exp", "abs", "sgn", "neg", "step", "relu", "silu",
