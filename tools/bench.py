@@ -162,7 +162,17 @@ elif wl == "dqn_cartpole":
                     except ValueError:
                         pass
         result = {"value": val, "unit": "us/env step", "better": "lower"}
-result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_mb():
+    # VmHWM: this process's own high-water mark (ru_maxrss would carry the
+    # parent's over exec on Linux)
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+result["peak_mb"] = peak_mb()
 print("RESULT " + json.dumps(result))
 """
 
@@ -220,11 +230,9 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
     a = ap.parse_args()
     wls = [w for w in WORKLOADS if not a.only or any(o in w for o in a.only.split(","))]
-    try:
-        import torch  # noqa: F401
-        have_torch = True
-    except ImportError:
-        have_torch = False
+    # found, not imported: the children forked from here would start with its memory
+    import importlib.util
+    have_torch = importlib.util.find_spec("torch") is not None
     rows = []
     for wl in wls:
         ours = run_child("pyggml", wl, a.threads, a.repeats)

@@ -40,13 +40,22 @@ def _pad_hw(x, g, top, bottom, left, right):
 
 
 def to_chw(x, g):
-    """channels-last (N, H, W, C) -> (N, C, H, W), i.e. ggml [W, H, C, N]."""
+    """channels-last (N, H, W, C) -> (N, C, H, W), i.e. ggml [W, H, C, N].
+
+    A tensor that to_hwc made from a (N, C, H, W) one gives that one back: a
+    pooling layer followed by a convolution then copies neither way (a copy
+    nothing reads is left out of the graph)."""
+    known = g.chw_of.get(id(x))
+    if known is not None and known[0] is x:
+        return known[1]
     return ops.cont(ops.permute(x, (2, 0, 1, 3), ctx=g.ctx), ctx=g.ctx)
 
 
 def to_hwc(x, g):
     """(N, C, H, W) -> channels-last (N, H, W, C)."""
-    return ops.cont(ops.permute(x, (1, 2, 0, 3), ctx=g.ctx), ctx=g.ctx)
+    y = ops.cont(ops.permute(x, (1, 2, 0, 3), ctx=g.ctx), ctx=g.ctx)
+    g.chw_of[id(y)] = (y, x)
+    return y
 
 
 class _Conv(_Activated):

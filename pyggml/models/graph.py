@@ -43,6 +43,7 @@ class GraphBuilder:
         self._masks = []
         self._limits = []
         self.stats = []          # (layer, mean, var) of BatchNormalization while training
+        self.chw_of = {}         # id(channels-last tensor) -> (it, its (N, C, H, W) source)
         self.in_buf = None
 
     # used by layers -------------------------------------------------------------
