@@ -296,6 +296,9 @@ OPS = {
                lambda k, d: im2col_ref(k.shape, d, 1, 1, 1, 0, 1, 1), [KERNEL, IMG]),
     "im2col_strided": (lambda k, d, ctx: ops.im2col(k, d, 2, 2, 0, 1, 1, 2, True, ctx=ctx),
                        lambda k, d: im2col_ref(k.shape, d, 2, 2, 0, 1, 1, 2), [KERNEL, IMG]),
+    # one image: with fewer images than threads, im2col_back shares out channels (0005)
+    "im2col_one_image": (lambda k, d, ctx: ops.im2col(k, d, 1, 1, 1, 1, 1, 1, True, ctx=ctx),
+                         lambda k, d: im2col_ref(k.shape, d, 1, 1, 1, 1, 1, 1), [KERNEL, IMG[:1]]),
     "im2col_1d": (lambda k, d, ctx: ops.im2col(k, d, 1, 1, 1, 0, 1, 1, False, ctx=ctx),
                   lambda k, d: im2col_ref((4, 3, 1, 3), d[:, :, None, :], 1, 1, 1, 0, 1, 1)[:, 0],
                   [np.zeros((4, 3, 3), np.float32), IMG[:, :, 0, :]]),
@@ -477,6 +480,7 @@ GRAD_CASES = {
     "permute": ("permute", 0), "transpose": ("transpose", 0), "get_rows": ("get_rows", 0),
     "soft_max": ("soft_max", 0), "soft_max_ext": ("soft_max_ext", 0), "soft_max_ext_nomask": ("soft_max_ext_nomask", 0),
     "im2col": ("im2col", 1), "im2col_strided": ("im2col_strided", 1), "im2col_1d": ("im2col_1d", 1),
+    "im2col_one_image": ("im2col_one_image", 1),
     "pool_2d_max": ("pool_2d_max", 0), "pool_2d_avg": ("pool_2d_avg", 0),
     "cross_entropy_loss": ("cross_entropy_loss", 0),
     **{u: (u, 0) for u in ("sqr", "sqrt", "log", "exp", "abs", "sgn", "neg", "step", "relu", "silu",
