@@ -372,15 +372,17 @@ def test_out_prod_kernel_shapes(shape, transposed, backend, sched):
     np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
-# mul_mat with rows too short for tinyBLAS (k not a multiple of 16) takes the
-# same kernel on a's transpose (0004): vector tails, row tails, broadcast slices;
-# numpy shapes: a (slices, m, k), b (slices, n, k), result (slices, n, m).
+# f32 mul_mat takes the same kernel on a's transpose, packed in panels (0004):
+# panels one, two and three vectors wide, vector and row tails, rows of any
+# length, broadcast slices; numpy shapes: a (slices, m, k), b (slices, n, k),
+# result (slices, n, m).
 MUL_MAT_SHAPES = [(1, 1, 1, 1), (1, 9, 8, 300), (1, 72, 16, 100), (1, 500, 10, 500), (1, 4, 8, 16),
-                  (1, 3, 17, 7), (1, 100, 130, 49), (2, 9, 50, 13), (4, 33, 20, 60), (1, 32, 24, 24)]
+                  (1, 3, 17, 7), (1, 100, 130, 49), (2, 9, 50, 13), (4, 33, 20, 60), (1, 32, 24, 24),
+                  (1, 64, 100, 70), (1, 32, 80, 13), (1, 784, 500, 64), (3, 16, 48, 7)]
 
 
 @pytest.mark.parametrize("shape", MUL_MAT_SHAPES)
-def test_mul_mat_short_rows(shape, backend, sched):
+def test_mul_mat_kernel_shapes(shape, backend, sched):
     s, k, m, n = shape
     r = rng(41)
     a = r.standard_normal((max(s // 2, 1), m, k)).astype(np.float32)
