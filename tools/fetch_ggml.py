@@ -124,7 +124,7 @@ def extract(archive: Path, pin: dict, dest: Path, quiet: bool) -> None:
             tf.extractall(tmp, members=members, filter="data")
         for p in patches():
             log(f"applying {p.name}", quiet)
-            res = subprocess.run(["patch", "-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-d",
+            res = subprocess.run(["patch", "-p1", "--forward", "--batch", "-d",
                                   str(tmp), "-i", str(p)],
                                  capture_output=True, text=True)
             if res.returncode != 0:
