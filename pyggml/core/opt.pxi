@@ -295,6 +295,9 @@ cdef class OptContext(_Owner):
             raise GGMLError("mark the tensor with set_output() before creating the OptContext")
         if c.type != GGML_TYPE_F32 or not ggml_is_contiguous(c):
             raise TypeError("read() returns contiguous f32 tensors only")
+        # the copy fills an array of t's shape: anything else would write past it
+        if c.type != t.ptr.type or not ggml_are_same_shape(c, t.ptr):
+            raise GGMLError(f"ggml-opt paired {t.name!r} with a copy of another shape or type")
         cdef cnp.ndarray arr = np.empty(t.shape, dtype=np.float32)
         ggml_backend_tensor_get(c, cnp.PyArray_DATA(arr), 0, ggml_nbytes(c))
         return arr

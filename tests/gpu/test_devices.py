@@ -78,6 +78,43 @@ def test_trainer_matches_the_cpu_and_its_moments_live_on_the_device(device):
         np.testing.assert_allclose(wg[k], wc[k], rtol=1e-4, atol=1e-5)
 
 
+def _two_heads(backend):
+    pg.set_seed(5)
+    inp = pg.Input(4)
+    h = pg.layers.Dense(16, activation="relu")(inp)
+    h = pg.layers.BatchNormalization()(h)
+    outs = [pg.layers.Dense(2, activation="sigmoid")(h), pg.layers.Dense(1)(h)]
+    # SGD: Adam's first steps scale float noise in near-zero gradients up to the learning rate
+    return pg.Model(inp, outs).compile(optimizer=pg.optimizers.SGD(0.1), loss=["binary_crossentropy", "mse"],
+                                       metrics=["mae"], backend=backend)
+
+
+@pytest.mark.parametrize("device", _params())
+def test_what_a_training_step_reads_back_matches_the_cpu(device):
+    # After a step, fit reads each head's loss, the outputs (for metrics) and
+    # BatchNormalization's batch statistics from ggml-opt's copy of the graph.
+    # Vulkan reorders that copy's nodes when the scheduler lays it out; pairing
+    # nodes with their copies by position read other tensors, past the end of
+    # the numpy arrays (heap corruption in a two-output model's fit).
+    x, _ = _data()
+    ys = [x[:, :2], x[:, 2:3] - x[:, 3:4]]
+    runs = {}
+    for backend in ("cpu", device):
+        m = _two_heads(backend)
+        hist = m.fit(x, ys, epochs=3, batch_size=16, shuffle=False, verbose=0).history
+        runs[backend] = (hist, m.get_weights())
+        heads = [k for k in hist if k.endswith("_loss")]
+        assert len(heads) == 2
+        np.testing.assert_allclose(hist["loss"], np.add(*[hist[k] for k in heads]), rtol=1e-5)
+        m.free()
+    (hc, wc), (hg, wg) = runs["cpu"], runs[device]
+    assert hg.keys() == hc.keys()
+    for k in hc:
+        np.testing.assert_allclose(hg[k], hc[k], rtol=1e-4, atol=1e-6, err_msg=k)
+    for k in wc:
+        np.testing.assert_allclose(wg[k], wc[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
 @pytest.mark.parametrize("device", _params())
 def test_save_on_the_device_and_load_anywhere(device, tmp_path):
     x, y = _data()
