@@ -372,13 +372,14 @@ def test_out_prod_kernel_shapes(shape, transposed, backend, sched):
     np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
-# f32 mul_mat takes the same kernel on a's transpose, packed in panels (0004):
-# panels one, two and three vectors wide, vector and row tails, rows of any
-# length, broadcast slices; numpy shapes: a (slices, m, k), b (slices, n, k),
-# result (slices, n, m).
+# f32 mul_mat with rows tinyBLAS does not take (k not a multiple of 16) and 32
+# or more of them takes the same kernel on a's transpose, packed in panels
+# (0004): panels one, two and three vectors wide, vector and row tails,
+# broadcast slices; the other shapes check the paths left to ggml beside it.
+# numpy shapes: a (slices, m, k), b (slices, n, k), result (slices, n, m).
 MUL_MAT_SHAPES = [(1, 1, 1, 1), (1, 9, 8, 300), (1, 72, 16, 100), (1, 500, 10, 500), (1, 4, 8, 16),
                   (1, 3, 17, 7), (1, 100, 130, 49), (2, 9, 50, 13), (4, 33, 20, 60), (1, 32, 24, 24),
-                  (1, 64, 100, 70), (1, 32, 80, 13), (1, 784, 500, 64), (3, 16, 48, 7)]
+                  (1, 17, 100, 70), (1, 33, 80, 40), (1, 784, 500, 64), (3, 16, 48, 7), (1, 10, 20, 31)]
 
 
 @pytest.mark.parametrize("shape", MUL_MAT_SHAPES)
