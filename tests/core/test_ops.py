@@ -306,6 +306,9 @@ OPS = {
                     lambda a: pool_ref(a, "max", 2, 2, 2, 2), [IMG]),
     "pool_2d_avg": (lambda a, ctx: ops.pool_2d(a, "avg", 3, 2, 1, 2, ctx=ctx),
                     lambda a: pool_ref(a, "avg", 3, 2, 1, 2), [IMG]),
+    # overlapping windows, the last column left over: max pooling's f32 path (0007)
+    "pool_2d_max_overlap": (lambda a, ctx: ops.pool_2d(a, "max", 3, 2, 1, 2, ctx=ctx),
+                            lambda a: pool_ref(a, "max", 3, 2, 1, 2), [IMG]),
     "cross_entropy_loss": (lambda a, b, ctx: ops.cross_entropy_loss(a, b, ctx=ctx),
                            lambda a, b: np.array([-np.sum(b * np.log(softmax(a))) / a.shape[0]]), [A34, LABELS]),
 }
@@ -484,7 +487,7 @@ GRAD_CASES = {
     "soft_max": ("soft_max", 0), "soft_max_ext": ("soft_max_ext", 0), "soft_max_ext_nomask": ("soft_max_ext_nomask", 0),
     "im2col": ("im2col", 1), "im2col_strided": ("im2col_strided", 1), "im2col_1d": ("im2col_1d", 1),
     "im2col_one_image": ("im2col_one_image", 1),
-    "pool_2d_max": ("pool_2d_max", 0), "pool_2d_avg": ("pool_2d_avg", 0),
+    "pool_2d_max": ("pool_2d_max", 0), "pool_2d_avg": ("pool_2d_avg", 0), "pool_2d_max_overlap": ("pool_2d_max_overlap", 0),
     "cross_entropy_loss": ("cross_entropy_loss", 0),
     **{u: (u, 0) for u in ("sqr", "sqrt", "log", "exp", "abs", "sgn", "neg", "step", "relu", "silu",
                            "softplus", "sin", "cos")},
