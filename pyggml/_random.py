@@ -3,7 +3,7 @@
 import numpy as np
 
 _seed = None
-_rng = np.random.default_rng()
+_rng = None          # made on first use: numpy.random costs import time
 
 
 def set_seed(seed):
@@ -21,4 +21,7 @@ def rng(seed=None):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         return np.random.default_rng(int(seed))
+    global _rng
+    if _rng is None:
+        _rng = np.random.default_rng(_seed)
     return _rng
