@@ -29,7 +29,6 @@ from pyggml.core.ggml_cpu cimport *
 from pyggml.core.ggml_opt cimport *
 from pyggml.core.gguf cimport *
 
-import logging
 import os
 import threading
 
@@ -90,7 +89,7 @@ cdef int _PID = getpid()
 # ---------------------------------------------------------------------------
 # ggml's log goes to logging.getLogger("pyggml")
 
-_logger = logging.getLogger("pyggml")
+_logger = None           # logging.getLogger("pyggml"), imported at ggml's first message (import time)
 cdef list _log_pending = []
 cdef int _log_last_level = GGML_LOG_LEVEL_INFO
 
@@ -104,6 +103,10 @@ cdef void _log_callback(ggml_log_level level, const char * text, void * user_dat
         if joined.endswith("\n"):
             _log_pending.clear()
             lvl = _log_last_level
+            global _logger
+            import logging
+            if _logger is None:
+                _logger = logging.getLogger("pyggml")
             pylevel = (logging.DEBUG if lvl == GGML_LOG_LEVEL_DEBUG else
                        logging.INFO if lvl == GGML_LOG_LEVEL_INFO else
                        logging.WARNING if lvl == GGML_LOG_LEVEL_WARN else
