@@ -376,13 +376,14 @@ def test_out_prod_kernel_shapes(shape, transposed, backend, sched):
 
 
 # f32 mul_mat with rows tinyBLAS does not take (k not a multiple of 16) and 32
-# or more of them takes the same kernel on a's transpose, packed in panels
-# (0004): panels one, two and three vectors wide, vector and row tails,
+# or more of them, or 256 or more rows of other lengths (not multiples of
+# 1024), takes the same kernel on a's transpose, packed in panels (0004): panels one, two and three vectors wide, vector and row tails,
 # broadcast slices; the other shapes check the paths left to ggml beside it.
 # numpy shapes: a (slices, m, k), b (slices, n, k), result (slices, n, m).
 MUL_MAT_SHAPES = [(1, 1, 1, 1), (1, 9, 8, 300), (1, 72, 16, 100), (1, 500, 10, 500), (1, 4, 8, 16),
                   (1, 3, 17, 7), (1, 100, 130, 49), (2, 9, 50, 13), (4, 33, 20, 60), (1, 32, 24, 24),
-                  (1, 17, 100, 70), (1, 33, 80, 40), (1, 784, 500, 64), (3, 16, 48, 7), (1, 10, 20, 31)]
+                  (1, 17, 100, 70), (1, 33, 80, 40), (1, 784, 500, 64), (3, 16, 48, 7), (1, 10, 20, 31),
+                  (1, 48, 40, 300)]
 
 
 @pytest.mark.parametrize("shape", MUL_MAT_SHAPES)
