@@ -210,6 +210,21 @@ def import_time(mod):
     return (min(ts) - min(base)) * 1e3
 
 
+def sgemm_ceiling(threads):
+    """numpy's BLAS sgemm (2048 cubed) with the same thread count, in GFLOP/s: the machine's ceiling."""
+    code = ("import numpy as np, time\n"
+            "a = np.random.default_rng(0).random((2048, 2048), dtype=np.float32); b = a.copy(); a @ b\n"
+            "best = min((lambda t: (a @ b, time.perf_counter() - t)[1])(time.perf_counter()) for _ in range(10))\n"
+            "print(2 * 2048 ** 3 / best / 1e9)")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    try:
+        return float(r.stdout.strip())
+    except ValueError:
+        return float("nan")
+
+
 def installed_mb(mod):
     r = subprocess.run([sys.executable, "-c", f"import {mod}, os; print(os.path.dirname({mod}.__file__))"],
                        capture_output=True, text=True)
@@ -268,6 +283,10 @@ def main():
     for wl, o, t, r in rows:
         print(f"| {wl} | {o['unit']} | {o['value']:.4g} | {t['value']:.4g} | {r:.2f}x | {o['peak_mb']:.0f} | "
               f"{t['peak_mb']:.0f} |")
+    ceiling = sgemm_ceiling(a.threads)
+    wide = [o["value"] for w, o, _, _ in rows if w == "wide_mlp"]
+    if wide:
+        print(f"| wide_mlp vs numpy sgemm ({ceiling:.0f} GFLOP/s) | share of ceiling | {wide[0] / ceiling:.0%} | | | | |")
     it_ours = import_time("pyggml")
     it_theirs = import_time("torch") if have_torch else float("nan")
     print(f"| import | ms | {it_ours:.0f} | {it_theirs:.0f} | {it_theirs / it_ours:.1f}x | | |")
