@@ -17,7 +17,7 @@ import sys
 import time
 
 WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "wide_mlp", "mnist_cnn", "predict_1", "predict_1000",
-             "dqn_cartpole"]
+             "dqn_cartpole_150ep"]
 
 CHILD = r"""
 import json, os, resource, sys, time
@@ -141,17 +141,18 @@ elif wl.startswith("predict_"):
             with torch.no_grad():
                 torch.softmax(net(xt), -1).numpy()
     result = {"value": med(f, 200 if n == 1 else 20) * 1e6, "unit": "us/call", "better": "lower"}
-elif wl == "dqn_cartpole":
+elif wl == "dqn_cartpole_150ep":
+    # the DQN example and its PyTorch twin for 150 training episodes (1,000 random
+    # steps, then a training step per environment step): their time per env step
     import subprocess as sp
-    here = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv[0] != "-c" else os.getcwd()
     root = os.environ["PYGGML_ROOT"]
     script = os.path.join(root, "examples", "dqn_cartpole.py") if fw == "pyggml" else \
         os.path.join(root, "tools", "dqn_cartpole_torch.py")
     if not os.path.exists(script):
         result = {"value": float("nan"), "unit": "us/env step", "better": "lower"}
     else:
-        out = sp.run([sys.executable, script, "--episodes", "60", "--seed", "0"], capture_output=True, text=True,
-                     env=dict(os.environ, OMP_NUM_THREADS=str(threads))).stdout
+        out = sp.run([sys.executable, script, "--episodes", "150", "--seed", "0", "--eval-episodes", "1"],
+                     capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=str(threads))).stdout
         val = float("nan")
         for line in out.splitlines():
             if "per env step" in line or "per environment step" in line:
@@ -161,7 +162,8 @@ elif wl == "dqn_cartpole":
                         break
                     except ValueError:
                         pass
-        result = {"value": val, "unit": "us/env step", "better": "lower"}
+        result = {"value": val, "unit": "us/env step", "better": "lower",
+                  "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
 def peak_mb():
     # VmHWM: this process's own high-water mark (ru_maxrss would carry the
     # parent's over exec on Linux)
@@ -172,7 +174,7 @@ def peak_mb():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-result["peak_mb"] = peak_mb()
+result.setdefault("peak_mb", peak_mb())
 print("RESULT " + json.dumps(result))
 """
 
