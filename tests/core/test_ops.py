@@ -433,9 +433,11 @@ def test_opt_step_sgd(backend, sched):
     np.testing.assert_allclose(w.numpy(), want, rtol=1e-5, atol=1e-6)
 
 
-def test_opt_step_adamw(backend, sched):
-    w0, g0 = _sym((3, 4), 33), _sym((3, 4), 34)
-    m0, v0 = _sym((3, 4), 35) * 0.1, _pos((3, 4), 36) * 0.1
+# (5, 37): rows of whole vectors and a tail, the vector path of patch 0008
+@pytest.mark.parametrize("shape", [(3, 4), (5, 37)])
+def test_opt_step_adamw(shape, backend, sched):
+    w0, g0 = _sym(shape, 33), _sym(shape, 34)
+    m0, v0 = _sym(shape, 35) * 0.1, _pos(shape, 36) * 0.1
     lctx, buf, (w, gr, m, v, p) = make_leaves(backend, [w0, g0, m0, v0, PAR_ADAMW])
     w.set_param()
     cctx = core.Context(n_tensors=16, graph_size=64)
