@@ -24,7 +24,7 @@ import json, os, resource, sys, time
 import numpy as np
 fw, wl, threads, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 
-def med(f, n):
+def best_time(f, n):
     # the best of the repeats: on a shared machine the slow ones measure the neighbours
     f()
     out = []
@@ -95,7 +95,7 @@ if wl.startswith("step_"):
         f = lambda: tr.step(x, y)
     else:
         f = torch_step(mlp(sizes, loss), torch.from_numpy(x), torch.from_numpy(y), loss)
-    result = {"value": med(f, 2000) * 1e6, "unit": "us/step", "better": "lower"}
+    result = {"value": best_time(f, 2000) * 1e6, "unit": "us/step", "better": "lower"}
 elif wl in ("mnist_mlp", "wide_mlp", "mnist_cnn"):
     if wl == "mnist_cnn":
         b, n, shape = 256, 256 * 8, (28, 28, 1)
@@ -120,7 +120,7 @@ elif wl in ("mnist_mlp", "wide_mlp", "mnist_cnn"):
                 opt.zero_grad()
                 lf(net(xt[i:i + b]), yt[i:i + b]).backward()
                 opt.step()
-    t = med(f, 1)
+    t = best_time(f, 1)
     sps = n / t
     if wl == "wide_mlp":
         flops = 6 * sum(a * c for a, c in zip(sizes[:-1], sizes[1:]))
@@ -140,7 +140,7 @@ elif wl.startswith("predict_"):
         def f():
             with torch.no_grad():
                 torch.softmax(net(xt), -1).numpy()
-    result = {"value": med(f, 200 if n == 1 else 20) * 1e6, "unit": "us/call", "better": "lower"}
+    result = {"value": best_time(f, 200 if n == 1 else 20) * 1e6, "unit": "us/call", "better": "lower"}
 elif wl == "dqn_cartpole_150ep":
     # the DQN example and its PyTorch twin for 150 training episodes (1,000 random
     # steps, then a training step per environment step): their time per env step

@@ -94,7 +94,7 @@ cdef list _log_pending = []
 cdef int _log_last_level = GGML_LOG_LEVEL_INFO
 
 cdef void _log_callback(ggml_log_level level, const char * text, void * user_data) noexcept with gil:
-    global _log_last_level
+    global _log_last_level, _logger
     try:
         if level != GGML_LOG_LEVEL_CONT:
             _log_last_level = level
@@ -103,7 +103,6 @@ cdef void _log_callback(ggml_log_level level, const char * text, void * user_dat
         if joined.endswith("\n"):
             _log_pending.clear()
             lvl = _log_last_level
-            global _logger
             import logging
             if _logger is None:
                 _logger = logging.getLogger("pyggml")
