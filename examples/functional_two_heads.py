@@ -62,7 +62,7 @@ def main(argv=None):
     model.summary()
     print("layers:", ", ".join(l.name for l in model.layers))
 
-    before = model.evaluate([xs_te, xc_te], [ycls_te, yamt_te], batch_size=100)
+    before = model.evaluate([xs_te, xc_te], [ycls_te, yamt_te], batch_size=100, return_dict=True)
     # x: a list in the order of the inputs; y: a list, or a dict by output name
     hist = model.fit([xs_tr, xc_tr], {"cls": ycls_tr, "amount": yamt_tr},
                      epochs=args.epochs, batch_size=64, validation_split=0.1, verbose=0)
@@ -71,7 +71,7 @@ def main(argv=None):
           f"(cls_loss {h['cls_loss'][-1]:.3f}, amount_loss {h['amount_loss'][-1]:.3f}, "
           f"val_loss {h['val_loss'][-1]:.3f})")
 
-    after = model.evaluate([xs_te, xc_te], [ycls_te, yamt_te], batch_size=100)
+    after = model.evaluate([xs_te, xc_te], [ycls_te, yamt_te], batch_size=100, return_dict=True)
     print("held-out evaluate before training: " + ", ".join(f"{k} {v:.3f}" for k, v in before.items()))
     print("held-out evaluate after training:  " + ", ".join(f"{k} {v:.3f}" for k, v in after.items()))
 

@@ -14,7 +14,7 @@ except ImportError as e:  # pragma: no cover - only in an unbuilt source tree
 
 from pyggml import _config
 from pyggml.core import backends, get_n_threads, set_n_threads
-from pyggml.errors import AllocationError, ComputeError, FreedError, GGMLError, GGUFError
+from pyggml.errors import AllocationError, ComputeError, ContextFullError, FreedError, GGMLError, GGUFError
 
 __version__ = _config.version
 
@@ -44,12 +44,14 @@ def show_config():
     print("\n".join(lines))
 
 from pyggml._random import set_seed
-from pyggml import layers, callbacks, optimizers, losses, metrics, ops  # noqa: E402
-from pyggml.layers.base import Input
+from pyggml import activations, callbacks, initializers, layers, losses, metrics, ops, optimizers, saving  # noqa: E402
+from pyggml.layers import Input
 from pyggml.models import Model, Sequential
 from pyggml.training import Snapshot, Trainer
 from pyggml.saving import load_model
+from pyggml.variables import Variable
 
 __all__ = ["Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
            "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
-           "losses", "metrics", "ops", "GGMLError", "FreedError", "AllocationError", "ComputeError", "GGUFError"]
+           "losses", "metrics", "ops", "activations", "initializers", "saving", "Variable", "GGMLError", "FreedError",
+           "AllocationError", "ContextFullError", "ComputeError", "GGUFError"]

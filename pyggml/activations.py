@@ -1,83 +1,109 @@
-"""Activations as ggml graphs that train.
+"""Activations as functions over tensors that train (Keras's names).
 
-ggml has no backward pass for tanh, sigmoid, gelu, elu or leaky_relu, so those
-are composed from ops that have one (exact identities, or an erf to 1.5e-7).
+Use them in a layer's ``call`` (``activations.gelu(x)``) or by name
+(``Dense(8, activation="gelu")``).  ggml has no backward pass for tanh,
+sigmoid, gelu, elu or leaky_relu, so those are composed from ops that have one
+(exact identities, or an erf accurate to 1.5e-7).
 """
 
 import math
 
-from pyggml.core import ops
+from pyggml import ops
+
+__all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_relu", "softmax", "log_softmax",
+           "linear", "get", "name_of", "serialize"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 
 
-def sigmoid(x, ctx):
-    # sigmoid(x) = exp(-softplus(-x)): stable for either sign
-    return ops.exp(ops.neg(ops.softplus(ops.neg(x, ctx=ctx), ctx=ctx), ctx=ctx), ctx=ctx)
+def relu(x):
+    return ops.relu(ops.as_tensor(x))
 
 
-def tanh(x, ctx):
-    # tanh(x) = 2 sigmoid(2x) - 1
-    return ops.scale_bias(sigmoid(ops.scale(x, 2.0, ctx=ctx), ctx), 2.0, -1.0, ctx=ctx)
+def sigmoid(x):
+    # exp(-softplus(-x)): stable for either sign, and every op has a backward pass
+    x = ops.as_tensor(x)
+    return ops.exp(ops.neg(ops.softplus(ops.neg(x))))
 
 
-def relu(x, ctx):
-    return ops.relu(x, ctx=ctx)
+def tanh(x):
+    # 2 sigmoid(2x) - 1
+    return ops.scale_bias(sigmoid(ops.scale(ops.as_tensor(x), 2.0)), 2.0, -1.0)
 
 
-def _erf(x, ctx):
+def _erf(x):
     """erf by Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7), from ops with a backward pass."""
     p, a1, a2, a3, a4, a5 = 0.3275911, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429
-    ax = ops.abs(x, ctx=ctx)
-    # t = 1 / (1 + p|x|) = exp(-log(1 + p|x|))
-    t = ops.exp(ops.neg(ops.log(ops.scale_bias(ax, p, 1.0, ctx=ctx), ctx=ctx), ctx=ctx), ctx=ctx)
-    poly = ops.scale(t, a5, ctx=ctx)
+    ax = ops.abs(x)
+    t = ops.exp(ops.neg(ops.log(ops.scale_bias(ax, p, 1.0))))            # 1 / (1 + p|x|)
+    poly = ops.scale(t, a5)
     for coef in (a4, a3, a2, a1):
-        poly = ops.mul(ops.scale_bias(poly, 1.0, coef, ctx=ctx), t, ctx=ctx)
-    e = ops.exp(ops.neg(ops.sqr(x, ctx=ctx), ctx=ctx), ctx=ctx)
-    y = ops.scale_bias(ops.mul(poly, e, ctx=ctx), -1.0, 1.0, ctx=ctx)   # erf(|x|)
-    return ops.mul(y, ops.sgn(x, ctx=ctx), ctx=ctx)
+        poly = ops.mul(ops.scale_bias(poly, 1.0, coef), t)
+    e = ops.exp(ops.neg(ops.sqr(x)))
+    y = ops.scale_bias(ops.mul(poly, e), -1.0, 1.0)                      # erf(|x|)
+    return ops.mul(y, ops.sgn(x))
 
 
-def gelu(x, ctx):
-    # exact gelu (Keras' and PyTorch's default): x * (1 + erf(x / sqrt 2)) / 2
-    e = _erf(ops.scale(x, _SQRT1_2, ctx=ctx), ctx)
-    return ops.mul(x, ops.scale_bias(e, 0.5, 0.5, ctx=ctx), ctx=ctx)
+def gelu(x, approximate=False):
+    """Exact gelu (Keras's and PyTorch's default): x (1 + erf(x / sqrt 2)) / 2;
+    ``approximate=True`` gives the tanh form."""
+    x = ops.as_tensor(x)
+    if approximate:
+        cube = ops.mul(ops.sqr(x), x)
+        inner = ops.scale(ops.add(x, ops.scale(cube, 0.044715)), math.sqrt(2.0 / math.pi))
+        return ops.mul(x, ops.scale_bias(tanh(inner), 0.5, 0.5))
+    return ops.mul(x, ops.scale_bias(_erf(ops.scale(x, _SQRT1_2)), 0.5, 0.5))
 
 
-def silu(x, ctx):
-    return ops.silu(x, ctx=ctx)
+def silu(x):
+    return ops.silu(ops.as_tensor(x))
 
 
-def elu(x, ctx, alpha=1.0):
-    # elu(x) = relu(x) + alpha * (exp(min(x, 0)) - 1),  min(x, 0) = -relu(-x)
-    neg_part = ops.neg(ops.relu(ops.neg(x, ctx=ctx), ctx=ctx), ctx=ctx)
-    em1 = ops.scale_bias(ops.exp(neg_part, ctx=ctx), alpha, -alpha, ctx=ctx)
-    return ops.add(ops.relu(x, ctx=ctx), em1, ctx=ctx)
+swish = silu
 
 
-def leaky_relu(x, ctx, negative_slope=0.2):
-    # Keras' default slope is 0.2: relu(x) - slope * relu(-x)
-    return ops.sub(ops.relu(x, ctx=ctx),
-                   ops.scale(ops.relu(ops.neg(x, ctx=ctx), ctx=ctx), negative_slope, ctx=ctx), ctx=ctx)
+def elu(x, alpha=1.0):
+    # relu(x) + alpha (exp(min(x, 0)) - 1), with min(x, 0) = -relu(-x)
+    x = ops.as_tensor(x)
+    neg_part = ops.neg(ops.relu(ops.neg(x)))
+    return ops.add(ops.relu(x), ops.scale_bias(ops.exp(neg_part), alpha, -alpha))
 
 
-def softmax(x, ctx):
-    return ops.soft_max(ops.cont(x, ctx=ctx) if not x.is_contiguous else x, ctx=ctx)
+def leaky_relu(x, negative_slope=0.2):
+    # relu(x) - slope relu(-x); Keras's default slope is 0.2
+    x = ops.as_tensor(x)
+    return ops.sub(ops.relu(x), ops.scale(ops.relu(ops.neg(x)), negative_slope))
 
 
-def linear(x, ctx):
-    return x
+def softmax(x, axis=-1):
+    x = ops.as_tensor(x)
+    r = len(x.shape)
+    ax = axis + r if axis < 0 else axis
+    if not 0 <= ax < r:
+        raise ValueError(f"softmax: axis {axis} out of range for a tensor of {r} dims")
+    if ax != r - 1:
+        return ops.swapaxes(softmax(ops.swapaxes(x, ax, r - 1)), ax, r - 1)
+    return ops.soft_max(x if x.is_contiguous else ops.cont(x))
+
+
+def log_softmax(x, axis=-1):
+    """log(softmax(x)), finite where softmax underflows (a floor of 1e-37)."""
+    return ops.log(ops.scale_bias(softmax(x, axis), 1.0, 1e-37))
+
+
+def linear(x):
+    return ops.as_tensor(x)
 
 
 _BY_NAME = {
     "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softmax": softmax, "gelu": gelu,
     "silu": silu, "swish": silu, "leaky_relu": leaky_relu, "elu": elu, "linear": linear,
+    "log_softmax": log_softmax,
 }
 
 
 def get(name):
-    """The activation for a name (None and 'linear' are the identity)."""
+    """The activation for a name (None and 'linear' are the identity), or a callable as given."""
     if name is None:
         return linear
     if callable(name):
@@ -88,6 +114,7 @@ def get(name):
 
 
 def name_of(act):
+    """The name an activation is saved under ('linear' for None)."""
     if act is None:
         return "linear"
     if isinstance(act, str):
@@ -97,3 +124,6 @@ def name_of(act):
         if v is act:
             return k
     return getattr(act, "__name__", "custom")
+
+
+serialize = name_of

@@ -4,7 +4,7 @@ Every failure inside ggml that pyggml can detect becomes one of these (or a
 plain TypeError / ValueError for wrong arguments) instead of an abort.
 """
 
-__all__ = ["GGMLError", "FreedError", "AllocationError", "ComputeError", "GGUFError"]
+__all__ = ["GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError"]
 
 
 class GGMLError(Exception):
@@ -17,6 +17,11 @@ class FreedError(GGMLError, RuntimeError):
 
 class AllocationError(GGMLError, MemoryError):
     """ggml could not allocate memory (GGML_STATUS_ALLOC_FAILED, a NULL buffer, a full context)."""
+
+
+class ContextFullError(AllocationError):
+    """A Context (or a Graph in it) has no room left for more tensors or nodes:
+    make it with a larger ``n_tensors``/``graph_size``."""
 
 
 class ComputeError(GGMLError, RuntimeError):

@@ -120,7 +120,7 @@ def test_custom_loop(tmp_path):
 def test_gguf_interop(tmp_path):
     pytest.importorskip("gguf")
     out, _ = run([EXAMPLES / "gguf_interop.py"], tmp_path)
-    for line in ("general.architecture         STRING   pyggml", "pyggml.format_version        UINT32   1",
+    for line in ("general.architecture         STRING   pyggml", "pyggml.format_version        UINT32   2",
                  "all 4 weights equal model.get_weights()", "file unchanged by reading: True",
                  "loaded with load_weights: predictions match numpy", "a file without dense.bias is refused"):
         assert line in out

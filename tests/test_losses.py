@@ -55,7 +55,7 @@ def test_loss_matches_numpy(name, weighted):
     sw = rng.random(n) if weighted else np.ones(n)
     # Keras: sum(w * elementwise loss) / number of elements
     expected = (cells * sw[:, None]).sum() / cells.size
-    got = m.evaluate(x, y_fit, batch_size=10, sample_weight=sw if weighted else None)["loss"]
+    got = m.evaluate(x, y_fit, batch_size=10, sample_weight=sw if weighted else None, return_dict=True)["loss"]
     assert got == pytest.approx(expected, rel=2e-5, abs=1e-6)
     m.free()
 
@@ -67,7 +67,7 @@ def test_per_cell_weights_for_elementwise_losses_and_refusal_for_crossentropy():
     w = m.get_weights()
     p = x @ w["dense.weight"].T + w["dense.bias"]
     cw = rng.integers(0, 2, (16, 3)).astype(float)
-    got = m.evaluate(x, y, sample_weight=cw)["loss"]
+    got = m.evaluate(x, y, sample_weight=cw, return_dict=True)["loss"]
     assert got == pytest.approx((cw * (p - y) ** 2).sum() / (16 * 3), rel=2e-5)
     c = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=4).compile(
         loss="categorical_crossentropy")

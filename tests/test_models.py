@@ -24,7 +24,7 @@ def test_sequential_learns_a_classification_task():
               metrics=["accuracy"])
     h = m.fit(x, y, epochs=30, batch_size=16, verbose=0)
     assert h.history["loss"][-1] < h.history["loss"][0]
-    assert m.evaluate(x, y)["accuracy"] > 0.9
+    assert m.evaluate(x, y, return_dict=True)["accuracy"] > 0.9
     p = m.predict(x)
     assert p.shape == (120, 3) and p.dtype == np.float32
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)       # softmax applied once, at predict
@@ -66,9 +66,9 @@ def test_activations_train_and_match_numpy(act):
            "softmax": np.exp(z) / np.exp(z).sum(1, keepdims=True), None: z}[act]
     np.testing.assert_allclose(m.predict(x), ref, rtol=1e-5, atol=1e-6)
     y = np.zeros((8, 4))
-    before = m.evaluate(x, y, batch_size=8)["loss"]
+    before = m.evaluate(x, y, batch_size=8, return_dict=True)["loss"]
     m.fit(x, y, epochs=5, batch_size=8, verbose=0)
-    assert m.evaluate(x, y, batch_size=8)["loss"] < before
+    assert m.evaluate(x, y, batch_size=8, return_dict=True)["loss"] < before
     m.free()
 
 
@@ -106,7 +106,7 @@ def test_cnn_trains_on_digits():
                        pg.layers.Dense(10, activation="softmax")], input_shape=(8, 8, 1))
     m.compile(optimizer=pg.optimizers.Adam(0.01), loss="categorical_crossentropy", metrics=["accuracy"])
     m.fit(x[:1200], y[:1200], epochs=10, batch_size=32, verbose=0)
-    assert m.evaluate(x[1200:], y[1200:])["accuracy"] > 0.85
+    assert m.evaluate(x[1200:], y[1200:], return_dict=True)["accuracy"] > 0.85
     m.free()
 
 
@@ -153,8 +153,8 @@ def test_partial_batches_are_used_and_sample_weights_apply():
     w1 = m.get_weights()
     # only the last, short batch had weight: the weights moved
     assert any(not np.array_equal(w0[k], w1[k]) for k in w0)
-    np.testing.assert_allclose(m.evaluate(x, y, batch_size=16)["loss"],
-                               m.evaluate(x, y, batch_size=50)["loss"], rtol=1e-5)
+    np.testing.assert_allclose(m.evaluate(x, y, batch_size=16, return_dict=True)["loss"],
+                               m.evaluate(x, y, batch_size=50, return_dict=True)["loss"], rtol=1e-5)
     m.free()
 
 
@@ -216,7 +216,7 @@ def test_accuracy_with_sparse_labels_matches_the_predictions():
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     h = m.fit(x, labels, epochs=2, batch_size=60, shuffle=False, verbose=0)
     want = float((m.predict(x).argmax(axis=1) == labels).mean())
-    assert m.evaluate(x, labels)["accuracy"] == pytest.approx(want)
+    assert m.evaluate(x, labels, return_dict=True)["accuracy"] == pytest.approx(want)
     # the one-hot model, trained alike, reports the same accuracy per epoch
     pg.set_seed(0)
     m2 = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=5)
@@ -237,7 +237,7 @@ def test_head_losses_are_unweighted_and_the_total_weighs_them():
     b = pg.layers.Dense(1, name="b")(h)
     m = pg.Model(inp, [a, b]).compile(optimizer="sgd", loss=["mse", "mae"], loss_weights=[2.0, 0.25])
     pa, pb = m.predict(x)
-    r = m.evaluate(x, [y1, y2], batch_size=40)
+    r = m.evaluate(x, [y1, y2], batch_size=40, return_dict=True)
     assert r["a_loss"] == pytest.approx(float(np.mean((pa - y1) ** 2)), rel=1e-5)
     assert r["b_loss"] == pytest.approx(float(np.mean(np.abs(pb - y2))), rel=1e-5)
     assert r["loss"] == pytest.approx(2.0 * r["a_loss"] + 0.25 * r["b_loss"], rel=1e-5)

@@ -32,7 +32,7 @@ from pyggml.core.gguf cimport *
 import os
 import threading
 
-from pyggml.errors import (GGMLError, FreedError, AllocationError, ComputeError,
+from pyggml.errors import (GGMLError, FreedError, AllocationError, ContextFullError, ComputeError,
                            GGUFError)
 
 cnp.import_array()

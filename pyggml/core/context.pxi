@@ -53,6 +53,37 @@ cdef int _parse_shape(object shape, int64_t * ne) except -1:
     return len(dims)
 
 
+# The context that operations go to when no ctx= is given and one is active
+# (``with ctx.as_default(): ...``), per thread; else the first operand's.
+_default_ctx = threading.local()
+
+
+cdef inline object _active_context():
+    stack = getattr(_default_ctx, "stack", None)
+    return stack[len(stack) - 1] if stack else None      # (the core compiles without wraparound)
+
+
+class _DefaultContext:
+    """``with ctx.as_default():`` makes ctx where new operations go."""
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __enter__(self):
+        stack = getattr(_default_ctx, "stack", None)
+        if stack is None:
+            stack = _default_ctx.stack = []
+        stack.append(self.ctx)
+        return self.ctx
+
+    def __exit__(self, *exc):
+        stack = _default_ctx.stack
+        if stack and stack[len(stack) - 1] is self.ctx:
+            stack.pop()
+        return False
+
+
 cdef class Context(_Owner):
     """A ggml context: the memory pool that holds tensor and graph metadata
     (and, with ``no_alloc=False``, tensor data in host memory).
@@ -125,7 +156,7 @@ cdef class Context(_Owner):
         cdef size_t used = ggml_used_mem(self.ptr)
         cdef size_t size = ggml_get_mem_size(self.ptr)
         if used + need > size:
-            raise AllocationError(
+            raise ContextFullError(
                 f"Context is full: {size - used} bytes free, {need} needed; "
                 f"create it with a larger n_tensors/mem_size")
         return 0
@@ -154,6 +185,12 @@ cdef class Context(_Owner):
         if name is not None:
             tensor.name = name
         return tensor
+
+    def as_default(self):
+        """A context manager: operations called without ``ctx=`` inside the
+        ``with`` block (and Tensor arithmetic) put their results here."""
+        self._check()
+        return _DefaultContext(self)
 
     def tensors(self):
         """All tensors of this context, in creation order."""
@@ -288,14 +325,18 @@ cdef class Tensor:
         ggml_set_output(self._p())
         return self
 
-    def set_param(self):
-        """Mark as a trainable parameter (f32 leaf tensors only)."""
+    def set_param(self, flag=True):
+        """Mark as a trainable parameter (f32 leaf tensors only); ``flag=False``
+        clears the mark (graphs built afterwards compute no gradient for it)."""
         cdef ggml_tensor * p = self._p()
         if p.op != GGML_OP_NONE:
             raise ValueError("only leaf tensors (not results of operations) can be parameters")
         if p.type != GGML_TYPE_F32:
             raise TypeError("parameters must be f32")
-        ggml_set_param(p)
+        if flag:
+            ggml_set_param(p)
+        else:
+            p.flags = p.flags & ~GGML_TENSOR_FLAG_PARAM
         return self
 
     def set_loss(self):
@@ -351,6 +392,44 @@ cdef class Tensor:
             return "<pyggml.core.Tensor (freed)>"
         return f"<pyggml.core.Tensor {self.name!r} {self.dtype} {self.shape} op={self.op}>"
 
+    # --- arithmetic, with numpy's broadcasting where ggml allows it -----------
+    def __add__(self, other):
+        return _arith(0, self, other, False)
+
+    def __radd__(self, other):
+        return _arith(0, self, other, True)
+
+    def __sub__(self, other):
+        return _arith(1, self, other, False)
+
+    def __rsub__(self, other):
+        return _arith(1, self, other, True)
+
+    def __mul__(self, other):
+        return _arith(2, self, other, False)
+
+    def __rmul__(self, other):
+        return _arith(2, self, other, True)
+
+    def __truediv__(self, other):
+        return _arith(3, self, other, False)
+
+    def __rtruediv__(self, other):
+        return _arith(3, self, other, True)
+
+    def __neg__(self):
+        return neg(self)
+
+    def __matmul__(self, other):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return matmul(other, self)
+
     def __eq__(self, other):
         return isinstance(other, Tensor) and (<Tensor>other).ptr == self.ptr
 
@@ -385,3 +464,71 @@ cdef cnp.ndarray _as_array(object array, object np_dtype, tuple shape):
         if squeezed_a != squeezed_s:
             raise ValueError(f"expected an array of shape {shape}, got {a.shape}")
     return np.ascontiguousarray(a, dtype=np_dtype).reshape(shape)
+
+
+cdef bint _divides(Tensor small, Tensor big):
+    cdef int i
+    for i in range(4):
+        if big.ptr.ne[i] % small.ptr.ne[i] != 0:
+            return False
+    return True
+
+
+cdef object _arith(int which, Tensor a, object other, bint reflected):
+    """a (op) other, or other (op) a when reflected: 0 add, 1 sub, 2 mul, 3 div."""
+    a._check()
+    if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
+        s = float(other)
+        if which == 0:
+            return scale_bias(a, 1.0, s)
+        if which == 1:
+            return scale_bias(a, -1.0, s) if reflected else scale_bias(a, 1.0, -s)
+        if which == 2:
+            return scale(a, s)
+        if reflected:
+            raise TypeError("number / Tensor is not supported: write number * (1 / x) with ops that train "
+                            "(e.g. ops.exp(-ops.log(x)) for positive x)")
+        if s == 0.0:
+            raise ZeroDivisionError("Tensor divided by zero")
+        return scale(a, 1.0 / s)
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    cdef Tensor x = other if reflected else a
+    cdef Tensor y = a if reflected else other
+    y._check()
+    if x.ptr.type != GGML_TYPE_F32 or y.ptr.type != GGML_TYPE_F32:
+        raise TypeError(f"Tensor arithmetic needs f32 tensors, got {x.dtype} and {y.dtype}")
+    if not x.is_contiguous:
+        x = cont(x)
+    if not y.is_contiguous:
+        y = cont(y)
+    cdef bint y_in_x = _divides(y, x)
+    cdef bint x_in_y = _divides(x, y)
+    cdef int i
+    if not y_in_x and not x_in_y:
+        # both broadcast (numpy's (3, 1) with (1, 4)): repeat each to the joint shape
+        ne = []
+        for i in range(4):
+            if x.ptr.ne[i] == y.ptr.ne[i] or y.ptr.ne[i] == 1:
+                ne.append(x.ptr.ne[i])
+            elif x.ptr.ne[i] == 1:
+                ne.append(y.ptr.ne[i])
+            else:
+                raise ValueError(f"shapes {x.shape} and {y.shape} do not broadcast")
+        r = max(x.ndim, y.ndim)
+        template = _pick_ctx(x, None).new_tensor(tuple(ne[i] for i in range(r - 1, -1, -1)))
+        x = repeat(x, template)
+        y = repeat(y, template)
+        y_in_x = True
+    if which == 0:
+        return add(x, y) if y_in_x else add(y, x)
+    if which == 2:
+        return mul(x, y) if y_in_x else mul(y, x)
+    if which == 1:
+        if y_in_x and ggml_are_same_shape(x.ptr, y.ptr):
+            return sub(x, y)
+        # x - y as x + (-y): add's backward handles a broadcast second argument, sub's does not
+        return add(x, neg(y)) if y_in_x else add(neg(y), x)
+    if y_in_x:
+        return div(x, y)
+    return div(repeat(x, y), y)

@@ -123,7 +123,7 @@ cdef class Graph(_Owner):
             raise ValueError(f"graph size must be between 1 and 2**22, got {size}")
         cdef size_t need = ggml_graph_overhead_custom(<size_t>size, bool(grads))
         if ggml_used_mem(ctx.ptr) + need + 256 > ggml_get_mem_size(ctx.ptr):
-            raise AllocationError(f"Context is too small for a graph of {size} nodes "
+            raise ContextFullError(f"Context is too small for a graph of {size} nodes "
                                   f"(create it with graph_size={size})")
         self.ptr = ggml_new_graph_custom(ctx.ptr, <size_t>size, bool(grads))
         _check_ptr(self.ptr, "ggml_new_graph_custom")
@@ -154,7 +154,7 @@ cdef class Graph(_Owner):
         # conservative capacity check: every reachable tensor counts once
         cdef int add = _count_reachable(t.ptr, self._seen)
         if len(self._seen) >= self.size:
-            raise GGMLError(f"graph is full: {len(self._seen)} tensors for a size of {self.size}; "
+            raise ContextFullError(f"graph is full: {len(self._seen)} tensors for a size of {self.size}; "
                             f"create the Graph with a larger size")
         if t.ctx is not self.ctx and t.ctx not in self._ctxs:
             # the graph now points into t's context: keep it alive, and go first
@@ -166,19 +166,65 @@ cdef class Graph(_Owner):
         ggml_build_forward_expand(self.ptr, t.ptr)
         return self
 
-    def build_backward(self):
+    def build_backward(self, accumulators=None):
         """Add the backward pass of the loss (tensors marked with set_loss)
-        to the parameters (tensors marked with set_param)."""
+        to the parameters (tensors marked with set_param).
+
+        ``accumulators`` maps nodes of the graph (the loss, parameters) to
+        tensors of their shape that hold their gradient across computes:
+        a parameter's gradient is added into its accumulator (zero it to start
+        anew), and the loss's accumulator is its seed gradient (set it to 1).
+        Without one, a parameter's gradient is computed afresh by each compute
+        and the loss's seed is set by reset()."""
         self._check()
         if not self.grads:
             raise ValueError("create the Graph with grads=True to build a backward pass")
         _check_backward(self.ptr)
         cdef int n = ggml_graph_n_nodes(self.ptr)
         if 4 * len(self._seen) + 16 >= self.size:
-            raise GGMLError(f"graph of size {self.size} is too small for the backward pass of "
-                            f"{n} nodes; use a size of at least {4 * len(self._seen) + 16}")
-        self.ctx._reserve(<size_t>(3 * len(self._seen) + 16), 0)
-        ggml_build_backward_expand(self.ctx.ptr, self.ptr, NULL)
+            raise ContextFullError(f"graph of size {self.size} is too small for the backward pass of "
+                                   f"{n} nodes; use a size of at least {4 * len(self._seen) + 16}")
+        cdef ggml_tensor ** accs = NULL
+        cdef ggml_tensor * node
+        cdef Tensor key, acc
+        cdef int i
+        index = {}
+        if accumulators:
+            if not isinstance(accumulators, dict):
+                raise TypeError("accumulators must be a dict {node tensor: accumulator tensor}")
+            for i in range(n):
+                index[<uintptr_t>ggml_graph_node(self.ptr, i)] = i
+            for k, v in accumulators.items():
+                if not isinstance(k, Tensor) or not isinstance(v, Tensor):
+                    raise TypeError("accumulators must map Tensors to Tensors")
+                key, acc = <Tensor>k, <Tensor>v
+                key._check()
+                acc._check()
+                if <uintptr_t>key.ptr not in index:
+                    raise ValueError(f"accumulator given for {key.name!r}, which is not a node of the graph")
+                if not (key.ptr.flags & (GGML_TENSOR_FLAG_PARAM | GGML_TENSOR_FLAG_LOSS)):
+                    raise ValueError(f"{key.name!r} is neither a parameter nor the loss")
+                if acc.ptr.type != GGML_TYPE_F32 or not ggml_are_same_shape(acc.ptr, key.ptr) \
+                        or not ggml_is_contiguous(acc.ptr):
+                    raise ValueError(f"the accumulator of {key.name!r} must be a contiguous f32 tensor of "
+                                     f"shape {key.shape}")
+                if acc.ptr.data == NULL:
+                    raise ValueError(f"the accumulator of {key.name!r} needs memory (a BackendBuffer)")
+            accs = <ggml_tensor **>malloc(n * sizeof(ggml_tensor *))
+            if accs == NULL:
+                raise MemoryError()
+            memset(accs, 0, n * sizeof(ggml_tensor *))
+            for k, v in accumulators.items():
+                accs[index[<uintptr_t>(<Tensor>k).ptr]] = (<Tensor>v).ptr
+                if (<Tensor>v).ctx is not self.ctx and (<Tensor>v).ctx not in self._ctxs:
+                    self._ctxs.append((<Tensor>v).ctx)
+                    (<Tensor>v).ctx._add_dependent(self)
+        try:
+            self.ctx._reserve(<size_t>(3 * len(self._seen) + 16), 0)
+            ggml_build_backward_expand(self.ctx.ptr, self.ptr, accs)
+        finally:
+            if accs != NULL:
+                c_free(accs)
         for i in range(ggml_graph_n_nodes(self.ptr)):
             self._seen.add(<uintptr_t>ggml_graph_node(self.ptr, i))
         return self

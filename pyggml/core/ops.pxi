@@ -6,7 +6,11 @@
 cdef inline Context _pick_ctx(Tensor a, object ctx):
     a._check()
     if ctx is None:
-        return a.ctx
+        ctx = _active_context()
+        if ctx is None:
+            return a.ctx
+        (<Context>ctx)._check()
+        return <Context>ctx
     if not isinstance(ctx, Context):
         raise TypeError("ctx must be a Context")
     (<Context>ctx)._check()
@@ -300,6 +304,37 @@ def mul_mat(Tensor a not None, Tensor b not None, ctx=None):
     _need_dense_rows(b, "mul_mat")
     _prep(c, 4 * a.ptr.ne[1] * b.ptr.ne[1] * b.ptr.ne[2] * b.ptr.ne[3])
     return _out(c, ggml_mul_mat(c.ptr, a.ptr, b.ptr), max(_nd(a), _nd(b)), (a, b))
+
+
+def matmul(Tensor a not None, Tensor b not None, ctx=None):
+    """numpy's ``a @ b``: a of shape (..., n, k) times b of (k, m), or of
+    (..., k, m) with a's batch dims; the result is (..., n, m).  Built from
+    mul_mat (b transposed, a 2-D weight applied to the rows of a), so it trains."""
+    cdef Context c = _pick_ctx(a, ctx)
+    b._check()
+    # (the core compiles without wraparound: no negative indices here)
+    sa, sb = list(a.shape), list(b.shape)
+    cdef int ra = len(sa), rb = len(sb)
+    if ra < 2 or rb < 2:
+        raise ValueError(f"matmul: both operands need at least 2 dims, got {tuple(sa)} and {tuple(sb)}")
+    if sa[ra - 1] != sb[rb - 2]:
+        raise ValueError(f"matmul: {tuple(sa)} @ {tuple(sb)}: the last axis of a must equal the second-to-last "
+                         f"of b")
+    bt = cont(transpose(b, ctx=c), ctx=c)                 # (..., m, k)
+    if rb == 2:
+        lead = sa[:ra - 1]
+        rows = 1
+        for d in lead:
+            rows *= d
+        a2 = a if a.is_contiguous else cont(a, ctx=c)
+        if ra > 2:
+            a2 = reshape(a2, (rows, sa[ra - 1]), ctx=c)
+        r = mul_mat(bt, a2, ctx=c)
+        return reshape(r, tuple(lead) + (sb[1],), ctx=c) if ra > 2 else r
+    if sa[:ra - 2] != sb[:rb - 2]:
+        raise ValueError(f"matmul: batch dims differ: {tuple(sa)} and {tuple(sb)} (a 2-D b broadcasts; "
+                         f"batched ones must match)")
+    return mul_mat(bt, a if a.is_contiguous else cont(a, ctx=c), ctx=c)
 
 
 def out_prod(Tensor a not None, Tensor b not None, ctx=None):

@@ -7,7 +7,7 @@ in the first argument's context unless ``ctx=`` names another.
 
 from pyggml.core._core import (  # noqa: F401
     abs, acc, add, argmax, cast, clamp, concat, cont, cos, cpy, cross_entropy_loss, diag_mask_inf, div,
-    dup, elu, exp, gelu, get_rows, im2col, leaky_relu, log, mean, mul, mul_mat, neg, norm,
+    dup, elu, exp, gelu, get_rows, im2col, leaky_relu, log, matmul, mean, mul, mul_mat, neg, norm,
     opt_step_adamw, opt_step_sgd, out_prod, pad, permute, pool_2d, relu, repeat, reshape, rms_norm,
     scale, scale_bias, sgn, sigmoid, silu, sin, soft_max, soft_max_ext, softplus, sqr, sqrt, step, sub, sum,
     sum_rows, tanh, transpose, view,

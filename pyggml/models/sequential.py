@@ -1,34 +1,49 @@
-"""Sequential: a stack of layers, built as the same functional graph."""
+"""Sequential: a stack of layers, built as the same functional graph once its
+input shape is known (``input_shape=``, a first ``pg.Input``, a first layer's
+``input_shape=``, or the first data it sees)."""
 
-from pyggml.layers.base import Input, InputLayer, Layer, Node, _shape_tuple
+from pyggml.layers.input_layer import Input, InputLayer
+from pyggml.layers.layer import Layer, feature_shape_of
+from pyggml.layers.node import Node
+from pyggml.models import functional
 from pyggml.models.model import Model
+from pyggml.saving.object_registration import get_registered_name, get_registered_object, register_builtin
 
 __all__ = ["Sequential"]
 
 
+@register_builtin
 class Sequential(Model):
     """``pg.Sequential(layers=None, input_shape=None, name=None)``; the first
     element of ``layers`` may be ``pg.Input(shape)``."""
 
-    def __init__(self, layers=None, input_shape=None, name=None):
-        super().__init__(name=name)
-        self.name = name or "sequential"
+    def __init__(self, layers=None, input_shape=None, name=None, **kwargs):
         self._stack = []
-        self._input_shape = None
+        self._seq_input_shape = None
+        self._seq_input_dtype = "float32"
+        super().__init__(name=name, **kwargs)
         if input_shape is not None:
             self.input_shape = input_shape
         for l in layers or []:
             self.add(l)
 
+    @classmethod
+    def kind(cls):
+        return "sequential"
+
     @property
     def input_shape(self):
-        return self._input_shape
+        return self._seq_input_shape
 
     @input_shape.setter
     def input_shape(self, shape):
-        if self._compiled:
+        if shape is None:
+            return
+        if getattr(self, "_compiled", False):
             raise RuntimeError("the input shape cannot change after compile")
-        self._input_shape = _shape_tuple(shape, "input_shape")
+        if isinstance(shape, tuple) and shape and shape[0] is None and len(shape) > 1:
+            shape = shape[1:]            # Keras's batch shape, as Layer.build receives it
+        self._seq_input_shape = feature_shape_of(shape, "input_shape", allow_none=True)
         self._invalidate()
 
     def add(self, layer):
@@ -37,17 +52,16 @@ class Sequential(Model):
         if isinstance(layer, Node) and isinstance(layer.layer, InputLayer):
             if self._stack:
                 raise ValueError("pg.Input can only be the first element of a Sequential")
-            self._input_shape = layer.shape
-            self._input_dtype = layer.layer.dtype
+            self._seq_input_shape = layer.feature_shape
+            self._seq_input_dtype = layer.layer.dtype
+            self._invalidate()
             return self
         if not isinstance(layer, Layer) or isinstance(layer, InputLayer):
             raise TypeError(f"Sequential.add takes a layer, got {type(layer).__name__}")
         if any(l is layer for l in self._stack):
             raise ValueError("this layer is already in the model")
-        if layer._model is not None and layer._model is not self:
-            raise ValueError(f"layer {layer.name!r} already belongs to another model")
-        if not self._stack and self._input_shape is None and layer._batch_input_shape is not None:
-            self._input_shape = layer._batch_input_shape
+        if not self._stack and self._seq_input_shape is None and layer.batch_input_shape is not None:
+            self._seq_input_shape = layer.batch_input_shape
         self._stack.append(layer)
         self._invalidate()
         return self
@@ -58,59 +72,76 @@ class Sequential(Model):
         if not self._stack:
             raise ValueError("the model has no layers to pop")
         layer = self._stack.pop()
-        layer._model = None
         self._invalidate()
         return layer
 
     def _invalidate(self):
-        for attr in ("_nodes", "_inputs", "_outputs", "_all_layers"):
-            self.__dict__.pop(attr, None)
-        for l in self._stack:
-            l.built = False
-            l._weight_specs = {}
-        self._values = None
+        self._topology = None
 
     def _ensure_graph(self):
-        if hasattr(self, "_nodes"):
-            return
+        if self._topology is not None:
+            return self._topology
         if not self._stack:
             raise ValueError("the Sequential model has no layers")
-        if self._input_shape is None:
+        if self._seq_input_shape is None:
             raise ValueError("the Sequential model has no input shape: set model.input_shape, pass "
                              "input_shape=..., or start with pg.Input(shape)")
-        dtype = getattr(self, "_input_dtype", "float32")
+        dtype = self._seq_input_dtype
         if getattr(self._stack[0], "input_dtype", None) == "int32":
             dtype = "int32"
-        inp = Input(self._input_shape, dtype=dtype)
-        node = inp
+        node = inp = Input(self._seq_input_shape, dtype=dtype)
         for l in self._stack:
             node = l(node)
-        self._init_graph(inp, node)
-        self._seq_input_layer = inp.layer
+        self._topology = functional.Topology([inp], [node])
+        self.built = True
+        return self._topology
 
     @property
     def layers(self):
         return list(self._stack)
 
+    def build(self, input_shape=None):
+        """Build for inputs of this shape (Keras's, with the batch)."""
+        if input_shape is not None and self._seq_input_shape is None:
+            self.input_shape = tuple(input_shape)[1:] if tuple(input_shape)[:1] == (None,) else input_shape
+        self._ensure_graph()
+
+    def call(self, inputs, training=None):
+        x = inputs
+        for l in self._stack:
+            x = l(x, training=training)
+        return x
+
+    def named_variables(self):
+        if self._topology is None and self._seq_input_shape is not None:
+            self._ensure_graph()
+        out, seen = [], set()
+        for l in (self._topology.layers if self._topology is not None else self._stack):
+            for n, v in l.named_variables():
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append((f"{l.name}.{n}", v))
+        return out
+
+    _named_variables = named_variables
+
     def get_config(self):
-        cfg = super().get_config()
-        cfg["sequential"] = True
-        cfg["input_shape"] = list(self._input_shape)
-        return cfg
+        self._ensure_graph()
+        return {"name": self.name, "sequential": True, "input_shape": list(self._seq_input_shape),
+                "input_dtype": self._seq_input_dtype,
+                "layers": [{"class_name": get_registered_name(type(l)), "config": l.get_config()}
+                           for l in self._stack]}
 
     @classmethod
-    def from_config(cls, config):
-        from pyggml.layers import get_class
+    def from_config(cls, config, custom_objects=None):
         m = cls(name=config.get("name"))
+        m._seq_input_dtype = config.get("input_dtype", "float32")
         m.input_shape = tuple(config["input_shape"])
         for entry in config["layers"]:
             if entry["class_name"] == "InputLayer":
                 continue
-            klass = get_class(entry["class_name"])
+            klass = get_registered_object(entry["class_name"], custom_objects)
+            if not (isinstance(klass, type) and issubclass(klass, Layer)):
+                raise ValueError(f"{entry['class_name']!r} is not a layer class")
             m.add(klass.from_config(entry["config"]))
         return m
-
-    @property
-    def layers_all(self):
-        self._ensure_graph()
-        return list(self._all_layers)

@@ -1,13 +1,18 @@
-"""Models as single GGUF files.
+"""Models as single GGUF files (the layout is in the README, "The GGUF layout").
 
-Layout (see README, "The GGUF layout"):
 - ``general.architecture`` = "pyggml", ``general.name``, ``general.type`` = "model"
-- ``pyggml.format_version`` (u32, 1), ``pyggml.config`` (JSON: the layer graph),
-  ``pyggml.compile`` (JSON: optimizer, losses, metrics, loss weights)
-- one f32 tensor per weight, named as in ``get_weights()`` ("dense.weight"),
-  numpy shape = GGUF ne reversed
+- ``pyggml.format_version`` (u32, 2; version 1 files load too)
+- ``pyggml.model_class``: the model's registered class name
+- ``pyggml.config`` (JSON: the layer graph), ``pyggml.compile`` (JSON: optimizer,
+  losses, metrics, loss weights)
+- one f32 tensor per weight, named as ``get_weights()`` names it ("dense.weight"),
+  numpy shape = GGUF ne reversed; a name longer than 63 bytes (GGUF's limit) is
+  stored as ``w.<k>`` and ``pyggml.tensor_names`` (JSON) maps it back
 - with optimizer state: ``pyggml.optimizer.iter`` and tensors
-  ``optimizer.m.<weight>`` / ``optimizer.v.<weight>`` (Adam moments)
+  ``optimizer.<slot>.<weight>`` (Adam's ``m`` and ``v``)
+
+Everything a file asks for is checked against the file before anything is
+allocated, and every failure is a GGUFError naming what is wrong.
 """
 
 import json
@@ -16,10 +21,15 @@ import os
 import numpy as np
 
 from pyggml.core import GGUFFile
-from pyggml.errors import GGUFError
+from pyggml.errors import GGMLError, GGUFError
+from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
-FORMAT_VERSION = 1
+__all__ = ["save_model", "save_weights", "read_weights", "load_model", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 2
+_READS = (1, 2)
 _ARCH = "pyggml"
+_MAX_NAME = 63
 
 
 def _path(path):
@@ -30,15 +40,25 @@ def _path(path):
     return os.fsdecode(p) if isinstance(p, bytes) else p
 
 
-def _compile_json(model):
-    a = model._compile_args
-    return json.dumps({"optimizer": {"class": type(a["optimizer"]).__name__, "config": a["optimizer"].get_config()},
-                       "loss": a["loss"] if all(isinstance(l, str) for l in a["loss"]) else [l.name for l in model._losses],
-                       "metrics": a["metrics"], "loss_weights": a["loss_weights"]})
+class _Names:
+    """Tensor names in the file: the weight's own when it fits, else ``w.<k>``."""
+
+    def __init__(self):
+        self.long = {}
+
+    def __call__(self, name):
+        if len(name.encode()) <= _MAX_NAME:
+            return name
+        short = f"w.{len(self.long)}"
+        self.long[short] = name
+        return short
 
 
 def _write(model, path, with_config, with_state):
-    model._check_compiled("saving")
+    model.check_compiled("saving")
+    path = _path(path)
+    weights = model.get_weights()
+    names = _Names()
     f = GGUFFile()
     try:
         f.set("general.architecture", _ARCH)
@@ -46,23 +66,20 @@ def _write(model, path, with_config, with_state):
         f.set("general.type", "model")
         f.set("pyggml.format_version", FORMAT_VERSION, kind="u32")
         if with_config:
+            f.set("pyggml.model_class", get_registered_name(type(model)))
             f.set("pyggml.config", json.dumps(model.get_config()))
-            f.set("pyggml.compile", _compile_json(model))
-        weights = model.get_weights()
+            f.set("pyggml.compile", json.dumps(model.get_compile_config()))
         for k, v in weights.items():
-            f.add_tensor(k, v.astype(np.float32))
-        state = None
-        if with_state and model._fit_step is not None:
-            state = model._fit_step.get_state()
-        elif with_state:
-            state = getattr(model, "_pending_opt_state", None)
-        if state is not None:
-            f.set("pyggml.optimizer.iter", int(state["iter"]))
-            for nm, m, v in zip(state["names"], state["m"], state["v"]):
-                if m is not None:
-                    f.add_tensor(f"optimizer.m.{nm}"[:63], m)
-                    f.add_tensor(f"optimizer.v.{nm}"[:63], v)
-        f.write(_path(path))
+            f.add_tensor(names(k), np.ascontiguousarray(v, dtype=np.float32))
+        state = model.get_optimizer_state() if with_state else None
+        if state is not None and state["slots"]:
+            f.set("pyggml.optimizer.iter", int(state["iterations"]))
+            for slot, per_weight in state["slots"].items():
+                for nm, a in per_weight.items():
+                    f.add_tensor(names(f"optimizer.{slot}.{nm}"), np.ascontiguousarray(a, dtype=np.float32))
+        if names.long:
+            f.set("pyggml.tensor_names", json.dumps(names.long))
+        f.write(path)
     finally:
         f.free()
 
@@ -73,26 +90,64 @@ def save_model(model, path):
 
 
 def save_weights(model, path):
+    """Write the weights only."""
     _write(model, path, with_config=False, with_state=False)
 
 
-def _open(path):
-    p = _path(path)
-    f = GGUFFile.read(p)
-    if f.get("general.architecture") != _ARCH:
-        f.free()
-        raise GGUFError(f"{p!r} is not a pyggml model (general.architecture is not 'pyggml')")
-    v = f.get("pyggml.format_version")
-    if not isinstance(v, int) or v != FORMAT_VERSION:
-        f.free()
-        raise GGUFError(f"{p!r} has pyggml format version {v!r}; this pyggml reads version {FORMAT_VERSION}")
-    return f
+def _json(f, key, path, required=True):
+    raw = f.get(key)
+    if raw is None:
+        if required:
+            raise GGUFError(f"{path!r}: the file has no {key}")
+        return None
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise GGUFError(f"{path!r}: {key} is not valid JSON ({type(e).__name__})") from None
+
+
+class _File:
+    """An open pyggml GGUF file, checked, with its tensor names resolved."""
+
+    def __init__(self, path):
+        self.path = _path(path)
+        self.f = GGUFFile.read(self.path)
+        try:
+            if self.f.get("general.architecture") != _ARCH:
+                raise GGUFError(f"{self.path!r} is not a pyggml model (general.architecture is not 'pyggml')")
+            v = self.f.get("pyggml.format_version")
+            if not isinstance(v, int) or v not in _READS:
+                raise GGUFError(f"{self.path!r} has pyggml format version {v!r}; this pyggml reads versions "
+                                f"{list(_READS)}")
+            self.version = v
+            long = _json(self.f, "pyggml.tensor_names", self.path, required=False) or {}
+            if not isinstance(long, dict):
+                raise GGUFError(f"{self.path!r}: pyggml.tensor_names is not a JSON object")
+            self.by_name = {long.get(t, t): t for t in self.f.tensor_names()}
+        except BaseException:
+            self.f.free()
+            raise
+
+    def array(self, name, shape):
+        """The tensor ``name`` as float32 of ``shape``, checked (presence, shape, finite)."""
+        t = self.by_name.get(name)
+        if t is None:
+            raise GGUFError(f"the file has no weight {name!r}")
+        fshape, dtype, offset, nbytes = self.f.tensor_info(t)
+        if not _same_shape(fshape, shape):
+            raise GGUFError(f"weight {name!r} has shape {tuple(fshape)} in the file, the model needs {tuple(shape)}")
+        a = self.f.read_tensor(t).astype(np.float32).reshape(shape)
+        if not np.all(np.isfinite(a)):
+            raise GGUFError(f"weight {name!r} holds NaN or inf")
+        return a
+
+    def close(self):
+        self.f.free()
 
 
 def _same_shape(file_shape, shape):
-    """GGUF keeps no trailing ne of 1, so a file shape lacks the leading 1s of
-    the numpy shape ((1, 8) reads as (8,)); any other difference (a transposed
-    weight of the same size) is a different weight."""
+    """GGUF keeps no trailing ne of 1, so a file shape lacks the leading 1s of the
+    numpy shape ((1, 8) reads as (8,)); any other difference is a different weight."""
     def strip(s):
         s = tuple(int(d) for d in s)
         while len(s) > 1 and s[0] == 1:
@@ -101,100 +156,78 @@ def _same_shape(file_shape, shape):
     return strip(file_shape) == strip(shape)
 
 
-def _read_weights(f, model):
-    current = model.get_weights()
-    names = set(f.tensor_names())
-    out = {}
-    for k, cur in current.items():
-        if k not in names:
-            raise GGUFError(f"the file has no weight {k!r}")
-        shape, dtype, offset, nbytes = f.tensor_info(k)
-        if not _same_shape(shape, cur.shape):
-            raise GGUFError(f"weight {k!r} has shape {shape} in the file, the model needs {cur.shape}")
-        a = f.read_tensor(k).astype(np.float32).reshape(cur.shape)
-        if not np.all(np.isfinite(a)):
-            raise GGUFError(f"weight {k!r} holds NaN or inf")
-        out[k] = a
-    return out
-
-
-def _read_specs(f, model):
-    """The file's weights for a model not yet compiled, checked against its specs."""
-    names = set(f.tensor_names())
-    out = {}
-    for layer, wn, shape, *_ in model._weight_specs():
-        k = f"{layer.name}.{wn}"
-        if k not in names:
-            raise GGUFError(f"the file has no weight {k!r}")
-        fshape, dtype, offset, nbytes = f.tensor_info(k)
-        if not _same_shape(fshape, shape):
-            raise GGUFError(f"weight {k!r} has shape {fshape} in the file, the model needs {shape}")
-        a = f.read_tensor(k).astype(np.float32).reshape(shape)
-        if not np.all(np.isfinite(a)):
-            raise GGUFError(f"weight {k!r} holds NaN or inf")
-        out[k] = a
-    return out
-
-
-def load_weights(model, path):
-    """Load weights by name; a missing or misshapen weight is refused, naming it."""
-    f = _open(path)
+def read_weights(path, shapes):
+    """{name: array} for every name of ``shapes`` ({name: shape}), checked against the file."""
+    fl = _File(path)
     try:
-        model.set_weights(_read_weights(f, model))
+        return {k: fl.array(k, s) for k, s in shapes.items()}
     finally:
-        f.free()
+        fl.close()
 
 
-def load_model(path, backend="auto"):
-    """A compiled model from a file written by ``model.save``."""
-    from pyggml import optimizers
-    from pyggml.models import Model, Sequential
-    f = _open(path)
+def _upgrade_v1(cfg, comp):
+    """Version-1 configs: inbound layer names (no call records) and flat compile settings."""
+    if not cfg.get("sequential"):
+        for entry in cfg.get("layers", []):
+            inbound = entry.pop("inbound", None)
+            if inbound is not None and "calls" not in entry:
+                entry["calls"] = [] if entry["class_name"] == "InputLayer" else \
+                    [{"inputs": [[n, 0, 0] for n in inbound], "list": len(inbound) > 1, "kwargs": {}}]
+        cfg["outputs"] = [[n, 0, 0] if isinstance(n, str) else n for n in cfg.get("outputs", [])]
+    opt = comp.get("optimizer", {})
+    n_out = len(comp.get("loss", [])) or 1
+    metrics = comp.get("metrics") or []
+    comp["metrics"] = [list(metrics) for _ in range(n_out)]
+    comp["optimizer"] = {"class": opt.get("class"), "config": opt.get("config", {})}
+    return cfg, comp
+
+
+def load_model(path, backend="auto", custom_objects=None, compile=True):
+    """A compiled model from a file written by ``model.save``; classes of your own come
+    from ``@register_serializable`` or ``custom_objects``."""
+    fl = _File(path)
+    p = fl.path
     try:
-        try:
-            cfg = json.loads(f.get("pyggml.config"))
-            comp = json.loads(f.get("pyggml.compile"))
-        except (TypeError, ValueError) as e:
-            raise GGUFError(f"{path!r}: the model config is missing or not valid JSON ({e})") from None
+        cfg = _json(fl.f, "pyggml.config", p)
+        comp = _json(fl.f, "pyggml.compile", p)
         if not isinstance(cfg, dict) or not isinstance(comp, dict):
-            raise GGUFError(f"{path!r}: the model config is not a JSON object")
+            raise GGUFError(f"{p!r}: the model config is not a JSON object")
+        if fl.version == 1:
+            cfg, comp = _upgrade_v1(cfg, comp)
         try:
-            cls = Sequential if cfg.get("sequential") else Model
-            model = cls.from_config(cfg)
-            model._ensure_graph()
-            okl = {"Adam": optimizers.Adam, "AdamW": optimizers.AdamW, "SGD": optimizers.SGD}
-            opt = okl[comp["optimizer"]["class"]](**comp["optimizer"]["config"])
+            cls_name = fl.f.get("pyggml.model_class") or ("Sequential" if cfg.get("sequential") else "Model")
+            cls = get_registered_object(cls_name, custom_objects)
+            model = cls.from_config(cfg, custom_objects)
+            named = model.named_variables()
         except GGUFError:
             raise
+        except RecursionError:
+            raise GGUFError(f"{p!r}: the model config is nested too deeply") from None
         except Exception as e:
-            raise GGUFError(f"{path!r}: the model config cannot be rebuilt ({type(e).__name__}: {e})") from None
-        # every weight must be in the file with the right shape before anything is allocated,
-        # so a hostile config cannot ask for more memory than the file holds
-        values = _read_specs(f, model)
-        model._values = values
+            raise GGUFError(f"{p!r}: the model config cannot be rebuilt ({type(e).__name__}: {e})") from None
+        # every weight must be in the file with the right shape before anything is
+        # allocated, so a hostile config cannot ask for more memory than the file holds
+        values = {n: fl.array(n, v.shape) for n, v in named}
+        for n, v in named:
+            v.assign(values[n])
+        if not compile:
+            return model
         try:
-            model.compile(optimizer=opt, loss=comp["loss"], metrics=comp["metrics"] or None, backend=backend,
-                          loss_weights=comp["loss_weights"])
+            model.compile_from_config(comp, backend=backend, custom_objects=custom_objects)
         except (KeyError, TypeError, ValueError) as e:
-            raise GGUFError(f"{path!r}: the compile settings are not valid ({type(e).__name__}: {e})") from None
-        it = f.get("pyggml.optimizer.iter")
+            raise GGUFError(f"{p!r}: the compile settings are not valid ({type(e).__name__}: {e})") from None
+        it = fl.f.get("pyggml.optimizer.iter")
         if isinstance(it, int) and it >= 1:
-            names = [f"{ln}.{wn}" for (ln, wn) in model._wt if "param" in model._wt[(ln, wn)].flags]
-            ms, vs = [], []
-            tn = set(f.tensor_names())
-            for nm in names:
-                km, kv = f"optimizer.m.{nm}"[:63], f"optimizer.v.{nm}"[:63]
-                if km in tn and kv in tn:
-                    m_, v_ = f.read_tensor(km), f.read_tensor(kv)
-                    want = model._wt[tuple(nm.split(".", 1))].shape
-                    if m_.size != int(np.prod(want)) or v_.size != int(np.prod(want)):
-                        raise GGUFError(f"optimizer state for {nm!r} does not match the weight's shape {want}")
-                    ms.append(m_.reshape(want).astype(np.float32))
-                    vs.append(v_.reshape(want).astype(np.float32))
-                else:
-                    ms.append(None)
-                    vs.append(None)
-            model._pending_opt_state = {"iter": it, "m": ms, "v": vs, "names": names}
+            slots = {}
+            for s in model.optimizer.slot_names:
+                for n, v in named:
+                    key = f"optimizer.{s}.{n}"
+                    if key in fl.by_name:
+                        slots.setdefault(s, {})[n] = fl.array(key, v.shape)
+            try:
+                model.set_optimizer_state({"iterations": it, "slots": slots})
+            except GGMLError as e:
+                raise GGUFError(f"{p!r}: the optimizer state does not fit the model ({e})") from None
         return model
     finally:
-        f.free()
+        fl.close()

@@ -1,19 +1,29 @@
 """Trainer: a long-lived training context stepped by hand, for reinforcement
 learning and custom loops; Snapshot: a frozen copy of the weights.
 
-One ggml-opt context serves the trainer's whole life, so the weights, the
-Adam moments and the step counter persist across steps.  Predictions run on
-executors of their own and never touch the training buffers.
+A trainer trains its model's own weights in place with an optimizer state of
+its own (a copy of the model's optimizer, its step counter at 0, its slots on
+the device): fresh for each new trainer, apart from the model's ``fit`` state,
+kept for the trainer's whole life.  Predictions run on graphs of their own
+and never touch the training graph's memory.
 """
 
 import numpy as np
 
 from pyggml._lifetime import Freeable
+from pyggml._validation import check_number, is_int, is_number
 from pyggml.errors import FreedError
-from pyggml.models.graph import LossEvaluator, TrainStep, build
-from pyggml.models.model import Model, _as_float_array
+from pyggml.models import Model
+from pyggml.models import data_adapter as da
+from pyggml.models.training_loop import check_batch_size
 
 __all__ = ["Trainer", "Snapshot"]
+
+
+def _copy_optimizer(opt):
+    fresh = type(opt).from_config(opt.get_config())
+    fresh.iterations = 0
+    return fresh
 
 
 class Trainer(Freeable):
@@ -22,24 +32,29 @@ class Trainer(Freeable):
     def __init__(self, model, batch_size, nbatch_logical=None, loss_mask=None):
         if not isinstance(model, Model):
             raise TypeError(f"model must be a compiled Sequential or functional Model, got {type(model).__name__}")
-        model._check()
-        if not model._compiled:
+        model.check_alive()
+        if not model.compiled:
             raise ValueError("the model must be compiled (model.compile(...)) before making a Trainer")
-        batch_size = Model._check_batch_size(batch_size)
+        batch_size = check_batch_size(batch_size)
         if nbatch_logical is None:
             period = 1
         else:
-            if isinstance(nbatch_logical, bool) or not isinstance(nbatch_logical, (int, np.integer)) \
-                    or nbatch_logical < batch_size or nbatch_logical % batch_size:
-                raise ValueError(f"nbatch_logical must be a multiple of batch_size ({batch_size}), got {nbatch_logical!r}")
+            if not is_int(nbatch_logical) or nbatch_logical < batch_size or nbatch_logical % batch_size:
+                raise ValueError(f"nbatch_logical must be a multiple of batch_size ({batch_size}), "
+                                 f"got {nbatch_logical!r}")
             period = int(nbatch_logical) // batch_size
-        n_out = int(np.prod(model._outputs[0].shape))
+        specs = model.target_specs
+        n_out = int(np.prod(specs[0].feature_shape)) if None not in specs[0].feature_shape else None
+        losses = model.get_compile_config()["loss"]
         if loss_mask is not None:
-            if isinstance(loss_mask, bool) or not isinstance(loss_mask, (int, np.integer)):
+            if not is_int(loss_mask):
                 raise TypeError("loss_mask must be None, 1 or the number of outputs")
-            if len(model._outputs) != 1 or any(l.name != "mse" for l in model._losses):
+            if len(specs) != 1:
+                raise ValueError(f"loss_mask needs a model with one output; this one has {len(specs)} "
+                                 f"({', '.join(s.name for s in specs)})")
+            if losses[0] not in ("mse", "mean_squared_error"):
                 raise ValueError(f"loss_mask needs the loss 'mse' (weights apply to mean squared error only); "
-                                 f"the model's loss is {model._losses[0].name!r}")
+                                 f"the model's loss is {losses[0]!r}")
             if loss_mask not in (1, n_out):
                 raise ValueError(f"loss_mask must be 1 (one weight per sample) or the number of outputs "
                                  f"({n_out}), got {loss_mask}")
@@ -48,55 +63,87 @@ class Trainer(Freeable):
         self.nbatch_logical = batch_size * period
         self.loss_mask = None if loss_mask is None else int(loss_mask)
         self._n_out = n_out
-        self._steps = 0
+        self._period = period
+        self._kinds = None if loss_mask is None else (("cells",) if loss_mask > 1 else (1,))
+        self._optimizer = _copy_optimizer(model.optimizer)
+        self._steps = {}              # input shapes -> TrainStep (one optimizer state for all)
+        self._evals = {}
+        self._state = None
+        self._n = 0
         self._freed = False
-        self._eval = None
-        model._cell_weights = [self.loss_mask is not None and self.loss_mask > 1]
-        self._step = build(TrainStep, model, batch_size, weighted=self.loss_mask is not None,
-                               loss_mask=self.loss_mask, opt_period=period, optimizer=_OwnLR(model.optimizer))
         self._ones = np.ones((batch_size, 1), dtype=np.float32)
-        model._dependents.add(self)
+        if all(d is not None for s in model.input_specs for d in s.feature_shape):
+            self._train_step(tuple((batch_size,) + s.feature_shape for s in model.input_specs))
 
-    # --- state -------------------------------------------------------------------
+    # --- state -------------------------------------------------------------------------
     def _check(self):
         if self._freed:
             raise FreedError("Trainer has been freed")
-        if self._model._freed:
-            raise FreedError("Trainer's model has been freed")
+        try:
+            self._model.check_alive()
+        except FreedError:
+            raise FreedError("Trainer's model has been freed") from None
 
-    def _on_model_freed(self):
-        self.free()
+    def _usable(self, executor):
+        if executor.freed:
+            raise FreedError("Trainer's training graph was released: the model was compiled again or a layer's "
+                             "trainable flag changed; make a new Trainer")
+        return executor
 
     @property
     def n_steps(self):
         """The number of step() calls so far."""
-        return self._steps
+        return self._n
+
+    @property
+    def optimizer(self):
+        """The trainer's own optimizer (a copy of the model's)."""
+        return self._optimizer
 
     @property
     def lr(self):
         self._check()
-        return self._step.optimizer.learning_rate
+        return self._optimizer.learning_rate
 
     def set_lr(self, lr):
-        """Set the learning rate from the next step on."""
+        """Set the learning rate from the next step on (a number >= 0)."""
         self._check()
-        self._step.optimizer.learning_rate = lr
+        if not is_number(lr):
+            raise TypeError(f"learning rate must be a number, got {lr!r}")
+        self._optimizer.learning_rate = check_number("learning rate", lr, 0.0)
 
-    # --- data ---------------------------------------------------------------------
+    # --- graphs ------------------------------------------------------------------------
+    def _train_step(self, shapes):
+        st = self._steps.get(shapes)
+        if st is None:
+            st = self._model.new_train_step(shapes, self._kinds, self._optimizer, self._period, state=self._state)
+            self._state = st.state
+            self._steps[shapes] = st
+        return self._usable(st)
+
+    def _evaluator(self, shapes):
+        ev = self._evals.get(shapes)
+        if ev is None:
+            ev = self._evals[shapes] = self._model.new_loss_evaluator(shapes, self._kinds)
+        return self._usable(ev)
+
+    # --- data ----------------------------------------------------------------------------
     def _batch(self, x, y, weights, what):
         m = self._model
-        xs, n = m._prepare_x(x)
+        xs, n = da.adapt_inputs(m.input_specs, x)
         if n != self.batch_size:
             raise ValueError(f"{what} takes exactly {self.batch_size} rows (the batch size), got {n}")
-        ys = m._prepare_y(y, n)
+        ys = da.adapt_targets(m.target_specs, y, n)
         if weights is None:
-            ws = [self._ones if self.loss_mask == 1 else np.ones((n, self._n_out), dtype=np.float32)] \
-                if self.loss_mask is not None else None
+            if self.loss_mask is None:
+                ws = None
+            else:
+                ws = [self._ones if self.loss_mask == 1 else np.ones((n, self._n_out), dtype=np.float32)]
         else:
             if self.loss_mask is None:
                 raise ValueError("weights given to a trainer built without loss_mask; make it with "
                                  "loss_mask=1 or loss_mask=<number of outputs>")
-            w = _as_float_array(weights, "weights").astype(np.float32)
+            w = da.as_real_array(weights, "weights").astype(np.float32)
             want = (n, 1) if self.loss_mask == 1 else (n, self._n_out)
             if self.loss_mask == 1 and w.shape == (n,):
                 w = w.reshape(n, 1)
@@ -108,27 +155,24 @@ class Trainer(Freeable):
             ws = [np.ascontiguousarray(w)]
         return xs, ys, ws
 
-    # --- training -------------------------------------------------------------------
+    # --- training --------------------------------------------------------------------------
     def step(self, x, y, weights=None):
         """Train on one batch of exactly batch_size rows; returns its loss."""
         self._check()
         xs, ys, ws = self._batch(x, y, weights, "step")
-        with self._model._lock:
-            loss, _, _ = self._step.step(xs, ys, ws, self.batch_size)
-            self._model._trained = True
-        self._steps += 1
+        with self._model.lock:
+            self._check()
+            loss, _, _ = self._train_step(tuple(a.shape for a in xs)).step(xs, ys, ws)
+        self._n += 1
         return float(loss)
 
     def eval(self, x, y, weights=None):
         """The loss on one batch, without training."""
         self._check()
         xs, ys, ws = self._batch(x, y, weights, "eval")
-        with self._model._lock:
-            if self._eval is None:
-                self._model._cell_weights = [self.loss_mask is not None and self.loss_mask > 1]
-                self._eval = build(LossEvaluator, self._model, self.batch_size, weighted=self.loss_mask is not None,
-                                           loss_mask=self.loss_mask)
-            loss, _, _ = self._eval.run(xs, ys, ws, self.batch_size)
+        with self._model.lock:
+            self._check()
+            loss, _, _ = self._evaluator(tuple(a.shape for a in xs)).run(xs, ys, ws)
         return float(loss)
 
     def predict(self, x):
@@ -144,55 +188,37 @@ class Trainer(Freeable):
     def snapshot(self):
         """A frozen copy of the current weights in memory of its own."""
         self._check()
-        return Snapshot(self._model)
+        with self._model.lock:
+            return Snapshot(self._model)
 
     def update_target(self, target, tau=1.0):
-        """target = tau * live + (1 - tau) * target, for every weight, on the backend."""
+        """target = tau * live + (1 - tau) * target, for every weight, on the device."""
         self._check()
         if not isinstance(target, Snapshot) or target._model is None:
             raise TypeError("target must be a live snapshot (from Trainer.snapshot())")
-        if isinstance(tau, bool) or not isinstance(tau, (int, float, np.floating)) or not 0.0 <= float(tau) <= 1.0:
+        if not is_number(tau) or not 0.0 <= float(tau) <= 1.0:
             raise ValueError(f"tau must be in [0, 1], got {tau!r}")
-        live, snap = self._model._wt, target._model._wt
-        if set(live) != set(snap) or any(live[k].shape != snap[k].shape for k in live):
+        mine = [(n, v.shape) for n, v in self._model.named_variables()]
+        theirs = [(n, v.shape) for n, v in target._model.named_variables()]
+        if mine != theirs:
             raise ValueError("the snapshot does not have the same weights as this trainer's model")
-        with self._model._lock:
-            target._model._copy_weights_from(self._model, float(tau))
+        with self._model.lock, target._lock:
+            self._check()
+            target._check()
+            target._model.blend_from(self._model, float(tau))
 
     def free(self):
-        """Release the training context (the model stays usable).  Idempotent."""
+        """Release the training graphs and optimizer state (the model stays usable).  Idempotent."""
         if self._freed:
             return
-        self._freed = True
-        for e in (self._step, self._eval):
-            if e is not None:
+        lock = self._model.lock
+        with lock:
+            self._freed = True
+            for e in list(self._steps.values()) + list(self._evals.values()):
                 e.free()
-        self._step = self._eval = None
-
-
-class _OwnLR:
-    """The trainer's own learning rate, starting from the model's optimizer."""
-
-    def __init__(self, opt):
-        self._opt = opt
-        self.kind = opt.kind
-        self._lr = opt.learning_rate
-
-    @property
-    def learning_rate(self):
-        return self._lr
-
-    @learning_rate.setter
-    def learning_rate(self, value):
-        import math
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"learning rate must be a positive finite number, got {value!r}")
-        self._lr = float(value)
-
-    def hparams(self):
-        h = self._opt.hparams()
-        h["learning_rate"] = self._lr
-        return h
+            if self._state is not None:
+                self._state.free()
+            self._steps, self._evals, self._state = {}, {}, None
 
 
 class Snapshot(Freeable):
@@ -200,13 +226,11 @@ class Snapshot(Freeable):
     trainer; ``predict``, ``get_weights``, ``save``; ``free`` releases it."""
 
     def __init__(self, model):
-        cfg = model.get_config()
-        clone = type(model).from_config(cfg)
-        args = model._compile_args
-        clone.compile(optimizer=type(args["optimizer"])(**args["optimizer"].get_config()), loss=args["loss"],
-                      metrics=args["metrics"] or None, backend=model._backend.name,
-                      loss_weights=args["loss_weights"])
-        clone._copy_weights_from(model, None)
+        import threading
+        self._lock = threading.RLock()
+        clone = type(model).from_config(model.get_config())
+        clone.compile_from_config(model.get_compile_config(), backend=model.backend_name)
+        clone.blend_from(model, None)
         self._model = clone
 
     def _check(self):
@@ -214,21 +238,25 @@ class Snapshot(Freeable):
             raise FreedError("Snapshot has been released")
 
     def predict(self, x, batch_size=32):
-        self._check()
-        return self._model.predict(x, batch_size=batch_size)
+        with self._lock:
+            self._check()
+            return self._model.predict(x, batch_size=batch_size)
 
     def get_weights(self):
-        self._check()
-        return self._model.get_weights()
+        with self._lock:
+            self._check()
+            return self._model.get_weights()
 
     def save(self, path):
-        self._check()
-        self._model.save(path)
+        with self._lock:
+            self._check()
+            self._model.save(path)
 
     def free(self):
         """Release the snapshot's memory.  Idempotent."""
-        if self._model is not None:
-            self._model.free()
-            self._model = None
+        with self._lock:
+            if self._model is not None:
+                self._model.free()
+                self._model = None
 
     release = free

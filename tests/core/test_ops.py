@@ -267,6 +267,12 @@ OPS = {
     "mul_mat_f16": (lambda a, b, ctx: ops.mul_mat(a, b, ctx=ctx),
                     lambda a, b: b.astype(np.float64) @ a.astype(np.float64).T,
                     [_sym((5, 8), 23).astype(np.float16), _sym((3, 8), 24)]),
+    "matmul": (lambda a, b, ctx: ops.matmul(a, b, ctx=ctx), lambda a, b: a @ b,
+               [_sym((3, 4), 61), _sym((4, 5), 62)]),
+    "matmul_batched_a": (lambda a, b, ctx: ops.matmul(a, b, ctx=ctx), lambda a, b: a @ b,
+                         [_sym((2, 3, 4), 63), _sym((4, 5), 64)]),
+    "matmul_batched": (lambda a, b, ctx: ops.matmul(a, b, ctx=ctx), lambda a, b: a @ b,
+                       [_sym((2, 3, 4), 65), _sym((2, 4, 5), 66)]),
     "out_prod": (lambda a, b, ctx: ops.out_prod(a, b, ctx=ctx), lambda a, b: b.T @ a,
                  [_sym((4, 3), 25), _sym((4, 5), 26)]),
     "cpy": (_cpy, lambda a, b: a.reshape(b.shape), [A34, np.zeros((4, 3), np.float32)]),
@@ -321,12 +327,16 @@ TOL = {"gelu": 2e-3, "mul_mat_f16": 2e-2, "cpy_f16": 1e-3, "cast_f16": 1e-3, "ca
 
 # ops that change their argument in place rather than making a value: checked below
 IN_PLACE = {"opt_step_adamw", "opt_step_sgd"}
+# pyggml.ops' graph helpers (numpy axes, constants of the graph being built): tests/test_graph_ops.py
+GRAPH_HELPERS = {"as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum",
+                 "reduce_mean", "square", "concatenate", "dropout"}
 
 
 def test_every_op_is_covered():
     """A new op in pyggml.ops needs a reference here (forward, and a gradient
     or a refusal of the backward pass)."""
-    covered = {n.split("_broadcast")[0].split("_same")[0].split("_one_row")[0] for n in OPS} | set(UNARY) | IN_PLACE
+    covered = {n.split("_broadcast")[0].split("_same")[0].split("_one_row")[0].split("_batched")[0] for n in OPS} \
+        | set(UNARY) | IN_PLACE | GRAPH_HELPERS
     covered |= {"mul_mat", "concat", "cpy", "cast", "view", "permute", "soft_max_ext", "im2col", "pool_2d"}
     if hasattr(ops, "acc"):
         covered.add("acc")
@@ -485,6 +495,8 @@ GRAD_CASES = {
     "mean": ("mean_one_row", 0), "repeat": ("repeat", 0), "rms_norm": ("rms_norm", 0),
     "mul_mat_a": ("mul_mat", 0), "mul_mat_b": ("mul_mat", 1), "mul_mat_batched_a": ("mul_mat_batched", 0),
     "mul_mat_broadcast_b": ("mul_mat_broadcast", 1),
+    "matmul_a": ("matmul", 0), "matmul_b": ("matmul", 1), "matmul_batched_a_a": ("matmul_batched_a", 0),
+    "matmul_batched_a_b": ("matmul_batched_a", 1), "matmul_batched_b": ("matmul_batched", 1),
     "cpy": ("cpy", 0), "cont": ("cont", 0), "dup": ("dup", 0), "reshape": ("reshape", 0), "view": ("view", 0),
     "permute": ("permute", 0), "transpose": ("transpose", 0), "get_rows": ("get_rows", 0),
     "soft_max": ("soft_max", 0), "soft_max_ext": ("soft_max_ext", 0), "soft_max_ext_nomask": ("soft_max_ext_nomask", 0),

@@ -38,7 +38,7 @@ def _model(backend, optimizer="adamw"):
 def test_fit_matches_the_cpu(device):
     x, y = _data()
     cpu, gpu = _model("cpu"), _model(device)
-    assert gpu._backend.name == device
+    assert gpu.backend_name == device
     hc = cpu.fit(x, y, epochs=5, batch_size=16, shuffle=False, verbose=0)
     hg = gpu.fit(x, y, epochs=5, batch_size=16, shuffle=False, verbose=0)
     np.testing.assert_allclose(hg.history["loss"], hc.history["loss"], rtol=1e-4)
@@ -131,7 +131,7 @@ def test_save_on_the_device_and_load_anywhere(device, tmp_path):
 
 def test_auto_picks_the_best_device():
     m = pg.Sequential([pg.layers.Dense(2)], input_shape=3).compile(loss="mse", backend="auto")
-    assert m._backend.name == pg.backends()[0]
+    assert m.backend_name == pg.backends()[0]
     m.free()
 
 

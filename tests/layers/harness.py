@@ -197,7 +197,7 @@ def check_forward(case, kind, seed=0):
         got = m.predict(_x_arg(xs), batch_size=case.batch)        # a short last batch too
         ref = model_ref(case, layer.name, xs, w, training=False)
         assert got.dtype == np.float32
-        assert got.shape == ref.shape == (len(xs[0]),) + tuple(layer.output_shape)
+        assert got.shape == ref.shape == (len(xs[0]),) + tuple(layer.output_shape[1:])
         _close(got, ref, case.fwd_tol, f"{case.id} ({kind}) forward")
     finally:
         m.free()
@@ -212,7 +212,7 @@ def check_gradient(case, kind, seed=1, lr=1.0):
     try:
         w0 = random_weights(case, m, rng)
         xs = make_data(case, rng)
-        y = rng.normal(size=(case.batch,) + tuple(layer.output_shape))
+        y = rng.normal(size=(case.batch,) + tuple(layer.output_shape[1:]))
         trainable = m.trainable_weights
         assert trainable, "the test model has no trainable weight"
         h = m.fit(_x_arg(xs), y, epochs=1, batch_size=case.batch, shuffle=False, verbose=0)
@@ -273,12 +273,12 @@ def check_training(case, kind, seed=3):
     try:
         random_weights(case, m, rng)
         xs = make_data(case, rng, n=2 * case.batch)
-        y = rng.normal(size=(2 * case.batch,) + tuple(layer.output_shape))
+        y = rng.normal(size=(2 * case.batch,) + tuple(layer.output_shape[1:]))
         w0 = m.get_weights()
         if case.stochastic:
-            before = m.evaluate(_x_arg(xs), y, batch_size=2 * case.batch)["loss"]
+            before = m.evaluate(_x_arg(xs), y, batch_size=2 * case.batch, return_dict=True)["loss"]
             m.fit(_x_arg(xs), y, epochs=1, batch_size=2 * case.batch, shuffle=False, verbose=0)
-            after = m.evaluate(_x_arg(xs), y, batch_size=2 * case.batch)["loss"]
+            after = m.evaluate(_x_arg(xs), y, batch_size=2 * case.batch, return_dict=True)["loss"]
         else:
             before = m.fit(_x_arg(xs), y, epochs=1, batch_size=2 * case.batch, shuffle=False,
                            verbose=0).history["loss"][0]

@@ -1,4 +1,4 @@
-"""Dense, Activation, Dropout, Flatten, Reshape, Permute, Add and Concatenate
+"""Dense, the activation layers, Dropout, Flatten, Reshape, Permute and the merging layers
 through the layer harness, and Dropout's training behaviour."""
 
 import numpy as np
@@ -83,6 +83,18 @@ CASES = [
               lambda hs, w, t: np.concatenate(hs, axis=1)),
     LayerCase("concatenate_three_images", lambda: L.Concatenate(axis=-1), [(2, 2, 1), (2, 2, 2), (2, 2, 1)],
               lambda hs, w, t: np.concatenate(hs, axis=-1)),
+    LayerCase("subtract", lambda: L.Subtract(), [(3,), (3,)], lambda hs, w, t: hs[0] - hs[1]),
+    LayerCase("multiply", lambda: L.Multiply(), [(2, 3)] * 2, lambda hs, w, t: hs[0] * hs[1]),
+    LayerCase("average", lambda: L.Average(), [(3,)] * 3, lambda hs, w, t: (hs[0] + hs[1] + hs[2]) / 3),
+    LayerCase("relu_layer", lambda: L.ReLU(), [(5,)], activation_ref("relu")),
+    LayerCase("relu_capped_leaky_threshold", lambda: L.ReLU(max_value=0.8, negative_slope=0.1, threshold=0.2),
+              [(6,)], lambda hs, w, t: np.where(hs[0] >= 0.8, 0.8,
+                                                np.where(hs[0] >= 0.2, hs[0], 0.1 * (hs[0] - 0.2)))),
+    LayerCase("leaky_relu_layer", lambda: L.LeakyReLU(0.1), [(5,)],
+              lambda hs, w, t: np.where(hs[0] > 0, hs[0], 0.1 * hs[0])),
+    LayerCase("elu_layer", lambda: L.ELU(0.7), [(5,)],
+              lambda hs, w, t: np.where(hs[0] > 0, hs[0], 0.7 * np.expm1(np.minimum(hs[0], 0)))),
+    LayerCase("softmax_layer", lambda: L.Softmax(), [(2, 4)], lambda hs, w, t: ACTIVATIONS["softmax"](hs[0])),
 ]
 
 

@@ -27,121 +27,119 @@ probabilities while training.
 
 import math
 
-from pyggml.core import ops
-from pyggml.layers.base import Layer
-from pyggml.layers.core import _positive_int, _cont, permute_numpy
+from pyggml import activations, ops
+from pyggml._validation import check_fraction, check_positive_int
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["MultiHeadAttention"]
 
 
+@register_builtin
 class MultiHeadAttention(Layer):
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
-        self.num_heads = _positive_int("num_heads", num_heads, 1 << 12)
-        self.key_dim = _positive_int("key_dim", key_dim, 1 << 16)
-        self.value_dim = self.key_dim if value_dim is None else _positive_int("value_dim", value_dim, 1 << 16)
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        self.dropout = float(dropout)
+        self.num_heads = check_positive_int("num_heads", num_heads, 1 << 12)
+        self.key_dim = check_positive_int("key_dim", key_dim, 1 << 16)
+        self.value_dim = self.key_dim if value_dim is None else check_positive_int("value_dim", value_dim, 1 << 16)
+        self.dropout = check_fraction("dropout", dropout, high_open=True)
         self.use_bias = bool(use_bias)
         if output_shape is not None:
             if isinstance(output_shape, (tuple, list)):
                 if len(output_shape) != 1:
                     raise ValueError(f"output_shape must be an int (the last dim), got {output_shape!r}")
                 output_shape = output_shape[0]
-            output_shape = _positive_int("output_shape", output_shape, 1 << 20)
+            output_shape = check_positive_int("output_shape", output_shape, 1 << 20)
         self._out_dim = output_shape
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
 
     # --- calling ---------------------------------------------------------------------
     def __call__(self, query, value=None, key=None, **kwargs):
-        if kwargs:
-            raise TypeError("MultiHeadAttention takes (query, value=None, key=None) or a list of nodes; "
-                            f"unsupported arguments: {sorted(kwargs)}")
         if isinstance(query, (list, tuple)):
             if value is not None or key is not None:
-                raise TypeError("give either a list [query, value(, key)] or separate nodes, not both")
+                raise TypeError("give either a list [query, value(, key)] or separate inputs, not both")
             if not 1 <= len(query) <= 3:
                 raise ValueError(f"MultiHeadAttention takes 1 to 3 inputs (query, value, key), got {len(query)}")
-            nodes = list(query)
+            parts = list(query)
         else:
-            nodes = [query]
+            parts = [query]
             if key is not None and value is None:
                 raise ValueError("a key needs a value: call mha(query, value, key)")
             if value is not None:
-                nodes.append(value)
+                parts.append(value)
             if key is not None:
-                nodes.append(key)
-        if len(nodes) == 1:
-            return super().__call__(nodes[0])
-        return super().__call__(nodes)
+                parts.append(key)
+        unsupported = set(kwargs) - {"training"}
+        if unsupported:
+            raise TypeError(f"MultiHeadAttention: unsupported call arguments {sorted(unsupported)}")
+        return super().__call__(parts[0] if len(parts) == 1 else parts, **kwargs)
 
     def _split_shapes(self, input_shape):
         shapes = input_shape if isinstance(input_shape, list) else [input_shape]
         if not 1 <= len(shapes) <= 3:
             raise ValueError(f"MultiHeadAttention takes 1 to 3 inputs (query, value, key), got {len(shapes)}")
         for s in shapes:
-            if len(s) != 2:
-                raise ValueError(f"MultiHeadAttention expects inputs of shape (steps, features), got {tuple(s)}")
-        q = shapes[0]
-        v = shapes[1] if len(shapes) > 1 else q
-        k = shapes[2] if len(shapes) > 2 else v
-        if k[0] != v[0]:
+            if len(s) != 3:
+                raise ValueError(f"MultiHeadAttention expects inputs of shape (steps, features), "
+                                 f"got {tuple(s[1:])}")
+        q = tuple(shapes[0])
+        v = tuple(shapes[1]) if len(shapes) > 1 else q
+        k = tuple(shapes[2]) if len(shapes) > 2 else v
+        if None not in (k[1], v[1]) and k[1] != v[1]:
             raise ValueError(f"MultiHeadAttention: key and value must have the same number of steps, "
-                             f"got {k[0]} and {v[0]}")
-        return tuple(q), tuple(v), tuple(k)
+                             f"got {k[1]} and {v[1]}")
+        return q, v, k
 
     def compute_output_shape(self, input_shape):
         q, _, _ = self._split_shapes(input_shape)
-        return (q[0], self._out_dim or q[1])
+        return (q[0], q[1], self._out_dim or q[2])
 
     def build(self, input_shape):
         q, v, k = self._split_shapes(input_shape)
         hk, hv = self.num_heads * self.key_dim, self.num_heads * self.value_dim
-        out = self._out_dim or q[1]
-        for name, rows, cols in (("q_proj", hk, q[1]), ("k_proj", hk, k[1]), ("v_proj", hv, v[1]),
+        out = self._out_dim or q[2]
+        for name, rows, cols in (("q_proj", hk, q[2]), ("k_proj", hk, k[2]), ("v_proj", hv, v[2]),
                                  ("out_proj", out, hv)):
-            self.add_weight(f"{name}.weight", (rows, cols), self.kernel_initializer)
+            setattr(self, name.replace("proj", "w"), self.add_weight(f"{name}.weight", (rows, cols),
+                                                                    self.kernel_initializer))
             if self.use_bias:
-                self.add_weight(f"{name}.bias", (rows,), self.bias_initializer)
+                setattr(self, name.replace("proj", "b"), self.add_weight(f"{name}.bias", (rows,),
+                                                                        self.bias_initializer))
 
     # --- the graph ---------------------------------------------------------------------
-    def _project(self, g, x, name, steps, feats):
-        """(batch, steps, feats) -> (batch * steps, rows) through ``name``'s linear map."""
-        y = ops.mul_mat(g.weight(self, f"{name}.weight"),
-                        ops.reshape(_cont(x, g), (g.batch * steps, feats), ctx=g.ctx), ctx=g.ctx)
-        if self.use_bias:
-            y = ops.add(y, g.weight(self, f"{name}.bias"), ctx=g.ctx)
-        return y
+    def _project(self, x, w, b):
+        """(batch, steps, feats) -> (batch * steps, rows) through a linear map."""
+        y = ops.mul_mat(w, ops.flatten_rows(x))
+        return ops.add(y, b) if self.use_bias else y
 
-    def call(self, g, xs, training):
-        xs = xs if isinstance(xs, list) else [xs]
+    def call(self, inputs, training=None):
+        xs = inputs if isinstance(inputs, list) else [inputs]
         query = xs[0]
         value = xs[1] if len(xs) > 1 else query
         key = xs[2] if len(xs) > 2 else value
-        (tq, dq), (tv, dv), (_, dk) = self._split_shapes(self.input_shape)
-        h, kd, vd, b = self.num_heads, self.key_dim, self.value_dim, g.batch
-        ctx = g.ctx
-        q = ops.reshape(self._project(g, query, "q_proj", tq, dq), (b, tq, h, kd), ctx=ctx)
-        k = ops.reshape(self._project(g, key, "k_proj", tv, dk), (b, tv, h, kd), ctx=ctx)
-        v = ops.reshape(self._project(g, value, "v_proj", tv, dv), (b, tv, h, vd), ctx=ctx)
-        q = permute_numpy(q, (0, 2, 1, 3), g)                # (b, h, tq, kd)
-        k = permute_numpy(k, (0, 2, 1, 3), g)                # (b, h, tv, kd)
-        vt = permute_numpy(v, (0, 2, 3, 1), g)               # (b, h, vd, tv)
+        b, tq, _ = query.shape
+        tv = value.shape[1]
+        h, kd, vd = self.num_heads, self.key_dim, self.value_dim
+        q = ops.reshape(self._project(query, self.q_w, getattr(self, "q_b", None)), (b, tq, h, kd))
+        k = ops.reshape(self._project(key, self.k_w, getattr(self, "k_b", None)), (b, tv, h, kd))
+        v = ops.reshape(self._project(value, self.v_w, getattr(self, "v_b", None)), (b, tv, h, vd))
+        q = ops.permute_axes(q, (0, 2, 1, 3))                 # (b, h, tq, kd)
+        k = ops.permute_axes(k, (0, 2, 1, 3))                 # (b, h, tv, kd)
+        vt = ops.permute_axes(v, (0, 2, 3, 1))                # (b, h, vd, tv)
         # scores[b, h, i, j] = q_i . k_j / sqrt(kd); softmax over the keys j
-        scores = ops.scale(ops.mul_mat(k, q, ctx=ctx), 1.0 / math.sqrt(kd), ctx=ctx)   # (b, h, tq, tv)
-        probs = ops.soft_max(scores, ctx=ctx)
-        if training and self.dropout > 0:
-            probs = ops.mul(probs, g.dropout_mask(probs.shape, self.dropout), ctx=ctx)
-        att = ops.mul_mat(vt, probs, ctx=ctx)                 # (b, h, tq, vd)
-        att = permute_numpy(att, (0, 2, 1, 3), g)             # (b, tq, h, vd)
-        att = ops.reshape(att, (b * tq, h * vd), ctx=ctx)
-        y = ops.mul_mat(g.weight(self, "out_proj.weight"), att, ctx=ctx)
+        scores = ops.scale(ops.mul_mat(k, q), 1.0 / math.sqrt(kd))   # (b, h, tq, tv)
+        probs = activations.softmax(scores)
+        if self.dropout > 0:
+            probs = ops.dropout(probs, self.dropout, training=training)
+        att = ops.mul_mat(vt, contiguous(probs))              # (b, h, tq, vd)
+        att = ops.reshape(ops.permute_axes(att, (0, 2, 1, 3)), (b * tq, h * vd))
+        y = ops.mul_mat(self.out_w, att)
         if self.use_bias:
-            y = ops.add(y, g.weight(self, "out_proj.bias"), ctx=ctx)
-        return ops.reshape(y, (b, tq, self.output_shape[-1]), ctx=ctx)
+            y = ops.add(y, self.out_b)
+        return ops.reshape(y, (b, tq, y.shape[-1]))
 
     def get_config(self):
         cfg = super().get_config()

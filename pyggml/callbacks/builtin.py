@@ -1,4 +1,5 @@
-"""Callbacks with Keras's arguments and defaults."""
+"""Keras's callbacks: EarlyStopping, ReduceLROnPlateau, LearningRateScheduler,
+ModelCheckpoint, LambdaCallback, TerminateOnNaN, CSVLogger."""
 
 import csv
 import math
@@ -6,43 +7,10 @@ import os
 
 import numpy as np
 
-__all__ = ["Callback", "History", "EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler",
-           "ModelCheckpoint", "LambdaCallback", "TerminateOnNaN", "CSVLogger"]
+from pyggml.callbacks.callback import Callback
 
-
-class Callback:
-    """Base class: override the hooks you need; ``self.model`` is set by fit."""
-
-    def __init__(self):
-        self.model = None
-        self.params = {}
-
-    def set_model(self, model):
-        self.model = model
-
-    def set_params(self, params):
-        self.params = params
-
-    def on_train_begin(self, logs=None): pass
-    def on_train_end(self, logs=None): pass
-    def on_epoch_begin(self, epoch, logs=None): pass
-    def on_epoch_end(self, epoch, logs=None): pass
-    def on_train_batch_begin(self, batch, logs=None): pass
-    def on_train_batch_end(self, batch, logs=None): pass
-
-
-class History(Callback):
-    """What fit returns: ``history`` (a dict of per-epoch lists) and ``epoch``."""
-
-    def __init__(self):
-        super().__init__()
-        self.history = {}
-        self.epoch = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.epoch.append(epoch)
-        for k, v in (logs or {}).items():
-            self.history.setdefault(k, []).append(v)
+__all__ = ["EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "ModelCheckpoint", "LambdaCallback",
+           "TerminateOnNaN", "CSVLogger"]
 
 
 def _is_better(mode, monitor, current, best, min_delta):

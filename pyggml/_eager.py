@@ -1,0 +1,120 @@
+"""Running graph code on numpy arrays at once (Keras's eager calls).
+
+``evaluate(fn, arrays)`` calls ``fn`` on tensors holding the arrays inside a
+graph scope (Variables stand for constants of their current values, dropout
+is off unless ``training``), computes the result on the CPU and returns numpy.
+Layers called on arrays and loss objects called on arrays go through here.
+"""
+
+import threading
+
+import numpy as np
+
+from pyggml import _scope
+from pyggml.core import Backend, BackendBuffer, Context, Graph, Scheduler, ops
+from pyggml.errors import ContextFullError
+
+__all__ = ["evaluate"]
+
+_lock = threading.Lock()
+_backend = [None]
+
+
+class _EagerBuilder:
+    """The graph-scope protocol (pyggml._scope) for a one-off host computation."""
+
+    def __init__(self, n_tensors, training):
+        self.ctx = Context(n_tensors=n_tensors, graph_size=n_tensors)
+        self.in_ctx = Context(n_tensors=n_tensors)
+        self.training = bool(training)
+        self.cache = {}
+        self._values = []            # (tensor, array) to set once memory exists
+        self._masks = []
+        self._vars = {}
+
+    def _leaf(self, array, dtype):
+        t = self.in_ctx.new_tensor(array.shape or (1,), dtype="i32" if dtype == "int32" else "f32")
+        self._values.append((t, array))
+        return t
+
+    def constant(self, array, dtype="float32"):
+        return self._leaf(np.asarray(array), dtype)
+
+    def tensor_of(self, variable):
+        t = self._vars.get(id(variable))
+        if t is None:
+            t = self._vars[id(variable)] = self._leaf(variable.numpy(), "float32")
+        return t
+
+    def derived_input(self, source, fn, shape, dtype):
+        for t, a in self._values:
+            if t is source:
+                return self._leaf(np.ascontiguousarray(fn(a)).reshape(shape), dtype)
+        raise ValueError("derived_input: the source is not an input of this computation")
+
+    def random_keep_mask(self, shape, rate):
+        t = self.in_ctx.new_tensor(shape)
+        self._masks.append((t, rate))
+        return t
+
+    def add_update(self, variable, tensor):
+        pass            # an eager call changes no weights
+
+    def run(self, outputs):
+        from pyggml import _random
+        # a leaf (a constant handed back as is) gets a copy op: a graph needs one
+        outs = [ops.dup(o, ctx=self.ctx) if o.op == "NONE" else (o if o.is_contiguous else ops.cont(o, ctx=self.ctx))
+                for o in outputs]
+        graph = Graph(self.ctx, self.ctx_graph_size())
+        for o in outs:
+            o.set_output()
+            graph.build_forward(o)
+        with _lock:
+            if _backend[0] is None:
+                _backend[0] = Backend("cpu")
+            buf = BackendBuffer(self.in_ctx, _backend[0])
+            try:
+                for t, a in self._values:
+                    t.set(a)
+                rng = _random.rng()
+                for t, rate in self._masks:
+                    t.set((rng.random(t.shape) >= rate).astype(np.float32) / (1.0 - rate))
+                sched = Scheduler([_backend[0]], graph_size=2 * self.ctx_graph_size())
+                try:
+                    sched.compute(graph, n_threads=1)
+                    return [o.numpy() for o in outs]
+                finally:
+                    sched.free()
+            finally:
+                buf.free()
+
+    def ctx_graph_size(self):
+        return self._graph_size
+
+    def free(self):
+        self.ctx.free()
+        self.in_ctx.free()
+
+
+def evaluate(fn, arrays, training=False):
+    """numpy results of ``fn(*tensors)`` for numpy ``arrays`` (float32, or int32
+    for integer arrays); ``fn`` returns a tensor or a list of them."""
+    n = 4096
+    while True:
+        b = _EagerBuilder(n, training)
+        b._graph_size = n
+        try:
+            with _scope.entered(b):
+                xs = [b.constant(np.ascontiguousarray(a, dtype=np.int32 if np.asarray(a).dtype.kind in "iub"
+                                                      else np.float32),
+                                 "int32" if np.asarray(a).dtype.kind in "iub" else "float32") for a in arrays]
+                out = fn(*xs)
+            many = isinstance(out, (list, tuple))
+            res = b.run(list(out) if many else [out])
+            return res if many else res[0]
+        except ContextFullError:
+            if n >= 1 << 22:
+                raise
+            n *= 8
+        finally:
+            b.free()

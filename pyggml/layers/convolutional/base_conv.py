@@ -1,0 +1,106 @@
+"""What the convolution and pooling layers share: padding arithmetic and the
+channels-last <-> ggml channels-first conversions.
+
+Images are channels-last (Keras's (N, H, W, C)); ggml's im2col and pool_2d
+work on (N, C, H, W) (ggml [W, H, C, N]).  A pooling layer's (N, C, H, W)
+result is remembered in the graph's cache, so that a convolution after it
+takes it directly instead of permuting twice.
+"""
+
+import numpy as np
+
+from pyggml import _scope, ops
+from pyggml._validation import check_choice, int_tuple
+from pyggml.layers._helpers import Activated, contiguous
+
+__all__ = ["same_pads", "pad_nchw", "to_chw", "to_hwc", "BaseConv"]
+
+
+def same_pads(size, k, s):
+    """(output size, pad before, pad after) of padding="same"."""
+    out = -(-size // s)
+    total = max((out - 1) * s + k - size, 0)
+    return out, total // 2, total - total // 2
+
+
+def valid_size(size, k, s):
+    return (size - k) // s + 1
+
+
+def pad_nchw(x, top, bottom, left, right):
+    """Zero-pad an (N, C, H, W) tensor with acc, which trains."""
+    n, c, h, w = x.shape
+    hp, wp = h + top + bottom, w + left + right
+    zeros = ops.constant(np.zeros((n, c, hp, wp), dtype=np.float32))
+    nb = (c * hp * wp * 4, hp * wp * 4, wp * 4, 4)
+    return ops.acc(zeros, contiguous(x), nb=nb, offset=(top * wp + left) * 4)
+
+
+def to_chw(x):
+    """(N, H, W, C) -> (N, C, H, W); a tensor to_hwc made gives its source back."""
+    cache = _scope.require("to_chw").cache.setdefault("chw_of", {})
+    known = cache.get(id(x))
+    if known is not None and known[0] is x:
+        return known[1]
+    return ops.cont(ops.permute(x, (2, 0, 1, 3)))
+
+
+def to_hwc(x):
+    """(N, C, H, W) -> (N, H, W, C)."""
+    y = ops.cont(ops.permute(x, (1, 2, 0, 3)))
+    _scope.require("to_hwc").cache.setdefault("chw_of", {})[id(y)] = (y, x)
+    return y
+
+
+class BaseConv(Activated):
+    """Arguments shared by Conv1D and Conv2D."""
+
+    rank = 2
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=1,
+                 data_format=None, **kwargs):
+        super().__init__(activation=activation, **kwargs)
+        from pyggml._validation import check_positive_int
+        self.filters = check_positive_int("filters", filters, 1 << 20)
+        self.kernel_size = int_tuple("kernel_size", kernel_size, self.rank)
+        self.strides = int_tuple("strides", strides, self.rank)
+        self.dilation_rate = int_tuple("dilation_rate", dilation_rate, self.rank)
+        self.padding = check_choice("padding", padding, ("valid", "same", "causal") if self.rank == 1
+                                    else ("valid", "same"))
+        if data_format not in (None, "channels_last"):
+            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
+                             f"got {data_format!r}")
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+
+    def _out_size(self, size, i):
+        k = (self.kernel_size[i] - 1) * self.dilation_rate[i] + 1
+        s = self.strides[i]
+        if size is None:
+            return None
+        if self.padding in ("same", "causal"):
+            return -(-size // s) if self.padding == "same" else valid_size(size + k - 1, k, s)
+        if size < k:
+            raise ValueError(f"{type(self).__name__}: kernel {self.kernel_size} is larger than the input")
+        return valid_size(size, k, s)
+
+    def _pads(self, size, i):
+        """(before, after) zero padding along spatial axis i."""
+        k = (self.kernel_size[i] - 1) * self.dilation_rate[i] + 1
+        if self.padding == "same":
+            _, a, b = same_pads(size, k, self.strides[i])
+            return a, b
+        if self.padding == "causal":
+            return k - 1, 0
+        return 0, 0
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg.update(filters=self.filters, kernel_size=self.kernel_size, strides=self.strides,
+                   padding=self.padding, activation=self.activation, use_bias=self.use_bias,
+                   dilation_rate=self.dilation_rate)
+        for k in ("kernel_initializer", "bias_initializer"):
+            if isinstance(getattr(self, k), str):
+                cfg[k] = getattr(self, k)
+        return cfg

@@ -1,0 +1,94 @@
+"""Conv1D and Conv2D, channels-last, through an f32 im2col and mul_mat.
+
+(ggml_conv_2d with an f32 kernel makes an f16 im2col, which skews training;
+and the kernel given to im2col must not be a parameter, so a tensor of its
+shape alone stands in for it.)  Weights in PyTorch's layouts: Conv2D
+``weight`` (filters, in_channels, kh, kw), Conv1D (filters, in_channels, k).
+"""
+
+from pyggml import _scope, ops
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Conv1D", "Conv2D"]
+
+
+def _shape_only(shape):
+    """A tensor whose shape is all im2col reads (its kernel argument)."""
+    return _scope.require("a convolution").ctx.new_tensor(shape)
+
+
+def _conv_chw(layer, xc, kh, kw, pads, strides, dilation):
+    """(N, C, H, W) -> rows (N * OH * OW, filters) of x conv W (+ b)."""
+    n, c, h, w = xc.shape
+    (t, b), (l, r) = pads
+    ph = pw = 0
+    if t == b and l == r:
+        ph, pw = t, l
+    elif t or b or l or r:
+        xc = pad_nchw(xc, t, b, l, r)
+    kshape = _shape_only((layer.filters, c, kh, kw))
+    cols = ops.im2col(kshape, xc, strides[1], strides[0], pw, ph, dilation[1], dilation[0], True, "f32")
+    oh, ow = cols.shape[1], cols.shape[2]
+    k = c * kh * kw
+    cols = ops.reshape(cols, (n * oh * ow, k))
+    y = ops.mul_mat(ops.reshape(layer.weight, (layer.filters, k)), cols)
+    if layer.use_bias:
+        y = ops.add(y, layer.bias)
+    return y, oh, ow
+
+
+@register_builtin
+class Conv2D(BaseConv):
+    rank = 2
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=(1, 1), **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, activation, use_bias, kernel_initializer,
+                         bias_initializer, dilation_rate, **kwargs)
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 4:
+            raise ValueError(f"Conv2D expects inputs of shape (H, W, C), got {tuple(input_shape[1:])}")
+        _, h, w, _ = input_shape
+        return (input_shape[0], self._out_size(h, 0), self._out_size(w, 1), self.filters)
+
+    def build(self, input_shape):
+        self.compute_output_shape(input_shape)
+        c = input_shape[-1]
+        self.weight = self.add_weight("weight", (self.filters, c) + self.kernel_size, self.kernel_initializer)
+        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+
+    def pre_activation(self, inputs, training=None):
+        n, h, w, c = inputs.shape
+        (kh, kw) = self.kernel_size
+        y, oh, ow = _conv_chw(self, to_chw(inputs), kh, kw, (self._pads(h, 0), self._pads(w, 1)),
+                              self.strides, self.dilation_rate)
+        return ops.reshape(y, (n, oh, ow, self.filters))
+
+
+@register_builtin
+class Conv1D(BaseConv):
+    """1-D convolution over (steps, channels); ``padding`` also takes "causal"."""
+
+    rank = 1
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 3:
+            raise ValueError(f"Conv1D expects inputs of shape (steps, channels), got {tuple(input_shape[1:])}")
+        return (input_shape[0], self._out_size(input_shape[1], 0), self.filters)
+
+    def build(self, input_shape):
+        self.compute_output_shape(input_shape)
+        self.weight = self.add_weight("weight", (self.filters, input_shape[-1], self.kernel_size[0]),
+                                      self.kernel_initializer)
+        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+
+    def pre_activation(self, inputs, training=None):
+        n, steps, c = inputs.shape
+        # as a 2-D convolution over an image of height 1: (N, 1, steps, C)
+        xc = to_chw(ops.reshape(contiguous(inputs), (n, 1, steps, c)))
+        y, _, o = _conv_chw(self, xc, 1, self.kernel_size[0], ((0, 0), self._pads(steps, 0)),
+                            (1, self.strides[0]), (1, self.dilation_rate[0]))
+        return ops.reshape(y, (n, o, self.filters))

@@ -1,0 +1,53 @@
+"""Embedding: integer indices to vectors (get_rows, which trains)."""
+
+from pyggml import ops
+from pyggml._validation import check_positive_int
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Embedding"]
+
+
+@register_builtin
+class Embedding(Layer):
+    """``Embedding(input_dim, output_dim, mask_zero=False)``: weight (input_dim, output_dim).
+
+    Its inputs are indices in [0, input_dim) (checked when data enters the model);
+    with ``mask_zero`` index 0 is padding, and the layers after it that take a mask
+    (recurrent layers, attention, pooling over steps, the loss) leave those steps out."""
+
+    input_dtype = "int32"
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
+                 input_length=None, **kwargs):
+        super().__init__(**kwargs)
+        self.input_dim = check_positive_int("input_dim", input_dim)
+        self.output_dim = check_positive_int("output_dim", output_dim)
+        self.embeddings_initializer = embeddings_initializer
+        self.mask_zero = bool(mask_zero)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (self.output_dim,)
+
+    def build(self, input_shape):
+        self.weight = self.add_weight("weight", (self.input_dim, self.output_dim), self.embeddings_initializer,
+                                      layout="in_out")
+
+    def compute_mask(self, inputs, mask=None):
+        return inputs if self.mask_zero else None
+
+    def call(self, inputs, training=None):
+        shape = tuple(inputs.shape)
+        n = 1
+        for d in shape:
+            n *= d
+        flat = ops.reshape(inputs if inputs.is_contiguous else ops.cont(inputs), (n,))
+        rows = ops.get_rows(self.weight, flat)
+        return ops.reshape(rows, shape + (self.output_dim,))
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(input_dim=self.input_dim, output_dim=self.output_dim, mask_zero=self.mask_zero)
+        if isinstance(self.embeddings_initializer, str):
+            c["embeddings_initializer"] = self.embeddings_initializer
+        return c

@@ -1,0 +1,94 @@
+"""Flatten, Reshape and Permute: the same values in another shape (the batch stays first)."""
+
+import numpy as np
+
+from pyggml import ops
+from pyggml._validation import is_int
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Flatten", "Reshape", "Permute"]
+
+
+@register_builtin
+class Flatten(Layer):
+    def __init__(self, data_format=None, **kwargs):
+        super().__init__(**kwargs)
+
+    def compute_output_shape(self, input_shape):
+        feats = input_shape[1:]
+        return (input_shape[0], None if any(d is None for d in feats) else int(np.prod(feats)))
+
+    def call(self, inputs, training=None):
+        s = inputs.shape
+        return ops.reshape(contiguous(inputs), (s[0], int(np.prod(s[1:]))))
+
+
+@register_builtin
+class Reshape(Layer):
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        t = (target_shape,) if is_int(target_shape) else tuple(target_shape)
+        if sum(1 for d in t if d == -1) > 1:
+            raise ValueError("Reshape: at most one -1 in target_shape")
+        for d in t:
+            if not is_int(d) or (d < 1 and d != -1):
+                raise ValueError(f"Reshape: target_shape entries must be positive ints or -1, got {t}")
+        if not t or len(t) > 3:
+            raise ValueError("Reshape: 1 to 3 dimensions besides the batch")
+        self.target_shape = tuple(int(d) for d in t)
+
+    def _resolved(self, feats):
+        n = int(np.prod(feats))
+        t = self.target_shape
+        if -1 in t:
+            known = int(np.prod([d for d in t if d != -1]))
+            if n % known:
+                raise ValueError(f"Reshape: cannot reshape {tuple(feats)} to {t}")
+            t = tuple(n // known if d == -1 else d for d in t)
+        if int(np.prod(t)) != n:
+            raise ValueError(f"Reshape: cannot reshape {tuple(feats)} ({n} values) to {t}")
+        return t
+
+    def compute_output_shape(self, input_shape):
+        feats = input_shape[1:]
+        if any(d is None for d in feats):
+            if -1 in self.target_shape:
+                return (input_shape[0],) + tuple(None if d == -1 else d for d in self.target_shape)
+            return (input_shape[0],) + self.target_shape
+        return (input_shape[0],) + self._resolved(feats)
+
+    def call(self, inputs, training=None):
+        s = inputs.shape
+        return ops.reshape(contiguous(inputs), (s[0],) + self._resolved(s[1:]))
+
+    def get_config(self):
+        c = super().get_config()
+        c["target_shape"] = self.target_shape
+        return c
+
+
+@register_builtin
+class Permute(Layer):
+    """Permute the non-batch axes; ``dims`` counts from 1, as Keras."""
+
+    def __init__(self, dims, **kwargs):
+        super().__init__(**kwargs)
+        d = tuple(dims)
+        if sorted(d) != list(range(1, len(d) + 1)):
+            raise ValueError(f"Permute: dims must be a permutation of 1..{len(d)}, got {d}")
+        self.dims = d
+
+    def compute_output_shape(self, input_shape):
+        if len(self.dims) != len(input_shape) - 1:
+            raise ValueError(f"Permute: dims {self.dims} do not match input shape {input_shape}")
+        return (input_shape[0],) + tuple(input_shape[d] for d in self.dims)
+
+    def call(self, inputs, training=None):
+        return ops.permute_axes(inputs, (0,) + self.dims)
+
+    def get_config(self):
+        c = super().get_config()
+        c["dims"] = self.dims
+        return c

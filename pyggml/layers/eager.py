@@ -1,0 +1,22 @@
+"""Calling a layer on arrays (Keras's eager call): ``Dense(3)(np.ones((2, 4)))``
+computes it at once, in inference mode unless ``training=True``, on the CPU."""
+
+import numpy as np
+
+from pyggml import _eager
+
+__all__ = ["run_layer"]
+
+
+def run_layer(layer, inputs, kwargs):
+    many = isinstance(inputs, (list, tuple))
+    arrays = [np.asarray(a) for a in (inputs if many else [inputs])]
+    for a in arrays:
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"{type(layer).__name__}: inputs must be arrays of numbers, got dtype {a.dtype}")
+    kwargs = dict(kwargs)
+    training = bool(kwargs.pop("training", False))
+
+    def graph(*tensors):
+        return layer(list(tensors) if many else tensors[0], training=training, **kwargs)
+    return _eager.evaluate(graph, arrays, training=training)

@@ -1,0 +1,60 @@
+"""Input: the symbolic input of a functional model, and its layer."""
+
+from pyggml.layers.layer import Layer, feature_shape_of
+from pyggml.layers.node import Node
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["InputLayer", "Input"]
+
+# what a model's input may hold; integer inputs are converted to int32 at the boundary
+_DTYPES = {"float32": "float32", "float64": "float32", "float16": "float32", "int32": "int32",
+           "int64": "int32", "int16": "int32", "int8": "int32", "uint8": "int32", "uint16": "int32",
+           "uint32": "int32", "bool": "int32"}
+
+
+@register_builtin
+class InputLayer(Layer):
+    """The layer behind ``pg.Input``: no weights, the model's data enters here."""
+
+    def __init__(self, shape=None, name=None, dtype="float32", batch_shape=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        if shape is None and batch_shape is not None:
+            shape = tuple(batch_shape)[1:]
+        if shape is None:
+            raise ValueError("Input needs a shape (without the batch dimension)")
+        self.shape = feature_shape_of(shape, allow_none=True)
+        key = str(getattr(dtype, "__name__", dtype)) if dtype is not None else "float32"
+        if key not in _DTYPES:
+            raise ValueError(f"Input dtype must be a float or integer type ({', '.join(sorted(_DTYPES))}), "
+                             f"got {dtype!r}")
+        self.dtype = key
+        self.input_shape = self.output_shape = (None,) + self.shape
+        self.built = True
+
+    @property
+    def graph_dtype(self):
+        """What the graph holds for this input: 'float32' or 'int32'."""
+        return _DTYPES[self.dtype]
+
+    @classmethod
+    def kind(cls):
+        return "input_layer"
+
+    def get_config(self):
+        return {"name": self.name, "batch_shape": (None,) + self.shape, "dtype": self.dtype}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(tuple(config["batch_shape"][1:]), name=config.get("name"), dtype=config.get("dtype", "float32"))
+
+
+def Input(shape=None, name=None, dtype="float32", batch_size=None, batch_shape=None):
+    """A symbolic input of a functional model (``shape`` without the batch).
+
+    ``None`` in the shape stands for a length that varies from batch to batch
+    (a graph is built and cached per length).  Integer dtypes (int64, int32,
+    ...) hold indices for an Embedding; floats are float32 in the graph."""
+    layer = InputLayer(shape, name=name, dtype=dtype, batch_shape=batch_shape)
+    node = Node(layer.shape, layer, [], dtype=layer.graph_dtype)
+    layer.output = node
+    return node

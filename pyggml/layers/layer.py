@@ -1,0 +1,383 @@
+"""The layer contract (Keras's), for pyggml's layers and for yours.
+
+A layer subclasses ``pyggml.layers.Layer`` and writes:
+
+- ``__init__(self, ..., **kwargs)``: its settings; ``super().__init__(**kwargs)``
+  takes ``name`` and ``trainable``.  Layers assigned to attributes
+  (``self.att = MultiHeadAttention(...)``, also lists of layers) become
+  sublayers: their weights are this layer's too, named after the attribute.
+- ``build(self, input_shape)``: makes the weights with ``self.add_weight(...)``
+  for an input of this shape (Keras's: the batch is ``None``).
+- ``call(self, inputs, training=None)``: the computation, on tensors, written
+  with ``pyggml.ops``, ``pyggml.activations``, arithmetic (``+ - * / @``) and
+  other layers.  A weight (a ``Variable``) stands for its tensor.
+- ``compute_output_shape(self, input_shape)``: optional; without it the
+  output shape is found by running ``call`` once on shapes alone.
+- ``get_config(self)``: the constructor's arguments, so that
+  ``from_config`` rebuilds it; register the class with
+  ``@pyggml.saving.register_serializable()`` to load saved models holding it.
+
+Calling a layer on ``pg.Input`` nodes adds it to a functional model; calling
+it on tensors inside another layer's ``call`` computes it in the graph being
+built.  Every op used must have a backward pass for the model to train;
+``compile``/``fit`` name the op that lacks one.
+"""
+
+import inspect
+import re
+
+import numpy as np
+
+from pyggml import _scope
+from pyggml._validation import check_str, is_int
+from pyggml.core import Tensor
+from pyggml.layers.node import Node
+from pyggml.variables import Variable
+
+__all__ = ["Layer", "snake_case", "feature_shape_of"]
+
+_MAX_WEIGHT_VALUES = 2 ** 30           # one weight of 4 GiB of f32 at most
+_MAX_FEATURE_DIMS = 3                  # ggml tensors have 4 dims, one is the batch
+
+
+def snake_case(name):
+    """Keras's layer name for a class name: Conv2D -> conv2d, LSTM -> lstm."""
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
+    for a, b in (("conv1_d", "conv1d"), ("conv2_d", "conv2d"), ("pooling1_d", "pooling1d"),
+                 ("pooling2_d", "pooling2d"), ("sampling1_d", "sampling1d"), ("sampling2_d", "sampling2d"),
+                 ("l_s_t_m", "lstm"), ("g_r_u", "gru"), ("re_l_u", "relu"), ("p_re_lu", "prelu"),
+                 ("transpose1_d", "transpose1d"), ("transpose2_d", "transpose2d")):
+        s = s.replace(a, b)
+    return s
+
+
+def feature_shape_of(shape, what="shape", allow_none=False):
+    """A shape without the batch (an int or a sequence) as a tuple of positive ints
+    (or None where lengths vary, with ``allow_none``)."""
+    if is_int(shape):
+        shape = (int(shape),)
+    try:
+        t = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{what} must be an int or a tuple of ints, got {shape!r}") from None
+    if not t:
+        raise ValueError(f"{what} must not be empty")
+    out = []
+    for d in t:
+        if d is None and allow_none:
+            out.append(None)
+            continue
+        if not is_int(d):
+            raise TypeError(f"{what} entries must be ints{' or None' if allow_none else ''}, got {d!r} in {t}")
+        if d < 1:
+            raise ValueError(f"{what} entries must be positive, got {t}")
+        if d > 2 ** 31:
+            raise ValueError(f"{what} {t} is too large")
+        out.append(int(d))
+    if len(out) > _MAX_FEATURE_DIMS:
+        raise ValueError(f"{what} {t}: at most {_MAX_FEATURE_DIMS} dimensions besides the batch")
+    return tuple(out)
+
+
+def flatten_inputs(x):
+    if isinstance(x, (list, tuple)):
+        out = []
+        for e in x:
+            out.extend(flatten_inputs(e))
+        return out
+    return [x]
+
+
+def _compatible(built, given):
+    """Shapes agree wherever both are known (None is a variable length)."""
+    if built is None or given is None:
+        return True
+    if isinstance(built, list) or isinstance(given, list):
+        return isinstance(built, list) and isinstance(given, list) and len(built) == len(given) and \
+            all(_compatible(a, b) for a, b in zip(built, given))
+    if len(built) != len(given):
+        return False
+    return all(a is None or b is None or a == b for a, b in zip(built[1:], given[1:]))
+
+
+class Layer:
+    """Base class of every layer (Keras's names, arguments and defaults)."""
+
+    def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None,
+                 batch_input_shape=None, **kwargs):
+        kwargs.pop("autocast", None)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments: {sorted(kwargs)}")
+        if name is not None and (not isinstance(name, str) or not name or "." in name or "\0" in name
+                                 or len(name) > 40 or not name.isprintable()):
+            raise ValueError(f"layer name must be a printable str without '.' (1 to 40 chars), got {name!r}")
+        if dtype not in (None, "float32") and getattr(dtype, "__name__", None) != "float32":
+            raise ValueError(f"layers compute in float32; dtype={dtype!r} is not supported")
+        object.__setattr__(self, "_sublayers", {})
+        self._variables = []
+        self._given_name = name
+        self.name = name
+        self._trainable = bool(trainable)
+        self.built = False
+        self.input_shape = None
+        self.output_shape = None
+        self._batch_input_shape = None
+        self.input = self.output = None
+        if batch_input_shape is not None:
+            self._batch_input_shape = feature_shape_of(tuple(batch_input_shape)[1:], "batch_input_shape", True)
+        elif input_shape is not None:
+            self._batch_input_shape = feature_shape_of(input_shape, "input_shape", True)
+        elif input_dim is not None:
+            self._batch_input_shape = feature_shape_of(input_dim, "input_dim")
+
+    # --- sublayers ---------------------------------------------------------------------
+    def __setattr__(self, name, value):
+        subs = self.__dict__.get("_sublayers")
+        if subs is not None and not name.startswith("_") and name not in ("input", "output"):
+            if isinstance(value, Layer) and value is not self:
+                subs[name] = value
+                if value._given_name is None and value.name is None:
+                    value.name = name
+            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Layer) for v in value):
+                for i, v in enumerate(value):
+                    subs[f"{name}.{i}"] = v
+                    if v._given_name is None and v.name is None:
+                        v.name = f"{name}_{i}"
+            elif name in subs:
+                del subs[name]
+        object.__setattr__(self, name, value)
+
+    @property
+    def sublayers(self):
+        """{attribute path: layer} of the layers this one holds."""
+        return dict(self._sublayers)
+
+    # --- naming and flags ----------------------------------------------------------------
+    @classmethod
+    def kind(cls):
+        """The default name of this class's layers, in Keras's snake case."""
+        return snake_case(cls.__name__)
+
+    @property
+    def given_name(self):
+        """The name passed to the constructor, or None."""
+        return self._given_name
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        # as Keras: freezing a layer freezes the layers inside it
+        self._trainable = bool(value)
+        for sub in self._sublayers.values():
+            sub.trainable = value
+
+    # --- weights --------------------------------------------------------------------------
+    def add_weight(self, name=None, shape=None, initializer="glorot_uniform", trainable=True, dtype=None,
+                   layout="out_in", regularizer=None, constraint=None):
+        """A new weight of this layer (a Variable): ``add_weight(name, shape, initializer,
+        trainable)``; Keras's keyword form ``add_weight(shape=..., initializer=..., name=...)``
+        works too.  ``layout`` says how the initializer counts fans: "out_in" (PyTorch's
+        layouts, the default) or "in_out"."""
+        if name is not None and not isinstance(name, str):
+            if shape is None:               # Keras 3 order: add_weight(shape, initializer, ...)
+                name, shape = None, name
+            else:
+                raise TypeError(f"add_weight: name must be a str, got {name!r}")
+        if regularizer is not None or constraint is not None:
+            raise ValueError("add_weight: regularizer and constraint are not supported here; add the "
+                             "penalty to your loss instead")
+        if dtype not in (None, "float32"):
+            raise ValueError(f"add_weight: weights are float32, got dtype={dtype!r}")
+        if shape is None:
+            raise ValueError("add_weight needs a shape")
+        shape = (int(shape),) if is_int(shape) else tuple(shape)
+        for d in shape:
+            if not is_int(d) or d < 1:
+                raise ValueError(f"add_weight: shape entries must be positive ints, got {shape}")
+        if len(shape) > 4:
+            raise ValueError(f"add_weight: at most 4 dimensions, got {shape}")
+        shape = tuple(int(d) for d in shape)
+        if int(np.prod(shape)) > _MAX_WEIGHT_VALUES:
+            raise ValueError(f"{self.name or type(self).__name__}: the weight of shape {shape} is too large "
+                             f"(at most 2**30 values)")
+        used = {v.name for v in self._variables}
+        if name is None:
+            k = len(self._variables)
+            name = "variable" if k == 0 else f"variable_{k}"
+        check_str("add_weight name", name)
+        if not name or "\0" in name or len(name) > 40 or not name.isprintable():
+            raise ValueError(f"add_weight: weight names are printable, 1 to 40 chars, got {name!r}")
+        if name in used:
+            raise ValueError(f"{type(self).__name__} already has a weight named {name!r}")
+        from pyggml import initializers
+        initializers.get(initializer)              # an unknown name fails here, not at compile
+        v = Variable(name, shape, initializer, trainable=trainable, layout=layout, layer=self)
+        self._variables.append(v)
+        return v
+
+    def named_variables(self):
+        """[(name, Variable)]: this layer's weights, then its sublayers' (named
+        ``<attribute>.<weight>``), in creation order."""
+        out = [(v.name, v) for v in self._variables]
+        for attr, sub in self._sublayers.items():
+            out.extend((f"{attr}.{n}", v) for n, v in sub.named_variables())
+        return out
+
+    @property
+    def variables(self):
+        return [v for _, v in self.named_variables()]
+
+    weights = variables
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
+
+    @property
+    def non_trainable_variables(self):
+        return [v for v in self.variables if not v.trainable]
+
+    def weight_names(self):
+        return [n for n, _ in self.named_variables()]
+
+    def count_params(self):
+        return int(sum(v.size for v in self.variables))
+
+    def get_weights(self):
+        """{weight name: array} (copies)."""
+        return {n: v.numpy() for n, v in self.named_variables()}
+
+    def set_weights(self, weights):
+        """Set weights by name, as get_weights names them."""
+        if not isinstance(weights, dict):
+            raise TypeError("set_weights takes a dict {name: array}, as get_weights returns")
+        mine = dict(self.named_variables())
+        for k in weights:
+            if k not in mine:
+                raise ValueError(f"{self.name}: unknown weight {k!r}; it has {sorted(mine)}")
+        for k, a in weights.items():
+            mine[k].assign(a)
+
+    # --- the contract -------------------------------------------------------------------------
+    def build(self, input_shape):
+        """Make the weights for inputs of this shape (Keras's: the batch is None)."""
+
+    def call(self, inputs, training=None):
+        """The computation, on tensors."""
+        raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs, training=None)")
+
+    def compute_output_shape(self, input_shape):
+        """The output shape for an input shape; by default found by running call on shapes."""
+        raise NotImplementedError
+
+    def compute_mask(self, inputs, mask=None):
+        """The padding mask of the output: by default, the input's (None without one)."""
+        return mask
+
+    def get_config(self):
+        cfg = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
+        if self._batch_input_shape is not None:
+            cfg["batch_input_shape"] = (None,) + tuple(self._batch_input_shape)
+        return cfg
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config.pop("dtype", None)
+        return cls(**config)
+
+    # --- building ---------------------------------------------------------------------------
+    @property
+    def batch_input_shape(self):
+        """The input shape given to the constructor (input_shape=...), without the batch."""
+        return self._batch_input_shape
+
+    def _build_once(self, shape):
+        if self.built:
+            built = self.__dict__.get("_built_shape")
+            if built is not None and self.variables and not _compatible(built, shape):
+                raise ValueError(f"layer {self.name or type(self).__name__} was built for inputs of shape "
+                                 f"{built}, got {shape}")
+            return
+        self.build(shape)
+        self._built_shape = shape
+        self.input_shape = shape
+        self.built = True
+
+    def _accepts(self, param):
+        cache = type(self).__dict__.get("_call_params")
+        if cache is None:
+            params = inspect.signature(type(self).call).parameters
+            cache = (frozenset(params), any(p.kind == p.VAR_KEYWORD for p in params.values()))
+            type.__setattr__(type(self), "_call_params", cache)
+        return param in cache[0] or cache[1]
+
+    def __call__(self, *args, **kwargs):
+        if not args:
+            raise TypeError(f"{type(self).__name__} must be called on its inputs")
+        inputs = args[0] if len(args) == 1 else list(args)
+        flat = flatten_inputs(inputs)
+        if all(isinstance(v, Node) for v in flat):
+            return self._call_symbolic(inputs, flat, kwargs)
+        if all(isinstance(v, (Tensor, Variable)) for v in flat):
+            return self._call_in_graph(inputs, kwargs)
+        if any(isinstance(v, (Node, Tensor, Variable)) for v in flat):
+            raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
+        from pyggml.layers import eager
+        return eager.run_layer(self, inputs, kwargs)
+
+    def _call_in_graph(self, inputs, kwargs):
+        builder = _scope.require(f"calling {type(self).__name__} on tensors")
+        inputs = [v.graph_tensor() if isinstance(v, Variable) else v for v in inputs] \
+            if isinstance(inputs, list) else (inputs.graph_tensor() if isinstance(inputs, Variable) else inputs)
+        shapes = [t.shape for t in inputs] if isinstance(inputs, list) else inputs.shape
+        self._build_once([(None,) + tuple(s[1:]) for s in shapes] if isinstance(inputs, list)
+                         else (None,) + tuple(shapes[1:]))
+        kwargs = dict(kwargs)
+        training = kwargs.pop("training", None)
+        mask = kwargs.pop("mask", None)
+        if self._accepts("training"):
+            kwargs["training"] = builder.training if training is None else bool(training)
+        if mask is not None and self._accepts("mask"):
+            kwargs["mask"] = mask
+        return self.call(inputs, **kwargs)
+
+    def _call_symbolic(self, inputs, nodes, kwargs):
+        kwargs = dict(kwargs)
+        for k, v in kwargs.items():
+            if isinstance(v, (Node, Tensor, Variable)):
+                raise TypeError(f"{type(self).__name__}: tensor argument {k!r}: pass tensors as inputs")
+        shapes = [n.shape for n in nodes] if isinstance(inputs, list) else inputs.shape
+        if isinstance(inputs, list) and len(nodes) != len(inputs):
+            raise TypeError(f"{type(self).__name__}: nested lists of inputs are not supported")
+        self._build_once(shapes)
+        if type(self).compute_output_shape is not Layer.compute_output_shape:
+            out_shapes = self.compute_output_shape(shapes)
+            dtypes = None
+        else:
+            from pyggml.layers import tracing
+            out_shapes, dtypes = tracing.output_shapes(self, inputs, kwargs)
+        multi = isinstance(out_shapes, list)
+        out_list = out_shapes if multi else [out_shapes]
+        mask = any(n.mask for n in nodes) and self._passes_mask()
+        outs = []
+        for i, s in enumerate(out_list):
+            s = tuple(s)
+            dt = dtypes[i] if dtypes else "float32"
+            outs.append(Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
+                             dtype=dt, call_kwargs=kwargs, mask=mask, list_input=isinstance(inputs, list)))
+        self.output_shape = out_shapes
+        out = outs if multi else outs[0]
+        self.input, self.output = inputs, out
+        return out
+
+    def _passes_mask(self):
+        """Whether a padding mask on the inputs carries through to the outputs."""
+        return type(self).compute_mask is Layer.compute_mask
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name!r}>"

@@ -1,0 +1,7 @@
+"""Layers that join several inputs."""
+
+from pyggml.layers.merging.merge import (Add, Average, Concatenate, Multiply, Subtract, add, average,
+                                         concatenate, multiply, subtract)
+
+__all__ = ["Add", "Subtract", "Multiply", "Average", "Concatenate", "add", "subtract", "multiply", "average",
+           "concatenate"]

@@ -1,0 +1,133 @@
+"""Merging layers: Add, Subtract, Multiply, Average, Maximum-free element-wise joins,
+and Concatenate; plus Keras's functional helpers ``add``, ``concatenate``, ..."""
+
+from pyggml import ops
+from pyggml._validation import is_int
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Add", "Subtract", "Multiply", "Average", "Concatenate", "add", "subtract", "multiply", "average",
+           "concatenate"]
+
+
+def _broadcast_shape(shapes, what):
+    """numpy broadcasting of Keras shapes (None is unknown)."""
+    r = max(len(s) for s in shapes)
+    out = []
+    for i in range(1, r + 1):
+        dims = {s[-i] for s in shapes if len(s) >= i and s[-i] not in (None, 1)}
+        if len(dims) > 1:
+            raise ValueError(f"{what}: shapes {shapes} do not broadcast")
+        if dims:
+            out.append(dims.pop())
+        elif any(len(s) >= i and s[-i] is None for s in shapes):
+            out.append(None)
+        else:
+            out.append(1)
+    return tuple(reversed(out))
+
+
+class _Merge(Layer):
+    min_inputs = 2
+
+    def compute_output_shape(self, input_shape):
+        if not isinstance(input_shape, list) or len(input_shape) < self.min_inputs:
+            raise ValueError(f"{type(self).__name__} must be called on a list of at least "
+                             f"{self.min_inputs} inputs")
+        return _broadcast_shape([tuple(s) for s in input_shape], type(self).__name__)
+
+
+@register_builtin
+class Add(_Merge):
+    def call(self, inputs, training=None):
+        y = inputs[0]
+        for x in inputs[1:]:
+            y = y + x
+        return y
+
+
+@register_builtin
+class Subtract(_Merge):
+    def compute_output_shape(self, input_shape):
+        if not isinstance(input_shape, list) or len(input_shape) != 2:
+            raise ValueError("Subtract must be called on a list of exactly two inputs")
+        return super().compute_output_shape(input_shape)
+
+    def call(self, inputs, training=None):
+        return inputs[0] - inputs[1]
+
+
+@register_builtin
+class Multiply(_Merge):
+    def call(self, inputs, training=None):
+        y = inputs[0]
+        for x in inputs[1:]:
+            y = y * x
+        return y
+
+
+@register_builtin
+class Average(_Merge):
+    def call(self, inputs, training=None):
+        y = inputs[0]
+        for x in inputs[1:]:
+            y = y + x
+        return ops.scale(y, 1.0 / len(inputs))
+
+
+@register_builtin
+class Concatenate(Layer):
+    """Join inputs along ``axis`` (the batch axis cannot be joined)."""
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        if not is_int(axis) or axis == 0:
+            raise ValueError("Concatenate: axis must be a non-zero int (the batch axis cannot be joined)")
+        self.axis = int(axis)
+
+    def compute_output_shape(self, input_shape):
+        if not isinstance(input_shape, list) or len(input_shape) < 2:
+            raise ValueError("Concatenate must be called on a list of at least two inputs")
+        r = len(input_shape[0])
+        if any(len(s) != r for s in input_shape):
+            raise ValueError(f"Concatenate: inputs must have the same rank, got {input_shape}")
+        ax = self.axis if self.axis > 0 else r + self.axis
+        if not 1 <= ax < r:
+            raise ValueError(f"Concatenate: axis {self.axis} out of range for inputs of rank {r}")
+        for s in input_shape:
+            if any(s[i] != input_shape[0][i] and None not in (s[i], input_shape[0][i])
+                   for i in range(1, r) if i != ax):
+                raise ValueError(f"Concatenate: shapes {input_shape} differ outside axis {self.axis}")
+        out = list(input_shape[0])
+        sizes = [s[ax] for s in input_shape]
+        out[ax] = None if None in sizes else sum(sizes)
+        return tuple(out)
+
+    def call(self, inputs, training=None):
+        return ops.concatenate(inputs, self.axis)
+
+    def get_config(self):
+        c = super().get_config()
+        c["axis"] = self.axis
+        return c
+
+
+def add(inputs, **kwargs):
+    """Keras's functional form: ``add([a, b])`` is ``Add()([a, b])``."""
+    return Add(**kwargs)(inputs)
+
+
+def subtract(inputs, **kwargs):
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs, **kwargs):
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs, **kwargs):
+    return Average(**kwargs)(inputs)
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    return Concatenate(axis=axis, **kwargs)(inputs)

@@ -1,0 +1,6 @@
+"""Normalization layers."""
+
+from pyggml.layers.normalization.batch_normalization import BatchNormalization
+from pyggml.layers.normalization.layer_normalization import LayerNormalization
+
+__all__ = ["BatchNormalization", "LayerNormalization"]

@@ -1,0 +1,67 @@
+"""LSTM (gates i, f, g, o as PyTorch's ``nn.LSTM``)."""
+
+import numpy as np
+
+from pyggml import ops
+from pyggml.layers.recurrent.base_rnn import BaseRNN
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["LSTM", "lstm_bias_ih"]
+
+
+def lstm_bias_ih(shape, rng=None, layout=None):
+    """Zeros, except ones for the forget gate (the second quarter): Keras's unit_forget_bias
+    (in bias_ih; bias_hh stays zero, so the sum is Keras's single bias)."""
+    b = np.zeros(shape, dtype=np.float32)
+    units = shape[0] // 4
+    b[units:2 * units] = 1.0
+    return b
+
+
+@register_builtin
+class LSTM(BaseRNN):
+    n_gates = 4
+    folded_bias = True
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 return_sequences=False, unit_forget_bias=True, **kwargs):
+        super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
+                         use_bias=use_bias, return_sequences=return_sequences, **kwargs)
+        self.unit_forget_bias = bool(unit_forget_bias)
+
+    def bias_ih_initializer(self):
+        return lstm_bias_ih if self.unit_forget_bias else self.bias_initializer
+
+    def initial_state(self, batch):
+        z = np.zeros((batch, self.units), dtype=np.float32)
+        return (ops.constant(z), ops.constant(z))
+
+    def constants(self):
+        if not self.fused:
+            return None
+        s = np.ones(4 * self.units, dtype=np.float32)
+        s[2 * self.units:3 * self.units] = 2.0
+        return ops.constant(s)
+
+    def cell(self, xp, state, consts):
+        h, c = state
+        gates = ops.add(xp, self.recurrent_projection(h))                 # (batch, 4 units)
+        if self.fused:
+            # one sigmoid over all four gates, the g gate's inputs doubled:
+            # tanh(a) = 2 sigmoid(2a) - 1 (half the graph of four separate passes)
+            sg = self._rec_act(ops.mul(gates, consts))
+            i, f, o = self.cols(sg, 0), self.cols(sg, 1), self.cols(sg, 3)
+            cand = ops.scale_bias(self.gate(sg, 2), 2.0, -1.0)
+        else:
+            i = self._rec_act(self.gate(gates, 0))
+            f = self._rec_act(self.gate(gates, 1))
+            cand = self._act(self.gate(gates, 2))
+            o = self._rec_act(self.gate(gates, 3))
+        c = ops.add(ops.mul(f, c), ops.mul(i, cand))
+        h = ops.mul(o, self._act(c))
+        return (h, c)
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["unit_forget_bias"] = self.unit_forget_bias
+        return cfg

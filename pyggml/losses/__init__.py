@@ -1,0 +1,59 @@
+"""Losses with Keras's names, definitions and reduction."""
+
+from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, Huber, MeanAbsoluteError,
+                                   MeanSquaredError, SparseCategoricalCrossentropy)
+from pyggml.losses.loss import Loss, LossFunctionWrapper
+from pyggml.saving.object_registration import get_registered_name, get_registered_object
+
+__all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber", "BinaryCrossentropy",
+           "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "get", "serialize", "deserialize", "LOSSES"]
+
+LOSSES = {
+    "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "MeanSquaredError": MeanSquaredError,
+    "mae": MeanAbsoluteError, "mean_absolute_error": MeanAbsoluteError, "MeanAbsoluteError": MeanAbsoluteError,
+    "huber": Huber, "huber_loss": Huber, "Huber": Huber,
+    "binary_crossentropy": BinaryCrossentropy, "BinaryCrossentropy": BinaryCrossentropy, "bce": BinaryCrossentropy,
+    "categorical_crossentropy": CategoricalCrossentropy, "CategoricalCrossentropy": CategoricalCrossentropy,
+    "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
+    "SparseCategoricalCrossentropy": SparseCategoricalCrossentropy,
+}
+
+
+def get(identifier):
+    """A Loss for a name (Keras's names and aliases), a Loss instance, or a function
+    ``fn(y_true, y_pred)`` (wrapped)."""
+    if isinstance(identifier, Loss):
+        return identifier
+    if isinstance(identifier, str) and identifier in LOSSES:
+        return LOSSES[identifier]()
+    if isinstance(identifier, type) and issubclass(identifier, Loss):
+        return identifier()
+    if callable(identifier) and not isinstance(identifier, str):
+        return LossFunctionWrapper(identifier)
+    raise ValueError(f"unknown loss {identifier!r}; known: {sorted(set(LOSSES))}, a Loss or a function")
+
+
+def serialize(loss):
+    """A JSON-able description: a name for the built-in ones with default settings."""
+    for name, cls in LOSSES.items():
+        if type(loss) is cls and loss.get_config() == cls().get_config() and name == cls.name:
+            return name
+    if isinstance(loss, LossFunctionWrapper):
+        fn = loss.fn
+        return {"class": "function", "name": get_registered_name(fn) if isinstance(fn, type)
+                else getattr(fn, "__qualname__", getattr(fn, "__name__", "loss"))}
+    return {"class": get_registered_name(type(loss)), "config": loss.get_config()}
+
+
+def deserialize(config, custom_objects=None):
+    if config is None:
+        return None
+    if isinstance(config, str):
+        return get(config)
+    if config.get("class") == "function":
+        name = config["name"]
+        if custom_objects and name in custom_objects:
+            return LossFunctionWrapper(custom_objects[name])
+        return LossFunctionWrapper(get_registered_object(name, custom_objects))
+    cls = get_registered_object(config["class"], custom_objects)
+    return cls.from_config(config["config"])

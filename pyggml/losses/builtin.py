@@ -1,0 +1,161 @@
+"""Keras's losses: mean squared / absolute error, Huber, binary, categorical and
+sparse categorical cross-entropy (with ``from_logits``)."""
+
+from pyggml import activations, ops
+from pyggml._validation import check_number
+from pyggml.losses.loss import EPSILON, Loss, clip
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["MeanSquaredError", "MeanAbsoluteError", "Huber", "BinaryCrossentropy", "CategoricalCrossentropy",
+           "SparseCategoricalCrossentropy"]
+
+
+def _pair(y_true, y_pred):
+    y_true, y_pred = ops.as_tensor(y_true), ops.as_tensor(y_pred)
+    if y_true.shape != y_pred.shape:
+        if y_true.nelements != y_pred.nelements:
+            raise ValueError(f"y_true of shape {y_true.shape} does not fit y_pred of shape {y_pred.shape}")
+        y_true = ops.reshape(y_true if y_true.is_contiguous else ops.cont(y_true), y_pred.shape)
+    return y_true, y_pred
+
+
+@register_builtin
+class MeanSquaredError(Loss):
+    name = "mse"
+
+    def call(self, y_true, y_pred):
+        y_true, y_pred = _pair(y_true, y_pred)
+        return ops.sqr(ops.sub(y_pred, y_true))
+
+
+@register_builtin
+class MeanAbsoluteError(Loss):
+    name = "mae"
+
+    def call(self, y_true, y_pred):
+        y_true, y_pred = _pair(y_true, y_pred)
+        return ops.abs(ops.sub(y_pred, y_true))
+
+
+@register_builtin
+class Huber(Loss):
+    name = "huber"
+
+    def __init__(self, delta=1.0, name=None, reduction="sum_over_batch_size", **kwargs):
+        super().__init__(name=name, reduction=reduction, **kwargs)
+        self.delta = check_number("delta", delta, 0.0, low_open=True)
+
+    def call(self, y_true, y_pred):
+        y_true, y_pred = _pair(y_true, y_pred)
+        # 0.5 q^2 + d (|e| - q) with q = min(|e|, d) = d - relu(d - |e|)
+        a = ops.abs(ops.sub(y_pred, y_true))
+        q = ops.scale_bias(ops.relu(ops.scale_bias(a, -1.0, self.delta)), -1.0, self.delta)
+        return ops.add(ops.scale(ops.sqr(q), 0.5), ops.scale(ops.sub(a, q), self.delta))
+
+    def get_config(self):
+        c = super().get_config()
+        c["delta"] = self.delta
+        return c
+
+
+class _CrossEntropy(Loss):
+    def __init__(self, from_logits=False, label_smoothing=0.0, name=None, reduction="sum_over_batch_size",
+                 axis=-1, **kwargs):
+        super().__init__(name=name, reduction=reduction, **kwargs)
+        self.from_logits = bool(from_logits)
+        self.label_smoothing = check_number("label_smoothing", label_smoothing, 0.0, 1.0)
+        if axis != -1:
+            raise ValueError(f"{type(self).__name__}: only axis=-1 is supported")
+
+    def call(self, y_true, y_pred):
+        return self.values(y_true, y_pred, self.from_logits)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(from_logits=self.from_logits, label_smoothing=self.label_smoothing)
+        return c
+
+
+@register_builtin
+class BinaryCrossentropy(_CrossEntropy):
+    name = "binary_crossentropy"
+    logits_from = "sigmoid"
+
+    def values(self, y_true, y_pred, from_logits=False):
+        y_true, y_pred = _pair(y_true, y_pred)
+        if self.label_smoothing:
+            y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, 0.5 * self.label_smoothing)
+        if from_logits or self.from_logits:
+            # softplus(z) - y z: stable for any logit
+            return ops.sub(ops.softplus(y_pred), ops.mul(y_true, y_pred))
+        # probabilities clipped to [eps, 1 - eps] as Keras does (finite for any output)
+        p = clip(y_pred, EPSILON, 1.0 - EPSILON)
+        t = ops.add(ops.mul(y_true, ops.log(p)),
+                    ops.mul(ops.scale_bias(y_true, -1.0, 1.0), ops.log(ops.scale_bias(p, -1.0, 1.0))))
+        return ops.neg(t)
+
+
+def _log_probs(y_pred, from_logits):
+    if from_logits:
+        return activations.log_softmax(y_pred)
+    # Keras scales probabilities to sum to one, then clips
+    p = ops.div(y_pred, ops.repeat(ops.sum_rows(y_pred), y_pred))
+    return ops.log(clip(p, EPSILON, 1.0 - EPSILON))
+
+
+@register_builtin
+class CategoricalCrossentropy(_CrossEntropy):
+    """-sum(y log p) per sample.  Its gradient is right for any targets (soft,
+    unnormalised, zero or negative rows): sum(y) * softmax(z) - y."""
+
+    name = "categorical_crossentropy"
+    elementwise = False
+    logits_from = "softmax"
+
+    def values(self, y_true, y_pred, from_logits=False):
+        y_true, y_pred = _pair(y_true, y_pred)
+        if len(y_pred.shape) != 2:
+            n = y_pred.shape[0]
+            y_pred = ops.reshape(y_pred if y_pred.is_contiguous else ops.cont(y_pred), (n, y_pred.nelements // n))
+            y_true = ops.reshape(y_true if y_true.is_contiguous else ops.cont(y_true), y_pred.shape)
+        if self.label_smoothing:
+            k = y_pred.shape[-1]
+            y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, self.label_smoothing / k)
+        lp = _log_probs(y_pred, from_logits or self.from_logits)
+        return ops.neg(ops.sum_rows(ops.mul(y_true, lp)))
+
+
+@register_builtin
+class SparseCategoricalCrossentropy(_CrossEntropy):
+    """-log p[label] per sample; y_true holds class indices (int)."""
+
+    name = "sparse_categorical_crossentropy"
+    elementwise = False
+    logits_from = "softmax"
+    sparse = True
+
+    def values(self, y_true, y_pred, from_logits=False):
+        y_pred = ops.as_tensor(y_pred)
+        n = y_pred.shape[0]
+        k = y_pred.nelements // n
+        y_pred = ops.reshape(y_pred if y_pred.is_contiguous else ops.cont(y_pred), (n, k))
+        lp = _log_probs(y_pred, from_logits or self.from_logits)
+        labels = ops.as_tensor(y_true)
+        if labels.dtype != "i32":
+            raise TypeError("sparse_categorical_crossentropy: labels must be integers")
+        # pick each row's log-probability: rows of the flattened (n * k, 1) by index label + row * k
+        flat = ops.reshape(lp, (n * k, 1))
+        index = ops.as_tensor(_row_offsets(labels, n, k))
+        picked = ops.get_rows(flat, index)
+        return ops.neg(ops.reshape(picked, (n, 1)))
+
+
+def _row_offsets(labels, n, k):
+    """The flat indices label[i] + i * k, computed on the host from the labels' values
+    whenever they are set (ggml adds no integers)."""
+    import numpy as np
+    from pyggml import _scope
+    b = _scope.require("sparse_categorical_crossentropy")
+    offsets = np.arange(n, dtype=np.int64) * k
+    return b.derived_input(labels, lambda a: (np.asarray(a).reshape(-1).astype(np.int64) + offsets).astype(np.int32),
+                           (n,), "int32")

@@ -1,0 +1,124 @@
+"""The loss contract.
+
+``call(y_true, y_pred)`` returns the loss of each value (an element-wise loss:
+mse, mae, huber, binary cross-entropy) or of each sample (cross-entropy), as
+a tensor whose first axis is the batch.  The model reduces it as Keras does:
+the mean over everything, or with weights ``sum(w * loss) / number of values``.
+A loss object called on numpy arrays returns that number (``Huber()(y, p)``).
+
+Write your own by subclassing ``Loss`` and defining ``call`` with
+``pyggml.ops`` (register it with ``@pyggml.saving.register_serializable()`` to
+load saved models), or pass a plain function ``fn(y_true, y_pred)`` to
+``compile``.
+"""
+
+import numpy as np
+
+from pyggml import _eager, ops
+from pyggml.core import Tensor
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Loss", "LossFunctionWrapper", "reduce_loss"]
+
+EPSILON = 1e-7          # Keras's clipping epsilon for probabilities
+
+
+def clip(p, low, high):
+    """p limited to [low, high], from relu (which trains: zero slope outside, as Keras's clip)."""
+    return ops.scale_bias(ops.sub(ops.relu(ops.scale_bias(p, 1.0, -low)), ops.relu(ops.scale_bias(p, 1.0, -high))),
+                          1.0, low)
+
+
+def reduce_loss(values, weights=None):
+    """Keras's reduction of per-value losses (batch, ...): the mean; with weights
+    (batch, 1) or of the values' shape, sum(w * values) / number of values."""
+    v = values if values.is_contiguous else ops.cont(values)
+    n = v.nelements
+    if weights is None:
+        return ops.scale(ops.sum(v), 1.0 / n)
+    batch = v.shape[0]
+    v2 = ops.reshape(v, (batch, n // batch))
+    w = weights
+    if tuple(w.shape) != tuple(v2.shape):
+        if w.shape[-1] != 1 and w.nelements != batch:
+            raise ValueError(f"weights of shape {w.shape} do not fit losses of shape {v2.shape}")
+        w = ops.repeat(ops.reshape(w, (batch, 1)), v2)
+    return ops.scale(ops.sum(ops.mul(v2, w)), 1.0 / n)
+
+
+class Loss:
+    """Base class of the losses (Keras's names and definitions)."""
+
+    name = "loss"
+    elementwise = True          # call gives a loss per value (True) or per sample
+    logits_from = None          # the output activation whose logits this loss can train on
+    sparse = False              # y_true holds class indices
+
+    def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
+        if reduction not in ("sum_over_batch_size", "auto", None, "none", "sum"):
+            raise ValueError(f"unknown reduction {reduction!r}")
+        self.reduction = "sum_over_batch_size" if reduction in ("auto", None) else reduction
+        if name is not None:
+            self.name = name
+
+    def call(self, y_true, y_pred):
+        raise NotImplementedError(f"{type(self).__name__} must define call(self, y_true, y_pred)")
+
+    def values(self, y_true, y_pred, from_logits=False):
+        """Per-value (or per-sample) losses; ``from_logits``: y_pred is before the
+        output activation named by ``logits_from``."""
+        return self.call(y_true, y_pred)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if isinstance(y_pred, Tensor) or isinstance(y_true, Tensor):
+            w = sample_weight if isinstance(sample_weight, Tensor) or sample_weight is None else \
+                ops.constant(sample_weight)
+            return self._reduce(self.values(y_true, y_pred), w)
+        arrays = [np.asarray(y_true), np.asarray(y_pred)]
+        if self.sparse:
+            arrays[0] = arrays[0].astype(np.int64).reshape(len(arrays[1]))
+        if sample_weight is not None:
+            arrays.append(np.asarray(sample_weight, dtype=np.float32))
+        for a in arrays:
+            if a.dtype == object or a.dtype.kind not in "biuf":
+                raise TypeError(f"{self.name}: expected arrays of numbers, got dtype {a.dtype}")
+
+        def graph(*t):
+            return self._reduce(self.values(t[0], t[1]), t[2] if len(t) > 2 else None)
+        return float(_eager.evaluate(graph, arrays).reshape(-1)[0])
+
+    def _reduce(self, values, weights):
+        if self.reduction == "sum_over_batch_size":
+            return reduce_loss(values, weights)
+        v = values if values.is_contiguous else ops.cont(values)
+        if weights is not None:
+            v = ops.mul(ops.reshape(v, (v.shape[0], v.nelements // v.shape[0])), weights)
+        return ops.sum(v) if self.reduction == "sum" else v
+
+    def get_config(self):
+        return {"name": self.name, "reduction": self.reduction}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+@register_builtin
+class LossFunctionWrapper(Loss):
+    """A plain function ``fn(y_true, y_pred) -> tensor`` as a Loss."""
+
+    def __init__(self, fn, name=None, reduction="sum_over_batch_size", **kwargs):
+        super().__init__(name=name or getattr(fn, "__name__", "loss"), reduction=reduction)
+        if not callable(fn):
+            raise TypeError(f"a loss must be callable, got {fn!r}")
+        self.fn = fn
+        self.fn_kwargs = kwargs
+
+    def call(self, y_true, y_pred):
+        return self.fn(y_true, y_pred, **self.fn_kwargs)
+
+    def get_config(self):
+        from pyggml.saving.object_registration import get_registered_name
+        c = super().get_config()
+        c["fn"] = get_registered_name(self.fn) if isinstance(self.fn, type) else getattr(self.fn, "__name__", None)
+        return c

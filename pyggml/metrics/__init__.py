@@ -1,0 +1,67 @@
+"""Metrics with Keras's names; user metrics subclass ``Metric``."""
+
+from pyggml.metrics import builtin as _b
+from pyggml.metrics.builtin import (AUC, Accuracy, BinaryAccuracy, CategoricalAccuracy, FalseNegatives,
+                                    FalsePositives, MeanAbsoluteError, MeanAbsolutePercentageError,
+                                    MeanSquaredError, Precision, Recall, RootMeanSquaredError,
+                                    SparseCategoricalAccuracy, SparseTopKCategoricalAccuracy,
+                                    TopKCategoricalAccuracy, TrueNegatives, TruePositives)
+from pyggml.metrics.metric import Mean, MeanMetricWrapper, Metric
+from pyggml.saving.object_registration import get_registered_name, get_registered_object
+
+__all__ = ["Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy",
+           "SparseCategoricalAccuracy", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy",
+           "MeanAbsoluteError", "MeanSquaredError", "RootMeanSquaredError", "MeanAbsolutePercentageError",
+           "Precision", "Recall", "AUC", "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives",
+           "get", "serialize", "deserialize"]
+
+_BY_NAME = {
+    "binary_accuracy": _b.BinaryAccuracy, "categorical_accuracy": _b.CategoricalAccuracy,
+    "sparse_categorical_accuracy": _b.SparseCategoricalAccuracy,
+    "top_k_categorical_accuracy": _b.TopKCategoricalAccuracy,
+    "sparse_top_k_categorical_accuracy": _b.SparseTopKCategoricalAccuracy,
+    "mae": _b.MeanAbsoluteError, "mean_absolute_error": _b.MeanAbsoluteError,
+    "mse": _b.MeanSquaredError, "mean_squared_error": _b.MeanSquaredError,
+    "rmse": _b.RootMeanSquaredError, "root_mean_squared_error": _b.RootMeanSquaredError,
+    "mape": _b.MeanAbsolutePercentageError, "mean_absolute_percentage_error": _b.MeanAbsolutePercentageError,
+    "precision": _b.Precision, "recall": _b.Recall, "auc": _b.AUC,
+    "true_positives": _b.TruePositives, "false_positives": _b.FalsePositives,
+    "true_negatives": _b.TrueNegatives, "false_negatives": _b.FalseNegatives,
+}
+KNOWN = sorted(set(_BY_NAME) | {"accuracy", "acc"})
+
+
+def get(identifier, sparse=False, binary=False):
+    """A fresh Metric for a name (``sparse``/``binary`` resolve "accuracy" as Keras does:
+    by the targets and the output), a Metric instance, or a function (wrapped)."""
+    if isinstance(identifier, Metric):
+        return identifier
+    if isinstance(identifier, str):
+        if identifier in ("accuracy", "acc"):
+            cls = _b.BinaryAccuracy if binary else (_b.SparseCategoricalAccuracy if sparse else _b.CategoricalAccuracy)
+            return cls(name=identifier)
+        if identifier in _BY_NAME:
+            return _BY_NAME[identifier](name=identifier)
+        raise ValueError(f"unknown metric {identifier!r}; known: {KNOWN}")
+    if isinstance(identifier, type) and issubclass(identifier, Metric):
+        return identifier()
+    if callable(identifier):
+        return MeanMetricWrapper(identifier)
+    raise ValueError(f"unknown metric {identifier!r}; known: {KNOWN}, a Metric or a function")
+
+
+def serialize(metric, given):
+    """What compile's config records: the name given, else the class and config."""
+    if isinstance(given, str):
+        return given
+    if isinstance(metric, MeanMetricWrapper):
+        return {"class": "function", "name": get_registered_name(metric.fn)}
+    return {"class": get_registered_name(type(metric)), "config": metric.get_config()}
+
+
+def deserialize(config, custom_objects=None):
+    if isinstance(config, str):
+        return config
+    if config.get("class") == "function":
+        return get_registered_object(config["name"], custom_objects)
+    return get_registered_object(config["class"], custom_objects).from_config(config["config"])

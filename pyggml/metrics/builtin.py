@@ -1,0 +1,254 @@
+"""Keras's metrics, computed on the host from each batch's predictions."""
+
+import numpy as np
+
+from pyggml._validation import check_number, check_positive_int
+from pyggml.metrics.metric import Mean, Metric, as_arrays
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "SparseCategoricalAccuracy",
+           "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "MeanAbsoluteError", "MeanSquaredError",
+           "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", "TruePositives",
+           "FalsePositives", "TrueNegatives", "FalseNegatives"]
+
+
+def _labels(y_true, n):
+    """Class indices from sparse labels (n,) / (n, 1) or one-hot rows."""
+    yt = np.asarray(y_true)
+    if yt.ndim <= 1 or yt.reshape(n, -1).shape[1] == 1:
+        return yt.reshape(n).astype(np.int64)
+    return np.argmax(yt.reshape(n, -1), axis=-1)
+
+
+class _PerSample(Mean):
+    """A mean over samples of a per-sample value."""
+
+    def values(self, y_true, y_pred):
+        raise NotImplementedError
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        yt, yp, w = as_arrays(y_true, y_pred, sample_weight)
+        v = self.values(yt, yp)
+        Mean.update_state(self, v, None if w is None else w[:, 0])
+
+    def get_config(self):
+        return {"name": self.name}
+
+
+@register_builtin
+class Accuracy(_PerSample):
+    """Exact equality of predictions and targets."""
+
+    def __init__(self, name="accuracy", dtype=None):
+        super().__init__(name)
+
+    def values(self, yt, yp):
+        n = len(yp)
+        return (yp.reshape(n, -1) == yt.reshape(n, -1)).astype(np.float64).mean(axis=1)
+
+
+@register_builtin
+class BinaryAccuracy(_PerSample):
+    def __init__(self, name="binary_accuracy", dtype=None, threshold=0.5):
+        super().__init__(name)
+        self.threshold = check_number("threshold", threshold)
+
+    def values(self, yt, yp):
+        n = len(yp)
+        return ((yp.reshape(n, -1) > self.threshold) == (yt.reshape(n, -1) > 0.5)).astype(np.float64).mean(axis=1)
+
+    def get_config(self):
+        return {"name": self.name, "threshold": self.threshold}
+
+
+@register_builtin
+class CategoricalAccuracy(_PerSample):
+    def __init__(self, name="categorical_accuracy", dtype=None):
+        super().__init__(name)
+
+    def values(self, yt, yp):
+        n = len(yp)
+        return (np.argmax(yp.reshape(n, -1), axis=-1) == _labels(yt, n)).astype(np.float64)
+
+
+@register_builtin
+class SparseCategoricalAccuracy(CategoricalAccuracy):
+    def __init__(self, name="sparse_categorical_accuracy", dtype=None):
+        super().__init__(name)
+
+
+@register_builtin
+class TopKCategoricalAccuracy(_PerSample):
+    def __init__(self, k=5, name="top_k_categorical_accuracy", dtype=None):
+        super().__init__(name)
+        self.k = check_positive_int("k", k)
+
+    def values(self, yt, yp):
+        n = len(yp)
+        p = yp.reshape(n, -1)
+        labels = _labels(yt, n)
+        target = p[np.arange(n), labels]
+        # in the top k: fewer than k classes score strictly higher
+        return ((p > target[:, None]).sum(axis=1) < self.k).astype(np.float64)
+
+    def get_config(self):
+        return {"name": self.name, "k": self.k}
+
+
+@register_builtin
+class SparseTopKCategoricalAccuracy(TopKCategoricalAccuracy):
+    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None):
+        super().__init__(k, name)
+
+
+@register_builtin
+class MeanAbsoluteError(_PerSample):
+    def __init__(self, name="mean_absolute_error", dtype=None):
+        super().__init__(name)
+
+    def values(self, yt, yp):
+        n = len(yp)
+        return np.abs(yp.reshape(n, -1) - yt.reshape(n, -1)).mean(axis=1)
+
+
+@register_builtin
+class MeanSquaredError(_PerSample):
+    def __init__(self, name="mean_squared_error", dtype=None):
+        super().__init__(name)
+
+    def values(self, yt, yp):
+        n = len(yp)
+        return ((yp.reshape(n, -1) - yt.reshape(n, -1)) ** 2).mean(axis=1)
+
+
+@register_builtin
+class RootMeanSquaredError(MeanSquaredError):
+    def __init__(self, name="root_mean_squared_error", dtype=None):
+        super().__init__(name)
+
+    def result(self):
+        return float(np.sqrt(super().result()))
+
+
+@register_builtin
+class MeanAbsolutePercentageError(_PerSample):
+    def __init__(self, name="mean_absolute_percentage_error", dtype=None):
+        super().__init__(name)
+
+    def values(self, yt, yp):
+        n = len(yp)
+        t = yt.reshape(n, -1).astype(np.float64)
+        return 100.0 * (np.abs(t - yp.reshape(n, -1)) / np.maximum(np.abs(t), 1e-7)).mean(axis=1)
+
+
+class _Confusion(Metric):
+    """Counts of a thresholded prediction (every value counts, as Keras)."""
+
+    def __init__(self, thresholds=None, name=None, dtype=None):
+        super().__init__(name)
+        self.thresholds = 0.5 if thresholds is None else check_number("thresholds", thresholds)
+        self.reset_state()
+
+    def reset_state(self):
+        self.tp = self.fp = self.tn = self.fn = 0.0
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        yt, yp, w = as_arrays(y_true, y_pred, sample_weight)
+        n = len(yp)
+        pred = yp.reshape(n, -1) > self.thresholds
+        true = yt.reshape(n, -1).astype(np.float64) > 0.5
+        ww = np.ones_like(pred, dtype=np.float64) if w is None else np.broadcast_to(w, pred.shape)
+        self.tp += float((ww * (pred & true)).sum())
+        self.fp += float((ww * (pred & ~true)).sum())
+        self.tn += float((ww * (~pred & ~true)).sum())
+        self.fn += float((ww * (~pred & true)).sum())
+
+    def get_config(self):
+        return {"name": self.name, "thresholds": self.thresholds}
+
+
+@register_builtin
+class TruePositives(_Confusion):
+    def result(self):
+        return self.tp
+
+
+@register_builtin
+class FalsePositives(_Confusion):
+    def result(self):
+        return self.fp
+
+
+@register_builtin
+class TrueNegatives(_Confusion):
+    def result(self):
+        return self.tn
+
+
+@register_builtin
+class FalseNegatives(_Confusion):
+    def result(self):
+        return self.fn
+
+
+@register_builtin
+class Precision(_Confusion):
+    def result(self):
+        d = self.tp + self.fp
+        return self.tp / d if d else 0.0
+
+
+@register_builtin
+class Recall(_Confusion):
+    def result(self):
+        d = self.tp + self.fn
+        return self.tp / d if d else 0.0
+
+
+@register_builtin
+class AUC(Metric):
+    """Area under the ROC (or PR) curve from counts at ``num_thresholds``
+    thresholds (Keras's approximation)."""
+
+    def __init__(self, num_thresholds=200, curve="ROC", name="auc", dtype=None, from_logits=False):
+        super().__init__(name)
+        self.num_thresholds = check_positive_int("num_thresholds", num_thresholds)
+        if self.num_thresholds < 2:
+            raise ValueError("AUC: num_thresholds must be > 1")
+        if curve not in ("ROC", "PR"):
+            raise ValueError(f"AUC: curve must be 'ROC' or 'PR', got {curve!r}")
+        self.curve = curve
+        self.from_logits = bool(from_logits)
+        eps = 1e-7
+        inner = [(i + 1) / (self.num_thresholds - 1) for i in range(self.num_thresholds - 2)]
+        self.thresholds = np.array([0.0 - eps] + inner + [1.0 + eps])
+        self.reset_state()
+
+    def reset_state(self):
+        k = self.num_thresholds
+        self.tp, self.fp, self.tn, self.fn = (np.zeros(k) for _ in range(4))
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        yt, yp, w = as_arrays(y_true, y_pred, sample_weight)
+        p = yp.reshape(-1)
+        if self.from_logits:
+            p = 1.0 / (1.0 + np.exp(-p))
+        t = yt.reshape(-1).astype(np.float64) > 0.5
+        ww = np.ones_like(p) if w is None else np.broadcast_to(w, yp.reshape(len(yp), -1).shape).reshape(-1)
+        above = p[None, :] > self.thresholds[:, None]
+        self.tp += (above & t).astype(np.float64) @ ww
+        self.fp += (above & ~t).astype(np.float64) @ ww
+        self.fn += (~above & t).astype(np.float64) @ ww
+        self.tn += (~above & ~t).astype(np.float64) @ ww
+
+    def result(self):
+        tpr = self.tp / np.maximum(self.tp + self.fn, 1e-12)
+        if self.curve == "ROC":
+            fpr = self.fp / np.maximum(self.fp + self.tn, 1e-12)
+            return float(np.sum((fpr[:-1] - fpr[1:]) * (tpr[:-1] + tpr[1:]) / 2.0))
+        precision = self.tp / np.maximum(self.tp + self.fp, 1e-12)
+        return float(np.sum((tpr[:-1] - tpr[1:]) * (precision[:-1] + precision[1:]) / 2.0))
+
+    def get_config(self):
+        return {"name": self.name, "num_thresholds": self.num_thresholds, "curve": self.curve,
+                "from_logits": self.from_logits}

@@ -1,0 +1,113 @@
+"""The metric contract (Keras's): ``update_state(y_true, y_pred, sample_weight=None)``
+accumulates a batch, ``result()`` gives the value so far, ``reset_state()``
+starts over.  Metrics run on the host, on numpy arrays: ``y_pred`` is what
+``predict`` returns for the batch, ``y_true`` the targets as given (class
+indices for a sparse loss).
+
+Write your own by subclassing ``Metric``; ``MeanMetricWrapper(fn)`` turns a
+function ``fn(y_true, y_pred) -> per-sample values`` into one.
+"""
+
+import numpy as np
+
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Metric", "Mean", "MeanMetricWrapper"]
+
+
+class Metric:
+    """Base class: ``name``; ``update_state``, ``result``, ``reset_state``."""
+
+    def __init__(self, name=None, dtype=None):
+        self.name = name or _snake(type(self).__name__)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        raise NotImplementedError
+
+    def result(self):
+        raise NotImplementedError
+
+    def reset_state(self):
+        raise NotImplementedError
+
+    reset_states = reset_state
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        """Keras's one-off use: the value on this batch alone (the state is kept)."""
+        fresh = type(self).from_config(self.get_config())
+        fresh.update_state(y_true, y_pred, sample_weight)
+        return fresh.result()
+
+    def get_config(self):
+        return {"name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name!r}>"
+
+
+def _snake(name):
+    out = []
+    for i, c in enumerate(name):
+        if c.isupper() and i and not name[i - 1].isupper():
+            out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+def as_arrays(y_true, y_pred, sample_weight=None):
+    yt = np.asarray(y_true)
+    yp = np.asarray(y_pred, dtype=np.float64)
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64).reshape(len(yp), -1)
+    return yt, yp, w
+
+
+@register_builtin
+class Mean(Metric):
+    """The (weighted) mean of the values given to update_state."""
+
+    def __init__(self, name="mean", dtype=None):
+        super().__init__(name)
+        self.reset_state()
+
+    def reset_state(self):
+        self.total = 0.0
+        self.count = 0.0
+
+    def update_state(self, values, sample_weight=None):
+        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        if sample_weight is None:
+            self.total += float(v.sum())
+            self.count += v.size
+        else:
+            w = np.broadcast_to(np.asarray(sample_weight, dtype=np.float64).reshape(-1), v.shape)
+            self.total += float((v * w).sum())
+            self.count += float(w.sum())
+
+    def result(self):
+        return float(self.total / self.count) if self.count else 0.0
+
+
+@register_builtin
+class MeanMetricWrapper(Mean):
+    """A function ``fn(y_true, y_pred) -> per-sample values`` averaged over samples."""
+
+    def __init__(self, fn, name=None, dtype=None, **kwargs):
+        super().__init__(name=name or getattr(fn, "__name__", "metric"))
+        self.fn = fn
+        self.fn_kwargs = kwargs
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        v = np.asarray(self.fn(y_true, y_pred, **self.fn_kwargs), dtype=np.float64)
+        v = v.reshape(len(np.asarray(y_pred)), -1).mean(axis=1) if v.ndim > 1 else v.reshape(-1)
+        super().update_state(v, sample_weight)
+
+    def get_config(self):
+        return {"name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        raise TypeError("a MeanMetricWrapper is rebuilt from its function, not from a config")

@@ -1,0 +1,100 @@
+"""What ``compile`` fixes, per output: the loss (or none), its weight, whether
+it trains on the output layer's logits, and the metrics.
+
+``loss`` is one loss for every output, a list in output order (``None`` for
+an output without a loss) or a dict by output name (outputs it does not name
+get no loss).  ``metrics`` is a list for every output, a list of lists (one
+per output) or a dict by output name.  Unknown names raise ValueError.
+"""
+
+from pyggml import losses as losses_mod
+from pyggml import metrics as metrics_mod
+
+__all__ = ["CompileSpec"]
+
+
+def _per_output(value, names, what, allow_missing):
+    n = len(names)
+    if isinstance(value, dict):
+        unknown = set(value) - set(names)
+        if unknown:
+            raise ValueError(f"{what} names unknown outputs {sorted(unknown)}; outputs: {names}")
+        if not allow_missing:
+            missing = [nm for nm in names if nm not in value]
+            if missing:
+                raise ValueError(f"{what} dict must name every output: {names}")
+        return [value.get(nm) for nm in names]
+    if isinstance(value, (list, tuple)) and n > 1:
+        if len(value) != n:
+            raise ValueError(f"{len(value)} {what} entries for {n} outputs ({names})")
+        return list(value)
+    if isinstance(value, (list, tuple)) and n == 1 and len(value) == 1:
+        return list(value)
+    return [value] * n
+
+
+class CompileSpec:
+    def __init__(self, outputs, output_names, loss, loss_weights, metrics):
+        n = len(outputs)
+        self.output_names = list(output_names)
+        given = _per_output(loss, self.output_names, "loss", allow_missing=True)
+        self.loss_given = given
+        self.losses = [None if l is None else losses_mod.get(l) for l in given]
+        if all(l is None for l in self.losses):
+            raise ValueError("compile needs a loss for at least one output")
+        if loss_weights is None:
+            self.loss_weights = [1.0] * n
+        else:
+            lw = _per_output(loss_weights, self.output_names, "loss_weights", allow_missing=True)
+            self.loss_weights = [1.0 if w is None else _weight(w) for w in lw]
+        # cross-entropy after a softmax (sigmoid) output trains on the logits: stabler
+        self.logits = []
+        for o, l in zip(outputs, self.losses):
+            act = getattr(o.layer, "activation", None)
+            self.logits.append(l is not None and l.logits_from is not None and act == l.logits_from
+                               and hasattr(o.layer, "pre_activation") and not getattr(l, "from_logits", False))
+        self.metrics_given = metrics
+        self.metrics = self._metrics(metrics, outputs)
+
+    def _metrics(self, metrics, outputs):
+        n = len(outputs)
+        if metrics is None:
+            return [[] for _ in range(n)]
+        if isinstance(metrics, dict):
+            per = _per_output(metrics, self.output_names, "metrics", allow_missing=True)
+        elif isinstance(metrics, (list, tuple)) and n > 1 and len(metrics) == n and \
+                all(m is None or isinstance(m, (list, tuple)) for m in metrics):
+            per = list(metrics)
+        elif isinstance(metrics, (list, tuple)):
+            per = [list(metrics)] * n
+        else:
+            per = [[metrics]] * n
+        out = []
+        for o, l, ms in zip(outputs, self.losses, per):
+            ms = [] if ms is None else (list(ms) if isinstance(ms, (list, tuple)) else [ms])
+            sparse = l is not None and getattr(l, "sparse", False)
+            binary = (o.feature_shape[-1:] == (1,)) or (l is not None and l.name == "binary_crossentropy")
+            out.append([(metrics_mod.get(m, sparse=sparse, binary=binary), m) for m in ms])
+        return out
+
+    def metric_objects(self, i):
+        return [m for m, _ in self.metrics[i]]
+
+    def metric_keys(self):
+        """(output index, metric, log key) in order: Keras's names (``<output>_<metric>`` when several)."""
+        keys = []
+        for i, ms in enumerate(self.metrics):
+            for m, _ in ms:
+                keys.append((i, m, m.name if len(self.metrics) == 1 else f"{self.output_names[i]}_{m.name}"))
+        return keys
+
+    def config(self):
+        from pyggml import losses, metrics
+        return {"loss": [None if l is None else losses.serialize(l) for l in self.losses],
+                "loss_weights": self.loss_weights,
+                "metrics": [[metrics.serialize(m, g) for m, g in ms] for ms in self.metrics]}
+
+
+def _weight(w):
+    from pyggml._validation import check_number
+    return check_number("loss_weights", w)

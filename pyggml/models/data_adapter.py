@@ -1,0 +1,347 @@
+"""Data in, checked batches out.
+
+A model describes what it takes (``InputSpec``: shape, graph dtype, the index
+range an Embedding reading it needs) and what it is trained against
+(``TargetSpec``: shape, sparse class indices or values).  The functions here
+turn numpy arrays, lists, dicts, generators, iterables and ``PyDataset``s into
+those, with errors that say what was expected; ``Dataset.batches`` yields
+``Batch(xs, ys, ws)`` for one epoch (a short last batch stays short: it runs
+with its own batch size, so no padded row reaches any statistic).
+"""
+
+import math
+
+import numpy as np
+
+from pyggml._validation import is_int
+
+__all__ = ["InputSpec", "TargetSpec", "Batch", "adapt_inputs", "adapt_targets", "adapt_weights",
+           "Dataset", "ArrayDataset", "GeneratorDataset", "unpack_item", "is_generator_like"]
+
+
+class InputSpec:
+    def __init__(self, name, feature_shape, dtype, index_limit=None):
+        self.name = name
+        self.feature_shape = tuple(feature_shape)
+        self.dtype = dtype                      # "float32" or "int32" in the graph
+        self.index_limit = index_limit          # integers must be in [0, limit)
+
+    def describe(self):
+        return "(n, " + ", ".join("None" if d is None else str(d) for d in self.feature_shape) + ")"
+
+
+class TargetSpec:
+    def __init__(self, name, feature_shape, sparse=False, has_loss=True):
+        self.name = name
+        self.feature_shape = tuple(feature_shape)
+        self.sparse = sparse                    # class indices in [0, classes)
+        self.has_loss = has_loss
+
+    @property
+    def classes(self):
+        return self.feature_shape[-1] if self.feature_shape else 1
+
+
+class Batch:
+    __slots__ = ("xs", "ys", "ws", "n")
+
+    def __init__(self, xs, ys=None, ws=None):
+        self.xs, self.ys, self.ws = xs, ys, ws
+        self.n = len(xs[0])
+
+
+def as_real_array(x, what):
+    if x is None:
+        raise TypeError(f"{what} must be an array, got None")
+    if type(x) is np.ndarray:
+        a = x
+    else:
+        try:
+            a = np.asarray(x)
+        except Exception as e:
+            raise TypeError(f"{what} must be an array of numbers: {e}") from None
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must hold real numbers, got dtype {a.dtype}")
+    return a
+
+
+def _fits(shape, spec_shape):
+    return len(shape) == len(spec_shape) and all(s is None or s == d for d, s in zip(shape, spec_shape))
+
+
+def _split(x, names, what):
+    """A list of per-input (or per-output) values from a single value, a list or a dict."""
+    if isinstance(x, dict):
+        unknown = set(x) - set(names)
+        if unknown:
+            raise ValueError(f"{what} names {sorted(unknown)}, which the model does not have; it has {names}")
+        missing = [n for n in names if n not in x]
+        if missing:
+            raise ValueError(f"{what} lacks {missing}")
+        return [x[n] for n in names]
+    if len(names) == 1:
+        if isinstance(x, (list, tuple)) and len(x) == 1 and isinstance(x[0], np.ndarray):
+            return [x[0]]
+        return [x]
+    if not isinstance(x, (list, tuple)) or len(x) != len(names):
+        raise ValueError(f"the model has {len(names)} {'inputs' if what == 'x' else 'outputs'} ({names}): "
+                         f"give {what} as a list or a dict of {len(names)} arrays")
+    return list(x)
+
+
+def adapt_inputs(specs, x, what="x"):
+    """(arrays, n): one array per input, float32 or int32, checked against the specs."""
+    xs = _split(x, [s.name for s in specs], what)
+    out = []
+    for a, spec in zip(xs, specs):
+        if type(a) is np.ndarray and a.flags.c_contiguous and a.dtype == (np.int32 if spec.dtype == "int32"
+                                                                           else np.float32) \
+                and spec.index_limit is None and _fits(a.shape[1:], spec.feature_shape):
+            out.append(a)
+            continue
+        a = as_real_array(a, what)
+        if a.ndim == len(spec.feature_shape) and _fits(a.shape, spec.feature_shape):
+            raise ValueError(f"{what} for input {spec.name!r} must have shape {spec.describe()}, got {a.shape}: "
+                             f"add the batch axis (x[None])")
+        if not _fits(a.shape[1:], spec.feature_shape):
+            raise ValueError(f"{what} for input {spec.name!r} must have shape {spec.describe()}, got {a.shape}")
+        if spec.dtype == "int32":
+            if a.dtype.kind == "f":
+                if not np.all(np.isfinite(a)) or np.any(a != np.floor(a)):
+                    raise ValueError(f"{what} for input {spec.name!r} holds indices: whole numbers expected")
+            ai = a.astype(np.int64)
+            lim = spec.index_limit if spec.index_limit is not None else 2 ** 31
+            if ai.size and (ai.min() < 0 or ai.max() >= lim):
+                raise ValueError(f"indices for input {spec.name!r} must be in [0, {lim}), got values from "
+                                 f"{ai.min()} to {ai.max()}")
+            a = np.ascontiguousarray(ai, dtype=np.int32)
+        else:
+            if a.dtype.kind == "f" and a.dtype.itemsize > 4 and a.size and \
+                    not np.all(np.abs(a[np.isfinite(a)]) <= np.finfo(np.float32).max):
+                raise ValueError(f"{what} for input {spec.name!r} holds values too large for float32")
+            a = np.ascontiguousarray(a, dtype=np.float32)
+        out.append(a)
+    n = out[0].shape[0]
+    if any(a.shape[0] != n for a in out):
+        raise ValueError(f"all inputs must have the same number of rows, got {[a.shape[0] for a in out]}")
+    return out, n
+
+
+def adapt_targets(specs, y, n):
+    """One array per output: float32 of the output's shape, or int32 class indices (n,)."""
+    ys = _split(y, [s.name for s in specs], "y")
+    out = []
+    for a, spec in zip(ys, specs):
+        if a is None:
+            if spec.has_loss:
+                raise ValueError(f"no targets for output {spec.name!r}, which has a loss")
+            out.append(None)
+            continue
+        if not spec.has_loss:
+            out.append(None)
+            continue
+        a = as_real_array(a, "y")
+        if a.ndim == 0 or a.shape[0] != n:
+            raise ValueError(f"y for output {spec.name!r} has {a.shape[0] if a.ndim else 0} rows, x has {n}")
+        if spec.sparse:
+            labels = a.reshape(n, -1)
+            if labels.shape[1] != 1:
+                raise ValueError(f"sparse_categorical_crossentropy takes integer labels of shape (n,), "
+                                 f"got {a.shape} (one-hot rows need categorical_crossentropy)")
+            k = spec.classes
+            if not np.all(np.isfinite(labels)) or np.any(labels < 0) or np.any(labels >= k) or \
+                    np.any(labels != np.floor(labels)):
+                raise ValueError(f"labels for output {spec.name!r} must be integers in [0, {k})")
+            out.append(np.ascontiguousarray(labels[:, 0], dtype=np.int32))
+            continue
+        shape = spec.feature_shape
+        if any(d is None for d in shape):
+            if a.ndim != len(shape) + 1:
+                raise ValueError(f"y for output {spec.name!r} must have {len(shape) + 1} dims, got {a.shape}")
+        else:
+            cells = int(np.prod(shape)) if shape else 1
+            if a.size != n * cells:
+                raise ValueError(f"y for output {spec.name!r} must have shape (n, {', '.join(map(str, shape))}), "
+                                 f"got {a.shape}")
+            a = a.reshape((n,) + shape)
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
+        out.append(np.ascontiguousarray(a, dtype=np.float32))
+    return out
+
+
+def _class_of_rows(y, spec):
+    if spec.sparse:
+        return y.astype(np.int64)
+    y2 = y.reshape(len(y), -1)
+    return np.argmax(y2, axis=1) if y2.shape[1] > 1 else (y2[:, 0] > 0.5).astype(np.int64)
+
+
+def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
+    """Per-output weights (n, 1) or (n, cells), or None when none are given."""
+    if sample_weight is None and class_weight is None:
+        return None
+    names = [s.name for s in specs]
+    if isinstance(sample_weight, dict):
+        sws = [sample_weight.get(nm) for nm in names]
+    elif isinstance(sample_weight, (list, tuple)) and len(specs) > 1:
+        if len(sample_weight) != len(specs):
+            raise ValueError(f"sample_weight has {len(sample_weight)} entries for {len(specs)} outputs")
+        sws = list(sample_weight)
+    else:
+        sws = [sample_weight] * len(specs)
+    if class_weight is not None:
+        if not isinstance(class_weight, dict):
+            raise TypeError("class_weight must be a dict {class index: weight}")
+        for k, v in class_weight.items():
+            if not is_int(k) and not (isinstance(k, (float, np.floating)) and float(k).is_integer()):
+                raise TypeError(f"class_weight keys must be class indices, got {k!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or \
+                    not math.isfinite(v) or v < 0:
+                raise ValueError(f"class_weight values must be finite and >= 0, got {v!r} for class {k}")
+    out = []
+    for spec, loss, sw, y in zip(specs, losses, sws, ys):
+        if y is None:
+            out.append(None)
+            continue
+        if sw is None:
+            w = np.ones((n, 1), dtype=np.float32)
+        else:
+            w = as_real_array(sw, "sample_weight").astype(np.float64)
+            cells = int(np.prod(y.shape[1:])) if y.ndim > 1 and not spec.sparse else 1
+            if w.ndim == 1 or (w.ndim == 2 and w.shape[1] == 1):
+                if w.shape[0] != n:
+                    raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
+                w = w.reshape(n, 1)
+            elif w.ndim == 2 and w.shape == (n, cells) and cells > 1:
+                if not loss.elementwise:
+                    raise ValueError(f"per-cell sample_weight needs an element-wise loss (mse, mae, huber, "
+                                     f"binary_crossentropy), not {loss.name}")
+            else:
+                raise ValueError(f"sample_weight must have shape ({n},) or ({n}, {cells}), got {w.shape}")
+            if not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise ValueError("sample_weight must be finite and non-negative")
+            if np.any(np.abs(w) > np.finfo(np.float32).max):
+                raise ValueError("sample_weight values are too large for float32")
+        if class_weight is not None:
+            cls = _class_of_rows(y, spec)
+            cw = np.array([float(class_weight.get(int(c), 1.0)) for c in cls], dtype=np.float64)
+            w = w * cw.reshape(n, 1)
+        out.append(np.ascontiguousarray(w, dtype=np.float32))
+    return out
+
+
+# --- datasets ----------------------------------------------------------------------------
+
+class Dataset:
+    """One pass over the data per epoch: ``batches(...)`` yields Batch objects;
+    ``steps`` is the number of batches per epoch when it is known."""
+
+    steps = None
+
+    def batches(self, epoch, shuffle, rng):
+        raise NotImplementedError
+
+
+class ArrayDataset(Dataset):
+    """Arrays already adapted: xs, ys (or None), ws (or None); batch_size rows a batch."""
+
+    def __init__(self, xs, ys, ws, n, batch_size):
+        self.xs, self.ys, self.ws, self.n = xs, ys, ws, n
+        self.batch_size = max(1, min(batch_size, n)) if n else batch_size
+        self.steps = -(-n // self.batch_size) if n else 0
+
+    def split(self, fraction):
+        """(training part, validation part): the last rows are held out (before shuffling)."""
+        nv = int(self.n * fraction)
+        if nv < 1 or nv >= self.n:
+            raise ValueError(f"validation_split={fraction} leaves no rows for training or validation")
+        cut = self.n - nv
+
+        def part(arrs, sl):
+            return None if arrs is None else [None if a is None else a[sl] for a in arrs]
+        head = ArrayDataset(part(self.xs, slice(None, cut)), part(self.ys, slice(None, cut)),
+                            part(self.ws, slice(None, cut)), cut, self.batch_size)
+        tail = ArrayDataset(part(self.xs, slice(cut, None)), part(self.ys, slice(cut, None)),
+                            part(self.ws, slice(cut, None)), nv, self.batch_size)
+        return head, tail
+
+    def batches(self, epoch=0, shuffle=False, rng=None):
+        b = self.batch_size
+        if shuffle:
+            order = rng.permutation(self.n)
+            for s in range(0, self.n, b):
+                idx = order[s:s + b]
+                yield Batch([a[idx] for a in self.xs],
+                            None if self.ys is None else [None if a is None else a[idx] for a in self.ys],
+                            None if self.ws is None else [None if a is None else a[idx] for a in self.ws])
+        else:
+            for s in range(0, self.n, b):
+                sl = slice(s, s + b)
+                yield Batch([a[sl] for a in self.xs],
+                            None if self.ys is None else [None if a is None else a[sl] for a in self.ys],
+                            None if self.ws is None else [None if a is None else a[sl] for a in self.ws])
+
+
+class GeneratorDataset(Dataset):
+    """Batches from a generator, an iterable (re-iterated each epoch when it can be),
+    or a PyDataset / Sequence (``len`` and ``__getitem__``)."""
+
+    def __init__(self, source, adapt, steps=None, with_targets=True):
+        self.source = source
+        self.adapt = adapt              # item -> Batch
+        self.with_targets = with_targets
+        self._it = None
+        if steps is not None:
+            self.steps = steps
+        else:
+            try:
+                self.steps = len(source)
+            except TypeError:
+                self.steps = None
+
+    def _items(self, epoch):
+        src = self.source
+        if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, (list, tuple)):
+            if hasattr(src, "on_epoch_begin"):
+                src.on_epoch_begin()
+            for i in range(len(src)):
+                yield src[i]
+            if hasattr(src, "on_epoch_end"):
+                src.on_epoch_end()
+            return
+        if iter(src) is src:                    # a generator: one stream across epochs
+            if self._it is None:
+                self._it = src
+            yield from self._it
+            return
+        yield from src                          # an iterable: a new pass each epoch
+
+    def batches(self, epoch=0, shuffle=False, rng=None):
+        count = 0
+        items = self._items(epoch)
+        while self.steps is None or count < self.steps:
+            try:
+                item = next(items)
+            except StopIteration:
+                break
+            count += 1
+            yield self.adapt(item)
+
+
+def unpack_item(item, with_targets=True):
+    """(x, y, sample_weight) of a batch a generator yields."""
+    if isinstance(item, dict):
+        return item, None, None
+    if not isinstance(item, (list, tuple)) or not 1 <= len(item) <= 3:
+        raise ValueError("a data generator must yield (x, y) or (x, y, sample_weight) batches")
+    if len(item) == 1:
+        return item[0], None, None
+    return item[0], item[1], item[2] if len(item) == 3 else None
+
+
+def is_generator_like(x):
+    """A generator, an iterator, a PyDataset/Sequence, or an iterable of batches (not an array)."""
+    if x is None or isinstance(x, (np.ndarray, list, tuple, dict)) or np.isscalar(x):
+        return False
+    return hasattr(x, "__iter__") or hasattr(x, "__getitem__") and hasattr(x, "__len__")

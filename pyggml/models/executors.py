@@ -1,0 +1,395 @@
+"""The graphs a model runs, each built once per batch shape and kept.
+
+- ``Predictor``: the forward graph (inference mode).
+- ``LossEvaluator``: forward and the compiled losses, no training.
+- ``TrainStep``: forward, losses, the backward pass, every weight's optimizer
+  update and the layers' state updates (BatchNormalization's running
+  statistics), as one graph computed once per step.  The optimizer's state
+  (slots, step counter) lives in an ``OptimizerState`` shared by every
+  TrainStep of one training context, so batches of any size train alike.
+
+A ``GraphBuilder`` implements the graph scope of ``pyggml._scope``: the
+graph's operations go to its ``ctx``; inputs, constants, masks and the
+per-step scalars go to ``in_ctx`` (a static buffer set once, or per step);
+the weights are the model's store's tensors, shared by every graph.  Each
+executor has its own scheduler, so a prediction never re-lays the training
+graph's memory.
+"""
+
+import numpy as np
+
+from pyggml import _random, _scope
+from pyggml.core import Backend, BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops
+from pyggml.errors import ContextFullError, GGMLError
+from pyggml.losses.loss import reduce_loss
+from pyggml.models import functional
+from pyggml.optimizers.optimizer import global_clip_scale
+
+__all__ = ["GraphBuilder", "Predictor", "LossEvaluator", "TrainStep", "build"]
+
+# work (multiply-adds per step) below which one thread beats two: ggml's
+# thread synchronisation costs more than it saves on tiny graphs
+_SMALL_WORK = 200_000
+# contexts start small and grow when a model needs more
+_N_TENSORS = 2048
+_GRAPH_SIZE = 2048
+_SCALES = (1, 8, 32, 128, 512)
+
+
+class GraphBuilder:
+    """The graph scope (see pyggml._scope) of one executor's graphs."""
+
+    def __init__(self, store, training, scale=1):
+        self.store = store
+        self.training = bool(training)
+        self.graph_size = _GRAPH_SIZE * scale
+        self.ctx = Context(n_tensors=_N_TENSORS * scale, graph_size=3 * self.graph_size)
+        self.in_ctx = Context(n_tensors=256 * scale + 64)
+        self.cache = {}
+        self.updates = []            # (variable tensor, new value)
+        self._consts = []            # (tensor, array) still to set
+        self._masks = []             # (tensor, rate)
+        self._derived = {}           # id(source) -> [(tensor, fn)]
+        self._buffers = []
+
+    # --- the scope protocol ----------------------------------------------------------
+    def tensor_of(self, variable):
+        t = self.store.tensors.get(id(variable)) if self.store is not None else None
+        if t is None:
+            raise GGMLError(f"the weight {variable.name!r} is not one of this model's (a layer made it while "
+                            f"the graph was being built: build every layer before compiling)")
+        return t
+
+    def constant(self, array, dtype="float32"):
+        a = np.ascontiguousarray(array, dtype=np.int32 if dtype == "int32" else np.float32)
+        t = self.in_ctx.new_tensor(a.shape if a.ndim else (1,), dtype="i32" if dtype == "int32" else "f32")
+        self._consts.append((t, a))
+        return t
+
+    def random_keep_mask(self, shape, rate):
+        t = self.in_ctx.new_tensor(shape)
+        self._masks.append((t, float(rate)))
+        return t
+
+    def add_update(self, variable, tensor):
+        self.updates.append((self.tensor_of(variable), tensor))
+
+    def derived_input(self, source, fn, shape, dtype):
+        t = self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
+        for c, a in self._consts:
+            if c is source:
+                self._consts.append((t, np.ascontiguousarray(fn(a)).reshape(shape)))
+                return t
+        self._derived.setdefault(id(source), []).append((t, fn))
+        return t
+
+    # --- for executors ------------------------------------------------------------------
+    def input(self, shape, dtype="float32"):
+        return self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
+
+    def set_input(self, t, array):
+        t.set(array)
+        for d, fn in self._derived.get(id(t), ()):
+            d.set(fn(array))
+
+    def allocate(self, backend):
+        """Memory for the in_ctx tensors made since the last call, and their values."""
+        if any(not t.is_allocated for t in self.in_ctx.tensors()):
+            self._buffers.append(BackendBuffer(self.in_ctx, backend))
+        for t, a in self._consts:
+            t.set(a)
+        self._consts = []
+        self.refresh_masks()
+
+    @property
+    def has_masks(self):
+        return bool(self._masks)
+
+    def refresh_masks(self):
+        if not self._masks:
+            return
+        rng = _random.rng()
+        for t, rate in self._masks:
+            t.set((rng.random(t.shape) >= rate).astype(np.float32) / (1.0 - rate))
+
+    def free(self):
+        for b in self._buffers:
+            b.free()
+        self.ctx.free()
+        self.in_ctx.free()
+
+
+def _threads(work):
+    if n_threads_is_set():
+        return get_n_threads()
+    return 1 if work < _SMALL_WORK else get_n_threads()
+
+
+def _contiguous(t):
+    return t if t.is_contiguous else ops.cont(t)
+
+
+class Executor:
+    """Shared set-up: a builder over the model's weights, one input tensor per model input."""
+
+    def __init__(self, model, shapes, training, scale=1):
+        self.model = model
+        # A device backend of its own (the weights' buffers work with any backend of
+        # their device): freeing an executor then takes its device state with it,
+        # which Vulkan needs (a backend that outlives buffers it computed with
+        # corrupts memory in Mesa's driver).  CPU executors share the model's
+        # backend and its thread pool.
+        dev = model._backend
+        self.backend = dev if dev.is_cpu else Backend(dev.name)
+        self.g = GraphBuilder(model._store, training, scale)
+        self.shapes = shapes
+        self.batch = shapes[0][0]
+        self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.input_specs)]
+        self.work = self.batch * max(model.count_params(), 1) * (4 if model._has_conv() else 1)
+        self.n_threads = _threads(self.work)
+        self.sched = None
+        self.freed = False
+
+    def forward(self, training, logits_for=()):
+        with _scope.entered(self.g):
+            return functional.run_nodes(self.model._topology, self.xs, training, logits_for)
+
+    def set_inputs(self, xs):
+        for t, x in zip(self.xs, xs):
+            self.g.set_input(t, x)
+
+    def make_scheduler(self, graph_size):
+        self.sched = Scheduler([self.backend], graph_size=graph_size)
+
+    def free(self):
+        if self.freed:
+            return
+        self.freed = True
+        if self.sched is not None:
+            self.sched.free()
+            self.sched = None
+        self.g.free()
+        if self.backend is not self.model._backend:
+            self.backend.free()
+
+
+def build(cls, *args, **kwargs):
+    """An executor in the smallest contexts that hold its graphs."""
+    for i, scale in enumerate(_SCALES):
+        try:
+            return cls(*args, scale=scale, **kwargs)
+        except ContextFullError:
+            if i == len(_SCALES) - 1:
+                raise
+
+
+class Predictor(Executor):
+    def __init__(self, model, shapes, scale=1):
+        super().__init__(model, shapes, training=False, scale=scale)
+        self.outs = [_contiguous(o) for o in self.forward(False)]
+        self.graph = Graph(self.g.ctx, self.g.graph_size)
+        for o in self.outs:
+            o.set_output()
+            self.graph.build_forward(o)
+        self.g.allocate(self.backend)
+        self.make_scheduler(2 * self.g.graph_size)
+
+    def run(self, xs):
+        self.set_inputs(xs)
+        self.sched.compute(self.graph, n_threads=self.n_threads)
+        return [o.numpy() for o in self.outs]
+
+
+def _predictions(loss, raw):
+    """The output activation a loss graph left out, applied to its logits on the host."""
+    act = loss.logits_from
+    if act == "softmax":
+        z = raw - raw.max(axis=-1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=-1, keepdims=True)
+    if act == "sigmoid":
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-raw))
+    return raw
+
+
+class _LossGraph(Executor):
+    """Forward pass plus the compiled losses: the total, each head's, the outputs."""
+
+    def __init__(self, model, shapes, training, weight_kinds, opt_period=1, scale=1):
+        super().__init__(model, shapes, training=training, scale=scale)
+        spec = model._compile_spec
+        self.spec = spec
+        logits_for = [i for i, f in enumerate(spec.logits) if f]
+        outs = self.forward(training, logits_for)
+        self.ys, self.ws, self.heads = [], [], []
+        total = None
+        with _scope.entered(self.g):
+            for i, (o, loss) in enumerate(zip(outs, spec.losses)):
+                if loss is None:
+                    self.ys.append(None)
+                    self.ws.append(None)
+                    self.heads.append(None)
+                    continue
+                y = self.g.input((o.shape[0],), "int32") if loss.sparse else self.g.input(o.shape)
+                self.ys.append(y)
+                kind = weight_kinds[i] if weight_kinds else None
+                w = None
+                if kind is not None:
+                    cells = o.nelements // o.shape[0]
+                    w = self.g.input((o.shape[0], cells if kind == "cells" else 1))
+                self.ws.append(w)
+                head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w)
+                self.heads.append(head)
+                weighted = ops.scale(head, spec.loss_weights[i]) if spec.loss_weights[i] != 1.0 else head
+                total = weighted if total is None else ops.add(total, weighted)
+            if total is None:
+                raise ValueError("no output has a loss: compile with a loss for at least one output")
+            if opt_period > 1:
+                total = ops.scale(total, 1.0 / opt_period)
+            self.read_outs = []
+            for i, o in enumerate(outs):
+                if spec.metrics[i]:
+                    self.read_outs.append(_contiguous(o))
+                else:
+                    self.read_outs.append(None)
+        self.total = total
+        self.opt_period = opt_period
+        self.loss_heads = [h for h in self.heads if h is not None]
+        for t in [total] + self.loss_heads + [o for o in self.read_outs if o is not None]:
+            t.set_output()
+
+    def set_batch(self, xs, ys, ws):
+        self.set_inputs(xs)
+        for t, y in zip(self.ys, ys):
+            if t is not None:
+                self.g.set_input(t, y)
+        if ws is not None:
+            for t, w in zip(self.ws, ws):
+                if t is not None:
+                    self.g.set_input(t, w)
+
+    def results(self, want_outputs):
+        loss = float(self.total.numpy().reshape(-1)[0]) * self.opt_period
+        heads = [None if h is None else float(h.numpy().reshape(-1)[0]) for h in self.heads]
+        outs = None
+        if want_outputs:
+            outs = []
+            for i, o in enumerate(self.read_outs):
+                if o is None:
+                    outs.append(None)
+                    continue
+                raw = o.numpy()
+                outs.append(_predictions(self.spec.losses[i], raw) if self.spec.logits[i] else raw)
+        return loss, heads, outs
+
+
+class LossEvaluator(_LossGraph):
+    def __init__(self, model, shapes, weight_kinds, scale=1):
+        super().__init__(model, shapes, training=False, weight_kinds=weight_kinds, scale=scale)
+        self.graph = Graph(self.g.ctx, self.g.graph_size)
+        for t in [self.total] + self.loss_heads + [o for o in self.read_outs if o is not None]:
+            self.graph.build_forward(t)
+        self.g.allocate(self.backend)
+        self.make_scheduler(2 * self.g.graph_size)
+
+    def run(self, xs, ys, ws=None, want_outputs=False):
+        self.set_batch(xs, ys, ws)
+        self.sched.compute(self.graph, n_threads=self.n_threads)
+        return self.results(want_outputs)
+
+
+class TrainStep(_LossGraph):
+    """Forward, losses, backward and the optimizer's updates as one graph
+    (two with gradient accumulation: ``opt_period`` micro-steps accumulate,
+    the last one also updates)."""
+
+    def __init__(self, model, shapes, weight_kinds, state, trainable, opt_period=1, scale=1):
+        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, opt_period=opt_period,
+                         scale=scale)
+        self.state = state
+        opt = state.optimizer
+        self.optimizer = opt
+        g = self.g
+        store = model._store
+        # parameters: the trainable weights this graph reaches
+        params = []
+        for name, v in model._named_variables():
+            t = store.tensor(v)
+            on = v in trainable
+            t.set_param(on)
+            if on:
+                params.append((name, v, t))
+        if not params:
+            raise ValueError("the model has no trainable weights (every layer is frozen)")
+        state.ensure([(n, v) for n, v, _ in params])
+        self.total.set_loss()
+        self.seed = g.input((1,))
+        self.scalars = g.input((opt.n_scalars,))
+        self.accs = None
+        if opt_period > 1:
+            self.acc_ctx = Context(n_tensors=len(params) + 4)
+            self.accs = {t: self.acc_ctx.new_tensor(t.shape) for _, _, t in params}
+            self.acc_buf = BackendBuffer(self.acc_ctx, self.backend)
+            self.acc_buf.clear(0)
+        g.allocate(self.backend)
+        self.seed.set(np.ones(1, dtype=np.float32))
+        size = g.graph_size * 3
+        accumulators = {self.total: self.seed}
+        if self.accs:
+            accumulators.update(self.accs)
+        if opt_period > 1:
+            self.graph_acc = self._graph(size, accumulators, params, with_updates=False)
+        self.graph = self._graph(size, accumulators, params, with_updates=True)
+        g.allocate(self.backend)
+        self.micro = 0
+        self.make_scheduler(2 * size)
+
+    def _graph(self, size, accumulators, params, with_updates):
+        g = self.g
+        graph = Graph(g.ctx, size, grads=True)
+        graph.build_forward(self.total)
+        for t in self.loss_heads + [o for o in self.read_outs if o is not None]:
+            graph.build_forward(t)
+        graph.build_backward(accumulators)
+        with _scope.entered(g):
+            for target, value in g.updates:
+                graph.build_forward(ops.cpy(value, target))
+            if with_updates:
+                grads = [(v, t, graph.grad(t)) for _, v, t in params]
+                grads = [x for x in grads if x[2] is not None]
+                if not grads:
+                    raise ValueError("the loss does not depend on any trainable weight")
+                opt = self.optimizer
+                scale = global_clip_scale([gr for _, _, gr in grads], opt.global_clipnorm) \
+                    if opt.global_clipnorm is not None else None
+                for v, t, gr in grads:
+                    gr = opt.clip(gr, scale)
+                    for out in opt.update(t, gr, self.state.slots(v), self.scalars):
+                        graph.build_forward(out)
+        return graph
+
+    def step(self, xs, ys, ws=None, want_outputs=False):
+        self.set_batch(xs, ys, ws)
+        if self.g.has_masks:
+            self.g.refresh_masks()
+        last = (self.micro % self.opt_period) == self.opt_period - 1
+        if last:
+            self.scalars.set(self.optimizer.scalars())
+        graph = self.graph if last else self.graph_acc
+        self.sched.compute(graph, n_threads=self.n_threads)
+        self.micro += 1
+        if last:
+            self.optimizer.iterations += 1
+            if self.accs:
+                self.acc_buf.clear(0)
+        return self.results(want_outputs)
+
+    def free(self):
+        if self.freed:
+            return
+        super().free()
+        if self.accs:
+            self.acc_buf.free()
+            self.acc_ctx.free()
+

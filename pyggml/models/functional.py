@@ -1,0 +1,206 @@
+"""A functional model's layer graph: its nodes in order, its layers and their
+names, running it on tensors, and its config.
+
+Nodes are ordered without recursion (a model may have thousands of layers).
+Layers are named as Keras does, within the model: the name given to the
+layer, else the class's snake-case name numbered in order (``dense``,
+``dense_1``, ...); a layer that already has a name (from another model
+holding it) keeps it.
+"""
+
+from pyggml.layers.input_layer import InputLayer
+from pyggml.layers.layer import Layer
+from pyggml.layers.node import Node
+
+__all__ = ["Topology", "order_nodes", "name_layers", "run_nodes", "config_of", "from_config"]
+
+
+def order_nodes(inputs, outputs):
+    """The nodes the outputs depend on, each after its inputs (iterative DFS)."""
+    order, done, on_path = [], set(), set()
+    for out in outputs:
+        stack = [(out, iter(out.inputs))]
+        on_path.add(id(out))
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                on_path.discard(id(node))
+                if id(node) not in done:
+                    done.add(id(node))
+                    order.append(node)
+                continue
+            if id(nxt) in done:
+                continue
+            if id(nxt) in on_path:
+                raise ValueError("the layer graph has a cycle")
+            on_path.add(id(nxt))
+            stack.append((nxt, iter(nxt.inputs)))
+    input_ids = {id(n) for n in inputs}
+    for n in order:
+        if isinstance(n.layer, InputLayer) and id(n) not in input_ids:
+            raise ValueError(f"an output depends on the input {n.layer.name or 'input'!r}, which is not "
+                             f"among the model's inputs")
+    return order
+
+
+def name_layers(layers):
+    """Give every layer a name unique in this list (see the module's docstring)."""
+    used = {}
+    for l in layers:
+        if l.given_name is not None:
+            if l.given_name in used:
+                raise ValueError(f"two layers are named {l.given_name!r}")
+            used[l.given_name] = l
+    counts = {}
+    for l in layers:
+        if l.given_name is not None:
+            l.name = l.given_name
+            continue
+        if l.name is not None and l.name not in used:
+            used[l.name] = l
+            continue
+        base = l.kind()
+        while True:
+            k = counts.get(base, 0)
+            cand = base if k == 0 else f"{base}_{k}"
+            counts[base] = k + 1
+            if cand not in used:
+                break
+        l.name = cand
+        used[cand] = l
+
+
+class Topology:
+    """inputs, outputs (nodes), the ordered nodes and the layers of a functional graph."""
+
+    def __init__(self, inputs, outputs):
+        if not inputs or not outputs:
+            raise ValueError("a Model needs at least one input and one output")
+        for n in inputs:
+            if not isinstance(n, Node) or not isinstance(n.layer, InputLayer):
+                raise TypeError("Model inputs must be pg.Input(...) nodes")
+        for n in outputs:
+            if not isinstance(n, Node):
+                raise TypeError(f"Model outputs must be layer outputs (nodes), got {type(n).__name__}")
+        if len({id(n) for n in inputs}) != len(inputs):
+            raise ValueError("the same input is given twice")
+        self.inputs, self.outputs = list(inputs), list(outputs)
+        self.nodes = order_nodes(self.inputs, self.outputs)
+        layers = []
+        seen = set()
+        for n in self.inputs + self.nodes:
+            if id(n.layer) not in seen:
+                seen.add(id(n.layer))
+                layers.append(n.layer)
+        self.layers = layers
+        name_layers(layers)
+
+    def consumers(self, node):
+        return [n for n in self.nodes if any(p is node for p in n.inputs)]
+
+
+def run_nodes(topology, tensors, training, logits_for=()):
+    """Compute the graph on tensors (one per input) inside a graph scope.
+
+    Returns the outputs' tensors; for output indices in ``logits_for`` whose layer
+    has a ``pre_activation``, that (the logits) instead."""
+    vals = {id(n): t for n, t in zip(topology.inputs, tensors)}
+    calls = {}
+    out_index = {}
+    for i, o in enumerate(topology.outputs):
+        out_index.setdefault(id(o), []).append(i)
+    logits = {}
+    for node in topology.nodes:
+        if id(node) in vals:
+            continue
+        args = [vals[id(p)] for p in node.inputs]
+        arg = args if node.list_input else args[0]
+        key = (id(node.layer), tuple(id(p) for p in node.inputs))
+        if key not in calls:
+            calls[key] = node.layer(arg, training=training, **node.call_kwargs)
+        out = calls[key]
+        vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
+        for i in out_index.get(id(node), ()):
+            if i in logits_for and hasattr(node.layer, "pre_activation"):
+                logits[i] = node.layer.pre_activation(arg, training=training)
+    return [logits.get(i, vals[id(o)]) for i, o in enumerate(topology.outputs)]
+
+
+def _call_keys(topology):
+    """{id(node): (layer name, call index)}: a shared layer's calls are numbered in order."""
+    keys, calls = {}, {}
+    for n in topology.inputs + topology.nodes:
+        sig = (id(n.layer), tuple(id(p) for p in n.inputs))
+        per_layer = calls.setdefault(id(n.layer), [])
+        if sig not in per_layer:
+            per_layer.append(sig)
+        keys[id(n)] = (n.layer.name, per_layer.index(sig))
+    return keys
+
+
+def config_of(topology, name):
+    """The graph as JSON-able data: layers (class, config, and each call's inbound
+    [layer, call, output] triples, whether it took a list, its call arguments),
+    inputs and outputs."""
+    from pyggml.saving.object_registration import get_registered_name
+    keys = _call_keys(topology)
+    entries = []
+    for l in topology.layers:
+        calls = []
+        if not isinstance(l, InputLayer):
+            seen = set()
+            for n in topology.nodes:
+                if n.layer is l and keys[id(n)][1] not in seen:
+                    seen.add(keys[id(n)][1])
+                    calls.append({"inputs": [list(keys[id(p)]) + [p.index] for p in n.inputs],
+                                  "list": n.list_input, "kwargs": n.call_kwargs})
+        entries.append({"class_name": get_registered_name(type(l)), "config": l.get_config(), "calls": calls})
+    return {"name": name, "layers": entries,
+            "inputs": [n.layer.name for n in topology.inputs],
+            "outputs": [list(keys[id(n)]) + [n.index] for n in topology.outputs]}
+
+
+def from_config(config, custom_objects=None):
+    """(inputs, outputs) nodes rebuilt from ``config_of``'s data."""
+    from pyggml.saving.object_registration import get_registered_object
+    made = {}
+    for entry in config["layers"]:
+        cls = get_registered_object(entry["class_name"], custom_objects)
+        if not (isinstance(cls, type) and issubclass(cls, Layer)):
+            raise ValueError(f"{entry['class_name']!r} is not a layer class")
+        layer = cls.from_config(entry["config"], custom_objects) if _takes_custom(cls) else \
+            cls.from_config(entry["config"])
+        made[entry["config"]["name"]] = (layer, entry.get("calls", []))
+    made_calls = {}               # (layer name, call index) -> [output nodes]
+    for name, (layer, calls) in made.items():
+        if isinstance(layer, InputLayer):
+            node = Node(layer.shape, layer, [], dtype=layer.graph_dtype)
+            layer.output = node
+            made_calls[(name, 0)] = [node]
+    pending = [(name, i, c) for name, (layer, calls) in made.items() for i, c in enumerate(calls)]
+    while pending:
+        rest = []
+        for name, i, call in pending:
+            srcs = call["inputs"]
+            if all((s[0], s[1]) in made_calls for s in srcs):
+                args = [made_calls[(s[0], s[1])][s[2]] for s in srcs]
+                out = made[name][0](args if call["list"] else args[0], **call.get("kwargs", {}))
+                made_calls[(name, i)] = out if isinstance(out, list) else [out]
+            else:
+                rest.append((name, i, call))
+        if len(rest) == len(pending):
+            raise ValueError("the model config refers to layers it does not define (or has a cycle)")
+        pending = rest
+    inputs = [made_calls[(n, 0)][0] for n in config["inputs"]]
+    outputs = [made_calls[(o[0], o[1])][o[2]] for o in config["outputs"]]
+    return inputs, outputs
+
+
+def _takes_custom(cls):
+    import inspect
+    try:
+        return "custom_objects" in inspect.signature(cls.from_config).parameters
+    except (TypeError, ValueError):
+        return False

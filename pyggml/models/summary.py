@@ -1,0 +1,31 @@
+"""``model.summary()``: Keras's table of layers, output shapes and parameters."""
+
+__all__ = ["print_summary"]
+
+
+def _shape(s):
+    if isinstance(s, list):
+        return ", ".join(_shape(x) for x in s)
+    return "(" + ", ".join("None" if d is None else str(d) for d in s) + ")"
+
+
+def print_summary(model, print_fn=print):
+    topo = model._ensure_graph()
+    rows = [("Layer (type)", "Output Shape", "Param #")]
+    layers = model.layers
+    for l in layers:
+        nodes = [n for n in topo.inputs + topo.nodes if n.layer is l]
+        shape = _shape([n.shape for n in nodes]) if len(nodes) > 1 else (_shape(nodes[0].shape) if nodes else "?")
+        rows.append((f"{l.name} ({type(l).__name__})", shape, str(l.count_params())))
+    w = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
+    line = "-" * sum(w)
+    out = [f'Model: "{model.name}"', line]
+    for k, r in enumerate(rows):
+        out.append("".join(c.ljust(w[i]) for i, c in enumerate(r)))
+        if k == 0:
+            out.append("=" * sum(w))
+    total = model.count_params()
+    trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
+    out += ["=" * sum(w), f"Total params: {total}", f"Trainable params: {trainable}",
+            f"Non-trainable params: {total - trainable}"]
+    print_fn("\n".join(out))

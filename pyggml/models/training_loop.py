@@ -1,0 +1,222 @@
+"""The epoch loop of ``fit`` and the pass of ``evaluate``.
+
+One loop for arrays and for generators: the data becomes a ``Dataset`` whose
+batches run through the model's training step (a short last batch runs with
+its own batch size); callbacks get Keras's hooks with ``logs``; metrics and
+losses are averaged over samples; validation runs at the end of each epoch.
+"""
+
+import math
+
+import numpy as np
+
+from pyggml import _random
+from pyggml._validation import check_int, check_positive_int, is_int
+from pyggml.callbacks import Callback, CallbackList, History
+from pyggml.models import data_adapter as da
+
+__all__ = ["fit", "evaluate", "make_dataset", "check_batch_size"]
+
+
+def check_batch_size(batch_size, default=32):
+    if batch_size is None:
+        return default
+    if not is_int(batch_size) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if batch_size > 1 << 20:
+        raise ValueError(f"batch_size {batch_size} is too large")
+    return int(batch_size)
+
+
+def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
+                 with_targets=True):
+    """A Dataset of checked batches from arrays or a generator-like source."""
+    ispecs, tspecs = model.input_specs, model.target_specs if with_targets else None
+    if da.is_generator_like(x):
+        if y is not None:
+            raise ValueError(f"{what}: y must be None when x is a generator or dataset (it yields (x, y))")
+        losses = model._compile_spec.losses if with_targets else None
+
+        def adapt(item):
+            bx, by, bw = da.unpack_item(item)
+            xs, n = da.adapt_inputs(ispecs, bx)
+            if not with_targets:
+                return da.Batch(xs)
+            if by is None:
+                raise ValueError(f"{what}: the data yields no targets (it must yield (x, y) or (x, y, w))")
+            ys = da.adapt_targets(tspecs, by, n)
+            ws = da.adapt_weights(tspecs, losses, bw, class_weight, ys, n)
+            return da.Batch(xs, ys, ws)
+        return da.GeneratorDataset(x, adapt, steps)
+    xs, n = da.adapt_inputs(ispecs, x)
+    if n == 0:
+        raise ValueError(f"{what} needs at least one row")
+    if not with_targets:
+        return da.ArrayDataset(xs, None, None, n, batch_size)
+    if y is None:
+        raise ValueError(f"{what} needs targets y")
+    ys = da.adapt_targets(tspecs, y, n)
+    ws = da.adapt_weights(tspecs, model._compile_spec.losses, sample_weight, class_weight, ys, n)
+    ds = da.ArrayDataset(xs, ys, ws, n, batch_size)
+    if steps is not None:
+        ds.steps = min(ds.steps, steps)
+    return ds
+
+
+class _Averages:
+    """Sample-weighted running means of the loss and each head's loss, and the metrics."""
+
+    def __init__(self, model):
+        self.spec = model._compile_spec
+        self.names = model.output_names
+        self.keys = self.spec.metric_keys()
+        for _, m, _ in self.keys:
+            m.reset_state()
+        self.total = 0.0
+        self.heads = None
+        self.seen = 0
+
+    def add(self, n, loss, heads, outs, ys):
+        self.total += loss * n
+        self.seen += n
+        hs = [0.0 if h is None else h * n for h in heads]
+        self.heads = hs if self.heads is None else [a + b for a, b in zip(self.heads, hs)]
+        for i, m, _ in self.keys:
+            m.update_state(ys[i], outs[i])
+
+    @property
+    def wants_outputs(self):
+        return bool(self.keys)
+
+    def logs(self):
+        logs = {"loss": self.total / max(self.seen, 1)}
+        if len(self.names) > 1 and self.heads is not None:
+            for nm, h, l in zip(self.names, self.heads, self.spec.losses):
+                if l is not None:
+                    logs[f"{nm}_loss"] = h / max(self.seen, 1)
+        for _, m, key in self.keys:
+            logs[key] = float(m.result())
+        return logs
+
+
+def _weight_kinds(batch):
+    if batch.ws is None:
+        return None
+    return tuple(None if w is None else ("cells" if w.shape[1] > 1 else 1) for w in batch.ws)
+
+
+def run_evaluation(model, dataset, callbacks=None):
+    """{"loss": ..., heads, metrics} over the dataset, in inference mode."""
+    avg = _Averages(model)
+    for bi, batch in enumerate(dataset.batches()):
+        if callbacks is not None:
+            callbacks.call("on_test_batch_begin", bi, {})
+        ev = model._evaluator_for(batch, _weight_kinds(batch))
+        loss, heads, outs = ev.run(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
+        avg.add(batch.n, loss, heads, outs, batch.ys)
+        if callbacks is not None:
+            callbacks.call("on_test_batch_end", bi, avg.logs())
+    if avg.seen == 0:
+        raise ValueError("evaluate: the data gave no batches")
+    return avg.logs()
+
+
+def _progress(verbose, total, desc):
+    if verbose != 1:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, unit="batch", leave=True)
+
+
+def _print_epoch(epoch, epochs, logs):
+    print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v:.4g}" for k, v in logs.items()))
+
+
+def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
+        class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
+        validation_freq):
+    epochs = check_int("epochs", epochs, 0)
+    initial_epoch = check_int("initial_epoch", initial_epoch, 0)
+    if verbose not in (0, 1, 2, True, False, "auto"):
+        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
+    verbose = 1 if verbose in ("auto", True) else int(verbose)
+    if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float)) or \
+            not 0 <= validation_split < 1:
+        raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
+    if steps_per_epoch is not None:
+        steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
+    if not is_int(validation_freq) or validation_freq < 1:
+        raise ValueError(f"validation_freq must be a positive int, got {validation_freq!r}")
+    cbs = list(callbacks or [])
+    for c in cbs:
+        if not isinstance(c, Callback):
+            raise TypeError(f"callbacks must be pg.callbacks.Callback instances, got {type(c).__name__}")
+    data = make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps_per_epoch)
+    val = None
+    if validation_data is not None:
+        if da.is_generator_like(validation_data):
+            val = make_dataset(model, validation_data, None, None, None, validation_batch_size or batch_size,
+                               validation_steps, "validation_data")
+        else:
+            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+                raise ValueError("validation_data must be (x, y) or (x, y, sample_weight), or a dataset")
+            val = make_dataset(model, validation_data[0], validation_data[1],
+                               validation_data[2] if len(validation_data) == 3 else None, None,
+                               validation_batch_size or batch_size, validation_steps, "validation_data")
+    elif validation_split > 0:
+        if not isinstance(data, da.ArrayDataset):
+            raise ValueError("validation_split needs arrays; give a generator's validation set as validation_data")
+        data, val = data.split(validation_split)
+    history = History()
+    cl = CallbackList(cbs + [history], model, {"epochs": epochs, "steps": data.steps, "verbose": verbose})
+    model.stop_training = False
+    rng = _random.rng()
+    logs = {}
+    cl.call("on_train_begin", {})
+    for epoch in range(initial_epoch, epochs):
+        cl.call("on_epoch_begin", epoch, {})
+        avg = _Averages(model)
+        bar = _progress(verbose, data.steps, f"Epoch {epoch + 1}/{epochs}")
+        for bi, batch in enumerate(data.batches(epoch, shuffle and isinstance(data, da.ArrayDataset), rng)):
+            cl.call("on_train_batch_begin", bi, {})
+            step = model._train_step_for(batch, _weight_kinds(batch))
+            loss, heads, outs = step.step(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
+            avg.add(batch.n, loss, heads, outs, batch.ys)
+            blogs = avg.logs()
+            cl.call("on_train_batch_end", bi, blogs)
+            if bar is not None:
+                bar.set_postfix({k: f"{v:.4g}" for k, v in blogs.items()}, refresh=False)
+                bar.update(1)
+            if model.stop_training:
+                break
+        if avg.seen == 0:
+            if bar is not None:
+                bar.close()
+            raise ValueError("fit: the data gave no batches for this epoch (a generator that ran out?)")
+        logs = avg.logs()
+        if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
+            for k, v in run_evaluation(model, val).items():
+                logs["val_" + k] = v
+        logs["learning_rate"] = model.optimizer.learning_rate
+        if bar is not None:
+            bar.set_postfix({k: f"{v:.4g}" for k, v in logs.items() if k != "learning_rate"})
+            bar.close()
+        elif verbose == 2:
+            _print_epoch(epoch, epochs, logs)
+        cl.call("on_epoch_end", epoch, logs)
+        if model.stop_training:
+            break
+    cl.call("on_train_end", logs)
+    return history
+
+
+def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict):
+    data = make_dataset(model, x, y, sample_weight, None, batch_size, steps, "evaluate")
+    cl = CallbackList(list(callbacks or []), model, {"steps": data.steps, "verbose": verbose})
+    cl.call("on_test_begin", {})
+    logs = run_evaluation(model, data, cl)
+    cl.call("on_test_end", logs)
+    if return_dict:
+        return logs
+    values = [logs[k] for k in model.metrics_names if k in logs]
+    return values[0] if len(values) == 1 else values

@@ -1,0 +1,32 @@
+"""Optimizers (Keras's names and defaults): Adam, AdamW, SGD (momentum,
+Nesterov), RMSprop, Adagrad, Nadam; learning-rate schedules in ``schedules``."""
+
+from pyggml.optimizers import schedules
+from pyggml.optimizers.adam import Adam, AdamW
+from pyggml.optimizers.optimizer import Optimizer
+from pyggml.optimizers.rmsprop import Adagrad, Nadam, RMSprop
+from pyggml.optimizers.sgd import SGD
+from pyggml.saving.object_registration import get_registered_name, get_registered_object
+
+__all__ = ["Optimizer", "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Nadam", "schedules", "get", "serialize",
+           "deserialize"]
+
+_BY_NAME = {"adam": Adam, "adamw": AdamW, "sgd": SGD, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam}
+
+
+def get(identifier):
+    """An Optimizer for a name (a fresh one with Keras's defaults) or an instance."""
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, str) and identifier.lower() in _BY_NAME:
+        return _BY_NAME[identifier.lower()]()
+    raise ValueError(f"unknown optimizer {identifier!r}; use one of {sorted(_BY_NAME)} or an Optimizer instance")
+
+
+def serialize(optimizer):
+    return {"class": get_registered_name(type(optimizer)), "config": optimizer.get_config()}
+
+
+def deserialize(config, custom_objects=None):
+    cls = get_registered_object(config["class"], custom_objects)
+    return cls.from_config(config["config"], custom_objects)

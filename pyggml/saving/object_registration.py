@@ -1,0 +1,68 @@
+"""Object registration: the classes a saved model may name, by name.
+
+Built-in layers, models, losses, optimizers and metrics register themselves;
+a user's own class registers with the decorator::
+
+    @pg.saving.register_serializable()          # or (package="mine", name="Block")
+    class TransformerBlock(pg.layers.Layer): ...
+
+so that ``load_model`` can rebuild it from its config.  Keras's
+``register_keras_serializable`` is the model.
+"""
+
+__all__ = ["register_serializable", "register_keras_serializable", "get_registered_object",
+           "get_registered_name"]
+
+_BY_NAME = {}          # registered name -> class
+_NAME_OF = {}          # class -> registered name
+
+
+def register_serializable(package="Custom", name=None):
+    """Register a class (or a function, e.g. a loss) under ``package>name``
+    (default: its own name)."""
+    if not isinstance(package, str) or (name is not None and not isinstance(name, str)):
+        raise TypeError("package and name must be strings")
+
+    def decorator(cls):
+        if not callable(cls):
+            raise TypeError(f"register_serializable decorates classes and functions, got {cls!r}")
+        key = f"{package}>{name or cls.__name__}"
+        if key in _BY_NAME and _BY_NAME[key] is not cls:
+            raise ValueError(f"{key!r} is already registered to {_BY_NAME[key].__qualname__}")
+        _BY_NAME[key] = cls
+        _NAME_OF[cls] = key
+        return cls
+    return decorator
+
+
+register_keras_serializable = register_serializable
+
+
+def register_builtin(cls):
+    """Register one of pyggml's own classes: layers and models under their plain
+    class names (as saved configs name them), the rest under ``<family>>Name``
+    (losses and metrics share class names)."""
+    family = cls.__module__.split(".")[1] if cls.__module__.startswith("pyggml.") else ""
+    key = cls.__name__ if family in ("layers", "models") else f"{family}>{cls.__name__}"
+    _BY_NAME[key] = cls
+    _NAME_OF[cls] = key
+    return cls
+
+
+def get_registered_name(cls):
+    """The name a class or function is saved under: its registered name, else its own."""
+    return _NAME_OF.get(cls, getattr(cls, "__name__", type(cls).__name__))
+
+
+def get_registered_object(name, custom_objects=None):
+    """The class registered (or given in ``custom_objects``) under ``name``."""
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    # a class registered under a package is also found by its plain name, when unambiguous
+    plain = [c for k, c in _BY_NAME.items() if k.split(">")[-1] == name]
+    if len(plain) == 1:
+        return plain[0]
+    raise ValueError(f"unknown class {name!r}: a class of your own must be registered with "
+                     f"@pyggml.saving.register_serializable() (or passed in custom_objects) to be loaded")

@@ -1,0 +1,152 @@
+"""Variable: one weight of a layer, wherever its values live.
+
+A layer makes its weights with ``add_weight``, which returns a Variable.  Its
+values are drawn by its initializer on first use and kept in numpy until a
+model that holds the layer is compiled; then they live in that model's
+device memory (``bind``), and ``numpy()``/``assign()`` read and write them
+there.  Inside ``Layer.call`` a Variable stands for its tensor in the graph
+being built: pass it to ``pyggml.ops`` or use it in arithmetic
+(``x @ self.kernel + self.bias``).
+"""
+
+import numpy as np
+
+from pyggml import _random, _scope, initializers
+
+__all__ = ["Variable"]
+
+
+class Variable:
+    """A named weight: ``shape``, ``initializer``, ``trainable``, values in
+    numpy or on a device."""
+
+    def __init__(self, name, shape, initializer="glorot_uniform", trainable=True, layout="out_in", layer=None):
+        self.name = name
+        self.shape = tuple(int(d) for d in shape)
+        self.initializer = initializer
+        self.layout = layout
+        self._trainable = bool(trainable)
+        self._layer = layer
+        self._value = None           # numpy values while not bound to a device tensor
+        self._tensor = None          # the device tensor holding the values, when bound
+        self._home = None            # the object that owns that tensor (a weight store)
+
+    # --- flags ---------------------------------------------------------------------
+    @property
+    def trainable(self):
+        """Trained by fit and Trainer: the variable's own flag and its layer's."""
+        return self._trainable and (self._layer is None or self._layer.trainable)
+
+    @trainable.setter
+    def trainable(self, value):
+        self._trainable = bool(value)
+
+    @property
+    def dtype(self):
+        return "float32"
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape)) if self.shape else 1
+
+    # --- values --------------------------------------------------------------------
+    def initialize(self, rng=None):
+        """Draw the initial values (once; a bound variable keeps its values)."""
+        if self._value is None and self._tensor is None:
+            self._value = np.ascontiguousarray(
+                initializers.get(self.initializer)(self.shape, rng or _random.rng(), self.layout),
+                dtype=np.float32).reshape(self.shape)
+        return self
+
+    def numpy(self):
+        """A copy of the current values."""
+        if self._tensor is not None:
+            return self._tensor.numpy().reshape(self.shape)
+        self.initialize()
+        return self._value.copy()
+
+    def assign(self, value):
+        """Set the values (any real array of this shape)."""
+        a = np.asarray(value)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
+        if a.shape != self.shape:
+            raise ValueError(f"variable {self.name!r} has shape {self.shape}, got {a.shape}")
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        if self._tensor is not None:
+            self._tensor.set(a)
+        else:
+            self._value = a.copy()
+        return self
+
+    value = property(numpy, assign)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    # --- where the values live (the models layer moves them) ------------------------
+    @property
+    def home(self):
+        """The owner of the device tensor this variable is bound to, or None."""
+        return self._home
+
+    @property
+    def device_tensor(self):
+        """The device tensor holding the values, or None while they are in numpy."""
+        return self._tensor
+
+    def bind(self, tensor, home):
+        """Move the values into ``tensor`` (owned by ``home``) and keep them there."""
+        values = self.numpy()
+        tensor.set(values)
+        self._tensor, self._home, self._value = tensor, home, None
+
+    def unbind(self):
+        """Bring the values back to numpy (the device tensor is going away)."""
+        if self._tensor is not None:
+            values = self._tensor.numpy().reshape(self.shape)
+            self._tensor, self._home, self._value = None, None, values
+
+    # --- in a graph being built --------------------------------------------------------
+    def graph_tensor(self):
+        """This variable's tensor in the graph being built."""
+        return _scope.require(f"variable {self.name!r} as a tensor").tensor_of(self)
+
+    def __add__(self, other):
+        return self.graph_tensor() + _as_tensor(other)
+
+    def __radd__(self, other):
+        return _as_tensor(other) + self.graph_tensor()
+
+    def __sub__(self, other):
+        return self.graph_tensor() - _as_tensor(other)
+
+    def __rsub__(self, other):
+        return _as_tensor(other) - self.graph_tensor()
+
+    def __mul__(self, other):
+        return self.graph_tensor() * _as_tensor(other)
+
+    def __rmul__(self, other):
+        return _as_tensor(other) * self.graph_tensor()
+
+    def __truediv__(self, other):
+        return self.graph_tensor() / _as_tensor(other)
+
+    def __neg__(self):
+        return -self.graph_tensor()
+
+    def __matmul__(self, other):
+        return self.graph_tensor() @ _as_tensor(other)
+
+    def __rmatmul__(self, other):
+        return _as_tensor(other) @ self.graph_tensor()
+
+    def __repr__(self):
+        where = "device" if self._tensor is not None else "host"
+        return f"<pyggml.Variable {self.name!r} shape={self.shape} trainable={self.trainable} ({where})>"
+
+
+def _as_tensor(v):
+    return v.graph_tensor() if isinstance(v, Variable) else v
