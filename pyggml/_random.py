@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from pyggml._validation import is_int
+
 _seed = None
 _rng = None          # made on first use: numpy.random costs import time
 
@@ -9,7 +11,7 @@ _rng = None          # made on first use: numpy.random costs import time
 def set_seed(seed):
     """Seed the generator used when no explicit seed is given."""
     global _rng, _seed
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+    if seed is not None and (not is_int(seed) or seed < 0):
         raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
     _seed = None if seed is None else int(seed)
     _rng = np.random.default_rng(_seed)
@@ -18,7 +20,7 @@ def set_seed(seed):
 def rng(seed=None):
     """A generator: a fresh one for an explicit seed, else the library's."""
     if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        if not is_int(seed) or seed < 0:
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         return np.random.default_rng(int(seed))
     global _rng

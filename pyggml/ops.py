@@ -25,6 +25,7 @@ import functools
 import numpy as np
 
 from pyggml import _scope
+from pyggml._validation import is_int
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor
 from pyggml.variables import Variable
@@ -84,7 +85,7 @@ def arange(start, stop=None, step=1, dtype="int32"):
 # --- shapes -------------------------------------------------------------------------------
 
 def _axis(axis, ndim, what):
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+    if not is_int(axis):
         raise TypeError(f"{what}: axis must be an int, got {axis!r}")
     ax = int(axis) + ndim if axis < 0 else int(axis)
     if not 0 <= ax < ndim:

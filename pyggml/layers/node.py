@@ -8,7 +8,11 @@ layers (``a + b`` is ``layers.Add()([a, b])``).
 
 import numpy as np
 
-__all__ = ["Node"]
+__all__ = ["Node", "MERGING_LAYERS"]
+
+# the layers node arithmetic adds, by name; pyggml.layers.merging fills it in
+# (nodes do not import layers: layers import nodes)
+MERGING_LAYERS = {}
 
 
 class Node:
@@ -42,11 +46,10 @@ class Node:
 
     # --- arithmetic adds merging layers ------------------------------------------------
     def _merge(self, kind, other, reflected=False):
-        from pyggml.layers import merging
         if not isinstance(other, Node):
             return NotImplemented
         pair = [other, self] if reflected else [self, other]
-        return getattr(merging, kind)()(pair)
+        return MERGING_LAYERS[kind]()(pair)
 
     def __add__(self, other):
         return self._merge("Add", other)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from pyggml._validation import is_int
+from pyggml._validation import is_int, is_number
 
 __all__ = ["InputSpec", "TargetSpec", "Batch", "adapt_inputs", "adapt_targets", "adapt_weights",
            "Dataset", "ArrayDataset", "GeneratorDataset", "unpack_item", "is_generator_like"]
@@ -196,8 +196,7 @@ def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
         for k, v in class_weight.items():
             if not is_int(k) and not (isinstance(k, (float, np.floating)) and float(k).is_integer()):
                 raise TypeError(f"class_weight keys must be class indices, got {k!r}")
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or \
-                    not math.isfinite(v) or v < 0:
+            if not is_number(v) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"class_weight values must be finite and >= 0, got {v!r} for class {k}")
     out = []
     for spec, loss, sw, y in zip(specs, losses, sws, ys):

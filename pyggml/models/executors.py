@@ -139,9 +139,10 @@ class Executor:
         # which Vulkan needs (a backend that outlives buffers it computed with
         # corrupts memory in Mesa's driver).  CPU executors share the model's
         # backend and its thread pool.
-        dev = model._backend
-        self.backend = dev if dev.is_cpu else Backend(dev.name)
-        self.g = GraphBuilder(model._store, training, scale)
+        rt = model._rt
+        self.owner_backend = rt.backend
+        self.backend = rt.backend if rt.backend.is_cpu else Backend(rt.backend.name)
+        self.g = GraphBuilder(rt.store, training, scale)
         self.shapes = shapes
         self.batch = shapes[0][0]
         self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.input_specs)]
@@ -169,7 +170,7 @@ class Executor:
             self.sched.free()
             self.sched = None
         self.g.free()
-        if self.backend is not self.model._backend:
+        if self.backend is not self.owner_backend:
             self.backend.free()
 
 
@@ -311,7 +312,7 @@ class TrainStep(_LossGraph):
         opt = state.optimizer
         self.optimizer = opt
         g = self.g
-        store = model._store
+        store = model._rt.store
         # parameters: the trainable weights this graph reaches
         params = []
         for name, v in model._named_variables():

@@ -5,7 +5,6 @@ checks (``data_adapter``), the graphs (``executors``) and the summary live
 beside it.  A model is a layer too: call it on nodes to nest it in another.
 """
 
-import collections
 import os
 import threading
 import weakref
@@ -14,22 +13,22 @@ import numpy as np
 
 from pyggml import _random, optimizers as optimizers_mod
 from pyggml._lifetime import Freeable
+from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
 from pyggml.layers.core.embedding import Embedding
 from pyggml.layers.layer import Layer, flatten_inputs
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
-from pyggml.models import executors, functional, summary as summary_mod, training_loop, weights as weights_mod
+from pyggml.models import functional, summary as summary_mod, training_loop
 from pyggml.models.compile_spec import CompileSpec
-from pyggml.models.optimizer_state import OptimizerState
+from pyggml.models.runtime import Runtime
 from pyggml.saving import gguf_io
 from pyggml.saving.object_registration import register_builtin
 from pyggml.variables import Variable
 
 __all__ = ["Model"]
 
-_MAX_CACHED = 8
 _ALL = weakref.WeakSet()
 
 
@@ -55,13 +54,8 @@ class Model(Layer, Freeable):
         self._trained = False
         self._topology = None
         self._compile_spec = None
-        self._backend = None
-        self._store = None
-        self._fit_state = None
-        self._bound_at = -1
+        self._rt = None                  # the device side: backend, weights, graphs (runtime.Runtime)
         self._trainable_at_compile = None
-        self._executors = collections.OrderedDict()
-        self._dependents = weakref.WeakSet()
         self._multi_in = self._multi_out = False
         self.stop_training = False
         self.optimizer = None
@@ -190,7 +184,7 @@ class Model(Layer, Freeable):
 
     @property
     def backend_name(self):
-        return None if self._backend is None else self._backend.name
+        return None if self._rt is None else self._rt.backend.name
 
     # --- compile --------------------------------------------------------------------------------
     def compile(self, optimizer="adam", loss="categorical_crossentropy", metrics=None, loss_weights=None,
@@ -207,7 +201,7 @@ class Model(Layer, Freeable):
             raise TypeError("backend must be a str: 'auto', 'cpu' or a device name")
         rng = _random.rng(seed)
         with self._lock:
-            self._make_runtime(Backend(backend), rng)
+            self._new_runtime(Backend(backend), rng)
             self.optimizer = opt
             self._compile_spec = spec
             self._compiled = True
@@ -215,36 +209,29 @@ class Model(Layer, Freeable):
             self._trainable_at_compile = self._trainable_signature()
         return self
 
-    def _make_runtime(self, backend, rng=None):
-        named = self.named_variables()
-        for _, v in named:
-            v.initialize(rng)
-        self._drop_executors()
-        if self._fit_state is not None:
-            self._fit_state.free()
-            self._fit_state = None
-        old = self._store
-        self._store = weights_mod.WeightStore(backend, named)
+    def _new_runtime(self, backend, rng=None):
+        old = self._rt
+        if old is not None:
+            old.drop_graphs()
+        try:
+            self._rt = Runtime(self, backend, rng)
+        except BaseException:
+            backend.free()
+            raise
         if old is not None:
             old.free()
-        if self._backend is not None:
-            self._backend.free()
-        self._backend = backend
-        self._bound_at = weights_mod.moves()
 
     def _runtime(self):
-        """The store and graphs' device: compile's, or for an uncompiled model (Keras
-        computes its forward pass) the best device, made on first use."""
+        """The device side: compile's, or for an uncompiled model (Keras computes its
+        forward pass) the best device, made on first use."""
         self.check_alive()
-        if self._store is None:
+        if self._rt is None:
             self._ensure_graph()
             with self._lock:
-                if self._store is None:
-                    self._make_runtime(Backend("auto"))
-        if self._bound_at != weights_mod.moves():
-            # a layer shared with another model: bring the values back here
-            self._store.bind_all()
-            self._bound_at = weights_mod.moves()
+                if self._rt is None:
+                    self._new_runtime(Backend("auto"))
+        self._rt.ensure_bound()
+        return self._rt
 
     def get_compile_config(self):
         self.check_compiled("get_compile_config")
@@ -268,7 +255,7 @@ class Model(Layer, Freeable):
         self.check_alive()
         self._ensure_graph()
         with self._lock:
-            if self._store is not None:
+            if self._rt is not None:
                 self._runtime()
             return {n: v.numpy() for n, v in self.named_variables()}
 
@@ -289,7 +276,7 @@ class Model(Layer, Freeable):
                 raise ValueError(f"weight {k!r} has NaN, inf or values too large for float32")
             prepared[k] = a
         with self._lock:
-            if self._store is not None:
+            if self._rt is not None:
                 self._runtime()
             for k, a in prepared.items():
                 named[k].assign(a)
@@ -315,7 +302,7 @@ class Model(Layer, Freeable):
         if (name is None) == (index is None):
             raise ValueError("give exactly one of name and index")
         if index is not None:
-            if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            if not is_int(index):
                 raise TypeError("index must be an int")
             if not -len(layers) <= index < len(layers):
                 raise ValueError(f"index {index} out of range for {len(layers)} layers")
@@ -335,67 +322,33 @@ class Model(Layer, Freeable):
         return {v for (_, v), on in zip(named, sig) if on}, sig
 
     # --- graphs ---------------------------------------------------------------------------------
-    def _executor(self, key, make):
-        e = self._executors.get(key)
-        if e is None:
-            e = make()
-            self._executors[key] = e
-            while len(self._executors) > _MAX_CACHED:
-                _, old = self._executors.popitem(last=False)
-                old.free()
-        else:
-            self._executors.move_to_end(key)
-        return e
-
-    def _drop_executors(self):
-        for e in self._executors.values():
-            e.free()
-        self._executors.clear()
-        for e in list(self._dependents):
-            e.free()
-
-    def _shapes(self, xs):
+    @staticmethod
+    def _shapes(xs):
         return tuple(tuple(a.shape) for a in xs)
 
     def _evaluator_for(self, batch, weight_kinds):
-        self._runtime()
-        key = ("eval", self._shapes(batch.xs), weight_kinds)
-        return self._executor(key, lambda: executors.build(executors.LossEvaluator, self, key[1], weight_kinds))
+        return self._runtime().evaluator(self._shapes(batch.xs), weight_kinds)
 
     def _train_step_for(self, batch, weight_kinds):
-        self._runtime()
+        rt = self._runtime()
         trainable, sig = self._trainable_now()
-        key = ("train", self._shapes(batch.xs), weight_kinds, sig)
-        if self._fit_state is None:
-            self._fit_state = OptimizerState(self.optimizer, self._backend)
         self._trained = True
-        if self._trainable_at_compile != sig:
-            self._trainable_at_compile = sig
-        return self._executor(key, lambda: executors.build(executors.TrainStep, self, key[1], weight_kinds,
-                                                           self._fit_state, trainable))
+        self._trainable_at_compile = sig
+        return rt.train_step(self._shapes(batch.xs), weight_kinds, self.optimizer, trainable, sig)
 
     def new_train_step(self, shapes, weight_kinds, optimizer, opt_period=1, state=None):
-        """A training step outside fit (for a Trainer): with ``state=None`` a new optimizer
-        state of its own (``step.state``; pass it to the next call to share it).  Freed
-        with the model, or when it is compiled again."""
+        """A training graph outside fit (a Trainer's): with ``state=None`` a new optimizer
+        state of its own (``step.state``; pass it on to share it).  Freed with the
+        model, or when it is compiled again."""
         self.check_compiled("training")
         with self._lock:
-            self._runtime()
-            if state is None:
-                state = OptimizerState(optimizer, self._backend)
             trainable, _ = self._trainable_now()
-            step = executors.build(executors.TrainStep, self, shapes, weight_kinds, state, trainable, opt_period)
-            self._dependents.add(step)
-            self._dependents.add(state)
-            return step
+            return self._runtime().outside_step(shapes, weight_kinds, optimizer, trainable, opt_period, state)
 
     def new_loss_evaluator(self, shapes, weight_kinds):
         self.check_compiled("evaluation")
         with self._lock:
-            self._runtime()
-            ev = executors.build(executors.LossEvaluator, self, shapes, weight_kinds)
-            self._dependents.add(ev)
-            return ev
+            return self._runtime().outside_evaluator(shapes, weight_kinds)
 
     def blend_from(self, other, tau=None):
         """Copy (tau None or 1) or blend ``other``'s weights into this model's, on the device."""
@@ -404,15 +357,7 @@ class Model(Layer, Freeable):
         mine, theirs = self.named_variables(), other.named_variables()
         if [(n, v.shape) for n, v in mine] != [(n, v.shape) for n, v in theirs]:
             raise ValueError("the models do not have the same weights")
-        self._runtime()
-        other._runtime()
-        key = ("blend", id(other._store))
-        blender = self._executors.get(key)
-        if blender is None:
-            blender = weights_mod.Blender([self._store.tensor(v) for _, v in mine],
-                                          [other._store.tensor(v) for _, v in theirs], self._backend)
-            self._executor(key, lambda: blender)
-        blender.run(1.0 if tau is None else float(tau))
+        self._runtime().blender(other._runtime()).run(1.0 if tau is None else float(tau))
 
     # --- running --------------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
@@ -448,27 +393,8 @@ class Model(Layer, Freeable):
         self.check_alive()
         bs = training_loop.check_batch_size(batch_size)
         with self._lock:
-            self._runtime()
-            data = training_loop.make_dataset(self, x, None, None, None, bs, steps, "predict", with_targets=False)
-            chunks = None
-            for batch in data.batches():
-                outs = self._predict_batch(batch.xs, bs)
-                chunks = [[o] for o in outs] if chunks is None else [c + [o] for c, o in zip(chunks, outs)]
-            if chunks is None:
-                raise ValueError("predict: the data gave no batches")
-            res = [np.concatenate(c, axis=0) for c in chunks]
+            res = training_loop.predict(self, x, bs, steps)
         return res if self._multi_out else res[0]
-
-    def _predict_batch(self, xs, bs):
-        """Rows are independent at inference: a short chunk runs padded in the full-size graph."""
-        n = len(xs[0])
-        b = min(bs, n) if n < bs else bs
-        shapes = tuple((b,) + tuple(a.shape[1:]) for a in xs)
-        pred = self._executor(("predict", shapes), lambda: executors.build(executors.Predictor, self, shapes))
-        if n == b:
-            return pred.run(xs)
-        padded = [np.concatenate([a, np.zeros((b - n,) + a.shape[1:], dtype=a.dtype)]) for a in xs]
-        return [o[:n] for o in pred.run(padded)]
 
     def predict_on_batch(self, x):
         return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
@@ -502,16 +428,14 @@ class Model(Layer, Freeable):
     def get_optimizer_state(self):
         """The fit's optimizer state: {"iterations", "slots": {slot: {weight: array}}}, or None."""
         self.check_alive()
-        return None if self._fit_state is None else self._fit_state.get_state()
+        state = None if self._rt is None else self._rt.fit_state
+        return None if state is None else state.get_state()
 
     def set_optimizer_state(self, state):
         """Restore ``get_optimizer_state()``'s data; a mismatch raises (nothing is skipped)."""
         self.check_compiled("restoring the optimizer state")
         with self._lock:
-            self._runtime()
-            if self._fit_state is None:
-                self._fit_state = OptimizerState(self.optimizer, self._backend)
-            self._fit_state.set_state(state, self.named_variables())
+            self._runtime().fit_state_for(self.optimizer).set_state(state, self.named_variables())
             self._trained = True
 
     def save(self, path):
@@ -528,14 +452,7 @@ class Model(Layer, Freeable):
         if self._freed:
             return
         with self._lock:
-            self._drop_executors()
-            if self._fit_state is not None:
-                self._fit_state.free()
-                self._fit_state = None
-            if self._store is not None:
-                self._store.free()
-                self._store = None
-            if self._backend is not None:
-                self._backend.free()
-                self._backend = None
+            if self._rt is not None:
+                self._rt.free()
+                self._rt = None
             self._freed = True

@@ -14,7 +14,7 @@ def print_summary(model, print_fn=print):
     rows = [("Layer (type)", "Output Shape", "Param #")]
     layers = model.layers
     for l in layers:
-        nodes = [n for n in topo.inputs + topo.nodes if n.layer is l]
+        nodes = [n for n in topo.nodes if n.layer is l]
         shape = _shape([n.shape for n in nodes]) if len(nodes) > 1 else (_shape(nodes[0].shape) if nodes else "?")
         rows.append((f"{l.name} ({type(l).__name__})", shape, str(l.count_params())))
     w = [max(len(r[i]) for r in rows) + 2 for i in range(3)]

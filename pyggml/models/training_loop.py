@@ -11,11 +11,11 @@ import math
 import numpy as np
 
 from pyggml import _random
-from pyggml._validation import check_int, check_positive_int, is_int
+from pyggml._validation import check_fraction, check_int, check_positive_int, is_int
 from pyggml.callbacks import Callback, CallbackList, History
 from pyggml.models import data_adapter as da
 
-__all__ = ["fit", "evaluate", "make_dataset", "check_batch_size"]
+__all__ = ["fit", "evaluate", "predict", "make_dataset", "check_batch_size"]
 
 
 def check_batch_size(batch_size, default=32):
@@ -140,9 +140,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     if verbose not in (0, 1, 2, True, False, "auto"):
         raise ValueError("verbose must be 0, 1, 2 or 'auto'")
     verbose = 1 if verbose in ("auto", True) else int(verbose)
-    if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float)) or \
-            not 0 <= validation_split < 1:
-        raise ValueError(f"validation_split must be in [0, 1), got {validation_split!r}")
+    check_fraction("validation_split", validation_split, high_open=True)
     if steps_per_epoch is not None:
         steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
     if not is_int(validation_freq) or validation_freq < 1:
@@ -220,3 +218,29 @@ def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, 
         return logs
     values = [logs[k] for k in model.metrics_names if k in logs]
     return values[0] if len(values) == 1 else values
+
+
+def predict(model, x, batch_size, steps):
+    """[outputs] for every row of x (arrays or a generator of inputs)."""
+    rt = model._runtime()
+    data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
+    chunks = None
+    # arrays: one graph of the batch size (capped at the rows), the last chunk padded
+    size = data.batch_size if isinstance(data, da.ArrayDataset) else None
+    for batch in data.batches():
+        outs = _predict_batch(rt, batch.xs, size or batch.n)
+        chunks = [[o] for o in outs] if chunks is None else [c + [o] for c, o in zip(chunks, outs)]
+    if chunks is None:
+        raise ValueError("predict: the data gave no batches")
+    return [np.concatenate(c, axis=0) for c in chunks]
+
+
+def _predict_batch(rt, xs, b):
+    """Rows are independent at inference: a short chunk runs padded in the b-row graph."""
+    n = len(xs[0])
+    shapes = tuple((b,) + tuple(a.shape[1:]) for a in xs)
+    pred = rt.predictor(shapes)
+    if n == b:
+        return pred.run(xs)
+    padded = [np.concatenate([a, np.zeros((b - n,) + a.shape[1:], dtype=a.dtype)]) for a in xs]
+    return [o[:n] for o in pred.run(padded)]

@@ -106,6 +106,8 @@ class Blender:
         self.sched.compute(self.graph, n_threads=1)
 
     def free(self):
+        if self.ctx.closed:
+            return
         self.sched.free()
         self.buf.free()
         self.ctx.free()

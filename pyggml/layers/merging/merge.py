@@ -1,9 +1,10 @@
-"""Merging layers: Add, Subtract, Multiply, Average, Maximum-free element-wise joins,
-and Concatenate; plus Keras's functional helpers ``add``, ``concatenate``, ..."""
+"""Merging layers: Add, Subtract, Multiply, Average and Concatenate, and Keras's
+functional helpers ``add``, ``concatenate``, ...; node arithmetic (``a + b``) uses them."""
 
 from pyggml import ops
 from pyggml._validation import is_int
 from pyggml.layers.layer import Layer
+from pyggml.layers.node import MERGING_LAYERS
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Concatenate", "add", "subtract", "multiply", "average",
@@ -131,3 +132,6 @@ def average(inputs, **kwargs):
 
 def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+MERGING_LAYERS.update(Add=Add, Subtract=Subtract, Multiply=Multiply)

@@ -1,0 +1,104 @@
+"""What a model holds on its device: the backend, the weight store, the graphs
+it has built (a few, most recently used kept) and the optimizer state of its
+``fit``.  ``compile`` makes a new one; ``free`` releases it.
+"""
+
+import collections
+import weakref
+
+from pyggml.models import executors
+from pyggml.models import weights as weights_mod
+from pyggml.models.optimizer_state import OptimizerState
+
+__all__ = ["Runtime"]
+
+_MAX_CACHED = 8
+
+
+class Runtime:
+    def __init__(self, model, backend, rng=None):
+        named = model.named_variables()
+        for _, v in named:
+            v.initialize(rng)
+        self.model = model
+        self.backend = backend
+        self.store = weights_mod.WeightStore(backend, named)
+        self.graphs = collections.OrderedDict()
+        self.others = weakref.WeakSet()          # graphs and states made for a Trainer: freed with us
+        self.fit_state = None
+        self.bound_at = weights_mod.moves()
+
+    def ensure_bound(self):
+        """A layer shared with another model may have taken its values there: bring them back."""
+        if self.bound_at != weights_mod.moves():
+            self.store.bind_all()
+            self.bound_at = weights_mod.moves()
+
+    def graph(self, key, make):
+        e = self.graphs.get(key)
+        if e is None:
+            e = make()
+            self.graphs[key] = e
+            while len(self.graphs) > _MAX_CACHED:
+                _, old = self.graphs.popitem(last=False)
+                old.free()
+        else:
+            self.graphs.move_to_end(key)
+        return e
+
+    def fit_state_for(self, optimizer):
+        if self.fit_state is None:
+            self.fit_state = OptimizerState(optimizer, self.backend)
+        return self.fit_state
+
+    def evaluator(self, shapes, weight_kinds):
+        key = ("eval", shapes, weight_kinds)
+        return self.graph(key, lambda: executors.build(executors.LossEvaluator, self.model, shapes, weight_kinds))
+
+    def train_step(self, shapes, weight_kinds, optimizer, trainable, signature):
+        key = ("train", shapes, weight_kinds, signature)
+        state = self.fit_state_for(optimizer)
+        return self.graph(key, lambda: executors.build(executors.TrainStep, self.model, shapes, weight_kinds, state,
+                                                       trainable))
+
+    def predictor(self, shapes):
+        return self.graph(("predict", shapes), lambda: executors.build(executors.Predictor, self.model, shapes))
+
+    def outside_step(self, shapes, weight_kinds, optimizer, trainable, opt_period, state):
+        """A training graph outside fit (a Trainer's), with its own optimizer state unless given."""
+        if state is None:
+            state = OptimizerState(optimizer, self.backend)
+            self.others.add(state)
+        step = executors.build(executors.TrainStep, self.model, shapes, weight_kinds, state, trainable, opt_period)
+        self.others.add(step)
+        return step
+
+    def outside_evaluator(self, shapes, weight_kinds):
+        ev = executors.build(executors.LossEvaluator, self.model, shapes, weight_kinds)
+        self.others.add(ev)
+        return ev
+
+    def blender(self, other):
+        """The graph that blends ``other``'s weights into ours (cached)."""
+        key = ("blend", id(other.store))
+        cached = self.graphs.get(key)
+        if cached is not None and cached.graph.closed:       # that store was freed since
+            self.graphs.pop(key).free()
+        mine = [self.store.tensor(v) for _, v in self.model.named_variables()]
+        theirs = [other.store.tensor(v) for _, v in other.model.named_variables()]
+        return self.graph(key, lambda: weights_mod.Blender(mine, theirs, self.backend))
+
+    def drop_graphs(self):
+        for e in self.graphs.values():
+            e.free()
+        self.graphs.clear()
+        for e in list(self.others):
+            e.free()
+
+    def free(self):
+        self.drop_graphs()
+        if self.fit_state is not None:
+            self.fit_state.free()
+            self.fit_state = None
+        self.store.free()
+        self.backend.free()
