@@ -437,6 +437,43 @@ cdef class Tensor:
         return hash(<uintptr_t>self.ptr)
 
 
+cdef int _set_array(Tensor t, object array) except -1:
+    """Tensor.set, without its conversions when the array is already exactly what
+    the tensor holds (a contiguous array of its type and size)."""
+    cdef ggml_tensor * p = t._p()
+    cdef cnp.ndarray a
+    if type(array) is np.ndarray and p.data != NULL and ggml_is_contiguous(p) and \
+            (p.view_src == NULL or p.view_src.data != NULL):
+        a = <cnp.ndarray>array
+        if cnp.PyArray_IS_C_CONTIGUOUS(a) and <size_t>cnp.PyArray_NBYTES(a) == ggml_nbytes(p) and \
+                ((p.type == GGML_TYPE_F32 and cnp.PyArray_TYPE(a) == cnp.NPY_FLOAT32) or
+                 (p.type == GGML_TYPE_I32 and cnp.PyArray_TYPE(a) == cnp.NPY_INT32)):
+            with nogil:
+                if p.buffer != NULL:
+                    ggml_backend_tensor_set(p, cnp.PyArray_DATA(a), 0, ggml_nbytes(p))
+                else:
+                    memcpy(p.data, cnp.PyArray_DATA(a), ggml_nbytes(p))
+            return 0
+    t.set(array)
+    return 0
+
+
+cdef object _get_array(Tensor t):
+    """Tensor.numpy() for a contiguous f32 tensor with memory, with fewer checks."""
+    cdef ggml_tensor * p = t._p()
+    cdef cnp.ndarray arr
+    if p.type == GGML_TYPE_F32 and p.data != NULL and ggml_is_contiguous(p) and \
+            (p.view_src == NULL or p.view_src.data != NULL):
+        arr = np.empty(t.shape, dtype=np.float32)
+        with nogil:
+            if p.buffer != NULL:
+                ggml_backend_tensor_get(p, cnp.PyArray_DATA(arr), 0, ggml_nbytes(p))
+            else:
+                memcpy(cnp.PyArray_DATA(arr), p.data, ggml_nbytes(p))
+        return arr
+    return t.numpy()
+
+
 cdef cnp.ndarray _as_array(object array, object np_dtype, tuple shape):
     """Convert to a C-contiguous array of np_dtype whose shape is ``shape``."""
     cdef cnp.ndarray fast

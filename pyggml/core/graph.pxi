@@ -555,6 +555,14 @@ cdef class Scheduler(_Owner):
                 pyggml_sigint_clear()
             _check_status(st, "graph compute")
 
+    def run(self, Graph graph not None, sets=(), reads=(), n_threads=None):
+        """One step in one call: copy each (tensor, array) of ``sets`` in, compute the
+        graph, return the arrays of the tensors in ``reads`` (a training step, a prediction)."""
+        for pair in sets:
+            _set_array(<Tensor>pair[0], pair[1])
+        self.compute(graph, n_threads)
+        return [_get_array(<Tensor>t) for t in reads]
+
     @property
     def n_splits(self):
         self._check()

@@ -55,6 +55,7 @@ class CompileSpec:
                                and hasattr(o.layer, "pre_activation") and not getattr(l, "from_logits", False))
         self.metrics_given = metrics
         self.metrics = self._metrics(metrics, outputs)
+        self.target_specs = None         # the targets each output takes (Model.target_specs)
 
     def _metrics(self, metrics, outputs):
         n = len(outputs)

@@ -87,10 +87,18 @@ class GraphBuilder:
     def input(self, shape, dtype="float32"):
         return self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
 
-    def set_input(self, t, array):
-        t.set(array)
-        for d, fn in self._derived.get(id(t), ()):
-            d.set(fn(array))
+    def pairs(self, tensors, arrays, out):
+        """Append (tensor, array) pairs to ``out`` for Scheduler.run, with derived inputs."""
+        if not self._derived:
+            out += [(t, a) for t, a in zip(tensors, arrays) if t is not None]
+            return out
+        for t, a in zip(tensors, arrays):
+            if t is None:
+                continue
+            out.append((t, a))
+            for d, fn in self._derived.get(id(t), ()):
+                out.append((d, np.ascontiguousarray(fn(a))))
+        return out
 
     def allocate(self, backend):
         """Memory for the in_ctx tensors made since the last call, and their values."""
@@ -104,6 +112,10 @@ class GraphBuilder:
     @property
     def has_masks(self):
         return bool(self._masks)
+
+    @property
+    def has_derived(self):
+        return bool(self._derived)
 
     def refresh_masks(self):
         if not self._masks:
@@ -155,10 +167,6 @@ class Executor:
         with _scope.entered(self.g):
             return functional.run_nodes(self.model._topology, self.xs, training, logits_for)
 
-    def set_inputs(self, xs):
-        for t, x in zip(self.xs, xs):
-            self.g.set_input(t, x)
-
     def make_scheduler(self, graph_size):
         self.sched = Scheduler([self.backend], graph_size=graph_size)
 
@@ -196,9 +204,7 @@ class Predictor(Executor):
         self.make_scheduler(2 * self.g.graph_size)
 
     def run(self, xs):
-        self.set_inputs(xs)
-        self.sched.compute(self.graph, n_threads=self.n_threads)
-        return [o.numpy() for o in self.outs]
+        return self.sched.run(self.graph, self.g.pairs(self.xs, xs, []), self.outs, self.n_threads)
 
 
 def _predictions(loss, raw):
@@ -260,19 +266,40 @@ class _LossGraph(Executor):
         for t in [total] + self.loss_heads + [o for o in self.read_outs if o is not None]:
             t.set_output()
 
-    def set_batch(self, xs, ys, ws):
-        self.set_inputs(xs)
-        for t, y in zip(self.ys, ys):
-            if t is not None:
-                self.g.set_input(t, y)
+    def batch_pairs(self, xs, ys, ws):
+        if not self.g.has_derived:
+            pairs = list(zip(self.xs, xs))
+            pairs += [(t, y) for t, y in zip(self.ys, ys) if t is not None]
+            if ws is not None:
+                pairs += [(t, w) for t, w in zip(self.ws, ws) if t is not None]
+            return pairs
+        pairs = self.g.pairs(self.xs, xs, [])
+        self.g.pairs(self.ys, ys, pairs)
         if ws is not None:
-            for t, w in zip(self.ws, ws):
-                if t is not None:
-                    self.g.set_input(t, w)
+            self.g.pairs(self.ws, ws, pairs)
+        return pairs
 
-    def results(self, want_outputs):
-        loss = float(self.total.numpy().reshape(-1)[0]) * self.opt_period
-        heads = [None if h is None else float(h.numpy().reshape(-1)[0]) for h in self.heads]
+    def reads(self, want_outputs):
+        """The tensors a step reads back: the total, the heads when several, the outputs for metrics."""
+        cache = self.__dict__.setdefault("_reads", {})
+        r = cache.get(want_outputs)
+        if r is None:
+            r = [self.total] + (self.loss_heads if len(self.heads) > 1 else [])
+            if want_outputs:
+                r += [o for o in self.read_outs if o is not None]
+            cache[want_outputs] = r
+        return r
+
+    def results(self, got, want_outputs):
+        loss = float(got[0][0]) * self.opt_period
+        k = 1
+        if len(self.heads) > 1:
+            heads = []
+            for h in self.heads:
+                heads.append(None if h is None else float(got[k][0]))
+                k += h is not None
+        else:
+            heads = [loss / self.spec.loss_weights[0] if self.spec.loss_weights[0] else 0.0]
         outs = None
         if want_outputs:
             outs = []
@@ -280,7 +307,8 @@ class _LossGraph(Executor):
                 if o is None:
                     outs.append(None)
                     continue
-                raw = o.numpy()
+                raw = got[k]
+                k += 1
                 outs.append(_predictions(self.spec.losses[i], raw) if self.spec.logits[i] else raw)
         return loss, heads, outs
 
@@ -295,9 +323,8 @@ class LossEvaluator(_LossGraph):
         self.make_scheduler(2 * self.g.graph_size)
 
     def run(self, xs, ys, ws=None, want_outputs=False):
-        self.set_batch(xs, ys, ws)
-        self.sched.compute(self.graph, n_threads=self.n_threads)
-        return self.results(want_outputs)
+        got = self.sched.run(self.graph, self.batch_pairs(xs, ys, ws), self.reads(want_outputs), self.n_threads)
+        return self.results(got, want_outputs)
 
 
 class TrainStep(_LossGraph):
@@ -371,20 +398,20 @@ class TrainStep(_LossGraph):
         return graph
 
     def step(self, xs, ys, ws=None, want_outputs=False):
-        self.set_batch(xs, ys, ws)
-        if self.g.has_masks:
+        pairs = self.batch_pairs(xs, ys, ws)
+        if self.g._masks:
             self.g.refresh_masks()
-        last = (self.micro % self.opt_period) == self.opt_period - 1
+        last = self.opt_period == 1 or (self.micro % self.opt_period) == self.opt_period - 1
         if last:
-            self.scalars.set(self.optimizer.scalars())
-        graph = self.graph if last else self.graph_acc
-        self.sched.compute(graph, n_threads=self.n_threads)
+            pairs.append((self.scalars, self.optimizer.scalars()))
+        got = self.sched.run(self.graph if last else self.graph_acc, pairs, self.reads(want_outputs),
+                             self.n_threads)
         self.micro += 1
         if last:
             self.optimizer.iterations += 1
             if self.accs:
                 self.acc_buf.clear(0)
-        return self.results(want_outputs)
+        return self.results(got, want_outputs)
 
     def free(self):
         if self.freed:

@@ -96,6 +96,7 @@ class Topology:
                 layers.append(n.layer)
         self.layers = layers
         name_layers(layers)
+        self.input_specs = None          # the data each input takes (Model.input_specs)
 
     def consumers(self, node):
         return [n for n in self.nodes if any(p is node for p in n.inputs)]

@@ -121,20 +121,27 @@ class Model(Layer, Freeable):
 
     @property
     def input_specs(self):
+        """What each input takes (made once per layer graph)."""
         topo = self._ensure_graph()
-        specs = []
-        for n in topo.inputs:
-            readers = [c.layer for c in topo.consumers(n)]
-            limit = min((l.input_dim for l in readers if isinstance(l, Embedding)), default=None)
-            dtype = "int32" if limit is not None else n.dtype
-            specs.append(da.InputSpec(n.layer.name, n.feature_shape, dtype, limit))
-        return specs
+        if topo.input_specs is None:
+            specs = []
+            for n in topo.inputs:
+                readers = [c.layer for c in topo.consumers(n)]
+                limit = min((l.input_dim for l in readers if isinstance(l, Embedding)), default=None)
+                dtype = "int32" if limit is not None else n.dtype
+                specs.append(da.InputSpec(n.layer.name, n.feature_shape, dtype, limit))
+            topo.input_specs = specs
+        return topo.input_specs
 
     @property
     def target_specs(self):
+        """What each output is trained against (made once per compile)."""
         spec = self._compile_spec
-        return [da.TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse), has_loss=l is not None)
-                for nm, o, l in zip(self.output_names, self.outputs, spec.losses)]
+        if spec.target_specs is None:
+            spec.target_specs = [da.TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse),
+                                               has_loss=l is not None)
+                                 for nm, o, l in zip(self.output_names, self.outputs, spec.losses)]
+        return spec.target_specs
 
     def _has_conv(self):
         return any(type(l).__name__.startswith("Conv") for l in self._ensure_graph().layers)
@@ -395,6 +402,16 @@ class Model(Layer, Freeable):
         with self._lock:
             res = training_loop.predict(self, x, bs, steps)
         return res if self._multi_out else res[0]
+
+    def _fast_input(self, x, batch_size):
+        """x itself when it is one batch exactly as the graph takes it (no checks left to do)."""
+        if type(x) is not np.ndarray or self._multi_in or self._topology is None:
+            return None
+        spec = self.input_specs[0]
+        if x.dtype != (np.int32 if spec.dtype == "int32" else np.float32) or spec.index_limit is not None or \
+                not 0 < len(x) <= batch_size or not x.flags.c_contiguous or x.shape[1:] != spec.feature_shape:
+            return None
+        return x
 
     def predict_on_batch(self, x):
         return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))

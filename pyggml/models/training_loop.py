@@ -223,6 +223,9 @@ def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, 
 def predict(model, x, batch_size, steps):
     """[outputs] for every row of x (arrays or a generator of inputs)."""
     rt = model._runtime()
+    fast = model._fast_input(x, batch_size)
+    if fast is not None:                                # one batch, already as the graph takes it
+        return rt.predictor(((len(fast),) + fast.shape[1:],)).run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
     chunks = None
     # arrays: one graph of the batch size (capped at the rows), the last chunk padded

@@ -31,8 +31,9 @@ class Adam(Optimizer):
         t = self.iterations + 1
         b1h = 1.0 / (1.0 - self.beta_1 ** t) if self.beta_1 < 1 else 1.0
         b2h = 1.0 / (1.0 - self.beta_2 ** t) if self.beta_2 < 1 else 1.0
-        return np.array([self.learning_rate, self.beta_1, self.beta_2, self.epsilon, self.weight_decay or 0.0,
-                         b1h, b2h], dtype=np.float32)
+        # ggml's AdamW parameters: alpha, beta1, beta2, eps, wd, 1/(1 - beta1^t), 1/(1 - beta2^t)
+        return np.array((self.learning_rate, self.beta_1, self.beta_2, self.epsilon, self.weight_decay or 0.0,
+                         b1h, b2h), dtype=np.float32)
 
     def update(self, param, grad, slots, scalars):
         return [ops.opt_step_adamw(param, grad, slots["m"], slots["v"], scalars)]

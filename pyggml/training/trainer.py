@@ -72,8 +72,16 @@ class Trainer(Freeable):
         self._n = 0
         self._freed = False
         self._ones = np.ones((batch_size, 1), dtype=np.float32)
+        self._fixed_shapes = None
+        self._fast = None                    # (x shape, y shape) of the float arrays step takes as they are
+        self._cell_ones = np.ones((batch_size, n_out or 1), dtype=np.float32)
         if all(d is not None for s in model.input_specs for d in s.feature_shape):
-            self._train_step(tuple((batch_size,) + s.feature_shape for s in model.input_specs))
+            self._fixed_shapes = tuple((batch_size,) + s.feature_shape for s in model.input_specs)
+            self._train_step(self._fixed_shapes)
+            ins, outs = model.input_specs, model.target_specs
+            if len(ins) == 1 and len(outs) == 1 and ins[0].dtype == "float32" and ins[0].index_limit is None \
+                    and not outs[0].sparse and outs[0].has_loss and None not in outs[0].feature_shape:
+                self._fast = (self._fixed_shapes[0], (batch_size,) + outs[0].feature_shape)
 
     # --- state -------------------------------------------------------------------------
     def _check(self):
@@ -130,6 +138,14 @@ class Trainer(Freeable):
     # --- data ----------------------------------------------------------------------------
     def _batch(self, x, y, weights, what):
         m = self._model
+        if self._freed:
+            self._check()
+        if weights is None and self._fast is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
+                x.shape == self._fast[0] and y.shape == self._fast[1] and x.dtype == np.float32 and \
+                y.dtype == np.float32 and x.flags.c_contiguous and y.flags.c_contiguous:
+            # one batch exactly as the graph takes it: nothing to convert or check
+            return [x], [y], ([self._ones] if self.loss_mask == 1 else
+                              [self._cell_ones] if self.loss_mask else None)
         xs, n = da.adapt_inputs(m.input_specs, x)
         if n != self.batch_size:
             raise ValueError(f"{what} takes exactly {self.batch_size} rows (the batch size), got {n}")
@@ -158,13 +174,15 @@ class Trainer(Freeable):
     # --- training --------------------------------------------------------------------------
     def step(self, x, y, weights=None):
         """Train on one batch of exactly batch_size rows; returns its loss."""
-        self._check()
         xs, ys, ws = self._batch(x, y, weights, "step")
         with self._model.lock:
             self._check()
-            loss, _, _ = self._train_step(tuple(a.shape for a in xs)).step(xs, ys, ws)
+            st = self._steps.get(self._fixed_shapes) if self._fixed_shapes is not None else None
+            if st is None or st.freed:
+                st = self._train_step(tuple(a.shape for a in xs))
+            loss = st.step(xs, ys, ws)[0]
         self._n += 1
-        return float(loss)
+        return loss
 
     def eval(self, x, y, weights=None):
         """The loss on one batch, without training."""
