@@ -19,7 +19,7 @@ graph's memory.
 import numpy as np
 
 from pyggml import _random, _scope
-from pyggml.core import Backend, BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops
+from pyggml.core import BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops
 from pyggml.errors import ContextFullError, GGMLError
 from pyggml.losses.loss import reduce_loss
 from pyggml.models import functional
@@ -146,14 +146,10 @@ class Executor:
 
     def __init__(self, model, shapes, training, scale=1):
         self.model = model
-        # A device backend of its own (the weights' buffers work with any backend of
-        # their device): freeing an executor then takes its device state with it,
-        # which Vulkan needs (a backend that outlives buffers it computed with
-        # corrupts memory in Mesa's driver).  CPU executors share the model's
-        # backend and its thread pool.
+        # every graph of a model computes on the model's backend (ggml patch 0060
+        # made sharing one Vulkan backend safe; a backend per graph hid that bug)
         rt = model._rt
-        self.owner_backend = rt.backend
-        self.backend = rt.backend if rt.backend.is_cpu else Backend(rt.backend.name)
+        self.backend = rt.backend
         self.g = GraphBuilder(rt.store, training, scale)
         self.shapes = shapes
         self.batch = shapes[0][0]
@@ -178,8 +174,6 @@ class Executor:
             self.sched.free()
             self.sched = None
         self.g.free()
-        if self.backend is not self.owner_backend:
-            self.backend.free()
 
 
 def build(cls, *args, **kwargs):

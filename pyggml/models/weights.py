@@ -12,7 +12,7 @@ a target store, as one graph on the device (snapshots, target networks).
 
 import numpy as np
 
-from pyggml.core import Backend, BackendBuffer, Context, Graph, Scheduler, ops
+from pyggml.core import BackendBuffer, Context, Graph, Scheduler, ops
 from pyggml.errors import AllocationError
 
 __all__ = ["WeightStore", "Blender", "moves"]
@@ -90,9 +90,7 @@ class Blender:
         self.in_ctx = Context(n_tensors=4)
         self.tau = self.in_ctx.new_tensor((1,))
         self.one_minus = self.in_ctx.new_tensor((1,))
-        # a device backend of its own: see executors.Executor
-        self.backend = backend if backend.is_cpu else Backend(backend.name)
-        self._own_backend = self.backend is not backend
+        self.backend = backend
         self.buf = BackendBuffer(self.in_ctx, self.backend)
         self.graph = Graph(self.ctx, 8 * n + 64)
         for t, s in zip(target_tensors, source_tensors):
@@ -112,5 +110,3 @@ class Blender:
         self.buf.free()
         self.ctx.free()
         self.in_ctx.free()
-        if self._own_backend:
-            self.backend.free()
