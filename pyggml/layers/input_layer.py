@@ -9,7 +9,9 @@ __all__ = ["InputLayer", "Input"]
 # what a model's input may hold; integer inputs are converted to int32 at the boundary
 _DTYPES = {"float32": "float32", "float64": "float32", "float16": "float32", "int32": "int32",
            "int64": "int32", "int16": "int32", "int8": "int32", "uint8": "int32", "uint16": "int32",
-           "uint32": "int32", "bool": "int32"}
+           "uint32": "int32", "bool": "int32",
+           # only preprocessing layers (on the host, before the graph) take strings
+           "string": "string", "str": "string", "object": "string"}
 
 
 @register_builtin

@@ -367,7 +367,7 @@ class Layer:
         outs = []
         for i, s in enumerate(out_list):
             s = tuple(s)
-            dt = dtypes[i] if dtypes else "float32"
+            dt = dtypes[i] if dtypes else getattr(self, "output_dtype", "float32")
             outs.append(Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
                              dtype=dt, call_kwargs=kwargs, mask=mask, list_input=isinstance(inputs, list)))
         self.output_shape = out_shapes

@@ -1,0 +1,41 @@
+"""HostLayer: a layer computed on the host, in numpy, before the graph.
+
+Preprocessing that ggml cannot do (strings, vocabularies, bucketing) runs on
+the model's inputs before they reach the device: a HostLayer takes model
+inputs (or other host layers' outputs) and gives arrays the graph takes.  It
+belongs to the model: its state (a vocabulary, bin boundaries) is in its
+config, saved in the GGUF file, and ``predict`` applies it after
+``load_model``.  A host layer must be called on ``pg.Input`` nodes or on other
+host layers' outputs; the graph starts where its outputs are used.
+
+Subclasses define ``host_call(array) -> array`` (numpy in, numpy out, the batch
+first), ``compute_output_shape`` and ``output_dtype`` ("float32" or "int32"),
+and usually ``adapt(data)`` and ``get_config``.
+"""
+
+import numpy as np
+
+from pyggml.layers.layer import Layer
+
+__all__ = ["HostLayer"]
+
+
+class HostLayer(Layer):
+    host = True
+    output_dtype = "float32"
+
+    def host_call(self, inputs):
+        raise NotImplementedError(f"{type(self).__name__} must define host_call(self, array)")
+
+    def call(self, inputs, training=None):
+        raise TypeError(f"{type(self).__name__} runs on the host before the graph: call it on pg.Input nodes "
+                        f"(or on another preprocessing layer's output), not inside a layer's call")
+
+    def __call__(self, *args, **kwargs):
+        from pyggml.layers.node import Node
+        if args and isinstance(args[0], Node):
+            return super().__call__(*args, **kwargs)
+        if args and not isinstance(args[0], (list, tuple)) and not hasattr(args[0], "graph_tensor") and \
+                type(args[0]).__module__.split(".")[0] != "pyggml":
+            return self.host_call(np.asarray(args[0]))          # eager: on arrays, at once
+        return super().__call__(*args, **kwargs)
