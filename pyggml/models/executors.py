@@ -153,15 +153,15 @@ class Executor:
         self.g = GraphBuilder(rt.store, training, scale)
         self.shapes = shapes
         self.batch = shapes[0][0]
-        self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.input_specs)]
+        self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.graph_specs)]
         self.work = self.batch * max(model.count_params(), 1) * (4 if model._has_conv() else 1)
         self.n_threads = _threads(self.work)
         self.sched = None
         self.freed = False
 
-    def forward(self, training, logits_for=()):
+    def forward(self, training, logits_for=(), with_masks=False):
         with _scope.entered(self.g):
-            return functional.run_nodes(self.model._topology, self.xs, training, logits_for)
+            return functional.run_nodes(self.model._topology, self.xs, training, logits_for, with_masks)
 
     def make_scheduler(self, graph_size):
         self.sched = Scheduler([self.backend], graph_size=graph_size)
@@ -222,8 +222,12 @@ class _LossGraph(Executor):
         spec = model._compile_spec
         self.spec = spec
         logits_for = [i for i, f in enumerate(spec.logits) if f]
-        outs = self.forward(training, logits_for)
+        outs, masks = self.forward(training, logits_for, with_masks=True)
+        # a padding mask reaches the loss (and the metrics) of an output that keeps the steps
+        self.masks = [m if m is not None and len(o.shape) >= 3 and tuple(m.shape) == tuple(o.shape[:2]) else None
+                      for o, m in zip(outs, masks)]
         self.ys, self.ws, self.heads = [], [], []
+        self.last_masks = None              # the padding masks of the last step's outputs (for metrics)
         total = None
         with _scope.entered(self.g):
             for i, (o, loss) in enumerate(zip(outs, spec.losses)):
@@ -232,7 +236,7 @@ class _LossGraph(Executor):
                     self.ws.append(None)
                     self.heads.append(None)
                     continue
-                y = self.g.input((o.shape[0],), "int32") if loss.sparse else self.g.input(o.shape)
+                y = self.g.input(tuple(o.shape[:-1]), "int32") if loss.sparse else self.g.input(o.shape)
                 self.ys.append(y)
                 kind = weight_kinds[i] if weight_kinds else None
                 w = None
@@ -240,7 +244,7 @@ class _LossGraph(Executor):
                     cells = o.nelements // o.shape[0]
                     w = self.g.input((o.shape[0], cells if kind == "cells" else 1))
                 self.ws.append(w)
-                head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w)
+                head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w, self.masks[i])
                 self.heads.append(head)
                 weighted = ops.scale(head, spec.loss_weights[i]) if spec.loss_weights[i] != 1.0 else head
                 total = weighted if total is None else ops.add(total, weighted)
@@ -249,15 +253,15 @@ class _LossGraph(Executor):
             if opt_period > 1:
                 total = ops.scale(total, 1.0 / opt_period)
             self.read_outs = []
+            self.read_masks = []
             for i, o in enumerate(outs):
-                if spec.metrics[i]:
-                    self.read_outs.append(_contiguous(o))
-                else:
-                    self.read_outs.append(None)
+                wanted = bool(spec.metrics[i])
+                self.read_outs.append(_contiguous(o) if wanted else None)
+                self.read_masks.append(_contiguous(self.masks[i]) if wanted and self.masks[i] is not None else None)
         self.total = total
         self.opt_period = opt_period
         self.loss_heads = [h for h in self.heads if h is not None]
-        for t in [total] + self.loss_heads + [o for o in self.read_outs if o is not None]:
+        for t in [total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
             t.set_output()
 
     def batch_pairs(self, xs, ys, ws):
@@ -281,6 +285,7 @@ class _LossGraph(Executor):
             r = [self.total] + (self.loss_heads if len(self.heads) > 1 else [])
             if want_outputs:
                 r += [o for o in self.read_outs if o is not None]
+                r += [m for m in self.read_masks if m is not None]
             cache[want_outputs] = r
         return r
 
@@ -304,6 +309,10 @@ class _LossGraph(Executor):
                 raw = got[k]
                 k += 1
                 outs.append(_predictions(self.spec.losses[i], raw) if self.spec.logits[i] else raw)
+            self.last_masks = []
+            for m in self.read_masks:
+                self.last_masks.append(None if m is None else got[k])
+                k += m is not None
         return loss, heads, outs
 
 
@@ -311,7 +320,7 @@ class LossEvaluator(_LossGraph):
     def __init__(self, model, shapes, weight_kinds, scale=1):
         super().__init__(model, shapes, training=False, weight_kinds=weight_kinds, scale=scale)
         self.graph = Graph(self.g.ctx, self.g.graph_size)
-        for t in [self.total] + self.loss_heads + [o for o in self.read_outs if o is not None]:
+        for t in [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
             self.graph.build_forward(t)
         self.g.allocate(self.backend)
         self.make_scheduler(2 * self.g.graph_size)
@@ -371,7 +380,7 @@ class TrainStep(_LossGraph):
         g = self.g
         graph = Graph(g.ctx, size, grads=True)
         graph.build_forward(self.total)
-        for t in self.loss_heads + [o for o in self.read_outs if o is not None]:
+        for t in self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
             graph.build_forward(t)
         graph.build_backward(accumulators)
         with _scope.entered(g):

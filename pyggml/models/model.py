@@ -16,7 +16,6 @@ from pyggml._lifetime import Freeable
 from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
-from pyggml.layers.core.embedding import Embedding
 from pyggml.layers.layer import Layer, flatten_inputs
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
@@ -124,23 +123,27 @@ class Model(Layer, Freeable):
         """What each input takes (made once per layer graph)."""
         topo = self._ensure_graph()
         if topo.input_specs is None:
-            specs = []
-            for n in topo.inputs:
-                readers = [c.layer for c in topo.consumers(n)]
-                limit = min((l.input_dim for l in readers if isinstance(l, Embedding)), default=None)
-                dtype = "int32" if limit is not None else n.dtype
-                specs.append(da.InputSpec(n.layer.name, n.feature_shape, dtype, limit))
-            topo.input_specs = specs
+            topo.input_specs = da.input_specs(topo)
         return topo.input_specs
+
+    @property
+    def graph_specs(self):
+        """What the graph takes: the inputs, or where preprocessing layers leave them."""
+        topo = self._ensure_graph()
+        if topo.graph_specs is None:
+            topo.graph_specs = da.graph_specs(topo, self.input_specs)
+        return topo.graph_specs
+
+    def prepare_inputs(self, x, what="x"):
+        """(the graph's input arrays, rows) from x: checked, preprocessing layers applied."""
+        return da.prepare_inputs(self._ensure_graph(), self.input_specs, self.graph_specs, x, what)
 
     @property
     def target_specs(self):
         """What each output is trained against (made once per compile)."""
         spec = self._compile_spec
         if spec.target_specs is None:
-            spec.target_specs = [da.TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse),
-                                               has_loss=l is not None)
-                                 for nm, o, l in zip(self.output_names, self.outputs, spec.losses)]
+            spec.target_specs = da.target_specs(self.output_names, self.outputs, spec.losses)
         return spec.target_specs
 
     def _has_conv(self):
@@ -405,9 +408,9 @@ class Model(Layer, Freeable):
 
     def _fast_input(self, x, batch_size):
         """x itself when it is one batch exactly as the graph takes it (no checks left to do)."""
-        if type(x) is not np.ndarray or self._multi_in or self._topology is None:
+        if type(x) is not np.ndarray or self._multi_in or self._topology is None or self._topology.host_nodes:
             return None
-        spec = self.input_specs[0]
+        spec = self.graph_specs[0]
         if x.dtype != (np.int32 if spec.dtype == "int32" else np.float32) or spec.index_limit is not None or \
                 not 0 < len(x) <= batch_size or not x.flags.c_contiguous or x.shape[1:] != spec.feature_shape:
             return None

@@ -24,6 +24,8 @@ class Runtime:
         self.backend = backend
         self.store = weights_mod.WeightStore(backend, named)
         self.graphs = collections.OrderedDict()
+        # variable lengths make a graph per length (or length bucket): keep more of them
+        self.max_graphs = _MAX_CACHED * (2 if any(None in s.feature_shape for s in model.graph_specs) else 1)
         self.others = weakref.WeakSet()          # graphs and states made for a Trainer: freed with us
         self.fit_state = None
         self.bound_at = weights_mod.moves()
@@ -39,7 +41,7 @@ class Runtime:
         if e is None:
             e = make()
             self.graphs[key] = e
-            while len(self.graphs) > _MAX_CACHED:
+            while len(self.graphs) > self.max_graphs:
                 _, old = self.graphs.popitem(last=False)
                 old.free()
         else:

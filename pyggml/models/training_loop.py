@@ -31,15 +31,21 @@ def check_batch_size(batch_size, default=32):
 def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
-    ispecs, tspecs = model.input_specs, model.target_specs if with_targets else None
+    tspecs = model.target_specs if with_targets else None
     if da.is_generator_like(x):
         if y is not None:
             raise ValueError(f"{what}: y must be None when x is a generator or dataset (it yields (x, y))")
         losses = model._compile_spec.losses if with_targets else None
 
+        gspecs = model.graph_specs
+        # a graph per length bucket, when padding is masked and no output (nor target) has that length
+        bucket = any(s.bucket for s in gspecs) and all(None not in o.feature_shape for o in model.outputs)
+
         def adapt(item):
             bx, by, bw = da.unpack_item(item)
-            xs, n = da.adapt_inputs(ispecs, bx)
+            xs, n = model.prepare_inputs(bx)
+            if bucket:
+                xs = da.bucketed(xs, gspecs)
             if not with_targets:
                 return da.Batch(xs)
             if by is None:
@@ -48,7 +54,7 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
             ws = da.adapt_weights(tspecs, losses, bw, class_weight, ys, n)
             return da.Batch(xs, ys, ws)
         return da.GeneratorDataset(x, adapt, steps)
-    xs, n = da.adapt_inputs(ispecs, x)
+    xs, n = model.prepare_inputs(x)
     if n == 0:
         raise ValueError(f"{what} needs at least one row")
     if not with_targets:
@@ -76,13 +82,13 @@ class _Averages:
         self.heads = None
         self.seen = 0
 
-    def add(self, n, loss, heads, outs, ys):
+    def add(self, n, loss, heads, outs, ys, masks=None):
         self.total += loss * n
         self.seen += n
         hs = [0.0 if h is None else h * n for h in heads]
         self.heads = hs if self.heads is None else [a + b for a, b in zip(self.heads, hs)]
         for i, m, _ in self.keys:
-            m.update_state(ys[i], outs[i])
+            m.update_state(ys[i], outs[i], None if not masks else masks[i])
 
     @property
     def wants_outputs(self):
@@ -113,7 +119,7 @@ def run_evaluation(model, dataset, callbacks=None):
             callbacks.call("on_test_batch_begin", bi, {})
         ev = model._evaluator_for(batch, _weight_kinds(batch))
         loss, heads, outs = ev.run(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
-        avg.add(batch.n, loss, heads, outs, batch.ys)
+        avg.add(batch.n, loss, heads, outs, batch.ys, ev.last_masks)
         if callbacks is not None:
             callbacks.call("on_test_batch_end", bi, avg.logs())
     if avg.seen == 0:
@@ -179,7 +185,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             cl.call("on_train_batch_begin", bi, {})
             step = model._train_step_for(batch, _weight_kinds(batch))
             loss, heads, outs = step.step(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
-            avg.add(batch.n, loss, heads, outs, batch.ys)
+            avg.add(batch.n, loss, heads, outs, batch.ys, step.last_masks)
             blogs = avg.logs()
             cl.call("on_train_batch_end", bi, blogs)
             if bar is not None:

@@ -75,11 +75,12 @@ class Trainer(Freeable):
         self._fixed_shapes = None
         self._fast = None                    # (x shape, y shape) of the float arrays step takes as they are
         self._cell_ones = np.ones((batch_size, n_out or 1), dtype=np.float32)
-        if all(d is not None for s in model.input_specs for d in s.feature_shape):
-            self._fixed_shapes = tuple((batch_size,) + s.feature_shape for s in model.input_specs)
+        if all(d is not None for s in model.graph_specs for d in s.feature_shape):
+            self._fixed_shapes = tuple((batch_size,) + s.feature_shape for s in model.graph_specs)
             self._train_step(self._fixed_shapes)
-            ins, outs = model.input_specs, model.target_specs
+            ins, outs = model.graph_specs, model.target_specs
             if len(ins) == 1 and len(outs) == 1 and ins[0].dtype == "float32" and ins[0].index_limit is None \
+                    and len(model.input_specs) == 1 and model.input_specs[0] is ins[0] \
                     and not outs[0].sparse and outs[0].has_loss and None not in outs[0].feature_shape:
                 self._fast = (self._fixed_shapes[0], (batch_size,) + outs[0].feature_shape)
 
@@ -146,7 +147,7 @@ class Trainer(Freeable):
             # one batch exactly as the graph takes it: nothing to convert or check
             return [x], [y], ([self._ones] if self.loss_mask == 1 else
                               [self._cell_ones] if self.loss_mask else None)
-        xs, n = da.adapt_inputs(m.input_specs, x)
+        xs, n = m.prepare_inputs(x)
         if n != self.batch_size:
             raise ValueError(f"{what} takes exactly {self.batch_size} rows (the batch size), got {n}")
         ys = da.adapt_targets(m.target_specs, y, n)
