@@ -25,7 +25,7 @@ from pyggml.losses.loss import reduce_loss
 from pyggml.models import functional
 from pyggml.optimizers.optimizer import global_clip_scale
 
-__all__ = ["GraphBuilder", "Predictor", "LossEvaluator", "TrainStep", "build"]
+__all__ = ["GraphBuilder", "Predictor", "LossEvaluator", "TrainStep", "GradientStep", "ApplyGradients", "build"]
 
 # work (multiply-adds per step) below which one thread beats two: ggml's
 # thread synchronisation costs more than it saves on tiny graphs
@@ -424,3 +424,88 @@ class TrainStep(_LossGraph):
             self.acc_buf.free()
             self.acc_ctx.free()
 
+
+
+class GradientStep(_LossGraph):
+    """Forward (training mode), the losses and the backward pass; reads each trainable
+    weight's gradient and changes nothing (Keras's GradientTape pattern)."""
+
+    def __init__(self, model, shapes, weight_kinds, trainable, scale=1):
+        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, scale=scale)
+        g = self.g
+        store = model._rt.store
+        self.params = []
+        for name, v in model._named_variables():
+            t = store.tensor(v)
+            t.set_param(v in trainable)
+            if v in trainable:
+                self.params.append((name, t))
+        if not self.params:
+            raise ValueError("the model has no trainable weights (every layer is frozen)")
+        self.total.set_loss()
+        self.seed = g.input((1,))
+        g.allocate(self.backend)
+        self.seed.set(np.ones(1, dtype=np.float32))
+        self.graph = Graph(g.ctx, g.graph_size * 3, grads=True)
+        self.graph.build_forward(self.total)
+        self.graph.build_backward({self.total: self.seed})
+        self.grads = []
+        for name, t in self.params:
+            gr = self.graph.grad(t)
+            if gr is not None:
+                gr = _contiguous(gr)
+                gr.set_output()
+                self.graph.build_forward(gr)
+            self.grads.append((name, t, gr))
+        g.allocate(self.backend)
+        self.make_scheduler(2 * g.graph_size * 3)
+
+    def run(self, xs, ys, ws=None):
+        """(loss, {weight name: gradient}) for the batch."""
+        pairs = self.batch_pairs(xs, ys, ws)
+        if self.g._masks:
+            self.g.refresh_masks()
+        reads = [self.total] + [gr for _, _, gr in self.grads if gr is not None]
+        got = self.sched.run(self.graph, pairs, reads, self.n_threads)
+        out, k = {}, 1
+        for name, t, gr in self.grads:
+            if gr is None:
+                out[name] = np.zeros(t.shape, dtype=np.float32)
+            else:
+                out[name] = got[k].reshape(t.shape)
+                k += 1
+        return float(got[0][0]), out
+
+
+class ApplyGradients:
+    """An optimizer's step on given gradients: one graph whose inputs are the gradients."""
+
+    def __init__(self, store, backend, state, variables):
+        opt = state.optimizer
+        self.optimizer, self.state = opt, state
+        n = len(variables)
+        self.g = GraphBuilder(store, training=False, scale=max(1, n // 256 + 1))
+        self.backend = backend
+        self.grads = [self.g.input(v.shape) for v in variables]
+        self.scalars = self.g.input((opt.n_scalars,))
+        self.graph = Graph(self.g.ctx, self.g.graph_size)
+        with _scope.entered(self.g):
+            params = [store.tensor(v) for v in variables]
+            scale = global_clip_scale(self.grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
+            for v, t, gr in zip(variables, params, self.grads):
+                for out in opt.update(t, opt.clip(gr, scale), state.slots(v), self.scalars):
+                    self.graph.build_forward(out)
+        self.g.allocate(backend)
+        self.sched = Scheduler([backend], graph_size=2 * self.g.graph_size)
+        self.freed = False
+
+    def run(self, arrays):
+        pairs = list(zip(self.grads, arrays)) + [(self.scalars, self.optimizer.scalars())]
+        self.sched.run(self.graph, pairs, (), 1)
+        self.optimizer.iterations += 1
+
+    def free(self):
+        if not self.freed:
+            self.freed = True
+            self.sched.free()
+            self.g.free()

@@ -346,6 +346,14 @@ class Model(Layer, Freeable):
         self._trainable_at_compile = sig
         return rt.train_step(self._shapes(batch.xs), weight_kinds, self.optimizer, trainable, sig)
 
+    def gradients(self, x, y, sample_weight=None):
+        """{weight name: gradient of the compiled loss on this batch} for every trainable
+        weight (training mode, no weight changes): Keras's GradientTape pattern, with
+        ``model.optimizer.apply_gradients(zip(grads.values(), model.trainable_variables))``."""
+        self.check_compiled("gradients")
+        with self._lock:
+            return training_loop.gradients(self, x, y, sample_weight)
+
     def new_train_step(self, shapes, weight_kinds, optimizer, opt_period=1, state=None):
         """A training graph outside fit (a Trainer's): with ``state=None`` a new optimizer
         state of its own (``step.state``; pass it on to share it).  Freed with the
@@ -406,16 +414,6 @@ class Model(Layer, Freeable):
             res = training_loop.predict(self, x, bs, steps)
         return res if self._multi_out else res[0]
 
-    def _fast_input(self, x, batch_size):
-        """x itself when it is one batch exactly as the graph takes it (no checks left to do)."""
-        if type(x) is not np.ndarray or self._multi_in or self._topology is None or self._topology.host_nodes:
-            return None
-        spec = self.graph_specs[0]
-        if x.dtype != (np.int32 if spec.dtype == "int32" else np.float32) or spec.index_limit is not None or \
-                not 0 < len(x) <= batch_size or not x.flags.c_contiguous or x.shape[1:] != spec.feature_shape:
-            return None
-        return x
-
     def predict_on_batch(self, x):
         return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
 
@@ -457,6 +455,21 @@ class Model(Layer, Freeable):
         with self._lock:
             self._runtime().fit_state_for(self.optimizer).set_state(state, self.named_variables())
             self._trained = True
+
+    def clone(self):
+        """A copy in memory of its own: the same architecture, compile settings (if
+        compiled, on the same device) and weights; no optimizer state."""
+        self.check_alive()
+        twin = type(self).from_config(self.get_config())
+        if self._compiled:
+            twin.compile_from_config(self.get_compile_config(), backend=self.backend_name)
+        twin.set_weights(self.get_weights())
+        return twin
+
+    __copy__ = clone
+
+    def __deepcopy__(self, memo):
+        return self.clone()
 
     def save(self, path):
         gguf_io.save_model(self, path)

@@ -177,7 +177,10 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     rng = _random.rng()
     logs = {}
     cl.call("on_train_begin", {})
-    for epoch in range(initial_epoch, epochs):
+    # a callback that restored a backup (BackupAndRestore) says where to resume
+    resume = [c.resume_epoch for c in cbs if getattr(c, "resume_epoch", None) is not None]
+    start = max([initial_epoch] + resume)
+    for epoch in range(start, epochs):
         cl.call("on_epoch_begin", epoch, {})
         avg = _Averages(model)
         bar = _progress(verbose, data.steps, f"Epoch {epoch + 1}/{epochs}")
@@ -229,7 +232,7 @@ def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, 
 def predict(model, x, batch_size, steps):
     """[outputs] for every row of x (arrays or a generator of inputs)."""
     rt = model._runtime()
-    fast = model._fast_input(x, batch_size)
+    fast = _fast_input(model, x, batch_size)
     if fast is not None:                                # one batch, already as the graph takes it
         return rt.predictor(((len(fast),) + fast.shape[1:],)).run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
@@ -253,3 +256,24 @@ def _predict_batch(rt, xs, b):
         return pred.run(xs)
     padded = [np.concatenate([a, np.zeros((b - n,) + a.shape[1:], dtype=a.dtype)]) for a in xs]
     return [o[:n] for o in pred.run(padded)]
+
+
+def _fast_input(model, x, batch_size):
+    """x itself when it is one batch exactly as the graph takes it (no checks left to do)."""
+    if type(x) is not np.ndarray or model._multi_in or model._topology.host_nodes:
+        return None
+    spec = model.graph_specs[0]
+    if x.dtype != (np.int32 if spec.dtype == "int32" else np.float32) or spec.index_limit is not None or \
+            not 0 < len(x) <= batch_size or not x.flags.c_contiguous or x.shape[1:] != spec.feature_shape:
+        return None
+    return x
+
+
+def gradients(model, x, y, sample_weight):
+    """{weight name: gradient of the compiled loss} for one batch (see Model.gradients)."""
+    xs, n = model.prepare_inputs(x)
+    ys = da.adapt_targets(model.target_specs, y, n)
+    ws = da.adapt_weights(model.target_specs, model._compile_spec.losses, sample_weight, None, ys, n)
+    trainable, sig = model._trainable_now()
+    step = model._runtime().gradient_step(model._shapes(xs), _weight_kinds(da.Batch(xs, ys, ws)), trainable, sig)
+    return step.run(xs, ys, ws)[1]

@@ -8,6 +8,10 @@ kept for the trainer's whole life.  Predictions run on graphs of their own
 and never touch the training graph's memory.
 """
 
+import os
+import threading
+import weakref
+
 import numpy as np
 
 from pyggml._lifetime import Freeable
@@ -18,6 +22,17 @@ from pyggml.models import data_adapter as da
 from pyggml.models.training_loop import check_batch_size
 
 __all__ = ["Trainer", "Snapshot"]
+
+_SNAPSHOTS = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    # a lock another thread held at fork time would never be released in the child
+    for s in list(_SNAPSHOTS):
+        s._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _copy_optimizer(opt):
@@ -194,6 +209,16 @@ class Trainer(Freeable):
             loss, _, _ = self._evaluator(tuple(a.shape for a in xs)).run(xs, ys, ws)
         return float(loss)
 
+    def gradients(self, x, y, weights=None):
+        """{weight name: gradient of the loss on this batch} at the current weights, without
+        training (for custom updates: ``trainer.optimizer.apply_gradients(...)``)."""
+        self._check()
+        self._batch(x, y, weights, "gradients")            # the trainer's own checks
+        w = None if weights is None else np.asarray(weights, dtype=np.float32)
+        if w is not None and self.loss_mask == 1:
+            w = w.reshape(-1)
+        return self._model.gradients(x, y, sample_weight=w)
+
     def predict(self, x):
         """Predictions from the current weights for any number of rows."""
         self._check()
@@ -245,8 +270,8 @@ class Snapshot(Freeable):
     trainer; ``predict``, ``get_weights``, ``save``; ``free`` releases it."""
 
     def __init__(self, model):
-        import threading
         self._lock = threading.RLock()
+        _SNAPSHOTS.add(self)
         clone = type(model).from_config(model.get_config())
         clone.compile_from_config(model.get_compile_config(), backend=model.backend_name)
         clone.blend_from(model, None)
