@@ -4,7 +4,7 @@ Every failure inside ggml that pyggml can detect becomes one of these (or a
 plain TypeError / ValueError for wrong arguments) instead of an abort.
 """
 
-__all__ = ["GGMLError", "FreedError", "AllocationError", "ComputeError", "GGUFError"]
+__all__ = ["GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError"]
 
 
 class GGMLError(Exception):
@@ -17,6 +17,11 @@ class FreedError(GGMLError, RuntimeError):
 
 class AllocationError(GGMLError, MemoryError):
     """ggml could not allocate memory (GGML_STATUS_ALLOC_FAILED, a NULL buffer, a full context)."""
+
+
+class ContextFullError(AllocationError):
+    """A Context (or its graph) has no room left for more tensors: create it
+    larger.  Raised before ggml is asked, so nothing was changed."""
 
 
 class ComputeError(GGMLError, RuntimeError):
