@@ -300,14 +300,15 @@ cdef class OptContext(_Owner):
                 self._ready = False
                 raise GGMLError("the Scheduler laid out another graph (or a buffer was made or "
                                 "freed) between alloc() and eval(); call alloc() again")
-            if self._row_checks:
-                try:
+            try:
+                if self._row_checks:
                     _check_row_indices(self._row_checks)
-                except BaseException:
-                    ggml_opt_forget_allocation(self.ptr)
-                    self._ready = False
-                    raise
-            sched._set_threads(0 if n_threads is None else int(n_threads))
+                sched._set_threads(0 if n_threads is None else int(n_threads))
+            except BaseException:
+                # nothing ran: the next alloc() starts afresh
+                ggml_opt_forget_allocation(self.ptr)
+                self._ready = False
+                raise
             pool_lock = sched._cpu_pool_lock()
             if pool_lock is not None:
                 pool_lock.acquire()
