@@ -253,6 +253,10 @@ cdef class Backend(_Owner):
                 with old._get_lock():
                     ggml_backend_cpu_set_threadpool(self.ptr, pool.ptr)
             else:
+                if old is not None or getpid() != self._pid:
+                    # the parent's pool (forked child): its threads do not exist here
+                    # and its mutex may be held; leave it untouched
+                    ggml_backend_cpu_forget_threadpool(self.ptr)
                 ggml_backend_cpu_set_threadpool(self.ptr, pool.ptr)
             ggml_backend_cpu_set_n_threads(self.ptr, n)
         except BaseException:
