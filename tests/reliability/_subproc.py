@@ -22,10 +22,9 @@ def script(*parts):
 
 def run_py(*parts, timeout=180, env=None, check=True):
     """Run PRELUDE + the parts with this interpreter.  A death by signal, a timeout or
-    (with check) a non-zero exit fails the calling test with the child's output."""
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    (with check) a non-zero exit fails the calling test with the child's output.
+    env, when given, is the child's whole environment."""
+    full_env = dict(os.environ) if env is None else env      # env: the whole environment
     try:
         r = subprocess.run([sys.executable, "-c", script(*parts)],
                            capture_output=True, text=True, timeout=timeout, env=full_env)
