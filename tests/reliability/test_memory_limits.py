@@ -9,9 +9,19 @@ one that fails; the process must never die, every failure must be a
 MemoryError (AllocationError), and once the limit is lifted the same objects
 must work again."""
 
+import os
+
 import pytest
 
 from _subproc import run_py
+
+import pyggml._config as _config
+
+# AddressSanitizer reserves terabytes of shadow address space: an RLIMIT_AS
+# near the process's size makes it fail before Python does
+pytestmark = pytest.mark.skipif(
+    _config.sanitize not in ("", "none") or "libasan" in os.environ.get("LD_PRELOAD", ""),
+    reason="address-space limits do not work under AddressSanitizer")
 
 LIMITS = """
 def vm_bytes():
