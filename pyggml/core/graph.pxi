@@ -627,7 +627,8 @@ cdef class Scheduler(_Owner):
 
     def alloc(self, Graph graph not None):
         """Lay out the graph's intermediate tensors in the backends' memory."""
-        self._check_graph(graph)
+        self._check()
+        graph._check()
         ctxs = _graph_contexts(graph)
         taken = self._lock_for([graph], ctxs)
         try:
@@ -645,7 +646,8 @@ cdef class Scheduler(_Owner):
     def compute(self, Graph graph not None, n_threads=None):
         """Run the graph (allocating it first if it is not the one allocated).
         Releases the GIL; Ctrl-C stops it with KeyboardInterrupt."""
-        self._check_graph(graph)
+        self._check()
+        graph._check()
         if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
                                       or not 0 <= n_threads <= 1024):
             raise ValueError(f"n_threads must be an int between 1 and 1024 (or None), got {n_threads!r}")
