@@ -20,8 +20,9 @@ class AllocationError(GGMLError, MemoryError):
 
 
 class ContextFullError(AllocationError):
-    """A Context (or a Graph in it) has no room left for more tensors or nodes:
-    make it with a larger ``n_tensors``/``graph_size``."""
+    """A Context (or a Graph in it) has no room left for more tensors or nodes: make it
+    with a larger ``n_tensors``/``graph_size``.  Raised before ggml is asked, so nothing
+    was changed."""
 
 
 class ComputeError(GGMLError, RuntimeError):
