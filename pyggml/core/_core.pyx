@@ -130,6 +130,16 @@ cdef inline int _check_ptr(const void * p, str what, type cls=AllocationError) e
 
 cdef int _PID = getpid()
 
+# Bumped whenever an owner is freed, a buffer is made or contexts are linked:
+# what a graph's compute must lock and check changes only then, so a
+# Scheduler caches both per graph for as long as this stays the same.
+cdef long _owners_gen = 0
+
+
+cdef inline void _owners_changed() noexcept:
+    global _owners_gen
+    _owners_gen += 1
+
 
 # ---------------------------------------------------------------------------
 # fork: a child gets copies of locks that threads of the parent may have held
@@ -168,6 +178,28 @@ cdef list _acquire_all(list owners):
         _release_all(taken)
         raise
     return taken
+
+
+cdef list _acquire_in_order(list locks):
+    """Take these locks (already in the global order); returns those taken."""
+    taken = []
+    try:
+        for l in locks:
+            l.acquire()
+            taken.append(l)
+    except BaseException:
+        _release_all(taken)
+        raise
+    return taken
+
+
+cdef list _lock_order(list owners):
+    """The locks of these owners, each once, in the global order of _acquire_all."""
+    seen = {}
+    for o in owners:
+        if o is not None:
+            seen[id(o)] = o
+    return [_lock_of(seen[k]) for k in sorted(seen)]
 
 
 cdef void _release_all(list taken):
@@ -312,6 +344,7 @@ cdef class _Owner:
                 self._before_release()
                 if self._alive():
                     self._release()
+                _owners_changed()
                 return
 
     cdef _before_release(self):

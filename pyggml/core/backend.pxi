@@ -331,6 +331,7 @@ cdef class BackendBuffer(_Owner):
         self._ctx_ref = weakref.ref(ctx)
         self.backend = backend
         ctx._buffers.append(self)
+        _owners_changed()
         backend._add_dependent(self)
         _bump_buffer_epoch()
         if ctx._freed:

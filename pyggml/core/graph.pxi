@@ -41,6 +41,16 @@ cdef int _count_reachable(ggml_tensor * root, set seen) except -1:
     return n
 
 
+def reachable_count(tensors):
+    """How many distinct tensors the given ones depend on, themselves included: the
+    size a forward graph of them needs (a backward pass adds about three times that)."""
+    seen = set()
+    for t in tensors:
+        (<Tensor>t)._check()
+        _count_reachable((<Tensor>t).ptr, seen)
+    return len(seen)
+
+
 # --- get_rows indices: ggml asserts (aborts) on one out of range at compute time,
 # so the core checks them before every compute.  Indices are data: a leaf (or a
 # view or copy of one) is read and checked; indices made by argmax are bounded
@@ -262,6 +272,7 @@ cdef class Graph(_Owner):
     cdef list _leaves        # leaf tensors given to build_forward (addresses)
     cdef list _row_checks    # get_rows indices to check before compute
     cdef int _row_checks_n   # the node count they were collected for
+    cdef object _compute_cache   # (owners generation, scheduler id, its locks, fork generation): compute
 
     def __init__(self, Context ctx not None, size=GGML_DEFAULT_GRAPH_SIZE, grads=False):
         ctx._check()
@@ -572,7 +583,10 @@ cdef class Scheduler(_Owner):
         """Hold this scheduler's, its backends', the contexts' and their buffers'
         locks (and extra owners'), in one global order: one compute per backend
         at a time, and no free() of anything the compute uses until it ends."""
-        return _acquire_all(extra + [self] + list(self.backends) + _owners_for(ctxs))
+        return _acquire_all(extra + self._lock_owners(ctxs))
+
+    cdef list _lock_owners(self, list ctxs):
+        return [self] + list(self.backends) + _owners_for(ctxs)
 
     cdef object _cpu_pool_lock(self):
         for b in self.backends:
@@ -700,12 +714,27 @@ cdef class Scheduler(_Owner):
         cdef int nt = 0 if n_threads is None else int(n_threads)
         cdef ggml_status st
         cdef int n_nodes
-        ctxs = _graph_contexts(graph)
-        taken = self._lock_for([graph], ctxs)
+        cdef long gen = _owners_gen
+        cache = graph._compute_cache
+        if cache is not None and cache[0] == gen and cache[1] == id(self) and cache[3] == _fork_gen:
+            # nothing was freed, made or linked since this graph was checked: the same
+            # locks, and the same checks would pass
+            taken = _acquire_in_order(cache[2])
+            fresh = _owners_gen != gen          # something changed before the locks were held
+        else:
+            fresh = True
+        if fresh:
+            if cache is not None and cache[0] == gen and cache[1] == id(self) and cache[3] == _fork_gen:
+                _release_all(taken)
+            ctxs = _graph_contexts(graph)
+            locks = _lock_order([graph] + self._lock_owners(ctxs))
+            taken = _acquire_in_order(locks)
         try:
-            # checked again under the locks: another thread may have freed something
-            self._check_graph(graph)
-            _check_freed(ctxs, lambda: _graph_reachable(graph.ptr))
+            if fresh:
+                # checked under the locks: another thread may have freed something
+                self._check_graph(graph)
+                _check_freed(ctxs, lambda: _graph_reachable(graph.ptr))
+                graph._compute_cache = (_owners_gen, id(self), locks, _fork_gen)   # (an id: no cycle)
             n_nodes = ggml_graph_n_nodes(graph.ptr)
             if graph._row_checks_n != n_nodes:
                 graph._row_checks = _collect_row_checks(

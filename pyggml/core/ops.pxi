@@ -24,6 +24,7 @@ cdef int _link(Context ctx, Tensor t) except -1:
     if t.ctx is not ctx and t.ctx not in ctx._dependents_of:
         ctx._dependents_of.append(t.ctx)
         t.ctx._add_dependent(ctx)
+        _owners_changed()
     return 0
 
 

@@ -19,7 +19,8 @@ graph's memory.
 import numpy as np
 
 from pyggml import _random, _scope
-from pyggml.core import BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops
+from pyggml.core import (BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops,
+                         reachable_count)
 from pyggml.errors import ContextFullError, GGMLError
 from pyggml.losses.loss import reduce_loss
 from pyggml.models import functional
@@ -189,13 +190,15 @@ def build(cls, *args, **kwargs):
 class Predictor(Executor):
     def __init__(self, model, shapes, scale=1):
         super().__init__(model, shapes, training=False, scale=scale)
-        self.outs = [_contiguous(o) for o in self.forward(False)]
-        self.graph = Graph(self.g.ctx, self.g.graph_size)
+        with _scope.entered(self.g):
+            self.outs = [ops.dup(o) if o.op == "NONE" else _contiguous(o) for o in self.forward(False)]
+        size = reachable_count(self.outs) + 64
+        self.graph = Graph(self.g.ctx, size)
         for o in self.outs:
             o.set_output()
             self.graph.build_forward(o)
         self.g.allocate(self.backend)
-        self.make_scheduler(2 * self.g.graph_size)
+        self.make_scheduler(size)
 
     def run(self, xs):
         return self.sched.run(self.graph, self.g.pairs(self.xs, xs, []), self.outs, self.n_threads)
@@ -319,11 +322,13 @@ class _LossGraph(Executor):
 class LossEvaluator(_LossGraph):
     def __init__(self, model, shapes, weight_kinds, scale=1):
         super().__init__(model, shapes, training=False, weight_kinds=weight_kinds, scale=scale)
-        self.graph = Graph(self.g.ctx, self.g.graph_size)
-        for t in [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
+        wanted = [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]
+        size = reachable_count(wanted) + 64
+        self.graph = Graph(self.g.ctx, size)
+        for t in wanted:
             self.graph.build_forward(t)
         self.g.allocate(self.backend)
-        self.make_scheduler(2 * self.g.graph_size)
+        self.make_scheduler(size)
 
     def run(self, xs, ys, ws=None, want_outputs=False):
         got = self.sched.run(self.graph, self.batch_pairs(xs, ys, ws), self.reads(want_outputs), self.n_threads)
@@ -365,7 +370,10 @@ class TrainStep(_LossGraph):
             self.acc_buf.clear(0)
         g.allocate(self.backend)
         self.seed.set(np.ones(1, dtype=np.float32))
-        size = g.graph_size * 3
+        # the backward pass adds about three nodes per forward one; an optimizer a few per weight
+        forward = reachable_count([self.total] + self.loss_heads +
+                                  [o for o in self.read_outs + self.read_masks if o is not None])
+        size = 4 * forward + 16 * len(params) + 4 * len(g.updates) + 256
         accumulators = {self.total: self.seed}
         if self.accs:
             accumulators.update(self.accs)
@@ -374,7 +382,7 @@ class TrainStep(_LossGraph):
         self.graph = self._graph(size, accumulators, params, with_updates=True)
         g.allocate(self.backend)
         self.micro = 0
-        self.make_scheduler(2 * size)
+        self.make_scheduler(size)
 
     def _graph(self, size, accumulators, params, with_updates):
         g = self.g
@@ -446,7 +454,8 @@ class GradientStep(_LossGraph):
         self.seed = g.input((1,))
         g.allocate(self.backend)
         self.seed.set(np.ones(1, dtype=np.float32))
-        self.graph = Graph(g.ctx, g.graph_size * 3, grads=True)
+        size = 5 * reachable_count([self.total]) + 256
+        self.graph = Graph(g.ctx, size, grads=True)
         self.graph.build_forward(self.total)
         self.graph.build_backward({self.total: self.seed})
         self.grads = []
@@ -458,7 +467,7 @@ class GradientStep(_LossGraph):
                 self.graph.build_forward(gr)
             self.grads.append((name, t, gr))
         g.allocate(self.backend)
-        self.make_scheduler(2 * g.graph_size * 3)
+        self.make_scheduler(size)
 
     def run(self, xs, ys, ws=None):
         """(loss, {weight name: gradient}) for the batch."""
@@ -488,7 +497,7 @@ class ApplyGradients:
         self.backend = backend
         self.grads = [self.g.input(v.shape) for v in variables]
         self.scalars = self.g.input((opt.n_scalars,))
-        self.graph = Graph(self.g.ctx, self.g.graph_size)
+        self.graph = Graph(self.g.ctx, 16 * n + 256)
         with _scope.entered(self.g):
             params = [store.tensor(v) for v in variables]
             scale = global_clip_scale(self.grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
@@ -496,7 +505,7 @@ class ApplyGradients:
                 for out in opt.update(t, opt.clip(gr, scale), state.slots(v), self.scalars):
                     self.graph.build_forward(out)
         self.g.allocate(backend)
-        self.sched = Scheduler([backend], graph_size=2 * self.g.graph_size)
+        self.sched = Scheduler([backend], graph_size=16 * n + 256)
         self.freed = False
 
     def run(self, arrays):

@@ -50,10 +50,6 @@ def test_stack_of_two_trains_on_700_steps():
     assert "TRAINED" in r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "models layer: the training graph of LSTM(8, return_sequences=True) + GRU(8) over 1,000 "
-    "steps needs a graph of ~318k nodes; models/graph.py's largest _SCALES (128) gives "
-    "2048*128 = 262,144, so OptContext raises ContextFullError (a clear error, no abort)"))
 def test_stack_of_two_trains_on_1000_steps():
     r = run_py(TRAIN, """
         x, y = seq(1000)
@@ -72,9 +68,6 @@ def test_deep_dense_stack_trains(depth):
     assert "TRAINED" in r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "models layer: models/model.py walks the layer graph recursively (visit), which passes "
-    "Python's recursion limit near 990 layers (RecursionError before any ggml call)"))
 def test_dense_stack_of_1000_layers_trains():
     r = run_py(TRAIN, """
         x = rng.normal(size=(4, 3)).astype(np.float32)
