@@ -153,8 +153,6 @@ class Server:
             raise ValueError(f"backend must name one or more devices, got {backend!r}")
         if any(n.startswith("rpc") for n in names):
             raise ValueError("a server serves this machine's devices, not remote ones")
-        if len(set(names)) != len(names):
-            raise ValueError(f"a device is named twice in {backend!r}")
         self.backends = [core.Backend(n) for n in names]
         n_threads = threads or core._default_threads()
         for b in self.backends:

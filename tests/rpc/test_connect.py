@@ -294,3 +294,24 @@ def test_models_keep_their_connection_after_disconnect():
             print(pg.rpc.connect("{srv.endpoint}", timeout=5.0))
         """)
         assert r.returncode == 0 and "rpc" in r.stdout, r.stderr
+
+
+def test_a_server_of_two_devices_gives_two_remote_devices():
+    with ServerProcess("--backend", "cpu,cpu") as srv:
+        assert srv.wait_for_line("serves device 1: cpu")
+        names = pg.rpc.connect(srv.endpoint)
+        try:
+            assert len(names) == 2 and names[0] != names[1]
+            assert pg.backends()[-3:] == names + ["cpu"]
+            x = np.random.default_rng(0).random((32, 4))
+            preds = []
+            for dev in (names[1], "cpu"):
+                pg.set_seed(2)
+                m = pg.Sequential([pg.layers.Dense(8, activation="relu"), pg.layers.Dense(2)], input_shape=4)
+                m.compile(optimizer="adam", loss="mse", backend=dev)
+                m.fit(x, x[:, :2], epochs=2, batch_size=8, verbose=0, shuffle=False)
+                preds.append(m.predict(x))
+                m.free()
+            np.testing.assert_allclose(preds[0], preds[1], rtol=1e-5, atol=1e-5)
+        finally:
+            pg.rpc.disconnect(srv.endpoint)

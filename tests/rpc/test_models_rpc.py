@@ -82,3 +82,24 @@ def test_a_model_moves_between_the_cpu_and_the_remote_device(rpc_device, tmp_pat
     np.testing.assert_allclose(m2.predict(x), p_cpu, rtol=1e-6, atol=1e-7)
     m.free()
     m2.free()
+
+
+def test_large_transfers_arrive_whole_and_in_order(rpc_device):
+    """Inputs over 1 MiB are sent while the caller waits, smaller ones queued
+    (up to 64 MiB of them): 70 weights of 1 MB each, set at compile and read
+    back, and a batch of 2 MB, give what the CPU gives."""
+    L = pg.layers
+    x = np.random.default_rng(3).random((1024, 500)).astype(np.float32)
+    out = {}
+    for backend in ("cpu", rpc_device):
+        pg.set_seed(11)
+        m = pg.Sequential([L.Dense(500) for _ in range(70)] + [L.Dense(3)], input_shape=500)
+        m.compile(optimizer="sgd", loss="mse", backend=backend)
+        out[backend] = (m.get_weights(), m.predict(x, batch_size=1024))
+        m.free()
+    wc, pc = out["cpu"]
+    wr, pr = out[rpc_device]
+    assert np.abs(pc).max() > 1e-2            # the signal went through all 71 layers
+    for k in wc:
+        np.testing.assert_array_equal(wr[k], wc[k], err_msg=k)
+    np.testing.assert_allclose(pr, pc, rtol=1e-5, atol=1e-6)
