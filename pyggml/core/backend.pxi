@@ -80,8 +80,12 @@ def backends():
             continue
         name = (<bytes>ggml_backend_dev_name(d)).decode().lower()
         kind = _DEV_TYPES.get(<int>ggml_backend_dev_get_type(d), "other")
-        (remote if _rpc_is_remote(d) else gpus if kind in ("gpu", "igpu") else
-         others if kind == "accel" else []).append(name)
+        if _rpc_is_remote(d):
+            remote.append(name)
+        elif kind in ("gpu", "igpu"):
+            gpus.append(name)
+        elif kind == "accel":
+            others.append(name)
     return gpus + others + remote + ["cpu"]
 
 
