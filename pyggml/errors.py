@@ -4,7 +4,8 @@ Every failure inside ggml that pyggml can detect becomes one of these (or a
 plain TypeError / ValueError for wrong arguments) instead of an abort.
 """
 
-__all__ = ["GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError"]
+__all__ = ["GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError",
+           "RPCError"]
 
 
 class GGMLError(Exception):
@@ -31,3 +32,10 @@ class ComputeError(GGMLError, RuntimeError):
 
 class GGUFError(GGMLError, ValueError):
     """A GGUF file is malformed, truncated or not what was expected."""
+
+
+class RPCError(GGMLError, ConnectionError):
+    """A remote device (ggml's RPC backend, pyggml.rpc) cannot be reached: the
+    connect was refused or timed out, the server speaks another protocol
+    version, or the connection failed while in use (what lived on the device
+    is then gone)."""

@@ -11,6 +11,7 @@ callbacks are global).  The areas are split into .pxi files:
 - opt.pxi      OptContext (ggml-opt)
 - gguf.pxi     GGUFFile
 - ops.pxi      ggml's operations, each checked before it reaches C
+- rpc.pxi      remote devices (ggml's RPC backend): connections, failure checks, a server
 """
 
 cimport cython
@@ -381,6 +382,7 @@ cdef class _Owner:
 
 include "context.pxi"
 include "backend.pxi"
+include "rpc.pxi"
 include "graph.pxi"
 include "opt.pxi"
 include "gguf.pxi"

@@ -147,11 +147,14 @@ def devices():
     cdef size_t free_mem, total_mem
     for i in range(n):
         d = ggml_backend_dev_get(i)
-        ggml_backend_dev_memory(d, &free_mem, &total_mem)
+        if _rpc_hidden(d):
+            continue
+        with nogil:
+            ggml_backend_dev_memory(d, &free_mem, &total_mem)
         out.append({
             "name": (<bytes>ggml_backend_dev_name(d)).decode().lower(),
             "description": (<bytes>ggml_backend_dev_description(d)).decode(errors="replace"),
-            "type": _DEV_TYPES.get(<int>ggml_backend_dev_get_type(d), "other"),
+            "type": "rpc" if _rpc_is_remote(d) else _DEV_TYPES.get(<int>ggml_backend_dev_get_type(d), "other"),
             "memory_free": int(free_mem),
             "memory_total": int(total_mem),
         })
@@ -159,11 +162,24 @@ def devices():
 
 
 def backends():
-    """Names of the usable devices, best first, 'cpu' last (e.g. ['cuda0', 'cpu'])."""
-    devs = devices()
-    gpus = [d["name"] for d in devs if d["type"] in ("gpu", "igpu")]
-    others = [d["name"] for d in devs if d["type"] == "accel"]
-    return gpus + others + ["cpu"]
+    """Names of the usable devices, best first, 'cpu' last (e.g. ['cuda0', 'cpu']);
+    remote devices (pyggml.rpc) after the local GPUs."""
+    cdef size_t i, n = ggml_backend_dev_count()
+    cdef ggml_backend_dev_t d
+    gpus, others, remote = [], [], []
+    for i in range(n):
+        d = ggml_backend_dev_get(i)
+        if _rpc_hidden(d):
+            continue
+        name = (<bytes>ggml_backend_dev_name(d)).decode().lower()
+        kind = _DEV_TYPES.get(<int>ggml_backend_dev_get_type(d), "other")
+        if _rpc_is_remote(d):
+            remote.append(name)
+        elif kind in ("gpu", "igpu"):
+            gpus.append(name)
+        elif kind == "accel":
+            others.append(name)
+    return gpus + others + remote + ["cpu"]
 
 
 cdef ggml_backend_dev_t _find_device(str name) except NULL:
@@ -174,9 +190,10 @@ cdef ggml_backend_dev_t _find_device(str name) except NULL:
         want = backends()[0]
     for i in range(n):
         d = ggml_backend_dev_get(i)
-        if (<bytes>ggml_backend_dev_name(d)).decode().lower() == want:
+        if (<bytes>ggml_backend_dev_name(d)).decode().lower() == want and not _rpc_hidden(d, False):
             return d
     known = backends()
+    _rpc_unknown_device(want, known)
     for family, opt in _BUILD_OPTION.items():
         if want.startswith(family) and not any(k.startswith(family) for k in known):
             raise GGMLError(f"backend {name!r} is not available: this build of pyggml has no "
@@ -203,6 +220,7 @@ cdef class Backend(_Owner):
         with nogil:
             self.ptr = pyggml_dev_init(dev)
         if self.ptr == NULL:
+            _rpc_check_device_init(dev, name)
             why = _guard_text()
             raise (AllocationError if pyggml_guard_was_oom() else GGMLError)(
                 f"initialising backend {name!r} failed" + (f": {why}" if why else ""))
@@ -324,6 +342,7 @@ cdef class BackendBuffer(_Owner):
         with nogil:
             self.ptr = pyggml_alloc_ctx_tensors(ctx.ptr, backend.ptr)
         if self.ptr == NULL:
+            _rpc_check_backend(backend.ptr)
             why = _guard_text()
             raise AllocationError(f"could not allocate the Context's tensors on {backend.name}"
                                   + (f" ({why})" if why else ""))
@@ -398,3 +417,4 @@ cdef class BackendBuffer(_Owner):
             raise ValueError("value must be a byte (0..255)")
         with nogil:
             ggml_backend_buffer_clear(self.ptr, <unsigned char>value)
+        _rpc_check_buffer(self.ptr)

@@ -370,6 +370,7 @@ cdef class Tensor:
                 ggml_backend_tensor_get(p, dst, 0, nbytes)
             else:
                 memcpy(dst, p.data, nbytes)
+        _rpc_check_tensor(p)
         return arr
 
     def set(self, array):
@@ -390,6 +391,7 @@ cdef class Tensor:
                 ggml_backend_tensor_set(p, src, 0, nbytes)
             else:
                 memcpy(p.data, src, nbytes)
+        _rpc_check_tensor(p)
         return self
 
     def __repr__(self):

@@ -768,6 +768,7 @@ cdef class Scheduler(_Owner):
         if st == GGML_STATUS_ABORTED:
             # the allocation stays valid; a later compute starts afresh
             pyggml_sigint_clear()
+        _rpc_check_compute(self.backends, graph.ptr, st)
         _check_status(st, "graph compute")
 
     def run(self, Graph graph not None, sets=(), reads=(), n_threads=None):

@@ -328,6 +328,7 @@ cdef class OptContext(_Owner):
                     raise AllocationError("ggml could not allocate memory for the training step"
                                           + (f" ({why})" if why else ""))
                 _check_status(st, "training step")
+            _rpc_check_opt(sched.backends, self._params)
             return self._loss()
         finally:
             _release_all(taken)
@@ -353,7 +354,9 @@ cdef class OptContext(_Owner):
         cdef float v = 0
         if t == NULL or t.data == NULL:
             raise GGMLError("no loss computed yet")
-        ggml_backend_tensor_get(t, &v, 0, sizeof(float))
+        with nogil:
+            ggml_backend_tensor_get(t, &v, 0, sizeof(float))
+        _rpc_check_tensor(t)
         return float(v)
 
     def read(self, Tensor t not None):
@@ -379,6 +382,7 @@ cdef class OptContext(_Owner):
             raise GGMLError(f"ggml-opt paired {t.name!r} with a copy of another shape or type")
         cdef cnp.ndarray arr = np.empty(t.shape, dtype=np.float32)
         ggml_backend_tensor_get(c, cnp.PyArray_DATA(arr), 0, ggml_nbytes(c))
+        _rpc_check_tensor(c)
         return arr
 
     def set_labels(self, array):
@@ -390,6 +394,7 @@ cdef class OptContext(_Owner):
         shape = tuple(int(t.ne[i]) for i in range(ggml_n_dims(t) - 1, -1, -1))
         cdef cnp.ndarray arr = _as_array(array, np.float32, shape)
         ggml_backend_tensor_set(t, cnp.PyArray_DATA(arr), 0, ggml_nbytes(t))
+        _rpc_check_tensor(t)
 
     def reset(self, optimizer=True):
         """Zero the gradients; with optimizer=True also the moments and the step counter."""
@@ -444,6 +449,7 @@ cdef class OptContext(_Owner):
                     continue
                 a = np.empty(int(ggml_nelements(t)), dtype=np.float32)
                 ggml_backend_tensor_get(t, cnp.PyArray_DATA(a), 0, ggml_nbytes(t))
+                _rpc_check_tensor(t)
                 out.append(a.reshape((<Tensor>p).shape))
         return {"iter": self.iter, "m": ms, "v": vs}
 
@@ -466,4 +472,5 @@ cdef class OptContext(_Owner):
                     continue
                 a = _as_array(src[i], np.float32, (<Tensor>p).shape)
                 ggml_backend_tensor_set(t, cnp.PyArray_DATA(a), 0, ggml_nbytes(t))
+                _rpc_check_tensor(t)
         self.iter = int(state["iter"])
