@@ -217,8 +217,15 @@ def _write_atomic(path, data):
     """Write bytes to path through a temporary file in the same folder (a crash leaves
     the old file or the new one, never half of one)."""
     folder = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = os.stat(path).st_mode & 0o777          # replacing a file keeps its permissions
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask                         # a new file gets the usual ones (mkstemp's are 0600)
     fd, tmp = tempfile.mkstemp(prefix=".plot-", dir=folder)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
