@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pyggml as pg
-from harness import (LayerCase, build_model, check_config, check_forward, check_gradient, check_training,
+from harness import (LayerCase, check_config, check_forward, check_gradient, check_training,
                      numeric_grads, params, random_weights)
 
 L = pg.layers
@@ -799,3 +799,16 @@ def test_keras_io_structured_data_classification_end_to_end(tmp_path):
     np.testing.assert_array_equal(again.predict(val_x), model.predict(val_x))
     model.free()
     again.free()
+
+
+def test_normalization_axis_none_adapts_on_any_shape_and_checks_adapted_shapes_at_build():
+    layer = L.Normalization(axis=None)
+    layer.adapt(np.array([1.0, 2.0, 3.0, 4.0]))                 # a 1-D array: fine with one scalar statistic
+    out = layer(pg.Input((2,)))
+    assert out.shape == (None, 2)
+    np.testing.assert_allclose(layer(np.array([[2.5, 5.0]], np.float32)), [[0.0, 2.5 / np.sqrt(1.25)]],
+                               rtol=1e-6)
+    per_feature = L.Normalization()
+    per_feature.adapt(np.ones((5, 3)))
+    with pytest.raises(ValueError, match="do not fit"):
+        per_feature(pg.Input((4,)))

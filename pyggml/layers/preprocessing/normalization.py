@@ -85,11 +85,12 @@ class Normalization(Layer):
 
     def build(self, input_shape):
         keep, broadcast, stat_shape = self._plan(tuple(input_shape))
+        if self.adapt_mean is not None and self.adapt_mean.shape != (stat_shape or (1,)):
+            raise ValueError(f"Normalization: adapted statistics of shape {self.adapt_mean.shape} do not fit inputs "
+                             f"of shape {tuple(input_shape)} (axis={self._axis_arg} needs {stat_shape or (1,)})")
         self._keep, self._broadcast = keep, broadcast
-        shape = stat_shape or (1,)
         if self.input_mean is None:
-            self.adapt_mean = self.add_weight("mean", shape, "zeros", trainable=False)
-            self.adapt_variance = self.add_weight("variance", shape, "ones", trainable=False)
+            self._ensure_stats(stat_shape or (1,))
         else:
             for v, what in ((self.input_mean, "mean"), (self.input_variance, "variance")):
                 try:
@@ -98,6 +99,12 @@ class Normalization(Layer):
                     raise ValueError(f"Normalization: {what} of shape {v.shape} does not broadcast to "
                                      f"{broadcast}, the statistics' shape for inputs of shape "
                                      f"{tuple(input_shape)} with axis={self._axis_arg}") from None
+
+    def _ensure_stats(self, shape):
+        """The mean and variance weights (made once: by adapt or by build, whichever comes first)."""
+        if self.adapt_mean is None:
+            self.adapt_mean = self.add_weight("mean", shape, "zeros", trainable=False)
+            self.adapt_variance = self.add_weight("variance", shape, "ones", trainable=False)
 
     def _stat_shape_in_graph(self):
         """The statistics' shape without the batch axis, as the inputs broadcast them."""
@@ -120,15 +127,17 @@ class Normalization(Layer):
                 break
             if batch.dtype == object or batch.dtype.kind not in "biuf":
                 raise TypeError(f"Normalization: adapt takes numbers, got dtype {batch.dtype}")
-            if batch.ndim < 2 and self.axis and not self.built:
+            if batch.ndim < 2 and self.axis:
                 raise ValueError(f"Normalization: adapt data of shape {batch.shape} has only the batch axis: "
                                  f"give one feature as data.reshape(-1, 1), or use axis=None")
+            keep, broadcast, stat_shape = self._plan((None,) + tuple(batch.shape[1:]))
+            if self._keep is not None and self.axis and (len(broadcast) != len(self._broadcast) or any(
+                    broadcast[a] != self._broadcast[a] for a in keep)):
+                raise ValueError(f"Normalization: adapt data of shape {batch.shape} does not fit the layer, made "
+                                 f"for inputs of shape {self.input_shape or (None,) + self._broadcast[1:]}")
             if not self.built:
-                self._build_once((None,) + tuple(batch.shape[1:]))
-            elif len(batch.shape) != len(self._broadcast) or any(
-                    batch.shape[a] != self._broadcast[a] for a in self._keep):
-                raise ValueError(f"Normalization: adapt data of shape {batch.shape} does not fit the layer, built "
-                                 f"for inputs of shape {self.input_shape}")
+                self._keep, self._broadcast = keep, broadcast
+            self._ensure_stats(stat_shape or (1,))
             x = batch.astype(np.float64)
             if not np.all(np.isfinite(x)):
                 raise ValueError("Normalization: adapt data holds NaN or inf")
