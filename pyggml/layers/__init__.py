@@ -16,10 +16,13 @@ from pyggml.layers.merging import (Add, Average, Concatenate, Multiply, Subtract
 from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, LayerNormalization
 from pyggml.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, MaxPooling2D
+from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
+                                         Normalization, Rescaling, StringLookup)
 from pyggml.layers.recurrent import GRU, LSTM
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
            "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D",
            "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
-           "BatchNormalization", "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention"]
+           "BatchNormalization", "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention", "HostLayer",
+           "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization"]
