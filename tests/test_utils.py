@@ -187,9 +187,6 @@ def test_fit_on_a_pydataset_without_steps_per_epoch_equals_fit_on_its_batches():
     b.free()
 
 
-@pytest.mark.xfail(reason="GeneratorDataset stops after len(source) items without resuming its item "
-                          "generator, so the PyDataset's on_epoch_end (after the last item) never runs",
-                   strict=False)
 def test_fit_calls_on_epoch_end_after_every_epoch():
     x, y = _data()
     m = _model()
@@ -215,8 +212,6 @@ def test_evaluate_and_predict_on_a_pydataset():
     m.free()
 
 
-@pytest.mark.xfail(reason="data_adapter.unpack_item refuses a bare array item ('must yield (x, y)'); "
-                          "Keras's predict takes x-only batches", strict=False)
 def test_predict_on_a_pydataset_of_inputs_only():
     x, y = _data(19)
     m = _model()
@@ -365,8 +360,6 @@ def test_plot_model_with_graphviz(tmp_path, ext, magic):
     m.free()
 
 
-@pytest.mark.xfail(reason="fit shuffles only arrays: Keras's fit(shuffle=True) also shuffles the order of a "
-                          "PyDataset's batches each epoch", strict=False)
 def test_fit_shuffles_the_batch_order_of_a_pydataset():
     x, y = _data(40)
     m = _model()

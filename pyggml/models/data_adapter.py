@@ -57,10 +57,10 @@ class Batch:
 
 
 def _index_limit(topology, node):
-    """The smallest input_dim of the Embeddings reading a node (its integers' range), or None."""
-    from pyggml.layers.core.embedding import Embedding
+    """The range its readers take the node's integers in (an Embedding's input_dim, a
+    CategoryEncoding's num_tokens: their ``index_limit``), the smallest, or None."""
     readers = [c.layer for c in topology.consumers(node)]
-    return min((l.input_dim for l in readers if isinstance(l, Embedding)), default=None)
+    return min((l.index_limit for l in readers if getattr(l, "index_limit", None) is not None), default=None)
 
 
 def _bucketable(topology, node):
@@ -382,6 +382,7 @@ class GeneratorDataset(Dataset):
         self.source = source
         self.adapt = adapt              # item -> Batch
         self.with_targets = with_targets
+        self.order = None
         self._it = None
         if steps is not None:
             self.steps = steps
@@ -397,7 +398,7 @@ class GeneratorDataset(Dataset):
         would close the user's generator with it."""
         src = self.source
         if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, (list, tuple)):
-            return _SequenceEpoch(src)
+            return _SequenceEpoch(src, self.order)
         if iter(src) is src:
             if self._it is None:
                 self._it = src
@@ -405,6 +406,9 @@ class GeneratorDataset(Dataset):
         return iter(src)
 
     def batches(self, epoch=0, shuffle=False, rng=None):
+        # a PyDataset's batches come in a new order each epoch when shuffling (Keras's fit)
+        self.order = rng.permutation(len(self.source)) if shuffle and rng is not None and \
+            hasattr(self.source, "__getitem__") and hasattr(self.source, "__len__") else None
         it = self._iterator()
         count = 0
         try:
@@ -423,8 +427,8 @@ class GeneratorDataset(Dataset):
 class _SequenceEpoch:
     """One epoch over a PyDataset / Sequence: items by index, then its on_epoch_end."""
 
-    def __init__(self, seq):
-        self.seq, self.i, self.n = seq, 0, len(seq)
+    def __init__(self, seq, order=None):
+        self.seq, self.i, self.n, self.order = seq, 0, len(seq), order
         if hasattr(seq, "on_epoch_begin"):
             seq.on_epoch_begin()
 
@@ -435,7 +439,7 @@ class _SequenceEpoch:
         if self.i >= self.n:
             raise StopIteration
         self.i += 1
-        return self.seq[self.i - 1]
+        return self.seq[int(self.order[self.i - 1]) if self.order is not None else self.i - 1]
 
     def end(self):
         if hasattr(self.seq, "on_epoch_end"):
@@ -443,8 +447,9 @@ class _SequenceEpoch:
 
 
 def unpack_item(item, with_targets=True):
-    """(x, y, sample_weight) of a batch a generator yields."""
-    if isinstance(item, dict):
+    """(x, y, sample_weight) of a batch a generator yields; for predict (no targets)
+    a bare array or dict is the inputs."""
+    if isinstance(item, dict) or (not with_targets and not isinstance(item, tuple)):
         return item, None, None
     if not isinstance(item, (list, tuple)) or not 1 <= len(item) <= 3:
         raise ValueError("a data generator must yield (x, y) or (x, y, sample_weight) batches")

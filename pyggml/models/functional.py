@@ -143,7 +143,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
         out_index.setdefault(id(o), []).append(i)
     logits = {}
     for node in topology.nodes:
-        if id(node) in vals or getattr(node.layer, "host", False):
+        if id(node) in vals or not node.inputs or getattr(node.layer, "host", False):
             continue
         args = [vals[id(p)] for p in node.inputs]
         arg = args if node.list_input else args[0]

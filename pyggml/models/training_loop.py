@@ -42,7 +42,7 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         bucket = any(s.bucket for s in gspecs) and all(None not in o.feature_shape for o in model.outputs)
 
         def adapt(item):
-            bx, by, bw = da.unpack_item(item)
+            bx, by, bw = da.unpack_item(item, with_targets)
             xs, n = model.prepare_inputs(bx)
             if bucket:
                 xs = da.bucketed(xs, gspecs)
@@ -184,7 +184,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         cl.call("on_epoch_begin", epoch, {})
         avg = _Averages(model)
         bar = _progress(verbose, data.steps, f"Epoch {epoch + 1}/{epochs}")
-        for bi, batch in enumerate(data.batches(epoch, shuffle and isinstance(data, da.ArrayDataset), rng)):
+        for bi, batch in enumerate(data.batches(epoch, shuffle, rng)):
             cl.call("on_train_batch_begin", bi, {})
             step = model._train_step_for(batch, _weight_kinds(batch))
             loss, heads, outs = step.step(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)

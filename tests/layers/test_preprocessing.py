@@ -3,10 +3,9 @@ written from Keras's docs and definitions, not computed by Keras).
 
 In the graph (through the layer harness too): Normalization, Rescaling,
 CategoryEncoding.  On the host (HostLayers: host_call and eager calls,
-configs, adapt): StringLookup, IntegerLookup, Discretization.  The model-level
-tests of host layers need the models layer's host stage (the model runs its
-host layers on the inputs before the graph); until it is merged they are
-xfail(strict=False)."""
+configs, adapt): StringLookup, IntegerLookup, Discretization; and in models,
+where the model runs its host layers on the inputs before the graph (fit,
+evaluate, predict, the Trainer, after load_model)."""
 
 import json
 import subprocess
@@ -21,7 +20,6 @@ from harness import (LayerCase, check_config, check_forward, check_gradient, che
 
 L = pg.layers
 
-HOST_STAGE = pytest.mark.xfail(reason="host stage not merged yet", strict=False)
 
 
 # --- references ------------------------------------------------------------------------------------
@@ -332,8 +330,6 @@ def test_category_encoding_out_of_range_in_a_model_never_crashes():
     assert "REFUSED" in p.stdout or "RESULT [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0]]" in p.stdout, p.stdout
 
 
-@pytest.mark.xfail(reason="the data adapter checks indices only for Embedding readers: model.py's input_specs "
-                          "must take any reader's index_limit (CategoryEncoding.index_limit)", strict=False)
 def test_category_encoding_out_of_range_in_a_model_is_refused():
     inp = pg.Input((2,), dtype="int32")
     m = pg.Model(inp, L.CategoryEncoding(4)(inp)).compile(loss="mse")
@@ -645,7 +641,6 @@ def _lookup_embedding_model():
 WORDS = np.array([["the", "cat", "sat"], ["the", "mat", "dog"], ["cat", "cat", "cat"], ["sat", "on", "the"]])
 
 
-@HOST_STAGE
 def test_string_lookup_feeds_an_embedding_in_fit_evaluate_predict_and_after_load(tmp_path):
     m = _lookup_embedding_model()
     m.compile(optimizer=pg.optimizers.SGD(0.1), loss="mse", seed=0)
@@ -667,7 +662,6 @@ def test_string_lookup_feeds_an_embedding_in_fit_evaluate_predict_and_after_load
     m2.free()
 
 
-@HOST_STAGE
 def test_host_layers_in_a_trainer_and_with_a_generator():
     m = _lookup_embedding_model()
     m.compile(optimizer=pg.optimizers.SGD(0.1), loss="mse", seed=0)
@@ -692,7 +686,6 @@ def test_host_layers_in_a_trainer_and_with_a_generator():
     m.free()
 
 
-@HOST_STAGE
 def test_integer_lookup_and_discretization_encodings_feed_dense_layers(tmp_path):
     code = pg.Input((1,), dtype="int64", name="code")
     value = pg.Input((1,), name="value")
@@ -738,7 +731,6 @@ def _heart_like_data(n, rng):
     return frame, target
 
 
-@HOST_STAGE
 def test_keras_io_structured_data_classification_end_to_end(tmp_path):
     """keras-io's structured_data_classification_from_scratch, as a Keras user writes it
     with pg for keras: a dict of Inputs (int64 and string), IntegerLookup / StringLookup

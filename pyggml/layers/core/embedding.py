@@ -28,6 +28,11 @@ class Embedding(Layer):
         self.embeddings_initializer = embeddings_initializer
         self.mask_zero = bool(mask_zero)
 
+    @property
+    def index_limit(self):
+        """Its inputs are indices in [0, index_limit) (the data adapter checks them)."""
+        return self.input_dim
+
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.output_dim,)
 
