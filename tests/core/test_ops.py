@@ -319,6 +319,316 @@ for _name, (_ref, _x) in UNARY.items():
 TOL = {"gelu": 2e-3, "mul_mat_f16": 2e-2, "cpy_f16": 1e-3, "cast_f16": 1e-3, "cast_f32": 1e-3,
        "softplus": 1e-4, "exp": 1e-4, "cross_entropy_loss": 1e-4}
 
+
+# --- pyggml's ops (ggml/patches/0020): numpy references, float64 ------------------------
+
+
+def act_ref(name, x, alpha=0.0, beta=0.0):
+    x = np.asarray(x, np.float64)
+    if name in ("linear", None):
+        return x
+    if name == "relu":
+        return np.maximum(x, 0)
+    if name == "tanh":
+        return np.tanh(x)
+    if name == "sigmoid":
+        return sigmoid(x)
+    if name == "elu":
+        return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+    if name == "leaky_relu":
+        return np.where(x > 0, x, alpha * x)
+    if name == "softplus":
+        return np.logaddexp(0, x)
+    if name == "gelu":
+        return gelu_tanh(x)
+    if name == "gelu_erf":
+        return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    if name == "silu":
+        return x * sigmoid(x)
+    if name == "clamp":
+        return np.clip(x, alpha, beta)
+    raise ValueError(name)
+
+
+def act_grad_ref(name, x, alpha=0.0, beta=0.0):
+    """d act / dx at x (analytic)."""
+    x = np.asarray(x, np.float64)
+    if name in ("linear", None):
+        return np.ones_like(x)
+    if name == "relu":
+        return (x > 0).astype(np.float64)
+    if name == "tanh":
+        return 1 - np.tanh(x) ** 2
+    if name == "sigmoid":
+        return sigmoid(x) * (1 - sigmoid(x))
+    if name == "elu":
+        return np.where(x > 0, 1.0, alpha * np.exp(np.minimum(x, 0)))
+    if name == "leaky_relu":
+        return np.where(x > 0, 1.0, alpha)
+    if name == "softplus":
+        return sigmoid(x)
+    if name == "gelu":
+        c, a = math.sqrt(2 / math.pi), 0.044715
+        t = np.tanh(c * (x + a * x ** 3))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x)
+    if name == "gelu_erf":
+        return 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    if name == "silu":
+        s = sigmoid(x)
+        return s * (1 + x * (1 - s))
+    if name == "clamp":
+        return ((x >= alpha) & (x <= beta)).astype(np.float64)
+    raise ValueError(name)
+
+
+def window_geometry(padding, h, w, kh, kw, sh, sw, dh=1, dw=1):
+    """(top, left, oh, ow) as pyggml's channels-last ops read padding."""
+    ekh, ekw = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if padding == "valid":
+        return 0, 0, (h - ekh) // sh + 1, (w - ekw) // sw + 1
+    if padding == "same":
+        oh, ow = -(-h // sh), -(-w // sw)
+        return max((oh - 1) * sh + ekh - h, 0) // 2, max((ow - 1) * sw + ekw - w, 0) // 2, oh, ow
+    if len(padding) == 2:
+        t, l = padding
+        return t, l, (h + 2 * t - ekh) // sh + 1, (w + 2 * l - ekw) // sw + 1
+    return tuple(padding)
+
+
+def _taps(o, s, k, d, pad, size):
+    """Input index of each (output position, tap) and whether it lies inside."""
+    idx = np.arange(o)[:, None] * s + np.arange(k)[None, :] * d - pad
+    ok = (idx >= 0) & (idx < size)
+    return np.clip(idx, 0, size - 1), ok
+
+
+def conv_cols_ref(x, kh, kw, geom, strides=(1, 1), dilation=(1, 1)):
+    """x (N, H, W, C) -> patches (N, OH, OW, KH, KW, C), zeros outside."""
+    top, left, oh, ow = geom
+    iy, oky = _taps(oh, strides[0], kh, dilation[0], top, x.shape[1])
+    ix, okx = _taps(ow, strides[1], kw, dilation[1], left, x.shape[2])
+    cols = x[:, iy[:, None, :, None], ix[None, :, None, :], :]          # (N, OH, OW, KH, KW, C)
+    mask = oky[:, None, :, None] & okx[None, :, None, :]
+    return cols * mask[None, :, :, :, :, None]
+
+
+def conv_scatter_ref(dcols, x_shape, geom, strides=(1, 1), dilation=(1, 1)):
+    """The adjoint of conv_cols_ref: patches' gradients summed into an x-shaped array."""
+    top, left, oh, ow = geom
+    n, oh_, ow_, kh, kw, c = dcols.shape
+    iy, oky = _taps(oh, strides[0], kh, dilation[0], top, x_shape[1])
+    ix, okx = _taps(ow, strides[1], kw, dilation[1], left, x_shape[2])
+    mask = oky[:, None, :, None] & okx[None, :, None, :]
+    dx = np.zeros(x_shape)
+    vals = dcols * mask[None, :, :, :, :, None]
+    iyb = np.broadcast_to(iy[:, None, :, None], mask.shape)
+    ixb = np.broadcast_to(ix[None, :, None, :], mask.shape)
+    np.add.at(dx, (slice(None), iyb, ixb), vals)
+    return dx
+
+
+def conv_ref(x, w, b=None, padding="valid", strides=(1, 1), dilation=(1, 1), act="linear", alpha=0.0):
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    oc, kh, kw, _ = w.shape
+    geom = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, *strides, *dilation)
+    y = np.einsum("nhwijc,oijc->nhwo", conv_cols_ref(x, kh, kw, geom, strides, dilation), w)
+    if b is not None:
+        y = y + np.asarray(b, np.float64)
+    return act_ref(act, y, alpha)
+
+
+def conv_grads_ref(x, w, dz, padding="valid", strides=(1, 1), dilation=(1, 1)):
+    """(dx, dw, db) of sum(conv(x, w) * dz) (before any activation)."""
+    x, w, dz = (np.asarray(v, np.float64) for v in (x, w, dz))
+    oc, kh, kw, _ = w.shape
+    geom = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, *strides, *dilation)
+    cols = conv_cols_ref(x, kh, kw, geom, strides, dilation)
+    dw = np.einsum("nhwijc,nhwo->oijc", cols, dz)
+    dx = conv_scatter_ref(np.einsum("nhwo,oijc->nhwijc", dz, w), x.shape, geom, strides, dilation)
+    return dx, dw, dz.sum(axis=(0, 1, 2))
+
+
+def conv_transpose_ref(a, w, out_hw, top_left, strides=(1, 1), dilation=(1, 1)):
+    """The transposed convolution: a (N, OH, OW, OC) -> (N, H, W, C) with H, W = out_hw."""
+    a, w = np.asarray(a, np.float64), np.asarray(w, np.float64)
+    geom = (top_left[0], top_left[1], a.shape[1], a.shape[2])
+    return conv_scatter_ref(np.einsum("nhwo,oijc->nhwijc", a, w), (a.shape[0],) + tuple(out_hw) + (w.shape[3],),
+                            geom, strides, dilation)
+
+
+def pool_cl_ref(x, op, pool_size, strides=None, padding="valid"):
+    x = np.asarray(x, np.float64)
+    kh, kw = pool_size
+    sh, sw = strides or pool_size
+    top, left, oh, ow = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, sh, sw)
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]))
+    for oy in range(oh):
+        y0, y1 = max(oy * sh - top, 0), min(oy * sh - top + kh, x.shape[1])
+        for ox in range(ow):
+            x0, x1 = max(ox * sw - left, 0), min(ox * sw - left + kw, x.shape[2])
+            win = x[:, y0:y1, x0:x1, :]
+            if op == "max":
+                out[:, oy, ox] = win.max(axis=(1, 2))
+            elif op == "avg":
+                out[:, oy, ox] = win.mean(axis=(1, 2))
+            elif op == "avg_pad":
+                out[:, oy, ox] = win.sum(axis=(1, 2)) / (kh * kw)
+            else:
+                out[:, oy, ox] = win.sum(axis=(1, 2))
+    return out
+
+
+def pool_cl_grad_ref(x, g, op, pool_size, strides=None, padding="valid"):
+    """The gradient of sum(pool_cl(x) * g); max: the first maximum in window order."""
+    x, g = np.asarray(x, np.float64), np.asarray(g, np.float64)
+    kh, kw = pool_size
+    sh, sw = strides or pool_size
+    top, left, oh, ow = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, sh, sw)
+    dx = np.zeros_like(x)
+    for oy in range(oh):
+        y0, y1 = max(oy * sh - top, 0), min(oy * sh - top + kh, x.shape[1])
+        for ox in range(ow):
+            x0, x1 = max(ox * sw - left, 0), min(ox * sw - left + kw, x.shape[2])
+            gv = g[:, oy, ox, :]
+            if op == "max":
+                win = x[:, y0:y1, x0:x1, :].reshape(x.shape[0], -1, x.shape[3])
+                first = np.argmax(win, axis=1)                     # (N, C): the first maximum
+                wy, wx = np.divmod(first, x1 - x0)
+                for n in range(x.shape[0]):
+                    for c in range(x.shape[3]):
+                        dx[n, y0 + wy[n, c], x0 + wx[n, c], c] += gv[n, c]
+            else:
+                s = {"avg": 1.0 / ((y1 - y0) * (x1 - x0)), "avg_pad": 1.0 / (kh * kw), "sum": 1.0}[op]
+                dx[:, y0:y1, x0:x1, :] += gv[:, None, None, :] * s
+    return dx
+
+
+def batch_norm_ref(x, gamma, beta, eps=1e-3, act="linear", alpha=0.0):
+    x = np.asarray(x, np.float64)
+    c = x.shape[-1]
+    flat = x.reshape(-1, c)
+    mean, var = flat.mean(0), flat.var(0)
+    return act_ref(act, (x - mean) / np.sqrt(var + eps) * gamma + beta, alpha)
+
+
+def lstm_ref(zx, zh, c, h=None, mask=None):
+    z = np.asarray(zx, np.float64) + zh
+    u = c.shape[-1]
+    i, f, g, o = sigmoid(z[:, :u]), sigmoid(z[:, u:2 * u]), np.tanh(z[:, 2 * u:3 * u]), sigmoid(z[:, 3 * u:])
+    c2 = f * c + i * g
+    h2 = o * np.tanh(c2)
+    if mask is not None:
+        m = np.asarray(mask, np.float64).reshape(-1, 1)
+        c2 = m * c2 + (1 - m) * c
+        h2 = m * h2 + (1 - m) * h
+    return np.stack([h2, c2])
+
+
+def gru_ref(xp, hp, h, mask=None):
+    xp, hp, h = (np.asarray(v, np.float64) for v in (xp, hp, h))
+    u = h.shape[-1]
+    r, z = sigmoid(xp[:, :u] + hp[:, :u]), sigmoid(xp[:, u:2 * u] + hp[:, u:2 * u])
+    n = np.tanh(xp[:, 2 * u:] + r * hp[:, 2 * u:])
+    h2 = (1 - z) * n + z * h
+    if mask is not None:
+        m = np.asarray(mask, np.float64).reshape(-1, 1)
+        h2 = m * h2 + (1 - m) * h
+    return h2
+
+
+def vjp_ref(ref, arrays, wrts, weights):
+    """The gradients of sum(ref(*arrays) * weights) for each index in wrts, flattened and
+    joined (finite differences)."""
+    return np.concatenate([numeric_grad(ref, arrays, i, weights).ravel() for i in wrts])
+
+
+def norm_back_ref(g, x, eps=1e-5):
+    return numeric_grad(lambda v: (v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + eps),
+                        [x], 0, g)
+
+
+IMG_CL = rng(50).normal(size=(2, 5, 6, 3)).astype(np.float32)            # (N, H, W, C)
+KER_CL = (rng(51).normal(size=(4, 3, 2, 3)) * 0.5).astype(np.float32)     # (OC, KH, KW, C)
+BIAS4 = rng(52).normal(size=(4,)).astype(np.float32)
+BN_X = (rng(53).normal(size=(2, 3, 5)) * 2 + 1).astype(np.float32)
+BN_G = rng(54).uniform(0.5, 1.5, size=(5,)).astype(np.float32)
+BN_B = rng(55).normal(size=(5,)).astype(np.float32)
+U_ = 3
+LSTM_ZX, LSTM_ZH = _sym((2, 4 * U_), 56), _sym((2, 4 * U_), 57)
+LSTM_C, LSTM_H = _sym((2, U_), 58), _sym((2, U_), 59)
+GRU_XP, GRU_HP = _sym((2, 3 * U_), 60), _sym((2, 3 * U_), 61)
+MASK2 = np.array([1.0, 0.0], np.float32)
+POOL_X = rng(62).normal(size=(2, 5, 7, 3)).astype(np.float32)
+CT_A = rng(63).normal(size=(2, 3, 2, 4)).astype(np.float32)               # (N, H, W, OC) for conv_transpose
+
+
+def _bn_back_ref(g, x, y, gamma):
+    """[dx, dgamma, dbeta] of sum(batch_norm(x) * g) (linear)."""
+    ref = lambda a, gm, bt: batch_norm_ref(a, gm, bt, 1e-3)
+    return vjp_ref(ref, [x, gamma, BN_B], [0, 1, 2], g)
+
+
+OPS.update({
+    "gelu_erf": (lambda a, ctx: ops.gelu_erf(a, ctx=ctx), lambda a: act_ref("gelu_erf", a), [A34]),
+    "unary_back": (lambda g, y, ctx: ops.unary_back(g, y, "tanh", True, ctx=ctx),
+                   lambda g, y: g * (1 - y * y), [B34, np.tanh(A34).astype(np.float32)]),
+    "unary_back_x_clamp": (lambda g, x, ctx: ops.unary_back(g, x, "clamp", False, -0.5, 0.7, ctx=ctx),
+                           lambda g, x: g * act_grad_ref("clamp", x, -0.5, 0.7), [B34, A34]),
+    "norm_back": (lambda g, x, ctx: ops.norm_back(g, x, 1e-5, ctx=ctx), norm_back_ref, [B34, A34]),
+    "bias_act": (lambda a, b, ctx: ops.bias_act(a, b, "tanh", ctx=ctx),
+                 lambda a, b: np.tanh(a + b), [A34, _sym((4,), 64)]),
+    "bias_act_column": (lambda a, b, ctx: ops.bias_act(a, b, "leaky_relu", 0.2, ctx=ctx),
+                        lambda a, b: act_ref("leaky_relu", a + b, 0.2), [A34, _sym((3, 1), 65)]),
+    "batch_norm": (lambda a, g, b, ctx: ops.batch_norm(a, g, b, None, 1e-3, "linear", ctx=ctx),
+                   lambda a, g, b: batch_norm_ref(a, g, b, 1e-3), [BN_X, BN_G, BN_B]),
+    "batch_norm_back": (lambda g, x, y, gm, ctx: ops.batch_norm_back(g, x, y, gm, None, 1e-3, ctx=ctx),
+                        _bn_back_ref, [_sym((2, 3, 5), 66), BN_X,
+                                       batch_norm_ref(BN_X, BN_G, BN_B).astype(np.float32), BN_G]),
+    "pool_cl": (lambda a, ctx: ops.pool_cl(a, "max", (2, 3), (2, 2), "same", ctx=ctx),
+                lambda a: pool_cl_ref(a, "max", (2, 3), (2, 2), "same"), [POOL_X]),
+    "pool_cl_avg_same": (lambda a, ctx: ops.pool_cl(a, "avg", (3, 3), (2, 2), "same", ctx=ctx),
+                         lambda a: pool_cl_ref(a, "avg", (3, 3), (2, 2), "same"), [POOL_X]),
+    "pool_cl_back": (lambda g, a, ctx: ops.pool_cl_back(g, a, "avg_pad", (2, 2), (1, 2), "valid", ctx=ctx),
+                     lambda g, a: pool_cl_grad_ref(a, g, "avg_pad", (2, 2), (1, 2), "valid"),
+                     [_sym((2, 4, 3, 3), 67), POOL_X]),
+    "conv_2d_cl": (lambda a, w, b, ctx: ops.conv_2d_cl(a, w, b, (1, 2), "same", ctx=ctx),
+                   lambda a, w, b: conv_ref(a, w, b, "same", (1, 2)), [IMG_CL, KER_CL, BIAS4]),
+    "conv_2d_cl_back_filter": (
+        lambda dy, a, ctx: ops.conv_2d_cl_back_filter(dy, a, (3, 2), (1, 2), "same", ctx=ctx),
+        lambda dy, a: np.concatenate([r.ravel() for r in conv_grads_ref(a, KER_CL, dy, "same", (1, 2))[1:]]),
+        [_sym((2, 5, 3, 4), 68), IMG_CL]),
+    "conv_transpose_2d_cl": (
+        lambda a, w, ctx: ops.conv_transpose_2d_cl(a, w, (2, 2), "same", ctx=ctx),
+        lambda a, w: conv_transpose_ref(a, w, (6, 4), window_geometry("same", 6, 4, 3, 2, 2, 2)[:2], (2, 2)),
+        [CT_A, KER_CL]),
+    "lstm_cell": (lambda zx, zh, c, ctx: ops.lstm_cell(zx, zh, c, ctx=ctx), lstm_ref, [LSTM_ZX, LSTM_ZH, LSTM_C]),
+    "lstm_cell_masked": (lambda zx, zh, c, h, m, ctx: ops.lstm_cell(zx, zh, c, h, m, ctx=ctx), lstm_ref,
+                         [LSTM_ZX, LSTM_ZH, LSTM_C, LSTM_H, MASK2]),
+    "lstm_cell_back": (
+        lambda g, zx, zh, c, h, m, ctx: ops.lstm_cell_back(g, zx, zh, c, h, m, ctx=ctx),
+        lambda g, zx, zh, c, h, m: vjp_ref(lambda a, b_, cc, hh: lstm_ref(a, b_, cc, hh, m), [zx, zh, c, h], [0, 2, 3], g),
+        [_sym((2, 2, U_), 69), LSTM_ZX, LSTM_ZH, LSTM_C, LSTM_H, MASK2]),
+    "gru_cell": (lambda xp, hp, h, ctx: ops.gru_cell(xp, hp, h, ctx=ctx), gru_ref, [GRU_XP, GRU_HP, LSTM_H]),
+    "gru_cell_masked": (lambda xp, hp, h, m, ctx: ops.gru_cell(xp, hp, h, m, ctx=ctx), gru_ref,
+                        [GRU_XP, GRU_HP, LSTM_H, MASK2]),
+    "gru_cell_back": (
+        lambda g, xp, hp, h, m, ctx: ops.gru_cell_back(g, xp, hp, h, m, ctx=ctx),
+        lambda g, xp, hp, h, m: vjp_ref(lambda a, b_, hh: gru_ref(a, b_, hh, m), [xp, hp, h], [0, 1, 2], g),
+        [_sym((2, U_), 70), GRU_XP, GRU_HP, LSTM_H, MASK2]),
+    "pool_1d": (lambda a, ctx: ops.pool_1d(a, "max", 3, 2, 1, ctx=ctx),
+                lambda a: pool_cl_ref(a[:, None, :, None], "max", (1, 3), (1, 2), (0, 1))[:, 0, :, 0], [A34]),
+    "pool_1d_avg": (lambda a, ctx: ops.pool_1d(a, "avg", 2, 1, 1, ctx=ctx),
+                    lambda a: pool_cl_ref(a[:, None, :, None], "avg", (1, 2), (1, 1), (0, 1))[:, 0, :, 0], [A34]),
+    "upscale": (lambda a, ctx: ops.upscale(a, (1, 2, 3, 1), ctx=ctx),
+                lambda a: a.repeat(2, axis=1).repeat(3, axis=2), [POOL_X]),
+    "upscale_last_two": (lambda a, ctx: ops.upscale(a, (2, 3), ctx=ctx),
+                         lambda a: a.repeat(2, axis=0).repeat(3, axis=1), [A34]),
+    "pad_ext": (lambda a, ctx: ops.pad_ext(a, ((1, 0), (2, 1)), ctx=ctx),
+                lambda a: np.pad(a, ((1, 0), (2, 1))), [A34]),
+})
+TOL.update({"norm_back": 1e-4, "batch_norm_back": 1e-4, "lstm_cell_back": 1e-4, "gru_cell_back": 1e-4,
+            "gelu_erf": 1e-5})
+
 # ops that change their argument in place rather than making a value: checked below
 IN_PLACE = {"opt_step_adamw", "opt_step_sgd"}
 
@@ -496,6 +806,26 @@ GRAD_CASES = {
                            "softplus", "sin", "cos")},
 }
 
+# the backward passes of ggml/patches/0020 (the ops that had none, and pyggml's new ones)
+GRAD_CASES.update({
+    **{u: (u, 0) for u in ("tanh", "sigmoid", "elu", "gelu_erf")},
+    "gelu": ("gelu", 0), "leaky_relu": ("leaky_relu", 0), "clamp": ("clamp", 0), "norm": ("norm", 0),
+    "concat_a": ("concat", 0), "concat_b": ("concat", 1), "concat_dim0_b": ("concat_dim0", 1),
+    "pad": ("pad", 0), "pad_ext": ("pad_ext", 0), "bias_act_a": ("bias_act", 0), "bias_act_b": ("bias_act", 1),
+    "bias_act_column_b": ("bias_act_column", 1),
+    "batch_norm_a": ("batch_norm", 0), "batch_norm_gamma": ("batch_norm", 1), "batch_norm_beta": ("batch_norm", 2),
+    "pool_cl": ("pool_cl", 0), "pool_cl_avg_same": ("pool_cl_avg_same", 0),
+    "conv_2d_cl_a": ("conv_2d_cl", 0), "conv_2d_cl_w": ("conv_2d_cl", 1), "conv_2d_cl_b": ("conv_2d_cl", 2),
+    "conv_transpose_2d_cl_a": ("conv_transpose_2d_cl", 0), "conv_transpose_2d_cl_w": ("conv_transpose_2d_cl", 1),
+    "lstm_cell_zx": ("lstm_cell", 0), "lstm_cell_zh": ("lstm_cell", 1), "lstm_cell_c": ("lstm_cell", 2),
+    "lstm_cell_masked_zx": ("lstm_cell_masked", 0), "lstm_cell_masked_c": ("lstm_cell_masked", 2),
+    "lstm_cell_masked_h": ("lstm_cell_masked", 3),
+    "gru_cell_xp": ("gru_cell", 0), "gru_cell_hp": ("gru_cell", 1), "gru_cell_h": ("gru_cell", 2),
+    "gru_cell_masked_xp": ("gru_cell_masked", 0), "gru_cell_masked_h": ("gru_cell_masked", 2),
+    "pool_1d": ("pool_1d", 0), "pool_1d_avg": ("pool_1d_avg", 0),
+    "upscale": ("upscale", 0), "upscale_last_two": ("upscale_last_two", 0),
+})
+
 
 def _masked_softmax_build(a, ctx):
     return ops.soft_max(ops.diag_mask_inf(a, 0, ctx=ctx), ctx=ctx)
@@ -580,13 +910,11 @@ def test_gradient_accumulates_over_uses(backend, sched):
 
 
 NO_BACKWARD = {
-    "tanh": lambda a, ctx: ops.tanh(a, ctx=ctx), "sigmoid": lambda a, ctx: ops.sigmoid(a, ctx=ctx),
-    "gelu": lambda a, ctx: ops.gelu(a, ctx=ctx), "elu": lambda a, ctx: ops.elu(a, ctx=ctx),
-    "leaky_relu": lambda a, ctx: ops.leaky_relu(a, 0.1, ctx=ctx), "clamp": lambda a, ctx: ops.clamp(a, 0, 1, ctx=ctx),
-    "norm": lambda a, ctx: ops.norm(a, ctx=ctx), "pad": lambda a, ctx: ops.pad(a, 1, ctx=ctx),
-    "concat": lambda a, ctx: ops.concat(a, a, 0, ctx=ctx),
     "out_prod": lambda a, ctx: ops.out_prod(a, a, ctx=ctx),
     "mean_of_rows": lambda a, ctx: ops.mean(a, ctx=ctx),     # only a scalar mean has one
+    # the backward ops of ggml/patches/0020 have none themselves
+    "unary_back": lambda a, ctx: ops.unary_back(a, a, "tanh", ctx=ctx),
+    "norm_back": lambda a, ctx: ops.norm_back(a, a, ctx=ctx),
 }
 
 
