@@ -121,9 +121,9 @@ def build_cnn(n, fused):
     wd, bd = n.weight((10, 7 * 7 * 16)), n.weight((10,), value=0)
     if fused:
         # channels-last all the way: no permuted copies
-        h = ops.conv_2d_cl(x, w1, b1, pad=(1, 1), act="relu", ctx=ctx)          # (b, 28, 28, 8)
+        h = ops.conv_2d_cl(x, w1, b1, padding="same", act="relu", ctx=ctx)          # (b, 28, 28, 8)
         h = ops.pool_cl(h, "max", (2, 2), ctx=ctx)                               # (b, 14, 14, 8)
-        h = ops.conv_2d_cl(h, w2, b2, pad=(1, 1), act="relu", ctx=ctx)          # (b, 14, 14, 16)
+        h = ops.conv_2d_cl(h, w2, b2, padding="same", act="relu", ctx=ctx)          # (b, 14, 14, 16)
         h = ops.pool_cl(h, "max", (2, 2), ctx=ctx)                               # (b, 7, 7, 16)
         h = ops.reshape(h, (b, 7 * 7 * 16), ctx=ctx)
     else:
@@ -165,9 +165,10 @@ def build_conv1d_bn(n, fused):
         if fused:
             # Conv1D as a channels-last convolution of height 1, then batch norm + relu
             y = ops.conv_2d_cl(ops.reshape(h, (b, 1, L, cin), ctx=ctx), ops.reshape(w, (C, 1, 3, cin), ctx=ctx),
-                               bias, pad=(0, 1), ctx=ctx)
+                               bias, padding="same", ctx=ctx)
             y = ops.reshape(y, (b * L, C), ctx=ctx)
-            y = ops.batch_norm(y, gamma, beta, eps=1e-3, act="relu", ctx=ctx)
+            stats = n.const(np.zeros((2, C), np.float32))    # receives the batch's mean and variance
+            y = ops.batch_norm(y, gamma, beta, stats, eps=1e-3, act="relu", ctx=ctx)
             h = ops.reshape(y, (b, L, C), ctx=ctx)
         else:
             xc = _permute_numpy(ops, ops.reshape(h, (b, 1, L, cin), ctx=ctx), (0, 3, 1, 2), ctx)   # (b, cin, 1, L)
@@ -309,7 +310,7 @@ def build_transformer(n, fused):
     def layer_norm(inp):
         gamma, beta = n.weight((E,), value=1), n.weight((E,), value=0)
         if fused:
-            return ops.layer_norm(inp, gamma, beta, eps=1e-6, ctx=ctx)
+            return ops.add(ops.mul(ops.norm(inp, 1e-6, ctx=ctx), gamma, ctx=ctx), beta, ctx=ctx)
         xc = ops.sub(inp, ops.repeat(_mean_rows(ops, inp, ctx), inp, ctx=ctx), ctx=ctx)
         var = _mean_rows(ops, ops.sqr(xc, ctx=ctx), ctx)
         y = ops.mul(xc, _rsqrt(ops, var, 1e-6, ctx), ctx=ctx)

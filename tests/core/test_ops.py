@@ -1134,3 +1134,450 @@ def test_version_functions():
         core.set_n_threads(-1)
     with pytest.raises(TypeError):
         core.set_n_threads(2.5)
+
+
+# --- pyggml's kernels (ggml/patches/0020) on shapes that take every path, 1 and 2 threads ----
+
+
+def run_ops(backend, sched, build, arrays, wrts=(), weights=None, n_threads=None):
+    """build(*leaves, ctx) on the arrays: its value, and the gradients of sum(out * weights)
+    with respect to arrays[i] for i in wrts (ggml's backward pass)."""
+    lctx, buf, leaves = make_leaves(backend, arrays)
+    for i in wrts:
+        leaves[i].set_param()
+    cctx = core.Context(n_tensors=4096, graph_size=4096)
+    out = build(*leaves, ctx=cctx)
+    if not out.is_contiguous:
+        out = ops.cont(out, ctx=cctx)
+    out.set_output()           # kept: the backward pass must not reuse its memory
+    keep = [lctx, buf, cctx]
+    if wrts:
+        rctx, rbuf, (r,) = make_leaves(backend, [np.asarray(weights, np.float32).reshape(out.shape)])
+        keep += [rctx, rbuf]
+        loss = ops.sum(ops.mul(out, r, ctx=cctx), ctx=cctx).set_loss()
+        g = core.Graph(cctx, 4096, grads=True)
+        g.build_forward(loss)
+        g.build_backward()
+        gts = []
+        for i in wrts:
+            gt = g.grad(leaves[i])
+            if not gt.is_contiguous:
+                gt = ops.cont(gt, ctx=cctx)
+                g.build_forward(gt)
+            gts.append(gt)
+        sched.alloc(g)
+        g.reset()
+        sched.compute(g, n_threads)
+        result = out.numpy(), [gt.numpy().reshape(np.shape(arrays[i])) for gt, i in zip(gts, wrts)]
+    else:
+        g = core.Graph(cctx, 4096)
+        g.build_forward(out)
+        sched.compute(g, n_threads)
+        result = out.numpy(), []
+    g.free()
+    for o in reversed(keep):
+        o.free()
+    return result
+
+
+def _close(got, want, tol, what=""):
+    want = np.asarray(want, np.float64)
+    scale = max(float(np.max(np.abs(want))), 1.0)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, err_msg=what)
+
+
+# (N, H, W, C, OC, (KH, KW), strides, padding, dilation, act): MNIST's two convolutions, a
+# Conv1D of 64 channels (multiple chunks, four-vector blocks), channel counts off the vector
+# width, strides with Keras' uneven "same" padding, dilation, explicit padding
+CONV_SHAPES = [
+    (3, 28, 28, 1, 8, (3, 3), (1, 1), "same", (1, 1), "relu"),
+    (2, 14, 14, 8, 16, (3, 3), (1, 1), "same", (1, 1), "relu"),
+    (2, 1, 45, 64, 64, (1, 3), (1, 1), "same", (1, 1), "linear"),
+    (1, 9, 7, 3, 5, (3, 2), (2, 2), "same", (1, 1), "tanh"),
+    (2, 8, 8, 5, 70, (3, 3), (2, 1), "valid", (1, 1), "linear"),
+    (1, 11, 10, 4, 6, (3, 3), (1, 1), "same", (2, 2), "elu"),
+    (2, 6, 7, 2, 17, (2, 3), (1, 2), (1, 2, 7, 4), (1, 1), "sigmoid"),
+    (1, 7, 7, 33, 20, (3, 3), (2, 2), "same", (1, 1), "leaky_relu"),
+]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", CONV_SHAPES, ids=lambda s: "x".join(map(str, s[:5])) + f"-{s[7]}-{s[9]}")
+def test_conv_2d_cl_kernel_shapes(shape, n_threads, backend, sched):
+    n, h, w, c, oc, k, strides, padding, dilation, act = shape
+    r = rng(80)
+    x = r.normal(size=(n, h, w, c)).astype(np.float32)
+    wt = (r.normal(size=(oc,) + k + (c,)) / math.sqrt(c * k[0] * k[1])).astype(np.float32)
+    b = r.normal(size=(oc,)).astype(np.float32) * 0.1
+    alpha = 0.3 if act in ("elu", "leaky_relu") else 0.0
+    want = conv_ref(x, wt, b, padding, strides, dilation, act, alpha)
+    gy = r.normal(size=want.shape)
+    build = lambda a, ww, bb, ctx: ops.conv_2d_cl(a, ww, bb, strides, padding, dilation, act, alpha, ctx=ctx)
+    got, (dx, dw, db) = run_ops(backend, sched, build, [x, wt, b], (0, 1, 2), gy, n_threads)
+    _close(got, want, 1e-4, "forward")
+    pre = conv_ref(x, wt, b, padding, strides, dilation, "linear")
+    dz = gy * act_grad_ref(act, pre, alpha)
+    wx, ww_, wb = conv_grads_ref(x, wt, dz, padding, strides, dilation)
+    _close(dx, wx, 1e-4, "input gradient")
+    _close(dw, ww_, 1e-4, "kernel gradient")
+    _close(db, wb, 1e-4, "bias gradient")
+
+
+# (N, H, W, OC -> C, (KH, KW), strides, padding): Conv2DTranspose's usual upsampling by 2,
+# a stride larger than the kernel, odd sizes
+CONV_T_SHAPES = [(2, 7, 7, 16, 8, (3, 3), (2, 2), "same"), (1, 4, 5, 3, 5, (2, 2), (3, 2), "valid"),
+                 (2, 5, 3, 6, 4, (3, 1), (1, 1), "same")]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", CONV_T_SHAPES)
+def test_conv_transpose_2d_cl_shapes(shape, n_threads, backend, sched):
+    n, h, w, oc, c, k, strides, padding = shape
+    r = rng(81)
+    a = r.normal(size=(n, h, w, oc)).astype(np.float32)
+    wt = (r.normal(size=(oc,) + k + (c,)) * 0.3).astype(np.float32)
+    ekh, ekw = k
+    oh, ow = ((h - 1) * strides[0] + ekh, (w - 1) * strides[1] + ekw) if padding == "valid" else \
+        (h * strides[0], w * strides[1])
+    top = max((h - 1) * strides[0] + ekh - oh, 0) // 2
+    left = max((w - 1) * strides[1] + ekw - ow, 0) // 2
+    want = conv_transpose_ref(a, wt, (oh, ow), (top, left), strides)
+    gy = r.normal(size=want.shape)
+    build = lambda x, ww, ctx: ops.conv_transpose_2d_cl(x, ww, strides, padding, ctx=ctx)
+    got, (da, dw) = run_ops(backend, sched, build, [a, wt], (0, 1), gy, n_threads)
+    assert got.shape == want.shape
+    _close(got, want, 1e-4, "forward")
+    # the transposed convolution's gradients: a convolution of gy, and the kernel gradient
+    # with the roles of input and output exchanged
+    geom = (top, left)
+    _close(da, conv_ref(gy, wt, None, (top, left, h, w), strides), 1e-4, "input gradient")
+    _close(dw, conv_grads_ref(gy, wt, a, (top, left, h, w), strides)[1], 1e-4, "kernel gradient")
+    del geom
+
+
+# (N, H, W, C, op, pool_size, strides, padding): MNIST's 2x2 max pooling (windows that tile
+# the input), ResNet's 3x3 stride-2 "same", 1-D pooling as height 1, a global average, one
+# image (channels shared out among threads), overlapping windows
+POOL_SHAPES = [
+    (3, 28, 28, 8, "max", (2, 2), None, "valid"), (2, 9, 11, 5, "max", (3, 3), (2, 2), "same"),
+    (2, 1, 37, 64, "max", (1, 3), (1, 2), "same"), (2, 1, 50, 64, "avg", (1, 50), None, "valid"),
+    (1, 7, 6, 16, "max", (2, 2), None, "valid"), (1, 7, 6, 16, "avg", (3, 2), (1, 1), "same"),
+    (2, 6, 6, 3, "avg_pad", (3, 3), (2, 2), "same"), (2, 5, 5, 4, "sum", (2, 2), (1, 1), "valid"),
+    (1, 8, 8, 300, "max", (2, 2), None, "valid"),
+]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", POOL_SHAPES, ids=lambda s: "x".join(map(str, s[:4])) + f"-{s[4]}-{s[7]}")
+def test_pool_cl_kernel_shapes(shape, n_threads, backend, sched):
+    n, h, w, c, op, k, strides, padding = shape
+    r = rng(82)
+    x = r.normal(size=(n, h, w, c)).astype(np.float32)
+    if op == "max":
+        # some ties (the first maximum takes the gradient)
+        x[:, ::2, ::3, ::2] = np.round(x[:, ::2, ::3, ::2])
+    want = pool_cl_ref(x, op, k, strides, padding)
+    gy = r.normal(size=want.shape)
+    got, (dx,) = run_ops(backend, sched, lambda a, ctx: ops.pool_cl(a, op, k, strides, padding, ctx=ctx),
+                         [x], (0,), gy, n_threads)
+    _close(got, want, 1e-5, "forward")
+    _close(dx, pool_cl_grad_ref(x, gy, op, k, strides, padding), 1e-5, "gradient")
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape,act", [((32, 50, 64), "relu"), ((7, 3, 300), "linear"), ((4, 5, 3), "tanh")])
+def test_batch_norm_kernel_shapes(shape, act, n_threads, backend, sched):
+    r = rng(83)
+    x = (r.normal(size=shape) * 3 + 5).astype(np.float32)        # a large mean: the shifted sums
+    c = shape[-1]
+    gamma = r.uniform(0.5, 1.5, size=c).astype(np.float32)
+    beta = r.normal(size=c).astype(np.float32)
+    want = batch_norm_ref(x, gamma, beta, 1e-3, act)
+    gy = r.normal(size=shape)
+    build = lambda a, g_, b_, ctx: ops.batch_norm(a, g_, b_, None, 1e-3, act, ctx=ctx)
+    got, (dx, dg, db) = run_ops(backend, sched, build, [x, gamma, beta], (0, 1, 2), gy, n_threads)
+    _close(got, want, 1e-4, "forward")
+    # analytic gradients
+    flat = x.reshape(-1, c).astype(np.float64)
+    m = flat.shape[0]
+    mean, var = flat.mean(0), flat.var(0)
+    xhat = (flat - mean) / np.sqrt(var + 1e-3)
+    pre = xhat * gamma + beta
+    dz = gy.reshape(-1, c) * act_grad_ref(act, pre)
+    wdg, wdb = (dz * xhat).sum(0), dz.sum(0)
+    wdx = gamma / np.sqrt(var + 1e-3) * (dz - wdb / m - xhat * wdg / m)
+    _close(dx, wdx.reshape(shape), 1e-4, "input gradient")
+    _close(dg, wdg, 1e-4, "gamma gradient")
+    _close(db, wdb, 1e-4, "beta gradient")
+
+
+def test_batch_norm_writes_its_statistics(backend, sched):
+    r = rng(84)
+    x = (r.normal(size=(10, 6)) * 2 - 3).astype(np.float32)
+    lctx, buf, (a, g_, b_, st) = make_leaves(backend, [x, np.ones(6, np.float32), np.zeros(6, np.float32),
+                                                      np.zeros((2, 6), np.float32)])
+    cctx = core.Context(n_tensors=16, graph_size=64)
+    y = ops.batch_norm(a, g_, b_, st, 1e-3, ctx=cctx)
+    g = core.Graph(cctx, 64)
+    g.build_forward(y)
+    sched.compute(g)
+    np.testing.assert_allclose(st.numpy(), np.stack([x.mean(0), x.var(0)]), rtol=1e-5, atol=1e-5)
+
+
+def _rnn_build(cell, steps, u, masked, reverse=False):
+    """An unrolled recurrent layer over time-major inputs: xs (steps, B, G*u), w_hh (G*u, u),
+    h0 (B, u), masks (steps, B): returns the outputs (steps, B, u) joined with concat."""
+    def build(xs, w_hh, h0, masks, ctx):
+        b = h0.shape[0]
+        g = xs.shape[-1]
+        h, c = h0, h0
+        outs = {}
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        for t in order:
+            zx = ops.view(xs, (b, g), offset=t * b * g * 4, ctx=ctx)
+            zh = ops.mul_mat(w_hh, h, ctx=ctx)
+            m = ops.view(masks, (b,), offset=t * b * 4, ctx=ctx) if masked else None
+            if cell == "lstm":
+                st = ops.lstm_cell(zx, zh, c, h if masked else None, m, ctx=ctx)
+                h = ops.view(st, (b, u), offset=0, ctx=ctx)
+                c = ops.view(st, (b, u), offset=b * u * 4, ctx=ctx)
+            else:
+                h = ops.gru_cell(zx, zh, h, m, ctx=ctx)
+            outs[t] = ops.reshape(h, (1, b, u), ctx=ctx)
+        seq = outs[0]
+        for t in range(1, steps):
+            seq = ops.concat(seq, outs[t], 2, ctx=ctx)
+        return seq
+    return build
+
+
+def _rnn_ref(cell, steps, u, masked, reverse=False):
+    def ref(xs, w_hh, h0, masks):
+        h, c = h0, h0
+        outs = {}
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        for t in order:
+            zh = h @ np.asarray(w_hh, np.float64).T
+            m = masks[t] if masked else None
+            if cell == "lstm":
+                st = lstm_ref(xs[t], zh, c, h, m)
+                h, c = st[0], st[1]
+            else:
+                h = gru_ref(xs[t], zh, h, m)
+            outs[t] = h
+        return np.stack([outs[t] for t in range(steps)])
+    return ref
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("cell,masked,reverse", [("lstm", False, False), ("lstm", True, True), ("gru", False, True),
+                                                 ("gru", True, False)])
+def test_unrolled_rnn_gradients(cell, masked, reverse, n_threads, backend, sched):
+    """Steps of a cell through per-step views of one projection (the in-place gradient
+    accumulation of the views, patch 0020), the state through views of the cell's result,
+    a mask that keeps the state, and the outputs joined by concat."""
+    steps, b, u = 4, 3, 2
+    gates = 4 if cell == "lstm" else 3
+    r = rng(85)
+    xs = r.normal(size=(steps, b, gates * u)).astype(np.float32)
+    w_hh = (r.normal(size=(gates * u, u)) * 0.5).astype(np.float32)
+    h0 = (r.normal(size=(b, u)) * 0.5).astype(np.float32)
+    masks = (r.uniform(size=(steps, b)) > 0.3).astype(np.float32)
+    build, ref = _rnn_build(cell, steps, u, masked, reverse), _rnn_ref(cell, steps, u, masked, reverse)
+    arrays = [xs, w_hh, h0, masks]
+    weights = r.normal(size=(steps, b, u))
+    got, grads = run_ops(backend, sched, build, arrays, (0, 1, 2), weights, n_threads)
+    _close(got, ref(*arrays), 1e-5, "forward")
+    for i, gr in zip((0, 1, 2), grads):
+        _close(gr, numeric_grad(ref, arrays, i, weights), 1e-3, f"gradient {i}")
+
+
+def test_gradient_of_overlapping_views_accumulates(backend, sched):
+    """Two views of the same elements and a third of others: the gradients add up
+    (the views' accumulation runs in place)."""
+    x = _sym((6, 4), 86)
+
+    def build(a, ctx):
+        v1 = ops.view(a, (2, 4), offset=0, ctx=ctx)
+        v2 = ops.view(a, (3, 4), offset=16, ctx=ctx)
+        v3 = ops.view(a, (2, 4), offset=64, ctx=ctx)
+        return ops.concat(ops.concat(ops.sqr(v1, ctx=ctx), ops.scale(v2, 3.0, ctx=ctx), 1, ctx=ctx), v3, 1, ctx=ctx)
+
+    def ref(a):
+        return np.concatenate([a[0:2] ** 2, 3 * a[1:4], a[4:6]])
+    weights = rng(87).normal(size=(7, 4))
+    _, (gr,) = run_ops(backend, sched, build, [x], (0,), weights)
+    _close(gr, numeric_grad(ref, [x], 0, weights), 1e-3)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "elu", "leaky_relu", "softplus", "linear"])
+def test_bias_act_kernel_shapes(act, n_threads, backend, sched):
+    r = rng(88)
+    x = r.normal(size=(37, 130)).astype(np.float32)
+    b = r.normal(size=(130,)).astype(np.float32)
+    alpha = 0.2 if act in ("elu", "leaky_relu") else 0.0
+    gy = r.normal(size=x.shape)
+    got, (dx, db) = run_ops(backend, sched, lambda a, bb, ctx: ops.bias_act(a, bb, act, alpha, ctx=ctx),
+                            [x, b], (0, 1), gy, n_threads)
+    pre = x.astype(np.float64) + b
+    _close(got, act_ref(act, pre, alpha), 1e-5)
+    dz = gy * act_grad_ref(act, pre, alpha)
+    _close(dx, dz, 1e-4)
+    _close(db, dz.sum(0), 1e-4)
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "gelu", "gelu_erf", "elu"])
+def test_unary_backward_on_large_tensors(name, backend, sched):
+    """The activations' backward passes over many rows (several threads' shares, tails)."""
+    r = rng(89)
+    x = (r.normal(size=(33, 257)) * 2).astype(np.float32)
+    gy = r.normal(size=x.shape)
+    got, (dx,) = run_ops(backend, sched, lambda a, ctx: getattr(ops, name)(a, ctx=ctx), [x], (0,), gy, 2)
+    _close(dx, gy * act_grad_ref(name, x, 1.0), 2e-3 if name == "gelu" else 1e-4)
+
+
+def test_layer_norm_from_norm(backend, sched):
+    """LayerNorm as norm * gamma + beta trains (norm's backward pass is patch 0020's)."""
+    r = rng(90)
+    x = (r.normal(size=(50, 32)) * 2 + 1).astype(np.float32)
+    gamma, beta = r.uniform(0.5, 1.5, 32).astype(np.float32), r.normal(size=32).astype(np.float32)
+
+    def build(a, g_, b_, ctx):
+        return ops.add(ops.mul(ops.norm(a, 1e-6, ctx=ctx), g_, ctx=ctx), b_, ctx=ctx)
+
+    def ref(a, g_, b_):
+        return (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-6) * g_ + b_
+    gy = r.normal(size=x.shape)
+    got, (dx,) = run_ops(backend, sched, build, [x, gamma, beta], (0,), gy, 2)
+    _close(got, ref(x, gamma, beta), 1e-5)
+    xh = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+    dxh = gy * gamma
+    want = (dxh - dxh.mean(-1, keepdims=True) - xh * (dxh * xh).mean(-1, keepdims=True)) / \
+        np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+    _close(dx, want, 1e-4)
+
+
+def test_new_ops_refuse_bad_arguments():
+    ctx = core.Context(n_tensors=64)
+    img = ctx.new_tensor((2, 5, 6, 3))
+    ker = ctx.new_tensor((4, 3, 3, 3))
+    f32 = ctx.new_tensor((3, 4))
+    i32 = ctx.new_tensor((4,), "i32")
+    z = ctx.new_tensor((2, 12))
+    st = ctx.new_tensor((2, 3))
+    cctx = core.Context(n_tensors=256)
+    t = ops.transpose(f32, ctx=cctx)
+    cases = [
+        (lambda: ops.conv_2d_cl(img, ctx.new_tensor((4, 3, 3, 2))), ValueError),       # channels differ
+        (lambda: ops.conv_2d_cl(img, ker, f32), ValueError),                         # bias size
+        (lambda: ops.conv_2d_cl(img, ker, None, (0, 1)), ValueError),
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), "full"), ValueError),
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), (1, -1)), ValueError),
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), "valid", (1, 1), "gelu"), ValueError),   # not fusable
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), "valid", (1, 1), "nope"), ValueError),
+        (lambda: ops.conv_2d_cl(img, ctx.new_tensor((4, 9, 9, 3))), ValueError),    # kernel > input
+        (lambda: ops.conv_2d_cl(ops.cast(img, "f16", ctx=cctx), ker), TypeError),
+        (lambda: ops.conv_2d_cl(img, ker, None, 2.5), TypeError),
+        (lambda: ops.conv_transpose_2d_cl(img, ker), ValueError),                    # ker's OC != img's C
+        (lambda: ops.conv_transpose_2d_cl(ctx.new_tensor((2, 5, 6, 4)), ker, 1, (1, 1)), ValueError),
+        (lambda: ops.conv_2d_cl_back_filter(ctx.new_tensor((1, 3, 4, 4)), img, (3, 3)), ValueError),
+        (lambda: ops.pool_cl(img, "min"), ValueError), (lambda: ops.pool_cl(img, "max", (9, 9)), ValueError),
+        (lambda: ops.pool_cl(img, "max", (2, 2), None, (2, 0)), ValueError),         # pad >= window
+        (lambda: ops.pool_cl(img, "max", (2, 2), None, (0, 0, 9, 1)), ValueError),   # windows past the input
+        (lambda: ops.pool_cl_back(ctx.new_tensor((2, 2, 3, 4)), img), ValueError),
+        (lambda: ops.bias_act(f32, ctx.new_tensor((3,))), ValueError),
+        (lambda: ops.bias_act(f32, i32), TypeError), (lambda: ops.bias_act(t, ctx.new_tensor((3,))), ValueError),
+        (lambda: ops.bias_act(f32, ctx.new_tensor((4,)), "elu", -1.0), ValueError),
+        (lambda: ops.batch_norm(f32, ctx.new_tensor((3,)), ctx.new_tensor((4,))), ValueError),
+        (lambda: ops.batch_norm(f32, ctx.new_tensor((4,)), ctx.new_tensor((4,)), st), ValueError),
+        (lambda: ops.batch_norm(f32, ctx.new_tensor((4,)), ctx.new_tensor((4,)), None, 0.0), ValueError),
+        (lambda: ops.batch_norm(f32, ctx.new_tensor((4,)), ctx.new_tensor((4,)), ctx.new_tensor((2, 4))),
+         ValueError),                                                                 # stats without memory
+        (lambda: ops.lstm_cell(z, z, ctx.new_tensor((2, 4))), ValueError),           # 12 != 4 * 4
+        (lambda: ops.lstm_cell(ctx.new_tensor((2, 8)), ctx.new_tensor((2, 8)), ctx.new_tensor((2, 2)), None,
+                               ctx.new_tensor((2,))), ValueError),                   # mask without h
+        (lambda: ops.lstm_cell(ctx.new_tensor((2, 8)), ctx.new_tensor((2, 8)), ctx.new_tensor((2, 2)),
+                               ctx.new_tensor((2, 2)), ctx.new_tensor((3,))), ValueError),
+        (lambda: ops.gru_cell(z, ctx.new_tensor((2, 9)), ctx.new_tensor((2, 4))), ValueError),
+        (lambda: ops.gru_cell(z, z, ctx.new_tensor((2, 4)), i32), TypeError),
+        (lambda: ops.unary_back(f32, ctx.new_tensor((4, 3)), "tanh"), ValueError),
+        (lambda: ops.unary_back(f32, f32, "gelu", True), ValueError),
+        (lambda: ops.unary_back(f32, f32, "clamp", False, 1.0, 0.0), ValueError),
+        (lambda: ops.pool_1d(f32, "max", 5), ValueError), (lambda: ops.pool_1d(f32, "max", 2, 1, 2), ValueError),
+        (lambda: ops.pool_1d(f32, "min"), ValueError),
+        (lambda: ops.upscale(f32, (2,)), TypeError), (lambda: ops.upscale(f32, (0, 2)), ValueError),
+        (lambda: ops.pad_ext(f32, ((1, 1),)), TypeError), (lambda: ops.pad_ext(f32, ((1, -1), (0, 0))), ValueError),
+        (lambda: ops.norm_back(f32, ctx.new_tensor((4, 3))), ValueError),
+        (lambda: ops.gelu_erf(i32), TypeError),
+    ]
+    failures = []
+    for i, (call, exc) in enumerate(cases):
+        try:
+            call()
+        except exc:
+            continue
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(f"case {i}: {type(e).__name__}: {e} (expected {exc.__name__})")
+            continue
+        failures.append(f"case {i}: did not raise (expected {exc.__name__})")
+    assert not failures, "\n".join(failures)
+
+
+def _refused_backward(backend, build, match):
+    lctx, buf, (w,) = make_leaves(backend, [POOL_X])
+    w.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(build(w, cctx), ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(GGMLError, match=match):
+        g.build_backward()
+
+
+def test_backward_refusals_of_the_new_ops(backend):
+    # upscaling axes that are not adjacent, the backward ops themselves, a parameter as a mask
+    _refused_backward(backend, lambda w, ctx: ops.upscale(w, (2, 1, 1, 2), ctx=ctx), "upscale")
+    _refused_backward(backend, lambda w, ctx: ops.pool_cl_back(ops.pool_cl(w, ctx=ctx), w, ctx=ctx), "backward pass")
+    _refused_backward(backend, lambda w, ctx: ops.conv_2d_cl_back_filter(w, w, (1, 1), ctx=ctx), "backward pass")
+    lctx, buf, (m, zx, c) = make_leaves(backend, [np.ones(2, np.float32), LSTM_ZX, LSTM_C])
+    m.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(ops.gru_cell(ops.view(zx, (2, 9), ctx=cctx), ops.view(zx, (2, 9), ctx=cctx), c, m, ctx=cctx),
+                   ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(GGMLError, match="mask"):
+        g.build_backward()
+
+
+def test_new_ops_train_through_ggml_opt(backend):
+    """A channels-last CNN step through ggml-opt's OptContext (the checks before its graph
+    is built accept the new ops, and the loss falls)."""
+    r = rng(91)
+    sched = core.Scheduler([backend], graph_size=8192)
+    lctx = core.Context(n_tensors=16)
+    x = lctx.new_tensor((8, 6, 6, 2))
+    w = lctx.new_tensor((4, 3, 3, 2)).set_param()
+    b = lctx.new_tensor((4,)).set_param()
+    g_, be = lctx.new_tensor((4,)).set_param(), lctx.new_tensor((4,)).set_param()
+    wd = lctx.new_tensor((3, 36)).set_param()
+    buf = core.BackendBuffer(lctx, backend)
+    x.set(r.normal(size=(8, 6, 6, 2)))
+    w.set(r.normal(size=(4, 3, 3, 2)) * 0.3)
+    b.set(np.zeros(4))
+    g_.set(np.ones(4))
+    be.set(np.zeros(4))
+    wd.set(r.normal(size=(3, 36)) * 0.2)
+    cctx = core.Context(n_tensors=4096, graph_size=0)
+    h = ops.conv_2d_cl(x, w, b, padding="same", act="relu", ctx=cctx)
+    h = ops.reshape(ops.batch_norm(ops.reshape(h, (8 * 36, 4), ctx=cctx), g_, be, None, 1e-3, "tanh", ctx=cctx),
+                    (8, 6, 6, 4), ctx=cctx)
+    h = ops.pool_cl(h, "max", (2, 2), ctx=cctx)
+    out = ops.mul_mat(wd, ops.reshape(h, (8, 36), ctx=cctx), ctx=cctx)
+    opt = core.OptContext(sched, cctx, x, out, loss="cross_entropy", learning_rate=1e-2)
+    opt.set_labels(np.eye(3, dtype=np.float32)[r.integers(0, 3, 8)])
+    losses = [opt.step() for _ in range(30)]
+    assert np.isfinite(losses).all() and losses[-1] < 0.7 * losses[0], losses
+    opt.free()
+    sched.free()
