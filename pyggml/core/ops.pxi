@@ -809,14 +809,13 @@ def batch_norm(Tensor a not None, Tensor gamma not None, Tensor beta not None, T
     """Batch normalisation with the batch's statistics (training mode), channels in a's
     last axis: act(gamma * (a - mean) / sqrt(var + eps) + beta), mean and (biased) var
     of each channel over all of a's other axes.  stats (2, C), if given, receives mean
-    and var when the graph runs (for the running averages; it must have memory)."""
+    and var when the graph runs (for the running averages: give it memory of its own, a
+    BackendBuffer, to read them with Tensor.numpy(); the backward pass reads them too)."""
     cdef Context c = _pick_ctx(a, ctx)
     gamma._check()
     beta._check()
     cdef ggml_act code = _act_of(act, alpha, "batch_norm", True)
     _bn_check(a, gamma, beta, stats, eps, "batch_norm")
-    if stats is not None and stats.ptr.data == NULL and stats.ptr.buffer == NULL:
-        raise ValueError("batch_norm: stats must have memory (allocate it with a BackendBuffer)")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_batch_norm(c.ptr, a.ptr, gamma.ptr, beta.ptr, NULL if stats is None else stats.ptr,
                                    eps, code, alpha), _nd(a), (a, gamma, beta, stats))
