@@ -1579,3 +1579,30 @@ def test_new_ops_train_through_ggml_opt(backend):
     assert np.isfinite(losses).all() and losses[-1] < 0.7 * losses[0], losses
     opt.free()
     sched.free()
+
+
+# the new backward passes receive gradients that are transposed views (a consumer that
+# permutes): they copy them to rows first instead of aborting
+_T_CHAIN = {
+    "tanh": (lambda a, ctx: ops.tanh(a, ctx=ctx), np.tanh),
+    "gelu_erf": (lambda a, ctx: ops.gelu_erf(a, ctx=ctx), lambda a: act_ref("gelu_erf", a)),
+    "leaky_relu": (lambda a, ctx: ops.leaky_relu(a, 0.1, ctx=ctx), lambda a: act_ref("leaky_relu", a, 0.1)),
+    "norm": (lambda a, ctx: ops.norm(a, 1e-5, ctx=ctx),
+             lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)),
+    "bias_act": (lambda a, ctx: ops.bias_act(a, ops.view(a, (4,), ctx=ctx), "sigmoid", ctx=ctx),
+                 lambda a: sigmoid(a + a.reshape(-1)[:4])),
+    "batch_norm": (lambda a, ctx: ops.batch_norm(a, ops.view(a, (4,), ctx=ctx), ops.view(a, (4,), offset=16, ctx=ctx),
+                                                 None, 1e-3, "relu", ctx=ctx),
+                   lambda a: batch_norm_ref(a, a.reshape(-1)[:4], a.reshape(-1)[4:8], 1e-3, "relu")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_T_CHAIN))
+def test_new_backward_passes_take_transposed_gradients(name, backend, sched):
+    build1, ref1 = _T_CHAIN[name]
+    build = lambda a, ctx: ops.cont(ops.transpose(build1(a, ctx), ctx=ctx), ctx=ctx)
+    ref = lambda a: np.swapaxes(ref1(a), -1, -2)
+    x = _sym((3, 4), 92) * 2
+    weights = rng(93).normal(size=(4, 3))
+    _, (gr,) = run_ops(backend, sched, build, [x], (0,), weights)
+    _close(gr, numeric_grad(ref, [x], 0, weights), 2e-3)
