@@ -6,6 +6,8 @@ AdamW and a cross-entropy loss, one step = forward + backward + optimizer:
 
 - ``cnn``: tools/bench.py's MNIST CNN (Conv2D 8 3x3 same + relu, 2x2 max pool,
   Conv2D 16 3x3 same + relu, 2x2 max pool, Dense 10), batch 256.
+- ``cnn_keras``: keras-io's mnist_convnet (Conv2D 32 3x3 valid + relu, 2x2 max pool,
+  Conv2D 64 3x3 valid + relu, 2x2 max pool, Dense 10; dropout left out), batch 128.
 - ``conv1d_bn``: keras-io's timeseries classifier (3 x [Conv1D 64 k3 same,
   BatchNormalization (batch statistics), relu], global average pooling,
   Dense 2) on 500 steps of 1 feature, batch 32.
@@ -43,9 +45,9 @@ import time
 
 import numpy as np
 
-MODELS = ["cnn", "conv1d_bn", "bilstm", "transformer"]
+MODELS = ["cnn", "cnn_keras", "conv1d_bn", "bilstm", "transformer"]
 VARIANTS = ["base", "fused", "torch"]
-BATCH = {"cnn": 256, "conv1d_bn": 32, "bilstm": 32, "transformer": 32}
+BATCH = {"cnn": 256, "cnn_keras": 128, "conv1d_bn": 32, "bilstm": 32, "transformer": 32}
 SEQ = 200          # tokens of the text models
 VOCAB = 20000
 TS_LEN = 500       # steps of the timeseries
@@ -143,6 +145,35 @@ def build_cnn(n, fused):
         n.values += [(k1, np.zeros((8, 1, 3, 3), np.float32)), (k2, np.zeros((16, 8, 3, 3), np.float32))]
     out = ops.add(ops.mul_mat(wd, h, ctx=ctx), bd, ctx=ctx)
     return x, out, 10
+
+
+def build_cnn_keras(n, fused):
+    ops, ctx, b = n.ops, n.ctx, n.batch
+    x = n.input((b, 28, 28, 1))
+    w1, b1 = n.weight((32, 3, 3, 1) if fused else (32, 1, 3, 3)), n.weight((32,), value=0)
+    w2, b2 = n.weight((64, 3, 3, 32) if fused else (64, 32, 3, 3)), n.weight((64,), value=0)
+    wd, bd = n.weight((10, 5 * 5 * 64)), n.weight((10,), value=0)
+    if fused:
+        h = ops.conv_2d_cl(x, w1, b1, act="relu", ctx=ctx)                      # (b, 26, 26, 32)
+        h = ops.pool_cl(h, "max", (2, 2), ctx=ctx)                               # (b, 13, 13, 32)
+        h = ops.conv_2d_cl(h, w2, b2, act="relu", ctx=ctx)                      # (b, 11, 11, 64)
+        h = ops.pool_cl(h, "max", (2, 2), ctx=ctx)                               # (b, 5, 5, 64)
+    else:
+        xc = _permute_numpy(ops, x, (0, 3, 1, 2), ctx)
+        k1 = n.input((32, 1, 3, 3))
+        cols = ops.reshape(ops.im2col(k1, xc, 1, 1, 0, 0, 1, 1, True, ctx=ctx), (b * 676, 9), ctx=ctx)
+        h = ops.relu(ops.add(ops.mul_mat(ops.reshape(w1, (32, 9), ctx=ctx), cols, ctx=ctx), b1, ctx=ctx), ctx=ctx)
+        h = _permute_numpy(ops, ops.reshape(h, (b, 26, 26, 32), ctx=ctx), (0, 3, 1, 2), ctx)
+        h = ops.pool_2d(h, "max", 2, 2, 2, 2, ctx=ctx)                           # (b, 32, 13, 13)
+        k2 = n.input((64, 32, 3, 3))
+        cols = ops.reshape(ops.im2col(k2, h, 1, 1, 0, 0, 1, 1, True, ctx=ctx), (b * 121, 288), ctx=ctx)
+        h = ops.relu(ops.add(ops.mul_mat(ops.reshape(w2, (64, 288), ctx=ctx), cols, ctx=ctx), b2, ctx=ctx), ctx=ctx)
+        h = _permute_numpy(ops, ops.reshape(h, (b, 11, 11, 64), ctx=ctx), (0, 3, 1, 2), ctx)
+        h = ops.pool_2d(h, "max", 2, 2, 2, 2, ctx=ctx)                           # (b, 64, 5, 5)
+        h = _permute_numpy(ops, h, (0, 2, 3, 1), ctx)                           # (b, 5, 5, 64)
+        n.values += [(k1, np.zeros((32, 1, 3, 3), np.float32)), (k2, np.zeros((64, 32, 3, 3), np.float32))]
+    h = ops.reshape(h, (b, 5 * 5 * 64), ctx=ctx)
+    return x, ops.add(ops.mul_mat(wd, h, ctx=ctx), bd, ctx=ctx), 10
 
 
 def _mean_rows(ops, x, ctx):
@@ -339,7 +370,7 @@ def build_transformer(n, fused):
     return ids, dense(h, 2, 20), 2
 
 
-BUILDERS = {"cnn": build_cnn, "conv1d_bn": build_conv1d_bn, "bilstm": build_bilstm, "transformer": build_transformer}
+BUILDERS = {"cnn": build_cnn, "cnn_keras": build_cnn_keras, "conv1d_bn": build_conv1d_bn, "bilstm": build_bilstm, "transformer": build_transformer}
 
 
 def pyggml_step(model, fused, threads):
@@ -381,6 +412,12 @@ def torch_step(model, threads):
         net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                             nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                             nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
+        x = torch.from_numpy(rng.random((b, 1, 28, 28), dtype=np.float32))
+        classes = 10
+    elif model == "cnn_keras":
+        net = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Linear(5 * 5 * 64, 10))
         x = torch.from_numpy(rng.random((b, 1, 28, 28), dtype=np.float32))
         classes = 10
     elif model == "conv1d_bn":
