@@ -1606,3 +1606,16 @@ def test_new_backward_passes_take_transposed_gradients(name, backend, sched):
     weights = rng(93).normal(size=(4, 3))
     _, (gr,) = run_ops(backend, sched, build, [x], (0,), weights)
     _close(gr, numeric_grad(ref, [x], 0, weights), 2e-3)
+
+
+# rows long enough for the vector maxima of ggml/patches/0022 (64 and more), with tails,
+# the maximum in every part of a row, and -inf from a mask
+@pytest.mark.parametrize("n", [63, 64, 65, 130, 200, 1000])
+def test_soft_max_long_rows(n, backend, sched):
+    r = rng(94)
+    x = (r.normal(size=(6, n)) * 3).astype(np.float32)
+    for i, pos in enumerate([0, n - 1, n // 2, 17 % n, n - 2, 31 % n]):
+        x[i, pos] = 20.0 + i
+    mask = np.where(r.uniform(size=(6, n)) < 0.2, -np.inf, 0).astype(np.float32)
+    got, _ = run_ops(backend, sched, lambda a, m, ctx: ops.soft_max_ext(a, m, 0.5, ctx=ctx), [x, mask], (), None, 2)
+    _close(got, softmax(x.astype(np.float64) * 0.5 + mask), 1e-6)
