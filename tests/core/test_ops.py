@@ -1619,3 +1619,42 @@ def test_soft_max_long_rows(n, backend, sched):
     mask = np.where(r.uniform(size=(6, n)) < 0.2, -np.inf, 0).astype(np.float32)
     got, _ = run_ops(backend, sched, lambda a, m, ctx: ops.soft_max_ext(a, m, 0.5, ctx=ctx), [x, mask], (), None, 2)
     _close(got, softmax(x.astype(np.float64) * 0.5 + mask), 1e-6)
+
+
+def test_lstm_trains_through_ggml_opt(backend):
+    """An unrolled LSTM (per-step views of one projection: the views' in-place gradient
+    accumulation inside ggml-opt's graphs) learns to tell two sequence patterns apart."""
+    r = rng(95)
+    steps, b, f, u = 6, 16, 3, 8
+    sched = core.Scheduler([backend], graph_size=16384)
+    lctx = core.Context(n_tensors=16)
+    x = lctx.new_tensor((steps * b, f))
+    w_ih = lctx.new_tensor((4 * u, f)).set_param()
+    w_hh = lctx.new_tensor((4 * u, u)).set_param()
+    b_ih = lctx.new_tensor((4 * u,)).set_param()
+    w_o = lctx.new_tensor((2, u)).set_param()
+    zeros = lctx.new_tensor((b, u))
+    buf = core.BackendBuffer(lctx, backend)
+    labels = r.integers(0, 2, b)
+    seq = r.normal(size=(steps, b, f)) * 0.3
+    seq[:, :, 0] += np.where(labels == 1, 1.0, -1.0)[None, :] * np.linspace(-1, 1, steps)[:, None]
+    x.set(seq.reshape(steps * b, f))
+    for t, s in ((w_ih, 0.5), (w_hh, 0.3), (w_o, 0.5)):
+        t.set(r.normal(size=t.shape) * s)
+    b_ih.set(np.zeros(4 * u))
+    zeros.set(np.zeros((b, u)))
+    cctx = core.Context(n_tensors=8192, graph_size=0)
+    p = ops.bias_act(ops.mul_mat(w_ih, x, ctx=cctx), b_ih, ctx=cctx)
+    h, c = zeros, zeros
+    for t in range(steps):
+        zx = ops.view(p, (b, 4 * u), offset=t * b * 4 * u * 4, ctx=cctx)
+        st = ops.lstm_cell(zx, ops.mul_mat(w_hh, h, ctx=cctx), c, ctx=cctx)
+        h = ops.view(st, (b, u), offset=0, ctx=cctx)
+        c = ops.view(st, (b, u), offset=b * u * 4, ctx=cctx)
+    out = ops.mul_mat(w_o, h, ctx=cctx)
+    opt = core.OptContext(sched, cctx, x, out, loss="cross_entropy", learning_rate=2e-2)
+    opt.set_labels(np.eye(2, dtype=np.float32)[labels])
+    losses = [opt.step() for _ in range(60)]
+    assert np.isfinite(losses).all() and losses[-1] < 0.5 * losses[0], losses
+    opt.free()
+    sched.free()
