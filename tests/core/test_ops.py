@@ -1658,3 +1658,31 @@ def test_lstm_trains_through_ggml_opt(backend):
     assert np.isfinite(losses).all() and losses[-1] < 0.5 * losses[0], losses
     opt.free()
     sched.free()
+
+
+@pytest.mark.parametrize("device", [d for d in core.backends() if d != "cpu"] or ["none"])
+def test_new_ops_run_on_the_cpu_beside_a_gpu(device, backend):
+    """GPU backends refuse pyggml's CPU ops (supports_op is False), and a training graph
+    scheduled on [gpu, cpu] gives the CPU's gradients (the scheduler moves those ops to the
+    CPU).  Skipped in builds without a GPU backend (checked by hand on Vulkan/lavapipe)."""
+    if device == "none":
+        pytest.skip("no GPU backend in this build")
+    gpu = core.Backend(device)
+    lctx, buf, (x, w, b) = make_leaves(backend, [IMG_CL, KER_CL, BIAS4])
+    cctx = core.Context(n_tensors=64, graph_size=64)
+    for t in (ops.conv_2d_cl(x, w, b, padding="same", act="relu", ctx=cctx), ops.pool_cl(x, ctx=cctx),
+              ops.batch_norm(x, ops.view(w, (3,), ctx=cctx), ops.view(w, (3,), ctx=cctx), ctx=cctx)):
+        assert not gpu.supports_op(t) and backend.supports_op(t)
+
+    def grads(backends):
+        sched = core.Scheduler(backends, graph_size=4096)
+        got = run_ops(backends[-1], sched,
+                      lambda a, ww, bb, ctx: ops.pool_cl(ops.tanh(ops.conv_2d_cl(a, ww, bb, padding="same", ctx=ctx),
+                                                                 ctx=ctx), ctx=ctx),
+                      [IMG_CL, KER_CL, BIAS4], (0, 1, 2), rng(96).normal(size=(2, 2, 3, 4)))
+        sched.free()
+        return got
+    (y1, g1), (y2, g2) = grads([gpu, backend]), grads([backend])
+    _close(y1, y2, 1e-5)
+    for a, bb in zip(g1, g2):
+        _close(a, bb, 1e-4)
