@@ -921,8 +921,9 @@ def conv_transpose_2d_cl(Tensor a not None, Tensor w not None, strides=(1, 1), p
                          dilation=(1, 1), output_size=None, ctx=None):
     """The transposed convolution of channels-last a (N, H, W, OC) with w (OC, KH, KW, C):
     the gradient of conv_2d_cl's input, and Keras' Conv2DTranspose (whose kernel
-    (KH, KW, C, OC) is this w transposed).  padding "valid" (output (H-1)*s + dilated
-    kernel), "same" (output H*s) or (top, left) with output_size (OH, OW) required.
+    (KH, KW, C, OC) is this w transposed).  padding "valid" (output H*s + max(dilated
+    kernel - s, 0), Keras'), "same" (output H*s) or (top, left) with output_size (OH, OW)
+    required; output_size also overrides the "valid"/"same" size (Keras' output_padding).
     Result (N, OH, OW, C).  Add a bias and activation with bias_act."""
     cdef Context c = _pick_ctx(a, ctx)
     w._check()
@@ -938,7 +939,8 @@ def conv_transpose_2d_cl(Tensor a not None, Tensor w not None, strides=(1, 1), p
         if output_size is not None:
             oh, ow = _int_pair(output_size, "conv_transpose_2d_cl", "output_size", 1)
         elif padding == "valid":
-            oh, ow = (ih - 1) * sh + ekh, (iw - 1) * sw + ekw
+            # Keras' deconv_output_length: H*s + max(kernel - s, 0)
+            oh, ow = ih * sh + max(ekh - sh, 0), iw * sw + max(ekw - sw, 0)
         else:
             oh, ow = ih * sh, iw * sw
         top = max((ih - 1) * sh + ekh - oh, 0) // 2 if padding == "same" else 0

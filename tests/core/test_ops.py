@@ -1237,8 +1237,9 @@ def test_conv_transpose_2d_cl_shapes(shape, n_threads, backend, sched):
     a = r.normal(size=(n, h, w, oc)).astype(np.float32)
     wt = (r.normal(size=(oc,) + k + (c,)) * 0.3).astype(np.float32)
     ekh, ekw = k
-    oh, ow = ((h - 1) * strides[0] + ekh, (w - 1) * strides[1] + ekw) if padding == "valid" else \
-        (h * strides[0], w * strides[1])
+    # Keras' deconv_output_length: H*s + max(k - s, 0) ("valid"), H*s ("same")
+    oh, ow = (h * strides[0] + max(ekh - strides[0], 0), w * strides[1] + max(ekw - strides[1], 0)) \
+        if padding == "valid" else (h * strides[0], w * strides[1])
     top = max((h - 1) * strides[0] + ekh - oh, 0) // 2
     left = max((w - 1) * strides[1] + ekw - ow, 0) // 2
     want = conv_transpose_ref(a, wt, (oh, ow), (top, left), strides)
