@@ -90,6 +90,24 @@ cdef extern from "ggml.h" nogil:
         GGML_OP_CROSS_ENTROPY_LOSS_BACK
         GGML_OP_OPT_STEP_ADAMW
         GGML_OP_OPT_STEP_SGD
+        GGML_OP_POOL_1D
+        GGML_OP_UPSCALE
+        GGML_OP_GLU
+        # pyggml's ops (ggml/patches/0020)
+        GGML_OP_UNARY_BACK
+        GGML_OP_NORM_BACK
+        GGML_OP_BIAS_ACT
+        GGML_OP_BATCH_NORM
+        GGML_OP_BATCH_NORM_BACK
+        GGML_OP_POOL_CL
+        GGML_OP_POOL_CL_BACK
+        GGML_OP_CONV_CL
+        GGML_OP_CONV_CL_BACK_INPUT
+        GGML_OP_CONV_CL_BACK_FILTER
+        GGML_OP_LSTM_CELL
+        GGML_OP_LSTM_CELL_BACK
+        GGML_OP_GRU_CELL
+        GGML_OP_GRU_CELL_BACK
         GGML_OP_COUNT
 
     cdef enum ggml_unary_op:
@@ -106,6 +124,29 @@ cdef extern from "ggml.h" nogil:
         GGML_UNARY_OP_EXP
         GGML_UNARY_OP_EXPM1
         GGML_UNARY_OP_SOFTPLUS
+        GGML_UNARY_OP_GELU_ERF
+
+    cdef enum ggml_scale_mode:
+        GGML_SCALE_MODE_NEAREST
+
+    cdef enum ggml_act:
+        GGML_ACT_NONE
+        GGML_ACT_RELU
+        GGML_ACT_TANH
+        GGML_ACT_SIGMOID
+        GGML_ACT_ELU
+        GGML_ACT_LEAKY_RELU
+        GGML_ACT_SOFTPLUS
+        GGML_ACT_GELU
+        GGML_ACT_GELU_ERF
+        GGML_ACT_SILU
+        GGML_ACT_CLAMP
+
+    cdef enum ggml_pool_cl_op:
+        GGML_POOL_CL_MAX
+        GGML_POOL_CL_AVG
+        GGML_POOL_CL_AVG_PAD
+        GGML_POOL_CL_SUM
 
     cdef enum ggml_op_pool:
         GGML_OP_POOL_MAX
@@ -227,6 +268,39 @@ cdef extern from "ggml.h" nogil:
                                float p0, float p1)
     ggml_tensor * ggml_pad(ggml_context * ctx, ggml_tensor * a, int p0, int p1, int p2, int p3)
     ggml_tensor * ggml_cross_entropy_loss(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b)
+    ggml_tensor * ggml_gelu_erf(ggml_context * ctx, ggml_tensor * a)
+    ggml_tensor * ggml_pool_1d(ggml_context * ctx, ggml_tensor * a, ggml_op_pool op, int k0, int s0, int p0)
+    ggml_tensor * ggml_interpolate(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2,
+                                   int64_t ne3, unsigned int mode)
+    ggml_tensor * ggml_pad_ext(ggml_context * ctx, ggml_tensor * a, int lp0, int rp0, int lp1, int rp1,
+                               int lp2, int rp2, int lp3, int rp3)
+    # pyggml's ops (ggml/patches/0020)
+    ggml_tensor * ggml_unary_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * b, ggml_act act,
+                                  bint from_output, float alpha, float beta)
+    ggml_tensor * ggml_norm_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * a, float eps)
+    ggml_tensor * ggml_bias_act(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_act act, float alpha)
+    ggml_tensor * ggml_batch_norm(ggml_context * ctx, ggml_tensor * a, ggml_tensor * gamma, ggml_tensor * beta,
+                                  ggml_tensor * stats, float eps, ggml_act act, float alpha)
+    ggml_tensor * ggml_batch_norm_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * a, ggml_tensor * y,
+                                       ggml_tensor * gamma, ggml_tensor * stats, float eps, ggml_act act, float alpha)
+    ggml_tensor * ggml_pool_cl(ggml_context * ctx, ggml_tensor * a, ggml_pool_cl_op op, int k0, int k1, int s0,
+                               int s1, int p0, int p1, int64_t ow, int64_t oh)
+    ggml_tensor * ggml_pool_cl_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * a, ggml_pool_cl_op op,
+                                    int k0, int k1, int s0, int s1, int p0, int p1)
+    ggml_tensor * ggml_conv_cl(ggml_context * ctx, ggml_tensor * a, ggml_tensor * w, ggml_tensor * b, int s0, int s1,
+                               int p0, int p1, int d0, int d1, int64_t ow, int64_t oh, ggml_act act, float alpha)
+    ggml_tensor * ggml_conv_cl_back_input(ggml_context * ctx, ggml_tensor * dy, ggml_tensor * w, int s0, int s1,
+                                          int p0, int p1, int d0, int d1, int64_t iw, int64_t ih)
+    ggml_tensor * ggml_conv_cl_back_filter(ggml_context * ctx, ggml_tensor * dy, ggml_tensor * a, int kw, int kh,
+                                           int s0, int s1, int p0, int p1, int d0, int d1, bint with_bias)
+    ggml_tensor * ggml_lstm_cell(ggml_context * ctx, ggml_tensor * zx, ggml_tensor * zh, ggml_tensor * c,
+                                 ggml_tensor * h, ggml_tensor * mask)
+    ggml_tensor * ggml_lstm_cell_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * zx, ggml_tensor * zh,
+                                      ggml_tensor * c, ggml_tensor * h, ggml_tensor * mask)
+    ggml_tensor * ggml_gru_cell(ggml_context * ctx, ggml_tensor * xp, ggml_tensor * hp, ggml_tensor * h,
+                                ggml_tensor * mask)
+    ggml_tensor * ggml_gru_cell_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * xp, ggml_tensor * hp,
+                                     ggml_tensor * h, ggml_tensor * mask)
     ggml_tensor * ggml_opt_step_adamw(ggml_context * ctx, ggml_tensor * a, ggml_tensor * grad, ggml_tensor * m,
                                       ggml_tensor * v, ggml_tensor * adamw_params)
     ggml_tensor * ggml_opt_step_sgd(ggml_context * ctx, ggml_tensor * a, ggml_tensor * grad, ggml_tensor * sgd_params)

@@ -13,11 +13,18 @@ cdef set _BACKWARD_OPS = {
     <int>GGML_OP_VIEW, <int>GGML_OP_PERMUTE, <int>GGML_OP_TRANSPOSE, <int>GGML_OP_GET_ROWS,
     <int>GGML_OP_DIAG_MASK_INF, <int>GGML_OP_DIAG_MASK_ZERO, <int>GGML_OP_SOFT_MAX,
     <int>GGML_OP_IM2COL, <int>GGML_OP_POOL_2D, <int>GGML_OP_CROSS_ENTROPY_LOSS,
+    # ggml/patches/0020 (pyggml's backward passes; see ops.pxi's _check_backward_pyggml)
+    <int>GGML_OP_CONCAT, <int>GGML_OP_PAD, <int>GGML_OP_CLAMP, <int>GGML_OP_LEAKY_RELU, <int>GGML_OP_NORM,
+    <int>GGML_OP_POOL_1D, <int>GGML_OP_UPSCALE, <int>GGML_OP_BIAS_ACT, <int>GGML_OP_BATCH_NORM,
+    <int>GGML_OP_POOL_CL, <int>GGML_OP_CONV_CL, <int>GGML_OP_CONV_CL_BACK_INPUT, <int>GGML_OP_LSTM_CELL,
+    <int>GGML_OP_GRU_CELL,
 }
 cdef set _BACKWARD_UNARY = {
     <int>GGML_UNARY_OP_ABS, <int>GGML_UNARY_OP_SGN, <int>GGML_UNARY_OP_NEG, <int>GGML_UNARY_OP_STEP,
     <int>GGML_UNARY_OP_RELU, <int>GGML_UNARY_OP_SILU, <int>GGML_UNARY_OP_EXP,
     <int>GGML_UNARY_OP_EXPM1, <int>GGML_UNARY_OP_SOFTPLUS,
+    <int>GGML_UNARY_OP_TANH, <int>GGML_UNARY_OP_SIGMOID, <int>GGML_UNARY_OP_GELU, <int>GGML_UNARY_OP_GELU_ERF,
+    <int>GGML_UNARY_OP_ELU,
 }
 
 
@@ -247,6 +254,7 @@ cdef int _check_backward(ggml_cgraph * g) except -1:
             raise GGMLError("im2col's kernel argument must not be a parameter (only its shape is used)")
         if t.op in (GGML_OP_SOFT_MAX, GGML_OP_GET_ROWS, GGML_OP_CROSS_ENTROPY_LOSS) and needs[1]:
             raise GGMLError(f"ggml has no gradient for the second argument of {(<bytes>ggml_op_desc(t)).decode()}")
+        _check_backward_pyggml(t, needs)
         if t.op == GGML_OP_MEAN and ggml_nelements(t) != 1:
             raise GGMLError("ggml's mean has a backward pass only for a scalar result; "
                             "use ops.scale(ops.sum_rows(x), 1 / n) instead")

@@ -667,3 +667,537 @@ def acc(Tensor a not None, Tensor b not None, nb=None, size_t offset=0, ctx=None
         raise ValueError("acc: b does not fit inside a at that offset and strides")
     _prep(c, ggml_nbytes(a.ptr))
     return _out(c, ggml_acc(c.ptr, a.ptr, b.ptr, s1, s2, s3, offset), _nd(a), (a, b))
+
+
+# --- pyggml's ops (ggml/patches/0020): backward passes and fused CPU kernels -------------
+# These run on the CPU backend only; other backends refuse them and the scheduler runs them
+# on the CPU.  The channels-last ops take numpy-order shapes and arguments: images are
+# (N, H, W, C), kernels (OC, KH, KW, C), pairs are (height, width).
+
+_ACTS = {"linear": GGML_ACT_NONE, None: GGML_ACT_NONE, "relu": GGML_ACT_RELU, "tanh": GGML_ACT_TANH,
+         "sigmoid": GGML_ACT_SIGMOID, "elu": GGML_ACT_ELU, "leaky_relu": GGML_ACT_LEAKY_RELU,
+         "softplus": GGML_ACT_SOFTPLUS, "gelu": GGML_ACT_GELU, "gelu_erf": GGML_ACT_GELU_ERF,
+         "silu": GGML_ACT_SILU, "clamp": GGML_ACT_CLAMP}
+# activations whose derivative the fused ops compute from their output
+_FUSED_ACTS = ("linear", None, "relu", "tanh", "sigmoid", "elu", "leaky_relu", "softplus")
+_POOL_CL_OPS = {"max": GGML_POOL_CL_MAX, "avg": GGML_POOL_CL_AVG, "avg_pad": GGML_POOL_CL_AVG_PAD,
+                "sum": GGML_POOL_CL_SUM}
+cdef int64_t _MAX_EXTENT = 1 << 24
+
+
+cdef ggml_act _act_of(object act, float alpha, str what, bint fused) except *:
+    if not isinstance(act, (str, type(None))) or act not in _ACTS:
+        raise ValueError(f"{what}: unknown activation {act!r}; known: "
+                         f"{sorted(k for k in _ACTS if k)}")
+    if fused and act not in _FUSED_ACTS:
+        raise ValueError(f"{what}: activation {act!r} cannot be fused (its derivative needs the input); "
+                         f"use one of {[k for k in _FUSED_ACTS if k]}, or a separate op")
+    if alpha != alpha:
+        raise ValueError(f"{what}: alpha must be a number, got NaN")
+    if fused and act in ("elu", "leaky_relu") and alpha < 0:
+        raise ValueError(f"{what}: {act}'s alpha must be >= 0 to be fused")
+    return <ggml_act>_ACTS[act]
+
+
+cdef inline int _need_plain(Tensor t, str what, str name) except -1:
+    t._check()
+    if t.ptr.type != GGML_TYPE_F32:
+        raise TypeError(f"{what}: {name} must be an f32 tensor, got {t.dtype}")
+    if not ggml_is_contiguous(t.ptr):
+        raise ValueError(f"{what}: {name} must be contiguous (use ops.cont first)")
+    return 0
+
+
+cdef tuple _int_pair(object v, str what, str name, int lo):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        v = (int(v), int(v))
+    try:
+        t = tuple(v)
+    except TypeError:
+        raise TypeError(f"{what}: {name} must be an int or a pair of ints, got {v!r}") from None
+    if len(t) != 2 or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in t):
+        raise TypeError(f"{what}: {name} must be an int or a pair of ints, got {v!r}")
+    if t[0] < lo or t[1] < lo or t[0] > _MAX_EXTENT or t[1] > _MAX_EXTENT:
+        raise ValueError(f"{what}: {name} must be between {lo} and {_MAX_EXTENT}, got {t}")
+    return (int(t[0]), int(t[1]))
+
+
+cdef tuple _window_geometry(object padding, int64_t h, int64_t w, int kh, int kw, int sh, int sw, int dh, int dw,
+                            str what):
+    """(top, left, oh, ow) of a sliding window: "valid", "same" (Keras/TF: the extra
+    padding at the end), (top, left) (the same at both ends) or (top, left, oh, ow)."""
+    cdef int64_t ekh = <int64_t>dh * (kh - 1) + 1, ekw = <int64_t>dw * (kw - 1) + 1
+    cdef int64_t top, left, oh, ow
+    if isinstance(padding, str):
+        if padding == "valid":
+            if h < ekh or w < ekw:
+                raise ValueError(f"{what}: the window ({ekh}, {ekw}) is larger than the input ({h}, {w})")
+            return (0, 0, (h - ekh) // sh + 1, (w - ekw) // sw + 1)
+        if padding == "same":
+            oh, ow = (h + sh - 1) // sh, (w + sw - 1) // sw
+            top = max((oh - 1) * sh + ekh - h, 0) // 2
+            left = max((ow - 1) * sw + ekw - w, 0) // 2
+            return (top, left, oh, ow)
+        raise ValueError(f"{what}: padding must be 'valid', 'same' or a tuple of ints, got {padding!r}")
+    try:
+        p = tuple(padding)
+    except TypeError:
+        raise TypeError(f"{what}: padding must be 'valid', 'same', (top, left) or (top, left, oh, ow)") from None
+    if len(p) not in (2, 4) or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in p):
+        raise TypeError(f"{what}: padding must be 'valid', 'same', (top, left) or (top, left, oh, ow), got {padding!r}")
+    top, left = int(p[0]), int(p[1])
+    if top < 0 or left < 0 or top > _MAX_EXTENT or left > _MAX_EXTENT:
+        raise ValueError(f"{what}: padding must be >= 0, got {p}")
+    if len(p) == 4:
+        oh, ow = int(p[2]), int(p[3])
+    else:
+        if h + 2 * top < ekh or w + 2 * left < ekw:
+            raise ValueError(f"{what}: the window ({ekh}, {ekw}) is larger than the padded input")
+        oh, ow = (h + 2 * top - ekh) // sh + 1, (w + 2 * left - ekw) // sw + 1
+    if not 1 <= oh <= _MAX_EXTENT or not 1 <= ow <= _MAX_EXTENT:
+        raise ValueError(f"{what}: output size ({oh}, {ow}) out of range")
+    return (top, left, oh, ow)
+
+
+def gelu_erf(Tensor a not None, ctx=None):
+    """Exact gelu, x * (1 + erf(x / sqrt 2)) / 2 (Keras' and PyTorch's default)."""
+    cdef Context c = _pick_ctx(a, ctx)
+    _need_f32(a, "gelu_erf")
+    _need_contiguous(a, "gelu_erf")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_gelu_erf(c.ptr, a.ptr), _nd(a), (a,))
+
+
+def unary_back(Tensor grad not None, Tensor b not None, act, bint from_output=True, float alpha=0.0,
+               float beta=0.0, ctx=None):
+    """grad * act'(.): b is the activation's output (from_output: linear, relu, tanh,
+    sigmoid, elu, leaky_relu with alpha >= 0, softplus) or its input (any but linear;
+    clamp to [alpha, beta], elu and leaky_relu with alpha).  The backward pass of the
+    activations, and of bias_act, batch_norm and conv_2d_cl's."""
+    cdef Context c = _pick_ctx(grad, ctx)
+    b._check()
+    cdef ggml_act code = _act_of(act, alpha, "unary_back", from_output)
+    for t, n in ((grad, "grad"), (b, "b")):
+        (<Tensor>t)._check()
+        _need_f32(<Tensor>t, "unary_back")
+        _need_dense_rows(<Tensor>t, "unary_back")
+    if not ggml_are_same_shape(grad.ptr, b.ptr):
+        raise ValueError(f"unary_back: grad {grad.shape} and b {b.shape} differ")
+    if act == "clamp" and not alpha <= beta:
+        raise ValueError("unary_back: clamp needs alpha (min) <= beta (max)")
+    _prep(c, ggml_nbytes(grad.ptr))
+    return _out(c, ggml_unary_back(c.ptr, grad.ptr, b.ptr, code, from_output, alpha, beta), _nd(grad), (grad, b))
+
+
+def norm_back(Tensor grad not None, Tensor a not None, float eps=1e-5, ctx=None):
+    """The gradient through ops.norm(a, eps) (over ggml dim 0) of grad."""
+    cdef Context c = _pick_ctx(grad, ctx)
+    a._check()
+    for t in (grad, a):
+        _need_f32(<Tensor>t, "norm_back")
+        _need_dense_rows(<Tensor>t, "norm_back")
+    if not ggml_are_same_shape(grad.ptr, a.ptr):
+        raise ValueError(f"norm_back: grad {grad.shape} and a {a.shape} differ")
+    if not eps >= 0:
+        raise ValueError("norm_back: eps must be >= 0")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_norm_back(c.ptr, grad.ptr, a.ptr, eps), _nd(a), (grad, a))
+
+
+def bias_act(Tensor a not None, Tensor b not None, act="linear", float alpha=0.0, ctx=None):
+    """act(a + b) in one pass, b broadcast (repeated) to a's shape with its last axis
+    a's last axis or 1 (a bias per column: Dense, channels-last convolutions).  act:
+    linear, relu, tanh, sigmoid, elu (alpha), leaky_relu (alpha, the negative slope),
+    softplus; its backward pass takes the derivative from the output."""
+    cdef Context c = _pick_ctx(a, ctx)
+    b._check()
+    cdef ggml_act code = _act_of(act, alpha, "bias_act", True)
+    _need_f32(a, "bias_act")
+    _need_dense_rows(a, "bias_act")
+    _need_plain(b, "bias_act", "b")
+    if not ggml_can_repeat(b.ptr, a.ptr) or not (b.ptr.ne[0] == a.ptr.ne[0] or b.ptr.ne[0] == 1):
+        raise ValueError(f"bias_act: b {b.shape} does not broadcast to a {a.shape} "
+                         f"(its last axis must be a's or 1, its others divide a's)")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_bias_act(c.ptr, a.ptr, b.ptr, code, alpha), max(_nd(a), _nd(b)), (a, b))
+
+
+cdef int _bn_check(Tensor a, Tensor gamma, Tensor beta, Tensor stats, float eps, str what) except -1:
+    _need_plain(a, what, "a")
+    _need_plain(gamma, what, "gamma")
+    if beta is not None:
+        _need_plain(beta, what, "beta")
+    cdef int64_t ch = a.ptr.ne[0]
+    for t, n in ((gamma, "gamma"), (beta, "beta")):
+        if t is not None and ggml_nelements((<Tensor>t).ptr) != ch:
+            raise ValueError(f"{what}: {n} must have {ch} elements (a's last axis), got {(<Tensor>t).shape}")
+    if stats is not None:
+        _need_plain(stats, what, "stats")
+        if ggml_nelements(stats.ptr) != 2 * ch:
+            raise ValueError(f"{what}: stats must have 2 x {ch} elements, got {stats.shape}")
+        if stats.ptr.flags & GGML_TENSOR_FLAG_PARAM:
+            raise ValueError(f"{what}: stats is written by the op; it must not be a parameter")
+    if not eps > 0:
+        raise ValueError(f"{what}: eps must be > 0")
+    return 0
+
+
+def batch_norm(Tensor a not None, Tensor gamma not None, Tensor beta not None, Tensor stats=None,
+               float eps=1e-3, act="linear", float alpha=0.0, ctx=None):
+    """Batch normalisation with the batch's statistics (training mode), channels in a's
+    last axis: act(gamma * (a - mean) / sqrt(var + eps) + beta), mean and (biased) var
+    of each channel over all of a's other axes.  stats (2, C), if given, receives mean
+    and var when the graph runs (for the running averages: give it memory of its own, a
+    BackendBuffer, to read them with Tensor.numpy(); the backward pass reads them too)."""
+    cdef Context c = _pick_ctx(a, ctx)
+    gamma._check()
+    beta._check()
+    cdef ggml_act code = _act_of(act, alpha, "batch_norm", True)
+    _bn_check(a, gamma, beta, stats, eps, "batch_norm")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_batch_norm(c.ptr, a.ptr, gamma.ptr, beta.ptr, NULL if stats is None else stats.ptr,
+                                   eps, code, alpha), _nd(a), (a, gamma, beta, stats))
+
+
+def batch_norm_back(Tensor grad not None, Tensor a not None, Tensor y not None, Tensor gamma not None,
+                    Tensor stats=None, float eps=1e-3, act="linear", float alpha=0.0, ctx=None):
+    """batch_norm's backward pass: a 1-d tensor [da (a's elements), dgamma (C), dbeta (C)]."""
+    cdef Context c = _pick_ctx(grad, ctx)
+    cdef ggml_act code = _act_of(act, alpha, "batch_norm_back", True)
+    _bn_check(a, gamma, None, stats, eps, "batch_norm_back")
+    _need_plain(grad, "batch_norm_back", "grad")
+    _need_plain(y, "batch_norm_back", "y")
+    if not ggml_are_same_shape(grad.ptr, a.ptr) or not ggml_are_same_shape(y.ptr, a.ptr):
+        raise ValueError("batch_norm_back: grad, a and y must have the same shape")
+    _prep(c, ggml_nbytes(a.ptr) + 8 * a.ptr.ne[0])
+    return _out(c, ggml_batch_norm_back(c.ptr, grad.ptr, a.ptr, y.ptr, gamma.ptr,
+                                        NULL if stats is None else stats.ptr, eps, code, alpha),
+                1, (grad, a, y, gamma, stats))
+
+
+cdef tuple _pool_args(Tensor a, object op, object pool_size, object strides, object padding, str what):
+    _need_plain(a, what, "a")
+    if not isinstance(op, str) or op not in _POOL_CL_OPS:
+        raise ValueError(f"{what}: op must be one of {sorted(_POOL_CL_OPS)}, got {op!r}")
+    kh, kw = _int_pair(pool_size, what, "pool_size", 1)
+    sh, sw = _int_pair(pool_size if strides is None else strides, what, "strides", 1)
+    return (kh, kw, sh, sw)
+
+
+def pool_cl(Tensor a not None, op="max", pool_size=(2, 2), strides=None, padding="valid", ctx=None):
+    """Pooling of channels-last images a (N, H, W, C) over H and W: op "max", "avg" (the
+    mean of the taps inside the input: Keras), "avg_pad" (sum / window size: PyTorch's
+    default) or "sum"; strides default to pool_size; padding "valid", "same" (Keras),
+    (top, left) or (top, left, oh, ow).  Result (N, OH, OW, C).  Pool a sequence
+    (N, L, C) as (N, 1, L, C) with pool_size (1, k)."""
+    cdef Context c = _pick_ctx(a, ctx)
+    kh, kw, sh, sw = _pool_args(a, op, pool_size, strides, padding, "pool_cl")
+    cdef int64_t h = a.ptr.ne[2], w = a.ptr.ne[1]
+    top, left, oh, ow = _window_geometry(padding, h, w, kh, kw, sh, sw, 1, 1, "pool_cl")
+    if top >= kh or left >= kw or (oh - 1) * sh - top >= h or (ow - 1) * sw - left >= w:
+        raise ValueError(f"pool_cl: every window must hold part of the input (padding {top, left}, "
+                         f"output {oh, ow}, input {h, w})")
+    _prep(c, 4 * a.ptr.ne[0] * ow * oh * a.ptr.ne[3])
+    return _out(c, ggml_pool_cl(c.ptr, a.ptr, <ggml_pool_cl_op>_POOL_CL_OPS[op], kw, kh, sw, sh, left, top, ow, oh),
+                4, (a,))
+
+
+def pool_cl_back(Tensor grad not None, Tensor a not None, op="max", pool_size=(2, 2), strides=None,
+                 padding="valid", ctx=None):
+    """pool_cl's backward pass: grad (N, OH, OW, C), a the forward input (N, H, W, C);
+    padding as pool_cl's (only top and left are read; the output size is grad's)."""
+    cdef Context c = _pick_ctx(grad, ctx)
+    kh, kw, sh, sw = _pool_args(a, op, pool_size, strides, padding, "pool_cl_back")
+    _need_plain(grad, "pool_cl_back", "grad")
+    cdef int64_t h = a.ptr.ne[2], w = a.ptr.ne[1]
+    cdef int64_t oh = grad.ptr.ne[2], ow = grad.ptr.ne[1]
+    top, left = _window_geometry(padding, h, w, kh, kw, sh, sw, 1, 1, "pool_cl_back")[:2]
+    if grad.ptr.ne[0] != a.ptr.ne[0] or grad.ptr.ne[3] != a.ptr.ne[3]:
+        raise ValueError(f"pool_cl_back: grad {grad.shape} does not match a {a.shape} (batch and channels)")
+    if top >= kh or left >= kw or (oh - 1) * sh - top >= h or (ow - 1) * sw - left >= w:
+        raise ValueError("pool_cl_back: every window must hold part of the input")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_pool_cl_back(c.ptr, grad.ptr, a.ptr, <ggml_pool_cl_op>_POOL_CL_OPS[op], kw, kh, sw, sh,
+                                     left, top), 4, (grad, a))
+
+
+cdef int _conv_elems(int64_t n, str what) except -1:
+    if n > _MAX_ELEMENTS:
+        raise ValueError(f"{what}: result too large")
+    return 0
+
+
+def conv_2d_cl(Tensor a not None, Tensor w not None, Tensor b=None, strides=(1, 1), padding="valid",
+               dilation=(1, 1), act="linear", float alpha=0.0, ctx=None):
+    """Channels-last 2-D convolution (cross-correlation, as Keras and PyTorch): a
+    (N, H, W, C), w (OC, KH, KW, C), b (OC,) or None; act fused (linear, relu, tanh,
+    sigmoid, elu, leaky_relu, softplus).  padding "valid", "same" (Keras: the extra at the
+    end), (top, left) or (top, left, OH, OW).  Result (N, OH, OW, OC).  A Conv1D is this
+    with a (N, 1, L, C) and w (OC, 1, K, C)."""
+    cdef Context c = _pick_ctx(a, ctx)
+    w._check()
+    cdef ggml_act code = _act_of(act, alpha, "conv_2d_cl", True)
+    _need_plain(a, "conv_2d_cl", "a")
+    _need_plain(w, "conv_2d_cl", "w")
+    if w.ptr.ne[0] != a.ptr.ne[0]:
+        raise ValueError(f"conv_2d_cl: w {w.shape} and a {a.shape} have different channels (last axes)")
+    if b is not None:
+        _need_plain(b, "conv_2d_cl", "b")
+        if ggml_nelements(b.ptr) != w.ptr.ne[3]:
+            raise ValueError(f"conv_2d_cl: b must have {w.ptr.ne[3]} elements (w's first axis), got {b.shape}")
+    sh, sw = _int_pair(strides, "conv_2d_cl", "strides", 1)
+    dh, dw = _int_pair(dilation, "conv_2d_cl", "dilation", 1)
+    top, left, oh, ow = _window_geometry(padding, a.ptr.ne[2], a.ptr.ne[1], w.ptr.ne[2], w.ptr.ne[1],
+                                         sh, sw, dh, dw, "conv_2d_cl")
+    _conv_elems(w.ptr.ne[3] * ow * oh * a.ptr.ne[3], "conv_2d_cl")
+    _prep(c, 4 * w.ptr.ne[3] * ow * oh * a.ptr.ne[3])
+    return _out(c, ggml_conv_cl(c.ptr, a.ptr, w.ptr, NULL if b is None else b.ptr, sw, sh, left, top, dw, dh,
+                                ow, oh, code, alpha), 4, (a, w, b))
+
+
+def conv_transpose_2d_cl(Tensor a not None, Tensor w not None, strides=(1, 1), padding="valid",
+                         dilation=(1, 1), output_size=None, ctx=None):
+    """The transposed convolution of channels-last a (N, H, W, OC) with w (OC, KH, KW, C):
+    the gradient of conv_2d_cl's input, and Keras' Conv2DTranspose (whose kernel
+    (KH, KW, C, OC) is this w transposed).  padding "valid" (output H*s + max(dilated
+    kernel - s, 0), Keras'), "same" (output H*s) or (top, left) with output_size (OH, OW)
+    required; output_size also overrides the "valid"/"same" size (Keras' output_padding).
+    Result (N, OH, OW, C).  Add a bias and activation with bias_act."""
+    cdef Context c = _pick_ctx(a, ctx)
+    w._check()
+    _need_plain(a, "conv_transpose_2d_cl", "a")
+    _need_plain(w, "conv_transpose_2d_cl", "w")
+    if w.ptr.ne[3] != a.ptr.ne[0]:
+        raise ValueError(f"conv_transpose_2d_cl: w {w.shape}'s first axis must be a {a.shape}'s channels")
+    sh, sw = _int_pair(strides, "conv_transpose_2d_cl", "strides", 1)
+    dh, dw = _int_pair(dilation, "conv_transpose_2d_cl", "dilation", 1)
+    cdef int64_t ih = a.ptr.ne[2], iw = a.ptr.ne[1]
+    cdef int64_t ekh = dh * (w.ptr.ne[2] - 1) + 1, ekw = dw * (w.ptr.ne[1] - 1) + 1
+    if isinstance(padding, str) and padding in ("valid", "same"):
+        if output_size is not None:
+            oh, ow = _int_pair(output_size, "conv_transpose_2d_cl", "output_size", 1)
+        elif padding == "valid":
+            # Keras' deconv_output_length: H*s + max(kernel - s, 0)
+            oh, ow = ih * sh + max(ekh - sh, 0), iw * sw + max(ekw - sw, 0)
+        else:
+            oh, ow = ih * sh, iw * sw
+        top = max((ih - 1) * sh + ekh - oh, 0) // 2 if padding == "same" else 0
+        left = max((iw - 1) * sw + ekw - ow, 0) // 2 if padding == "same" else 0
+    else:
+        if output_size is None:
+            raise ValueError("conv_transpose_2d_cl: give output_size with explicit padding")
+        p = _int_pair(padding, "conv_transpose_2d_cl", "padding", 0)
+        top, left = p
+        oh, ow = _int_pair(output_size, "conv_transpose_2d_cl", "output_size", 1)
+    if not 1 <= oh <= _MAX_EXTENT or not 1 <= ow <= _MAX_EXTENT:
+        raise ValueError(f"conv_transpose_2d_cl: output size ({oh}, {ow}) out of range")
+    _conv_elems(w.ptr.ne[0] * ow * oh * a.ptr.ne[3], "conv_transpose_2d_cl")
+    _prep(c, 4 * w.ptr.ne[0] * ow * oh * a.ptr.ne[3])
+    return _out(c, ggml_conv_cl_back_input(c.ptr, a.ptr, w.ptr, sw, sh, left, top, dw, dh, ow, oh), 4, (a, w))
+
+
+def conv_2d_cl_back_filter(Tensor dy not None, Tensor a not None, kernel_size, strides=(1, 1), padding="valid",
+                           dilation=(1, 1), bint with_bias=True, ctx=None):
+    """The gradients of conv_2d_cl's kernel and bias: dy (N, OH, OW, OC), a the forward
+    input (N, H, W, C); a 1-d tensor [dw (OC*KH*KW*C, numpy order of w), db (OC, with_bias)].
+    padding as conv_2d_cl's (top and left are read; the output size is dy's)."""
+    cdef Context c = _pick_ctx(dy, ctx)
+    a._check()
+    _need_plain(dy, "conv_2d_cl_back_filter", "dy")
+    _need_plain(a, "conv_2d_cl_back_filter", "a")
+    if dy.ptr.ne[3] != a.ptr.ne[3]:
+        raise ValueError(f"conv_2d_cl_back_filter: dy {dy.shape} and a {a.shape} differ in batch")
+    kh, kw = _int_pair(kernel_size, "conv_2d_cl_back_filter", "kernel_size", 1)
+    sh, sw = _int_pair(strides, "conv_2d_cl_back_filter", "strides", 1)
+    dh, dw = _int_pair(dilation, "conv_2d_cl_back_filter", "dilation", 1)
+    top, left = _window_geometry(padding, a.ptr.ne[2], a.ptr.ne[1], kh, kw, sh, sw, dh, dw,
+                                 "conv_2d_cl_back_filter")[:2]
+    cdef int64_t n = a.ptr.ne[0] * kh * kw * dy.ptr.ne[0] + (dy.ptr.ne[0] if with_bias else 0)
+    _conv_elems(n, "conv_2d_cl_back_filter")
+    _prep(c, 4 * n)
+    return _out(c, ggml_conv_cl_back_filter(c.ptr, dy.ptr, a.ptr, kw, kh, sw, sh, left, top, dw, dh, with_bias),
+                1, (dy, a))
+
+
+cdef int _cell_check(Tensor zx, Tensor zh, Tensor state, Tensor h, Tensor mask, int gates, str what) except -1:
+    _need_plain(zx, what, "the input projection")
+    _need_plain(zh, what, "the recurrent projection")
+    _need_plain(state, what, "the state")
+    cdef int64_t u = state.ptr.ne[0], nb = ggml_nelements(state.ptr) // max(state.ptr.ne[0], 1)
+    if zx.ptr.ne[0] != gates * u or ggml_nelements(zx.ptr) != gates * u * nb:
+        raise ValueError(f"{what}: the projections must be (batch, {gates} * units) = ({nb}, {gates * u}), "
+                         f"got {zx.shape}")
+    if not ggml_are_same_shape(zx.ptr, zh.ptr):
+        raise ValueError(f"{what}: the two projections differ: {zx.shape} and {zh.shape}")
+    if h is not None:
+        _need_plain(h, what, "h")
+        if not ggml_are_same_shape(h.ptr, state.ptr):
+            raise ValueError(f"{what}: h {h.shape} and the state {state.shape} differ")
+    if mask is not None:
+        _need_plain(mask, what, "mask")
+        if ggml_nelements(mask.ptr) != nb:
+            raise ValueError(f"{what}: mask must have one value per row ({nb}), got {mask.shape}")
+    return 0
+
+
+def lstm_cell(Tensor zx not None, Tensor zh not None, Tensor c not None, Tensor h=None, Tensor mask=None, ctx=None):
+    """One LSTM step, PyTorch's gate order (i, f, g, o): zx and zh (B, 4U) the input and
+    recurrent projections (biases included), c (B, U) the cell state.  With a mask (B,)
+    of 1 (step) and 0 (keep the state), h (B, U), the previous output, is required.
+    Result (2, B, U): the new h and c (views with ops.view: offsets 0 and B*U*4)."""
+    cdef Context ctx_ = _pick_ctx(zx, ctx)
+    zh._check()
+    c._check()
+    _cell_check(zx, zh, c, h, mask, 4, "lstm_cell")
+    if mask is not None and h is None:
+        raise ValueError("lstm_cell: a mask needs h (the state it keeps)")
+    _prep(ctx_, 8 * ggml_nelements(c.ptr))
+    return _out(ctx_, ggml_lstm_cell(ctx_.ptr, zx.ptr, zh.ptr, c.ptr, NULL if h is None else h.ptr,
+                                     NULL if mask is None else mask.ptr), 3, (zx, zh, c, h, mask))
+
+
+def lstm_cell_back(Tensor grad not None, Tensor zx not None, Tensor zh not None, Tensor c not None,
+                   Tensor h=None, Tensor mask=None, ctx=None):
+    """lstm_cell's backward pass: grad (2, B, U); a 1-d tensor [dz (B*4U), dc (B*U), and
+    with a mask dh (B*U)]."""
+    cdef Context ctx_ = _pick_ctx(grad, ctx)
+    _cell_check(zx, zh, c, h, mask, 4, "lstm_cell_back")
+    _need_plain(grad, "lstm_cell_back", "grad")
+    if mask is not None and h is None:
+        raise ValueError("lstm_cell_back: a mask needs h")
+    if ggml_nelements(grad.ptr) != 2 * ggml_nelements(c.ptr):
+        raise ValueError(f"lstm_cell_back: grad must have the result's shape (2, B, U), got {grad.shape}")
+    _prep(ctx_, 28 * ggml_nelements(c.ptr))
+    return _out(ctx_, ggml_lstm_cell_back(ctx_.ptr, grad.ptr, zx.ptr, zh.ptr, c.ptr, NULL if h is None else h.ptr,
+                                          NULL if mask is None else mask.ptr), 1, (grad, zx, zh, c, h, mask))
+
+
+def gru_cell(Tensor xp not None, Tensor hp not None, Tensor h not None, Tensor mask=None, ctx=None):
+    """One GRU step as PyTorch's (Keras' reset_after=True), gates r, z, n: xp and hp (B, 3U)
+    the input and recurrent projections with their biases, h (B, U):
+    n = tanh(xp_n + r * hp_n), h' = (1 - z) n + z h; where mask (B,) is 0, h' = h.
+    Result (B, U)."""
+    cdef Context ctx_ = _pick_ctx(xp, ctx)
+    hp._check()
+    h._check()
+    _cell_check(xp, hp, h, None, mask, 3, "gru_cell")
+    _prep(ctx_, 4 * ggml_nelements(h.ptr))
+    return _out(ctx_, ggml_gru_cell(ctx_.ptr, xp.ptr, hp.ptr, h.ptr, NULL if mask is None else mask.ptr),
+                _nd(h), (xp, hp, h, mask))
+
+
+def gru_cell_back(Tensor grad not None, Tensor xp not None, Tensor hp not None, Tensor h not None,
+                  Tensor mask=None, ctx=None):
+    """gru_cell's backward pass: a 1-d tensor [dxp (B*3U), dhp (B*3U), dh (B*U)]."""
+    cdef Context ctx_ = _pick_ctx(grad, ctx)
+    _cell_check(xp, hp, h, None, mask, 3, "gru_cell_back")
+    _need_plain(grad, "gru_cell_back", "grad")
+    if not ggml_are_same_shape(grad.ptr, h.ptr):
+        raise ValueError(f"gru_cell_back: grad {grad.shape} must have h's shape {h.shape}")
+    _prep(ctx_, 28 * ggml_nelements(h.ptr))
+    return _out(ctx_, ggml_gru_cell_back(ctx_.ptr, grad.ptr, xp.ptr, hp.ptr, h.ptr,
+                                         NULL if mask is None else mask.ptr), 1, (grad, xp, hp, h, mask))
+
+
+def pool_1d(Tensor a not None, op="max", int k0=2, s0=None, int p0=0, ctx=None):
+    """ggml's 1-D pooling along ggml dim 0 (numpy's last axis) of every row: window k0,
+    stride s0 (default k0), p0 padding at both ends; "avg" is the mean of the taps inside
+    the row.  Result's last axis: (L + 2*p0 - k0) // s0 + 1."""
+    cdef Context c = _pick_ctx(a, ctx)
+    _need_f32(a, "pool_1d")
+    _need_dense_rows(a, "pool_1d")
+    if op not in ("max", "avg"):
+        raise ValueError("pool_1d: op must be 'max' or 'avg'")
+    cdef int s = k0 if s0 is None else s0
+    if k0 < 1 or s < 1 or p0 < 0 or k0 > _MAX_EXTENT or s > _MAX_EXTENT:
+        raise ValueError("pool_1d: kernel and stride must be >= 1, padding >= 0")
+    if p0 >= k0:
+        raise ValueError("pool_1d: padding must be smaller than the window")
+    cdef int64_t L = a.ptr.ne[0]
+    if L + 2 * p0 < k0:
+        raise ValueError(f"pool_1d: window {k0} is larger than the padded row ({L} + 2 * {p0})")
+    cdef int64_t ow = (L + 2 * p0 - k0) // s + 1
+    if (ow - 1) * s - p0 >= L:
+        raise ValueError("pool_1d: every window must hold part of the row")
+    _prep(c, 4 * ow * (ggml_nelements(a.ptr) // max(L, 1)))
+    return _out(c, ggml_pool_1d(c.ptr, a.ptr, GGML_OP_POOL_MAX if op == "max" else GGML_OP_POOL_AVG, k0, s, p0),
+                _nd(a), (a,))
+
+
+def upscale(Tensor a not None, factors, ctx=None):
+    """Nearest-neighbour upscaling by whole factors, one per numpy axis of a (e.g.
+    (1, 2, 2, 1) for channels-last images: Keras' UpSampling2D).  The backward pass needs
+    the scaled axes to be numpy's last two, or the two before the last."""
+    cdef Context c = _pick_ctx(a, ctx)
+    _need_f32(a, "upscale")
+    cdef int nd = _nd(a)
+    try:
+        f = tuple(factors)
+    except TypeError:
+        raise TypeError("upscale: factors must be a tuple of ints, one per axis") from None
+    if len(f) != nd or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in f):
+        raise TypeError(f"upscale: factors must be {nd} ints (one per axis of {a.shape}), got {factors!r}")
+    if any(x < 1 or x > 4096 for x in f):
+        raise ValueError("upscale: factors must be between 1 and 4096")
+    rev = list(reversed([int(x) for x in f])) + [1] * (4 - nd)
+    cdef int64_t ne[4]
+    cdef int64_t total = 1
+    for i in range(4):
+        ne[i] = a.ptr.ne[i] * rev[i]
+        total *= ne[i]
+    _conv_elems(total, "upscale")
+    _prep(c, 4 * total)
+    return _out(c, ggml_interpolate(c.ptr, a.ptr, ne[0], ne[1], ne[2], ne[3], GGML_SCALE_MODE_NEAREST), nd, (a,))
+
+
+def pad_ext(Tensor a not None, pads, ctx=None):
+    """Zero padding before and after each numpy axis: pads ((before, after), ...), one
+    pair per axis of a."""
+    cdef Context c = _pick_ctx(a, ctx)
+    _need_f32(a, "pad_ext")
+    cdef int nd = _nd(a)
+    try:
+        pp = [tuple(x) for x in pads]
+    except TypeError:
+        raise TypeError("pad_ext: pads must be pairs (before, after), one per axis") from None
+    if len(pp) != nd or any(len(x) != 2 for x in pp) or \
+            not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for x in pp for v in x):
+        raise TypeError(f"pad_ext: pads must be {nd} pairs of ints (one per axis of {a.shape}), got {pads!r}")
+    if any(v < 0 or v > _MAX_EXTENT for x in pp for v in x):
+        raise ValueError("pad_ext: padding must be between 0 and 2**24")
+    rev = list(reversed(pp)) + [(0, 0)] * (4 - nd)
+    cdef int64_t total = 1
+    for i in range(4):
+        total *= a.ptr.ne[i] + rev[i][0] + rev[i][1]
+    _conv_elems(total, "pad_ext")
+    _prep(c, 4 * total)
+    return _out(c, ggml_pad_ext(c.ptr, a.ptr, rev[0][0], rev[0][1], rev[1][0], rev[1][1], rev[2][0], rev[2][1],
+                                rev[3][0], rev[3][1]), nd, (a,))
+
+
+cdef int _check_backward_pyggml(ggml_tensor * t, list needs) except -1:
+    """The conditions under which the backward passes pyggml's patches add would abort."""
+    cdef int64_t f[4]
+    cdef int i
+    if t.op == GGML_OP_PAD and needs[0] and t.op_params[8] != 0:
+        raise GGMLError("no backward pass for circular padding")
+    if t.op == GGML_OP_UPSCALE and needs[0]:
+        if t.op_params[0] != GGML_SCALE_MODE_NEAREST:
+            raise GGMLError("upscale has a backward pass for nearest-neighbour upscaling only")
+        for i in range(4):
+            if t.ne[i] % t.src[0].ne[i] != 0:
+                raise GGMLError("upscale's backward pass needs whole scale factors")
+            f[i] = t.ne[i] // t.src[0].ne[i]
+        if not (f[2] == 1 and f[3] == 1) and not (f[0] == 1 and f[3] == 1):
+            raise GGMLError("upscale's backward pass needs the scaled axes to be numpy's last two or "
+                            "the two before the last")
+    if t.op == GGML_OP_POOL_1D and needs[0]:
+        if t.op_params[3] >= t.op_params[1]:
+            raise GGMLError("pool_1d's backward pass needs padding smaller than the window")
+    if t.op == GGML_OP_LSTM_CELL and len(needs) > 4 and needs[4]:
+        raise GGMLError("lstm_cell has no gradient for its mask")
+    if t.op == GGML_OP_GRU_CELL and needs[3]:
+        raise GGMLError("gru_cell has no gradient for its mask")
+    if t.op == GGML_OP_BATCH_NORM and needs[3]:
+        raise GGMLError("batch_norm's stats must not need a gradient")
+    return 0

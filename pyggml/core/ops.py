@@ -11,4 +11,8 @@ from pyggml.core._core import (  # noqa: F401
     opt_step_adamw, opt_step_sgd, out_prod, pad, permute, pool_2d, relu, repeat, reshape, rms_norm,
     scale, scale_bias, sgn, sigmoid, silu, sin, soft_max, soft_max_ext, softplus, sqr, sqrt, step, sub, sum,
     sum_rows, tanh, transpose, view,
+    # ggml/patches/0020: backward passes and fused CPU kernels
+    batch_norm, batch_norm_back, bias_act, conv_2d_cl, conv_2d_cl_back_filter, conv_transpose_2d_cl, gelu_erf,
+    gru_cell, gru_cell_back, lstm_cell, lstm_cell_back, norm_back, pad_ext, pool_1d, pool_cl, pool_cl_back,
+    unary_back, upscale,
 )

@@ -41,6 +41,7 @@ cdef int _check_backward_from(ggml_tensor * root) except -1:
             raise GGMLError("im2col's kernel argument must not be a parameter (only its shape is used)")
         if t.op in (GGML_OP_SOFT_MAX, GGML_OP_GET_ROWS, GGML_OP_CROSS_ENTROPY_LOSS) and needs[1]:
             raise GGMLError(f"ggml has no gradient for the second argument of {(<bytes>ggml_op_desc(t)).decode()}")
+        _check_backward_pyggml(t, needs)
         if t.op == GGML_OP_MEAN and ggml_nelements(t) != 1:
             raise GGMLError("ggml's mean has a backward pass only for a scalar result; "
                             "use ops.scale(ops.sum_rows(x), 1 / n) instead")

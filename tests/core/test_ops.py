@@ -325,6 +325,316 @@ for _name, (_ref, _x) in UNARY.items():
 TOL = {"gelu": 2e-3, "mul_mat_f16": 2e-2, "cpy_f16": 1e-3, "cast_f16": 1e-3, "cast_f32": 1e-3,
        "softplus": 1e-4, "exp": 1e-4, "cross_entropy_loss": 1e-4}
 
+
+# --- pyggml's ops (ggml/patches/0020): numpy references, float64 ------------------------
+
+
+def act_ref(name, x, alpha=0.0, beta=0.0):
+    x = np.asarray(x, np.float64)
+    if name in ("linear", None):
+        return x
+    if name == "relu":
+        return np.maximum(x, 0)
+    if name == "tanh":
+        return np.tanh(x)
+    if name == "sigmoid":
+        return sigmoid(x)
+    if name == "elu":
+        return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+    if name == "leaky_relu":
+        return np.where(x > 0, x, alpha * x)
+    if name == "softplus":
+        return np.logaddexp(0, x)
+    if name == "gelu":
+        return gelu_tanh(x)
+    if name == "gelu_erf":
+        return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    if name == "silu":
+        return x * sigmoid(x)
+    if name == "clamp":
+        return np.clip(x, alpha, beta)
+    raise ValueError(name)
+
+
+def act_grad_ref(name, x, alpha=0.0, beta=0.0):
+    """d act / dx at x (analytic)."""
+    x = np.asarray(x, np.float64)
+    if name in ("linear", None):
+        return np.ones_like(x)
+    if name == "relu":
+        return (x > 0).astype(np.float64)
+    if name == "tanh":
+        return 1 - np.tanh(x) ** 2
+    if name == "sigmoid":
+        return sigmoid(x) * (1 - sigmoid(x))
+    if name == "elu":
+        return np.where(x > 0, 1.0, alpha * np.exp(np.minimum(x, 0)))
+    if name == "leaky_relu":
+        return np.where(x > 0, 1.0, alpha)
+    if name == "softplus":
+        return sigmoid(x)
+    if name == "gelu":
+        c, a = math.sqrt(2 / math.pi), 0.044715
+        t = np.tanh(c * (x + a * x ** 3))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x)
+    if name == "gelu_erf":
+        return 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    if name == "silu":
+        s = sigmoid(x)
+        return s * (1 + x * (1 - s))
+    if name == "clamp":
+        return ((x >= alpha) & (x <= beta)).astype(np.float64)
+    raise ValueError(name)
+
+
+def window_geometry(padding, h, w, kh, kw, sh, sw, dh=1, dw=1):
+    """(top, left, oh, ow) as pyggml's channels-last ops read padding."""
+    ekh, ekw = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if padding == "valid":
+        return 0, 0, (h - ekh) // sh + 1, (w - ekw) // sw + 1
+    if padding == "same":
+        oh, ow = -(-h // sh), -(-w // sw)
+        return max((oh - 1) * sh + ekh - h, 0) // 2, max((ow - 1) * sw + ekw - w, 0) // 2, oh, ow
+    if len(padding) == 2:
+        t, l = padding
+        return t, l, (h + 2 * t - ekh) // sh + 1, (w + 2 * l - ekw) // sw + 1
+    return tuple(padding)
+
+
+def _taps(o, s, k, d, pad, size):
+    """Input index of each (output position, tap) and whether it lies inside."""
+    idx = np.arange(o)[:, None] * s + np.arange(k)[None, :] * d - pad
+    ok = (idx >= 0) & (idx < size)
+    return np.clip(idx, 0, size - 1), ok
+
+
+def conv_cols_ref(x, kh, kw, geom, strides=(1, 1), dilation=(1, 1)):
+    """x (N, H, W, C) -> patches (N, OH, OW, KH, KW, C), zeros outside."""
+    top, left, oh, ow = geom
+    iy, oky = _taps(oh, strides[0], kh, dilation[0], top, x.shape[1])
+    ix, okx = _taps(ow, strides[1], kw, dilation[1], left, x.shape[2])
+    cols = x[:, iy[:, None, :, None], ix[None, :, None, :], :]          # (N, OH, OW, KH, KW, C)
+    mask = oky[:, None, :, None] & okx[None, :, None, :]
+    return cols * mask[None, :, :, :, :, None]
+
+
+def conv_scatter_ref(dcols, x_shape, geom, strides=(1, 1), dilation=(1, 1)):
+    """The adjoint of conv_cols_ref: patches' gradients summed into an x-shaped array."""
+    top, left, oh, ow = geom
+    n, oh_, ow_, kh, kw, c = dcols.shape
+    iy, oky = _taps(oh, strides[0], kh, dilation[0], top, x_shape[1])
+    ix, okx = _taps(ow, strides[1], kw, dilation[1], left, x_shape[2])
+    mask = oky[:, None, :, None] & okx[None, :, None, :]
+    dx = np.zeros(x_shape)
+    vals = dcols * mask[None, :, :, :, :, None]
+    iyb = np.broadcast_to(iy[:, None, :, None], mask.shape)
+    ixb = np.broadcast_to(ix[None, :, None, :], mask.shape)
+    np.add.at(dx, (slice(None), iyb, ixb), vals)
+    return dx
+
+
+def conv_ref(x, w, b=None, padding="valid", strides=(1, 1), dilation=(1, 1), act="linear", alpha=0.0):
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    oc, kh, kw, _ = w.shape
+    geom = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, *strides, *dilation)
+    y = np.einsum("nhwijc,oijc->nhwo", conv_cols_ref(x, kh, kw, geom, strides, dilation), w)
+    if b is not None:
+        y = y + np.asarray(b, np.float64)
+    return act_ref(act, y, alpha)
+
+
+def conv_grads_ref(x, w, dz, padding="valid", strides=(1, 1), dilation=(1, 1)):
+    """(dx, dw, db) of sum(conv(x, w) * dz) (before any activation)."""
+    x, w, dz = (np.asarray(v, np.float64) for v in (x, w, dz))
+    oc, kh, kw, _ = w.shape
+    geom = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, *strides, *dilation)
+    cols = conv_cols_ref(x, kh, kw, geom, strides, dilation)
+    dw = np.einsum("nhwijc,nhwo->oijc", cols, dz)
+    dx = conv_scatter_ref(np.einsum("nhwo,oijc->nhwijc", dz, w), x.shape, geom, strides, dilation)
+    return dx, dw, dz.sum(axis=(0, 1, 2))
+
+
+def conv_transpose_ref(a, w, out_hw, top_left, strides=(1, 1), dilation=(1, 1)):
+    """The transposed convolution: a (N, OH, OW, OC) -> (N, H, W, C) with H, W = out_hw."""
+    a, w = np.asarray(a, np.float64), np.asarray(w, np.float64)
+    geom = (top_left[0], top_left[1], a.shape[1], a.shape[2])
+    return conv_scatter_ref(np.einsum("nhwo,oijc->nhwijc", a, w), (a.shape[0],) + tuple(out_hw) + (w.shape[3],),
+                            geom, strides, dilation)
+
+
+def pool_cl_ref(x, op, pool_size, strides=None, padding="valid"):
+    x = np.asarray(x, np.float64)
+    kh, kw = pool_size
+    sh, sw = strides or pool_size
+    top, left, oh, ow = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, sh, sw)
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]))
+    for oy in range(oh):
+        y0, y1 = max(oy * sh - top, 0), min(oy * sh - top + kh, x.shape[1])
+        for ox in range(ow):
+            x0, x1 = max(ox * sw - left, 0), min(ox * sw - left + kw, x.shape[2])
+            win = x[:, y0:y1, x0:x1, :]
+            if op == "max":
+                out[:, oy, ox] = win.max(axis=(1, 2))
+            elif op == "avg":
+                out[:, oy, ox] = win.mean(axis=(1, 2))
+            elif op == "avg_pad":
+                out[:, oy, ox] = win.sum(axis=(1, 2)) / (kh * kw)
+            else:
+                out[:, oy, ox] = win.sum(axis=(1, 2))
+    return out
+
+
+def pool_cl_grad_ref(x, g, op, pool_size, strides=None, padding="valid"):
+    """The gradient of sum(pool_cl(x) * g); max: the first maximum in window order."""
+    x, g = np.asarray(x, np.float64), np.asarray(g, np.float64)
+    kh, kw = pool_size
+    sh, sw = strides or pool_size
+    top, left, oh, ow = window_geometry(padding, x.shape[1], x.shape[2], kh, kw, sh, sw)
+    dx = np.zeros_like(x)
+    for oy in range(oh):
+        y0, y1 = max(oy * sh - top, 0), min(oy * sh - top + kh, x.shape[1])
+        for ox in range(ow):
+            x0, x1 = max(ox * sw - left, 0), min(ox * sw - left + kw, x.shape[2])
+            gv = g[:, oy, ox, :]
+            if op == "max":
+                win = x[:, y0:y1, x0:x1, :].reshape(x.shape[0], -1, x.shape[3])
+                first = np.argmax(win, axis=1)                     # (N, C): the first maximum
+                wy, wx = np.divmod(first, x1 - x0)
+                for n in range(x.shape[0]):
+                    for c in range(x.shape[3]):
+                        dx[n, y0 + wy[n, c], x0 + wx[n, c], c] += gv[n, c]
+            else:
+                s = {"avg": 1.0 / ((y1 - y0) * (x1 - x0)), "avg_pad": 1.0 / (kh * kw), "sum": 1.0}[op]
+                dx[:, y0:y1, x0:x1, :] += gv[:, None, None, :] * s
+    return dx
+
+
+def batch_norm_ref(x, gamma, beta, eps=1e-3, act="linear", alpha=0.0):
+    x = np.asarray(x, np.float64)
+    c = x.shape[-1]
+    flat = x.reshape(-1, c)
+    mean, var = flat.mean(0), flat.var(0)
+    return act_ref(act, (x - mean) / np.sqrt(var + eps) * gamma + beta, alpha)
+
+
+def lstm_ref(zx, zh, c, h=None, mask=None):
+    z = np.asarray(zx, np.float64) + zh
+    u = c.shape[-1]
+    i, f, g, o = sigmoid(z[:, :u]), sigmoid(z[:, u:2 * u]), np.tanh(z[:, 2 * u:3 * u]), sigmoid(z[:, 3 * u:])
+    c2 = f * c + i * g
+    h2 = o * np.tanh(c2)
+    if mask is not None:
+        m = np.asarray(mask, np.float64).reshape(-1, 1)
+        c2 = m * c2 + (1 - m) * c
+        h2 = m * h2 + (1 - m) * h
+    return np.stack([h2, c2])
+
+
+def gru_ref(xp, hp, h, mask=None):
+    xp, hp, h = (np.asarray(v, np.float64) for v in (xp, hp, h))
+    u = h.shape[-1]
+    r, z = sigmoid(xp[:, :u] + hp[:, :u]), sigmoid(xp[:, u:2 * u] + hp[:, u:2 * u])
+    n = np.tanh(xp[:, 2 * u:] + r * hp[:, 2 * u:])
+    h2 = (1 - z) * n + z * h
+    if mask is not None:
+        m = np.asarray(mask, np.float64).reshape(-1, 1)
+        h2 = m * h2 + (1 - m) * h
+    return h2
+
+
+def vjp_ref(ref, arrays, wrts, weights):
+    """The gradients of sum(ref(*arrays) * weights) for each index in wrts, flattened and
+    joined (finite differences)."""
+    return np.concatenate([numeric_grad(ref, arrays, i, weights).ravel() for i in wrts])
+
+
+def norm_back_ref(g, x, eps=1e-5):
+    return numeric_grad(lambda v: (v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + eps),
+                        [x], 0, g)
+
+
+IMG_CL = rng(50).normal(size=(2, 5, 6, 3)).astype(np.float32)            # (N, H, W, C)
+KER_CL = (rng(51).normal(size=(4, 3, 2, 3)) * 0.5).astype(np.float32)     # (OC, KH, KW, C)
+BIAS4 = rng(52).normal(size=(4,)).astype(np.float32)
+BN_X = (rng(53).normal(size=(2, 3, 5)) * 2 + 1).astype(np.float32)
+BN_G = rng(54).uniform(0.5, 1.5, size=(5,)).astype(np.float32)
+BN_B = rng(55).normal(size=(5,)).astype(np.float32)
+U_ = 3
+LSTM_ZX, LSTM_ZH = _sym((2, 4 * U_), 56), _sym((2, 4 * U_), 57)
+LSTM_C, LSTM_H = _sym((2, U_), 58), _sym((2, U_), 59)
+GRU_XP, GRU_HP = _sym((2, 3 * U_), 60), _sym((2, 3 * U_), 61)
+MASK2 = np.array([1.0, 0.0], np.float32)
+POOL_X = rng(62).normal(size=(2, 5, 7, 3)).astype(np.float32)
+CT_A = rng(63).normal(size=(2, 3, 2, 4)).astype(np.float32)               # (N, H, W, OC) for conv_transpose
+
+
+def _bn_back_ref(g, x, y, gamma):
+    """[dx, dgamma, dbeta] of sum(batch_norm(x) * g) (linear)."""
+    ref = lambda a, gm, bt: batch_norm_ref(a, gm, bt, 1e-3)
+    return vjp_ref(ref, [x, gamma, BN_B], [0, 1, 2], g)
+
+
+OPS.update({
+    "gelu_erf": (lambda a, ctx: ops.gelu_erf(a, ctx=ctx), lambda a: act_ref("gelu_erf", a), [A34]),
+    "unary_back": (lambda g, y, ctx: ops.unary_back(g, y, "tanh", True, ctx=ctx),
+                   lambda g, y: g * (1 - y * y), [B34, np.tanh(A34).astype(np.float32)]),
+    "unary_back_x_clamp": (lambda g, x, ctx: ops.unary_back(g, x, "clamp", False, -0.5, 0.7, ctx=ctx),
+                           lambda g, x: g * act_grad_ref("clamp", x, -0.5, 0.7), [B34, A34]),
+    "norm_back": (lambda g, x, ctx: ops.norm_back(g, x, 1e-5, ctx=ctx), norm_back_ref, [B34, A34]),
+    "bias_act": (lambda a, b, ctx: ops.bias_act(a, b, "tanh", ctx=ctx),
+                 lambda a, b: np.tanh(a + b), [A34, _sym((4,), 64)]),
+    "bias_act_column": (lambda a, b, ctx: ops.bias_act(a, b, "leaky_relu", 0.2, ctx=ctx),
+                        lambda a, b: act_ref("leaky_relu", a + b, 0.2), [A34, _sym((3, 1), 65)]),
+    "batch_norm": (lambda a, g, b, ctx: ops.batch_norm(a, g, b, None, 1e-3, "linear", ctx=ctx),
+                   lambda a, g, b: batch_norm_ref(a, g, b, 1e-3), [BN_X, BN_G, BN_B]),
+    "batch_norm_back": (lambda g, x, y, gm, ctx: ops.batch_norm_back(g, x, y, gm, None, 1e-3, ctx=ctx),
+                        _bn_back_ref, [_sym((2, 3, 5), 66), BN_X,
+                                       batch_norm_ref(BN_X, BN_G, BN_B).astype(np.float32), BN_G]),
+    "pool_cl": (lambda a, ctx: ops.pool_cl(a, "max", (2, 3), (2, 2), "same", ctx=ctx),
+                lambda a: pool_cl_ref(a, "max", (2, 3), (2, 2), "same"), [POOL_X]),
+    "pool_cl_avg_same": (lambda a, ctx: ops.pool_cl(a, "avg", (3, 3), (2, 2), "same", ctx=ctx),
+                         lambda a: pool_cl_ref(a, "avg", (3, 3), (2, 2), "same"), [POOL_X]),
+    "pool_cl_back": (lambda g, a, ctx: ops.pool_cl_back(g, a, "avg_pad", (2, 2), (1, 2), "valid", ctx=ctx),
+                     lambda g, a: pool_cl_grad_ref(a, g, "avg_pad", (2, 2), (1, 2), "valid"),
+                     [_sym((2, 4, 3, 3), 67), POOL_X]),
+    "conv_2d_cl": (lambda a, w, b, ctx: ops.conv_2d_cl(a, w, b, (1, 2), "same", ctx=ctx),
+                   lambda a, w, b: conv_ref(a, w, b, "same", (1, 2)), [IMG_CL, KER_CL, BIAS4]),
+    "conv_2d_cl_back_filter": (
+        lambda dy, a, ctx: ops.conv_2d_cl_back_filter(dy, a, (3, 2), (1, 2), "same", ctx=ctx),
+        lambda dy, a: np.concatenate([r.ravel() for r in conv_grads_ref(a, KER_CL, dy, "same", (1, 2))[1:]]),
+        [_sym((2, 5, 3, 4), 68), IMG_CL]),
+    "conv_transpose_2d_cl": (
+        lambda a, w, ctx: ops.conv_transpose_2d_cl(a, w, (2, 2), "same", ctx=ctx),
+        lambda a, w: conv_transpose_ref(a, w, (6, 4), window_geometry("same", 6, 4, 3, 2, 2, 2)[:2], (2, 2)),
+        [CT_A, KER_CL]),
+    "lstm_cell": (lambda zx, zh, c, ctx: ops.lstm_cell(zx, zh, c, ctx=ctx), lstm_ref, [LSTM_ZX, LSTM_ZH, LSTM_C]),
+    "lstm_cell_masked": (lambda zx, zh, c, h, m, ctx: ops.lstm_cell(zx, zh, c, h, m, ctx=ctx), lstm_ref,
+                         [LSTM_ZX, LSTM_ZH, LSTM_C, LSTM_H, MASK2]),
+    "lstm_cell_back": (
+        lambda g, zx, zh, c, h, m, ctx: ops.lstm_cell_back(g, zx, zh, c, h, m, ctx=ctx),
+        lambda g, zx, zh, c, h, m: vjp_ref(lambda a, b_, cc, hh: lstm_ref(a, b_, cc, hh, m), [zx, zh, c, h], [0, 2, 3], g),
+        [_sym((2, 2, U_), 69), LSTM_ZX, LSTM_ZH, LSTM_C, LSTM_H, MASK2]),
+    "gru_cell": (lambda xp, hp, h, ctx: ops.gru_cell(xp, hp, h, ctx=ctx), gru_ref, [GRU_XP, GRU_HP, LSTM_H]),
+    "gru_cell_masked": (lambda xp, hp, h, m, ctx: ops.gru_cell(xp, hp, h, m, ctx=ctx), gru_ref,
+                        [GRU_XP, GRU_HP, LSTM_H, MASK2]),
+    "gru_cell_back": (
+        lambda g, xp, hp, h, m, ctx: ops.gru_cell_back(g, xp, hp, h, m, ctx=ctx),
+        lambda g, xp, hp, h, m: vjp_ref(lambda a, b_, hh: gru_ref(a, b_, hh, m), [xp, hp, h], [0, 1, 2], g),
+        [_sym((2, U_), 70), GRU_XP, GRU_HP, LSTM_H, MASK2]),
+    "pool_1d": (lambda a, ctx: ops.pool_1d(a, "max", 3, 2, 1, ctx=ctx),
+                lambda a: pool_cl_ref(a[:, None, :, None], "max", (1, 3), (1, 2), (0, 1))[:, 0, :, 0], [A34]),
+    "pool_1d_avg": (lambda a, ctx: ops.pool_1d(a, "avg", 2, 1, 1, ctx=ctx),
+                    lambda a: pool_cl_ref(a[:, None, :, None], "avg", (1, 2), (1, 1), (0, 1))[:, 0, :, 0], [A34]),
+    "upscale": (lambda a, ctx: ops.upscale(a, (1, 2, 3, 1), ctx=ctx),
+                lambda a: a.repeat(2, axis=1).repeat(3, axis=2), [POOL_X]),
+    "upscale_last_two": (lambda a, ctx: ops.upscale(a, (2, 3), ctx=ctx),
+                         lambda a: a.repeat(2, axis=0).repeat(3, axis=1), [A34]),
+    "pad_ext": (lambda a, ctx: ops.pad_ext(a, ((1, 0), (2, 1)), ctx=ctx),
+                lambda a: np.pad(a, ((1, 0), (2, 1))), [A34]),
+})
+TOL.update({"norm_back": 1e-4, "batch_norm_back": 1e-4, "lstm_cell_back": 1e-4, "gru_cell_back": 1e-4,
+            "gelu_erf": 1e-5})
+
 # ops that change their argument in place rather than making a value: checked below
 IN_PLACE = {"opt_step_adamw", "opt_step_sgd"}
 # pyggml.ops' graph helpers (numpy axes, constants of the graph being built): tests/test_graph_ops.py
@@ -508,6 +818,26 @@ GRAD_CASES = {
                            "softplus", "sin", "cos")},
 }
 
+# the backward passes of ggml/patches/0020 (the ops that had none, and pyggml's new ones)
+GRAD_CASES.update({
+    **{u: (u, 0) for u in ("tanh", "sigmoid", "elu", "gelu_erf")},
+    "gelu": ("gelu", 0), "leaky_relu": ("leaky_relu", 0), "clamp": ("clamp", 0), "norm": ("norm", 0),
+    "concat_a": ("concat", 0), "concat_b": ("concat", 1), "concat_dim0_b": ("concat_dim0", 1),
+    "pad": ("pad", 0), "pad_ext": ("pad_ext", 0), "bias_act_a": ("bias_act", 0), "bias_act_b": ("bias_act", 1),
+    "bias_act_column_b": ("bias_act_column", 1),
+    "batch_norm_a": ("batch_norm", 0), "batch_norm_gamma": ("batch_norm", 1), "batch_norm_beta": ("batch_norm", 2),
+    "pool_cl": ("pool_cl", 0), "pool_cl_avg_same": ("pool_cl_avg_same", 0),
+    "conv_2d_cl_a": ("conv_2d_cl", 0), "conv_2d_cl_w": ("conv_2d_cl", 1), "conv_2d_cl_b": ("conv_2d_cl", 2),
+    "conv_transpose_2d_cl_a": ("conv_transpose_2d_cl", 0), "conv_transpose_2d_cl_w": ("conv_transpose_2d_cl", 1),
+    "lstm_cell_zx": ("lstm_cell", 0), "lstm_cell_zh": ("lstm_cell", 1), "lstm_cell_c": ("lstm_cell", 2),
+    "lstm_cell_masked_zx": ("lstm_cell_masked", 0), "lstm_cell_masked_c": ("lstm_cell_masked", 2),
+    "lstm_cell_masked_h": ("lstm_cell_masked", 3),
+    "gru_cell_xp": ("gru_cell", 0), "gru_cell_hp": ("gru_cell", 1), "gru_cell_h": ("gru_cell", 2),
+    "gru_cell_masked_xp": ("gru_cell_masked", 0), "gru_cell_masked_h": ("gru_cell_masked", 2),
+    "pool_1d": ("pool_1d", 0), "pool_1d_avg": ("pool_1d_avg", 0),
+    "upscale": ("upscale", 0), "upscale_last_two": ("upscale_last_two", 0),
+})
+
 
 def _masked_softmax_build(a, ctx):
     return ops.soft_max(ops.diag_mask_inf(a, 0, ctx=ctx), ctx=ctx)
@@ -592,13 +922,11 @@ def test_gradient_accumulates_over_uses(backend, sched):
 
 
 NO_BACKWARD = {
-    "tanh": lambda a, ctx: ops.tanh(a, ctx=ctx), "sigmoid": lambda a, ctx: ops.sigmoid(a, ctx=ctx),
-    "gelu": lambda a, ctx: ops.gelu(a, ctx=ctx), "elu": lambda a, ctx: ops.elu(a, ctx=ctx),
-    "leaky_relu": lambda a, ctx: ops.leaky_relu(a, 0.1, ctx=ctx), "clamp": lambda a, ctx: ops.clamp(a, 0, 1, ctx=ctx),
-    "norm": lambda a, ctx: ops.norm(a, ctx=ctx), "pad": lambda a, ctx: ops.pad(a, 1, ctx=ctx),
-    "concat": lambda a, ctx: ops.concat(a, a, 0, ctx=ctx),
     "out_prod": lambda a, ctx: ops.out_prod(a, a, ctx=ctx),
     "mean_of_rows": lambda a, ctx: ops.mean(a, ctx=ctx),     # only a scalar mean has one
+    # the backward ops of ggml/patches/0020 have none themselves
+    "unary_back": lambda a, ctx: ops.unary_back(a, a, "tanh", ctx=ctx),
+    "norm_back": lambda a, ctx: ops.norm_back(a, a, ctx=ctx),
 }
 
 
@@ -818,3 +1146,556 @@ def test_version_functions():
         core.set_n_threads(-1)
     with pytest.raises(TypeError):
         core.set_n_threads(2.5)
+
+
+# --- pyggml's kernels (ggml/patches/0020) on shapes that take every path, 1 and 2 threads ----
+
+
+def run_ops(backend, sched, build, arrays, wrts=(), weights=None, n_threads=None):
+    """build(*leaves, ctx) on the arrays: its value, and the gradients of sum(out * weights)
+    with respect to arrays[i] for i in wrts (ggml's backward pass)."""
+    lctx, buf, leaves = make_leaves(backend, arrays)
+    for i in wrts:
+        leaves[i].set_param()
+    cctx = core.Context(n_tensors=4096, graph_size=4096)
+    out = build(*leaves, ctx=cctx)
+    if not out.is_contiguous:
+        out = ops.cont(out, ctx=cctx)
+    out.set_output()           # kept: the backward pass must not reuse its memory
+    keep = [lctx, buf, cctx]
+    if wrts:
+        rctx, rbuf, (r,) = make_leaves(backend, [np.asarray(weights, np.float32).reshape(out.shape)])
+        keep += [rctx, rbuf]
+        loss = ops.sum(ops.mul(out, r, ctx=cctx), ctx=cctx).set_loss()
+        g = core.Graph(cctx, 4096, grads=True)
+        g.build_forward(loss)
+        g.build_backward()
+        gts = []
+        for i in wrts:
+            gt = g.grad(leaves[i])
+            if not gt.is_contiguous:
+                gt = ops.cont(gt, ctx=cctx)
+                g.build_forward(gt)
+            gts.append(gt)
+        sched.alloc(g)
+        g.reset()
+        sched.compute(g, n_threads)
+        result = out.numpy(), [gt.numpy().reshape(np.shape(arrays[i])) for gt, i in zip(gts, wrts)]
+    else:
+        g = core.Graph(cctx, 4096)
+        g.build_forward(out)
+        sched.compute(g, n_threads)
+        result = out.numpy(), []
+    g.free()
+    for o in reversed(keep):
+        o.free()
+    return result
+
+
+def _close(got, want, tol, what=""):
+    want = np.asarray(want, np.float64)
+    scale = max(float(np.max(np.abs(want))), 1.0)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, err_msg=what)
+
+
+# (N, H, W, C, OC, (KH, KW), strides, padding, dilation, act): MNIST's two convolutions, a
+# Conv1D of 64 channels (multiple chunks, four-vector blocks), channel counts off the vector
+# width, strides with Keras' uneven "same" padding, dilation, explicit padding
+CONV_SHAPES = [
+    (3, 28, 28, 1, 8, (3, 3), (1, 1), "same", (1, 1), "relu"),
+    (2, 14, 14, 8, 16, (3, 3), (1, 1), "same", (1, 1), "relu"),
+    (2, 1, 45, 64, 64, (1, 3), (1, 1), "same", (1, 1), "linear"),
+    (1, 9, 7, 3, 5, (3, 2), (2, 2), "same", (1, 1), "tanh"),
+    (2, 8, 8, 5, 70, (3, 3), (2, 1), "valid", (1, 1), "linear"),
+    (1, 11, 10, 4, 6, (3, 3), (1, 1), "same", (2, 2), "elu"),
+    (2, 6, 7, 2, 17, (2, 3), (1, 2), (1, 2, 7, 4), (1, 1), "sigmoid"),
+    (1, 7, 7, 33, 20, (3, 3), (2, 2), "same", (1, 1), "leaky_relu"),
+]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", CONV_SHAPES, ids=lambda s: "x".join(map(str, s[:5])) + f"-{s[7]}-{s[9]}")
+def test_conv_2d_cl_kernel_shapes(shape, n_threads, backend, sched):
+    n, h, w, c, oc, k, strides, padding, dilation, act = shape
+    r = rng(80)
+    x = r.normal(size=(n, h, w, c)).astype(np.float32)
+    wt = (r.normal(size=(oc,) + k + (c,)) / math.sqrt(c * k[0] * k[1])).astype(np.float32)
+    b = r.normal(size=(oc,)).astype(np.float32) * 0.1
+    alpha = 0.3 if act in ("elu", "leaky_relu") else 0.0
+    want = conv_ref(x, wt, b, padding, strides, dilation, act, alpha)
+    gy = r.normal(size=want.shape)
+    build = lambda a, ww, bb, ctx: ops.conv_2d_cl(a, ww, bb, strides, padding, dilation, act, alpha, ctx=ctx)
+    got, (dx, dw, db) = run_ops(backend, sched, build, [x, wt, b], (0, 1, 2), gy, n_threads)
+    _close(got, want, 1e-4, "forward")
+    pre = conv_ref(x, wt, b, padding, strides, dilation, "linear")
+    dz = gy * act_grad_ref(act, pre, alpha)
+    wx, ww_, wb = conv_grads_ref(x, wt, dz, padding, strides, dilation)
+    _close(dx, wx, 1e-4, "input gradient")
+    _close(dw, ww_, 1e-4, "kernel gradient")
+    _close(db, wb, 1e-4, "bias gradient")
+
+
+# (N, H, W, OC -> C, (KH, KW), strides, padding): Conv2DTranspose's usual upsampling by 2,
+# a stride larger than the kernel, odd sizes
+CONV_T_SHAPES = [(2, 7, 7, 16, 8, (3, 3), (2, 2), "same"), (1, 4, 5, 3, 5, (2, 2), (3, 2), "valid"),
+                 (2, 5, 3, 6, 4, (3, 1), (1, 1), "same")]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", CONV_T_SHAPES)
+def test_conv_transpose_2d_cl_shapes(shape, n_threads, backend, sched):
+    n, h, w, oc, c, k, strides, padding = shape
+    r = rng(81)
+    a = r.normal(size=(n, h, w, oc)).astype(np.float32)
+    wt = (r.normal(size=(oc,) + k + (c,)) * 0.3).astype(np.float32)
+    ekh, ekw = k
+    # Keras' deconv_output_length: H*s + max(k - s, 0) ("valid"), H*s ("same")
+    oh, ow = (h * strides[0] + max(ekh - strides[0], 0), w * strides[1] + max(ekw - strides[1], 0)) \
+        if padding == "valid" else (h * strides[0], w * strides[1])
+    top = max((h - 1) * strides[0] + ekh - oh, 0) // 2
+    left = max((w - 1) * strides[1] + ekw - ow, 0) // 2
+    want = conv_transpose_ref(a, wt, (oh, ow), (top, left), strides)
+    gy = r.normal(size=want.shape)
+    build = lambda x, ww, ctx: ops.conv_transpose_2d_cl(x, ww, strides, padding, ctx=ctx)
+    got, (da, dw) = run_ops(backend, sched, build, [a, wt], (0, 1), gy, n_threads)
+    assert got.shape == want.shape
+    _close(got, want, 1e-4, "forward")
+    # the transposed convolution's gradients: a convolution of gy, and the kernel gradient
+    # with the roles of input and output exchanged
+    geom = (top, left)
+    _close(da, conv_ref(gy, wt, None, (top, left, h, w), strides), 1e-4, "input gradient")
+    _close(dw, conv_grads_ref(gy, wt, a, (top, left, h, w), strides)[1], 1e-4, "kernel gradient")
+    del geom
+
+
+# (N, H, W, C, op, pool_size, strides, padding): MNIST's 2x2 max pooling (windows that tile
+# the input), ResNet's 3x3 stride-2 "same", 1-D pooling as height 1, a global average, one
+# image (channels shared out among threads), overlapping windows
+POOL_SHAPES = [
+    (3, 28, 28, 8, "max", (2, 2), None, "valid"), (2, 9, 11, 5, "max", (3, 3), (2, 2), "same"),
+    (2, 1, 37, 64, "max", (1, 3), (1, 2), "same"), (2, 1, 50, 64, "avg", (1, 50), None, "valid"),
+    (1, 7, 6, 16, "max", (2, 2), None, "valid"), (1, 7, 6, 16, "avg", (3, 2), (1, 1), "same"),
+    (2, 6, 6, 3, "avg_pad", (3, 3), (2, 2), "same"), (2, 5, 5, 4, "sum", (2, 2), (1, 1), "valid"),
+    (1, 8, 8, 300, "max", (2, 2), None, "valid"),
+]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape", POOL_SHAPES, ids=lambda s: "x".join(map(str, s[:4])) + f"-{s[4]}-{s[7]}")
+def test_pool_cl_kernel_shapes(shape, n_threads, backend, sched):
+    n, h, w, c, op, k, strides, padding = shape
+    r = rng(82)
+    x = r.normal(size=(n, h, w, c)).astype(np.float32)
+    if op == "max":
+        # some ties (the first maximum takes the gradient)
+        x[:, ::2, ::3, ::2] = np.round(x[:, ::2, ::3, ::2])
+    want = pool_cl_ref(x, op, k, strides, padding)
+    gy = r.normal(size=want.shape)
+    got, (dx,) = run_ops(backend, sched, lambda a, ctx: ops.pool_cl(a, op, k, strides, padding, ctx=ctx),
+                         [x], (0,), gy, n_threads)
+    _close(got, want, 1e-5, "forward")
+    _close(dx, pool_cl_grad_ref(x, gy, op, k, strides, padding), 1e-5, "gradient")
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("shape,act", [((32, 50, 64), "relu"), ((7, 3, 300), "linear"), ((4, 5, 3), "tanh")])
+def test_batch_norm_kernel_shapes(shape, act, n_threads, backend, sched):
+    r = rng(83)
+    x = (r.normal(size=shape) * 3 + 5).astype(np.float32)        # a large mean: the shifted sums
+    c = shape[-1]
+    gamma = r.uniform(0.5, 1.5, size=c).astype(np.float32)
+    beta = r.normal(size=c).astype(np.float32)
+    want = batch_norm_ref(x, gamma, beta, 1e-3, act)
+    gy = r.normal(size=shape)
+    build = lambda a, g_, b_, ctx: ops.batch_norm(a, g_, b_, None, 1e-3, act, ctx=ctx)
+    got, (dx, dg, db) = run_ops(backend, sched, build, [x, gamma, beta], (0, 1, 2), gy, n_threads)
+    _close(got, want, 1e-4, "forward")
+    # analytic gradients
+    flat = x.reshape(-1, c).astype(np.float64)
+    m = flat.shape[0]
+    mean, var = flat.mean(0), flat.var(0)
+    xhat = (flat - mean) / np.sqrt(var + 1e-3)
+    pre = xhat * gamma + beta
+    dz = gy.reshape(-1, c) * act_grad_ref(act, pre)
+    wdg, wdb = (dz * xhat).sum(0), dz.sum(0)
+    wdx = gamma / np.sqrt(var + 1e-3) * (dz - wdb / m - xhat * wdg / m)
+    _close(dx, wdx.reshape(shape), 1e-4, "input gradient")
+    _close(dg, wdg, 1e-4, "gamma gradient")
+    _close(db, wdb, 1e-4, "beta gradient")
+
+
+def test_batch_norm_writes_its_statistics(backend, sched):
+    r = rng(84)
+    x = (r.normal(size=(10, 6)) * 2 - 3).astype(np.float32)
+    lctx, buf, (a, g_, b_, st) = make_leaves(backend, [x, np.ones(6, np.float32), np.zeros(6, np.float32),
+                                                      np.zeros((2, 6), np.float32)])
+    cctx = core.Context(n_tensors=16, graph_size=64)
+    y = ops.batch_norm(a, g_, b_, st, 1e-3, ctx=cctx)
+    g = core.Graph(cctx, 64)
+    g.build_forward(y)
+    sched.compute(g)
+    np.testing.assert_allclose(st.numpy(), np.stack([x.mean(0), x.var(0)]), rtol=1e-5, atol=1e-5)
+
+
+def _rnn_build(cell, steps, u, masked, reverse=False):
+    """An unrolled recurrent layer over time-major inputs: xs (steps, B, G*u), w_hh (G*u, u),
+    h0 (B, u), masks (steps, B): returns the outputs (steps, B, u) joined with concat."""
+    def build(xs, w_hh, h0, masks, ctx):
+        b = h0.shape[0]
+        g = xs.shape[-1]
+        h, c = h0, h0
+        outs = {}
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        for t in order:
+            zx = ops.view(xs, (b, g), offset=t * b * g * 4, ctx=ctx)
+            zh = ops.mul_mat(w_hh, h, ctx=ctx)
+            m = ops.view(masks, (b,), offset=t * b * 4, ctx=ctx) if masked else None
+            if cell == "lstm":
+                st = ops.lstm_cell(zx, zh, c, h if masked else None, m, ctx=ctx)
+                h = ops.view(st, (b, u), offset=0, ctx=ctx)
+                c = ops.view(st, (b, u), offset=b * u * 4, ctx=ctx)
+            else:
+                h = ops.gru_cell(zx, zh, h, m, ctx=ctx)
+            outs[t] = ops.reshape(h, (1, b, u), ctx=ctx)
+        seq = outs[0]
+        for t in range(1, steps):
+            seq = ops.concat(seq, outs[t], 2, ctx=ctx)
+        return seq
+    return build
+
+
+def _rnn_ref(cell, steps, u, masked, reverse=False):
+    def ref(xs, w_hh, h0, masks):
+        h, c = h0, h0
+        outs = {}
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        for t in order:
+            zh = h @ np.asarray(w_hh, np.float64).T
+            m = masks[t] if masked else None
+            if cell == "lstm":
+                st = lstm_ref(xs[t], zh, c, h, m)
+                h, c = st[0], st[1]
+            else:
+                h = gru_ref(xs[t], zh, h, m)
+            outs[t] = h
+        return np.stack([outs[t] for t in range(steps)])
+    return ref
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("cell,masked,reverse", [("lstm", False, False), ("lstm", True, True), ("gru", False, True),
+                                                 ("gru", True, False)])
+def test_unrolled_rnn_gradients(cell, masked, reverse, n_threads, backend, sched):
+    """Steps of a cell through per-step views of one projection (the in-place gradient
+    accumulation of the views, patch 0020), the state through views of the cell's result,
+    a mask that keeps the state, and the outputs joined by concat."""
+    steps, b, u = 4, 3, 2
+    gates = 4 if cell == "lstm" else 3
+    r = rng(85)
+    xs = r.normal(size=(steps, b, gates * u)).astype(np.float32)
+    w_hh = (r.normal(size=(gates * u, u)) * 0.5).astype(np.float32)
+    h0 = (r.normal(size=(b, u)) * 0.5).astype(np.float32)
+    masks = (r.uniform(size=(steps, b)) > 0.3).astype(np.float32)
+    build, ref = _rnn_build(cell, steps, u, masked, reverse), _rnn_ref(cell, steps, u, masked, reverse)
+    arrays = [xs, w_hh, h0, masks]
+    weights = r.normal(size=(steps, b, u))
+    got, grads = run_ops(backend, sched, build, arrays, (0, 1, 2), weights, n_threads)
+    _close(got, ref(*arrays), 1e-5, "forward")
+    for i, gr in zip((0, 1, 2), grads):
+        _close(gr, numeric_grad(ref, arrays, i, weights), 1e-3, f"gradient {i}")
+
+
+def test_gradient_of_overlapping_views_accumulates(backend, sched):
+    """Two views of the same elements and a third of others: the gradients add up
+    (the views' accumulation runs in place)."""
+    x = _sym((6, 4), 86)
+
+    def build(a, ctx):
+        v1 = ops.view(a, (2, 4), offset=0, ctx=ctx)
+        v2 = ops.view(a, (3, 4), offset=16, ctx=ctx)
+        v3 = ops.view(a, (2, 4), offset=64, ctx=ctx)
+        return ops.concat(ops.concat(ops.sqr(v1, ctx=ctx), ops.scale(v2, 3.0, ctx=ctx), 1, ctx=ctx), v3, 1, ctx=ctx)
+
+    def ref(a):
+        return np.concatenate([a[0:2] ** 2, 3 * a[1:4], a[4:6]])
+    weights = rng(87).normal(size=(7, 4))
+    _, (gr,) = run_ops(backend, sched, build, [x], (0,), weights)
+    _close(gr, numeric_grad(ref, [x], 0, weights), 1e-3)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "elu", "leaky_relu", "softplus", "linear"])
+def test_bias_act_kernel_shapes(act, n_threads, backend, sched):
+    r = rng(88)
+    x = r.normal(size=(37, 130)).astype(np.float32)
+    b = r.normal(size=(130,)).astype(np.float32)
+    alpha = 0.2 if act in ("elu", "leaky_relu") else 0.0
+    gy = r.normal(size=x.shape)
+    got, (dx, db) = run_ops(backend, sched, lambda a, bb, ctx: ops.bias_act(a, bb, act, alpha, ctx=ctx),
+                            [x, b], (0, 1), gy, n_threads)
+    pre = x.astype(np.float64) + b
+    _close(got, act_ref(act, pre, alpha), 1e-5)
+    dz = gy * act_grad_ref(act, pre, alpha)
+    _close(dx, dz, 1e-4)
+    _close(db, dz.sum(0), 1e-4)
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "gelu", "gelu_erf", "elu"])
+def test_unary_backward_on_large_tensors(name, backend, sched):
+    """The activations' backward passes over many rows (several threads' shares, tails)."""
+    r = rng(89)
+    x = (r.normal(size=(33, 257)) * 2).astype(np.float32)
+    gy = r.normal(size=x.shape)
+    got, (dx,) = run_ops(backend, sched, lambda a, ctx: getattr(ops, name)(a, ctx=ctx), [x], (0,), gy, 2)
+    _close(dx, gy * act_grad_ref(name, x, 1.0), 2e-3 if name == "gelu" else 1e-4)
+
+
+def test_layer_norm_from_norm(backend, sched):
+    """LayerNorm as norm * gamma + beta trains (norm's backward pass is patch 0020's)."""
+    r = rng(90)
+    x = (r.normal(size=(50, 32)) * 2 + 1).astype(np.float32)
+    gamma, beta = r.uniform(0.5, 1.5, 32).astype(np.float32), r.normal(size=32).astype(np.float32)
+
+    def build(a, g_, b_, ctx):
+        return ops.add(ops.mul(ops.norm(a, 1e-6, ctx=ctx), g_, ctx=ctx), b_, ctx=ctx)
+
+    def ref(a, g_, b_):
+        return (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-6) * g_ + b_
+    gy = r.normal(size=x.shape)
+    got, (dx,) = run_ops(backend, sched, build, [x, gamma, beta], (0,), gy, 2)
+    _close(got, ref(x, gamma, beta), 1e-5)
+    xh = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+    dxh = gy * gamma
+    want = (dxh - dxh.mean(-1, keepdims=True) - xh * (dxh * xh).mean(-1, keepdims=True)) / \
+        np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+    _close(dx, want, 1e-4)
+
+
+def test_new_ops_refuse_bad_arguments():
+    ctx = core.Context(n_tensors=64)
+    img = ctx.new_tensor((2, 5, 6, 3))
+    ker = ctx.new_tensor((4, 3, 3, 3))
+    f32 = ctx.new_tensor((3, 4))
+    i32 = ctx.new_tensor((4,), "i32")
+    z = ctx.new_tensor((2, 12))
+    st = ctx.new_tensor((2, 3))
+    cctx = core.Context(n_tensors=256)
+    t = ops.transpose(f32, ctx=cctx)
+    cases = [
+        (lambda: ops.conv_2d_cl(img, ctx.new_tensor((4, 3, 3, 2))), ValueError),       # channels differ
+        (lambda: ops.conv_2d_cl(img, ker, f32), ValueError),                         # bias size
+        (lambda: ops.conv_2d_cl(img, ker, None, (0, 1)), ValueError),
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), "full"), ValueError),
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), (1, -1)), ValueError),
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), "valid", (1, 1), "gelu"), ValueError),   # not fusable
+        (lambda: ops.conv_2d_cl(img, ker, None, (1, 1), "valid", (1, 1), "nope"), ValueError),
+        (lambda: ops.conv_2d_cl(img, ctx.new_tensor((4, 9, 9, 3))), ValueError),    # kernel > input
+        (lambda: ops.conv_2d_cl(ops.cast(img, "f16", ctx=cctx), ker), TypeError),
+        (lambda: ops.conv_2d_cl(img, ker, None, 2.5), TypeError),
+        (lambda: ops.conv_transpose_2d_cl(img, ker), ValueError),                    # ker's OC != img's C
+        (lambda: ops.conv_transpose_2d_cl(ctx.new_tensor((2, 5, 6, 4)), ker, 1, (1, 1)), ValueError),
+        (lambda: ops.conv_2d_cl_back_filter(ctx.new_tensor((1, 3, 4, 4)), img, (3, 3)), ValueError),
+        (lambda: ops.pool_cl(img, "min"), ValueError), (lambda: ops.pool_cl(img, "max", (9, 9)), ValueError),
+        (lambda: ops.pool_cl(img, "max", (2, 2), None, (2, 0)), ValueError),         # pad >= window
+        (lambda: ops.pool_cl(img, "max", (2, 2), None, (0, 0, 9, 1)), ValueError),   # windows past the input
+        (lambda: ops.pool_cl_back(ctx.new_tensor((2, 2, 3, 4)), img), ValueError),
+        (lambda: ops.bias_act(f32, ctx.new_tensor((3,))), ValueError),
+        (lambda: ops.bias_act(f32, i32), TypeError), (lambda: ops.bias_act(t, ctx.new_tensor((3,))), ValueError),
+        (lambda: ops.bias_act(f32, ctx.new_tensor((4,)), "elu", -1.0), ValueError),
+        (lambda: ops.batch_norm(f32, ctx.new_tensor((3,)), ctx.new_tensor((4,))), ValueError),
+        (lambda: ops.batch_norm(f32, ctx.new_tensor((4,)), ctx.new_tensor((4,)), st), ValueError),
+        (lambda: ops.batch_norm(f32, ctx.new_tensor((4,)), ctx.new_tensor((4,)), None, 0.0), ValueError),
+        (lambda: ops.lstm_cell(z, z, ctx.new_tensor((2, 4))), ValueError),           # 12 != 4 * 4
+        (lambda: ops.lstm_cell(ctx.new_tensor((2, 8)), ctx.new_tensor((2, 8)), ctx.new_tensor((2, 2)), None,
+                               ctx.new_tensor((2,))), ValueError),                   # mask without h
+        (lambda: ops.lstm_cell(ctx.new_tensor((2, 8)), ctx.new_tensor((2, 8)), ctx.new_tensor((2, 2)),
+                               ctx.new_tensor((2, 2)), ctx.new_tensor((3,))), ValueError),
+        (lambda: ops.gru_cell(z, ctx.new_tensor((2, 9)), ctx.new_tensor((2, 4))), ValueError),
+        (lambda: ops.gru_cell(z, z, ctx.new_tensor((2, 4)), i32), TypeError),
+        (lambda: ops.unary_back(f32, ctx.new_tensor((4, 3)), "tanh"), ValueError),
+        (lambda: ops.unary_back(f32, f32, "gelu", True), ValueError),
+        (lambda: ops.unary_back(f32, f32, "clamp", False, 1.0, 0.0), ValueError),
+        (lambda: ops.pool_1d(f32, "max", 5), ValueError), (lambda: ops.pool_1d(f32, "max", 2, 1, 2), ValueError),
+        (lambda: ops.pool_1d(f32, "min"), ValueError),
+        (lambda: ops.upscale(f32, (2,)), TypeError), (lambda: ops.upscale(f32, (0, 2)), ValueError),
+        (lambda: ops.pad_ext(f32, ((1, 1),)), TypeError), (lambda: ops.pad_ext(f32, ((1, -1), (0, 0))), ValueError),
+        (lambda: ops.norm_back(f32, ctx.new_tensor((4, 3))), ValueError),
+        (lambda: ops.gelu_erf(i32), TypeError),
+    ]
+    failures = []
+    for i, (call, exc) in enumerate(cases):
+        try:
+            call()
+        except exc:
+            continue
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(f"case {i}: {type(e).__name__}: {e} (expected {exc.__name__})")
+            continue
+        failures.append(f"case {i}: did not raise (expected {exc.__name__})")
+    assert not failures, "\n".join(failures)
+
+
+def _refused_backward(backend, build, match):
+    lctx, buf, (w,) = make_leaves(backend, [POOL_X])
+    w.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(build(w, cctx), ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(GGMLError, match=match):
+        g.build_backward()
+
+
+def test_backward_refusals_of_the_new_ops(backend):
+    # upscaling axes that are not adjacent, the backward ops themselves, a parameter as a mask
+    _refused_backward(backend, lambda w, ctx: ops.upscale(w, (2, 1, 1, 2), ctx=ctx), "upscale")
+    _refused_backward(backend, lambda w, ctx: ops.pool_cl_back(ops.pool_cl(w, ctx=ctx), w, ctx=ctx), "backward pass")
+    _refused_backward(backend, lambda w, ctx: ops.conv_2d_cl_back_filter(w, w, (1, 1), ctx=ctx), "backward pass")
+    lctx, buf, (m, zx, c) = make_leaves(backend, [np.ones(2, np.float32), LSTM_ZX, LSTM_C])
+    m.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(ops.gru_cell(ops.view(zx, (2, 9), ctx=cctx), ops.view(zx, (2, 9), ctx=cctx), c, m, ctx=cctx),
+                   ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(GGMLError, match="mask"):
+        g.build_backward()
+
+
+def test_new_ops_train_through_ggml_opt(backend):
+    """A channels-last CNN step through ggml-opt's OptContext (the checks before its graph
+    is built accept the new ops, and the loss falls)."""
+    r = rng(91)
+    sched = core.Scheduler([backend], graph_size=8192)
+    lctx = core.Context(n_tensors=16)
+    x = lctx.new_tensor((8, 6, 6, 2))
+    w = lctx.new_tensor((4, 3, 3, 2)).set_param()
+    b = lctx.new_tensor((4,)).set_param()
+    g_, be = lctx.new_tensor((4,)).set_param(), lctx.new_tensor((4,)).set_param()
+    wd = lctx.new_tensor((3, 36)).set_param()
+    buf = core.BackendBuffer(lctx, backend)
+    x.set(r.normal(size=(8, 6, 6, 2)))
+    w.set(r.normal(size=(4, 3, 3, 2)) * 0.3)
+    b.set(np.zeros(4))
+    g_.set(np.ones(4))
+    be.set(np.zeros(4))
+    wd.set(r.normal(size=(3, 36)) * 0.2)
+    cctx = core.Context(n_tensors=4096, graph_size=0)
+    h = ops.conv_2d_cl(x, w, b, padding="same", act="relu", ctx=cctx)
+    h = ops.reshape(ops.batch_norm(ops.reshape(h, (8 * 36, 4), ctx=cctx), g_, be, None, 1e-3, "tanh", ctx=cctx),
+                    (8, 6, 6, 4), ctx=cctx)
+    h = ops.pool_cl(h, "max", (2, 2), ctx=cctx)
+    out = ops.mul_mat(wd, ops.reshape(h, (8, 36), ctx=cctx), ctx=cctx)
+    opt = core.OptContext(sched, cctx, x, out, loss="cross_entropy", learning_rate=1e-2)
+    opt.set_labels(np.eye(3, dtype=np.float32)[r.integers(0, 3, 8)])
+    losses = [opt.step() for _ in range(30)]
+    assert np.isfinite(losses).all() and losses[-1] < 0.7 * losses[0], losses
+    opt.free()
+    sched.free()
+
+
+# the new backward passes receive gradients that are transposed views (a consumer that
+# permutes): they copy them to rows first instead of aborting
+_T_CHAIN = {
+    "tanh": (lambda a, ctx: ops.tanh(a, ctx=ctx), np.tanh),
+    "gelu_erf": (lambda a, ctx: ops.gelu_erf(a, ctx=ctx), lambda a: act_ref("gelu_erf", a)),
+    "leaky_relu": (lambda a, ctx: ops.leaky_relu(a, 0.1, ctx=ctx), lambda a: act_ref("leaky_relu", a, 0.1)),
+    "norm": (lambda a, ctx: ops.norm(a, 1e-5, ctx=ctx),
+             lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)),
+    "bias_act": (lambda a, ctx: ops.bias_act(a, ops.view(a, (4,), ctx=ctx), "sigmoid", ctx=ctx),
+                 lambda a: sigmoid(a + a.reshape(-1)[:4])),
+    "batch_norm": (lambda a, ctx: ops.batch_norm(a, ops.view(a, (4,), ctx=ctx), ops.view(a, (4,), offset=16, ctx=ctx),
+                                                 None, 1e-3, "relu", ctx=ctx),
+                   lambda a: batch_norm_ref(a, a.reshape(-1)[:4], a.reshape(-1)[4:8], 1e-3, "relu")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_T_CHAIN))
+def test_new_backward_passes_take_transposed_gradients(name, backend, sched):
+    build1, ref1 = _T_CHAIN[name]
+    build = lambda a, ctx: ops.cont(ops.transpose(build1(a, ctx), ctx=ctx), ctx=ctx)
+    ref = lambda a: np.swapaxes(ref1(a), -1, -2)
+    x = _sym((3, 4), 92) * 2
+    weights = rng(93).normal(size=(4, 3))
+    _, (gr,) = run_ops(backend, sched, build, [x], (0,), weights)
+    _close(gr, numeric_grad(ref, [x], 0, weights), 2e-3)
+
+
+# rows long enough for the vector maxima of ggml/patches/0022 (64 and more), with tails,
+# the maximum in every part of a row, and -inf from a mask
+@pytest.mark.parametrize("n", [63, 64, 65, 130, 200, 1000])
+def test_soft_max_long_rows(n, backend, sched):
+    r = rng(94)
+    x = (r.normal(size=(6, n)) * 3).astype(np.float32)
+    for i, pos in enumerate([0, n - 1, n // 2, 17 % n, n - 2, 31 % n]):
+        x[i, pos] = 20.0 + i
+    mask = np.where(r.uniform(size=(6, n)) < 0.2, -np.inf, 0).astype(np.float32)
+    got, _ = run_ops(backend, sched, lambda a, m, ctx: ops.soft_max_ext(a, m, 0.5, ctx=ctx), [x, mask], (), None, 2)
+    _close(got, softmax(x.astype(np.float64) * 0.5 + mask), 1e-6)
+
+
+def test_lstm_trains_through_ggml_opt(backend):
+    """An unrolled LSTM (per-step views of one projection: the views' in-place gradient
+    accumulation inside ggml-opt's graphs) learns to tell two sequence patterns apart."""
+    r = rng(95)
+    steps, b, f, u = 6, 16, 3, 8
+    sched = core.Scheduler([backend], graph_size=16384)
+    lctx = core.Context(n_tensors=16)
+    x = lctx.new_tensor((steps * b, f))
+    w_ih = lctx.new_tensor((4 * u, f)).set_param()
+    w_hh = lctx.new_tensor((4 * u, u)).set_param()
+    b_ih = lctx.new_tensor((4 * u,)).set_param()
+    w_o = lctx.new_tensor((2, u)).set_param()
+    zeros = lctx.new_tensor((b, u))
+    buf = core.BackendBuffer(lctx, backend)
+    labels = r.integers(0, 2, b)
+    seq = r.normal(size=(steps, b, f)) * 0.3
+    seq[:, :, 0] += np.where(labels == 1, 1.0, -1.0)[None, :] * np.linspace(-1, 1, steps)[:, None]
+    x.set(seq.reshape(steps * b, f))
+    for t, s in ((w_ih, 0.5), (w_hh, 0.3), (w_o, 0.5)):
+        t.set(r.normal(size=t.shape) * s)
+    b_ih.set(np.zeros(4 * u))
+    zeros.set(np.zeros((b, u)))
+    cctx = core.Context(n_tensors=8192, graph_size=0)
+    p = ops.bias_act(ops.mul_mat(w_ih, x, ctx=cctx), b_ih, ctx=cctx)
+    h, c = zeros, zeros
+    for t in range(steps):
+        zx = ops.view(p, (b, 4 * u), offset=t * b * 4 * u * 4, ctx=cctx)
+        st = ops.lstm_cell(zx, ops.mul_mat(w_hh, h, ctx=cctx), c, ctx=cctx)
+        h = ops.view(st, (b, u), offset=0, ctx=cctx)
+        c = ops.view(st, (b, u), offset=b * u * 4, ctx=cctx)
+    out = ops.mul_mat(w_o, h, ctx=cctx)
+    opt = core.OptContext(sched, cctx, x, out, loss="cross_entropy", learning_rate=2e-2)
+    opt.set_labels(np.eye(2, dtype=np.float32)[labels])
+    losses = [opt.step() for _ in range(60)]
+    assert np.isfinite(losses).all() and losses[-1] < 0.5 * losses[0], losses
+    opt.free()
+    sched.free()
+
+
+@pytest.mark.parametrize("device", [d for d in core.backends() if d != "cpu"] or ["none"])
+def test_new_ops_run_on_the_cpu_beside_a_gpu(device, backend):
+    """GPU backends refuse pyggml's CPU ops (supports_op is False), and a training graph
+    scheduled on [gpu, cpu] gives the CPU's gradients (the scheduler moves those ops to the
+    CPU).  Skipped in builds without a GPU backend (checked by hand on Vulkan/lavapipe)."""
+    if device == "none":
+        pytest.skip("no GPU backend in this build")
+    gpu = core.Backend(device)
+    lctx, buf, (x, w, b) = make_leaves(backend, [IMG_CL, KER_CL, BIAS4])
+    cctx = core.Context(n_tensors=64, graph_size=64)
+    for t in (ops.conv_2d_cl(x, w, b, padding="same", act="relu", ctx=cctx), ops.pool_cl(x, ctx=cctx),
+              ops.batch_norm(x, ops.view(w, (3,), ctx=cctx), ops.view(w, (3,), ctx=cctx), ctx=cctx)):
+        assert not gpu.supports_op(t) and backend.supports_op(t)
+
+    def grads(backends):
+        sched = core.Scheduler(backends, graph_size=4096)
+        got = run_ops(backends[-1], sched,
+                      lambda a, ww, bb, ctx: ops.pool_cl(ops.tanh(ops.conv_2d_cl(a, ww, bb, padding="same", ctx=ctx),
+                                                                 ctx=ctx), ctx=ctx),
+                      [IMG_CL, KER_CL, BIAS4], (0, 1, 2), rng(96).normal(size=(2, 2, 3, 4)))
+        sched.free()
+        return got
+    (y1, g1), (y2, g2) = grads([gpu, backend]), grads([backend])
+    _close(y1, y2, 1e-5)
+    for a, bb in zip(g1, g2):
+        _close(a, bb, 1e-4)
