@@ -1,12 +1,17 @@
 """Conv1DTranspose and Conv2DTranspose (channels-last), from ops that train.
 
-A transposed convolution with strides s is a plain convolution (stride 1) of
-the input with s - 1 zeros inserted between its cells, padded, by the
-spatially flipped kernel with in and out channels swapped.  Here: the input
-goes channels-first and is added with acc into a zero image at stride s
-(insertion and padding in one op), the kernel is flipped with get_rows, and
-the convolution is the f32 im2col + mul_mat of Conv2D.  (ggml's
-conv_transpose ops have no backward pass.)
+(ggml's conv_transpose ops have no backward pass.)  Two constructions, both
+checked against PyTorch:
+
+- strides > 1: one mul_mat per kernel tap, each ``x W[:, :, a, b]`` on the
+  input's rows (no transposition of the input), added with acc into the
+  output at stride s, offset (a, b); then the "same"/output_padding window is
+  cut out.  No multiply touches an inserted zero: at stride 2 a training step
+  took a quarter to a third of the time of the zero-insertion convolution
+  below (3x3 and 4x4 kernels, 1 thread).
+- strides 1: a plain convolution (the f32 im2col + mul_mat of Conv2D) of the
+  padded input by the spatially flipped kernel (get_rows), in and out
+  channels swapped: one large product, as fast as the taps there.
 
 Padding follows Keras 3: for "valid" the zero-inserted input is padded by
 k - 1 before and k - 1 + output_padding after (output_padding defaults to
@@ -64,23 +69,16 @@ def _flipped_kernel(weight, cin, cout, k):
     return ops.reshape(w, (cout, cin * k))
 
 
-def _conv_transpose_chw(layer, xc, kh, kw, pads, strides):
-    """(N, C, H, W) -> rows (N * OH * OW, filters) of the transposed convolution (+ b)."""
+def _conv_transpose_stride1(layer, xc, kh, kw, pads):
+    """Strides 1: (N, C, H, W) -> rows (N * OH * OW, filters), a convolution of the
+    padded input by the flipped kernel (+ b)."""
     n, c, h, w = xc.shape
     (t, b), (l, r) = pads
-    sh, sw = strides
     ph = pw = 0
-    if sh == 1 and sw == 1:
-        if t == b and l == r:
-            ph, pw = t, l                        # im2col pads symmetrically itself
-        else:
-            xc = pad_nchw(xc, t, b, l, r)
+    if t == b and l == r:
+        ph, pw = t, l                            # im2col pads symmetrically itself
     else:
-        # zeros between the cells and the padding around: x added at stride s into a zero image
-        hd, wd = (h - 1) * sh + 1 + t + b, (w - 1) * sw + 1 + l + r
-        zeros = ops.constant(np.zeros((n, c, hd, wd), dtype=np.float32))
-        cells = ops.reshape(contiguous(xc), (n * c, h, w, 1))
-        xc = ops.acc(zeros, cells, nb=(hd * wd * 4, sh * wd * 4, sw * 4, 4), offset=(t * wd + l) * 4)
+        xc = pad_nchw(xc, t, b, l, r)
     f = layer.filters
     cols = ops.im2col(_shape_only((f, c, kh, kw)), xc, 1, 1, pw, ph, 1, 1, True, "f32")
     oh, ow = cols.shape[1], cols.shape[2]
@@ -88,7 +86,36 @@ def _conv_transpose_chw(layer, xc, kh, kw, pads, strides):
     y = ops.mul_mat(_flipped_kernel(layer.weight, c, f, kh * kw), cols)
     if layer.use_bias:
         y = ops.add(y, layer.bias)
-    return y, oh, ow
+    return y
+
+
+def _conv_transpose_taps(layer, x, weight, pads, strides, out_hw):
+    """Channels-last (N, H, W, C) -> rows (N * OH * OW, filters): per kernel tap
+    (a, b) the product of the input's rows with W[:, :, a, b], added with acc
+    into the whole result at stride s, offset (a, b); then the output window."""
+    n, h, w, c = x.shape
+    _, f, kh, kw = weight.shape
+    sh, sw = strides
+    (t, _), (l, _) = pads
+    top, left = kh - 1 - t, kw - 1 - l           # where the output starts in the whole result
+    oh, ow = out_hw
+    hb, wb = max((h - 1) * sh + kh, top + oh), max((w - 1) * sw + kw, left + ow)
+    rows = ops.reshape(contiguous(x), (n * h * w, c))
+    taps = ops.reshape(ops.permute_axes(weight, (2, 3, 1, 0)), (kh * kw * f, c))    # (kh, kw, F, C)
+    out = ops.constant(np.zeros((n, hb, wb, f), dtype=np.float32))
+    nb = (hb * wb * f * 4, sh * wb * f * 4, sw * f * 4, 4)
+    for a in range(kh):
+        for b in range(kw):
+            tap = ops.view(taps, (f, c), offset=(a * kw + b) * f * c * 4)
+            part = ops.reshape(ops.mul_mat(tap, rows), (n, h, w, f))
+            out = ops.acc(out, part, nb=nb, offset=(a * wb + b) * f * 4)
+    if (hb, wb) != (oh, ow):
+        out = ops.cont(ops.view(out, (n, oh, ow, f), strides=(hb * wb * f * 4, wb * f * 4, f * 4, 4),
+                                offset=(top * wb + left) * f * 4))
+    y = ops.reshape(out, (n * oh * ow, f))
+    if layer.use_bias:
+        y = ops.add(y, layer.bias)
+    return y
 
 
 class _BaseConvTranspose(BaseConv):
@@ -156,8 +183,12 @@ class Conv2DTranspose(_BaseConvTranspose):
     def pre_activation(self, inputs, training=None):
         n, h, w, c = inputs.shape
         kh, kw = self.kernel_size
-        y, oh, ow = _conv_transpose_chw(self, to_chw(inputs), kh, kw, (self._pads(h, 0), self._pads(w, 1)),
-                                        self.strides)
+        pads = (self._pads(h, 0), self._pads(w, 1))
+        oh, ow = self._out_size(h, 0), self._out_size(w, 1)
+        if self.strides == (1, 1):
+            y = _conv_transpose_stride1(self, to_chw(inputs), kh, kw, pads)
+        else:
+            y = _conv_transpose_taps(self, inputs, self.weight, pads, self.strides, (oh, ow))
         return ops.reshape(y, (n, oh, ow, self.filters))
 
 
@@ -184,8 +215,15 @@ class Conv1DTranspose(_BaseConvTranspose):
 
     def pre_activation(self, inputs, training=None):
         n, steps, c = inputs.shape
+        k = self.kernel_size[0]
+        pads = ((0, 0), self._pads(steps, 0))
+        o = self._out_size(steps, 0)
         # as a 2-D transposed convolution over an image of height 1: (N, 1, steps, C)
-        xc = to_chw(ops.reshape(contiguous(inputs), (n, 1, steps, c)))
-        y, _, o = _conv_transpose_chw(self, xc, 1, self.kernel_size[0], ((0, 0), self._pads(steps, 0)),
-                                      (1, self.strides[0]))
+        x = ops.reshape(contiguous(inputs), (n, 1, steps, c))
+        if self.strides[0] == 1:
+            y = _conv_transpose_stride1(self, to_chw(x), 1, k, pads)
+        else:
+            y = _conv_transpose_taps(self, x, ops.reshape(self.weight, (c, self.filters, 1, k)), pads,
+                                     (1, self.strides[0]), (1, o))
         return ops.reshape(y, (n, o, self.filters))
+
