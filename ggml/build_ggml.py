@@ -40,6 +40,7 @@ def main() -> int:
     ap.add_argument("--vulkan", action="store_true")
     ap.add_argument("--metal", action="store_true")
     ap.add_argument("--blas", action="store_true")
+    ap.add_argument("--rpc", action="store_true")
     ap.add_argument("--sanitize", default="none")
     ap.add_argument("--jobs", type=int, default=0)
     ap.add_argument("outputs", nargs="+", type=Path,
@@ -62,7 +63,8 @@ def main() -> int:
            f"-DGGML_VULKAN={'ON' if a.vulkan else 'OFF'}",
            f"-DGGML_METAL={'ON' if a.metal else 'OFF'}",
            f"-DGGML_BLAS={'ON' if a.blas else 'OFF'}",
-           "-DGGML_RPC=OFF"]
+           f"-DGGML_RPC={'ON' if a.rpc else 'OFF'}",
+           "-DGGML_RPC_RDMA=OFF"]       # TCP only: no libibverbs to link
     cfg += CPU_TARGETS[a.cpu_target]
     if shutil.which("ninja"):
         cfg += ["-G", "Ninja"]

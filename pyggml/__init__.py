@@ -14,7 +14,8 @@ except ImportError as e:  # pragma: no cover - only in an unbuilt source tree
 
 from pyggml import _config
 from pyggml.core import backends, get_n_threads, set_n_threads
-from pyggml.errors import AllocationError, ComputeError, ContextFullError, FreedError, GGMLError, GGUFError
+from pyggml.errors import (AllocationError, ComputeError, ContextFullError, FreedError, GGMLError, GGUFError,
+                           RPCError)
 
 __version__ = _config.version
 
@@ -54,4 +55,12 @@ from pyggml.variables import Variable
 __all__ = ["Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
            "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
            "losses", "metrics", "ops", "activations", "initializers", "saving", "Variable", "GGMLError", "FreedError",
-           "AllocationError", "ContextFullError", "ComputeError", "GGUFError"]
+           "AllocationError", "ContextFullError", "ComputeError", "GGUFError", "rpc", "RPCError"]
+
+
+def __getattr__(name):
+    # pyggml.rpc (remote devices) is imported on first use: `python -m pyggml.rpc` then runs it cleanly
+    if name == "rpc":
+        import importlib
+        return importlib.import_module("pyggml.rpc")
+    raise AttributeError(f"module 'pyggml' has no attribute {name!r}")

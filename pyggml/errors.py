@@ -4,7 +4,8 @@ Every failure inside ggml that pyggml can detect becomes one of these (or a
 plain TypeError / ValueError for wrong arguments) instead of an abort.
 """
 
-__all__ = ["GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError"]
+__all__ = ["GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError",
+           "RPCError"]
 
 
 class GGMLError(Exception):
@@ -20,8 +21,9 @@ class AllocationError(GGMLError, MemoryError):
 
 
 class ContextFullError(AllocationError):
-    """A Context (or a Graph in it) has no room left for more tensors or nodes:
-    make it with a larger ``n_tensors``/``graph_size``."""
+    """A Context (or a Graph in it) has no room left for more tensors or nodes: make it
+    with a larger ``n_tensors``/``graph_size``.  Raised before ggml is asked, so nothing
+    was changed."""
 
 
 class ComputeError(GGMLError, RuntimeError):
@@ -30,3 +32,10 @@ class ComputeError(GGMLError, RuntimeError):
 
 class GGUFError(GGMLError, ValueError):
     """A GGUF file is malformed, truncated or not what was expected."""
+
+
+class RPCError(GGMLError, ConnectionError):
+    """A remote device (ggml's RPC backend, pyggml.rpc) cannot be reached: the
+    connect was refused or timed out, the server speaks another protocol
+    version, or the connection failed while in use (what lived on the device
+    is then gone)."""

@@ -5,7 +5,11 @@ Each (framework, workload) runs in a fresh subprocess so that its peak memory
 is its own.  Prints a table: both figures and their ratio (higher is better
 for pyggml in the last column).  A benchmark, never a test.
 
-    python tools/bench.py [--threads 2] [--repeats 3] [--rounds 3] [--only step_,mlp,...]
+    python tools/bench.py [--threads 2] [--repeats 3] [--rounds 3] [--only step_,mlp,...] [--no-rpc]
+
+A second table sets a Trainer step and the MNIST MLP's fit on a remote device
+(a pyggml RPC server on 127.0.0.1, in its own process) beside the same on the
+local CPU, with the round trips each training step makes.
 """
 
 import argparse
@@ -18,6 +22,7 @@ import time
 
 WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "wide_mlp", "mnist_cnn", "predict_1", "predict_1000",
              "dqn_cartpole_150ep"]
+RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
 CHILD = r"""
 import json, os, resource, sys, time
@@ -42,22 +47,24 @@ SPECS = {
     "predict_1": ((784, 500, 10), 1, "ce"), "predict_1000": ((784, 500, 10), 1000, "ce"),
 }
 
-if fw == "pyggml":
+if fw.startswith("pyggml"):
     import pyggml as pg
     pg.set_n_threads(threads)
+    # pyggml-rpc: the same models on the device of the RPC server at $PYGGML_RPC
+    BACKEND = pg.rpc.connect(os.environ["PYGGML_RPC"])[0] if fw == "pyggml-rpc" else "auto"
 
     def mlp(sizes, loss):
         layers = [pg.layers.Dense(h, activation="relu") for h in sizes[1:-1]]
         layers.append(pg.layers.Dense(sizes[-1], activation="softmax" if loss == "ce" else None))
         return pg.Sequential(layers, input_shape=sizes[0]).compile(
-            optimizer="adam", loss="categorical_crossentropy" if loss == "ce" else "mse", seed=0)
+            optimizer="adam", loss="categorical_crossentropy" if loss == "ce" else "mse", seed=0, backend=BACKEND)
 
     def cnn():
         L = pg.layers
         return pg.Sequential([L.Conv2D(8, 3, padding="same", activation="relu"), L.MaxPooling2D(),
                               L.Conv2D(16, 3, padding="same", activation="relu"), L.MaxPooling2D(),
                               L.Flatten(), L.Dense(10, activation="softmax")], input_shape=(28, 28, 1)).compile(
-            optimizer="adam", loss="categorical_crossentropy", seed=0)
+            optimizer="adam", loss="categorical_crossentropy", seed=0, backend=BACKEND)
 else:
     import torch
     torch.set_num_threads(threads)
@@ -90,7 +97,7 @@ if wl.startswith("step_"):
     sizes, b, loss = SPECS[wl]
     x = rng.random((b, sizes[0])).astype(np.float32)
     y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], b)]
-    if fw == "pyggml":
+    if fw.startswith("pyggml"):
         tr = pg.Trainer(mlp(sizes, loss), batch_size=b)
         f = lambda: tr.step(x, y)
     else:
@@ -104,7 +111,7 @@ elif wl in ("mnist_mlp", "wide_mlp", "mnist_cnn"):
         n, shape = b * (8 if wl == "mnist_mlp" else 4), (sizes[0],)
     x = rng.random((n,) + shape).astype(np.float32)
     y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, n)]
-    if fw == "pyggml":
+    if fw.startswith("pyggml"):
         m = cnn() if wl == "mnist_cnn" else mlp(sizes, "ce")
         f = lambda: m.fit(x, y, epochs=1, batch_size=b, verbose=0, shuffle=False)
     else:
@@ -175,12 +182,35 @@ def peak_mb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 result.setdefault("peak_mb", peak_mb())
+if "PYGGML_RPC_BENCH" in os.environ and wl in ("step_8_64_64_4", "mnist_mlp"):
+    # beside loopback RPC: CPU time per training step, this process's (all its threads) and,
+    # over RPC, the server's ($PYGGML_RPC_PID): unlike wall time, a busy machine leaves it alone
+    def server_cpu():
+        pid = os.environ.get("PYGGML_RPC_PID")
+        if not pid:
+            return 0.0
+        st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+    calls = 5000 if wl.startswith("step_") else 8
+    steps = calls * (1 if wl.startswith("step_") else -(-n // b))
+    if fw == "pyggml-rpc":
+        s0 = pg.rpc.stats(os.environ["PYGGML_RPC"])
+    c0, v0 = time.process_time(), server_cpu()
+    for _ in range(calls):
+        f()
+    result["cpu_us_per_step"] = (time.process_time() - c0) / steps * 1e6
+    result["server_cpu_us_per_step"] = (server_cpu() - v0) / steps * 1e6
+    if fw == "pyggml-rpc":
+        # the traffic of a training step, counted by the connection
+        s1 = pg.rpc.stats(os.environ["PYGGML_RPC"])
+        result.update({k + "_per_step": (s1[k] - s0[k]) / steps for k in s0})
+    result["batch"] = b
 print("RESULT " + json.dumps(result))
 """
 
 
-def run_child(fw, wl, threads, repeats):
-    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+def run_child(fw, wl, threads, repeats, **extra_env):
+    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), **extra_env)
     r = subprocess.run([sys.executable, "-c", CHILD, fw, wl, str(threads), str(repeats)], capture_output=True,
                        text=True, env=env, timeout=1800)
     for line in r.stdout.splitlines():
@@ -248,12 +278,63 @@ def installed_mb(mod):
     return total / 2**20
 
 
+def rpc_server(threads):
+    """A pyggml RPC server on 127.0.0.1 (a free port) in its own process: (process, endpoint)."""
+    code = "import sys, pyggml.rpc as r; sys.exit(r.cli_main(sys.argv[1:]))"
+    p = subprocess.Popen([sys.executable, "-c", code, "--port", "0", "--threads", str(threads)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = p.stdout.readline()
+    if "listening on " not in line:
+        p.kill()
+        raise RuntimeError(f"the RPC server did not start: {line}{p.stdout.read()}")
+    # its later output (one line per client) is not read: too little to fill the pipe
+    return p, line.split("listening on ")[1].split()[0]
+
+
+def rpc_rows(wls, threads, repeats, rounds):
+    """(workload, local run, remote run) for the RPC workloads in wls; local and
+    remote take turns, each keeps its best round."""
+    p, endpoint = rpc_server(threads)
+    rows = []
+    try:
+        for wl in [w for w in RPC_WORKLOADS if w in wls]:
+            local, remote = [], []
+            for _ in range(rounds):
+                local.append(run_child("pyggml", wl, threads, repeats, PYGGML_RPC_BENCH="1"))
+                remote.append(run_child("pyggml-rpc", wl, threads, repeats, PYGGML_RPC_BENCH="1", PYGGML_RPC=endpoint,
+                                        PYGGML_RPC_PID=str(p.pid)))
+            rows.append((wl, best(local), best(remote)))
+            if "error" in rows[-1][2]:
+                print(f"# {wl} (pyggml over RPC) failed: {rows[-1][2]['error']}", file=sys.stderr)
+    finally:
+        p.kill()
+        p.wait()
+    return rows
+
+
+def print_rpc_table(rows, threads):
+    print()
+    print(f"pyggml on a remote device over loopback RPC (a server process on 127.0.0.1, {threads} threads) "
+          f"beside the local CPU")
+    print("| workload | unit | local CPU | loopback RPC | RPC time / local | round trips per step | "
+          "KB sent per step | CPU us per step, local | CPU us per step, RPC client + server |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    nan = float("nan")
+    for wl, lo, re in rows:
+        ratio = re["value"] / lo["value"] if lo["unit"] == "us/step" else lo["value"] / re["value"]
+        print(f"| {wl} | {lo['unit']} | {lo['value']:.4g} | {re['value']:.4g} | {ratio:.2f}x | "
+              f"{re.get('round_trips_per_step', nan):.2f} | {re.get('bytes_sent_per_step', nan) / 1024:.3g} | "
+              f"{lo.get('cpu_us_per_step', nan):.4g} | "
+              f"{re.get('cpu_us_per_step', nan):.4g} + {re.get('server_cpu_us_per_step', nan):.4g} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats inside a process (best kept)")
     ap.add_argument("--rounds", type=int, default=3, help="processes per framework and workload, taking turns")
     ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
+    ap.add_argument("--no-rpc", action="store_true", help="leave out the table over loopback RPC")
     a = ap.parse_args()
     wls = [w for w in WORKLOADS if not a.only or any(o in w for o in a.only.split(","))]
     # found, not imported: the children forked from here would start with its memory
@@ -300,6 +381,11 @@ def main():
     print(f"| import | ms | {it_ours:.0f} | {it_theirs:.0f} | {it_theirs / it_ours:.1f}x | | |")
     sz_ours, sz_theirs = installed_mb("pyggml"), installed_mb("torch") if have_torch else float("nan")
     print(f"| installed size | MB | {sz_ours:.1f} | {sz_theirs:.0f} | {sz_theirs / sz_ours:.0f}x | | |")
+    if not a.no_rpc and any(w in RPC_WORKLOADS for w in wls):
+        r = subprocess.run([sys.executable, "-c", "import pyggml; print(pyggml.rpc.available())"],
+                           capture_output=True, text=True)
+        if r.stdout.strip() == "True":
+            print_rpc_table(rpc_rows(wls, a.threads, a.repeats, a.rounds), a.threads)
 
 
 if __name__ == "__main__":

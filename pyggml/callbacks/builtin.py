@@ -2,6 +2,7 @@
 ModelCheckpoint, LambdaCallback, TerminateOnNaN, CSVLogger."""
 
 import csv
+import json
 import math
 import os
 
@@ -10,7 +11,7 @@ import numpy as np
 from pyggml.callbacks.callback import Callback
 
 __all__ = ["EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "ModelCheckpoint", "LambdaCallback",
-           "TerminateOnNaN", "CSVLogger"]
+           "TerminateOnNaN", "CSVLogger", "BackupAndRestore"]
 
 
 def _is_better(mode, monitor, current, best, min_delta):
@@ -117,18 +118,48 @@ class LearningRateScheduler(Callback):
 
 
 class ModelCheckpoint(Callback):
-    """Save the model (GGUF) after each epoch; ``{epoch:02d}`` counts from 1."""
+    """Save the model (GGUF) after each epoch, or every ``save_freq`` batches;
+    ``{epoch:02d}`` counts from 1 (``{batch}`` too with an integer save_freq), and
+    the logs' keys fill the rest of the name (``{val_loss:.3f}``)."""
 
-    def __init__(self, filepath, monitor="val_loss", save_best_only=False, mode="auto",
-                 save_weights_only=False, verbose=0):
+    def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
+                 mode="auto", save_freq="epoch", initial_value_threshold=None):
         super().__init__()
+        if mode not in ("auto", "min", "max"):
+            raise ValueError(f"mode must be 'auto', 'min' or 'max', got {mode!r}")
+        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 1):
+            raise ValueError(f"save_freq must be 'epoch' or a positive number of batches, got {save_freq!r}")
         self.filepath, self.monitor, self.save_best_only = os.fspath(filepath), monitor, save_best_only
         self.mode, self.save_weights_only, self.verbose = mode, save_weights_only, verbose
-        self.best = _initial(mode, monitor)
+        self.save_freq = save_freq
+        self.best = _initial(mode, monitor) if initial_value_threshold is None else initial_value_threshold
+        self._batches = 0
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.save_freq == "epoch":
+            return
+        self._batches += 1
+        if self._batches % self.save_freq == 0:
+            self._save(self._epoch, batch, logs or {})
 
     def on_epoch_end(self, epoch, logs=None):
-        logs = logs or {}
-        path = self.filepath.format(epoch=epoch + 1, **logs)
+        if self.save_freq == "epoch":
+            self._save(epoch, None, logs or {})
+
+    def _save(self, epoch, batch, logs):
+        fields = dict(logs)
+        fields["epoch"] = epoch + 1
+        if batch is not None:
+            fields["batch"] = batch + 1
+        try:
+            path = self.filepath.format(**fields)
+        except (KeyError, IndexError) as e:
+            raise ValueError(f"ModelCheckpoint: the file name {self.filepath!r} names {e}, which the logs "
+                             f"do not have ({sorted(fields)})") from None
         if self.save_best_only:
             current = logs.get(self.monitor)
             if current is None or not _is_better(self.mode, self.monitor, current, self.best, 0):
@@ -138,6 +169,8 @@ class ModelCheckpoint(Callback):
             self.model.save_weights(path)
         else:
             self.model.save(path)
+        if self.verbose:
+            print(f"ModelCheckpoint: saved {path}")
 
 
 class LambdaCallback(Callback):
@@ -180,3 +213,67 @@ class CSVLogger(Callback):
             if new:
                 w.writerow(["epoch"] + self._keys)
             w.writerow([epoch] + [logs.get(k, "") for k in self._keys])
+
+
+class BackupAndRestore(Callback):
+    """Resume an interrupted ``fit``: the model (weights and optimizer state) is backed
+    up in ``backup_dir`` at the end of every epoch (or every ``save_freq`` batches, atomically:
+    a save either completes or leaves the last backup), and a later ``fit`` with
+    this callback starts from the epoch after the backup.  Once training completes
+    the backup is deleted (``delete_checkpoint=True``)."""
+
+    FILE = "backup.gguf"
+    STATE = "backup.json"
+
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True):
+        super().__init__()
+        if save_freq != "epoch" and (isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 1):
+            raise ValueError(f"save_freq must be 'epoch' or a positive number of batches, got {save_freq!r}")
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.delete_checkpoint = bool(delete_checkpoint)
+        self.resume_epoch = None
+        self._batches = 0
+        self._epoch = 0
+
+    def _paths(self):
+        return os.path.join(self.backup_dir, self.FILE), os.path.join(self.backup_dir, self.STATE)
+
+    def on_train_begin(self, logs=None):
+        from pyggml.saving import restore
+        model_path, state_path = self._paths()
+        self.resume_epoch = None
+        if os.path.exists(model_path) and os.path.exists(state_path):
+            with open(state_path) as f:
+                state = json.load(f)
+            restore(self.model, model_path)
+            self.resume_epoch = int(state["epoch"])
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.save_freq != "epoch":
+            self._batches += 1
+            if self._batches % self.save_freq == 0:
+                self._backup(self._epoch)          # the epoch reruns from its start when resumed
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._backup(epoch + 1)
+
+    def _backup(self, next_epoch):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        model_path, state_path = self._paths()
+        self.model.save(model_path)
+        tmp = state_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"epoch": next_epoch}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, state_path)
+
+    def on_train_end(self, logs=None):
+        if self.delete_checkpoint and not self.model.stop_training:
+            for p in self._paths():
+                if os.path.exists(p):
+                    os.unlink(p)

@@ -22,6 +22,7 @@ from pyggml.core._core import (  # noqa: F401
     ggml_commit,
     ggml_version,
     n_threads_is_set,
+    reachable_count,
     set_n_threads,
 )
 

@@ -67,6 +67,26 @@ static bool pyggml_abort_cb(void * data) {
 }
 
 static void pyggml_sigint_clear(void) { pyggml_sigint_pending = 0; }
+
+/* --- writing files ---
+ * A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action ends the
+ * process (with a core).  CPython ignores it at startup, so the write fails
+ * with EFBIG instead; an embedding application may not.  Called before pyggml
+ * writes a file: a default disposition becomes "ignore" (what CPython does),
+ * a handler someone installed is left alone. */
+static void pyggml_ignore_sigxfsz(void) {
+#ifdef SIGXFSZ
+    struct sigaction cur;
+    if (sigaction(SIGXFSZ, NULL, &cur) != 0) return;
+    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL) {
+        struct sigaction ign;
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGXFSZ, &ign, NULL);
+    }
+#endif
+}
 static int pyggml_sigint_get(void) { return pyggml_sigint_pending; }
 
 #endif

@@ -35,6 +35,99 @@ def n_threads_is_set():
     return _n_threads_user > 0
 
 
+# --- CPU thread pools, shared by every CPU Backend of the process ------------
+#
+# A ggml thread pool runs one graph at a time; a pool per Backend made 200
+# small models with 4 threads hold 602 threads.  Backends now share one pool
+# per thread count (reference-counted; freed when the last Backend lets go).
+# A compute holds its pool's lock, always the last lock it takes, and a
+# Backend switches pools only while it holds the old pool's lock (ggml pauses
+# the pool it leaves, which must not happen under a running graph).  A forked
+# child has none of the parent's pool threads: the registry starts afresh.
+
+cdef dict _pools = {}            # n_threads -> _Pool
+cdef object _pools_lock = threading.Lock()
+
+
+cdef class _Pool:
+    cdef ggml_threadpool * ptr
+    cdef readonly int n_threads
+    cdef int refs
+    cdef int gen
+    cdef object _lock
+
+    cdef object _get_lock(self):
+        if self.gen != _fork_gen:
+            # a pool of the parent process: nobody runs on it here
+            self._lock = threading.Lock()
+            self.gen = _fork_gen
+            self.ptr = NULL
+        return self._lock
+
+
+cdef _Pool _pool_get(int n):
+    """A reference to the shared pool of n threads (made on first use)."""
+    global _pools_lock
+    if _pools_lock is None:
+        _pools_lock = threading.Lock()
+    cdef _Pool pool
+    cdef ggml_threadpool_params params
+    with _pools_lock:
+        pool = _pools.get(n)
+        if pool is None or pool.gen != _fork_gen or pool.ptr == NULL:
+            params = ggml_threadpool_params_default(n)
+            pool = _Pool.__new__(_Pool)
+            with nogil:
+                pool.ptr = ggml_threadpool_new(&params)
+            if pool.ptr == NULL:
+                raise AllocationError(f"could not start a pool of {n} CPU threads")
+            pool.n_threads = n
+            pool.refs = 0
+            pool.gen = _fork_gen
+            pool._lock = threading.Lock()
+            _pools[n] = pool
+        pool.refs += 1
+        return pool
+
+
+cdef void _pool_put(_Pool pool) noexcept:
+    """Drop one reference; the last one frees the pool (its threads end)."""
+    global _pools_lock
+    cdef ggml_threadpool * tp = NULL
+    try:
+        with _pools_lock:
+            pool.refs -= 1
+            if pool.refs > 0 or pool.gen != _fork_gen or pool.ptr == NULL:
+                return
+            if _pools.get(pool.n_threads) is pool:
+                del _pools[pool.n_threads]
+            tp = pool.ptr
+            pool.ptr = NULL
+        with pool._get_lock():
+            with nogil:
+                ggml_threadpool_free(tp)
+    except BaseException:
+        pass
+
+
+cdef _pools_after_fork():
+    global _pools_lock
+    _pools.clear()            # the parent's pools are left alone (no threads to join here)
+    _pools_lock = threading.Lock()
+
+
+def _thread_pools():
+    """{n_threads: number of Backends using that pool} (for tests and diagnostics)."""
+    cdef _Pool pool
+    out = {}
+    with _pools_lock:
+        for n, p in _pools.items():
+            pool = p
+            if pool.gen == _fork_gen and pool.ptr != NULL:
+                out[n] = pool.refs
+    return out
+
+
 # --- devices ---------------------------------------------------------------
 
 _BUILD_OPTION = {"cuda": "-Csetup-args=-Dcuda=enabled", "vulkan": "-Csetup-args=-Dvulkan=enabled",
@@ -54,11 +147,14 @@ def devices():
     cdef size_t free_mem, total_mem
     for i in range(n):
         d = ggml_backend_dev_get(i)
-        ggml_backend_dev_memory(d, &free_mem, &total_mem)
+        if _rpc_hidden(d):
+            continue
+        with nogil:
+            ggml_backend_dev_memory(d, &free_mem, &total_mem)
         out.append({
             "name": (<bytes>ggml_backend_dev_name(d)).decode().lower(),
             "description": (<bytes>ggml_backend_dev_description(d)).decode(errors="replace"),
-            "type": _DEV_TYPES.get(<int>ggml_backend_dev_get_type(d), "other"),
+            "type": "rpc" if _rpc_is_remote(d) else _DEV_TYPES.get(<int>ggml_backend_dev_get_type(d), "other"),
             "memory_free": int(free_mem),
             "memory_total": int(total_mem),
         })
@@ -66,11 +162,24 @@ def devices():
 
 
 def backends():
-    """Names of the usable devices, best first, 'cpu' last (e.g. ['cuda0', 'cpu'])."""
-    devs = devices()
-    gpus = [d["name"] for d in devs if d["type"] in ("gpu", "igpu")]
-    others = [d["name"] for d in devs if d["type"] == "accel"]
-    return gpus + others + ["cpu"]
+    """Names of the usable devices, best first, 'cpu' last (e.g. ['cuda0', 'cpu']);
+    remote devices (pyggml.rpc) after the local GPUs."""
+    cdef size_t i, n = ggml_backend_dev_count()
+    cdef ggml_backend_dev_t d
+    gpus, others, remote = [], [], []
+    for i in range(n):
+        d = ggml_backend_dev_get(i)
+        if _rpc_hidden(d):
+            continue
+        name = (<bytes>ggml_backend_dev_name(d)).decode().lower()
+        kind = _DEV_TYPES.get(<int>ggml_backend_dev_get_type(d), "other")
+        if _rpc_is_remote(d):
+            remote.append(name)
+        elif kind in ("gpu", "igpu"):
+            gpus.append(name)
+        elif kind == "accel":
+            others.append(name)
+    return gpus + others + remote + ["cpu"]
 
 
 cdef ggml_backend_dev_t _find_device(str name) except NULL:
@@ -81,9 +190,10 @@ cdef ggml_backend_dev_t _find_device(str name) except NULL:
         want = backends()[0]
     for i in range(n):
         d = ggml_backend_dev_get(i)
-        if (<bytes>ggml_backend_dev_name(d)).decode().lower() == want:
+        if (<bytes>ggml_backend_dev_name(d)).decode().lower() == want and not _rpc_hidden(d, False):
             return d
     known = backends()
+    _rpc_unknown_device(want, known)
     for family, opt in _BUILD_OPTION.items():
         if want.startswith(family) and not any(k.startswith(family) for k in known):
             raise GGMLError(f"backend {name!r} is not available: this build of pyggml has no "
@@ -97,9 +207,7 @@ cdef class Backend(_Owner):
     ``Backend("cuda0")``, ``Backend("vulkan0")``, ``Backend("metal")`` or
     ``Backend("auto")`` for the best available device."""
     cdef ggml_backend_t ptr
-    cdef ggml_threadpool * tp
-    cdef int tp_threads
-    cdef int tp_pid
+    cdef _Pool pool              # the shared thread pool it computes on (CPU)
     cdef readonly str name
     cdef readonly str device_type
     cdef readonly bint is_cpu
@@ -108,14 +216,18 @@ cdef class Backend(_Owner):
         if not isinstance(name, str):
             raise TypeError(f"backend name must be a str, got {type(name).__name__}")
         cdef ggml_backend_dev_t dev = _find_device(name)
+        pyggml_guard_clear()
         with nogil:
-            self.ptr = ggml_backend_dev_init(dev, NULL)
-        _check_ptr(self.ptr, f"initialising backend {name!r}", GGMLError)
+            self.ptr = pyggml_dev_init(dev)
+        if self.ptr == NULL:
+            _rpc_check_device_init(dev, name)
+            why = _guard_text()
+            raise (AllocationError if pyggml_guard_was_oom() else GGMLError)(
+                f"initialising backend {name!r} failed" + (f": {why}" if why else ""))
         self.name = (<bytes>ggml_backend_dev_name(dev)).decode().lower()
         self.device_type = _DEV_TYPES.get(<int>ggml_backend_dev_get_type(dev), "other")
         self.is_cpu = ggml_backend_is_cpu(self.ptr)
-        self.tp = NULL
-        self.tp_threads = 0
+        self.pool = None
         if self.is_cpu:
             ggml_backend_cpu_set_n_threads(self.ptr, 1)
 
@@ -126,43 +238,62 @@ cdef class Backend(_Owner):
         return self.ptr != NULL
 
     cdef void _release(self) noexcept:
-        if self.tp != NULL and self.tp_pid == getpid():
-            ggml_backend_cpu_set_threadpool(self.ptr, NULL)
-            ggml_threadpool_free(self.tp)
-        self.tp = NULL
+        cdef _Pool pool = self.pool
+        self.pool = None
+        if pool is not None:
+            try:
+                if pool.gen == _fork_gen and pool.ptr != NULL:
+                    with pool._get_lock():
+                        ggml_backend_cpu_set_threadpool(self.ptr, NULL)
+                _pool_put(pool)
+            except BaseException:
+                pass
         ggml_backend_free(self.ptr)
         self.ptr = NULL
 
     cdef void _forget(self) noexcept:
         self.ptr = NULL
-        self.tp = NULL
+        self.pool = None
 
     cdef int _use_threads(self, int n) except -1:
-        """Make the CPU backend compute with n threads on a persistent pool
-        (rebuilt after a fork, whose child has no pool threads)."""
+        """Make the CPU backend compute with n threads on the process's shared
+        pool of n threads (rebuilt after a fork, whose child has no pool
+        threads).  Called with this backend's lock held."""
         if not self.is_cpu:
             return 0
-        cdef int pid = getpid()
-        if self.tp != NULL and self.tp_pid != pid:
-            self.tp = NULL          # the parent's pool: its threads do not exist here
-            self.tp_threads = 0
-        if n == self.tp_threads and self.tp != NULL:
+        cdef _Pool old = self.pool
+        if old is not None and old.n_threads == n and old.gen == _fork_gen and old.ptr != NULL:
             return 0
-        cdef ggml_threadpool_params params = ggml_threadpool_params_default(n)
-        cdef ggml_threadpool * tp = ggml_threadpool_new(&params)
-        _check_ptr(tp, "ggml_threadpool_new")
-        ggml_backend_cpu_set_threadpool(self.ptr, tp)
-        ggml_backend_cpu_set_n_threads(self.ptr, n)
-        if self.tp != NULL:
-            ggml_threadpool_free(self.tp)
-        self.tp = tp
-        self.tp_threads = n
-        self.tp_pid = pid
+        cdef _Pool pool = _pool_get(n)
+        try:
+            if old is not None and old.gen == _fork_gen and old.ptr != NULL:
+                # ggml pauses the pool the backend leaves: never under a running graph
+                with old._get_lock():
+                    ggml_backend_cpu_set_threadpool(self.ptr, pool.ptr)
+            else:
+                if old is not None or getpid() != self._pid:
+                    # the parent's pool (forked child): its threads do not exist here
+                    # and its mutex may be held; leave it untouched
+                    ggml_backend_cpu_forget_threadpool(self.ptr)
+                ggml_backend_cpu_set_threadpool(self.ptr, pool.ptr)
+            ggml_backend_cpu_set_n_threads(self.ptr, n)
+        except BaseException:
+            _pool_put(pool)
+            raise
+        self.pool = pool
+        if old is not None:
+            _pool_put(old)
         return 0
+
+    cdef object _pool_lock(self):
+        """The lock of the pool this backend computes on (None: not a CPU backend)."""
+        if self.pool is None:
+            return None
+        return self.pool._get_lock()
 
     @property
     def n_threads(self):
-        return self.tp_threads
+        return 0 if self.pool is None or self.pool.gen != _fork_gen else self.pool.n_threads
 
     def synchronize(self):
         self._check()
@@ -177,6 +308,14 @@ cdef class Backend(_Owner):
         if self.ptr == NULL:
             return "<pyggml.core.Backend (freed)>"
         return f"<pyggml.core.Backend {self.name}>"
+
+
+cdef long _buffer_epoch = 0     # bumped whenever a BackendBuffer is made or freed
+
+
+cdef inline void _bump_buffer_epoch() noexcept:
+    global _buffer_epoch
+    _buffer_epoch += 1
 
 
 cdef class BackendBuffer(_Owner):
@@ -199,15 +338,24 @@ cdef class BackendBuffer(_Owner):
             t = ggml_get_next_tensor(ctx.ptr, t)
         if not any_unallocated:
             raise ValueError("the Context has no tensors without memory to allocate")
+        pyggml_guard_clear()
         with nogil:
-            self.ptr = ggml_backend_alloc_ctx_tensors(ctx.ptr, backend.ptr)
+            self.ptr = pyggml_alloc_ctx_tensors(ctx.ptr, backend.ptr)
         if self.ptr == NULL:
-            raise AllocationError(f"could not allocate the Context's tensors on {backend.name}")
+            _rpc_check_backend(backend.ptr)
+            why = _guard_text()
+            raise AllocationError(f"could not allocate the Context's tensors on {backend.name}"
+                                  + (f" ({why})" if why else ""))
         import weakref
         self._ctx_ref = weakref.ref(ctx)
         self.backend = backend
         ctx._buffers.append(self)
+        _owners_changed()
         backend._add_dependent(self)
+        _bump_buffer_epoch()
+        if ctx._freed:
+            # tensors whose earlier buffer was freed have memory again
+            ctx._freed = {a for a in ctx._freed if (<ggml_tensor *><uintptr_t>a).data == NULL}
 
     def __dealloc__(self):
         self._dealloc()
@@ -233,9 +381,16 @@ cdef class BackendBuffer(_Owner):
                 if t.buffer == self.ptr:
                     t.data = NULL
                     t.buffer = NULL
+                    try:
+                        # a graph that reads it must raise FreedError, not let a
+                        # scheduler give it fresh (garbage) memory
+                        ctx._freed.add(<uintptr_t>t)
+                    except BaseException:
+                        pass
                 t = ggml_get_next_tensor(ctx.ptr, t)
         ggml_backend_buffer_free(self.ptr)
         self.ptr = NULL
+        _bump_buffer_epoch()
 
     cdef void _forget(self) noexcept:
         self.ptr = NULL
@@ -262,3 +417,4 @@ cdef class BackendBuffer(_Owner):
             raise ValueError("value must be a byte (0..255)")
         with nogil:
             ggml_backend_buffer_clear(self.ptr, <unsigned char>value)
+        _rpc_check_buffer(self.ptr)

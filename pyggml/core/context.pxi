@@ -96,6 +96,7 @@ cdef class Context(_Owner):
     cdef readonly bint no_alloc
     cdef object _buffers
     cdef list _dependents_of     # contexts whose tensors this one's tensors use
+    cdef set _freed              # addresses of tensors whose BackendBuffer was freed
 
     def __init__(self, n_tensors=256, graph_size=0, no_alloc=True, mem_size=0):
         for nm, v in (("n_tensors", n_tensors), ("graph_size", graph_size), ("mem_size", mem_size)):
@@ -114,11 +115,14 @@ cdef class Context(_Owner):
         params.mem_buffer = NULL
         params.no_alloc = bool(no_alloc)
         with nogil:
-            self.ptr = ggml_init(params)
-        _check_ptr(self.ptr, "ggml_init")
+            self.ptr = ggml_init(params)     # NULL when the memory cannot be had (ggml/patches/0011)
+        if self.ptr == NULL:
+            raise AllocationError(f"could not allocate a Context of {size} bytes "
+                                  f"({'metadata only' if no_alloc else 'with tensor data'})")
         self.no_alloc = bool(no_alloc)
         self._buffers = []
         self._dependents_of = []
+        self._freed = set()
 
     def __dealloc__(self):
         self._dealloc()
@@ -134,18 +138,19 @@ cdef class Context(_Owner):
         self.ptr = NULL
 
     def free(self):
-        """Free the context (and the buffers allocated for its tensors)."""
+        """Free the context (and the buffers allocated for its tensors).  Safe
+        from any thread: waits for a compute that uses it to end."""
         if self.ptr == NULL:
             return
         if getpid() != self._pid:
             self.ptr = NULL
             return
         self._free_dependents()
-        for b in self._buffers:
+        # each buffer under its own lock, before this context's lock is taken
+        for b in list(self._buffers):
             b.free()
         self._buffers = []
-        if self.ptr != NULL:
-            self._release()
+        self._free_under_lock()
 
     cdef int _reserve(self, size_t n_tensors, size_t data_bytes) except -1:
         """Raise unless the pool has room for this many tensors (and data)."""
@@ -365,6 +370,7 @@ cdef class Tensor:
                 ggml_backend_tensor_get(p, dst, 0, nbytes)
             else:
                 memcpy(dst, p.data, nbytes)
+        _rpc_check_tensor(p)
         return arr
 
     def set(self, array):
@@ -385,6 +391,7 @@ cdef class Tensor:
                 ggml_backend_tensor_set(p, src, 0, nbytes)
             else:
                 memcpy(p.data, src, nbytes)
+        _rpc_check_tensor(p)
         return self
 
     def __repr__(self):

@@ -8,5 +8,7 @@ cdef extern from "ggml-cpu.h" nogil:
     bint ggml_backend_is_cpu(ggml_backend_t backend)
     void ggml_backend_cpu_set_n_threads(ggml_backend_t backend_cpu, int n_threads)
     void ggml_backend_cpu_set_threadpool(ggml_backend_t backend_cpu, ggml_threadpool * threadpool)
+    # ggml/patches/0011: drop the pool without pausing it (a forked child)
+    void ggml_backend_cpu_forget_threadpool(ggml_backend_t backend_cpu)
     void ggml_backend_cpu_set_abort_callback(ggml_backend_t backend_cpu, ggml_abort_callback abort_callback,
                                              void * abort_callback_data)

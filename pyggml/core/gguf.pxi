@@ -23,7 +23,7 @@ cdef class GGUFFile(_Owner):
     cdef size_t _file_size
 
     def __init__(self):
-        self.ptr = gguf_init_empty()
+        self.ptr = pyggml_gguf_init_empty()
         _check_ptr(self.ptr, "gguf_init_empty")
         self.path = None
         self._new_kv = {}
@@ -43,9 +43,12 @@ cdef class GGUFFile(_Owner):
         params.ctx = NULL
         b = os.fsencode(p)
         cdef const char * cp = b
+        pyggml_guard_clear()
         with nogil:
-            f.ptr = gguf_init_from_file(cp, params)
+            f.ptr = pyggml_gguf_init_from_file(cp, params)
         if f.ptr == NULL:
+            if pyggml_guard_was_oom():
+                raise AllocationError(f"out of memory reading {p!r}")
             raise GGUFError(f"{p!r} is not a valid GGUF file (or is truncated or corrupted)")
         f.path = p
         f._new_kv = {}
@@ -132,36 +135,58 @@ cdef class GGUFFile(_Owner):
     def set(self, key, value, kind=None):
         """Set a key (files being written): str, bool, int (int64 unless
         kind='u32'/'i32'), float (f32 unless kind='f64'), or a list of str or
-        numbers (numbers: f32 unless a numpy array of another dtype)."""
+        numbers (numbers: f32 unless a numpy array of another dtype).
+        ``general.alignment`` takes a power of two from 1 to 65536 (stored as u32)."""
         self._check()
+        if self.path is not None:
+            raise GGUFError("this GGUFFile was opened for reading; write a new GGUFFile()")
         if not isinstance(key, str) or not key:
             raise TypeError("GGUF keys are non-empty str")
+        if "\0" in key:
+            raise ValueError(f"GGUF keys cannot hold a NUL character: {key!r}")
+        if kind not in (None, "u32", "i32", "f64"):
+            raise ValueError(f"kind must be None, 'u32', 'i32' or 'f64', got {kind!r}")
         kb = key.encode()
         cdef cnp.ndarray arr
         cdef const char ** strs
-        if isinstance(value, str):
-            gguf_set_val_str(self.ptr, kb, value.encode())
+        cdef int rc = 0
+        if key == "general.alignment":
+            # ggml aborts on any other type or on a value that is not a power of two
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"general.alignment must be an int (a power of two), got {value!r}")
+            if kind not in (None, "u32"):
+                raise ValueError("general.alignment is stored as u32")
+            v = int(value)
+            if not 1 <= v <= 65536 or v & (v - 1):
+                raise ValueError(f"general.alignment must be a power of two from 1 to 65536, got {v}")
+            rc = pyggml_gguf_set_val_u32(self.ptr, kb, <unsigned int>v)
+        elif isinstance(value, str):
+            if "\0" in value:
+                raise ValueError(f"{key}: GGUF strings cannot hold a NUL character")
+            rc = pyggml_gguf_set_val_str(self.ptr, kb, value.encode())
         elif isinstance(value, (bool, np.bool_)):
-            gguf_set_val_bool(self.ptr, kb, bool(value))
+            rc = pyggml_gguf_set_val_bool(self.ptr, kb, bool(value))
         elif isinstance(value, (int, np.integer)):
             if kind == "u32":
                 if not 0 <= value < 2**32:
                     raise ValueError(f"{key}: {value} does not fit u32")
-                gguf_set_val_u32(self.ptr, kb, <unsigned int>value)
+                rc = pyggml_gguf_set_val_u32(self.ptr, kb, <unsigned int>value)
             elif kind == "i32":
                 if not -2**31 <= value < 2**31:
                     raise ValueError(f"{key}: {value} does not fit i32")
-                gguf_set_val_i32(self.ptr, kb, <int>value)
+                rc = pyggml_gguf_set_val_i32(self.ptr, kb, <int>value)
             else:
                 if not -2**63 <= value < 2**63:
                     raise ValueError(f"{key}: {value} does not fit i64")
-                gguf_set_val_i64(self.ptr, kb, <int64_t>value)
+                rc = pyggml_gguf_set_val_i64(self.ptr, kb, <int64_t>value)
         elif isinstance(value, (float, np.floating)):
             if kind == "f64":
-                gguf_set_val_f64(self.ptr, kb, float(value))
+                rc = pyggml_gguf_set_val_f64(self.ptr, kb, float(value))
             else:
-                gguf_set_val_f32(self.ptr, kb, float(value))
+                rc = pyggml_gguf_set_val_f32(self.ptr, kb, float(value))
         elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value) and len(value) > 0:
+            if any("\0" in v for v in value):
+                raise ValueError(f"{key}: GGUF strings cannot hold a NUL character")
             encoded = [v.encode() for v in value]
             strs = <const char **>malloc(len(encoded) * sizeof(char *))
             if strs == NULL:
@@ -169,7 +194,7 @@ cdef class GGUFFile(_Owner):
             try:
                 for i, e in enumerate(encoded):
                     strs[i] = e
-                gguf_set_arr_str(self.ptr, kb, strs, len(encoded))
+                rc = pyggml_gguf_set_arr_str(self.ptr, kb, strs, len(encoded))
             finally:
                 c_free(strs)
         elif isinstance(value, (list, tuple, np.ndarray)):
@@ -187,9 +212,11 @@ cdef class GGUFFile(_Owner):
             if gt is None:
                 raise TypeError(f"{key}: unsupported array dtype {a.dtype}")
             arr = np.ascontiguousarray(a)
-            gguf_set_arr_data(self.ptr, kb, <gguf_type><int>gt, cnp.PyArray_DATA(arr), len(arr))
+            rc = pyggml_gguf_set_arr_data(self.ptr, kb, <gguf_type><int>gt, cnp.PyArray_DATA(arr), len(arr))
         else:
             raise TypeError(f"{key}: unsupported value type {type(value).__name__}")
+        if rc != 0:
+            raise AllocationError(f"could not set {key!r}: {_guard_text()}")
 
     # --- tensors --------------------------------------------------------------
     def tensor_names(self):
@@ -250,6 +277,9 @@ cdef class GGUFFile(_Owner):
             raise GGUFError("this GGUFFile was opened for reading; write a new GGUFFile()")
         if not isinstance(name, str) or not name or len(name.encode()) >= 64:
             raise ValueError(f"tensor names are non-empty str of at most 63 bytes, got {name!r}")
+        if "\0" in name:
+            # ggml's names end at the NUL: two such names could become one (ggml aborts)
+            raise ValueError(f"tensor names cannot hold a NUL character: {name!r}")
         if name in self._new_tensors:
             raise ValueError(f"duplicate tensor name {name!r}")
         a = np.asarray(array)
@@ -266,49 +296,148 @@ cdef class GGUFFile(_Owner):
         self._new_tensors[name] = np.ascontiguousarray(a)
 
     def write(self, path):
-        """Write the file atomically (a temporary file in the same folder, then a rename)."""
+        """Write the file atomically and durably: into a temporary file beside
+        the destination (through symlinks: the link's target is replaced, the
+        link stays), every write checked, fsync'd, renamed over the old file,
+        and the folder fsync'd.  The old file keeps its mode (a new one gets
+        0666 less the umask).  Anything that is not a regular file (a folder,
+        FIFO, device) is refused and left alone.  On any failure the temporary
+        file is removed, the old file is untouched, and the error is raised."""
         self._check()
         if self.path is not None:
             raise GGUFError("this GGUFFile was opened for reading; write a new GGUFFile()")
         p = os.fspath(path)
         if not isinstance(p, str):
             p = os.fsdecode(p)
-        d = os.path.dirname(os.path.abspath(p))
-        if not os.path.isdir(d):
-            raise FileNotFoundError(f"no such folder: {d!r}")
-        import builtins
-        total = builtins.sum(arr.nbytes for arr in self._new_tensors.values())
-        cdef Context ctx = Context(n_tensors=len(self._new_tensors) + 1, no_alloc=False,
-                                   mem_size=total + 64 * (len(self._new_tensors) + 1))
+        if not p:
+            raise FileNotFoundError("empty path")
+        meta = self._meta()
+        _atomic_write(p, meta, self._new_tensors.values(), self.alignment_for_write())
+
+    cdef size_t alignment_for_write(self):
+        v = self.get("general.alignment")
+        return 32 if v is None else int(v)
+
+    cdef bytes _meta(self):
+        """The file's metadata (header, key/values, tensor infos, padding) as ggml lays it out."""
+        cdef Context ctx = Context(n_tensors=len(self._new_tensors) + 1, no_alloc=True)
         cdef Tensor t
         cdef cnp.ndarray a
-        cdef gguf_context * out = gguf_init_empty()
+        cdef gguf_context * out = pyggml_gguf_init_empty()
         _check_ptr(out, "gguf_init_empty")
-        import tempfile
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".gguf", dir=d)
-        os.close(fd)
-        cdef bint ok
-        cdef const char * tp
+        cdef size_t n
+        cdef bytearray buf
         try:
-            # key/values first (copied), then tensors in insertion order
-            gguf_set_kv_copy(out, self.ptr)
+            # key/values first (copied: the alignment sets the tensors' offsets), then tensors
+            if pyggml_gguf_set_kv(out, self.ptr) != 0:
+                raise AllocationError(f"could not copy the key/values: {_guard_text()}")
             for name, arr in self._new_tensors.items():
                 a = arr
                 t = ctx.new_tensor(tuple(arr.shape), dtype=_TYPE_TO_NAME[<int>_NP_TO_GGML[a.dtype]], name=name)
-                memcpy(t.ptr.data, cnp.PyArray_DATA(a), a.nbytes)
-                gguf_add_tensor(out, t.ptr)
-            tb = os.fsencode(tmp)
-            tp = <const char *>tb
-            with nogil:
-                ok = gguf_write_to_file(out, tp, False)
-            if not ok:
-                raise GGUFError(f"could not write {p!r}")
-            os.replace(tmp, p)
+                if pyggml_gguf_add_tensor(out, t.ptr) != 0:
+                    raise AllocationError(f"could not add tensor {name!r}: {_guard_text()}")
+            pyggml_guard_clear()
+            n = pyggml_gguf_get_meta_size(out)
+            if n == 0:
+                raise AllocationError(f"could not lay out the file: {_guard_text()}")
+            buf = bytearray(n)
+            if pyggml_gguf_get_meta_data(out, <char *>buf) != 0:
+                raise AllocationError(f"could not lay out the file: {_guard_text()}")
+            return bytes(buf)
         finally:
             gguf_free(out)
             ctx.free()
-            if os.path.exists(tmp):
+
+
+# --- atomic, durable file writes ---------------------------------------------
+
+def _write_all(int fd, data):
+    """os.write until every byte is written (a short write is retried; an error raises)."""
+    mv = memoryview(data).cast("B")
+    cdef Py_ssize_t done = 0, total = len(mv)
+    while done < total:
+        n = os.write(fd, mv[done:done + (1 << 30)])
+        if n <= 0:
+            raise OSError(f"write returned {n}")
+        done += n
+
+
+def _atomic_write(str p, bytes meta, arrays, size_t alignment):
+    import errno, stat
+    real = os.path.realpath(p)      # through symlinks: the target is what gets replaced
+    d = os.path.dirname(real) or "."
+    if not os.path.isdir(d):
+        raise FileNotFoundError(f"no such folder: {os.path.dirname(os.path.abspath(p))!r}")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        cls = IsADirectoryError if stat.S_ISDIR(st.st_mode) else FileExistsError
+        raise cls(errno.EISDIR if cls is IsADirectoryError else errno.EEXIST,
+                  f"{p!r} is {kind}; pyggml writes only regular files, and left it as it was", p)
+    pyggml_ignore_sigxfsz()        # a file-size limit must fail the write, not kill the process
+    base = os.path.basename(real)
+    fd = -1
+    tmp = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(d, f".{base[:200]}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)     # 0666 less the umask, as open() would make it
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"could not create a temporary file in {d!r}")
+    try:
+        if st is not None:
+            # keep the old file's mode (and owner, where allowed)
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            if hasattr(os, "fchown") and (st.st_uid != os.geteuid() or st.st_gid != os.getegid()):
+                try:
+                    os.fchown(fd, st.st_uid, st.st_gid)
+                except OSError:
+                    pass
+        _write_all(fd, meta)
+        zeros = bytes(alignment)
+        for arr in arrays:
+            _write_all(fd, arr)
+            pad = (-arr.nbytes) % alignment
+            if pad:
+                _write_all(fd, zeros[:pad])
+        os.fsync(fd)
+        c = fd
+        fd = -1
+        os.close(c)                 # raises on a deferred write error
+        os.replace(tmp, real)
+        tmp = None
+    finally:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if tmp is not None:
+            try:
                 os.unlink(tmp)
+            except OSError:
+                pass
+    # the rename itself is durable once the folder is
+    try:
+        dfd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(dfd)
 
 
 cdef extern from "gguf.h" nogil:

@@ -41,6 +41,162 @@ cdef int _count_reachable(ggml_tensor * root, set seen) except -1:
     return n
 
 
+def reachable_count(tensors):
+    """How many distinct tensors the given ones depend on, themselves included: the
+    size a forward graph of them needs (a backward pass adds about three times that)."""
+    seen = set()
+    for t in tensors:
+        (<Tensor>t)._check()
+        _count_reachable((<Tensor>t).ptr, seen)
+    return len(seen)
+
+
+# --- get_rows indices: ggml asserts (aborts) on one out of range at compute time,
+# so the core checks them before every compute.  Indices are data: a leaf (or a
+# view or copy of one) is read and checked; indices made by argmax are bounded
+# by its input's width; anything else is refused when get_rows is called.
+
+cdef ggml_tensor * _index_source(ggml_tensor * t, int64_t * bound) noexcept:
+    """Follow views and i32 copies from t to the leaf whose values t holds.
+    Returns the leaf, or NULL with *bound set to an exclusive upper bound of the
+    values (argmax), or NULL with *bound = -1 when nothing is known."""
+    bound[0] = -1
+    cdef int depth = 0
+    while t != NULL and depth < 100000:
+        depth += 1
+        if t.op == GGML_OP_NONE:
+            return t
+        if t.op == GGML_OP_VIEW or t.op == GGML_OP_RESHAPE or t.op == GGML_OP_PERMUTE \
+                or t.op == GGML_OP_TRANSPOSE:
+            t = t.src[0]
+            continue
+        if (t.op == GGML_OP_CONT or t.op == GGML_OP_DUP or t.op == GGML_OP_CPY) and t.src[0] != NULL \
+                and t.src[0].type == GGML_TYPE_I32:
+            t = t.src[0]
+            continue
+        if t.op == GGML_OP_ARGMAX and t.src[0] != NULL:
+            bound[0] = t.src[0].ne[0]
+        return NULL
+    return NULL
+
+
+cdef int _check_index_tensor(ggml_tensor * rows, int64_t n_rows, str where) except -1:
+    """Refuse (at graph building time) indices whose values cannot be checked
+    before compute, or that may exceed n_rows."""
+    cdef int64_t bound
+    cdef ggml_tensor * leaf = _index_source(rows, &bound)
+    if leaf != NULL:
+        return 0
+    if bound < 0:
+        raise ValueError(f"{where}: the indices are computed by {(<bytes>ggml_op_desc(rows)).decode()}, "
+                         f"whose values cannot be checked before compute (ggml aborts on an index "
+                         f"out of range); give them as an i32 tensor with data, or argmax")
+    if bound > n_rows:
+        raise ValueError(f"{where}: the indices (argmax over {bound} values) may exceed the "
+                         f"{n_rows} rows")
+    return 0
+
+
+cdef list _collect_row_checks(list nodes):
+    """(leaf address, number of rows) for every get_rows among the node
+    addresses whose indices come from a leaf."""
+    out = []
+    cdef ggml_tensor * t
+    cdef ggml_tensor * leaf
+    cdef int64_t bound
+    for addr in nodes:
+        t = <ggml_tensor *><uintptr_t>addr
+        if t.op != GGML_OP_GET_ROWS or t.src[1] == NULL:
+            continue
+        leaf = _index_source(t.src[1], &bound)
+        if leaf != NULL:
+            out.append((<uintptr_t>leaf, int(t.src[0].ne[1])))
+        elif bound < 0 or bound > t.src[0].ne[1]:
+            raise ValueError("get_rows: indices computed in the graph cannot be checked before compute")
+    return out
+
+
+cdef int _check_row_indices(list checks) except -1:
+    """Raise ValueError unless every index of these leaves is within its rows."""
+    cdef ggml_tensor * leaf
+    cdef int64_t n, i, lo, hi, n_rows
+    cdef const int32_t * vals
+    cdef int32_t * tmp
+    for addr, rows in checks:
+        leaf = <ggml_tensor *><uintptr_t>addr
+        if leaf.data == NULL or leaf.type != GGML_TYPE_I32:
+            raise GGMLError("get_rows: the index tensor has no memory")
+        n = ggml_nelements(leaf)
+        n_rows = rows
+        tmp = NULL
+        if leaf.buffer != NULL and not ggml_backend_buffer_is_host(leaf.buffer):
+            tmp = <int32_t *>malloc(<size_t>n * sizeof(int32_t))
+            if tmp == NULL:
+                raise MemoryError()
+            with nogil:
+                ggml_backend_tensor_get(leaf, tmp, 0, <size_t>n * sizeof(int32_t))
+            vals = tmp
+        else:
+            vals = <const int32_t *>leaf.data
+        lo = 0
+        hi = 0
+        with nogil:
+            for i in range(n):
+                if vals[i] < 0 or vals[i] >= n_rows:
+                    lo = i
+                    hi = 1
+                    break
+        bad = int(vals[lo]) if hi else 0
+        if tmp != NULL:
+            c_free(tmp)
+        if hi:
+            raise ValueError(f"get_rows: index {bad} (at position {lo} of "
+                             f"{(<bytes>leaf.name).decode('utf-8', 'replace')!r}) is out of range "
+                             f"for {n_rows} rows")
+    return 0
+
+
+cdef int _check_freed(list ctxs, object reachable) except -1:
+    """FreedError if a tensor the graph reads lost its memory to a freed BackendBuffer.
+    reachable: a set of addresses, or a callable making it (only called when needed)."""
+    cdef ggml_tensor * t
+    freed = None
+    for c in ctxs:
+        if (<Context>c)._freed:
+            freed = True
+            break
+    if freed is None:
+        return 0
+    if callable(reachable):
+        reachable = reachable()
+    for c in ctxs:
+        hit = (<Context>c)._freed & reachable
+        if hit:
+            t = <ggml_tensor *><uintptr_t>next(iter(hit))
+            raise FreedError(f"the graph uses the tensor {(<bytes>t.name).decode('utf-8', 'replace')!r}, "
+                             f"whose BackendBuffer has been freed; allocate it again (a new "
+                             f"BackendBuffer), or lay it out with Scheduler.alloc and set it")
+    return 0
+
+
+cdef set _graph_reachable(ggml_cgraph * g):
+    seen = set()
+    cdef int i
+    for i in range(ggml_graph_n_nodes(g)):
+        _count_reachable(ggml_graph_node(g, i), seen)
+    return seen
+
+
+cdef list _owners_for(list ctxs):
+    """The contexts and their live buffers: what a compute over them must hold."""
+    out = list(ctxs)
+    for c in ctxs:
+        for b in (<Context>c)._buffers:
+            if (<BackendBuffer>b).ptr != NULL:
+                out.append(b)
+    return out
+
+
 cdef bint _needs_grad(ggml_tensor * t, dict memo):
     """True if a parameter lies upstream of t."""
     cdef uintptr_t key = <uintptr_t>t
@@ -114,6 +270,9 @@ cdef class Graph(_Owner):
     cdef set _seen
     cdef list _ctxs          # contexts whose tensors are in the graph (kept alive)
     cdef list _leaves        # leaf tensors given to build_forward (addresses)
+    cdef list _row_checks    # get_rows indices to check before compute
+    cdef int _row_checks_n   # the node count they were collected for
+    cdef object _compute_cache   # (owners generation, scheduler id, its locks, fork generation): compute
 
     def __init__(self, Context ctx not None, size=GGML_DEFAULT_GRAPH_SIZE, grads=False):
         ctx._check()
@@ -133,6 +292,8 @@ cdef class Graph(_Owner):
         self._seen = set()
         self._ctxs = [ctx]
         self._leaves = []
+        self._row_checks = []
+        self._row_checks_n = -1
         ctx._add_dependent(self)
 
     def __dealloc__(self):
@@ -368,8 +529,16 @@ cdef class Scheduler(_Owner):
         cdef ggml_backend_t arr[16]
         for i, b in enumerate(bl):
             arr[i] = (<Backend>b).ptr
-        self.ptr = ggml_backend_sched_new(arr, NULL, len(bl), <size_t>graph_size, bool(parallel), False)
-        _check_ptr(self.ptr, "ggml_backend_sched_new")
+        cdef int nb = len(bl)
+        cdef bint par = bool(parallel)
+        cdef size_t gs = <size_t>graph_size
+        pyggml_guard_clear()
+        with nogil:
+            self.ptr = pyggml_sched_new(arr, nb, gs, par)
+        if self.ptr == NULL:
+            why = _guard_text()
+            raise AllocationError(f"could not allocate a Scheduler for graphs of {graph_size} nodes"
+                                  + (f" ({why})" if why else ""))
         self.backends = bl
         self.graph_size = graph_size
         self._given = []
@@ -410,21 +579,20 @@ cdef class Scheduler(_Owner):
                 t.buffer = NULL
         return 0
 
-    cdef list _lock_backends(self):
-        """Hold every backend's lock (one compute per backend at a time),
-        in a fixed global order so that schedulers sharing backends cannot
-        deadlock."""
-        locks = [(<Backend>b)._lock for b in sorted(self.backends, key=id)]
-        taken = []
-        try:
-            for l in locks:
-                l.acquire()
-                taken.append(l)
-        except BaseException:
-            for l in reversed(taken):
-                l.release()
-            raise
-        return taken
+    cdef list _lock_for(self, list extra, list ctxs):
+        """Hold this scheduler's, its backends', the contexts' and their buffers'
+        locks (and extra owners'), in one global order: one compute per backend
+        at a time, and no free() of anything the compute uses until it ends."""
+        return _acquire_all(extra + self._lock_owners(ctxs))
+
+    cdef list _lock_owners(self, list ctxs):
+        return [self] + list(self.backends) + _owners_for(ctxs)
+
+    cdef object _cpu_pool_lock(self):
+        for b in self.backends:
+            if (<Backend>b).is_cpu:
+                return (<Backend>b)._pool_lock()
+        return None
 
     cdef int _check_graph(self, Graph g) except -1:
         self._check()
@@ -466,9 +634,10 @@ cdef class Scheduler(_Owner):
     def reset(self):
         """Forget the current allocation (the next graph is laid out anew)."""
         self._check()
-        with self._lock:
+        with self._get_lock():
+            self._check()
             self._take_back()
-            ggml_backend_sched_reset(self.ptr)
+            pyggml_sched_reset(self.ptr)
             self._gen += 1
 
     cdef int _alloc(self, Graph graph) except -1:
@@ -493,10 +662,11 @@ cdef class Scheduler(_Owner):
             t = <ggml_tensor *><uintptr_t>addr
             if t.data == NULL or (t.view_src != NULL and t.buffer == NULL):
                 empty.append(addr)
-        ggml_backend_sched_reset(self.ptr)
+        pyggml_sched_reset(self.ptr)
         self._gen += 1
+        pyggml_guard_clear()
         with nogil:
-            ok = ggml_backend_sched_alloc_graph(self.ptr, gp)
+            ok = pyggml_sched_alloc_graph(self.ptr, gp)
         ctxs = _graph_contexts(graph)
         given = []
         for addr in empty:
@@ -506,54 +676,100 @@ cdef class Scheduler(_Owner):
         self._given = given
         if not ok:
             self._take_back()
-            raise AllocationError("the scheduler could not allocate the graph")
+            why = _guard_text()
+            raise AllocationError("the scheduler could not allocate the graph" + (f" ({why})" if why else ""))
         if not _graph_ready(gp):
             self._take_back()
-            raise GGMLError("the graph uses a tensor whose memory was freed (its BackendBuffer "
-                            "or Context); rebuild the graph")
+            raise FreedError("the graph uses a tensor whose memory was freed (its BackendBuffer "
+                             "or Context); rebuild the graph")
         self._last_graph = graph
         return 0
 
     def alloc(self, Graph graph not None):
         """Lay out the graph's intermediate tensors in the backends' memory."""
-        self._check_graph(graph)
-        with self._lock:
+        self._check()
+        graph._check()
+        ctxs = _graph_contexts(graph)
+        taken = self._lock_for([graph], ctxs)
+        try:
+            self._check_graph(graph)
             self._alloc(graph)
+            # an explicit alloc gives tensors whose buffer was freed the scheduler's
+            # memory, to be set before compute (like any input without a buffer)
+            for c in ctxs:
+                if (<Context>c)._freed:
+                    (<Context>c)._freed = {a for a in (<Context>c)._freed
+                                           if (<ggml_tensor *><uintptr_t>a).data == NULL}
+        finally:
+            _release_all(taken)
 
     def compute(self, Graph graph not None, n_threads=None):
         """Run the graph (allocating it first if it is not the one allocated).
         Releases the GIL; Ctrl-C stops it with KeyboardInterrupt."""
-        self._check_graph(graph)
+        self._check()
+        graph._check()
         if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
                                       or not 0 <= n_threads <= 1024):
             raise ValueError(f"n_threads must be an int between 1 and 1024 (or None), got {n_threads!r}")
         cdef int nt = 0 if n_threads is None else int(n_threads)
         cdef ggml_status st
-        with self._lock:
-            taken = self._lock_backends()
+        cdef int n_nodes
+        cdef long gen = _owners_gen
+        cache = graph._compute_cache
+        if cache is not None and cache[0] == gen and cache[1] == id(self) and cache[3] == _fork_gen:
+            # nothing was freed, made or linked since this graph was checked: the same
+            # locks, and the same checks would pass
+            taken = _acquire_in_order(cache[2])
+            fresh = _owners_gen != gen          # something changed before the locks were held
+        else:
+            fresh = True
+        if fresh:
+            if cache is not None and cache[0] == gen and cache[1] == id(self) and cache[3] == _fork_gen:
+                _release_all(taken)
+            ctxs = _graph_contexts(graph)
+            locks = _lock_order([graph] + self._lock_owners(ctxs))
+            taken = _acquire_in_order(locks)
+        try:
+            if fresh:
+                # checked under the locks: another thread may have freed something
+                self._check_graph(graph)
+                _check_freed(ctxs, lambda: _graph_reachable(graph.ptr))
+                graph._compute_cache = (_owners_gen, id(self), locks, _fork_gen)   # (an id: no cycle)
+            n_nodes = ggml_graph_n_nodes(graph.ptr)
+            if graph._row_checks_n != n_nodes:
+                graph._row_checks = _collect_row_checks(
+                    [<uintptr_t>ggml_graph_node(graph.ptr, i) for i in range(n_nodes)])
+                graph._row_checks_n = n_nodes
+            self._set_threads(nt)
+            if self._last_graph is not graph or not _graph_ready(graph.ptr):
+                self._alloc(graph)
+            if graph._row_checks:
+                _check_row_indices(graph._row_checks)
+            pyggml_sigint_arm()
+            pyggml_sigint_clear()
+            for b in self.backends:
+                if (<Backend>b).is_cpu:
+                    ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, pyggml_abort_cb, NULL)
+            pool_lock = self._cpu_pool_lock()
+            if pool_lock is not None:
+                pool_lock.acquire()
+            pyggml_guard_clear()
             try:
-                self._set_threads(nt)
-                if self._last_graph is not graph or not _graph_ready(graph.ptr):
-                    self._alloc(graph)
-                pyggml_sigint_arm()
-                pyggml_sigint_clear()
+                with nogil:
+                    st = pyggml_sched_graph_compute(self.ptr, graph.ptr)
+            finally:
+                if pool_lock is not None:
+                    pool_lock.release()
                 for b in self.backends:
                     if (<Backend>b).is_cpu:
-                        ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, pyggml_abort_cb, NULL)
-                try:
-                    with nogil:
-                        st = ggml_backend_sched_graph_compute(self.ptr, graph.ptr)
-                finally:
-                    for b in self.backends:
-                        if (<Backend>b).is_cpu:
-                            ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, NULL, NULL)
-            finally:
-                for l in reversed(taken):
-                    l.release()
-            if st == GGML_STATUS_ABORTED:
-                # the allocation stays valid; a later compute starts afresh
-                pyggml_sigint_clear()
-            _check_status(st, "graph compute")
+                        ggml_backend_cpu_set_abort_callback((<Backend>b).ptr, NULL, NULL)
+        finally:
+            _release_all(taken)
+        if st == GGML_STATUS_ABORTED:
+            # the allocation stays valid; a later compute starts afresh
+            pyggml_sigint_clear()
+        _rpc_check_compute(self.backends, graph.ptr, st)
+        _check_status(st, "graph compute")
 
     def run(self, Graph graph not None, sets=(), reads=(), n_threads=None):
         """One step in one call: copy each (tensor, array) of ``sets`` in, compute the

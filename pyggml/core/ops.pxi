@@ -24,6 +24,7 @@ cdef int _link(Context ctx, Tensor t) except -1:
     if t.ctx is not ctx and t.ctx not in ctx._dependents_of:
         ctx._dependents_of.append(t.ctx)
         t.ctx._add_dependent(ctx)
+        _owners_changed()
     return 0
 
 
@@ -480,6 +481,8 @@ def get_rows(Tensor a not None, Tensor rows not None, ctx=None):
         raise ValueError(f"get_rows: indices of shape {rows.shape} do not fit data of shape {a.shape}")
     if a.ptr.type not in (GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_I32):
         raise TypeError("get_rows: f32, f16 or i32 data")
+    # indices are checked against the rows before every compute (ggml aborts on one out of range)
+    _check_index_tensor(rows.ptr, a.ptr.ne[1], "get_rows")
     _prep(c, 4 * a.ptr.ne[0] * rows.ptr.ne[0] * rows.ptr.ne[1] * rows.ptr.ne[2])
     return _out(c, ggml_get_rows(c.ptr, a.ptr, rows.ptr), max(_nd(a), _nd(rows) + 1), (a, rows))
 

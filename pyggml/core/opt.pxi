@@ -53,6 +53,19 @@ cdef int _check_backward_from(ggml_tensor * root) except -1:
     return 0
 
 
+cdef list _opt_contexts(Context ctx):
+    """ctx and the live contexts its tensors refer to."""
+    out = []
+    todo = [ctx]
+    while todo:
+        c = todo.pop()
+        if c is None or any(c is o for o in out):
+            continue
+        out.append(c)
+        todo.extend((<Context>c)._dependents_of)
+    return [c for c in out if (<Context>c).ptr != NULL]
+
+
 cdef int _check_hparams(float lr, float beta1, float beta2, float eps, float wd) except -1:
     if not lr > 0 or lr != lr or lr == float("inf"):
         raise ValueError(f"learning_rate must be a positive finite number, got {lr}")
@@ -94,6 +107,9 @@ cdef class OptContext(_Owner):
     cdef bint _ready
     cdef bint _ready_backward
     cdef int _sched_gen          # the scheduler's allocation count after our last alloc
+    cdef set _reach              # addresses of every tensor the forward graph reads
+    cdef list _row_checks        # get_rows indices to check before each eval
+    cdef long _epoch             # _buffer_epoch at the last alloc
 
     def __init__(self, Scheduler sched not None, Context ctx_compute not None, Tensor inputs not None,
                  Tensor outputs not None, loss="sum", optimizer="adamw", opt_period=1,
@@ -136,7 +152,7 @@ cdef class OptContext(_Owner):
         cdef size_t need = 3 * ggml_graph_overhead_custom(<size_t>gsize, True) + \
             <size_t>(4 * n + 2 * len(params) + 64) * ggml_tensor_overhead()
         if ggml_used_mem(ctx_compute.ptr) + need > ggml_get_mem_size(ctx_compute.ptr):
-            raise AllocationError(f"ctx_compute is too small for training: {need} more bytes needed "
+            raise ContextFullError(f"ctx_compute is too small for training: {need} more bytes needed "
                                   f"(create it with graph_size={gsize} and n_tensors >= {5 * n + 2 * len(params) + 64})")
         if loss in ("cross_entropy", "mse") and outputs.ptr.ne[2] * outputs.ptr.ne[3] != 1:
             raise ValueError(f"loss {loss!r} needs 2-D outputs")
@@ -155,9 +171,14 @@ cdef class OptContext(_Owner):
         p.get_opt_pars_ud = &self.hp
         p.optimizer = <ggml_opt_optimizer_type>_OPTIMIZERS[optimizer]
         p.graph_size = gsize
+        row_checks = _collect_row_checks(nodes)
+        pyggml_guard_clear()
         with nogil:
-            self.ptr = ggml_opt_init(p)
-        _check_ptr(self.ptr, "ggml_opt_init")
+            self.ptr = pyggml_opt_init(p)
+        if self.ptr == NULL:
+            why = _guard_text()
+            raise AllocationError("could not allocate the optimizer's state (ggml_opt_init)"
+                                  + (f": {why}" if why else ""))
         self.sched = sched
         self.ctx_compute = ctx_compute
         self.inputs = inputs
@@ -169,6 +190,9 @@ cdef class OptContext(_Owner):
         self._params = [Tensor._wrap(outputs.ctx, <ggml_tensor *><uintptr_t>a, 0) for a in params]
         self._ready = False
         self._sched_gen = -1
+        self._reach = set(nodes)
+        self._row_checks = row_checks
+        self._epoch = _buffer_epoch
         sched._add_dependent(self)
         ctx_compute._add_dependent(self)
 
@@ -206,6 +230,22 @@ cdef class OptContext(_Owner):
         self.hp.alpha, self.hp.beta1, self.hp.beta2, self.hp.eps, self.hp.wd = lr, b1, b2, ep, wd
 
     # --- running --------------------------------------------------------------
+    cdef list _lock_all(self):
+        """Hold this context's, the scheduler's, its backends', and every
+        context's and buffer's lock that the graph uses (see Scheduler._lock_for)."""
+        cdef Scheduler sched = self.sched
+        sched._check()
+        ctxs = _opt_contexts(self.ctx_compute)
+        taken = sched._lock_for([self], ctxs)
+        try:
+            self._check()
+            sched._check()
+            _check_freed(ctxs, self._reach)
+        except BaseException:
+            _release_all(taken)
+            raise
+        return taken
+
     def alloc(self, backward=True):
         """Lay out the next graph: forward only, or forward+backward(+optimizer
         step, every opt_period-th call)."""
@@ -214,21 +254,33 @@ cdef class OptContext(_Owner):
             raise GGMLError("alloc() was already called; call eval() first")
         cdef bint bw = bool(backward)
         cdef Scheduler sched = self.sched
-        sched._check()
-        with self._lock, sched._lock:
-            if sched._gen != self._sched_gen:
-                # the scheduler laid out other graphs since: its memory is reused,
-                # so ggml-opt must lay out its graph again (and the tensors the
-                # scheduler gave memory to lose it)
+        cdef ggml_status st
+        taken = self._lock_all()
+        try:
+            if sched._gen != self._sched_gen or self._epoch != _buffer_epoch:
+                # the scheduler laid out other graphs since (its memory is reused),
+                # or tensors got new memory: ggml-opt must lay out its graph again
+                # (and the tensors the scheduler gave memory to lose it)
                 sched._take_back()
                 ggml_opt_forget_allocation(self.ptr)
+            pyggml_guard_clear()
             with nogil:
-                ggml_opt_alloc(self.ptr, bw)
+                st = pyggml_opt_alloc(self.ptr, bw)
             sched._gen += 1
             sched._last_graph = None
+            if st != GGML_STATUS_SUCCESS:
+                sched._take_back()
+                self._sched_gen = -1
+                why = _guard_text()
+                raise AllocationError("could not allocate the training graph"
+                                      + (f" ({why})" if why else "")
+                                      + "; free other models or use smaller batches")
             self._sched_gen = sched._gen
+            self._epoch = _buffer_epoch
             self._ready = True
             self._ready_backward = bool(backward)
+        finally:
+            _release_all(taken)
 
     def eval(self, n_threads=None):
         """Run the graph laid out by alloc(); returns the loss."""
@@ -239,23 +291,47 @@ cdef class OptContext(_Owner):
                                       or not 0 <= n_threads <= 1024):
             raise ValueError(f"n_threads must be an int between 1 and 1024 (or None), got {n_threads!r}")
         cdef Scheduler sched = self.sched
+        cdef ggml_status st
         sched._check()
-        with self._lock, sched._lock:
-            if sched._gen != self._sched_gen:
+        taken = self._lock_all()
+        try:
+            if sched._gen != self._sched_gen or self._epoch != _buffer_epoch:
                 ggml_opt_forget_allocation(self.ptr)
                 self._ready = False
-                raise GGMLError("the Scheduler laid out another graph between alloc() and eval(); "
-                                "call alloc() again")
-            taken = sched._lock_backends()
+                raise GGMLError("the Scheduler laid out another graph (or a buffer was made or "
+                                "freed) between alloc() and eval(); call alloc() again")
             try:
+                if self._row_checks:
+                    _check_row_indices(self._row_checks)
                 sched._set_threads(0 if n_threads is None else int(n_threads))
+            except BaseException:
+                # nothing ran: the next alloc() starts afresh
+                ggml_opt_forget_allocation(self.ptr)
+                self._ready = False
+                raise
+            pool_lock = sched._cpu_pool_lock()
+            if pool_lock is not None:
+                pool_lock.acquire()
+            pyggml_guard_clear()
+            try:
                 with nogil:
-                    ggml_opt_eval(self.ptr, NULL)
+                    st = pyggml_opt_eval(self.ptr)
             finally:
-                for l in reversed(taken):
-                    l.release()
+                if pool_lock is not None:
+                    pool_lock.release()
             self._ready = False
-        return self.loss()
+            if st != GGML_STATUS_SUCCESS:
+                sched._take_back()
+                self._sched_gen = -1
+                why = _guard_text()
+                if st == GGML_STATUS_ALLOC_FAILED:
+                    raise AllocationError("ggml could not allocate memory for the training step"
+                                          + (f" ({why})" if why else ""))
+                _check_status(st, "training step")
+            _rpc_check_opt(sched.backends, self._params)
+            return self._loss()
+        finally:
+            _release_all(taken)
 
     def step(self, n_threads=None):
         """alloc(backward=True) + eval(): one training batch."""
@@ -269,12 +345,18 @@ cdef class OptContext(_Owner):
 
     def loss(self):
         """The loss of the last eval() (as ggml-opt reports it)."""
+        with self._get_lock():
+            return self._loss()
+
+    cdef object _loss(self):
         self._check()
         cdef ggml_tensor * t = ggml_opt_loss(self.ptr)
         cdef float v = 0
         if t == NULL or t.data == NULL:
             raise GGMLError("no loss computed yet")
-        ggml_backend_tensor_get(t, &v, 0, sizeof(float))
+        with nogil:
+            ggml_backend_tensor_get(t, &v, 0, sizeof(float))
+        _rpc_check_tensor(t)
         return float(v)
 
     def read(self, Tensor t not None):
@@ -300,6 +382,7 @@ cdef class OptContext(_Owner):
             raise GGMLError(f"ggml-opt paired {t.name!r} with a copy of another shape or type")
         cdef cnp.ndarray arr = np.empty(t.shape, dtype=np.float32)
         ggml_backend_tensor_get(c, cnp.PyArray_DATA(arr), 0, ggml_nbytes(c))
+        _rpc_check_tensor(c)
         return arr
 
     def set_labels(self, array):
@@ -311,6 +394,7 @@ cdef class OptContext(_Owner):
         shape = tuple(int(t.ne[i]) for i in range(ggml_n_dims(t) - 1, -1, -1))
         cdef cnp.ndarray arr = _as_array(array, np.float32, shape)
         ggml_backend_tensor_set(t, cnp.PyArray_DATA(arr), 0, ggml_nbytes(t))
+        _rpc_check_tensor(t)
 
     def reset(self, optimizer=True):
         """Zero the gradients; with optimizer=True also the moments and the step counter."""
@@ -365,6 +449,7 @@ cdef class OptContext(_Owner):
                     continue
                 a = np.empty(int(ggml_nelements(t)), dtype=np.float32)
                 ggml_backend_tensor_get(t, cnp.PyArray_DATA(a), 0, ggml_nbytes(t))
+                _rpc_check_tensor(t)
                 out.append(a.reshape((<Tensor>p).shape))
         return {"iter": self.iter, "m": ms, "v": vs}
 
@@ -387,4 +472,5 @@ cdef class OptContext(_Owner):
                     continue
                 a = _as_array(src[i], np.float32, (<Tensor>p).shape)
                 ggml_backend_tensor_set(t, cnp.PyArray_DATA(a), 0, ggml_nbytes(t))
+                _rpc_check_tensor(t)
         self.iter = int(state["iter"])

@@ -274,8 +274,29 @@ class Layer:
         """The output shape for an input shape; by default found by running call on shapes."""
         raise NotImplementedError
 
+    # layers whose output keeps the input's steps set this: a padding mask passes through them
+    supports_masking = False
+
     def compute_mask(self, inputs, mask=None):
-        """The padding mask of the output: by default, the input's (None without one)."""
+        """The padding mask of the output (batch, steps; 1 for a real step), for a layer
+        that makes or changes one; the default passes the input's through."""
+        return mask
+
+    def output_mask(self, inputs, mask):
+        """The mask of this layer's output: its compute_mask when it defines one, the
+        input's when it supports masking (several inputs: the steps real in all), else None."""
+        if type(self).compute_mask is not Layer.compute_mask:
+            return self.compute_mask(inputs, mask)
+        if mask is None or not self.supports_masking:
+            return None
+        if isinstance(mask, list):
+            present = [m for m in mask if m is not None]
+            if not present:
+                return None
+            out = present[0]
+            for m in present[1:]:
+                out = out * m
+            return out
         return mask
 
     def get_config(self):
@@ -363,21 +384,16 @@ class Layer:
             out_shapes, dtypes = tracing.output_shapes(self, inputs, kwargs)
         multi = isinstance(out_shapes, list)
         out_list = out_shapes if multi else [out_shapes]
-        mask = any(n.mask for n in nodes) and self._passes_mask()
         outs = []
         for i, s in enumerate(out_list):
             s = tuple(s)
             dt = dtypes[i] if dtypes else getattr(self, "output_dtype", "float32")
             outs.append(Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
-                             dtype=dt, call_kwargs=kwargs, mask=mask, list_input=isinstance(inputs, list)))
+                             dtype=dt, call_kwargs=kwargs, list_input=isinstance(inputs, list)))
         self.output_shape = out_shapes
         out = outs if multi else outs[0]
         self.input, self.output = inputs, out
         return out
-
-    def _passes_mask(self):
-        """Whether a padding mask on the inputs carries through to the outputs."""
-        return type(self).compute_mask is Layer.compute_mask
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name!r}>"

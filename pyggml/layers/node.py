@@ -18,15 +18,13 @@ MERGING_LAYERS = {}
 class Node:
     """``Node(feature_shape, layer, inputs, index=0, dtype="float32")``."""
 
-    def __init__(self, feature_shape, layer, inputs, index=0, dtype="float32", call_kwargs=None, mask=False,
-                 list_input=False):
+    def __init__(self, feature_shape, layer, inputs, index=0, dtype="float32", call_kwargs=None, list_input=False):
         self.feature_shape = tuple(feature_shape)
         self.layer = layer
         self.inputs = list(inputs)          # the nodes this one was computed from
         self.index = index                  # which output of the layer's call
         self.dtype = dtype
         self.call_kwargs = dict(call_kwargs or {})
-        self.mask = bool(mask)              # carries a padding mask (Embedding(mask_zero=True))
         self.list_input = bool(list_input)  # the layer was called on a list of nodes
 
     @property

@@ -113,16 +113,17 @@ class CategoricalCrossentropy(_CrossEntropy):
     logits_from = "softmax"
 
     def values(self, y_true, y_pred, from_logits=False):
+        """Over the last axis (the classes): one loss per row, shaped as y_pred's leading axes."""
         y_true, y_pred = _pair(y_true, y_pred)
+        lead = tuple(y_pred.shape[:-1])
         if len(y_pred.shape) != 2:
-            n = y_pred.shape[0]
-            y_pred = ops.reshape(y_pred if y_pred.is_contiguous else ops.cont(y_pred), (n, y_pred.nelements // n))
-            y_true = ops.reshape(y_true if y_true.is_contiguous else ops.cont(y_true), y_pred.shape)
+            y_pred, y_true = ops.flatten_rows(y_pred), ops.flatten_rows(y_true)
         if self.label_smoothing:
             k = y_pred.shape[-1]
             y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, self.label_smoothing / k)
         lp = _log_probs(y_pred, from_logits or self.from_logits)
-        return ops.neg(ops.sum_rows(ops.mul(y_true, lp)))
+        per_row = ops.neg(ops.sum_rows(ops.mul(y_true, lp)))
+        return per_row if len(lead) == 1 else ops.reshape(per_row, lead)
 
 
 @register_builtin
@@ -135,19 +136,23 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
     sparse = True
 
     def values(self, y_true, y_pred, from_logits=False):
+        """-log p[label] per row of y_pred's last axis, shaped as its leading axes."""
         y_pred = ops.as_tensor(y_pred)
-        n = y_pred.shape[0]
-        k = y_pred.nelements // n
-        y_pred = ops.reshape(y_pred if y_pred.is_contiguous else ops.cont(y_pred), (n, k))
-        lp = _log_probs(y_pred, from_logits or self.from_logits)
+        lead = tuple(y_pred.shape[:-1])
+        k = y_pred.shape[-1]
+        rows = y_pred.nelements // k
+        lp = _log_probs(ops.flatten_rows(y_pred) if len(lead) != 1 else
+                        (y_pred if y_pred.is_contiguous else ops.cont(y_pred)), from_logits or self.from_logits)
         labels = ops.as_tensor(y_true)
         if labels.dtype != "i32":
             raise TypeError("sparse_categorical_crossentropy: labels must be integers")
-        # pick each row's log-probability: rows of the flattened (n * k, 1) by index label + row * k
-        flat = ops.reshape(lp, (n * k, 1))
-        index = ops.as_tensor(_row_offsets(labels, n, k))
-        picked = ops.get_rows(flat, index)
-        return ops.neg(ops.reshape(picked, (n, 1)))
+        if labels.nelements != rows:
+            raise ValueError(f"sparse_categorical_crossentropy: {labels.nelements} labels for {rows} rows of "
+                             f"predictions {tuple(y_pred.shape)}")
+        # pick each row's log-probability: rows of the flattened (rows * k, 1) by index label + row * k
+        flat = ops.reshape(lp, (rows * k, 1))
+        picked = ops.get_rows(flat, ops.as_tensor(_row_offsets(labels, rows, k)))
+        return ops.neg(ops.reshape(picked, lead if len(lead) > 1 else (rows, 1)))
 
 
 def _row_offsets(labels, n, k):

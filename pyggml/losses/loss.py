@@ -29,14 +29,30 @@ def clip(p, low, high):
                           1.0, low)
 
 
-def reduce_loss(values, weights=None):
+def reduce_loss(values, weights=None, mask=None):
     """Keras's reduction of per-value losses (batch, ...): the mean; with weights
-    (batch, 1) or of the values' shape, sum(w * values) / number of values."""
+    (batch, 1) or of the values' shape, sum(w * values) / number of values.  With a
+    padding mask (batch, steps), padded steps count for nothing: the sum over real
+    steps divided by their number (times the values per step)."""
     v = values if values.is_contiguous else ops.cont(values)
     n = v.nelements
+    batch = v.shape[0]
+    if mask is not None:
+        steps = mask.shape[1]
+        per_step = n // (batch * steps)
+        v3 = ops.reshape(v, (batch, steps, per_step))
+        m3 = ops.reshape(ops.as_tensor(mask), (batch, steps, 1))
+        v3 = ops.mul(v3, m3) if per_step == 1 else ops.mul(v3, ops.repeat(m3, v3))
+        if weights is not None:
+            w = ops.reshape(weights if weights.is_contiguous else ops.cont(weights), (batch, 1, 1)) \
+                if weights.nelements == batch else None
+            if w is None:
+                raise ValueError("with a padding mask, sample weights are per sample (batch,)")
+            v3 = ops.mul(v3, ops.repeat(w, v3))
+        real = ops.scale(ops.sum(m3), float(per_step))
+        return ops.div(ops.sum(v3), real)
     if weights is None:
         return ops.scale(ops.sum(v), 1.0 / n)
-    batch = v.shape[0]
     v2 = ops.reshape(v, (batch, n // batch))
     w = weights
     if tuple(w.shape) != tuple(v2.shape):

@@ -12,24 +12,41 @@ __all__ = ["Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "SparseCategoric
            "FalsePositives", "TrueNegatives", "FalseNegatives"]
 
 
-def _labels(y_true, n):
-    """Class indices from sparse labels (n,) / (n, 1) or one-hot rows."""
+def _labels(y_true, lead):
+    """Class indices shaped ``lead``: from class indices, or from one-hot rows (argmax)."""
     yt = np.asarray(y_true)
-    if yt.ndim <= 1 or yt.reshape(n, -1).shape[1] == 1:
-        return yt.reshape(n).astype(np.int64)
-    return np.argmax(yt.reshape(n, -1), axis=-1)
+    n = int(np.prod(lead))
+    if yt.size == n:
+        return yt.reshape(lead).astype(np.int64)
+    return np.argmax(yt.reshape(n, -1), axis=-1).reshape(lead)
+
+
+def _last_axis(y_true, y_pred):
+    """y_true shaped as y_pred, and y_pred's leading axes (its last one holds the classes or values)."""
+    yp = np.asarray(y_pred, dtype=np.float64)
+    if yp.ndim == 1:
+        yp = yp.reshape(-1, 1)
+    yt = np.asarray(y_true)
+    if yt.size == yp.size:
+        yt = yt.reshape(yp.shape)
+    return yt, yp, yp.shape[:-1]
 
 
 class _PerSample(Mean):
-    """A mean over samples of a per-sample value."""
+    """A mean of a value per sample (per step for sequences: over the last axis), weighted
+    by sample_weight (per sample) or a padding mask (per step)."""
 
     def values(self, y_true, y_pred):
         raise NotImplementedError
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        yt, yp, w = as_arrays(y_true, y_pred, sample_weight)
-        v = self.values(yt, yp)
-        Mean.update_state(self, v, None if w is None else w[:, 0])
+        v = np.asarray(self.values(y_true, y_pred), dtype=np.float64)
+        w = None
+        if sample_weight is not None:
+            w = np.asarray(sample_weight, dtype=np.float64)
+            w = w.reshape(v.shape) if w.size == v.size else \
+                np.broadcast_to(w.reshape(w.shape[:1] + (1,) * (v.ndim - 1)), v.shape)
+        Mean.update_state(self, v, w)
 
     def get_config(self):
         return {"name": self.name}
@@ -42,9 +59,9 @@ class Accuracy(_PerSample):
     def __init__(self, name="accuracy", dtype=None):
         super().__init__(name)
 
-    def values(self, yt, yp):
-        n = len(yp)
-        return (yp.reshape(n, -1) == yt.reshape(n, -1)).astype(np.float64).mean(axis=1)
+    def values(self, y_true, y_pred):
+        yt, yp, _ = _last_axis(y_true, y_pred)
+        return (yp == yt).astype(np.float64).mean(axis=-1)
 
 
 @register_builtin
@@ -53,9 +70,9 @@ class BinaryAccuracy(_PerSample):
         super().__init__(name)
         self.threshold = check_number("threshold", threshold)
 
-    def values(self, yt, yp):
-        n = len(yp)
-        return ((yp.reshape(n, -1) > self.threshold) == (yt.reshape(n, -1) > 0.5)).astype(np.float64).mean(axis=1)
+    def values(self, y_true, y_pred):
+        yt, yp, _ = _last_axis(y_true, y_pred)
+        return ((yp > self.threshold) == (yt > 0.5)).astype(np.float64).mean(axis=-1)
 
     def get_config(self):
         return {"name": self.name, "threshold": self.threshold}
@@ -66,9 +83,9 @@ class CategoricalAccuracy(_PerSample):
     def __init__(self, name="categorical_accuracy", dtype=None):
         super().__init__(name)
 
-    def values(self, yt, yp):
-        n = len(yp)
-        return (np.argmax(yp.reshape(n, -1), axis=-1) == _labels(yt, n)).astype(np.float64)
+    def values(self, y_true, y_pred):
+        yt, yp, lead = _last_axis(y_true, y_pred)
+        return (np.argmax(yp, axis=-1) == _labels(y_true, lead)).astype(np.float64)
 
 
 @register_builtin
@@ -83,13 +100,12 @@ class TopKCategoricalAccuracy(_PerSample):
         super().__init__(name)
         self.k = check_positive_int("k", k)
 
-    def values(self, yt, yp):
-        n = len(yp)
-        p = yp.reshape(n, -1)
-        labels = _labels(yt, n)
-        target = p[np.arange(n), labels]
+    def values(self, y_true, y_pred):
+        yt, yp, lead = _last_axis(y_true, y_pred)
+        labels = _labels(y_true, lead)
+        target = np.take_along_axis(yp, labels[..., None], axis=-1)
         # in the top k: fewer than k classes score strictly higher
-        return ((p > target[:, None]).sum(axis=1) < self.k).astype(np.float64)
+        return ((yp > target).sum(axis=-1) < self.k).astype(np.float64)
 
     def get_config(self):
         return {"name": self.name, "k": self.k}
@@ -106,9 +122,9 @@ class MeanAbsoluteError(_PerSample):
     def __init__(self, name="mean_absolute_error", dtype=None):
         super().__init__(name)
 
-    def values(self, yt, yp):
-        n = len(yp)
-        return np.abs(yp.reshape(n, -1) - yt.reshape(n, -1)).mean(axis=1)
+    def values(self, y_true, y_pred):
+        yt, yp, _ = _last_axis(y_true, y_pred)
+        return np.abs(yp - yt).mean(axis=-1)
 
 
 @register_builtin
@@ -116,9 +132,9 @@ class MeanSquaredError(_PerSample):
     def __init__(self, name="mean_squared_error", dtype=None):
         super().__init__(name)
 
-    def values(self, yt, yp):
-        n = len(yp)
-        return ((yp.reshape(n, -1) - yt.reshape(n, -1)) ** 2).mean(axis=1)
+    def values(self, y_true, y_pred):
+        yt, yp, _ = _last_axis(y_true, y_pred)
+        return ((yp - yt) ** 2).mean(axis=-1)
 
 
 @register_builtin
@@ -135,10 +151,10 @@ class MeanAbsolutePercentageError(_PerSample):
     def __init__(self, name="mean_absolute_percentage_error", dtype=None):
         super().__init__(name)
 
-    def values(self, yt, yp):
-        n = len(yp)
-        t = yt.reshape(n, -1).astype(np.float64)
-        return 100.0 * (np.abs(t - yp.reshape(n, -1)) / np.maximum(np.abs(t), 1e-7)).mean(axis=1)
+    def values(self, y_true, y_pred):
+        yt, yp, _ = _last_axis(y_true, y_pred)
+        t = yt.astype(np.float64)
+        return 100.0 * (np.abs(t - yp) / np.maximum(np.abs(t), 1e-7)).mean(axis=-1)
 
 
 class _Confusion(Metric):

@@ -15,16 +15,22 @@ import numpy as np
 
 from pyggml._validation import is_int, is_number
 
-__all__ = ["InputSpec", "TargetSpec", "Batch", "adapt_inputs", "adapt_targets", "adapt_weights",
+__all__ = ["InputSpec", "TargetSpec", "Batch", "input_specs", "graph_specs", "target_specs", "prepare_inputs",
+           "bucketed",
+           "adapt_inputs", "adapt_targets", "adapt_weights",
            "Dataset", "ArrayDataset", "GeneratorDataset", "unpack_item", "is_generator_like"]
 
 
+BUCKET = 16            # variable lengths round up to a multiple of this when padding is masked
+
+
 class InputSpec:
-    def __init__(self, name, feature_shape, dtype, index_limit=None):
+    def __init__(self, name, feature_shape, dtype, index_limit=None, bucket=False):
         self.name = name
         self.feature_shape = tuple(feature_shape)
         self.dtype = dtype                      # "float32" or "int32" in the graph
         self.index_limit = index_limit          # integers must be in [0, limit)
+        self.bucket = bucket                    # zeros appended to its variable length are masked out
 
     def describe(self):
         return "(n, " + ", ".join("None" if d is None else str(d) for d in self.feature_shape) + ")"
@@ -48,6 +54,74 @@ class Batch:
     def __init__(self, xs, ys=None, ws=None):
         self.xs, self.ys, self.ws = xs, ys, ws
         self.n = len(xs[0])
+
+
+def _index_limit(topology, node):
+    """The smallest input_dim of the Embeddings reading a node (its integers' range), or None."""
+    from pyggml.layers.core.embedding import Embedding
+    readers = [c.layer for c in topology.consumers(node)]
+    return min((l.input_dim for l in readers if isinstance(l, Embedding)), default=None)
+
+
+def _bucketable(topology, node):
+    """Zeros appended along the node's variable length change nothing: every reader is an
+    Embedding(mask_zero=True), whose mask leaves them out."""
+    from pyggml.layers.core.embedding import Embedding
+    readers = [c.layer for c in topology.consumers(node)]
+    return any(d is None for d in node.feature_shape) and bool(readers) and \
+        all(isinstance(l, Embedding) and l.mask_zero for l in readers)
+
+
+def input_specs(topology):
+    specs = []
+    for n in topology.inputs:
+        limit = _index_limit(topology, n)
+        specs.append(InputSpec(n.layer.name, n.feature_shape, "int32" if limit is not None else n.dtype, limit,
+                               _bucketable(topology, n)))
+    return specs
+
+
+def bucketed(xs, specs):
+    """Variable-length arrays whose padding is masked, zero-padded to a multiple of BUCKET
+    along their variable axes: a graph per bucket, not per length."""
+    out = []
+    for a, spec in zip(xs, specs):
+        if spec.bucket:
+            pad = [(0, 0)] + [(0, (-a.shape[i + 1]) % BUCKET if d is None else 0)
+                              for i, d in enumerate(spec.feature_shape)]
+            if any(p[1] for p in pad):
+                a = np.pad(a, pad)
+        out.append(a)
+    return out
+
+
+def graph_specs(topology, raw_specs):
+    """The specs of the graph's inputs: model inputs, or preprocessing layers' outputs."""
+    raw = {id(n): s for n, s in zip(topology.inputs, raw_specs)}
+    return [raw.get(id(n)) or InputSpec(n.layer.name, n.feature_shape, n.dtype, _index_limit(topology, n),
+                                        _bucketable(topology, n))
+            for n in topology.graph_inputs]
+
+
+def target_specs(names, outputs, losses):
+    return [TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse), has_loss=l is not None)
+            for nm, o, l in zip(names, outputs, losses)]
+
+
+def prepare_inputs(topology, raw_specs, graph_specs_, x, what="x"):
+    """(the graph's input arrays, rows): x checked, then the preprocessing (host) layers applied."""
+    xs, n = adapt_inputs(raw_specs, x, what)
+    if not topology.host_nodes and len(topology.graph_inputs) == len(topology.inputs):
+        return xs, n
+    vals = {id(node): a for node, a in zip(topology.inputs, xs)}
+    for node in topology.host_nodes:
+        args = [vals[id(p)] for p in node.inputs]
+        out = node.layer.host_call(args if node.list_input else args[0])
+        vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
+    arrays = [vals[id(node)] for node in topology.graph_inputs]
+    graph_xs, _ = adapt_inputs(graph_specs_, arrays if len(arrays) > 1 else arrays[0],
+                               "the preprocessing layers' output")
+    return graph_xs, n
 
 
 def as_real_array(x, what):
@@ -99,6 +173,14 @@ def adapt_inputs(specs, x, what="x"):
                 and spec.index_limit is None and _fits(a.shape[1:], spec.feature_shape):
             out.append(a)
             continue
+        if spec.dtype == "string":
+            a = np.asarray(a)
+            if a.dtype.kind not in "USO":
+                raise TypeError(f"{what} for input {spec.name!r} holds strings, got dtype {a.dtype}")
+            if not _fits(a.shape[1:], spec.feature_shape):
+                raise ValueError(f"{what} for input {spec.name!r} must have shape {spec.describe()}, got {a.shape}")
+            out.append(a.astype(object) if a.dtype.kind != "O" else a)
+            continue
         a = as_real_array(a, what)
         if a.ndim == len(spec.feature_shape) and _fits(a.shape, spec.feature_shape):
             raise ValueError(f"{what} for input {spec.name!r} must have shape {spec.describe()}, got {a.shape}: "
@@ -148,15 +230,21 @@ def adapt_targets(specs, y, n):
         if a.ndim == 0 or a.shape[0] != n:
             raise ValueError(f"y for output {spec.name!r} has {a.shape[0] if a.ndim else 0} rows, x has {n}")
         if spec.sparse:
-            labels = a.reshape(n, -1)
-            if labels.shape[1] != 1:
-                raise ValueError(f"sparse_categorical_crossentropy takes integer labels of shape (n,), "
-                                 f"got {a.shape} (one-hot rows need categorical_crossentropy)")
+            # one class index per row of the output's last axis
+            lead = spec.feature_shape[:-1]
+            if any(d is None for d in lead):
+                want_size = None
+            else:
+                want_size = n * (int(np.prod(lead)) if lead else 1)
+            if (want_size is not None and a.size != want_size) or (want_size is None and a.ndim < 1 + len(lead)):
+                raise ValueError(f"sparse_categorical_crossentropy takes integer labels of shape "
+                                 f"(n{''.join(', ' + str(d) for d in lead)}), got {a.shape} "
+                                 f"(one-hot rows need categorical_crossentropy)")
             k = spec.classes
-            if not np.all(np.isfinite(labels)) or np.any(labels < 0) or np.any(labels >= k) or \
-                    np.any(labels != np.floor(labels)):
+            if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a >= k) or np.any(a != np.floor(a)):
                 raise ValueError(f"labels for output {spec.name!r} must be integers in [0, {k})")
-            out.append(np.ascontiguousarray(labels[:, 0], dtype=np.int32))
+            shape = (n,) + lead if want_size is not None else a.shape[:1 + len(lead)]
+            out.append(np.ascontiguousarray(a.reshape(shape), dtype=np.int32))
             continue
         shape = spec.feature_shape
         if any(d is None for d in shape):
@@ -303,33 +391,55 @@ class GeneratorDataset(Dataset):
             except TypeError:
                 self.steps = None
 
-    def _items(self, epoch):
+    def _iterator(self):
+        """An iterator over this epoch's items (a generator continues where it stopped;
+        a re-iterable source starts again).  Never a wrapping generator: closing one
+        would close the user's generator with it."""
         src = self.source
         if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, (list, tuple)):
-            if hasattr(src, "on_epoch_begin"):
-                src.on_epoch_begin()
-            for i in range(len(src)):
-                yield src[i]
-            if hasattr(src, "on_epoch_end"):
-                src.on_epoch_end()
-            return
-        if iter(src) is src:                    # a generator: one stream across epochs
+            return _SequenceEpoch(src)
+        if iter(src) is src:
             if self._it is None:
                 self._it = src
-            yield from self._it
-            return
-        yield from src                          # an iterable: a new pass each epoch
+            return self._it
+        return iter(src)
 
     def batches(self, epoch=0, shuffle=False, rng=None):
+        it = self._iterator()
         count = 0
-        items = self._items(epoch)
-        while self.steps is None or count < self.steps:
-            try:
-                item = next(items)
-            except StopIteration:
-                break
-            count += 1
-            yield self.adapt(item)
+        try:
+            while self.steps is None or count < self.steps:
+                try:
+                    item = next(it)
+                except StopIteration:
+                    break
+                count += 1
+                yield self.adapt(item)
+        finally:
+            if isinstance(it, _SequenceEpoch):
+                it.end()
+
+
+class _SequenceEpoch:
+    """One epoch over a PyDataset / Sequence: items by index, then its on_epoch_end."""
+
+    def __init__(self, seq):
+        self.seq, self.i, self.n = seq, 0, len(seq)
+        if hasattr(seq, "on_epoch_begin"):
+            seq.on_epoch_begin()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.i >= self.n:
+            raise StopIteration
+        self.i += 1
+        return self.seq[self.i - 1]
+
+    def end(self):
+        if hasattr(self.seq, "on_epoch_end"):
+            self.seq.on_epoch_end()
 
 
 def unpack_item(item, with_targets=True):

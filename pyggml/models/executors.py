@@ -19,13 +19,14 @@ graph's memory.
 import numpy as np
 
 from pyggml import _random, _scope
-from pyggml.core import BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops
+from pyggml.core import (BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops,
+                         reachable_count)
 from pyggml.errors import ContextFullError, GGMLError
 from pyggml.losses.loss import reduce_loss
 from pyggml.models import functional
 from pyggml.optimizers.optimizer import global_clip_scale
 
-__all__ = ["GraphBuilder", "Predictor", "LossEvaluator", "TrainStep", "build"]
+__all__ = ["GraphBuilder", "Predictor", "LossEvaluator", "TrainStep", "GradientStep", "ApplyGradients", "build"]
 
 # work (multiply-adds per step) below which one thread beats two: ggml's
 # thread synchronisation costs more than it saves on tiny graphs
@@ -153,15 +154,15 @@ class Executor:
         self.g = GraphBuilder(rt.store, training, scale)
         self.shapes = shapes
         self.batch = shapes[0][0]
-        self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.input_specs)]
+        self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.graph_specs)]
         self.work = self.batch * max(model.count_params(), 1) * (4 if model._has_conv() else 1)
         self.n_threads = _threads(self.work)
         self.sched = None
         self.freed = False
 
-    def forward(self, training, logits_for=()):
+    def forward(self, training, logits_for=(), with_masks=False):
         with _scope.entered(self.g):
-            return functional.run_nodes(self.model._topology, self.xs, training, logits_for)
+            return functional.run_nodes(self.model._topology, self.xs, training, logits_for, with_masks)
 
     def make_scheduler(self, graph_size):
         self.sched = Scheduler([self.backend], graph_size=graph_size)
@@ -189,13 +190,15 @@ def build(cls, *args, **kwargs):
 class Predictor(Executor):
     def __init__(self, model, shapes, scale=1):
         super().__init__(model, shapes, training=False, scale=scale)
-        self.outs = [_contiguous(o) for o in self.forward(False)]
-        self.graph = Graph(self.g.ctx, self.g.graph_size)
+        with _scope.entered(self.g):
+            self.outs = [ops.dup(o) if o.op == "NONE" else _contiguous(o) for o in self.forward(False)]
+        size = reachable_count(self.outs) + 64
+        self.graph = Graph(self.g.ctx, size)
         for o in self.outs:
             o.set_output()
             self.graph.build_forward(o)
         self.g.allocate(self.backend)
-        self.make_scheduler(2 * self.g.graph_size)
+        self.make_scheduler(size)
 
     def run(self, xs):
         return self.sched.run(self.graph, self.g.pairs(self.xs, xs, []), self.outs, self.n_threads)
@@ -222,8 +225,12 @@ class _LossGraph(Executor):
         spec = model._compile_spec
         self.spec = spec
         logits_for = [i for i, f in enumerate(spec.logits) if f]
-        outs = self.forward(training, logits_for)
+        outs, masks = self.forward(training, logits_for, with_masks=True)
+        # a padding mask reaches the loss (and the metrics) of an output that keeps the steps
+        self.masks = [m if m is not None and len(o.shape) >= 3 and tuple(m.shape) == tuple(o.shape[:2]) else None
+                      for o, m in zip(outs, masks)]
         self.ys, self.ws, self.heads = [], [], []
+        self.last_masks = None              # the padding masks of the last step's outputs (for metrics)
         total = None
         with _scope.entered(self.g):
             for i, (o, loss) in enumerate(zip(outs, spec.losses)):
@@ -232,7 +239,7 @@ class _LossGraph(Executor):
                     self.ws.append(None)
                     self.heads.append(None)
                     continue
-                y = self.g.input((o.shape[0],), "int32") if loss.sparse else self.g.input(o.shape)
+                y = self.g.input(tuple(o.shape[:-1]), "int32") if loss.sparse else self.g.input(o.shape)
                 self.ys.append(y)
                 kind = weight_kinds[i] if weight_kinds else None
                 w = None
@@ -240,7 +247,7 @@ class _LossGraph(Executor):
                     cells = o.nelements // o.shape[0]
                     w = self.g.input((o.shape[0], cells if kind == "cells" else 1))
                 self.ws.append(w)
-                head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w)
+                head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w, self.masks[i])
                 self.heads.append(head)
                 weighted = ops.scale(head, spec.loss_weights[i]) if spec.loss_weights[i] != 1.0 else head
                 total = weighted if total is None else ops.add(total, weighted)
@@ -249,15 +256,15 @@ class _LossGraph(Executor):
             if opt_period > 1:
                 total = ops.scale(total, 1.0 / opt_period)
             self.read_outs = []
+            self.read_masks = []
             for i, o in enumerate(outs):
-                if spec.metrics[i]:
-                    self.read_outs.append(_contiguous(o))
-                else:
-                    self.read_outs.append(None)
+                wanted = bool(spec.metrics[i])
+                self.read_outs.append(_contiguous(o) if wanted else None)
+                self.read_masks.append(_contiguous(self.masks[i]) if wanted and self.masks[i] is not None else None)
         self.total = total
         self.opt_period = opt_period
         self.loss_heads = [h for h in self.heads if h is not None]
-        for t in [total] + self.loss_heads + [o for o in self.read_outs if o is not None]:
+        for t in [total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
             t.set_output()
 
     def batch_pairs(self, xs, ys, ws):
@@ -281,6 +288,7 @@ class _LossGraph(Executor):
             r = [self.total] + (self.loss_heads if len(self.heads) > 1 else [])
             if want_outputs:
                 r += [o for o in self.read_outs if o is not None]
+                r += [m for m in self.read_masks if m is not None]
             cache[want_outputs] = r
         return r
 
@@ -304,17 +312,23 @@ class _LossGraph(Executor):
                 raw = got[k]
                 k += 1
                 outs.append(_predictions(self.spec.losses[i], raw) if self.spec.logits[i] else raw)
+            self.last_masks = []
+            for m in self.read_masks:
+                self.last_masks.append(None if m is None else got[k])
+                k += m is not None
         return loss, heads, outs
 
 
 class LossEvaluator(_LossGraph):
     def __init__(self, model, shapes, weight_kinds, scale=1):
         super().__init__(model, shapes, training=False, weight_kinds=weight_kinds, scale=scale)
-        self.graph = Graph(self.g.ctx, self.g.graph_size)
-        for t in [self.total] + self.loss_heads + [o for o in self.read_outs if o is not None]:
+        wanted = [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]
+        size = reachable_count(wanted) + 64
+        self.graph = Graph(self.g.ctx, size)
+        for t in wanted:
             self.graph.build_forward(t)
         self.g.allocate(self.backend)
-        self.make_scheduler(2 * self.g.graph_size)
+        self.make_scheduler(size)
 
     def run(self, xs, ys, ws=None, want_outputs=False):
         got = self.sched.run(self.graph, self.batch_pairs(xs, ys, ws), self.reads(want_outputs), self.n_threads)
@@ -356,7 +370,10 @@ class TrainStep(_LossGraph):
             self.acc_buf.clear(0)
         g.allocate(self.backend)
         self.seed.set(np.ones(1, dtype=np.float32))
-        size = g.graph_size * 3
+        # the backward pass adds about three nodes per forward one; an optimizer a few per weight
+        forward = reachable_count([self.total] + self.loss_heads +
+                                  [o for o in self.read_outs + self.read_masks if o is not None])
+        size = 4 * forward + 16 * len(params) + 4 * len(g.updates) + 256
         accumulators = {self.total: self.seed}
         if self.accs:
             accumulators.update(self.accs)
@@ -365,13 +382,13 @@ class TrainStep(_LossGraph):
         self.graph = self._graph(size, accumulators, params, with_updates=True)
         g.allocate(self.backend)
         self.micro = 0
-        self.make_scheduler(2 * size)
+        self.make_scheduler(size)
 
     def _graph(self, size, accumulators, params, with_updates):
         g = self.g
         graph = Graph(g.ctx, size, grads=True)
         graph.build_forward(self.total)
-        for t in self.loss_heads + [o for o in self.read_outs if o is not None]:
+        for t in self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
             graph.build_forward(t)
         graph.build_backward(accumulators)
         with _scope.entered(g):
@@ -415,3 +432,89 @@ class TrainStep(_LossGraph):
             self.acc_buf.free()
             self.acc_ctx.free()
 
+
+
+class GradientStep(_LossGraph):
+    """Forward (training mode), the losses and the backward pass; reads each trainable
+    weight's gradient and changes nothing (Keras's GradientTape pattern)."""
+
+    def __init__(self, model, shapes, weight_kinds, trainable, scale=1):
+        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, scale=scale)
+        g = self.g
+        store = model._rt.store
+        self.params = []
+        for name, v in model._named_variables():
+            t = store.tensor(v)
+            t.set_param(v in trainable)
+            if v in trainable:
+                self.params.append((name, t))
+        if not self.params:
+            raise ValueError("the model has no trainable weights (every layer is frozen)")
+        self.total.set_loss()
+        self.seed = g.input((1,))
+        g.allocate(self.backend)
+        self.seed.set(np.ones(1, dtype=np.float32))
+        size = 5 * reachable_count([self.total]) + 256
+        self.graph = Graph(g.ctx, size, grads=True)
+        self.graph.build_forward(self.total)
+        self.graph.build_backward({self.total: self.seed})
+        self.grads = []
+        for name, t in self.params:
+            gr = self.graph.grad(t)
+            if gr is not None:
+                gr = _contiguous(gr)
+                gr.set_output()
+                self.graph.build_forward(gr)
+            self.grads.append((name, t, gr))
+        g.allocate(self.backend)
+        self.make_scheduler(size)
+
+    def run(self, xs, ys, ws=None):
+        """(loss, {weight name: gradient}) for the batch."""
+        pairs = self.batch_pairs(xs, ys, ws)
+        if self.g._masks:
+            self.g.refresh_masks()
+        reads = [self.total] + [gr for _, _, gr in self.grads if gr is not None]
+        got = self.sched.run(self.graph, pairs, reads, self.n_threads)
+        out, k = {}, 1
+        for name, t, gr in self.grads:
+            if gr is None:
+                out[name] = np.zeros(t.shape, dtype=np.float32)
+            else:
+                out[name] = got[k].reshape(t.shape)
+                k += 1
+        return float(got[0][0]), out
+
+
+class ApplyGradients:
+    """An optimizer's step on given gradients: one graph whose inputs are the gradients."""
+
+    def __init__(self, store, backend, state, variables):
+        opt = state.optimizer
+        self.optimizer, self.state = opt, state
+        n = len(variables)
+        self.g = GraphBuilder(store, training=False, scale=max(1, n // 256 + 1))
+        self.backend = backend
+        self.grads = [self.g.input(v.shape) for v in variables]
+        self.scalars = self.g.input((opt.n_scalars,))
+        self.graph = Graph(self.g.ctx, 16 * n + 256)
+        with _scope.entered(self.g):
+            params = [store.tensor(v) for v in variables]
+            scale = global_clip_scale(self.grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
+            for v, t, gr in zip(variables, params, self.grads):
+                for out in opt.update(t, opt.clip(gr, scale), state.slots(v), self.scalars):
+                    self.graph.build_forward(out)
+        self.g.allocate(backend)
+        self.sched = Scheduler([backend], graph_size=16 * n + 256)
+        self.freed = False
+
+    def run(self, arrays):
+        pairs = list(zip(self.grads, arrays)) + [(self.scalars, self.optimizer.scalars())]
+        self.sched.run(self.graph, pairs, (), 1)
+        self.optimizer.iterations += 1
+
+    def free(self):
+        if not self.freed:
+            self.freed = True
+            self.sched.free()
+            self.g.free()

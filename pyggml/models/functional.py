@@ -97,36 +97,77 @@ class Topology:
         self.layers = layers
         name_layers(layers)
         self.input_specs = None          # the data each input takes (Model.input_specs)
+        self.graph_specs = None          # what the graph takes (Model.graph_specs)
+        self._split_host_stage()
+
+    def _split_host_stage(self):
+        """Host layers (preprocessing in numpy) come first; the graph starts at their outputs."""
+        host = {id(n) for n in self.nodes if getattr(n.layer, "host", False)}
+        input_ids = {id(n) for n in self.inputs}
+        for n in self.nodes:
+            if id(n) in host:
+                for p in n.inputs:
+                    if id(p) not in host and id(p) not in input_ids:
+                        raise ValueError(f"{type(n.layer).__name__} {n.layer.name!r} preprocesses on the host: call "
+                                         f"it on pg.Input nodes (or on other preprocessing layers' outputs)")
+        self.host_nodes = [n for n in self.nodes if id(n) in host]
+        fed = set()
+        for n in self.nodes:
+            if id(n) not in host and id(n) not in input_ids:
+                fed.update(id(p) for p in n.inputs)
+        fed.update(id(o) for o in self.outputs)
+        self.graph_inputs = [n for n in self.inputs + self.host_nodes if id(n) in fed]
+        for n in self.graph_inputs:
+            if n.dtype == "string":
+                raise ValueError(f"the string input {n.layer.name!r} must go through a lookup layer "
+                                 f"(StringLookup, ...) before the graph")
 
     def consumers(self, node):
         return [n for n in self.nodes if any(p is node for p in n.inputs)]
 
 
-def run_nodes(topology, tensors, training, logits_for=()):
-    """Compute the graph on tensors (one per input) inside a graph scope.
+def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
+    """Compute the graph on tensors (one per graph input: the model's inputs, or its
+    preprocessing layers' outputs) inside a graph scope.
 
     Returns the outputs' tensors; for output indices in ``logits_for`` whose layer
-    has a ``pre_activation``, that (the logits) instead."""
-    vals = {id(n): t for n, t in zip(topology.inputs, tensors)}
+    has a ``pre_activation``, that (the logits) instead.  With ``with_masks``,
+    (outputs, their padding masks or None).  A mask (batch, steps, 1 for a real
+    step) starts at an Embedding(mask_zero=True) and goes on through the layers
+    that keep the steps (``Layer.output_mask``)."""
+    vals = {id(n): t for n, t in zip(topology.graph_inputs, tensors)}
+    masks = {}
     calls = {}
     out_index = {}
     for i, o in enumerate(topology.outputs):
         out_index.setdefault(id(o), []).append(i)
     logits = {}
     for node in topology.nodes:
-        if id(node) in vals:
+        if id(node) in vals or getattr(node.layer, "host", False):
             continue
         args = [vals[id(p)] for p in node.inputs]
         arg = args if node.list_input else args[0]
+        in_masks = [masks.get(id(p)) for p in node.inputs]
+        m_arg = in_masks if node.list_input else in_masks[0]
+        any_mask = any(m is not None for m in in_masks)
         key = (id(node.layer), tuple(id(p) for p in node.inputs))
         if key not in calls:
-            calls[key] = node.layer(arg, training=training, **node.call_kwargs)
-        out = calls[key]
+            kwargs = dict(node.call_kwargs)
+            if any_mask:
+                kwargs["mask"] = m_arg
+            out = node.layer(arg, training=training, **kwargs)
+            calls[key] = (out, node.layer.output_mask(arg, m_arg if any_mask else None))
+        out, omask = calls[key]
         vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
+        if omask is not None:
+            masks[id(node)] = omask[node.index] if isinstance(omask, (list, tuple)) else omask
         for i in out_index.get(id(node), ()):
             if i in logits_for and hasattr(node.layer, "pre_activation"):
                 logits[i] = node.layer.pre_activation(arg, training=training)
-    return [logits.get(i, vals[id(o)]) for i, o in enumerate(topology.outputs)]
+    outs = [logits.get(i, vals[id(o)]) for i, o in enumerate(topology.outputs)]
+    if with_masks:
+        return outs, [masks.get(id(o)) for o in topology.outputs]
+    return outs
 
 
 def _call_keys(topology):

@@ -16,7 +16,6 @@ from pyggml._lifetime import Freeable
 from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
-from pyggml.layers.core.embedding import Embedding
 from pyggml.layers.layer import Layer, flatten_inputs
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
@@ -124,23 +123,27 @@ class Model(Layer, Freeable):
         """What each input takes (made once per layer graph)."""
         topo = self._ensure_graph()
         if topo.input_specs is None:
-            specs = []
-            for n in topo.inputs:
-                readers = [c.layer for c in topo.consumers(n)]
-                limit = min((l.input_dim for l in readers if isinstance(l, Embedding)), default=None)
-                dtype = "int32" if limit is not None else n.dtype
-                specs.append(da.InputSpec(n.layer.name, n.feature_shape, dtype, limit))
-            topo.input_specs = specs
+            topo.input_specs = da.input_specs(topo)
         return topo.input_specs
+
+    @property
+    def graph_specs(self):
+        """What the graph takes: the inputs, or where preprocessing layers leave them."""
+        topo = self._ensure_graph()
+        if topo.graph_specs is None:
+            topo.graph_specs = da.graph_specs(topo, self.input_specs)
+        return topo.graph_specs
+
+    def prepare_inputs(self, x, what="x"):
+        """(the graph's input arrays, rows) from x: checked, preprocessing layers applied."""
+        return da.prepare_inputs(self._ensure_graph(), self.input_specs, self.graph_specs, x, what)
 
     @property
     def target_specs(self):
         """What each output is trained against (made once per compile)."""
         spec = self._compile_spec
         if spec.target_specs is None:
-            spec.target_specs = [da.TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse),
-                                               has_loss=l is not None)
-                                 for nm, o, l in zip(self.output_names, self.outputs, spec.losses)]
+            spec.target_specs = da.target_specs(self.output_names, self.outputs, spec.losses)
         return spec.target_specs
 
     def _has_conv(self):
@@ -343,6 +346,14 @@ class Model(Layer, Freeable):
         self._trainable_at_compile = sig
         return rt.train_step(self._shapes(batch.xs), weight_kinds, self.optimizer, trainable, sig)
 
+    def gradients(self, x, y, sample_weight=None):
+        """{weight name: gradient of the compiled loss on this batch} for every trainable
+        weight (training mode, no weight changes): Keras's GradientTape pattern, with
+        ``model.optimizer.apply_gradients(zip(grads.values(), model.trainable_variables))``."""
+        self.check_compiled("gradients")
+        with self._lock:
+            return training_loop.gradients(self, x, y, sample_weight)
+
     def new_train_step(self, shapes, weight_kinds, optimizer, opt_period=1, state=None):
         """A training graph outside fit (a Trainer's): with ``state=None`` a new optimizer
         state of its own (``step.state``; pass it on to share it).  Freed with the
@@ -403,16 +414,6 @@ class Model(Layer, Freeable):
             res = training_loop.predict(self, x, bs, steps)
         return res if self._multi_out else res[0]
 
-    def _fast_input(self, x, batch_size):
-        """x itself when it is one batch exactly as the graph takes it (no checks left to do)."""
-        if type(x) is not np.ndarray or self._multi_in or self._topology is None:
-            return None
-        spec = self.input_specs[0]
-        if x.dtype != (np.int32 if spec.dtype == "int32" else np.float32) or spec.index_limit is not None or \
-                not 0 < len(x) <= batch_size or not x.flags.c_contiguous or x.shape[1:] != spec.feature_shape:
-            return None
-        return x
-
     def predict_on_batch(self, x):
         return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
 
@@ -454,6 +455,21 @@ class Model(Layer, Freeable):
         with self._lock:
             self._runtime().fit_state_for(self.optimizer).set_state(state, self.named_variables())
             self._trained = True
+
+    def clone(self):
+        """A copy in memory of its own: the same architecture, compile settings (if
+        compiled, on the same device) and weights; no optimizer state."""
+        self.check_alive()
+        twin = type(self).from_config(self.get_config())
+        if self._compiled:
+            twin.compile_from_config(self.get_compile_config(), backend=self.backend_name)
+        twin.set_weights(self.get_weights())
+        return twin
+
+    __copy__ = clone
+
+    def __deepcopy__(self, memo):
+        return self.clone()
 
     def save(self, path):
         gguf_io.save_model(self, path)

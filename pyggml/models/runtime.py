@@ -23,7 +23,11 @@ class Runtime:
         self.model = model
         self.backend = backend
         self.store = weights_mod.WeightStore(backend, named)
+        self.store.owner = self
+        self.states = {}                         # optimizer states for apply_gradients by other optimizers
         self.graphs = collections.OrderedDict()
+        # variable lengths make a graph per length (or length bucket): keep more of them
+        self.max_graphs = _MAX_CACHED * (2 if any(None in s.feature_shape for s in model.graph_specs) else 1)
         self.others = weakref.WeakSet()          # graphs and states made for a Trainer: freed with us
         self.fit_state = None
         self.bound_at = weights_mod.moves()
@@ -39,7 +43,7 @@ class Runtime:
         if e is None:
             e = make()
             self.graphs[key] = e
-            while len(self.graphs) > _MAX_CACHED:
+            while len(self.graphs) > self.max_graphs:
                 _, old = self.graphs.popitem(last=False)
                 old.free()
         else:
@@ -60,6 +64,26 @@ class Runtime:
         state = self.fit_state_for(optimizer)
         return self.graph(key, lambda: executors.build(executors.TrainStep, self.model, shapes, weight_kinds, state,
                                                        trainable))
+
+    def gradient_step(self, shapes, weight_kinds, trainable, signature):
+        key = ("grad", shapes, weight_kinds, signature)
+        return self.graph(key, lambda: executors.build(executors.GradientStep, self.model, shapes, weight_kinds,
+                                                       trainable))
+
+    def apply_gradients(self, optimizer, pairs):
+        """One optimizer step on given gradients [(array, Variable)] of this model's weights."""
+        names = {id(v): n for n, v in self.model.named_variables()}
+        variables = [v for _, v in pairs]
+        if optimizer is self.model.optimizer:
+            state = self.fit_state_for(optimizer)
+        else:
+            state = self.states.get(id(optimizer))
+            if state is None or state.optimizer is not optimizer:
+                state = self.states[id(optimizer)] = OptimizerState(optimizer, self.backend)
+        state.ensure([(names[id(v)], v) for v in variables])
+        key = ("apply", id(optimizer), tuple(id(v) for v in variables))
+        ex = self.graph(key, lambda: executors.ApplyGradients(self.store, self.backend, state, variables))
+        ex.run([a for a, _ in pairs])
 
     def predictor(self, shapes):
         return self.graph(("predict", shapes), lambda: executors.build(executors.Predictor, self.model, shapes))
@@ -100,5 +124,8 @@ class Runtime:
         if self.fit_state is not None:
             self.fit_state.free()
             self.fit_state = None
+        for s in self.states.values():
+            s.free()
+        self.states = {}
         self.store.free()
         self.backend.free()

@@ -31,15 +31,21 @@ def check_batch_size(batch_size, default=32):
 def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
-    ispecs, tspecs = model.input_specs, model.target_specs if with_targets else None
+    tspecs = model.target_specs if with_targets else None
     if da.is_generator_like(x):
         if y is not None:
             raise ValueError(f"{what}: y must be None when x is a generator or dataset (it yields (x, y))")
         losses = model._compile_spec.losses if with_targets else None
 
+        gspecs = model.graph_specs
+        # a graph per length bucket, when padding is masked and no output (nor target) has that length
+        bucket = any(s.bucket for s in gspecs) and all(None not in o.feature_shape for o in model.outputs)
+
         def adapt(item):
             bx, by, bw = da.unpack_item(item)
-            xs, n = da.adapt_inputs(ispecs, bx)
+            xs, n = model.prepare_inputs(bx)
+            if bucket:
+                xs = da.bucketed(xs, gspecs)
             if not with_targets:
                 return da.Batch(xs)
             if by is None:
@@ -48,7 +54,7 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
             ws = da.adapt_weights(tspecs, losses, bw, class_weight, ys, n)
             return da.Batch(xs, ys, ws)
         return da.GeneratorDataset(x, adapt, steps)
-    xs, n = da.adapt_inputs(ispecs, x)
+    xs, n = model.prepare_inputs(x)
     if n == 0:
         raise ValueError(f"{what} needs at least one row")
     if not with_targets:
@@ -76,13 +82,13 @@ class _Averages:
         self.heads = None
         self.seen = 0
 
-    def add(self, n, loss, heads, outs, ys):
+    def add(self, n, loss, heads, outs, ys, masks=None):
         self.total += loss * n
         self.seen += n
         hs = [0.0 if h is None else h * n for h in heads]
         self.heads = hs if self.heads is None else [a + b for a, b in zip(self.heads, hs)]
         for i, m, _ in self.keys:
-            m.update_state(ys[i], outs[i])
+            m.update_state(ys[i], outs[i], None if not masks else masks[i])
 
     @property
     def wants_outputs(self):
@@ -113,7 +119,7 @@ def run_evaluation(model, dataset, callbacks=None):
             callbacks.call("on_test_batch_begin", bi, {})
         ev = model._evaluator_for(batch, _weight_kinds(batch))
         loss, heads, outs = ev.run(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
-        avg.add(batch.n, loss, heads, outs, batch.ys)
+        avg.add(batch.n, loss, heads, outs, batch.ys, ev.last_masks)
         if callbacks is not None:
             callbacks.call("on_test_batch_end", bi, avg.logs())
     if avg.seen == 0:
@@ -171,7 +177,10 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     rng = _random.rng()
     logs = {}
     cl.call("on_train_begin", {})
-    for epoch in range(initial_epoch, epochs):
+    # a callback that restored a backup (BackupAndRestore) says where to resume
+    resume = [c.resume_epoch for c in cbs if getattr(c, "resume_epoch", None) is not None]
+    start = max([initial_epoch] + resume)
+    for epoch in range(start, epochs):
         cl.call("on_epoch_begin", epoch, {})
         avg = _Averages(model)
         bar = _progress(verbose, data.steps, f"Epoch {epoch + 1}/{epochs}")
@@ -179,7 +188,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             cl.call("on_train_batch_begin", bi, {})
             step = model._train_step_for(batch, _weight_kinds(batch))
             loss, heads, outs = step.step(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
-            avg.add(batch.n, loss, heads, outs, batch.ys)
+            avg.add(batch.n, loss, heads, outs, batch.ys, step.last_masks)
             blogs = avg.logs()
             cl.call("on_train_batch_end", bi, blogs)
             if bar is not None:
@@ -223,7 +232,7 @@ def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, 
 def predict(model, x, batch_size, steps):
     """[outputs] for every row of x (arrays or a generator of inputs)."""
     rt = model._runtime()
-    fast = model._fast_input(x, batch_size)
+    fast = _fast_input(model, x, batch_size)
     if fast is not None:                                # one batch, already as the graph takes it
         return rt.predictor(((len(fast),) + fast.shape[1:],)).run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
@@ -247,3 +256,24 @@ def _predict_batch(rt, xs, b):
         return pred.run(xs)
     padded = [np.concatenate([a, np.zeros((b - n,) + a.shape[1:], dtype=a.dtype)]) for a in xs]
     return [o[:n] for o in pred.run(padded)]
+
+
+def _fast_input(model, x, batch_size):
+    """x itself when it is one batch exactly as the graph takes it (no checks left to do)."""
+    if type(x) is not np.ndarray or model._multi_in or model._topology.host_nodes:
+        return None
+    spec = model.graph_specs[0]
+    if x.dtype != (np.int32 if spec.dtype == "int32" else np.float32) or spec.index_limit is not None or \
+            not 0 < len(x) <= batch_size or not x.flags.c_contiguous or x.shape[1:] != spec.feature_shape:
+        return None
+    return x
+
+
+def gradients(model, x, y, sample_weight):
+    """{weight name: gradient of the compiled loss} for one batch (see Model.gradients)."""
+    xs, n = model.prepare_inputs(x)
+    ys = da.adapt_targets(model.target_specs, y, n)
+    ws = da.adapt_weights(model.target_specs, model._compile_spec.losses, sample_weight, None, ys, n)
+    trainable, sig = model._trainable_now()
+    step = model._runtime().gradient_step(model._shapes(xs), _weight_kinds(da.Batch(xs, ys, ws)), trainable, sig)
+    return step.run(xs, ys, ws)[1]

@@ -41,6 +41,7 @@ class WeightStore:
             raise AllocationError(f"the model's weights need {need / 2**30:.2f} GiB; "
                                   f"{backend.name} has {free / 2**30:.2f} GiB free")
         self.ctx = Context(n_tensors=len(named) + 8)
+        self.owner = None                 # the Runtime this store belongs to
         self.buffer = None
         self.tensors = {}                 # id(variable) -> Tensor
         self.variables = {}               # id(variable) -> Variable
@@ -69,6 +70,15 @@ class WeightStore:
 
     def tensor(self, variable):
         return self.tensors[id(variable)]
+
+    def apply_gradients(self, optimizer, pairs):
+        """An optimizer step on [(gradient array, Variable)] of weights bound here."""
+        if self.owner is None:
+            raise ValueError("these weights belong to no model any more")
+        self.owner.model.check_alive()
+        with self.owner.model.lock:
+            self.owner.ensure_bound()
+            self.owner.apply_gradients(optimizer, pairs)
 
     def free(self):
         for v in self.variables.values():

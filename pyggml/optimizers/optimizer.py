@@ -98,6 +98,32 @@ class Optimizer:
         """The value a slot starts at (0 unless the optimizer says otherwise)."""
         return 0.0
 
+    def apply_gradients(self, grads_and_vars):
+        """One step on given gradients: ``[(gradient, Variable), ...]`` (Keras's form, e.g.
+        ``zip(model.gradients(x, y).values(), model.trainable_variables)``); a None
+        gradient is skipped.  The variables must belong to a compiled model; the
+        optimizer's state for them is the model's own when this is its optimizer."""
+        from pyggml.variables import Variable
+        by_home = {}
+        for g, v in grads_and_vars:
+            if not isinstance(v, Variable):
+                raise TypeError(f"apply_gradients takes (gradient, Variable) pairs, got a {type(v).__name__}")
+            if g is None:
+                continue
+            a = np.asarray(g)
+            if a.dtype == object or a.dtype.kind not in "biuf":
+                raise TypeError(f"the gradient of {v.name!r} must be numbers, got dtype {a.dtype}")
+            if a.shape != v.shape:
+                raise ValueError(f"the gradient of {v.name!r} has shape {a.shape}, the variable {v.shape}")
+            a = np.ascontiguousarray(a, dtype=np.float32)
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"the gradient of {v.name!r} holds NaN or inf")
+            if v.home is None:
+                raise ValueError(f"variable {v.name!r} is not on a device yet: compile the model that holds it")
+            by_home.setdefault(id(v.home), (v.home, []))[1].append((a, v))
+        for home, pairs in by_home.values():
+            home.apply_gradients(self, pairs)
+
     # --- shared pieces ---------------------------------------------------------------------------
     @property
     def n_scalars(self):

@@ -24,7 +24,7 @@ from pyggml.core import GGUFFile
 from pyggml.errors import GGMLError, GGUFError
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
-__all__ = ["save_model", "save_weights", "read_weights", "load_model", "FORMAT_VERSION"]
+__all__ = ["save_model", "save_weights", "read_weights", "load_model", "restore", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 2
 _READS = (1, 2)
@@ -165,6 +165,34 @@ def read_weights(path, shapes):
         fl.close()
 
 
+def restore(model, path):
+    """Load a file's weights and optimizer state into a compiled model of the same
+    architecture (resuming training; BackupAndRestore uses it)."""
+    fl = _File(path)
+    try:
+        named = model.named_variables()
+        model.set_weights({n: fl.array(n, v.shape) for n, v in named})
+        _restore_state(fl, model, named)
+    finally:
+        fl.close()
+
+
+def _restore_state(fl, model, named):
+    """The file's optimizer state (step counter and slots) into the model's fit state."""
+    it = fl.f.get("pyggml.optimizer.iter")
+    if not isinstance(it, int) or it < 1:
+        return
+    slots = {}
+    for s in model.optimizer.slot_names:
+        for n, v in named:
+            if f"optimizer.{s}.{n}" in fl.by_name:
+                slots.setdefault(s, {})[n] = fl.array(f"optimizer.{s}.{n}", v.shape)
+    try:
+        model.set_optimizer_state({"iterations": it, "slots": slots})
+    except GGMLError as e:
+        raise GGUFError(f"{fl.path!r}: the optimizer state does not fit the model ({e})") from None
+
+
 def _upgrade_v1(cfg, comp):
     """Version-1 configs: inbound layer names (no call records) and flat compile settings."""
     if not cfg.get("sequential"):
@@ -216,18 +244,7 @@ def load_model(path, backend="auto", custom_objects=None, compile=True):
             model.compile_from_config(comp, backend=backend, custom_objects=custom_objects)
         except (KeyError, TypeError, ValueError) as e:
             raise GGUFError(f"{p!r}: the compile settings are not valid ({type(e).__name__}: {e})") from None
-        it = fl.f.get("pyggml.optimizer.iter")
-        if isinstance(it, int) and it >= 1:
-            slots = {}
-            for s in model.optimizer.slot_names:
-                for n, v in named:
-                    key = f"optimizer.{s}.{n}"
-                    if key in fl.by_name:
-                        slots.setdefault(s, {})[n] = fl.array(key, v.shape)
-            try:
-                model.set_optimizer_state({"iterations": it, "slots": slots})
-            except GGMLError as e:
-                raise GGUFError(f"{p!r}: the optimizer state does not fit the model ({e})") from None
+        _restore_state(fl, model, named)
         return model
     finally:
         fl.close()

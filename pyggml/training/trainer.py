@@ -8,6 +8,10 @@ kept for the trainer's whole life.  Predictions run on graphs of their own
 and never touch the training graph's memory.
 """
 
+import os
+import threading
+import weakref
+
 import numpy as np
 
 from pyggml._lifetime import Freeable
@@ -18,6 +22,17 @@ from pyggml.models import data_adapter as da
 from pyggml.models.training_loop import check_batch_size
 
 __all__ = ["Trainer", "Snapshot"]
+
+_SNAPSHOTS = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    # a lock another thread held at fork time would never be released in the child
+    for s in list(_SNAPSHOTS):
+        s._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _copy_optimizer(opt):
@@ -75,11 +90,12 @@ class Trainer(Freeable):
         self._fixed_shapes = None
         self._fast = None                    # (x shape, y shape) of the float arrays step takes as they are
         self._cell_ones = np.ones((batch_size, n_out or 1), dtype=np.float32)
-        if all(d is not None for s in model.input_specs for d in s.feature_shape):
-            self._fixed_shapes = tuple((batch_size,) + s.feature_shape for s in model.input_specs)
+        if all(d is not None for s in model.graph_specs for d in s.feature_shape):
+            self._fixed_shapes = tuple((batch_size,) + s.feature_shape for s in model.graph_specs)
             self._train_step(self._fixed_shapes)
-            ins, outs = model.input_specs, model.target_specs
+            ins, outs = model.graph_specs, model.target_specs
             if len(ins) == 1 and len(outs) == 1 and ins[0].dtype == "float32" and ins[0].index_limit is None \
+                    and len(model.input_specs) == 1 and model.input_specs[0] is ins[0] \
                     and not outs[0].sparse and outs[0].has_loss and None not in outs[0].feature_shape:
                 self._fast = (self._fixed_shapes[0], (batch_size,) + outs[0].feature_shape)
 
@@ -146,7 +162,7 @@ class Trainer(Freeable):
             # one batch exactly as the graph takes it: nothing to convert or check
             return [x], [y], ([self._ones] if self.loss_mask == 1 else
                               [self._cell_ones] if self.loss_mask else None)
-        xs, n = da.adapt_inputs(m.input_specs, x)
+        xs, n = m.prepare_inputs(x)
         if n != self.batch_size:
             raise ValueError(f"{what} takes exactly {self.batch_size} rows (the batch size), got {n}")
         ys = da.adapt_targets(m.target_specs, y, n)
@@ -192,6 +208,16 @@ class Trainer(Freeable):
             self._check()
             loss, _, _ = self._evaluator(tuple(a.shape for a in xs)).run(xs, ys, ws)
         return float(loss)
+
+    def gradients(self, x, y, weights=None):
+        """{weight name: gradient of the loss on this batch} at the current weights, without
+        training (for custom updates: ``trainer.optimizer.apply_gradients(...)``)."""
+        self._check()
+        self._batch(x, y, weights, "gradients")            # the trainer's own checks
+        w = None if weights is None else np.asarray(weights, dtype=np.float32)
+        if w is not None and self.loss_mask == 1:
+            w = w.reshape(-1)
+        return self._model.gradients(x, y, sample_weight=w)
 
     def predict(self, x):
         """Predictions from the current weights for any number of rows."""
@@ -244,8 +270,8 @@ class Snapshot(Freeable):
     trainer; ``predict``, ``get_weights``, ``save``; ``free`` releases it."""
 
     def __init__(self, model):
-        import threading
         self._lock = threading.RLock()
+        _SNAPSHOTS.add(self)
         clone = type(model).from_config(model.get_config())
         clone.compile_from_config(model.get_compile_config(), backend=model.backend_name)
         clone.blend_from(model, None)

@@ -38,6 +38,7 @@ __all__ = ["MultiHeadAttention"]
 
 @register_builtin
 class MultiHeadAttention(Layer):
+    supports_masking = True
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
@@ -72,7 +73,7 @@ class MultiHeadAttention(Layer):
                 parts.append(value)
             if key is not None:
                 parts.append(key)
-        unsupported = set(kwargs) - {"training"}
+        unsupported = set(kwargs) - {"training", "mask"}
         if unsupported:
             raise TypeError(f"MultiHeadAttention: unsupported call arguments {sorted(unsupported)}")
         return super().__call__(parts[0] if len(parts) == 1 else parts, **kwargs)
@@ -115,8 +116,15 @@ class MultiHeadAttention(Layer):
         y = ops.mul_mat(w, ops.flatten_rows(x))
         return ops.add(y, b) if self.use_bias else y
 
-    def call(self, inputs, training=None):
+    def compute_mask(self, inputs, mask=None):
+        """The query's mask."""
+        return mask[0] if isinstance(mask, list) else mask
+
+    def call(self, inputs, training=None, mask=None):
+        """A padding mask on the value (or key) keeps padded steps from being attended to."""
         xs = inputs if isinstance(inputs, list) else [inputs]
+        masks = mask if isinstance(mask, list) else [mask] * len(xs)
+        key_mask = masks[2] if len(masks) > 2 else (masks[1] if len(masks) > 1 else masks[0])
         query = xs[0]
         value = xs[1] if len(xs) > 1 else query
         key = xs[2] if len(xs) > 2 else value
@@ -131,6 +139,10 @@ class MultiHeadAttention(Layer):
         vt = ops.permute_axes(v, (0, 2, 3, 1))                # (b, h, vd, tv)
         # scores[b, h, i, j] = q_i . k_j / sqrt(kd); softmax over the keys j
         scores = ops.scale(ops.mul_mat(k, q), 1.0 / math.sqrt(kd))   # (b, h, tq, tv)
+        if key_mask is not None:
+            # 0 for a real key, -1e9 for a padded one, added to every head's and query's scores
+            blocked = ops.scale_bias(ops.reshape(ops.as_tensor(key_mask), (b, 1, 1, tv)), 1e9, -1e9)
+            scores = ops.add(scores, blocked)
         probs = activations.softmax(scores)
         if self.dropout > 0:
             probs = ops.dropout(probs, self.dropout, training=training)

@@ -11,6 +11,8 @@ __all__ = ["Activation", "ReLU", "LeakyReLU", "ELU", "Softmax"]
 
 @register_builtin
 class Activation(Activated):
+    supports_masking = True
+
     def __init__(self, activation, **kwargs):
         super().__init__(activation=activation, **kwargs)
 
@@ -27,6 +29,8 @@ class Activation(Activated):
 
 
 class _Elementwise(Layer):
+    supports_masking = True
+
     def compute_output_shape(self, input_shape):
         return input_shape
 

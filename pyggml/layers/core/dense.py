@@ -10,6 +10,8 @@ __all__ = ["Dense"]
 
 @register_builtin
 class Dense(Activated):
+    supports_masking = True
+
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", **kwargs):
         super().__init__(activation=activation, **kwargs)

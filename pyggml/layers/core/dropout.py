@@ -10,6 +10,8 @@ __all__ = ["Dropout"]
 
 @register_builtin
 class Dropout(Layer):
+    supports_masking = True
+
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.rate = check_fraction("Dropout rate", rate, high_open=True)

@@ -1,6 +1,8 @@
 """Embedding: integer indices to vectors (get_rows, which trains)."""
 
-from pyggml import ops
+import numpy as np
+
+from pyggml import _scope, ops
 from pyggml._validation import check_positive_int
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -34,7 +36,12 @@ class Embedding(Layer):
                                       layout="in_out")
 
     def compute_mask(self, inputs, mask=None):
-        return inputs if self.mask_zero else None
+        """With mask_zero, 1 where the index is not 0 (computed on the host from the
+        indices, which enter the graph as data)."""
+        if not self.mask_zero:
+            return None
+        return _scope.require("Embedding's mask").derived_input(
+            inputs, lambda a: (np.asarray(a) != 0).astype(np.float32), tuple(inputs.shape), "float32")
 
     def call(self, inputs, training=None):
         shape = tuple(inputs.shape)

@@ -30,6 +30,7 @@ def _broadcast_shape(shapes, what):
 
 class _Merge(Layer):
     min_inputs = 2
+    supports_masking = True
 
     def compute_output_shape(self, input_shape):
         if not isinstance(input_shape, list) or len(input_shape) < self.min_inputs:
@@ -80,6 +81,8 @@ class Average(_Merge):
 class Concatenate(Layer):
     """Join inputs along ``axis`` (the batch axis cannot be joined)."""
 
+    supports_masking = True        # along the features; joining along the steps drops the mask (compute_mask)
+
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         if not is_int(axis) or axis == 0:
@@ -106,6 +109,18 @@ class Concatenate(Layer):
 
     def call(self, inputs, training=None):
         return ops.concatenate(inputs, self.axis)
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or not isinstance(mask, list) or all(m is None for m in mask):
+            return None
+        r = len(inputs[0].shape)
+        if (self.axis % r) < 2:                       # joining along the steps: no single mask
+            return None
+        present = [m for m in mask if m is not None]
+        out = present[0]
+        for m in present[1:]:
+            out = out * m
+        return out
 
     def get_config(self):
         c = super().get_config()

@@ -17,6 +17,8 @@ __all__ = ["BatchNormalization"]
 
 @register_builtin
 class BatchNormalization(Layer):
+    supports_masking = True
+
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, **kwargs):
         super().__init__(**kwargs)
         if axis != -1:

@@ -12,6 +12,8 @@ __all__ = ["LayerNormalization"]
 
 @register_builtin
 class LayerNormalization(Layer):
+    supports_masking = True
+
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, **kwargs):
         super().__init__(**kwargs)
         if axis not in (-1, [-1], (-1,)):

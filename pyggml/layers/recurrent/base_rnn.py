@@ -130,15 +130,28 @@ class BaseRNN(Layer):
         seq = ops.reshape(parts[0][0], (steps, batch, self.units))
         return ops.permute_axes(seq, (1, 0, 2))
 
-    def call(self, inputs, training=None):
+    def compute_mask(self, inputs, mask=None):
+        return mask if self.return_sequences else None
+
+    def call(self, inputs, training=None, mask=None):
+        """With a padding mask (batch, steps), a padded step leaves the state as it was
+        (so the last real step's state comes out), as Keras does."""
         batch, steps, _ = inputs.shape
         p = self.input_projection(inputs)
         state = self.initial_state(batch)
         consts = self.constants()
+        step_masks = None
+        if mask is not None:
+            # time-major, so each step's (batch,) column is contiguous
+            step_masks = ops.cont(ops.transpose(ops.as_tensor(mask)))
         outputs = []
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         for t in order:
-            state = self.cell(self.step_rows(p, t, batch), state, consts)
+            new = self.cell(self.step_rows(p, t, batch), state, consts)
+            if step_masks is not None:
+                m = ops.reshape(ops.view(step_masks, (batch,), offset=t * batch * 4), (batch, 1))
+                new = tuple(ops.add(old, ops.mul(ops.sub(n, old), m)) for n, old in zip(new, state))
+            state = new
             if self.return_sequences:
                 outputs.append(state[0])
         return self.stack_steps(outputs) if self.return_sequences else state[0]
