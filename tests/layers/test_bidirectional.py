@@ -186,3 +186,62 @@ def test_imdb_style_model_learns():
     h = m.fit(x, y, epochs=25, batch_size=32, verbose=0)
     assert h.history["loss"][-1] < 0.5 * h.history["loss"][0]
     m.free()
+
+
+# --- with Embedding(mask_zero=True): the padding mask reaches both directions --------------
+
+def _embedded(m, x):
+    w = m.get_weights()
+    emb = [k for k in w if k.endswith(".weight") and w[k].shape[0] == VOCAB][0]
+    return w[emb].astype(np.float64)[x]
+
+
+VOCAB = 12
+
+
+def _padded_tokens(rng, lengths, steps):
+    x = np.zeros((len(lengths), steps), dtype=np.int32)
+    for i, n in enumerate(lengths):
+        x[i, :n] = rng.integers(1, VOCAB, size=n)
+    return x
+
+
+@pytest.mark.parametrize("merge", ["concat", "sum"])
+def test_masked_sequences_run_over_their_real_steps_only(merge):
+    # post-padded sequences: the forward layer keeps its state through the padding, the
+    # backward one starts at the last real step; as Keras, the result is that of the real steps
+    rng = np.random.default_rng(3)
+    lengths, steps = [5, 2, 3, 1], 5
+    x = _padded_tokens(rng, lengths, steps)
+    bi = L.Bidirectional(L.LSTM(3), merge_mode=merge)
+    m = pg.Sequential([L.Embedding(VOCAB, 4, mask_zero=True), bi], input_shape=(steps,)).compile(loss="mse")
+    got = m.predict(x)
+    w = {k.split(".", 1)[1]: v.astype(np.float64) for k, v in m.get_weights().items() if k.startswith(bi.name)}
+    e = _embedded(m, x)
+    ref = bidirectional_ref(lstm_ref(False), False, merge)
+    for i, n in enumerate(lengths):
+        np.testing.assert_allclose(got[i], ref([e[i:i + 1, :n]], w, False)[0], rtol=1e-4, atol=1e-5)
+    m.free()
+
+
+def test_masked_sequence_outputs_keep_the_mask_for_the_next_layer():
+    # Embedding(mask_zero) -> Bidirectional(GRU, sequences) -> GlobalAveragePooling1D: the
+    # average is over each row's real steps, of the outputs of its real steps
+    rng = np.random.default_rng(4)
+    lengths, steps = [4, 1, 2], 4
+    x = _padded_tokens(rng, lengths, steps)
+    bi = L.Bidirectional(L.GRU(2, return_sequences=True))
+    m = pg.Sequential([L.Embedding(VOCAB, 3, mask_zero=True), bi, L.GlobalAveragePooling1D()],
+                      input_shape=(steps,))
+    m.compile(optimizer=pg.optimizers.Adam(learning_rate=0.05), loss="mse", seed=0)
+    got = m.predict(x)
+    w = {k.split(".", 1)[1]: v.astype(np.float64) for k, v in m.get_weights().items() if k.startswith(bi.name)}
+    e = _embedded(m, x)
+    ref = bidirectional_ref(gru_ref(True), True)
+    for i, n in enumerate(lengths):
+        np.testing.assert_allclose(got[i], ref([e[i:i + 1, :n]], w, False)[0].mean(axis=0), rtol=1e-4, atol=1e-5)
+    # and it trains on those rows
+    y = rng.normal(size=got.shape).astype(np.float32)
+    h = m.fit(x, y, epochs=15, batch_size=3, verbose=0)
+    assert h.history["loss"][-1] < 0.5 * h.history["loss"][0]
+    m.free()

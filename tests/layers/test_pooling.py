@@ -211,3 +211,16 @@ def test_bad_arguments_are_refused(make):
 def test_bad_input_shapes_are_refused(layer, shape):
     with pytest.raises(ValueError):
         pg.Sequential([layer()], input_shape=shape).compile(loss="mse")
+
+
+def test_the_mask_of_an_embedding_reaches_the_global_pools():
+    # Embedding(mask_zero=True) -> GlobalAveragePooling1D / GlobalMaxPooling1D: over the real steps
+    x = np.array([[3, 1, 0, 0], [2, 0, 0, 0], [4, 4, 2, 1]], dtype=np.int32)
+    real = x != 0
+    for pool, reduce in ((L.GlobalAveragePooling1D(), np.mean), (L.GlobalMaxPooling1D(), np.max)):
+        m = pg.Sequential([L.Embedding(5, 3, mask_zero=True, name="emb"), pool], input_shape=(4,))
+        m.compile(loss="mse")
+        e = m.get_weights()["emb.weight"][x]
+        want = np.stack([reduce(e[i][real[i]], axis=0) for i in range(len(x))])
+        np.testing.assert_allclose(m.predict(x), want, rtol=1e-5, atol=1e-6)
+        m.free()

@@ -69,3 +69,16 @@ def test_bad_arguments_and_shapes_are_refused():
         L.TimeDistributed("dense")
     with pytest.raises(ValueError, match=r"\(steps, \.\.\.\)"):
         pg.Sequential([L.TimeDistributed(L.Dense(2))], input_shape=(4,)).compile(loss="mse")
+
+
+def test_the_mask_passes_through():
+    # Embedding(mask_zero) -> TimeDistributed(Dense) -> GlobalAveragePooling1D: the average
+    # leaves out the padded steps, so the mask went through TimeDistributed
+    x = np.array([[3, 1, 0], [2, 0, 0]], dtype=np.int32)
+    m = pg.Sequential([L.Embedding(5, 3, mask_zero=True, name="emb"), L.TimeDistributed(L.Dense(2), name="td"),
+                       L.GlobalAveragePooling1D()], input_shape=(3,)).compile(loss="mse")
+    w = m.get_weights()
+    h = w["emb.weight"][x] @ w["td.layer.weight"].T + w["td.layer.bias"]
+    want = np.stack([h[0, :2].mean(axis=0), h[1, :1].mean(axis=0)])
+    np.testing.assert_allclose(m.predict(x), want, rtol=1e-5, atol=1e-6)
+    m.free()

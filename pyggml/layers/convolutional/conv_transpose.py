@@ -210,9 +210,6 @@ class Conv1DTranspose(_BaseConvTranspose):
                                       self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
 
-    def compute_mask(self, inputs, mask=None):
-        return None                       # the steps change
-
     def pre_activation(self, inputs, training=None):
         n, steps, c = inputs.shape
         k = self.kernel_size[0]

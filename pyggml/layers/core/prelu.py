@@ -14,6 +14,8 @@ class PReLU(Layer):
     ``shared_axes`` (counted from 1, as Keras): ``shared_axes=[1, 2]`` on images
     gives one slope per channel."""
 
+    supports_masking = True
+
     def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None,
                  shared_axes=None, **kwargs):
         super().__init__(**kwargs)

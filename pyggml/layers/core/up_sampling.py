@@ -75,9 +75,6 @@ class _UpSampling(Layer):
         spatial = tuple(None if d is None else d * s for d, s in zip(input_shape[1:-1], self.size))
         return (input_shape[0],) + spatial + (input_shape[-1],)
 
-    def compute_mask(self, inputs, mask=None):
-        return None                       # the steps change
-
 
 @register_builtin
 class UpSampling1D(_UpSampling):

@@ -121,10 +121,6 @@ class BasePooling(Layer):
         return tuple(pool_pads(size, self.pool_size[i], self.strides[i], self.padding)
                      for i, size in enumerate(sizes))
 
-    def compute_mask(self, inputs, mask=None):
-        # the steps change: a padding mask of the input no longer lines up (Keras drops it too)
-        return None
-
     def get_config(self):
         c = super().get_config()
         c.update(pool_size=self.pool_size, strides=self.strides, padding=self.padding)

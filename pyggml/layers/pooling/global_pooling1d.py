@@ -36,9 +36,6 @@ class _Global1D(Layer):
                              f"got {tuple(input_shape[1:])}")
         return (input_shape[0], 1, input_shape[2]) if self.keepdims else (input_shape[0], input_shape[2])
 
-    def compute_mask(self, inputs, mask=None):
-        return None                     # the steps are gone
-
     @staticmethod
     def _mask_columns(mask, n, steps):
         """The mask as (N, steps, 1) (it broadcasts over the channels), and the

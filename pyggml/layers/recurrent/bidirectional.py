@@ -9,7 +9,8 @@ merge, as Keras: ``merge_mode`` "concat" (the default: forward features first),
 "sum", "mul", "ave", or None (a list of the two outputs).
 
 ``call(inputs, mask=...)`` passes a padding mask on to the wrapped layers when
-their ``call`` takes one.  The output keeps the mask with ``return_sequences``.
+their ``call`` takes one (LSTM and GRU do: the backward one then starts at each
+row's last real step).  The output keeps the mask with ``return_sequences``.
 """
 
 import numpy as np
@@ -106,12 +107,10 @@ class Bidirectional(Layer):
         return f
 
     def compute_mask(self, inputs, mask=None):
+        # the steps stay with return_sequences, and the mask with them
         if not self.return_sequences:
             return None
         return [mask, mask] if self.merge_mode is None else mask
-
-    def _passes_mask(self):
-        return self.return_sequences
 
     # --- the computation --------------------------------------------------------------------
     def call(self, inputs, training=None, mask=None):

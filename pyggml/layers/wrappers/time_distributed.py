@@ -17,6 +17,8 @@ __all__ = ["TimeDistributed"]
 
 @register_builtin
 class TimeDistributed(Layer):
+    supports_masking = True             # the steps stay
+
     def __init__(self, layer, **kwargs):
         super().__init__(**kwargs)
         self.layer = check_layer("TimeDistributed", layer)
