@@ -12,6 +12,7 @@ being built: pass it to ``pyggml.ops`` or use it in arithmetic
 import numpy as np
 
 from pyggml import _random, _scope, initializers
+from pyggml.errors import GGMLError
 
 __all__ = ["Variable"]
 
@@ -30,6 +31,7 @@ class Variable:
         self._value = None           # numpy values while not bound to a device tensor
         self._tensor = None          # the device tensor holding the values, when bound
         self._home = None            # the object that owns that tensor (a weight store)
+        self._lost = None            # why the values are gone (their device failed), or None
 
     # --- flags ---------------------------------------------------------------------
     @property
@@ -50,8 +52,13 @@ class Variable:
         return int(np.prod(self.shape)) if self.shape else 1
 
     # --- values --------------------------------------------------------------------
+    def _check_values(self):
+        if self._lost is not None:
+            raise GGMLError(f"the values of weight {self.name!r} were lost: {self._lost}")
+
     def initialize(self, rng=None):
         """Draw the initial values (once; a bound variable keeps its values)."""
+        self._check_values()
         if self._value is None and self._tensor is None:
             self._value = np.ascontiguousarray(
                 initializers.get(self.initializer)(self.shape, rng or _random.rng(), self.layout),
@@ -65,6 +72,11 @@ class Variable:
         self.initialize()
         return self._value.copy()
 
+    @property
+    def lost(self):
+        """Why the values are gone (their device failed before they came back), or None."""
+        return self._lost
+
     def assign(self, value):
         """Set the values (any real array of this shape)."""
         a = np.asarray(value)
@@ -77,6 +89,7 @@ class Variable:
             self._tensor.set(a)
         else:
             self._value = a.copy()
+            self._lost = None
         return self
 
     value = property(numpy, assign)
@@ -103,9 +116,14 @@ class Variable:
         self._tensor, self._home, self._value = tensor, home, None
 
     def unbind(self):
-        """Bring the values back to numpy (the device tensor is going away)."""
+        """Bring the values back to numpy (the device tensor is going away).  If the
+        device cannot give them back (a remote device that died), the variable
+        remembers that its values are lost instead of raising."""
         if self._tensor is not None:
-            values = self._tensor.numpy().reshape(self.shape)
+            try:
+                values = self._tensor.numpy().reshape(self.shape)
+            except Exception as e:
+                values, self._lost = None, f"{type(e).__name__}: {e}"
             self._tensor, self._home, self._value = None, None, values
 
     # --- in a graph being built --------------------------------------------------------

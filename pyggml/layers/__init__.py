@@ -17,6 +17,8 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, LayerNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
+from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
+                                         Normalization, Rescaling, StringLookup)
 from pyggml.layers.recurrent import GRU, LSTM, Bidirectional
 from pyggml.layers.wrappers import TimeDistributed
 
@@ -24,7 +26,8 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
            "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D",
            "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
-           "BatchNormalization", "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention",
+           "BatchNormalization", "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention", "HostLayer",
+           "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization",
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
            "Maximum", "Minimum", "maximum", "minimum"]

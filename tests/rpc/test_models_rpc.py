@@ -43,7 +43,7 @@ def test_a_cnn_fits_saves_and_loads_on_the_remote_device(rpc_device, tmp_path):
             # loaded onto the remote device: it predicts exactly as the saved one,
             # and training goes on from the saved optimizer state
             again = pg.load_model(path, backend=rpc_device)
-            assert again._backend.name == rpc_device
+            assert again.backend_name == rpc_device
             np.testing.assert_array_equal(again.predict(x), p)
             h2 = again.fit(x, y, epochs=1, batch_size=16, shuffle=False, verbose=0)
             m.fit(x, y, epochs=1, batch_size=16, shuffle=False, verbose=0)
@@ -72,7 +72,7 @@ def test_a_model_moves_between_the_cpu_and_the_remote_device(rpc_device, tmp_pat
     p_cpu = m.predict(x)
     w = m.get_weights()
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", backend=rpc_device)
-    assert m._backend.name == rpc_device
+    assert m.backend_name == rpc_device
     np.testing.assert_allclose(m.predict(x), p_cpu, rtol=1e-6, atol=1e-7)
     for k, v in m.get_weights().items():
         np.testing.assert_array_equal(v, w[k])

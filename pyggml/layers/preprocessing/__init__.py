@@ -1,0 +1,17 @@
+"""Preprocessing layers (Keras's).
+
+In the graph (their state is non-trainable weights or config): ``Normalization``,
+``Rescaling``, ``CategoryEncoding``.  On the host, in numpy, before the graph
+(``HostLayer``s; their state is in their config): ``StringLookup``,
+``IntegerLookup``, ``Discretization``."""
+
+from pyggml.layers.preprocessing.category_encoding import CategoryEncoding
+from pyggml.layers.preprocessing.discretization import Discretization
+from pyggml.layers.preprocessing.host_layer import HostLayer
+from pyggml.layers.preprocessing.integer_lookup import IntegerLookup
+from pyggml.layers.preprocessing.normalization import Normalization
+from pyggml.layers.preprocessing.rescaling import Rescaling
+from pyggml.layers.preprocessing.string_lookup import StringLookup
+
+__all__ = ["HostLayer", "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup",
+           "Discretization"]

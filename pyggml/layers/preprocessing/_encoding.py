@@ -1,0 +1,57 @@
+"""Index arrays to one-hot, multi-hot or count vectors on the host (Keras's
+``encode_categorical_inputs`` rules), and the shapes they give."""
+
+import numpy as np
+
+__all__ = ["ENCODINGS", "encode", "encoded_shape", "check_output_mode"]
+
+ENCODINGS = ("one_hot", "multi_hot", "count")
+
+
+def check_output_mode(output_mode, who, allowed=("int",) + ENCODINGS):
+    if output_mode == "binary":                 # Keras's old name of multi_hot
+        output_mode = "multi_hot"
+    if output_mode in ("tf_idf", "tf-idf"):
+        raise ValueError(f"{who}: output_mode='tf_idf' is not supported; use one of {', '.join(allowed)}")
+    if output_mode not in allowed:
+        raise ValueError(f"{who}: output_mode must be one of {', '.join(repr(a) for a in allowed)}, "
+                         f"got {output_mode!r}")
+    return output_mode
+
+
+def encoded_shape(shape, mode, depth):
+    """The output shape of ``mode`` for inputs of ``shape`` (any leading None kept)."""
+    shape = tuple(shape)
+    if mode == "int":
+        return shape
+    if mode == "one_hot":
+        if len(shape) > 1 and shape[-1] == 1:
+            return shape[:-1] + (depth,)
+        return shape + (depth,)
+    return (shape[:-1] if shape else ()) + (depth,)
+
+
+def encode(indices, mode, depth):
+    """float32 encodings of int indices in [0, depth); negative indices are dropped
+    (a mask token outside "int" mode): they set no entry."""
+    a = np.asarray(indices, dtype=np.int64)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if mode == "one_hot":
+        if a.ndim > 1 and a.shape[-1] == 1:
+            a = a[..., 0]
+        out = np.zeros(a.shape + (depth,), dtype=np.float32)
+        flat = a.reshape(-1)
+        rows = np.flatnonzero(flat >= 0)
+        out.reshape(-1, depth)[rows, flat[rows]] = 1.0
+        return out
+    lead, k = a.shape[:-1], a.shape[-1]
+    n = int(np.prod(lead)) if lead else 1
+    flat = a.reshape(n, k)
+    row = np.repeat(np.arange(n, dtype=np.int64), k)
+    col = flat.reshape(-1)
+    keep = col >= 0
+    counts = np.bincount(row[keep] * depth + col[keep], minlength=n * depth).reshape(lead + (depth,))
+    if mode == "multi_hot":
+        counts = np.minimum(counts, 1)
+    return counts.astype(np.float32)

@@ -1,0 +1,191 @@
+"""Normalization: shift and scale inputs by a mean and variance per feature,
+learnt from data with ``adapt`` or given (Keras's layer).
+
+``(x - mean) / max(sqrt(variance), 1e-7)`` (Keras's epsilon: a feature of zero
+variance is only shifted), or the inverse with ``invert=True``.  Adapted
+statistics are non-trainable weights named ``mean`` and ``variance`` (saved
+with the model's weights); given ones are constants in the config."""
+
+import numpy as np
+
+from pyggml import ops
+from pyggml._validation import is_int
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.layer import Layer
+from pyggml.layers.preprocessing._adapt import adapt_batches
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Normalization"]
+
+_EPSILON = 1e-7                  # Keras's backend.epsilon()
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _axes(axis):
+    if axis is None:
+        return ()
+    if is_int(axis):
+        return (int(axis),)
+    try:
+        t = tuple(axis)
+    except TypeError:
+        raise TypeError(f"Normalization: axis must be an int, a tuple of ints or None, got {axis!r}") from None
+    if not all(is_int(a) for a in t):
+        raise TypeError(f"Normalization: axis must be an int, a tuple of ints or None, got {axis!r}")
+    return tuple(int(a) for a in t)
+
+
+def _stat_values(v, what):
+    a = np.asarray(v, dtype=np.float64) if not isinstance(v, np.ndarray) else v.astype(np.float64)
+    if a.dtype.kind not in "biuf" or not np.all(np.isfinite(a)):
+        raise ValueError(f"Normalization: {what} must hold finite numbers")
+    return a
+
+
+@register_builtin
+class Normalization(Layer):
+    """``Normalization(axis=-1, mean=None, variance=None, invert=False)``.
+
+    ``axis``: the axes (of the input with its batch) that keep a mean and a
+    variance per index; the others are averaged over.  -1: one per feature of
+    the last axis; None: one for all.  Call ``adapt(data)`` (an array or a
+    dataset of batches) to learn them, or pass ``mean`` and ``variance``."""
+
+    def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = _axes(axis)
+        self._axis_arg = axis if axis is None or is_int(axis) else list(self.axis)
+        if (mean is None) != (variance is None):
+            raise ValueError("Normalization: give both mean and variance, or neither (then call adapt)")
+        self.input_mean = None if mean is None else _stat_values(mean, "mean")
+        self.input_variance = None if variance is None else _stat_values(variance, "variance")
+        if self.input_variance is not None and np.any(self.input_variance < 0):
+            raise ValueError("Normalization: variance must not be negative")
+        self.invert = bool(invert)
+        self._keep = self._broadcast = None
+        self.adapt_mean = self.adapt_variance = None
+
+    # --- shapes ------------------------------------------------------------------------
+    def _plan(self, input_shape):
+        """(kept axes, broadcast shape, statistics shape) for a Keras input shape."""
+        ndim = len(input_shape)
+        for a in self.axis:
+            if not -ndim <= a < ndim:
+                raise ValueError(f"Normalization: axis {a} is out of range for inputs of shape {tuple(input_shape)}")
+        keep = tuple(sorted({a % ndim for a in self.axis}))
+        for a in keep:
+            if input_shape[a] is None:
+                raise ValueError(f"Normalization: axis {a} of the inputs {tuple(input_shape)} has no fixed size "
+                                 f"(the batch axis or a variable length) and cannot keep statistics per index")
+        broadcast = tuple(input_shape[a] if a in keep else 1 for a in range(ndim))
+        return keep, broadcast, tuple(input_shape[a] for a in keep)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def build(self, input_shape):
+        keep, broadcast, stat_shape = self._plan(tuple(input_shape))
+        if self.adapt_mean is not None and self.adapt_mean.shape != (stat_shape or (1,)):
+            raise ValueError(f"Normalization: adapted statistics of shape {self.adapt_mean.shape} do not fit inputs "
+                             f"of shape {tuple(input_shape)} (axis={self._axis_arg} needs {stat_shape or (1,)})")
+        self._keep, self._broadcast = keep, broadcast
+        if self.input_mean is None:
+            self._ensure_stats(stat_shape or (1,))
+        else:
+            for v, what in ((self.input_mean, "mean"), (self.input_variance, "variance")):
+                try:
+                    np.broadcast_to(v, broadcast)
+                except ValueError:
+                    raise ValueError(f"Normalization: {what} of shape {v.shape} does not broadcast to "
+                                     f"{broadcast}, the statistics' shape for inputs of shape "
+                                     f"{tuple(input_shape)} with axis={self._axis_arg}") from None
+
+    def _ensure_stats(self, shape):
+        """The mean and variance weights (made once: by adapt or by build, whichever comes first)."""
+        if self.adapt_mean is None:
+            self.adapt_mean = self.add_weight("mean", shape, "zeros", trainable=False)
+            self.adapt_variance = self.add_weight("variance", shape, "ones", trainable=False)
+
+    def _stat_shape_in_graph(self):
+        """The statistics' shape without the batch axis, as the inputs broadcast them."""
+        return tuple(self._broadcast[1:]) or (1,)
+
+    def _given(self, v):
+        """A given statistic as an array of the broadcast shape without the batch axis."""
+        return np.ascontiguousarray(np.broadcast_to(v, self._broadcast)).reshape(self._stat_shape_in_graph())
+
+    # --- adapt -------------------------------------------------------------------------
+    def adapt(self, data, batch_size=None, steps=None):
+        """Learn the mean and variance per kept index from ``data``: a numpy array (or a
+        list), or a dataset / iterable / PyDataset of batches (of their x).  The
+        variance is the population variance, merged exactly across batches."""
+        if self.input_mean is not None:
+            raise ValueError("Normalization: this layer was given mean and variance; it cannot adapt")
+        count, mean, m2 = 0, None, None
+        for k, batch in enumerate(adapt_batches(data, "Normalization")):
+            if steps is not None and k >= steps:
+                break
+            if batch.dtype == object or batch.dtype.kind not in "biuf":
+                raise TypeError(f"Normalization: adapt takes numbers, got dtype {batch.dtype}")
+            if batch.ndim < 2 and self.axis:
+                raise ValueError(f"Normalization: adapt data of shape {batch.shape} has only the batch axis: "
+                                 f"give one feature as data.reshape(-1, 1), or use axis=None")
+            keep, broadcast, stat_shape = self._plan((None,) + tuple(batch.shape[1:]))
+            if self._keep is not None and self.axis and (len(broadcast) != len(self._broadcast) or any(
+                    broadcast[a] != self._broadcast[a] for a in keep)):
+                raise ValueError(f"Normalization: adapt data of shape {batch.shape} does not fit the layer, made "
+                                 f"for inputs of shape {self.input_shape or (None,) + self._broadcast[1:]}")
+            if not self.built:
+                self._keep, self._broadcast = keep, broadcast
+            self._ensure_stats(stat_shape or (1,))
+            x = batch.astype(np.float64)
+            if not np.all(np.isfinite(x)):
+                raise ValueError("Normalization: adapt data holds NaN or inf")
+            reduce = tuple(a for a in range(x.ndim) if a not in self._keep)
+            n = int(np.prod([x.shape[a] for a in reduce])) if reduce else 1
+            if n == 0:
+                continue
+            bmean = x.mean(axis=reduce) if reduce else x
+            bm2 = ((x - x.mean(axis=reduce, keepdims=True)) ** 2).sum(axis=reduce) if reduce else np.zeros_like(x)
+            if mean is None:
+                count, mean, m2 = n, bmean, bm2
+            else:                                   # Chan et al.'s exact merge of two partial results
+                total = count + n
+                delta = bmean - mean
+                mean = mean + delta * (n / total)
+                m2 = m2 + bm2 + delta ** 2 * (count * n / total)
+                count = total
+        if mean is None:
+            raise ValueError("Normalization: adapt got no rows")
+        variance = m2 / count
+        shape = self.adapt_mean.shape
+        for v, values in ((self.adapt_mean, mean), (self.adapt_variance, variance)):
+            values = np.asarray(values).reshape(shape)
+            if np.any(np.abs(values) > _FLOAT32_MAX):
+                raise ValueError("Normalization: the data's statistics are too large for float32")
+            v.assign(values)
+
+    # --- the computation ---------------------------------------------------------------------
+    def call(self, inputs, training=None):
+        x = contiguous(inputs)
+        if x.dtype != "f32":
+            x = ops.cast(x, "f32")
+        bshape = self._stat_shape_in_graph()
+        if self.input_mean is not None:
+            std = np.maximum(np.sqrt(self._given(self.input_variance)), _EPSILON)
+            mean = ops.constant(self._given(self.input_mean))
+            std_t, inv_t = ops.constant(std), ops.constant(1.0 / std)
+        else:
+            mean = ops.reshape(self.adapt_mean, bshape)
+            std_t = ops.reshape(ops.clamp(ops.sqrt(self.adapt_variance), _EPSILON, _FLOAT32_MAX), bshape)
+            inv_t = ops.div(ops.constant(np.ones(bshape, dtype=np.float32)), std_t)
+        if self.invert:
+            return x * std_t + mean
+        return (x - mean) * inv_t
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg.update(axis=self._axis_arg, invert=self.invert,
+                   mean=None if self.input_mean is None else self.input_mean.tolist(),
+                   variance=None if self.input_variance is None else self.input_variance.tolist())
+        return cfg

@@ -1,0 +1,84 @@
+"""Rescaling: ``inputs * scale + offset`` (Keras's layer), e.g. ``Rescaling(1 / 255)``
+for pixel values.  ``scale`` and ``offset`` are numbers or arrays that
+broadcast against the inputs (one per channel of the last axis)."""
+
+import numpy as np
+
+from pyggml import ops
+from pyggml._validation import is_number
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Rescaling"]
+
+
+def _value(v, what):
+    if is_number(v):
+        if not np.isfinite(float(v)):
+            raise ValueError(f"Rescaling: {what} must be finite, got {v!r}")
+        return float(v)
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"Rescaling: {what} must be a number or an array of numbers, got {v!r}") from None
+    if a.ndim > 4 or a.size == 0 or not np.all(np.isfinite(a)):
+        raise ValueError(f"Rescaling: {what} must be a finite number or a non-empty array of finite numbers")
+    return a
+
+
+@register_builtin
+class Rescaling(Layer):
+    """``Rescaling(scale, offset=0.0)``: ``x * scale + offset``."""
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = _value(scale, "scale")
+        self.offset = _value(offset, "offset")
+
+    def compute_output_shape(self, input_shape):
+        feat = tuple(input_shape[1:])
+        for v, what in ((self.scale, "scale"), (self.offset, "offset")):
+            if isinstance(v, np.ndarray):
+                shape = v.shape[1:] if v.ndim > len(feat) else v.shape
+                if v.ndim > len(feat) and v.shape[0] != 1:
+                    raise ValueError(f"Rescaling: {what} of shape {v.shape} does not broadcast to inputs of shape "
+                                     f"{tuple(input_shape)}")
+                try:
+                    np.broadcast_shapes(tuple(1 if d is None else d for d in feat), shape)
+                except ValueError:
+                    raise ValueError(f"Rescaling: {what} of shape {v.shape} does not broadcast to inputs of shape "
+                                     f"{tuple(input_shape)}") from None
+                if np.broadcast_shapes(tuple(1 if d is None else d for d in feat), shape) != \
+                        tuple(1 if d is None else d for d in feat):
+                    raise ValueError(f"Rescaling: {what} of shape {v.shape} would change the inputs' shape "
+                                     f"{tuple(input_shape)}")
+        return input_shape
+
+    def build(self, input_shape):
+        self.compute_output_shape(tuple(input_shape))
+
+    @staticmethod
+    def _in_graph(v, ndim):
+        a = v.reshape(v.shape[1:]) if v.ndim == ndim + 1 else v
+        return ops.constant(np.ascontiguousarray(a, dtype=np.float32).reshape(a.shape or (1,)))
+
+    def call(self, inputs, training=None):
+        x = contiguous(inputs)
+        if x.dtype != "f32":
+            x = ops.cast(x, "f32")
+        nd = len(x.shape) - 1
+        if isinstance(self.scale, float):
+            y = ops.scale(x, self.scale) if self.scale != 1.0 else x
+        else:
+            y = x * self._in_graph(self.scale, nd)
+        if isinstance(self.offset, float):
+            return ops.scale_bias(y, 1.0, self.offset) if self.offset != 0.0 else (
+                y if y is not x else ops.scale(x, 1.0))
+        return y + self._in_graph(self.offset, nd)
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg.update(scale=self.scale if isinstance(self.scale, float) else self.scale.tolist(),
+                   offset=self.offset if isinstance(self.offset, float) else self.offset.tolist())
+        return cfg

@@ -1,0 +1,20 @@
+"""``pg.utils``: Keras's utilities for data and models.
+
+- ``to_categorical(y, num_classes=None, dtype="float32")``, ``normalize(x, axis=-1, order=2)``
+- ``pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre", value=0.0)``
+- ``PyDataset`` (alias ``Sequence``): a base class for batches made on demand,
+  which ``fit``, ``evaluate`` and ``predict`` take
+- ``set_random_seed(seed)``
+- ``plot_model(model, to_file="model.png", ...)`` and ``model_to_dot(model, ...)``:
+  a picture of the layer graph (through graphviz's ``dot`` when it is installed;
+  its DOT source and a text rendering otherwise)
+"""
+
+from pyggml.utils.model_visualization import model_to_dot, plot_model
+from pyggml.utils.numerical_utils import normalize, to_categorical
+from pyggml.utils.py_dataset import PyDataset, Sequence
+from pyggml.utils.rng_utils import set_random_seed
+from pyggml.utils.sequence_utils import pad_sequences
+
+__all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequence", "set_random_seed",
+           "plot_model", "model_to_dot"]
