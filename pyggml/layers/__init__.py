@@ -6,23 +6,28 @@ that saved models holding it load.
 """
 
 from pyggml.layers.attention import MultiHeadAttention
-from pyggml.layers.convolutional import Conv1D, Conv2D
-from pyggml.layers.core import (ELU, Activation, Dense, Dropout, Embedding, Flatten, LeakyReLU, Permute, ReLU,
-                                Reshape, Softmax)
+from pyggml.layers.convolutional import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose
+from pyggml.layers.core import (ELU, Activation, Dense, Dropout, Embedding, Flatten, LeakyReLU, Permute, PReLU,
+                                ReLU, Reshape, Softmax, UpSampling1D, UpSampling2D)
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer
-from pyggml.layers.merging import (Add, Average, Concatenate, Multiply, Subtract, add, average, concatenate,
-                                   multiply, subtract)
+from pyggml.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average,
+                                   concatenate, maximum, minimum, multiply, subtract)
 from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, LayerNormalization
-from pyggml.layers.pooling import AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, MaxPooling2D
+from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
+                                   GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
                                          Normalization, Rescaling, StringLookup)
-from pyggml.layers.recurrent import GRU, LSTM
+from pyggml.layers.recurrent import GRU, LSTM, Bidirectional
+from pyggml.layers.wrappers import TimeDistributed
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
            "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D",
            "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
            "BatchNormalization", "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention", "HostLayer",
-           "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization"]
+           "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization",
+           "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
+           "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
+           "Maximum", "Minimum", "maximum", "minimum"]

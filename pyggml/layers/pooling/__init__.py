@@ -1,6 +1,9 @@
 """Pooling layers (channels-last)."""
 
 from pyggml.layers.pooling.global_pooling import GlobalAveragePooling2D, GlobalMaxPooling2D
+from pyggml.layers.pooling.global_pooling1d import GlobalAveragePooling1D, GlobalMaxPooling1D
+from pyggml.layers.pooling.pooling1d import AveragePooling1D, MaxPooling1D
 from pyggml.layers.pooling.pooling2d import AveragePooling2D, MaxPooling2D
 
-__all__ = ["MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D"]
+__all__ = ["MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling1D",
+           "GlobalMaxPooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling2D"]

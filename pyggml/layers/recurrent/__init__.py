@@ -1,6 +1,7 @@
 """Recurrent layers."""
 
+from pyggml.layers.recurrent.bidirectional import Bidirectional
 from pyggml.layers.recurrent.gru import GRU
 from pyggml.layers.recurrent.lstm import LSTM
 
-__all__ = ["LSTM", "GRU"]
+__all__ = ["LSTM", "GRU", "Bidirectional"]

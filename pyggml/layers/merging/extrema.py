@@ -1,0 +1,39 @@
+"""Maximum and Minimum of several inputs (element-wise, numpy broadcasting), and
+Keras's functional forms ``maximum([a, b])``, ``minimum([a, b])``.
+
+They train: ``max(a, b) = b + relu(a - b)`` and ``min(a, b) = a - relu(a - b)``
+(at a tie the gradient goes to one input, as a subgradient should).
+"""
+
+from pyggml import ops
+from pyggml.layers.merging.merge import _Merge
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Maximum", "Minimum", "maximum", "minimum"]
+
+
+@register_builtin
+class Maximum(_Merge):
+    def call(self, inputs, training=None):
+        y = inputs[0]
+        for x in inputs[1:]:
+            y = x + ops.relu(y - x)
+        return y
+
+
+@register_builtin
+class Minimum(_Merge):
+    def call(self, inputs, training=None):
+        y = inputs[0]
+        for x in inputs[1:]:
+            y = y - ops.relu(y - x)
+        return y
+
+
+def maximum(inputs, **kwargs):
+    """Keras's functional form: ``maximum([a, b])`` is ``Maximum()([a, b])``."""
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs, **kwargs):
+    return Minimum(**kwargs)(inputs)
