@@ -405,3 +405,28 @@ def test_a_long_bidirectional_lstm_stack_builds_and_trains(graph_path):
         assert n < (25000 if graph_path == "fused" else 60000), n
     finally:
         m.free()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: L.Conv2D(3, 2, activation="softmax"),
+    lambda: L.Conv2DTranspose(3, 2, strides=2, activation="softmax"),
+    lambda: L.Conv1D(3, 2, padding="causal", activation="softmax"),
+], ids=["conv2d", "conv2d_transpose", "conv1d_causal"])
+def test_convolutions_give_a_cross_entropy_their_logits(make):
+    # the loss trains on the layer's pre-activation: the loss fit reports is the
+    # cross-entropy of the softmax predict gives, on every cell
+    rng = np.random.default_rng(6)
+    layer = make()
+    shape = (4, 3) if isinstance(layer, L.Conv1D) else (3, 3, 2)
+    m = pg.Sequential([layer], input_shape=shape).compile(optimizer="sgd", loss="categorical_crossentropy", seed=0)
+    try:
+        assert m._compile_spec.logits[0]                  # the loss takes the layer's pre_activation
+        x = rng.normal(size=(4,) + shape).astype(np.float32)
+        p = m.predict(x).astype(np.float64)
+        y = np.eye(3)[rng.integers(0, 3, p.shape[:-1])].astype(np.float32)
+        np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-5)
+        want = float(np.mean(-(y * np.log(p)).sum(-1)))
+        got = m.fit(x, y, epochs=1, batch_size=4, shuffle=False, verbose=0).history["loss"][0]
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+    finally:
+        m.free()
