@@ -37,9 +37,11 @@ _SCALES = (1, 8, 32, 128, 512)
 class GraphBuilder:
     """The graph scope (see pyggml._scope) of one executor's graphs."""
 
-    def __init__(self, store, training, scale=1):
+    def __init__(self, store, training, scale=1, fused_ok=False):
         self.store = store
         self.training = bool(training)
+        # the graph computes on the CPU: layers may use pyggml's fused CPU ops (pyggml._scope.fused)
+        self.fused_ok = bool(fused_ok)
         self.graph_size = _GRAPH_SIZE * scale
         self.ctx = Context(n_tensors=_N_TENSORS * scale, graph_size=3 * self.graph_size)
         self.in_ctx = Context(n_tensors=256 * scale + 64)
@@ -142,7 +144,7 @@ class Executor:
         # made sharing one Vulkan backend safe; a backend per graph hid that bug)
         rt = model._rt
         self.backend = rt.backend
-        self.g = GraphBuilder(rt.store, training, scale)
+        self.g = GraphBuilder(rt.store, training, scale, fused_ok=self.backend.is_cpu)
         self.shapes = shapes
         self.batch = shapes[0][0]
         self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.graph_specs)]
