@@ -59,7 +59,10 @@ def test_the_last_short_batch_keeps_padding_out_of_batchnorm_and_the_loss():
     np.testing.assert_allclose(h.history["loss"][0], sum(losses) / 34, rtol=1e-5)
     for ours, theirs in (("dense.weight", d1.weight), ("dense_1.weight", d2.weight), ("dense_1.bias", d2.bias),
                          ("batch_normalization.weight", bn.weight), ("batch_normalization.bias", bn.bias)):
-        np.testing.assert_allclose(w1[ours], theirs.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=ours)
+        # the 2-row batch normalises by a variance as small as 0.008: float32 gradients of the
+        # first Dense are ~5 and differ from float64's by up to 2e-5 (PyTorch's float32 too),
+        # so 0.1 * that is the floor; a padded row moves these weights by more than 1e-2
+        np.testing.assert_allclose(w1[ours], theirs.detach().numpy(), rtol=1e-5, atol=1e-5, err_msg=ours)
     # momentum 0: the running statistics are the last batch's (Keras keeps the biased variance)
     np.testing.assert_allclose(w1["batch_normalization.running_mean"], last_batch.mean(0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w1["batch_normalization.running_var"], last_batch.var(0), rtol=1e-4, atol=1e-6)
