@@ -6,6 +6,11 @@ is its own.  Prints a table: both figures and their ratio (higher is better
 for pyggml in the last column).  A benchmark, never a test.
 
     python tools/bench.py [--threads 2] [--repeats 3] [--rounds 3] [--only step_,mlp,...]
+
+Two builds of pyggml side by side instead (e.g. the portable wheel and a native
+build, each installed in its own venv; default workload: the MNIST MLP):
+
+    python tools/bench.py --wheel-python WHEELVENV/bin/python --native-python NATIVEVENV/bin/python
 """
 
 import argparse
@@ -179,10 +184,12 @@ print("RESULT " + json.dumps(result))
 """
 
 
-def run_child(fw, wl, threads, repeats):
-    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    r = subprocess.run([sys.executable, "-c", CHILD, fw, wl, str(threads), str(repeats)], capture_output=True,
-                       text=True, env=env, timeout=1800)
+def run_child(fw, wl, threads, repeats, python=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(here))
+    # run from tools/: from the source root, `import pyggml` would find the unbuilt source
+    r = subprocess.run([python or sys.executable, "-c", CHILD, fw, wl, str(threads), str(repeats)],
+                       capture_output=True, text=True, env=env, timeout=1800, cwd=here)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -248,13 +255,52 @@ def installed_mb(mod):
     return total / 2**20
 
 
+def build_of(python):
+    """The CPU target and variant a pyggml installation runs with."""
+    code = "import pyggml.core as c, pyggml._config as k; i = c.load_info(); print(k.cpu_target, i['cpu_variant'])"
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(__file__))
+    return r.stdout.strip() or f"(pyggml does not import: {r.stderr.strip()[-200:]})"
+
+
+def compare_builds(a):
+    """Two installations of pyggml (the wheel's venv and a native build's), the
+    same workloads, taking turns; each keeps its best round."""
+    wls = [w for w in WORKLOADS if any(o in w for o in (a.only or "mnist_mlp").split(","))]
+    builds = {"wheel": a.wheel_python, "native": a.native_python}
+    print(f"pyggml builds side by side, {a.threads} threads, best of {a.rounds} alternating rounds x "
+          f"{a.repeats} repeats; {time.strftime('%Y-%m-%d')}")
+    for name, py in builds.items():
+        print(f"- {name}: {py}: cpu target / variant {build_of(py)}")
+    print("| workload | unit | wheel | native | wheel / native |")
+    print("|---|---|---|---|---|")
+    for wl in wls:
+        runs = {name: [] for name in builds}
+        for _ in range(a.rounds):
+            for name, py in builds.items():
+                runs[name].append(run_child("pyggml", wl, a.threads, a.repeats, python=py))
+        w, n = best(runs["wheel"]), best(runs["native"])
+        for name, r in (("wheel", w), ("native", n)):
+            if "error" in r:
+                print(f"# {wl} ({name}) failed: {r['error']}", file=sys.stderr)
+        ratio = w["value"] / n["value"] if w["better"] == "higher" else n["value"] / w["value"]
+        print(f"| {wl} | {w['unit']} | {w['value']:.4g} | {n['value']:.4g} | {ratio:.0%} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--wheel-python", help="with --native-python: compare two pyggml installations "
+                                           "(interpreters of two venvs) instead of pyggml and PyTorch")
+    ap.add_argument("--native-python", help="the interpreter of the venv holding a native build")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats inside a process (best kept)")
     ap.add_argument("--rounds", type=int, default=3, help="processes per framework and workload, taking turns")
     ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
     a = ap.parse_args()
+    if a.wheel_python or a.native_python:
+        if not (a.wheel_python and a.native_python):
+            ap.error("--wheel-python and --native-python go together")
+        compare_builds(a)
+        return
     wls = [w for w in WORKLOADS if not a.only or any(o in w for o in a.only.split(","))]
     # found, not imported: the children forked from here would start with its memory
     import importlib.util

@@ -11,6 +11,7 @@ callbacks are global).  The areas are split into .pxi files:
 - opt.pxi      OptContext (ggml-opt)
 - gguf.pxi     GGUFFile
 - ops.pxi      ggml's operations, each checked before it reaches C
+- loader.pxi   ggml's backend modules loaded at import (dispatch builds)
 """
 
 cimport cython
@@ -219,3 +220,4 @@ include "graph.pxi"
 include "opt.pxi"
 include "gguf.pxi"
 include "ops.pxi"
+include "loader.pxi"
