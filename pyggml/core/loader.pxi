@@ -142,9 +142,16 @@ def _init_backends(str folder, list cpu_variants, list gpu_modules, str cpu_targ
                 continue
             reg, msgs = _load_module(path)
             if reg == 0:
-                info["gpu"][name] = "skipped: " + (msgs.replace("\n", "; ") or "it found no usable device")
+                info["gpu"][name] = (f"skipped: {name} found no driver or device"
+                                     + (f" (ggml: {msgs.replace(chr(10), '; ')})" if msgs else ""))
                 continue
-            info["gpu"][name] = f"loaded, {ggml_backend_reg_dev_count(<ggml_backend_reg_t>reg)} device(s)"
+            n_dev = ggml_backend_reg_dev_count(<ggml_backend_reg_t>reg)
+            if n_dev == 0:
+                hint = (": ggml leaves out CPU-type Vulkan drivers such as lavapipe unless "
+                        "GGML_VK_VISIBLE_DEVICES names them" if name == "vulkan" else "")
+                info["gpu"][name] = f"loaded, but it found no device{hint}"
+            else:
+                info["gpu"][name] = f"loaded, {n_dev} device(s)"
         path = os.path.join(folder, f"libggml-cpu-{chosen}.so")
         reg, msgs = _load_module(path)
         if reg == 0:
