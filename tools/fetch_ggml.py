@@ -334,15 +334,19 @@ def extract(archive: Path, pin: dict, dest: Path) -> None:
                 tf.extractall(tmp, members=members, filter="data")
             else:  # names were checked above
                 tf.extractall(tmp, members=members)
-        patch_exe = shutil.which("patch")
-        if patches() and not patch_exe:
-            raise SystemExit("fetch_ggml: the `patch` program is needed to apply ggml/patches "
+        patch_exe, git_exe = shutil.which("patch"), shutil.which("git")
+        if patches() and not (patch_exe or git_exe):
+            raise SystemExit("fetch_ggml: `patch` or `git` is needed to apply ggml/patches "
                              "(e.g. apt-get install patch)")
         for p in patches():
             log(f"applying {p.name}")
-            res = subprocess.run([patch_exe, "-p1", "--forward", "--batch", "-d",
-                                  str(tmp), "-i", str(p)],
-                                 capture_output=True, text=True)
+            if patch_exe:
+                cmd = [patch_exe, "-p1", "--forward", "--batch", "-d", str(tmp), "-i", str(p)]
+            else:   # outside a repository git apply is a plain patch program (the
+                    # ceiling keeps it from finding the clone around ggml/)
+                cmd = [git_exe, "-C", str(tmp), "apply", "-p1", str(p)]
+            env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tmp.parent))
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if res.returncode != 0:
                 raise SystemExit(f"fetch_ggml: patch {p.name} failed:\n"
                                  f"{res.stdout}{res.stderr}")
