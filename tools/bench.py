@@ -184,12 +184,14 @@ print("RESULT " + json.dumps(result))
 """
 
 
+# the children run from tools/: from the source root, `import pyggml` would find the unbuilt source
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
 def run_child(fw, wl, threads, repeats, python=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(here))
-    # run from tools/: from the source root, `import pyggml` would find the unbuilt source
+    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(HERE))
     r = subprocess.run([python or sys.executable, "-c", CHILD, fw, wl, str(threads), str(repeats)],
-                       capture_output=True, text=True, env=env, timeout=1800, cwd=here)
+                       capture_output=True, text=True, env=env, timeout=1800, cwd=HERE)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -209,12 +211,12 @@ def import_time(mod):
     ts = []
     for _ in range(5):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", f"import {mod}"], check=False, capture_output=True)
+        subprocess.run([sys.executable, "-c", f"import {mod}"], check=False, capture_output=True, cwd=HERE)
         ts.append(time.perf_counter() - t)
     base = []
     for _ in range(5):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=False)
+        subprocess.run([sys.executable, "-c", "pass"], check=False, cwd=HERE)
         base.append(time.perf_counter() - t)
     return (min(ts) - min(base)) * 1e3
 
@@ -236,7 +238,7 @@ def sgemm_ceiling(threads):
 
 def installed_mb(mod):
     r = subprocess.run([sys.executable, "-c", f"import {mod}, os; print(os.path.dirname({mod}.__file__))"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=HERE)
     path = r.stdout.strip()
     if not path:
         return float("nan")
@@ -258,7 +260,7 @@ def installed_mb(mod):
 def build_of(python):
     """The CPU target and variant a pyggml installation runs with."""
     code = "import pyggml.core as c, pyggml._config as k; i = c.load_info(); print(k.cpu_target, i['cpu_variant'])"
-    r = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=os.path.dirname(__file__))
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=HERE)
     return r.stdout.strip() or f"(pyggml does not import: {r.stderr.strip()[-200:]})"
 
 
