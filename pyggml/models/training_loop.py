@@ -234,7 +234,9 @@ def predict(model, x, batch_size, steps):
     rt = model._runtime()
     fast = _fast_input(model, x, batch_size)
     if fast is not None:                                # one batch, already as the graph takes it
-        return rt.predictor(((len(fast),) + fast.shape[1:],)).run([fast])
+        pred = rt.predictor(((len(fast),) + fast.shape[1:],))
+        model._predict_fast = (fast.shape, fast.dtype, len(fast) <= check_batch_size(None), pred, rt)
+        return pred.run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
     chunks = None
     # arrays: one graph of the batch size (capped at the rows), the last chunk padded
