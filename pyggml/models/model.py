@@ -54,8 +54,7 @@ class Model(Layer, Freeable):
         self._topology = None
         self._compile_spec = None
         self._rt = None                  # the device side: backend, weights, graphs (runtime.Runtime)
-        # predict's last one-batch call: (shape, dtype, rows allowed by the default batch, predictor, runtime)
-        self._predict_fast = None
+        self._predict_fast = None        # predict's last one-batch call (training_loop.predict_repeat)
         self._trainable_at_compile = None
         self._multi_in = self._multi_out = False
         self.stop_training = False
@@ -410,16 +409,9 @@ class Model(Layer, Freeable):
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
         """float32 predictions for any number of rows (a list for several outputs)."""
-        fast = self._predict_fast
-        if fast is not None and type(x) is np.ndarray and steps is None and x.shape == fast[0] and \
-                x.dtype == fast[1] and x.flags.c_contiguous and \
-                (fast[2] if batch_size is None else type(batch_size) is int and x.shape[0] <= batch_size <= 1 << 20):
-            # the same one-batch call as the last: nothing left to check but that its graph is current
-            with self._lock:
-                if self._predict_fast is fast and fast[4] is self._rt and not fast[3].freed:
-                    fast[4].ensure_bound()
-                    res = fast[3].run([x])
-                    return res if self._multi_out else res[0]
+        res = training_loop.predict_repeat(self, x, batch_size, steps)
+        if res is not None:
+            return res if self._multi_out else res[0]
         self.check_alive()
         bs = training_loop.check_batch_size(batch_size)
         with self._lock:
