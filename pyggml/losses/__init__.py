@@ -2,11 +2,16 @@
 
 from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, Huber, MeanAbsoluteError,
                                    MeanSquaredError, SparseCategoricalCrossentropy)
+from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge,
+                                 CosineSimilarity, Hinge, KLDivergence, LogCosh, MeanAbsolutePercentageError,
+                                 MeanSquaredLogarithmicError, Poisson, SquaredHinge)
 from pyggml.losses.loss import Loss, LossFunctionWrapper
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
 __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber", "BinaryCrossentropy",
-           "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "get", "serialize", "deserialize", "LOSSES"]
+           "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "KLDivergence", "Poisson", "LogCosh", "CosineSimilarity",
+           "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Hinge", "SquaredHinge", "CategoricalHinge",
+           "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "get", "serialize", "deserialize", "LOSSES"]
 
 LOSSES = {
     "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "MeanSquaredError": MeanSquaredError,
@@ -16,6 +21,19 @@ LOSSES = {
     "categorical_crossentropy": CategoricalCrossentropy, "CategoricalCrossentropy": CategoricalCrossentropy,
     "sparse_categorical_crossentropy": SparseCategoricalCrossentropy,
     "SparseCategoricalCrossentropy": SparseCategoricalCrossentropy,
+    "kl_divergence": KLDivergence, "kld": KLDivergence, "KLD": KLDivergence, "KLDivergence": KLDivergence,
+    "poisson": Poisson, "Poisson": Poisson,
+    "log_cosh": LogCosh, "logcosh": LogCosh, "LogCosh": LogCosh,
+    "cosine_similarity": CosineSimilarity, "CosineSimilarity": CosineSimilarity,
+    "mean_squared_logarithmic_error": MeanSquaredLogarithmicError, "msle": MeanSquaredLogarithmicError,
+    "MSLE": MeanSquaredLogarithmicError, "MeanSquaredLogarithmicError": MeanSquaredLogarithmicError,
+    "mean_absolute_percentage_error": MeanAbsolutePercentageError, "mape": MeanAbsolutePercentageError,
+    "MAPE": MeanAbsolutePercentageError, "MeanAbsolutePercentageError": MeanAbsolutePercentageError,
+    "hinge": Hinge, "Hinge": Hinge, "squared_hinge": SquaredHinge, "SquaredHinge": SquaredHinge,
+    "categorical_hinge": CategoricalHinge, "CategoricalHinge": CategoricalHinge,
+    "binary_focal_crossentropy": BinaryFocalCrossentropy, "BinaryFocalCrossentropy": BinaryFocalCrossentropy,
+    "categorical_focal_crossentropy": CategoricalFocalCrossentropy,
+    "CategoricalFocalCrossentropy": CategoricalFocalCrossentropy,
 }
 
 

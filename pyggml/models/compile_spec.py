@@ -74,7 +74,8 @@ class CompileSpec:
         for o, l, ms in zip(outputs, self.losses, per):
             ms = [] if ms is None else (list(ms) if isinstance(ms, (list, tuple)) else [ms])
             sparse = l is not None and getattr(l, "sparse", False)
-            binary = (o.feature_shape[-1:] == (1,)) or (l is not None and l.name == "binary_crossentropy")
+            binary = (o.feature_shape[-1:] == (1,)) or (l is not None and l.name in ("binary_crossentropy",
+                                                                               "binary_focal_crossentropy"))
             out.append([(metrics_mod.get(m, sparse=sparse, binary=binary), m) for m in ms])
         return out
 
