@@ -6,6 +6,11 @@ from pyggml.metrics.builtin import (AUC, Accuracy, BinaryAccuracy, CategoricalAc
                                     MeanSquaredError, Precision, Recall, RootMeanSquaredError,
                                     SparseCategoricalAccuracy, SparseTopKCategoricalAccuracy,
                                     TopKCategoricalAccuracy, TrueNegatives, TruePositives)
+from pyggml.metrics import extra as _x
+from pyggml.metrics.extra import (IoU, BinaryCrossentropy, CategoricalCrossentropy, CategoricalHinge, CosineSimilarity,
+                                  F1Score, FBetaScore, Hinge, KLDivergence, LogCoshError, MeanIoU,
+                                  MeanSquaredLogarithmicError, Poisson, R2Score, SparseCategoricalCrossentropy,
+                                  SquaredHinge)
 from pyggml.metrics.metric import Mean, MeanMetricWrapper, Metric
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
@@ -13,6 +18,9 @@ __all__ = ["Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", 
            "SparseCategoricalAccuracy", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy",
            "MeanAbsoluteError", "MeanSquaredError", "RootMeanSquaredError", "MeanAbsolutePercentageError",
            "Precision", "Recall", "AUC", "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives",
+           "KLDivergence", "Poisson", "LogCoshError", "CosineSimilarity", "MeanSquaredLogarithmicError", "Hinge",
+           "SquaredHinge", "CategoricalHinge", "BinaryCrossentropy", "CategoricalCrossentropy",
+           "SparseCategoricalCrossentropy", "R2Score", "FBetaScore", "F1Score", "IoU", "MeanIoU",
            "get", "serialize", "deserialize"]
 
 _BY_NAME = {
@@ -27,6 +35,13 @@ _BY_NAME = {
     "precision": _b.Precision, "recall": _b.Recall, "auc": _b.AUC,
     "true_positives": _b.TruePositives, "false_positives": _b.FalsePositives,
     "true_negatives": _b.TrueNegatives, "false_negatives": _b.FalseNegatives,
+    "kl_divergence": _x.KLDivergence, "kld": _x.KLDivergence, "poisson": _x.Poisson,
+    "logcosh": _x.LogCoshError, "log_cosh": _x.LogCoshError, "cosine_similarity": _x.CosineSimilarity,
+    "msle": _x.MeanSquaredLogarithmicError, "mean_squared_logarithmic_error": _x.MeanSquaredLogarithmicError,
+    "hinge": _x.Hinge, "squared_hinge": _x.SquaredHinge, "categorical_hinge": _x.CategoricalHinge,
+    "binary_crossentropy": _x.BinaryCrossentropy, "categorical_crossentropy": _x.CategoricalCrossentropy,
+    "sparse_categorical_crossentropy": _x.SparseCategoricalCrossentropy,
+    "r2_score": _x.R2Score, "f1_score": _x.F1Score, "fbeta_score": _x.FBetaScore,
 }
 KNOWN = sorted(set(_BY_NAME) | {"accuracy", "acc"})
 
