@@ -82,9 +82,33 @@ def test_lion_against_the_paper(b1, b2, wd):
     _run(pg.optimizers.Lion(lr, beta_1=b1, beta_2=b2, weight_decay=wd), rule)
 
 
-@pytest.mark.parametrize("name", ["adamax", "adadelta", "lion"])
+@pytest.mark.parametrize("kw", [dict(), dict(learning_rate_power=-0.7, initial_accumulator_value=0.3),
+                                dict(l1_regularization_strength=0.01, l2_regularization_strength=0.2,
+                                     l2_shrinkage_regularization_strength=0.1, beta=0.5, weight_decay=0.05),
+                                dict(initial_accumulator_value=0.0, learning_rate_power=-0.6)])
+def test_ftrl_keras_rule(kw):
+    lr = 0.2
+    p = -kw.get("learning_rate_power", -0.5)
+    l1 = kw.get("l1_regularization_strength", 0.0)
+    l2 = kw.get("l2_regularization_strength", 0.0) + kw.get("beta", 0.0) / (2 * lr)
+    l2s = kw.get("l2_shrinkage_regularization_strength", 0.0)
+    wd = kw.get("weight_decay", 0.0)
+
+    def rule(w, g, s, t):
+        n = s.setdefault("n", np.full_like(w, kw.get("initial_accumulator_value", 0.1)))
+        z = s.setdefault("z", np.zeros_like(w))
+        w = w - lr * wd * w
+        n_new = n + g * g
+        z[:] = z + g + 2 * l2s * w - (n_new ** p - n ** p) / lr * w
+        n[:] = n_new
+        return (np.clip(z, -l1, l1) - z) / (n_new ** p / lr + 2 * l2)
+    _run(pg.optimizers.Ftrl(lr, **kw), rule)
+
+
+@pytest.mark.parametrize("name", ["adamax", "adadelta", "lion", "ftrl"])
 def test_names_config_and_resume_bit_identically(name, tmp_path):
-    cls = {"adamax": pg.optimizers.Adamax, "adadelta": pg.optimizers.Adadelta, "lion": pg.optimizers.Lion}[name]
+    cls = {"adamax": pg.optimizers.Adamax, "adadelta": pg.optimizers.Adadelta, "lion": pg.optimizers.Lion,
+           "ftrl": pg.optimizers.Ftrl}[name]
     assert type(pg.optimizers.get(name)) is cls
     assert type(pg.optimizers.get(name.upper())) is cls
     opt = cls(0.01)
@@ -123,3 +147,7 @@ def test_bad_arguments():
         pg.optimizers.Adamax(beta_1=1.5)
     with pytest.raises(ValueError):
         pg.optimizers.Adadelta(rho=-0.1)
+    with pytest.raises(ValueError):
+        pg.optimizers.Ftrl(learning_rate_power=0.5)
+    with pytest.raises(ValueError):
+        pg.optimizers.Ftrl(initial_accumulator_value=-1)

@@ -3,18 +3,18 @@ Nesterov), RMSprop, Adagrad, Nadam; learning-rate schedules in ``schedules``."""
 
 from pyggml.optimizers import schedules
 from pyggml.optimizers.adam import Adam, AdamW
-from pyggml.optimizers.more import Adadelta, Adamax, Lion
+from pyggml.optimizers.more import Adadelta, Adamax, Ftrl, Lion
 from pyggml.optimizers.optimizer import Optimizer
 from pyggml.optimizers.rmsprop import Adagrad, Nadam, RMSprop
 from pyggml.optimizers.sgd import SGD
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
-__all__ = ["Optimizer", "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Lion",
+__all__ = ["Optimizer", "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Lion", "Ftrl",
            "schedules", "get", "serialize",
            "deserialize"]
 
 _BY_NAME = {"adam": Adam, "adamw": AdamW, "sgd": SGD, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,
-            "adamax": Adamax, "adadelta": Adadelta, "lion": Lion}
+            "adamax": Adamax, "adadelta": Adadelta, "lion": Lion, "ftrl": Ftrl}
 
 
 def get(identifier):
