@@ -130,6 +130,27 @@ def test_categorical_focal_with_gamma_0_alpha_1_is_the_crossentropy():
         pg.losses.CategoricalCrossentropy()(SOFT, PROBS), rel=1e-5)
 
 
+@pytest.mark.parametrize("from_logits", [False, True])
+def test_label_smoothing_on_the_crossentropies(from_logits):
+    ls = 0.3
+    p = REAL if from_logits else P01
+    ys = Y01 * (1 - ls) + 0.5 * ls
+    if from_logits:
+        want = (np.logaddexp(0, p) - ys * p).mean()
+    else:
+        want = -(ys * np.log(p) + (1 - ys) * np.log(1 - p)).mean()
+    got = pg.losses.BinaryCrossentropy(from_logits=from_logits, label_smoothing=ls)(Y01, p)
+    assert got == pytest.approx(want, rel=2e-5)
+    q = REAL if from_logits else PROBS
+    yc = ONEHOT * (1 - ls) + ls / K
+    lp = (q - q.max(1, keepdims=True)) - np.log(np.exp(q - q.max(1, keepdims=True)).sum(1, keepdims=True)) \
+        if from_logits else np.log(q)
+    got = pg.losses.CategoricalCrossentropy(from_logits=from_logits, label_smoothing=ls)(ONEHOT, q)
+    assert got == pytest.approx(-(yc * lp).sum(1).mean(), rel=2e-5)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        pg.losses.SparseCategoricalCrossentropy(label_smoothing=0.1)
+
+
 def test_categorical_hinge_max_for_odd_and_even_class_counts():
     for k in (1, 2, 3, 5, 7, 8):
         rng = np.random.default_rng(k)
@@ -213,6 +234,11 @@ def _t_unit(x):
     return x / torch.clamp(torch.sqrt((x * x).sum(-1, keepdims=True)), min=T_EPS)
 
 
+def F_bce(y, p):
+    p = torch.clamp(p, T_EPS, 1 - T_EPS)
+    return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean(-1)
+
+
 def _t_bfce(y, p, gamma, alpha=0.25, balance=False, logits=False):
     if logits:
         p = torch.sigmoid(p)
@@ -263,6 +289,10 @@ GRAD_CASES = {
                                "sigmoid", "soft", lambda y, p: _t_bfce(y, p, 1.5, 0.3, True)),
     "bfce_logits": (pg.losses.BinaryFocalCrossentropy(from_logits=True, gamma=3.0), None, "binary",
                     lambda y, p: _t_bfce(y, p, 3.0, logits=True)),
+    "bce_smoothed": (pg.losses.BinaryCrossentropy(label_smoothing=0.2), "sigmoid", "binary",
+                     lambda y, p: F_bce(y * 0.8 + 0.1, p)),
+    "cce_smoothed_logits": (pg.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.3), None,
+                            "one_hot", lambda y, p: -((y * 0.7 + 0.1) * torch.log_softmax(p, -1)).sum(-1)),
     "cfce": ("categorical_focal_crossentropy", "softmax", "soft", lambda y, p: _t_cfce(y, p, 2.0)),
     "cfce_logits_g25": (pg.losses.CategoricalFocalCrossentropy(from_logits=True, gamma=2.5, alpha=0.7), None,
                         "one_hot", lambda y, p: _t_cfce(y, p, 2.5, 0.7, logits=True)),

@@ -135,6 +135,13 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
     logits_from = "softmax"
     sparse = True
 
+    def __init__(self, from_logits=False, label_smoothing=0.0, name=None, reduction="sum_over_batch_size",
+                 axis=-1, **kwargs):
+        super().__init__(from_logits, label_smoothing, name, reduction, axis, **kwargs)
+        if self.label_smoothing:
+            raise ValueError("SparseCategoricalCrossentropy takes no label_smoothing (Keras's has none): "
+                             "use CategoricalCrossentropy on one-hot targets")
+
     def values(self, y_true, y_pred, from_logits=False):
         """-log p[label] per row of y_pred's last axis, shaped as its leading axes."""
         y_pred = ops.as_tensor(y_pred)

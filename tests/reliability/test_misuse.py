@@ -68,7 +68,7 @@ CASES = {
     "embedding_negative_index": "m = pg.Sequential([L.Embedding(5, 2), L.Flatten(), L.Dense(1)], input_shape=3).compile(loss='mse'); m.predict(np.array([[0, -1, 2]]))",
     "embedding_nan_index": "m = pg.Sequential([L.Embedding(5, 2), L.Flatten(), L.Dense(1)], input_shape=3).compile(loss='mse'); m.predict(np.array([[0, np.nan, 2]]))",
     # names
-    "unknown_loss": "model(loss='hinge')",
+    "unknown_loss": "model(loss='hingee')",
     "unknown_optimizer": "pg.Sequential([L.Dense(2)], input_shape=3).compile(optimizer='rmsprob', loss='mse')",
     "unknown_metric": "pg.Sequential([L.Dense(2)], input_shape=3).compile(loss='mse', metrics=['aucc'])",
     "unknown_activation": "L.Dense(2, activation='swoosh')",
