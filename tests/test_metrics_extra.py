@@ -178,3 +178,32 @@ def test_metrics_by_name_in_compile():
     assert logs["logcosh"] == pytest.approx(np.log(np.cosh(p - y)).mean(), rel=1e-4)
     assert logs["cosine_similarity"] == pytest.approx((_unit(y) * _unit(p)).sum(-1).mean(), rel=1e-4)
     m.free()
+
+
+def test_per_class_results_are_refused_in_compile_and_averages_train(tmp_path):
+    x = rng.normal(size=(20, 3))
+    y = np.eye(3)[rng.integers(0, 3, 20)]
+    for bad in (M.F1Score(), M.FBetaScore(beta=2.0), M.R2Score(class_aggregation=None)):
+        with pytest.raises(ValueError, match="per class"):
+            pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=3).compile(
+                loss="categorical_crossentropy", metrics=[bad])
+    m = pg.Sequential([pg.layers.Dense(3, activation="softmax")], input_shape=3).compile(
+        loss="categorical_focal_crossentropy", seed=2,
+        metrics=[M.F1Score(average="macro"), M.MeanIoU(3, sparse_y_true=False, sparse_y_pred=False), "r2_score"])
+    h = m.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    assert set(h.history) >= {"loss", "f1_score", "mean_io_u", "r2_score"}
+    metrics = pytest.importorskip("sklearn.metrics")
+    logs = m.evaluate(x, y, batch_size=7, return_dict=True, verbose=0)
+    p = m.predict(x)
+    assert logs["f1_score"] == pytest.approx(metrics.f1_score(y.argmax(1), p.argmax(1), average="macro",
+                                                              labels=[0, 1, 2], zero_division=0), rel=1e-5)
+    assert logs["mean_io_u"] == pytest.approx(metrics.jaccard_score(y.argmax(1), p.argmax(1), average="macro",
+                                                                    labels=sorted(set(y.argmax(1)) | set(p.argmax(1)))),
+                                              rel=1e-5)
+    m.save(tmp_path / "m.gguf")
+    back = pg.load_model(tmp_path / "m.gguf")
+    again = back.evaluate(x, y, batch_size=7, return_dict=True, verbose=0)
+    for k in ("loss", "f1_score", "mean_io_u", "r2_score"):
+        assert again[k] == pytest.approx(logs[k], rel=1e-6)
+    m.free()
+    back.free()

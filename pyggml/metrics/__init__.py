@@ -41,7 +41,7 @@ _BY_NAME = {
     "hinge": _x.Hinge, "squared_hinge": _x.SquaredHinge, "categorical_hinge": _x.CategoricalHinge,
     "binary_crossentropy": _x.BinaryCrossentropy, "categorical_crossentropy": _x.CategoricalCrossentropy,
     "sparse_categorical_crossentropy": _x.SparseCategoricalCrossentropy,
-    "r2_score": _x.R2Score, "f1_score": _x.F1Score, "fbeta_score": _x.FBetaScore,
+    "r2_score": _x.R2Score,
 }
 KNOWN = sorted(set(_BY_NAME) | {"accuracy", "acc"})
 

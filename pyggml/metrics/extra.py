@@ -222,6 +222,11 @@ class R2Score(Metric):
         self.num_regressors = int(num_regressors)
         self.reset_state()
 
+    @property
+    def vector_result(self):
+        """True when result() is one value per output (class_aggregation=None)."""
+        return self.class_aggregation is None
+
     def reset_state(self):
         self.sum = self.squared_sum = self.total_mse = self.count = None
         self.num_samples = 0
@@ -286,6 +291,11 @@ class FBetaScore(Metric):
         self.beta = check_number("beta", beta, 0.0, low_open=True)
         self.threshold = None if threshold is None else check_number("threshold", threshold, 0.0, 1.0)
         self.reset_state()
+
+    @property
+    def vector_result(self):
+        """True when result() is one value per class (average=None)."""
+        return self.average is None
 
     def reset_state(self):
         self.tp = self.fp = self.fn = self.support = None

@@ -76,7 +76,13 @@ class CompileSpec:
             sparse = l is not None and getattr(l, "sparse", False)
             binary = (o.feature_shape[-1:] == (1,)) or (l is not None and l.name in ("binary_crossentropy",
                                                                                "binary_focal_crossentropy"))
-            out.append([(metrics_mod.get(m, sparse=sparse, binary=binary), m) for m in ms])
+            got = [(metrics_mod.get(m, sparse=sparse, binary=binary), m) for m in ms]
+            for mo, _ in got:
+                if getattr(mo, "vector_result", False):
+                    raise ValueError(f"metric {mo.name!r} gives one value per class or output, and fit/evaluate "
+                                     "log numbers: give it an average (e.g. F1Score(average='macro'), "
+                                     "R2Score(class_aggregation='uniform_average')) or call it on predictions")
+            out.append(got)
         return out
 
     def metric_objects(self, i):
