@@ -1,5 +1,6 @@
 """Optimizers (Keras's names and defaults): Adam, AdamW, SGD (momentum,
-Nesterov), RMSprop, Adagrad, Nadam; learning-rate schedules in ``schedules``."""
+Nesterov), RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl; learning-rate
+schedules in ``schedules``."""
 
 from pyggml.optimizers import schedules
 from pyggml.optimizers.adam import Adam, AdamW
