@@ -28,7 +28,7 @@ import re
 
 import numpy as np
 
-from pyggml import _scope
+from pyggml import _scope, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
 from pyggml.layers.node import Node
@@ -101,8 +101,16 @@ def _compatible(built, given):
     return all(a is None or b is None or a == b for a, b in zip(built[1:], given[1:]))
 
 
+def _as_float(t):
+    return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
+
+
 class Layer:
     """Base class of every layer (Keras's names, arguments and defaults)."""
+
+    # True: the layer computes in float32 and takes integer tensors converted (a Dense on an
+    # Input(dtype="int64"), as Keras promotes); the built-in computing layers set it
+    float_inputs = False
 
     def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None,
                  batch_input_shape=None, **kwargs):
@@ -361,6 +369,8 @@ class Layer:
         kwargs = dict(kwargs)
         training = kwargs.pop("training", None)
         mask = kwargs.pop("mask", None)
+        if self.float_inputs:
+            inputs = [_as_float(t) for t in inputs] if isinstance(inputs, list) else _as_float(inputs)
         if self._accepts("training"):
             kwargs["training"] = builder.training if training is None else bool(training)
         if mask is not None and self._accepts("mask"):

@@ -106,11 +106,30 @@ def _json(f, key, path, required=True):
         raise GGUFError(f"{path!r}: {key} is not valid JSON ({type(e).__name__})") from None
 
 
+_OTHER_FORMATS = ((b"PK\x03\x04", "a zip archive (Keras's .keras format)"),
+                  (b"\x89HDF\r\n\x1a\n", "an HDF5 file (Keras's .h5 format)"))
+
+
+def _refuse_other_formats(path):
+    """A clear GGUFError for the files a Keras user may hand over (GGUF's reader says 'invalid magic')."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return                          # GGUFFile.read reports it
+    for magic, what in _OTHER_FORMATS:
+        if head.startswith(magic):
+            raise GGUFError(f"{path!r} is {what}, not GGUF: pyggml saves and loads GGUF files only. Build the "
+                            f"model with pyggml and, to reuse Keras weights, set them with set_weights "
+                            f"(Keras's kernels transposed to pyggml's (out, in) layout)")
+
+
 class _File:
     """An open pyggml GGUF file, checked, with its tensor names resolved."""
 
     def __init__(self, path):
         self.path = _path(path)
+        _refuse_other_formats(self.path)
         self.f = GGUFFile.read(self.path)
         try:
             if self.f.get("general.architecture") != _ARCH:
