@@ -21,6 +21,7 @@ import numpy as np
 from pyggml import _random, _scope
 from pyggml.core import BackendBuffer, Context, Graph, Scheduler, ops, reachable_count
 from pyggml.errors import ContextFullError, GGMLError
+from pyggml.layers import weight_rules
 from pyggml.losses.loss import reduce_loss
 from pyggml.models import functional
 from pyggml.models.thread_policy import ThreadChooser
@@ -51,6 +52,7 @@ class GraphBuilder:
         self._masks = []             # (tensor, rate)
         self._derived = {}           # id(source) -> [(tensor, fn)]
         self._buffers = []
+        self.added_losses = []       # 1-element tensors layers added (activity regularizers, add_loss)
 
     # --- the scope protocol ----------------------------------------------------------
     def tensor_of(self, variable):
@@ -73,6 +75,9 @@ class GraphBuilder:
 
     def add_update(self, variable, tensor):
         self.updates.append((self.tensor_of(variable), tensor))
+
+    def add_loss(self, tensor, layer=None):
+        self.added_losses.append(tensor)
 
     def derived_input(self, source, fn, shape, dtype):
         t = self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
@@ -133,6 +138,17 @@ class GraphBuilder:
 
 def _contiguous(t):
     return t if t.is_contiguous else ops.cont(t)
+
+
+def _written(outs, param):
+    """The tensor holding param's value after an optimizer's update: the update's last
+    op, which writes param (Optimizer.update's contract; its result is a view of param,
+    so what reads it comes after the update), else param itself."""
+    last = outs[-1] if outs else None
+    if last is not None and tuple(last.shape) == tuple(param.shape) and last.op in ("CPY", "OPT_STEP_ADAMW",
+                                                                                     "OPT_STEP_SGD"):
+        return last
+    return param
 
 
 class Executor:
@@ -226,7 +242,7 @@ def _predictions(loss, raw):
 class _LossGraph(Executor):
     """Forward pass plus the compiled losses: the total, each head's, the outputs."""
 
-    def __init__(self, model, shapes, training, weight_kinds, opt_period=1, scale=1):
+    def __init__(self, model, shapes, training, weight_kinds, trainable, opt_period=1, scale=1):
         super().__init__(model, shapes, training=training, scale=scale)
         spec = model._compile_spec
         self.spec = spec
@@ -259,17 +275,24 @@ class _LossGraph(Executor):
                 total = weighted if total is None else ops.add(total, weighted)
             if total is None:
                 raise ValueError("no output has a loss: compile with a loss for at least one output")
+            # Keras's loss: the compiled losses plus the regularization penalties of the trainable
+            # weights and the losses the layers added (activity regularizers, add_loss)
+            self.penalty = weight_rules.total_penalty(model._ensure_graph().layers, trainable, self.g.added_losses)
+            if self.penalty is not None:
+                total = ops.add(total, self.penalty)
             if opt_period > 1:
                 total = ops.scale(total, 1.0 / opt_period)
             self.read_outs = []
             self.read_masks = []
             for i, o in enumerate(outs):
-                wanted = bool(spec.metrics[i])
+                wanted = spec.wants_outputs(i)
                 self.read_outs.append(_contiguous(o) if wanted else None)
                 self.read_masks.append(_contiguous(self.masks[i]) if wanted and self.masks[i] is not None else None)
         self.total = total
         self.opt_period = opt_period
         self.loss_heads = [h for h in self.heads if h is not None]
+        # each head's loss is read back when there are several, or when the total holds more
+        self.read_heads = len(self.heads) > 1 or self.penalty is not None
         for t in [total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
             t.set_output()
 
@@ -291,7 +314,7 @@ class _LossGraph(Executor):
         cache = self.__dict__.setdefault("_reads", {})
         r = cache.get(want_outputs)
         if r is None:
-            r = [self.total] + (self.loss_heads if len(self.heads) > 1 else [])
+            r = [self.total] + (self.loss_heads if self.read_heads else [])
             if want_outputs:
                 r += [o for o in self.read_outs if o is not None]
                 r += [m for m in self.read_masks if m is not None]
@@ -301,7 +324,7 @@ class _LossGraph(Executor):
     def results(self, got, want_outputs):
         loss = float(got[0][0]) * self.opt_period
         k = 1
-        if len(self.heads) > 1:
+        if self.read_heads:
             heads = []
             for h in self.heads:
                 heads.append(None if h is None else float(got[k][0]))
@@ -327,7 +350,8 @@ class _LossGraph(Executor):
 
 class LossEvaluator(_LossGraph):
     def __init__(self, model, shapes, weight_kinds, scale=1):
-        super().__init__(model, shapes, training=False, weight_kinds=weight_kinds, scale=scale)
+        super().__init__(model, shapes, training=False, weight_kinds=weight_kinds,
+                         trainable=model._trainable_now()[0], scale=scale)
         wanted = [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]
         size = reachable_count(wanted) + 64
         self.graph = Graph(self.g.ctx, size)
@@ -347,8 +371,8 @@ class TrainStep(_LossGraph):
     the last one also updates)."""
 
     def __init__(self, model, shapes, weight_kinds, state, trainable, opt_period=1, scale=1):
-        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, opt_period=opt_period,
-                         scale=scale)
+        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, trainable=trainable,
+                         opt_period=opt_period, scale=scale)
         self.state = state
         opt = state.optimizer
         self.optimizer = opt
@@ -379,7 +403,9 @@ class TrainStep(_LossGraph):
         # the backward pass adds about three nodes per forward one; an optimizer a few per weight
         forward = reachable_count([self.total] + self.loss_heads +
                                   [o for o in self.read_outs + self.read_masks if o is not None])
-        size = 4 * forward + 16 * len(params) + 4 * len(g.updates) + 256
+        self.layers = model._ensure_graph().layers
+        n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(self.layers))
+        size = 4 * forward + 16 * len(params) + 4 * len(g.updates) + 64 * n_rules + 256
         accumulators = {self.total: self.seed}
         if self.accs:
             accumulators.update(self.accs)
@@ -408,10 +434,16 @@ class TrainStep(_LossGraph):
                 opt = self.optimizer
                 scale = global_clip_scale([gr for _, _, gr in grads], opt.global_clipnorm) \
                     if opt.global_clipnorm is not None else None
+                updated = {}
                 for v, t, gr in grads:
                     gr = opt.clip(gr, scale)
-                    for out in opt.update(t, gr, self.state.slots(v), self.scalars):
+                    outs = opt.update(t, gr, self.state.slots(v), self.scalars)
+                    for out in outs:
                         graph.build_forward(out)
+                    updated[id(v)] = _written(outs, t)
+                # Keras applies the weights' constraints after the optimizer's update
+                for out in weight_rules.constraint_updates(self.layers, updated):
+                    graph.build_forward(out)
         return graph
 
     def step(self, xs, ys, ws=None, want_outputs=False):
@@ -446,7 +478,7 @@ class GradientStep(_LossGraph):
     weight's gradient and changes nothing (Keras's GradientTape pattern)."""
 
     def __init__(self, model, shapes, weight_kinds, trainable, scale=1):
-        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, scale=scale)
+        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, trainable=trainable, scale=scale)
         g = self.g
         store = model._rt.store
         self.params = []
@@ -496,23 +528,31 @@ class GradientStep(_LossGraph):
 class ApplyGradients:
     """An optimizer's step on given gradients: one graph whose inputs are the gradients."""
 
-    def __init__(self, store, backend, state, variables):
+    def __init__(self, store, backend, state, variables, layers=()):
         opt = state.optimizer
         self.optimizer, self.state = opt, state
         n = len(variables)
-        self.g = GraphBuilder(store, training=False, scale=max(1, n // 256 + 1))
+        n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(layers))
+        size = 16 * n + 64 * n_rules + 256
+        self.g = GraphBuilder(store, training=False, scale=max(1, size // 1024 + 1))
         self.backend = backend
         self.grads = [self.g.input(v.shape) for v in variables]
         self.scalars = self.g.input((opt.n_scalars,))
-        self.graph = Graph(self.g.ctx, 16 * n + 256)
+        self.graph = Graph(self.g.ctx, size)
         with _scope.entered(self.g):
             params = [store.tensor(v) for v in variables]
             scale = global_clip_scale(self.grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
+            updated = {}
             for v, t, gr in zip(variables, params, self.grads):
-                for out in opt.update(t, opt.clip(gr, scale), state.slots(v), self.scalars):
+                outs = opt.update(t, opt.clip(gr, scale), state.slots(v), self.scalars)
+                for out in outs:
                     self.graph.build_forward(out)
+                updated[id(v)] = _written(outs, t)
+            # Keras applies the weights' constraints after the optimizer's update
+            for out in weight_rules.constraint_updates(layers, updated):
+                self.graph.build_forward(out)
         self.g.allocate(backend)
-        self.sched = Scheduler([backend], graph_size=16 * n + 256)
+        self.sched = Scheduler([backend], graph_size=size)
         self.freed = False
 
     def run(self, arrays):

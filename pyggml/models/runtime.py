@@ -56,7 +56,8 @@ class Runtime:
         return self.fit_state
 
     def evaluator(self, shapes, weight_kinds):
-        key = ("eval", shapes, weight_kinds)
+        # the penalties in the loss are those of the trainable weights: a graph per trainable set
+        key = ("eval", shapes, weight_kinds, self.model._trainable_now()[1])
         return self.graph(key, lambda: executors.build(executors.LossEvaluator, self.model, shapes, weight_kinds))
 
     def train_step(self, shapes, weight_kinds, optimizer, trainable, signature):
@@ -82,7 +83,8 @@ class Runtime:
                 state = self.states[id(optimizer)] = OptimizerState(optimizer, self.backend)
         state.ensure([(names[id(v)], v) for v in variables])
         key = ("apply", id(optimizer), tuple(id(v) for v in variables))
-        ex = self.graph(key, lambda: executors.ApplyGradients(self.store, self.backend, state, variables))
+        ex = self.graph(key, lambda: executors.ApplyGradients(self.store, self.backend, state, variables,
+                                                              self.model._ensure_graph().layers))
         ex.run([a for a, _ in pairs])
 
     def predictor(self, shapes):

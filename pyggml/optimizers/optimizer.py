@@ -91,7 +91,8 @@ class Optimizer:
 
     def update(self, param, grad, slots, scalars):
         """Ops that write the new value of ``param`` (and of its ``slots``) in place,
-        given its gradient; returns the tensors to compute."""
+        given its gradient; returns the tensors to compute, the one that writes
+        ``param`` last (a weight's constraint is applied to that one's result)."""
         raise NotImplementedError
 
     def slot_initial_value(self, slot):
