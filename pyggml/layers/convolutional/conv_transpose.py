@@ -224,9 +224,7 @@ class Conv2DTranspose(_BaseConvTranspose):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        c = input_shape[-1]
-        self.weight = self.add_weight("weight", (c, self.filters) + self.kernel_size, self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+        self.add_kernel((input_shape[-1], self.filters) + self.kernel_size)
 
     def composed(self, inputs):
         n, h, w, c = inputs.shape
@@ -254,9 +252,7 @@ class Conv1DTranspose(_BaseConvTranspose):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.weight = self.add_weight("weight", (input_shape[-1], self.filters, self.kernel_size[0]),
-                                      self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+        self.add_kernel((input_shape[-1], self.filters, self.kernel_size[0]))
 
     def composed(self, inputs):
         n, steps, c = inputs.shape

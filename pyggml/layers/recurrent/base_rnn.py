@@ -22,10 +22,13 @@ import numpy as np
 
 from pyggml import activations, initializers, ops
 from pyggml._validation import check_positive_int
-from pyggml.layers._helpers import contiguous, fused
+from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 
 __all__ = ["BaseRNN"]
+
+_OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
+            "recurrent_constraint", "bias_constraint")
 
 
 class BaseRNN(Layer):
@@ -36,8 +39,13 @@ class BaseRNN(Layer):
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  return_sequences=False, go_backwards=False, kernel_initializer="glorot_uniform",
-                 recurrent_initializer="orthogonal", bias_initializer="zeros", **kwargs):
+                 recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        set_weight_options(self, kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+                           bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                           recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint)
         self.units = check_positive_int("units", units, 1 << 16)
         self._act = activations.get(activation)
         self.activation = activations.name_of(activation)
@@ -66,11 +74,44 @@ class BaseRNN(Layer):
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
         g = self.n_gates * self.units
-        self.weight_ih = self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer)
-        self.weight_hh = self.add_weight("weight_hh", (g, self.units), self.recurrent_initializer)
+        self.weight_ih = self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer,
+                                         regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+        self.weight_hh = self.add_weight("weight_hh", (g, self.units), self.recurrent_initializer,
+                                         regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint)
+        # Keras's kernel (features, G units) and recurrent kernel (units, G units)
+        self.weight_ih.keras_axes = self.weight_hh.keras_axes = (1, 0)
         if self.use_bias:
             self.bias_ih = self.add_weight("bias_ih", (g,), self.bias_ih_initializer())
             self.bias_hh = self.add_weight("bias_hh", (g,), self.bias_initializer)
+
+    # --- Keras's bias: the regularizer and constraint take both biases together ---------
+    def keras_bias(self, b_ih, b_hh):
+        """Keras's bias from the two biases: their sum (one bias, as Keras's LSTM) when
+        bias_hh is folded into the input projection, else the two as rows (GRU's (2, G units))."""
+        if self.folded_bias:
+            return ops.add(b_ih, b_hh)
+        g = b_ih.shape[0]
+        return ops.concatenate([ops.reshape(b_ih, (1, g)), ops.reshape(b_hh, (1, g))], axis=0)
+
+    def extra_penalty_terms(self):
+        if not self.use_bias or self.bias_regularizer is None or not self.built:
+            return []
+        reg = self.bias_regularizer
+        return [([self.bias_ih, self.bias_hh], lambda a, b: reg(self.keras_bias(a, b)))]
+
+    def extra_constraint_rules(self):
+        if not self.use_bias or self.bias_constraint is None or not self.built:
+            return []
+        con = self.bias_constraint
+
+        def rule(a, b):
+            k = ops.as_tensor(con(self.keras_bias(a, b)))
+            if self.folded_bias:
+                return [ops.sub(k, b), None]              # bias_ih + bias_hh becomes Keras's projected bias
+            g = a.shape[0]
+            k = contiguous(k)
+            return [ops.cont(ops.view(k, (g,))), ops.cont(ops.view(k, (g,), offset=g * 4))]
+        return [([self.bias_ih, self.bias_hh], rule)]
 
     # --- graph helpers -------------------------------------------------------------
     @property
@@ -214,6 +255,7 @@ class BaseRNN(Layer):
         cfg.update(units=self.units, activation=self.activation,
                    recurrent_activation=self.recurrent_activation, use_bias=self.use_bias,
                    return_sequences=self.return_sequences, go_backwards=self.go_backwards)
+        cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
             v = getattr(self, k)
             if isinstance(v, str):
