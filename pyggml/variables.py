@@ -35,8 +35,10 @@ class Variable:
         # Keras's weight options (pyggml.regularizers, pyggml.constraints), set by add_weight
         self.regularizer = None      # a penalty added to the training loss
         self.constraint = None       # a projection applied after every optimizer update
-        # where Keras keeps this weight's axes: Keras's axis k is axis keras_axes[k] here
-        # (a Dense weight (units, in) is Keras's kernel (in, units): (1, 0)); None: the same layout
+        # Keras's layout of this weight: reshaped to keras_shape (None: as it is), then Keras's
+        # axis k is axis keras_axes[k] of that (a Dense weight (units, in) is Keras's kernel
+        # (in, units): (1, 0)); both None: the same layout
+        self.keras_shape = None
         self.keras_axes = None
 
     # --- flags ---------------------------------------------------------------------

@@ -31,14 +31,20 @@ __all__ = ["keras_view", "from_keras_view", "layer_tree", "penalty_terms", "cons
 
 def keras_view(variable, t):
     """t (the variable's value in pyggml's layout) in Keras's layout."""
-    axes = variable.keras_axes
+    shape, axes = variable.keras_shape, variable.keras_axes
+    if shape is not None:
+        t = ops.reshape(t if t.is_contiguous else ops.cont(t), tuple(shape))
     return t if axes is None else ops.permute_axes(t, axes)
 
 
 def from_keras_view(variable, t):
     """A value in Keras's layout back in pyggml's."""
     axes = variable.keras_axes
-    return t if axes is None else ops.permute_axes(t, tuple(int(i) for i in np.argsort(axes)))
+    if axes is not None:
+        t = ops.permute_axes(t, tuple(int(i) for i in np.argsort(axes)))
+    if variable.keras_shape is not None:
+        t = ops.reshape(t if t.is_contiguous else ops.cont(t), tuple(variable.shape))
+    return t
 
 
 def layer_tree(layers):

@@ -275,3 +275,32 @@ def test_bidirectional_copies_the_options_to_both_directions():
         if k.endswith("weight_ih"):
             assert (v >= 0).all() and (v == 0).any(), k
     m.free()
+
+
+def test_multi_head_attention_options_see_keras_einsum_layouts():
+    heads, kd, dim = 2, 3, 4
+    layer = L.MultiHeadAttention(heads, kd, kernel_regularizer=R.L2(0.05), bias_regularizer=R.L1(0.1),
+                                 kernel_constraint=C.MaxNorm(0.8, axis=0), bias_constraint=C.UnitNorm(axis=-1))
+
+    def fwd(w, x):
+        n, s, _ = x.shape
+
+        def proj(p):
+            return (x @ w[f"{p}_proj.weight"].T + w[f"{p}_proj.bias"]).reshape(n, s, heads, kd).transpose(1, 2)
+        q, k, v = proj("q"), proj("k"), proj("v")
+        a = torch.softmax(q @ k.transpose(-1, -2) / np.sqrt(kd), dim=-1) @ v
+        return a.transpose(1, 2).reshape(n, s, heads * kd) @ w["out_proj.weight"].T + w["out_proj.bias"]
+
+    def penalty(w, o):
+        return sum(0.05 * t_l2(w[f"{p}_proj.weight"]) + 0.1 * t_l1(w[f"{p}_proj.bias"]) for p in ("q", "k", "v", "out"))
+
+    def project(w):
+        for p in ("q", "k", "v"):
+            kk = np.transpose(w[f"{p}_proj.weight"].reshape(heads, kd, dim), (2, 0, 1))      # Keras's (in, H, k)
+            w[f"{p}_proj.weight"] = np.transpose(np_max_norm(kk, 0.8, 0), (1, 2, 0)).reshape(heads * kd, dim)
+            w[f"{p}_proj.bias"] = np_unit_norm(w[f"{p}_proj.bias"].reshape(heads, kd), 1).reshape(-1)
+        ko = np.transpose(w["out_proj.weight"].reshape(dim, heads, kd), (1, 2, 0))              # Keras's (H, v, out)
+        w["out_proj.weight"] = np.transpose(np_max_norm(ko, 0.8, 0), (2, 0, 1)).reshape(dim, heads * kd)
+        w["out_proj.bias"] = np_unit_norm(w["out_proj.bias"], -1)
+        return w
+    check_step(layer, (3, dim), fwd, penalty, project, tol=2e-5)
