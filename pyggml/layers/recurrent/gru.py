@@ -46,7 +46,7 @@ class GRU(BaseRNN):
 
     def fused_cell(self, xp, state, mask, first):
         (h,) = state
-        hp = ops.mul_mat(self.weight_hh, h)
+        hp = self.hh_product(h)
         if self.use_bias:
             hp = ops.bias_act(hp, self.bias_hh)           # b_hn stays inside r * (...)
         return (ops.gru_cell(xp, hp, h, mask),)
