@@ -163,3 +163,143 @@ def test_weighted_metrics_with_per_cell_weights_and_bad_arguments():
     with pytest.raises(ValueError, match="weighted_metrics"):
         m.compile(loss="mse", weighted_metrics={"nope": ["mae"]})
     m.free()
+
+
+# --- Keras's options of every optimizer ---------------------------------------------------------
+
+def _linear_model(opt, w0=None):
+    m = pg.Sequential([L.Dense(2)], input_shape=3)
+    m.compile(optimizer=opt, loss="mse")
+    if w0 is not None:
+        m.set_weights(w0)
+    return m
+
+
+def _torch_grads(w, x, y):
+    """Gradients of mse for a Dense layer at weights w (float64)."""
+    torch = pytest.importorskip("torch")
+    W = torch.tensor(w["dense.weight"], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor(w["dense.bias"], dtype=torch.float64, requires_grad=True)
+    loss = ((torch.tensor(x, dtype=torch.float64) @ W.T + b - torch.tensor(y, dtype=torch.float64)) ** 2).mean()
+    loss.backward()
+    return {"dense.weight": W.grad.numpy(), "dense.bias": b.grad.numpy()}, float(loss.detach())
+
+
+def _close_weights(got, want, rtol=1e-5):
+    for k, v in want.items():
+        np.testing.assert_allclose(got[k], v, rtol=rtol, atol=rtol * max(1e-3, float(np.abs(v).max())), err_msg=k)
+
+
+def test_loss_scale_factor_scales_the_backward_pass_only():
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(8, 3)).astype(np.float32), rng.normal(size=(8, 2)).astype(np.float32)
+    plain = _linear_model(pg.optimizers.SGD(0.1))
+    w0 = plain.get_weights()
+    scaled = _linear_model(pg.optimizers.SGD(0.1, loss_scale_factor=256.0), w0)
+    hp = plain.fit(x, y, batch_size=4, epochs=2, verbose=0, shuffle=False)
+    hs = scaled.fit(x, y, batch_size=4, epochs=2, verbose=0, shuffle=False)
+    np.testing.assert_allclose(hs.history["loss"], hp.history["loss"], rtol=1e-6)      # reported unscaled
+    _close_weights(scaled.get_weights(), plain.get_weights(), rtol=1e-6)
+    assert scaled.optimizer.scale_loss(2.0) == 512.0 and plain.optimizer.scale_loss(2.0) == 2.0
+    # apply_gradients unscales what it is given, as Keras's apply: a gradient of the scaled loss
+    g, _ = _torch_grads(scaled.get_weights(), x, y)
+    before = scaled.get_weights()
+    scaled.optimizer.apply_gradients([(256.0 * g[n], v) for n, v in zip(scaled.trainable_weights,
+                                                                         scaled.trainable_variables)])
+    _close_weights(scaled.get_weights(), {k: before[k] - 0.1 * g[k] for k in g})
+    plain.free()
+    scaled.free()
+
+
+@pytest.mark.parametrize("freq", [None, 2])
+def test_use_ema_follows_keras(freq):
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(12, 3)).astype(np.float32), rng.normal(size=(12, 2)).astype(np.float32)
+    m = _linear_model(pg.optimizers.SGD(0.3, use_ema=True, ema_momentum=0.8, ema_overwrite_frequency=freq))
+    w = {k: v.astype(np.float64) for k, v in m.get_weights().items()}
+    ema = None
+    for it in range(3):                                        # one epoch: batches of 4
+        g, _ = _torch_grads(w, x[4 * it:4 * it + 4], y[4 * it:4 * it + 4])
+        w = {k: w[k] - 0.3 * g[k] for k in w}
+        mom = 0.8 if it > 0 else 0.0
+        ema = {k: w[k] if ema is None else mom * ema[k] + (1 - mom) * w[k] for k in w}
+        if freq and (it + 1) % freq == 0:
+            w = dict(ema)
+    m.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    # fit ends with the averages in the weights (Keras's finalize_variable_values)
+    _close_weights(m.get_weights(), ema)
+    assert sorted(m.get_optimizer_state()["slots"]) == ["ema"]
+    cfg = m.optimizer.get_config()
+    assert (cfg["use_ema"], cfg["ema_momentum"], cfg.get("ema_overwrite_frequency")) == (True, 0.8, freq)
+    m.free()
+
+
+def test_gradient_accumulation_updates_with_the_mean_every_n_batches():
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(size=(7, 3)).astype(np.float32), rng.normal(size=(7, 2)).astype(np.float32)
+    # batches of 4 and 3 (two graphs) share the sums: one update per epoch, with their mean
+    m = _linear_model(pg.optimizers.SGD(0.2, gradient_accumulation_steps=2))
+    w = {k: v.astype(np.float64) for k, v in m.get_weights().items()}
+    for _ in range(2):
+        g1, _ = _torch_grads(w, x[:4], y[:4])
+        g2, _ = _torch_grads(w, x[4:], y[4:])
+        w = {k: w[k] - 0.2 * (g1[k] + g2[k]) / 2 for k in w}
+    h = m.fit(x, y, batch_size=4, epochs=2, verbose=0, shuffle=False)
+    _close_weights(m.get_weights(), w)
+    assert m.optimizer.iterations == 2
+    assert np.isfinite(h.history["loss"]).all()
+    # a schedule is read at the batch count (Keras's): the first update is at batch 1
+    seen = []
+    m2 = _linear_model(pg.optimizers.SGD(lambda step: seen.append(step) or 0.1, gradient_accumulation_steps=3))
+    m2.fit(x[:6], y[:6], batch_size=1, verbose=0, shuffle=False)
+    assert m2.optimizer.iterations == 2 and {2, 5} <= set(seen) and not {0, 1, 3, 4} & set(seen)
+    m.free()
+    m2.free()
+
+
+def test_gradient_accumulation_with_a_trainer_and_apply_gradients():
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(4, 2)).astype(np.float32)
+    m = _linear_model(pg.optimizers.SGD(0.5, gradient_accumulation_steps=2))
+    w0 = m.get_weights()
+    g1, _ = _torch_grads(w0, x[:2], y[:2])
+    g2, _ = _torch_grads(w0, x[2:], y[2:])
+    want = {k: w0[k] - 0.5 * (g1[k] + g2[k]) / 2 for k in w0}
+    with pg.Trainer(m, batch_size=2) as tr:
+        tr.step(x[:2], y[:2])
+        _close_weights(m.get_weights(), w0, rtol=0)
+        tr.step(x[2:], y[2:])
+    _close_weights(m.get_weights(), want)
+    with pytest.raises(ValueError, match="gradient_accumulation_steps"):
+        pg.Trainer(m, batch_size=2, nbatch_logical=6)
+    m.set_weights(w0)
+    variables = m.trainable_variables
+    m.optimizer.apply_gradients([(g1[n], v) for n, v in zip(m.trainable_weights, variables)])
+    _close_weights(m.get_weights(), w0, rtol=0)
+    m.optimizer.apply_gradients([(g2[n], v) for n, v in zip(m.trainable_weights, variables)])
+    _close_weights(m.get_weights(), want)
+    m.free()
+
+
+@pytest.mark.parametrize("kwargs, err", [
+    ({"ema_momentum": 1.5}, ValueError), ({"use_ema": "yes"}, TypeError), ({"ema_overwrite_frequency": 0}, ValueError),
+    ({"loss_scale_factor": 0}, ValueError), ({"loss_scale_factor": "big"}, TypeError),
+    ({"gradient_accumulation_steps": 1}, ValueError), ({"gradient_accumulation_steps": 2.5}, ValueError)])
+def test_optimizer_options_are_checked(kwargs, err):
+    with pytest.raises(err):
+        pg.optimizers.Adam(**kwargs)
+
+
+def test_optimizer_options_survive_saving(tmp_path):
+    opt = pg.optimizers.Adam(0.01, use_ema=True, ema_momentum=0.9, ema_overwrite_frequency=3, loss_scale_factor=8.0,
+                             gradient_accumulation_steps=2, amsgrad=True)
+    m = _linear_model(opt)
+    x, y = np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32)
+    m.fit(x, y, batch_size=2, verbose=0)
+    path = str(tmp_path / "o.gguf")
+    m.save(path)
+    back = pg.load_model(path)
+    assert back.optimizer.get_config() == m.optimizer.get_config()
+    assert sorted(back.get_optimizer_state()["slots"]) == ["ema", "m", "v", "v_max"]
+    m.free()
+    back.free()

@@ -140,6 +140,17 @@ def _contiguous(t):
     return t if t.is_contiguous else ops.cont(t)
 
 
+def _optimizer_ops(opt, param, grad, slots, scalars):
+    """(the ops of one weight's optimizer step, the tensor holding its value after them):
+    the update (none without a gradient), then the moving average's (use_ema)."""
+    outs = opt.update(param, grad, slots, scalars) if grad is not None else []
+    value = _written(outs, param)
+    more = opt.after_step(param, value, slots, scalars)
+    if more and opt.ema_overwrite_frequency:
+        value = more[-1]
+    return outs + more, value
+
+
 def _written(outs, param):
     """The tensor holding param's value after an optimizer's update: the update's last
     op, which writes param (Optimizer.update's contract; its result is a view of param,
@@ -394,18 +405,18 @@ class TrainStep(_LossGraph):
         self.scalars = g.input((opt.n_scalars,))
         self.accs = None
         if opt_period > 1:
-            self.acc_ctx = Context(n_tensors=len(params) + 4)
-            self.accs = {t: self.acc_ctx.new_tensor(t.shape) for _, _, t in params}
-            self.acc_buf = BackendBuffer(self.acc_ctx, self.backend)
-            self.acc_buf.clear(0)
+            # the sums live in the state: every batch shape's graph adds into the same ones
+            sums = state.accumulators([(n, v) for n, v, _ in params])
+            self.accs = {t: sums[id(v)] for _, v, t in params}
         g.allocate(self.backend)
-        self.seed.set(np.ones(1, dtype=np.float32))
+        # the backward pass starts from d(loss)/d(loss) = 1, or the optimizer's loss scale
+        self.seed.set(np.full(1, opt.loss_scale_factor or 1.0, dtype=np.float32))
         # the backward pass adds about three nodes per forward one; an optimizer a few per weight
         forward = reachable_count([self.total] + self.loss_heads +
                                   [o for o in self.read_outs + self.read_masks if o is not None])
         self.layers = model._ensure_graph().layers
         n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(self.layers))
-        size = 4 * forward + 16 * len(params) + 4 * len(g.updates) + 64 * n_rules + 256
+        size = 4 * forward + 32 * len(params) + 4 * len(g.updates) + 64 * n_rules + 256
         accumulators = {self.total: self.seed}
         if self.accs:
             accumulators.update(self.accs)
@@ -413,7 +424,6 @@ class TrainStep(_LossGraph):
             self.graph_acc = self._graph(size, accumulators, params, with_updates=False)
         self.graph = self._graph(size, accumulators, params, with_updates=True)
         g.allocate(self.backend)
-        self.micro = 0
         self.make_scheduler(size)
 
     def _graph(self, size, accumulators, params, with_updates):
@@ -426,21 +436,22 @@ class TrainStep(_LossGraph):
         with _scope.entered(g):
             for target, value in g.updates:
                 graph.build_forward(ops.cpy(value, target))
-            if with_updates:
-                grads = [(v, t, graph.grad(t)) for _, v, t in params]
-                grads = [x for x in grads if x[2] is not None]
-                if not grads:
-                    raise ValueError("the loss does not depend on any trainable weight")
-                opt = self.optimizer
+            opt = self.optimizer
+            grads = [(v, t, graph.grad(t)) for _, v, t in params]
+            grads = [(v, t, opt.unscale(gr)) for v, t, gr in grads if gr is not None]
+            if with_updates and not grads:
+                raise ValueError("the loss does not depend on any trainable weight")
+            # Keras's gradient accumulation runs the moving average and the constraints after
+            # every batch (its apply), the update on the last of each N only
+            if with_updates or opt.gradient_accumulation_steps:
                 scale = global_clip_scale([gr for _, _, gr in grads], opt.global_clipnorm) \
-                    if opt.global_clipnorm is not None else None
+                    if opt.global_clipnorm is not None and with_updates else None
                 updated = {}
                 for v, t, gr in grads:
-                    gr = opt.clip(gr, scale)
-                    outs = opt.update(t, gr, self.state.slots(v), self.scalars)
+                    outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale) if with_updates else None,
+                                                          self.state.slots(v), self.scalars)
                     for out in outs:
                         graph.build_forward(out)
-                    updated[id(v)] = _written(outs, t)
                 # Keras applies the weights' constraints after the optimizer's update
                 for out in weight_rules.constraint_updates(self.layers, updated):
                     graph.build_forward(out)
@@ -450,27 +461,18 @@ class TrainStep(_LossGraph):
         pairs = self.batch_pairs(xs, ys, ws)
         if self.g._masks:
             self.g.refresh_masks()
-        last = self.opt_period == 1 or (self.micro % self.opt_period) == self.opt_period - 1
-        if last:
-            pairs.append((self.scalars, self.optimizer.scalars()))
+        state = self.state
+        last = self.opt_period == 1 or (state.micro % self.opt_period) == self.opt_period - 1
+        pairs.append((self.scalars, self.optimizer.step_scalars()))
         # the accumulation graph has no optimizer update: it is timed on its own
         got = self.run_graph(self.graph if last else self.graph_acc, pairs, self.reads(want_outputs),
                              self.threads if last else self.threads_acc)
-        self.micro += 1
+        state.micro = 0 if last else state.micro + 1
         if last:
             self.optimizer.iterations += 1
             if self.accs:
-                self.acc_buf.clear(0)
+                state.clear_accumulators()
         return self.results(got, want_outputs)
-
-    def free(self):
-        if self.freed:
-            return
-        super().free()
-        if self.accs:
-            self.acc_buf.free()
-            self.acc_ctx.free()
-
 
 
 class GradientStep(_LossGraph):
@@ -533,7 +535,7 @@ class ApplyGradients:
         self.optimizer, self.state = opt, state
         n = len(variables)
         n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(layers))
-        size = 16 * n + 64 * n_rules + 256
+        size = 32 * n + 64 * n_rules + 256
         self.g = GraphBuilder(store, training=False, scale=max(1, size // 1024 + 1))
         self.backend = backend
         self.grads = [self.g.input(v.shape) for v in variables]
@@ -541,13 +543,14 @@ class ApplyGradients:
         self.graph = Graph(self.g.ctx, size)
         with _scope.entered(self.g):
             params = [store.tensor(v) for v in variables]
-            scale = global_clip_scale(self.grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
+            # Keras's apply unscales the gradients it is given (loss_scale_factor)
+            grads = [opt.unscale(gr) for gr in self.grads]
+            scale = global_clip_scale(grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
             updated = {}
-            for v, t, gr in zip(variables, params, self.grads):
-                outs = opt.update(t, opt.clip(gr, scale), state.slots(v), self.scalars)
+            for v, t, gr in zip(variables, params, grads):
+                outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale), state.slots(v), self.scalars)
                 for out in outs:
                     self.graph.build_forward(out)
-                updated[id(v)] = _written(outs, t)
             # Keras applies the weights' constraints after the optimizer's update
             for out in weight_rules.constraint_updates(layers, updated):
                 self.graph.build_forward(out)
@@ -556,7 +559,7 @@ class ApplyGradients:
         self.freed = False
 
     def run(self, arrays):
-        pairs = list(zip(self.grads, arrays)) + [(self.scalars, self.optimizer.scalars())]
+        pairs = list(zip(self.grads, arrays)) + [(self.scalars, self.optimizer.step_scalars())]
         self.sched.run(self.graph, pairs, (), 1)
         self.optimizer.iterations += 1
 

@@ -217,6 +217,9 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         cl.call("on_epoch_end", epoch, logs)
         if model.stop_training:
             break
+    if epochs > start and model.optimizer.use_ema:
+        # Keras: the weights end as their moving averages
+        model.optimizer.finalize_variable_values(model.trainable_variables)
     cl.call("on_train_end", logs)
     return history
 

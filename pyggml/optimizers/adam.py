@@ -12,7 +12,7 @@ import numpy as np
 
 from pyggml import ops
 from pyggml._validation import check_bool, check_fraction, check_number
-from pyggml.optimizers.optimizer import Optimizer, scalar
+from pyggml.optimizers.optimizer import Optimizer, leading, scalar
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Adam", "AdamW"]
@@ -43,7 +43,7 @@ class Adam(Optimizer):
 
     def update(self, param, grad, slots, scalars):
         if not self.amsgrad:
-            return [ops.opt_step_adamw(param, grad, slots["m"], slots["v"], scalars)]
+            return [ops.opt_step_adamw(param, grad, slots["m"], slots["v"], leading(scalars, 7))]
         b1, b2 = self.beta_1, self.beta_2
         m, v, v_max = slots["m"], slots["v"], slots["v_max"]
         m_new = ops.add(ops.scale(m, b1), ops.scale(grad, 1.0 - b1))

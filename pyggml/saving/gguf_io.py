@@ -183,7 +183,7 @@ def _restore_state(fl, model, named):
     if not isinstance(it, int) or it < 1:
         return
     slots = {}
-    for s in model.optimizer.slot_names:
+    for s in model.optimizer.state_slot_names:
         for n, v in named:
             if f"optimizer.{s}.{n}" in fl.by_name:
                 slots.setdefault(s, {})[n] = fl.array(f"optimizer.{s}.{n}", v.shape)
