@@ -304,3 +304,21 @@ def test_multi_head_attention_options_see_keras_einsum_layouts():
         w["out_proj.bias"] = np_unit_norm(w["out_proj.bias"], -1)
         return w
     check_step(layer, (3, dim), fwd, penalty, project, tol=2e-5)
+
+
+def test_gru_reset_before_bias_options_act_on_its_one_bias():
+    layer = L.GRU(2, reset_after=False, bias_regularizer=R.L2(0.4), bias_constraint=C.MaxNorm(0.3))
+
+    def fwd(w, x):
+        n, steps, _ = x.shape
+        u = 2
+        h = torch.zeros(n, u, dtype=T)
+        for t in range(steps):
+            a = x[:, t] @ w["weight_ih"].T + w["bias_ih"]
+            r = torch.sigmoid(a[:, :u] + h @ w["weight_hh"][:u].T)
+            z = torch.sigmoid(a[:, u:2 * u] + h @ w["weight_hh"][u:2 * u].T)
+            cand = torch.tanh(a[:, 2 * u:] + (r * h) @ w["weight_hh"][2 * u:].T)
+            h = (1 - z) * cand + z * h
+        return h
+    check_step(layer, (3, 2), fwd, lambda w, o: 0.4 * t_l2(w["bias_ih"]),
+               lambda w: {**w, "bias_ih": np_max_norm(w["bias_ih"], 0.3)}, tol=2e-5)
