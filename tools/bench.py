@@ -39,8 +39,8 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "wide_mlp", "mnist_cnn", "predict_1", "predict_1000",
-             "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer"]
+WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "mnist_mlp_busy", "wide_mlp", "mnist_cnn",
+             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer"]
 RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
 CHILD = r"""
@@ -69,7 +69,16 @@ SPECS = {
     "step_4_8_2": ((4, 8, 2), 16, "ce"), "step_8_64_64_4": ((8, 64, 64, 4), 32, "mse"),
     "mnist_mlp": ((784, 500, 10), 500, "ce"), "wide_mlp": ((1024, 2048, 2048, 10), 256, "ce"),
     "predict_1": ((784, 500, 10), 1, "ce"), "predict_1000": ((784, 500, 10), 1000, "ce"),
+    "predict_small_1": ((4, 64, 64, 2), 1, "ce"), "predict_small_64": ((4, 64, 64, 2), 64, "ce"),
 }
+
+BUSY = None
+if wl.endswith("_busy"):
+    # one other process busy on the machine for the whole measurement (a pure-Python
+    # loop on one core), the same for both frameworks
+    import subprocess as _sp
+    BUSY = _sp.Popen([sys.executable, "-c", "while True: pass"])
+    wl = wl[:-len("_busy")]
 
 if fw.startswith("pyggml"):
     import pyggml as pg
@@ -338,6 +347,9 @@ def peak_mb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 result.setdefault("peak_mb", peak_mb())
+if BUSY is not None:
+    BUSY.kill()
+    BUSY.wait()
 if "PYGGML_RPC_BENCH" in os.environ and wl in ("step_8_64_64_4", "mnist_mlp"):
     # beside loopback RPC: CPU time per training step, this process's (all its threads) and,
     # over RPC, the server's ($PYGGML_RPC_PID): unlike wall time, a busy machine leaves it alone

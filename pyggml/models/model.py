@@ -54,6 +54,7 @@ class Model(Layer, Freeable):
         self._topology = None
         self._compile_spec = None
         self._rt = None                  # the device side: backend, weights, graphs (runtime.Runtime)
+        self._predict_fast = None        # predict's last one-batch call (training_loop.predict_repeat)
         self._trainable_at_compile = None
         self._multi_in = self._multi_out = False
         self.stop_training = False
@@ -409,6 +410,9 @@ class Model(Layer, Freeable):
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
         """float32 predictions for any number of rows (a list for several outputs)."""
+        res = training_loop.predict_repeat(self, x, batch_size, steps)
+        if res is not None:
+            return res if self._multi_out else res[0]
         self.check_alive()
         bs = training_loop.check_batch_size(batch_size)
         with self._lock:

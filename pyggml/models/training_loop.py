@@ -241,7 +241,9 @@ def predict(model, x, batch_size, steps):
     rt = model._runtime()
     fast = _fast_input(model, x, batch_size)
     if fast is not None:                                # one batch, already as the graph takes it
-        return rt.predictor(((len(fast),) + fast.shape[1:],)).run([fast])
+        pred = rt.predictor(((len(fast),) + fast.shape[1:],))
+        model._predict_fast = (fast.shape, fast.dtype, len(fast) <= check_batch_size(None), pred, rt)
+        return pred.run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
     chunks = None
     # arrays: one graph of the batch size (capped at the rows), the last chunk padded
@@ -252,6 +254,22 @@ def predict(model, x, batch_size, steps):
     if chunks is None:
         raise ValueError("predict: the data gave no batches")
     return [np.concatenate(c, axis=0) for c in chunks]
+
+
+def predict_repeat(model, x, batch_size, steps):
+    """predict's last one-batch call again (the same shape, dtype and layout): its graph at
+    once, the checks it passed not repeated; None when x is not that call's kind of input.
+    model._predict_fast: (shape, dtype, fits the default batch, predictor, runtime)."""
+    fast = model._predict_fast
+    if fast is None or type(x) is not np.ndarray or steps is not None or x.shape != fast[0] or \
+            x.dtype != fast[1] or not x.flags.c_contiguous or \
+            not (fast[2] if batch_size is None else type(batch_size) is int and x.shape[0] <= batch_size <= 1 << 20):
+        return None
+    with model._lock:
+        if model._predict_fast is not fast or fast[4] is not model._rt or fast[3].freed:
+            return None
+        fast[4].ensure_bound()
+        return fast[3].run([x])
 
 
 def _predict_batch(rt, xs, b):
