@@ -19,7 +19,7 @@ from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAve
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
                                          Normalization, Rescaling, StringLookup)
-from pyggml.layers.recurrent import GRU, LSTM, Bidirectional
+from pyggml.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from pyggml.layers.wrappers import TimeDistributed
 
 for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, Conv1D, Conv2D, Conv1DTranspose,
@@ -37,4 +37,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization",
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
-           "Maximum", "Minimum", "maximum", "minimum"]
+           "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN"]

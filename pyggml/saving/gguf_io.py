@@ -22,7 +22,7 @@ import numpy as np
 
 from pyggml.core import GGUFFile
 from pyggml.errors import GGMLError, GGUFError
-from pyggml.saving.object_registration import get_registered_name, get_registered_object
+from pyggml.saving.object_registration import custom_object_scope, get_registered_name, get_registered_object
 
 __all__ = ["save_model", "save_weights", "read_weights", "load_model", "restore", "FORMAT_VERSION"]
 
@@ -202,7 +202,7 @@ def _restore_state(fl, model, named):
     if not isinstance(it, int) or it < 1:
         return
     slots = {}
-    for s in model.optimizer.slot_names:
+    for s in model.optimizer.state_slot_names:
         for n, v in named:
             if f"optimizer.{s}.{n}" in fl.by_name:
                 slots.setdefault(s, {})[n] = fl.array(f"optimizer.{s}.{n}", v.shape)
@@ -230,8 +230,16 @@ def _upgrade_v1(cfg, comp):
 
 
 def load_model(path, backend="auto", custom_objects=None, compile=True):
-    """A compiled model from a file written by ``model.save``; classes of your own come
-    from ``@register_serializable`` or ``custom_objects``."""
+    """A compiled model from a file written by ``model.save``; classes (and functions:
+    regularizers, constraints, ...) of your own come from ``@register_serializable``
+    or ``custom_objects``."""
+    if custom_objects is not None and not isinstance(custom_objects, dict):
+        raise TypeError(f"custom_objects must be a dict {{name: object}}, got {type(custom_objects).__name__}")
+    with custom_object_scope(custom_objects):
+        return _load_model(path, backend, custom_objects, compile)
+
+
+def _load_model(path, backend, custom_objects, compile):
     fl = _File(path)
     p = fl.path
     try:
