@@ -205,9 +205,7 @@ class Model(Layer, Freeable):
         self.check_alive()
         topo = self._ensure_graph()
         opt = optimizers_mod.get(optimizer)
-        spec = CompileSpec(topo.outputs, self.output_names, loss, loss_weights, metrics)
-        if weighted_metrics:
-            raise ValueError("weighted_metrics are not supported; metrics are computed unweighted")
+        spec = CompileSpec(topo.outputs, self.output_names, loss, loss_weights, metrics, weighted_metrics)
         if not isinstance(backend, str):
             raise TypeError("backend must be a str: 'auto', 'cpu' or a device name")
         rng = _random.rng(seed)
@@ -255,9 +253,12 @@ class Model(Layer, Freeable):
         opt = optimizers_mod.deserialize(config["optimizer"], custom_objects)
         loss = [losses.deserialize(l, custom_objects) for l in config["loss"]]
         mets = [[metrics.deserialize(m, custom_objects) for m in ms] for ms in config["metrics"]]
+        weighted = [[metrics.deserialize(m, custom_objects) for m in ms] for ms in config.get("weighted_metrics", [])]
         names = self.output_names
         return self.compile(optimizer=opt, loss=loss if len(names) > 1 else loss[0],
                             metrics=mets if len(names) > 1 else (mets[0] or None),
+                            weighted_metrics=(weighted if len(names) > 1 else (weighted[0] or None)) if weighted
+                            else None,
                             loss_weights=config["loss_weights"], backend=backend)
 
     # --- weights --------------------------------------------------------------------------------
