@@ -93,3 +93,23 @@ def test_class_weight_multiplies_sample_weight():
         np.testing.assert_allclose(v, twin.get_weights()[k], rtol=1e-6)
     base.free()
     twin.free()
+
+
+def test_loss_objects_on_arrays_reduce_per_sample_as_keras():
+    """reduction='none' gives one value per sample (an element-wise loss averaged over the
+    last axis), 'sum' their sum, the default their weighted mean over the batch."""
+    yt = np.array([[0., 1], [1, 0], [1, 1]])
+    yp = np.array([[0.2, 0.9], [0.6, 0.1], [0.3, 0.3]])
+    w = np.array([1.0, 0.0, 2.0])
+    per = {"MeanSquaredError": ((yt - yp) ** 2).mean(-1),
+           "MeanAbsoluteError": np.abs(yt - yp).mean(-1),
+           "BinaryCrossentropy": -(yt * np.log(yp) + (1 - yt) * np.log(1 - yp)).mean(-1),
+           "CategoricalCrossentropy": -(yt * np.log(yp / yp.sum(-1, keepdims=True))).sum(-1)}
+    for name, want in per.items():
+        cls = getattr(pg.losses, name)
+        np.testing.assert_allclose(cls(reduction="none")(yt, yp), want, rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(cls(reduction="sum")(yt, yp), want.sum(), rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(cls()(yt, yp), want.mean(), rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(cls(reduction="none")(yt, yp, sample_weight=w), want * w, rtol=1e-5,
+                                   err_msg=name)
+        np.testing.assert_allclose(cls()(yt, yp, sample_weight=w), (want * w).sum() / 3, rtol=1e-5, err_msg=name)

@@ -98,14 +98,22 @@ class Loss:
         elif arrays[0].dtype.kind in "biu":
             arrays[0] = arrays[0].astype(np.float32)
         if sample_weight is not None:
-            arrays.append(np.asarray(sample_weight, dtype=np.float32))
+            w = np.asarray(sample_weight, dtype=np.float32)
+            arrays.append(w.reshape(-1, 1) if w.ndim == 1 and arrays[1].ndim > 1 else w)   # one per sample
         for a in arrays:
             if a.dtype == object or a.dtype.kind not in "biuf":
                 raise TypeError(f"{self.name}: expected arrays of numbers, got dtype {a.dtype}")
 
         def graph(*t):
-            return self._reduce(self.values(t[0], t[1]), t[2] if len(t) > 2 else None)
-        return float(_eager.evaluate(graph, arrays).reshape(-1)[0])
+            v = self.values(t[0], t[1])
+            if self.reduction != "sum_over_batch_size" and tuple(v.shape) == tuple(t[1].shape) and len(v.shape) > 1:
+                # an element-wise loss: Keras's per-sample value is its mean over the last axis
+                v = ops.reduce_mean(v, axis=-1)
+            return self._reduce(v, t[2] if len(t) > 2 else None)
+        out = np.asarray(_eager.evaluate(graph, arrays), dtype=np.float32)
+        if self.reduction == "none":
+            return out.reshape(arrays[1].shape[:-1]) if arrays[1].ndim > 1 else out
+        return float(out.reshape(-1)[0])
 
     def _reduce(self, values, weights):
         if self.reduction == "sum_over_batch_size":
