@@ -245,3 +245,18 @@ def test_head_losses_are_unweighted_and_the_total_weighs_them():
     assert hist["loss"][0] == pytest.approx(2.0 * hist["a_loss"][0] + 0.25 * hist["b_loss"][0], rel=1e-5)
     assert hist["a_loss"][0] == pytest.approx(r["a_loss"], rel=1e-5)
     m.free()
+
+
+def test_an_input_of_shape_ending_in_1_takes_arrays_without_that_axis():
+    """As Keras: Input(shape=(1,)) takes a column of shape (n,), Input(shape=(4, 1)) takes (n, 4)."""
+    a, b = pg.Input(shape=(1,), name="a"), pg.Input(shape=(4, 1), name="b")
+    out = pg.layers.Concatenate()([a, pg.layers.Flatten()(b)])
+    m = pg.Model([a, b], out).compile(loss="mse")
+    xa = np.array([1.0, 2.0, 3.0])
+    xb = np.arange(12.0).reshape(3, 4)
+    want = np.concatenate([xa[:, None], xb], axis=1)
+    np.testing.assert_array_equal(m.predict([xa, xb]), want)
+    np.testing.assert_array_equal(m.predict([xa[:, None], xb[..., None]]), want)
+    with pytest.raises(ValueError, match="must have shape"):
+        m.predict([xa, xb[:, :3]])
+    m.free()
