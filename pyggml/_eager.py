@@ -27,6 +27,7 @@ class _EagerBuilder:
         self.ctx = Context(n_tensors=n_tensors, graph_size=n_tensors)
         self.in_ctx = Context(n_tensors=n_tensors)
         self.training = bool(training)
+        self.fused_ok = True         # computed on the CPU (pyggml._scope.fused)
         self.cache = {}
         self._values = []            # (tensor, array) to set once memory exists
         self._masks = []

@@ -15,14 +15,29 @@ dropout masks and the training flag.  The builder is any object with:
   training step (BatchNormalization's running statistics);
 - ``derived_input(source, fn, shape, dtype)``: a tensor set to ``fn(values)``
   whenever the input ``source`` is set (host-side integer arithmetic);
-- ``cache``: a dict layers may use to share derived tensors within the graph.
+- ``cache``: a dict layers may use to share derived tensors within the graph;
+- ``fused_ok`` (optional, False if absent): the graph computes on the CPU, so
+  pyggml's fused CPU ops may be used (see ``fused()``).
+
+pyggml's fused ops (ggml patches 0020-0022: ``bias_act``, ``conv_2d_cl``,
+``pool_cl``, ``batch_norm``, ``lstm_cell``, the activations' backward passes,
+...) exist on the CPU only: another backend (Vulkan, CUDA, Metal, RPC) refuses
+them and its scheduler would run them on the CPU, copying tensors across.  So
+the built-in layers and activations use them only while ``fused()`` is true,
+and otherwise build the same computation from the ops every backend has (the
+"composed" forms).  ``FORCE_COMPOSED`` (True when the environment variable
+``PYGGML_COMPOSED`` is set to anything but 0 at import; tests assign it) makes
+every graph take the composed forms, so that both stay tested on the CPU.
 """
 
+import os
 import threading
 
-__all__ = ["current", "entered", "require"]
+__all__ = ["current", "entered", "require", "fused", "FORCE_COMPOSED"]
 
 _local = threading.local()
+
+FORCE_COMPOSED = os.environ.get("PYGGML_COMPOSED", "").strip() not in ("", "0")
 
 
 def current():
@@ -37,6 +52,15 @@ def require(what):
         raise RuntimeError(f"{what} is only available while a model builds its graph "
                            f"(inside a layer's call())")
     return b
+
+
+def fused():
+    """True while a graph that computes on the CPU is being built (and the composed
+    forms are not forced): the layers may use pyggml's fused CPU ops."""
+    if FORCE_COMPOSED:
+        return False
+    b = current()
+    return b is not None and bool(getattr(b, "fused_ok", False))
 
 
 class entered:

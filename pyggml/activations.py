@@ -1,14 +1,18 @@
 """Activations as functions over tensors that train (Keras's names).
 
 Use them in a layer's ``call`` (``activations.gelu(x)``) or by name
-(``Dense(8, activation="gelu")``).  ggml has no backward pass for tanh,
-sigmoid, gelu, elu or leaky_relu, so those are composed from ops that have one
+(``Dense(8, activation="gelu")``).  In a graph computed on the CPU, tanh,
+sigmoid, exact gelu, elu and leaky_relu are ggml's own ops (pyggml's patches
+give them backward passes); elsewhere (other backends, where those backward
+passes would run on the CPU) they are composed from ops every backend trains
 (exact identities, or an erf accurate to 1.5e-7).
 """
 
 import math
 
-from pyggml import ops
+import numpy as np
+
+from pyggml import _scope, ops
 
 __all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_relu", "softmax", "log_softmax",
            "linear", "get", "name_of", "serialize"]
@@ -20,13 +24,22 @@ def relu(x):
     return ops.relu(ops.as_tensor(x))
 
 
+def _plain(x):
+    x = ops.as_tensor(x)
+    return x if x.is_contiguous else ops.cont(x)
+
+
 def sigmoid(x):
+    if _scope.fused():
+        return ops.sigmoid(_plain(x))
     # exp(-softplus(-x)): stable for either sign, and every op has a backward pass
     x = ops.as_tensor(x)
     return ops.exp(ops.neg(ops.softplus(ops.neg(x))))
 
 
 def tanh(x):
+    if _scope.fused():
+        return ops.tanh(_plain(x))
     # 2 sigmoid(2x) - 1
     return ops.scale_bias(sigmoid(ops.scale(ops.as_tensor(x), 2.0)), 2.0, -1.0)
 
@@ -49,9 +62,12 @@ def gelu(x, approximate=False):
     ``approximate=True`` gives the tanh form."""
     x = ops.as_tensor(x)
     if approximate:
+        # (ggml's own gelu is this form from an f16 table: +-2e-3, too coarse to train with)
         cube = ops.mul(ops.sqr(x), x)
         inner = ops.scale(ops.add(x, ops.scale(cube, 0.044715)), math.sqrt(2.0 / math.pi))
         return ops.mul(x, ops.scale_bias(tanh(inner), 0.5, 0.5))
+    if _scope.fused():
+        return ops.gelu_erf(_plain(x))
     return ops.mul(x, ops.scale_bias(_erf(ops.scale(x, _SQRT1_2)), 0.5, 0.5))
 
 
@@ -63,13 +79,31 @@ swish = silu
 
 
 def elu(x, alpha=1.0):
+    if _scope.fused():
+        x = _plain(x)
+        if alpha == 1.0:
+            return ops.elu(x)
+        if alpha >= 0:
+            # any alpha: the fused bias + activation op with a zero bias (one pass each way)
+            return ops.bias_act(x, _zero(), "elu", float(alpha))
     # relu(x) + alpha (exp(min(x, 0)) - 1), with min(x, 0) = -relu(-x)
     x = ops.as_tensor(x)
     neg_part = ops.neg(ops.relu(ops.neg(x)))
     return ops.add(ops.relu(x), ops.scale_bias(ops.exp(neg_part), alpha, -alpha))
 
 
+def _zero():
+    """A one-element zero, shared by the graph being built (a bias that adds nothing)."""
+    cache = _scope.require("activations").cache
+    t = cache.get("activations_zero")
+    if t is None:
+        t = cache["activations_zero"] = ops.constant(np.zeros(1, dtype=np.float32))
+    return t
+
+
 def leaky_relu(x, negative_slope=0.2):
+    if _scope.fused() and negative_slope >= 0:
+        return ops.leaky_relu(_plain(x), float(negative_slope))
     # relu(x) - slope relu(-x); Keras's default slope is 0.2
     x = ops.as_tensor(x)
     return ops.sub(ops.relu(x), ops.scale(ops.relu(ops.neg(x)), negative_slope))

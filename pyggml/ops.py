@@ -169,9 +169,22 @@ def square(x):
     return _core_ops.sqr(as_tensor(x))
 
 
+def _concat_tree(xs, dim):
+    """ggml's concat of several tensors along ggml dim ``dim``, in a balanced tree
+    (each value is copied log2(len(xs)) times, not once per later tensor)."""
+    xs = list(xs)
+    while len(xs) > 1:
+        joined = [_core_ops.concat(a, b, dim) for a, b in zip(xs[0::2], xs[1::2])]
+        if len(xs) % 2:
+            joined.append(xs[-1])
+        xs = joined
+    return xs[0]
+
+
 def concatenate(tensors, axis=-1):
-    """Join tensors along ``axis`` (numpy's).  ggml's concat has no backward
-    pass, so the join is a sum of products with constant 0/1 placement matrices."""
+    """Join tensors along ``axis`` (numpy's).  On the CPU, ggml's concat (pyggml's
+    patches give it a backward pass); elsewhere a sum of products with constant 0/1
+    placement matrices (ops every backend trains)."""
     xs = [as_tensor(t) for t in tensors]
     if len(xs) < 2:
         raise ValueError("concatenate needs at least two tensors")
@@ -182,6 +195,8 @@ def concatenate(tensors, axis=-1):
     for t in xs[1:]:
         if any(t.shape[i] != xs[0].shape[i] for i in range(r) if i != ax):
             raise ValueError(f"concatenate: shapes {[t.shape for t in xs]} differ outside axis {axis}")
+    if _scope.fused():
+        return _concat_tree(xs, r - 1 - ax)
     if ax != r - 1:
         xs = [swapaxes(t, ax, r - 1) for t in xs]
     total = builtins.sum(int(t.shape[-1]) for t in xs)

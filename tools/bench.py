@@ -6,6 +6,20 @@ is its own.  Prints a table: both figures and their ratio (higher is better
 for pyggml in the last column).  A benchmark, never a test.
 
     python tools/bench.py [--threads 2] [--repeats 3] [--rounds 3] [--only step_,mlp,...] [--no-rpc]
+    python tools/bench.py --threads 1,2 --only keras_,mnist    # thread counts side by side, one run
+
+The ``keras_*`` rows are models shaped like keras-io's examples, each trained
+with ``fit`` (Adam, the example's loss, its batch size) beside the same
+network in PyTorch: ``keras_convnet`` (mnist_convnet: Conv2D 32 and 64, max
+pooling, dropout, batch 128), ``keras_conv1d_bn`` (timeseries classification:
+3 x [Conv1D 64 k3 same, BatchNormalization, ReLU] over 500 steps, global
+average pooling, batch 32), ``keras_bilstm`` (IMDB: Embedding 20000x128,
+Bidirectional(LSTM 64, sequences), Bidirectional(LSTM 64) over 200 tokens,
+batch 32), ``keras_transformer`` (text classification: token and position
+embedding 32, one transformer block with 2 heads, dropout, global average
+pooling, over 200 tokens, batch 32).  Besides wall time, every row reports
+the CPU time of its process per step (all its threads): steadier than wall
+time on a shared machine.
 
 A second table sets a Trainer step and the MNIST MLP's fit on a remote device
 (a pyggml RPC server on 127.0.0.1, in its own process) beside the same on the
@@ -21,7 +35,7 @@ import sys
 import time
 
 WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "wide_mlp", "mnist_cnn", "predict_1", "predict_1000",
-             "dqn_cartpole_150ep"]
+             "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer"]
 RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
 CHILD = r"""
@@ -29,18 +43,23 @@ import json, os, resource, sys, time
 import numpy as np
 fw, wl, threads, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 
+CPU = []          # the least CPU time (this process, all threads) of the repeats of best_time, per call
+
 def best_time(f, n):
     # the best of the repeats: on a shared machine the slow ones measure the neighbours
     f()
-    out = []
+    out, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         for _ in range(n):
             f()
         out.append((time.perf_counter() - t) / n)
+        cpu.append((time.process_time() - c) / n)
+    CPU.append(min(cpu))
     return min(out)
 
 rng = np.random.default_rng(0)
+VOCAB, SEQ, TS_LEN = 20000, 200, 500
 SPECS = {
     "step_4_8_2": ((4, 8, 2), 16, "ce"), "step_8_64_64_4": ((8, 64, 64, 4), 32, "mse"),
     "mnist_mlp": ((784, 500, 10), 500, "ce"), "wide_mlp": ((1024, 2048, 2048, 10), 256, "ce"),
@@ -65,10 +84,110 @@ if fw.startswith("pyggml"):
                               L.Conv2D(16, 3, padding="same", activation="relu"), L.MaxPooling2D(),
                               L.Flatten(), L.Dense(10, activation="softmax")], input_shape=(28, 28, 1)).compile(
             optimizer="adam", loss="categorical_crossentropy", seed=0, backend=BACKEND)
+    def keras_model(wl):
+        L = pg.layers
+        if wl == "keras_convnet":
+            m = pg.Sequential([L.Conv2D(32, 3, activation="relu"), L.MaxPooling2D(2),
+                               L.Conv2D(64, 3, activation="relu"), L.MaxPooling2D(2), L.Flatten(), L.Dropout(0.5),
+                               L.Dense(10, activation="softmax")], input_shape=(28, 28, 1))
+            loss = "categorical_crossentropy"
+        elif wl == "keras_conv1d_bn":
+            layers = []
+            for _ in range(3):
+                layers += [L.Conv1D(64, 3, padding="same"), L.BatchNormalization(), L.ReLU()]
+            m = pg.Sequential(layers + [L.GlobalAveragePooling1D(), L.Dense(2, activation="softmax")],
+                              input_shape=(TS_LEN, 1))
+            loss = "sparse_categorical_crossentropy"
+        elif wl == "keras_bilstm":
+            inp = pg.Input((SEQ,), dtype="int32")
+            x = L.Embedding(VOCAB, 128)(inp)
+            x = L.Bidirectional(L.LSTM(64, return_sequences=True))(x)
+            x = L.Bidirectional(L.LSTM(64))(x)
+            m = pg.Model(inp, L.Dense(1, activation="sigmoid")(x))
+            loss = "binary_crossentropy"
+        else:
+            class TokPos(L.Layer):
+                def __init__(self, **kw):
+                    super().__init__(**kw)
+                    self.tok, self.pos = L.Embedding(VOCAB, 32), L.Embedding(SEQ, 32)
+
+                def call(self, x):
+                    return self.tok(x) + self.pos(pg.ops.arange(0, x.shape[-1]))
+
+            class Block(L.Layer):
+                def __init__(self, **kw):
+                    super().__init__(**kw)
+                    self.att = L.MultiHeadAttention(num_heads=2, key_dim=32)
+                    self.ffn = pg.Sequential([L.Dense(32, activation="relu"), L.Dense(32)])
+                    self.ln1, self.ln2 = L.LayerNormalization(epsilon=1e-6), L.LayerNormalization(epsilon=1e-6)
+                    self.d1, self.d2 = L.Dropout(0.1), L.Dropout(0.1)
+
+                def call(self, x):
+                    x = self.ln1(x + self.d1(self.att(x, x)))
+                    return self.ln2(x + self.d2(self.ffn(x)))
+
+            inp = pg.Input((SEQ,), dtype="int32")
+            x = L.GlobalAveragePooling1D()(Block()(TokPos()(inp)))
+            x = L.Dense(20, activation="relu")(L.Dropout(0.1)(x))
+            m = pg.Model(inp, L.Dense(2, activation="softmax")(L.Dropout(0.1)(x)))
+            loss = "sparse_categorical_crossentropy"
+        return m.compile(optimizer="adam", loss=loss, seed=0, backend=BACKEND)
 else:
     import torch
     torch.set_num_threads(threads)
     torch.manual_seed(0)
+
+    def keras_model(wl):
+        nn = torch.nn
+        if wl == "keras_convnet":
+            return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                                 nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(5 * 5 * 64, 10))
+        if wl == "keras_conv1d_bn":
+            layers, cin = [], 1
+            for _ in range(3):
+                # Keras's BatchNormalization: epsilon 1e-3, momentum 0.99 (PyTorch's momentum is 1 - that)
+                layers += [nn.Conv1d(cin, 64, 3, padding=1), nn.BatchNorm1d(64, eps=1e-3, momentum=0.01), nn.ReLU()]
+                cin = 64
+            return nn.Sequential(*layers, nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(64, 2))
+        if wl == "keras_bilstm":
+            class BiLSTM(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.emb = nn.Embedding(VOCAB, 128)
+                    self.l1 = nn.LSTM(128, 64, batch_first=True, bidirectional=True)
+                    self.l2 = nn.LSTM(128, 64, batch_first=True, bidirectional=True)
+                    self.fc = nn.Linear(128, 1)
+
+                def forward(self, ids):
+                    s, _ = self.l1(self.emb(ids))
+                    _, (h, _) = self.l2(s)
+                    return self.fc(torch.cat([h[0], h[1]], dim=1))
+            return BiLSTM()
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok, self.pos = nn.Embedding(VOCAB, 32), nn.Embedding(SEQ, 32)
+                # Keras's key_dim=32 per head (64 wide projections), as pyggml's layer
+                self.q, self.k, self.v, self.o = nn.Linear(32, 64), nn.Linear(32, 64), nn.Linear(32, 64), nn.Linear(64, 32)
+                self.ln1, self.ln2 = nn.LayerNorm(32, eps=1e-6), nn.LayerNorm(32, eps=1e-6)
+                self.ff = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32))
+                self.drop = nn.Dropout(0.1)
+                self.head = nn.Sequential(nn.Dropout(0.1), nn.Linear(32, 20), nn.ReLU(), nn.Dropout(0.1),
+                                          nn.Linear(20, 2))
+
+            def forward(self, ids):
+                x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+                bb, t, _ = x.shape
+                q = self.q(x).view(bb, t, 2, 32).transpose(1, 2)
+                k = self.k(x).view(bb, t, 2, 32).transpose(1, 2)
+                v = self.v(x).view(bb, t, 2, 32).transpose(1, 2)
+                a = torch.softmax(q @ k.transpose(-1, -2) / 32 ** 0.5, -1) @ v
+                a = self.o(a.transpose(1, 2).reshape(bb, t, 64))
+                x = self.ln1(x + self.drop(a))
+                x = self.ln2(x + self.drop(self.ff(x)))
+                return self.head(x.mean(1))
+        return Block()
 
     def mlp(sizes, loss):
         mods = []
@@ -102,7 +221,7 @@ if wl.startswith("step_"):
         f = lambda: tr.step(x, y)
     else:
         f = torch_step(mlp(sizes, loss), torch.from_numpy(x), torch.from_numpy(y), loss)
-    result = {"value": best_time(f, 2000) * 1e6, "unit": "us/step", "better": "lower"}
+    result = {"value": best_time(f, 2000) * 1e6, "unit": "us/step", "better": "lower", "cpu_value": CPU[-1] * 1e6}
 elif wl in ("mnist_mlp", "wide_mlp", "mnist_cnn"):
     if wl == "mnist_cnn":
         b, n, shape = 256, 256 * 8, (28, 28, 1)
@@ -131,9 +250,40 @@ elif wl in ("mnist_mlp", "wide_mlp", "mnist_cnn"):
     sps = n / t
     if wl == "wide_mlp":
         flops = 6 * sum(a * c for a, c in zip(sizes[:-1], sizes[1:]))
-        result = {"value": sps * flops / 1e9, "unit": "GFLOP/s", "better": "higher"}
+        result = {"value": sps * flops / 1e9, "unit": "GFLOP/s", "better": "higher",
+                  "cpu_value": n / CPU[-1] * flops / 1e9}
     else:
-        result = {"value": sps, "unit": "samples/s", "better": "higher"}
+        result = {"value": sps, "unit": "samples/s", "better": "higher", "cpu_value": n / CPU[-1]}
+elif wl.startswith("keras_"):
+    # a training step of fit, the example's batch size, over 4 batches
+    b = {"keras_convnet": 128}.get(wl, 32)
+    n = 4 * b
+    if wl == "keras_convnet":
+        x, y = rng.random((n, 28, 28, 1)).astype(np.float32), np.eye(10, dtype=np.float32)[rng.integers(0, 10, n)]
+    elif wl == "keras_conv1d_bn":
+        x, y = rng.random((n, TS_LEN, 1)).astype(np.float32), rng.integers(0, 2, n)
+    else:
+        x, y = rng.integers(1, VOCAB, size=(n, SEQ)).astype(np.int32), rng.integers(0, 2, n)
+    if wl == "keras_bilstm":
+        y = y.astype(np.float32)[:, None]
+    if fw.startswith("pyggml"):
+        m = keras_model(wl)
+        f = lambda: m.fit(x, y, epochs=1, batch_size=b, verbose=0, shuffle=False)
+    else:
+        net = keras_model(wl).train()
+        xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy() if wl == "keras_convnet" else
+                              x.transpose(0, 2, 1).copy() if wl == "keras_conv1d_bn" else x.astype(np.int64))
+        yt = torch.from_numpy(y if wl != "keras_conv1d_bn" and wl != "keras_transformer" else y.astype(np.int64))
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        lf = torch.nn.BCEWithLogitsLoss() if wl == "keras_bilstm" else torch.nn.CrossEntropyLoss()
+
+        def f():
+            for i in range(0, n, b):
+                opt.zero_grad()
+                lf(net(xt[i:i + b]), yt[i:i + b]).backward()
+                opt.step()
+    result = {"value": best_time(f, 1) * 1e3 / 4, "unit": "ms/step", "better": "lower"}
+    result["cpu_value"] = CPU[-1] * 1e3 / 4
 elif wl.startswith("predict_"):
     sizes, n, _ = SPECS[wl]
     x = rng.random((n, sizes[0])).astype(np.float32)
@@ -147,7 +297,8 @@ elif wl.startswith("predict_"):
         def f():
             with torch.no_grad():
                 torch.softmax(net(xt), -1).numpy()
-    result = {"value": best_time(f, 200 if n == 1 else 20) * 1e6, "unit": "us/call", "better": "lower"}
+    result = {"value": best_time(f, 200 if n == 1 else 20) * 1e6, "unit": "us/call", "better": "lower",
+              "cpu_value": CPU[-1] * 1e6}
 elif wl == "dqn_cartpole_150ep":
     # the DQN example and its PyTorch twin for 150 training episodes (1,000 random
     # steps, then a training step per environment step): their time per env step
@@ -328,64 +479,91 @@ def print_rpc_table(rows, threads):
               f"{re.get('cpu_us_per_step', nan):.4g} + {re.get('server_cpu_us_per_step', nan):.4g} |")
 
 
+def ratio_of(ours, theirs, key="value"):
+    a, b = ours.get(key, float("nan")), theirs.get(key, float("nan"))
+    if ours["better"] == "lower":
+        return b / a
+    return a / b
+
+
+def load_average():
+    try:
+        return os.getloadavg()
+    except OSError:
+        return (float("nan"),) * 3
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", default="2", help="a thread count, or several (1,2): measured side by side")
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats inside a process (best kept)")
     ap.add_argument("--rounds", type=int, default=3, help="processes per framework and workload, taking turns")
     ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
     ap.add_argument("--no-rpc", action="store_true", help="leave out the table over loopback RPC")
     a = ap.parse_args()
+    thread_counts = [int(t) for t in str(a.threads).split(",") if t.strip()]
     wls = [w for w in WORKLOADS if not a.only or any(o in w for o in a.only.split(","))]
     # found, not imported: the children forked from here would start with its memory
     import importlib.util
     have_torch = importlib.util.find_spec("torch") is not None
-    rows = []
+    load_before = load_average()
+    started = time.strftime("%H:%M")
+    rows = {t: [] for t in thread_counts}
     for wl in wls:
-        # the two frameworks take turns, a.rounds times each; each keeps its best round
-        ours_runs, theirs_runs = [], []
+        # the two frameworks (and the thread counts) take turns, a.rounds times each; each keeps its best round
+        ours_runs = {t: [] for t in thread_counts}
+        theirs_runs = {t: [] for t in thread_counts}
         for _ in range(a.rounds):
-            ours_runs.append(run_child("pyggml", wl, a.threads, a.repeats))
-            if have_torch:
-                theirs_runs.append(run_child("torch", wl, a.threads, a.repeats))
-        ours = best(ours_runs)
-        theirs = best(theirs_runs) if have_torch else {"value": float("nan"), "peak_mb": float("nan")}
-        if ours["better"] == "lower":
-            ratio = theirs["value"] / ours["value"]
-        else:
-            ratio = ours["value"] / theirs["value"]
-        rows.append((wl, ours, theirs, ratio))
-        if "error" in ours:
-            print(f"# {wl} (pyggml) failed: {ours['error']}", file=sys.stderr)
+            for t in thread_counts:
+                ours_runs[t].append(run_child("pyggml", wl, t, a.repeats))
+                if have_torch:
+                    theirs_runs[t].append(run_child("torch", wl, t, a.repeats))
+        for t in thread_counts:
+            ours = best(ours_runs[t])
+            theirs = best(theirs_runs[t]) if have_torch else {"value": float("nan"), "peak_mb": float("nan")}
+            # CPU time: each framework's least over its rounds
+            for runs, pick in ((ours_runs[t], ours), (theirs_runs[t], theirs)):
+                cpus = [r["cpu_value"] for r in runs if r.get("cpu_value", float("nan")) == r.get("cpu_value")]
+                if cpus:
+                    pick["cpu_value"] = (min if pick.get("better") == "lower" else max)(cpus)
+            rows[t].append((wl, ours, theirs, ratio_of(ours, theirs), ratio_of(ours, theirs, "cpu_value")))
+            if "error" in ours:
+                print(f"# {wl} (pyggml, {t} threads) failed: {ours['error']}", file=sys.stderr)
+    load_after = load_average()
     import platform
-    print(f"pyggml vs PyTorch, {a.threads} threads, best of {a.rounds} alternating rounds x {a.repeats} repeats; "
-          f"{platform.machine()}, "
-          f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}")
-    print(f"| workload | unit | pyggml | PyTorch | pyggml advantage | peak MB pyggml | peak MB PyTorch |")
-    print("|---|---|---|---|---|---|---|")
-    for wl, o, t, r in rows:
-        print(f"| {wl} | {o['unit']} | {o['value']:.4g} | {t['value']:.4g} | {r:.2f}x | {o['peak_mb']:.0f} | "
-              f"{t['peak_mb']:.0f} |")
-    ceiling = sgemm_ceiling(a.threads)
-    wide = [(o["value"], t["value"]) for w, o, t, _ in rows if w == "wide_mlp"]
-    if wide:
-        # GFLOP/s above count 6 flops per weight and sample (the usual convention); neither library
-        # computes the first layer's input gradient, so the work done is 2 flops per weight less there
-        sizes = (1024, 2048, 2048, 10)
-        conv = 6 * sum(p * q for p, q in zip(sizes[:-1], sizes[1:]))
-        done = (conv - 2 * sizes[0] * sizes[1]) / conv
-        print(f"| wide_mlp, flops done, vs numpy sgemm ({ceiling:.0f} GFLOP/s) | share of ceiling | "
-              f"{wide[0][0] * done / ceiling:.0%} | {wide[0][1] * done / ceiling:.0%} | | | |")
+    for t in thread_counts:
+        print(f"pyggml vs PyTorch, {t} thread{'s' if t > 1 else ''}, best of {a.rounds} alternating rounds x "
+              f"{a.repeats} repeats; {platform.machine()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')} "
+              f"{started}-{time.strftime('%H:%M')}, load average {load_before[0]:.1f} before, "
+              f"{load_after[0]:.1f} after")
+        print("| workload | unit | pyggml | PyTorch | pyggml advantage | CPU-time advantage | peak MB pyggml | "
+              "peak MB PyTorch |")
+        print("|---|---|---|---|---|---|---|---|")
+        for wl, o, th, r, rc in rows[t]:
+            print(f"| {wl} | {o['unit']} | {o['value']:.4g} | {th['value']:.4g} | {r:.2f}x | {rc:.2f}x | "
+                  f"{o['peak_mb']:.0f} | {th['peak_mb']:.0f} |")
+        ceiling = sgemm_ceiling(t)
+        wide = [(o["value"], th["value"]) for w, o, th, _, _ in rows[t] if w == "wide_mlp"]
+        if wide:
+            # GFLOP/s above count 6 flops per weight and sample (the usual convention); neither library
+            # computes the first layer's input gradient, so the work done is 2 flops per weight less there
+            sizes = (1024, 2048, 2048, 10)
+            conv = 6 * sum(p * q for p, q in zip(sizes[:-1], sizes[1:]))
+            done = (conv - 2 * sizes[0] * sizes[1]) / conv
+            print(f"| wide_mlp, flops done, vs numpy sgemm ({ceiling:.0f} GFLOP/s) | share of ceiling | "
+                  f"{wide[0][0] * done / ceiling:.0%} | {wide[0][1] * done / ceiling:.0%} | | | | |")
+        print()
     it_ours = import_time("pyggml")
     it_theirs = import_time("torch") if have_torch else float("nan")
-    print(f"| import | ms | {it_ours:.0f} | {it_theirs:.0f} | {it_theirs / it_ours:.1f}x | | |")
+    print(f"| import | ms | {it_ours:.0f} | {it_theirs:.0f} | {it_theirs / it_ours:.1f}x | | | |")
     sz_ours, sz_theirs = installed_mb("pyggml"), installed_mb("torch") if have_torch else float("nan")
-    print(f"| installed size | MB | {sz_ours:.1f} | {sz_theirs:.0f} | {sz_theirs / sz_ours:.0f}x | | |")
+    print(f"| installed size | MB | {sz_ours:.1f} | {sz_theirs:.0f} | {sz_theirs / sz_ours:.0f}x | | | |")
     if not a.no_rpc and any(w in RPC_WORKLOADS for w in wls):
         r = subprocess.run([sys.executable, "-c", "import pyggml; print(pyggml.rpc.available())"],
                            capture_output=True, text=True)
         if r.stdout.strip() == "True":
-            print_rpc_table(rpc_rows(wls, a.threads, a.repeats, a.rounds), a.threads)
+            for t in thread_counts:
+                print_rpc_table(rpc_rows(wls, t, a.repeats, a.rounds), t)
 
 
 if __name__ == "__main__":

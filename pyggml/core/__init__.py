@@ -21,6 +21,7 @@ from pyggml.core._core import (  # noqa: F401
     get_n_threads,
     ggml_commit,
     ggml_version,
+    n_threads_adaptive,
     n_threads_is_set,
     reachable_count,
     set_n_threads,

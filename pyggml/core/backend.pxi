@@ -3,6 +3,7 @@
 # --- CPU threads: one setting for every CPU compute ------------------------
 
 cdef int _n_threads_user = 0          # 0: not set by the user (choose per graph)
+cdef bint _n_threads_adaptive = True   # the models layer may use fewer when fewer is faster
 
 
 def _default_threads():
@@ -12,21 +13,31 @@ def _default_threads():
         return max(1, os.cpu_count() or 1)
 
 
-def set_n_threads(n):
-    """Set the number of CPU threads for all compute (None or 0: automatic)."""
-    global _n_threads_user
+def set_n_threads(n, adaptive=True):
+    """Set the number of CPU threads for all compute (None or 0: one per CPU).
+
+    With ``adaptive`` (the default) ``n`` is a ceiling: a model's training step
+    and forward pass time themselves and run on the count, up to ``n``, that is
+    fastest now (on a busy machine fewer threads can be faster), checking again
+    now and then.  Results do not depend on the count.  ``adaptive=False``
+    computes with exactly ``n`` threads."""
+    global _n_threads_user, _n_threads_adaptive
+    if not isinstance(adaptive, (bool, np.bool_)):
+        raise TypeError(f"adaptive must be True or False, got {adaptive!r}")
     if n is None:
         _n_threads_user = 0
+        _n_threads_adaptive = bool(adaptive)
         return
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"n_threads must be a positive int, got {n!r}")
     if n < 0 or n > 1024:
         raise ValueError(f"n_threads must be between 1 and 1024, got {n}")
     _n_threads_user = int(n)
+    _n_threads_adaptive = bool(adaptive)
 
 
 def get_n_threads():
-    """The CPU thread count in force (the automatic choice's maximum when unset)."""
+    """The CPU thread count in force (the ceiling when adaptive)."""
     return _n_threads_user if _n_threads_user > 0 else _default_threads()
 
 
@@ -35,7 +46,25 @@ def n_threads_is_set():
     return _n_threads_user > 0
 
 
+def n_threads_adaptive():
+    """True when the models layer may pick fewer threads than get_n_threads()."""
+    return _n_threads_adaptive
+
+
 # --- CPU thread pools, shared by every CPU Backend of the process ------------
+#
+# A waiting pool thread spins this many microseconds, then sleeps until woken
+# (ggml patch 0023).  ggml spun ~100 ms, which on a shared machine took the
+# cores the working threads needed.  PYGGML_SPIN_US overrides it (0..100000).
+
+def _spin_us():
+    raw = os.environ.get("PYGGML_SPIN_US", "")
+    try:
+        v = int(raw)
+    except ValueError:
+        return 50
+    return min(max(v, 0), 100000)
+
 #
 # A ggml thread pool runs one graph at a time; a pool per Backend made 200
 # small models with 4 threads hold 602 threads.  Backends now share one pool
@@ -76,6 +105,7 @@ cdef _Pool _pool_get(int n):
         pool = _pools.get(n)
         if pool is None or pool.gen != _fork_gen or pool.ptr == NULL:
             params = ggml_threadpool_params_default(n)
+            params.poll = _spin_us()
             pool = _Pool.__new__(_Pool)
             with nogil:
                 pool.ptr = ggml_threadpool_new(&params)

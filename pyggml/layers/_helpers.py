@@ -1,9 +1,19 @@
 """Helpers the built-in layers share (not part of the layer contract)."""
 
-from pyggml import activations, ops
+from pyggml import _scope, activations, ops
 from pyggml.layers.layer import Layer
 
-__all__ = ["Activated", "contiguous", "rows_2d"]
+__all__ = ["Activated", "contiguous", "rows_2d", "fused", "fusable", "cached"]
+
+# the activations the fused ops apply themselves: {name: (the op's name, alpha)}
+_FUSABLE = {"linear": ("linear", 0.0), "relu": ("relu", 0.0), "tanh": ("tanh", 0.0),
+            "sigmoid": ("sigmoid", 0.0), "elu": ("elu", 1.0), "leaky_relu": ("leaky_relu", 0.2)}
+
+
+def fused():
+    """True while a graph computed on the CPU is being built: pyggml's fused CPU ops may
+    be used (pyggml._scope.fused); otherwise the layers build their composed forms."""
+    return _scope.fused()
 
 
 def contiguous(x):
@@ -13,6 +23,16 @@ def contiguous(x):
 def rows_2d(x):
     """(d0, ..., dk, c) -> (d0 * ... * dk, c): ggml's mul_mat trains only with a 2-D weight."""
     return ops.flatten_rows(x)
+
+
+def cached(key, variable, make):
+    """``make()``, once per graph for this (key, variable): a weight in another layout,
+    shared by every call of a layer in one graph."""
+    cache = _scope.require("a layer").cache.setdefault(key, {})
+    hit = cache.get(id(variable))
+    if hit is None or hit[0] is not variable:
+        hit = cache[id(variable)] = (variable, make())
+    return hit[1]
 
 
 class Activated(Layer):
@@ -30,3 +50,22 @@ class Activated(Layer):
 
     def call(self, inputs, training=None):
         return self._act(self.pre_activation(inputs, training))
+
+    def fusable_activation(self):
+        """(name, alpha) of this layer's activation for a fused op (bias_act, conv_2d_cl),
+        or None when it must be applied on its own (gelu, softmax, a custom function)."""
+        return fusable(self._act, self.activation)
+
+
+def fusable(fn, name):
+    """(op name, alpha) when ``fn`` is pyggml's own activation ``name`` and a fused op
+    applies it; None otherwise."""
+    spec = _FUSABLE.get(name)
+    if spec is None:
+        return None
+    try:
+        if activations.get(name) is not fn:
+            return None
+    except ValueError:
+        return None
+    return spec

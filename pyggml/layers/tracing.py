@@ -22,6 +22,7 @@ class _ShapeOnly:
     """The builder protocol of pyggml._scope, over a metadata-only context."""
 
     training = False
+    fused_ok = True        # shapes only: the fused ops make the fewest tensors (pyggml._scope.fused)
 
     def __init__(self, n_tensors):
         self.ctx = Context(n_tensors=n_tensors, no_alloc=True)

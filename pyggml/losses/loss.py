@@ -24,9 +24,11 @@ EPSILON = 1e-7          # Keras's clipping epsilon for probabilities
 
 
 def clip(p, low, high):
-    """p limited to [low, high], from relu (which trains: zero slope outside, as Keras's clip)."""
-    return ops.scale_bias(ops.sub(ops.relu(ops.scale_bias(p, 1.0, -low)), ops.relu(ops.scale_bias(p, 1.0, -high))),
-                          1.0, low)
+    """p limited to [low, high] as high - relu(high - max(p, low)), from relu (which trains:
+    zero slope outside, as Keras's clip).  The outer subtraction gives exactly ``high``
+    for a large p, so 1 - p stays positive (a difference of two relus rounded past it)."""
+    at_least_low = ops.scale_bias(ops.relu(ops.scale_bias(p, 1.0, -low)), 1.0, low)
+    return ops.scale_bias(ops.relu(ops.scale_bias(at_least_low, -1.0, high)), -1.0, high)
 
 
 def reduce_loss(values, weights=None, mask=None):
@@ -90,9 +92,11 @@ class Loss:
             w = sample_weight if isinstance(sample_weight, Tensor) or sample_weight is None else \
                 ops.constant(sample_weight)
             return self._reduce(self.values(y_true, y_pred), w)
-        arrays = [np.asarray(y_true), np.asarray(y_pred)]
+        arrays = [np.asarray(y_true), np.asarray(y_pred, dtype=np.float32)]
         if self.sparse:
-            arrays[0] = arrays[0].astype(np.int64).reshape(len(arrays[1]))
+            arrays[0] = arrays[0].astype(np.int64).reshape(arrays[1].shape[:-1])
+        elif arrays[0].dtype.kind in "biu":
+            arrays[0] = arrays[0].astype(np.float32)
         if sample_weight is not None:
             arrays.append(np.asarray(sample_weight, dtype=np.float32))
         for a in arrays:

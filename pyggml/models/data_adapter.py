@@ -226,10 +226,6 @@ def adapt_targets(specs, y, n):
         if not spec.has_loss:
             out.append(None)
             continue
-        if type(a) is np.ndarray and not spec.sparse and a.dtype == np.float32 and a.flags.c_contiguous and \
-                a.shape[1:] == spec.feature_shape and len(a) == n:
-            out.append(a)                       # exactly as the graph takes it
-            continue
         a = as_real_array(a, "y")
         if a.ndim == 0 or a.shape[0] != n:
             raise ValueError(f"y for output {spec.name!r} has {a.shape[0] if a.ndim else 0} rows, x has {n}")

@@ -19,18 +19,15 @@ graph's memory.
 import numpy as np
 
 from pyggml import _random, _scope
-from pyggml.core import (BackendBuffer, Context, Graph, Scheduler, get_n_threads, n_threads_is_set, ops,
-                         reachable_count)
+from pyggml.core import BackendBuffer, Context, Graph, Scheduler, ops, reachable_count
 from pyggml.errors import ContextFullError, GGMLError
 from pyggml.losses.loss import reduce_loss
 from pyggml.models import functional
+from pyggml.models.thread_policy import ThreadChooser
 from pyggml.optimizers.optimizer import global_clip_scale
 
 __all__ = ["GraphBuilder", "Predictor", "LossEvaluator", "TrainStep", "GradientStep", "ApplyGradients", "build"]
 
-# work (multiply-adds per step) below which one thread beats two: ggml's
-# thread synchronisation costs more than it saves on tiny graphs
-_SMALL_WORK = 200_000
 # contexts start small and grow when a model needs more
 _N_TENSORS = 2048
 _GRAPH_SIZE = 2048
@@ -40,9 +37,11 @@ _SCALES = (1, 8, 32, 128, 512)
 class GraphBuilder:
     """The graph scope (see pyggml._scope) of one executor's graphs."""
 
-    def __init__(self, store, training, scale=1):
+    def __init__(self, store, training, scale=1, fused_ok=False):
         self.store = store
         self.training = bool(training)
+        # the graph computes on the CPU: layers may use pyggml's fused CPU ops (pyggml._scope.fused)
+        self.fused_ok = bool(fused_ok)
         self.graph_size = _GRAPH_SIZE * scale
         self.ctx = Context(n_tensors=_N_TENSORS * scale, graph_size=3 * self.graph_size)
         self.in_ctx = Context(n_tensors=256 * scale + 64)
@@ -132,12 +131,6 @@ class GraphBuilder:
         self.in_ctx.free()
 
 
-def _threads(work):
-    if n_threads_is_set():
-        return get_n_threads()
-    return 1 if work < _SMALL_WORK else get_n_threads()
-
-
 def _contiguous(t):
     return t if t.is_contiguous else ops.cont(t)
 
@@ -151,14 +144,27 @@ class Executor:
         # made sharing one Vulkan backend safe; a backend per graph hid that bug)
         rt = model._rt
         self.backend = rt.backend
-        self.g = GraphBuilder(rt.store, training, scale)
+        self.g = GraphBuilder(rt.store, training, scale, fused_ok=self.backend.is_cpu)
         self.shapes = shapes
         self.batch = shapes[0][0]
         self.xs = [self.g.input(s, spec.dtype) for s, spec in zip(shapes, model.graph_specs)]
         self.work = self.batch * max(model.count_params(), 1) * (4 if model._has_conv() else 1)
-        self.n_threads = _threads(self.work)
+        self.threads = ThreadChooser(self.work)
+        self.threads_acc = ThreadChooser(self.work)
         self.sched = None
         self.freed = False
+
+    def run_graph(self, graph, pairs, reads, threads=None):
+        """One run of graph on the thread count the executor's chooser picks."""
+        threads = threads or self.threads
+        n = threads.pick()
+        try:
+            got = self.sched.run(graph, pairs, reads, n)
+        except BaseException:
+            threads.abandon()
+            raise
+        threads.done()
+        return got
 
     def forward(self, training, logits_for=(), with_masks=False):
         with _scope.entered(self.g):
@@ -201,7 +207,7 @@ class Predictor(Executor):
         self.make_scheduler(size)
 
     def run(self, xs):
-        return self.sched.run(self.graph, self.g.pairs(self.xs, xs, []), self.outs, self.n_threads)
+        return self.run_graph(self.graph, self.g.pairs(self.xs, xs, []), self.outs)
 
 
 def _predictions(loss, raw):
@@ -331,7 +337,7 @@ class LossEvaluator(_LossGraph):
         self.make_scheduler(size)
 
     def run(self, xs, ys, ws=None, want_outputs=False):
-        got = self.sched.run(self.graph, self.batch_pairs(xs, ys, ws), self.reads(want_outputs), self.n_threads)
+        got = self.run_graph(self.graph, self.batch_pairs(xs, ys, ws), self.reads(want_outputs))
         return self.results(got, want_outputs)
 
 
@@ -415,8 +421,9 @@ class TrainStep(_LossGraph):
         last = self.opt_period == 1 or (self.micro % self.opt_period) == self.opt_period - 1
         if last:
             pairs.append((self.scalars, self.optimizer.scalars()))
-        got = self.sched.run(self.graph if last else self.graph_acc, pairs, self.reads(want_outputs),
-                             self.n_threads)
+        # the accumulation graph has no optimizer update: it is timed on its own
+        got = self.run_graph(self.graph if last else self.graph_acc, pairs, self.reads(want_outputs),
+                             self.threads if last else self.threads_acc)
         self.micro += 1
         if last:
             self.optimizer.iterations += 1
@@ -475,7 +482,7 @@ class GradientStep(_LossGraph):
         if self.g._masks:
             self.g.refresh_masks()
         reads = [self.total] + [gr for _, _, gr in self.grads if gr is not None]
-        got = self.sched.run(self.graph, pairs, reads, self.n_threads)
+        got = self.run_graph(self.graph, pairs, reads)
         out, k = {}, 1
         for name, t, gr in self.grads:
             if gr is None:

@@ -5,6 +5,7 @@ the same model on the CPU."""
 import numpy as np
 
 import pyggml as pg
+from pyggml import _scope
 
 
 def _digits(n=96, seed=0):
@@ -28,7 +29,10 @@ def _cnn(backend):
     return m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"], backend=backend)
 
 
-def test_a_cnn_fits_saves_and_loads_on_the_remote_device(rpc_device, tmp_path):
+def test_a_cnn_fits_saves_and_loads_on_the_remote_device(rpc_device, tmp_path, monkeypatch):
+    # the remote device builds the layers' composed forms (the fused ops are the CPU's):
+    # the CPU model builds them too, so that both compute the same graph, exactly
+    monkeypatch.setattr(_scope, "FORCE_COMPOSED", True)
     x, y = _digits()
     pg.set_n_threads(1)
     try:

@@ -20,16 +20,17 @@ Head h uses rows ``[h*k, (h+1)*k)`` of the q/k projections (rows ``[h*v,
 (h+1)*v)`` of the value's), as PyTorch's ``nn.MultiheadAttention`` splits its
 ``in_proj_weight``; with equal dims, ``in_proj_weight`` is the three
 projection weights stacked (q, k, v) and ``in_proj_bias`` the biases.
-Scores are ``q . k / sqrt(key_dim)``, softmax over the keys.  Kernels are
+Scores are ``q . k / sqrt(key_dim)``, softmax over the keys (on the CPU with
+a padding mask: one ``soft_max_ext`` applies the scale and the mask).  Kernels are
 glorot-uniform over ``(out, in)``, biases zero.  ``dropout`` drops attention
 probabilities while training.
 """
 
 import math
 
-from pyggml import activations, ops
+from pyggml import _scope, activations, ops
 from pyggml._validation import check_fraction, check_positive_int
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -138,12 +139,24 @@ class MultiHeadAttention(Layer):
         k = ops.permute_axes(k, (0, 2, 1, 3))                 # (b, h, tv, kd)
         vt = ops.permute_axes(v, (0, 2, 3, 1))                # (b, h, vd, tv)
         # scores[b, h, i, j] = q_i . k_j / sqrt(kd); softmax over the keys j
+        if fused():
+            # the scale and the mask (0 for a real key, -1e9 for a padded one, one row per
+            # query: soft_max_ext's mask broadcasts over the heads, not over the queries) in one op
+            blocked = None
+            if key_mask is not None:
+                blocked = ops.scale_bias(ops.reshape(contiguous(ops.as_tensor(key_mask)), (b, 1, 1, tv)), 1e9, -1e9)
+                blocked = ops.repeat(blocked, _scope.require("MultiHeadAttention").ctx.new_tensor((b, 1, tq, tv)))
+            probs = ops.soft_max_ext(ops.mul_mat(k, q), blocked, 1.0 / math.sqrt(kd))
+            return self._attend(probs, vt, b, tq, h, vd, training)
         scores = ops.scale(ops.mul_mat(k, q), 1.0 / math.sqrt(kd))   # (b, h, tq, tv)
         if key_mask is not None:
             # 0 for a real key, -1e9 for a padded one, added to every head's and query's scores
             blocked = ops.scale_bias(ops.reshape(ops.as_tensor(key_mask), (b, 1, 1, tv)), 1e9, -1e9)
             scores = ops.add(scores, blocked)
         probs = activations.softmax(scores)
+        return self._attend(probs, vt, b, tq, h, vd, training)
+
+    def _attend(self, probs, vt, b, tq, h, vd, training):
         if self.dropout > 0:
             probs = ops.dropout(probs, self.dropout, training=training)
         att = ops.mul_mat(vt, contiguous(probs))              # (b, h, tq, vd)

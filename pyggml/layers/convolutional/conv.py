@@ -1,13 +1,19 @@
-"""Conv1D and Conv2D, channels-last, through an f32 im2col and mul_mat.
+"""Conv1D and Conv2D, channels-last.
 
-(ggml_conv_2d with an f32 kernel makes an f16 im2col, which skews training;
-and the kernel given to im2col must not be a parameter, so a tensor of its
-shape alone stands in for it.)  Weights in PyTorch's layouts: Conv2D
-``weight`` (filters, in_channels, kh, kw), Conv1D (filters, in_channels, k).
+On the CPU: pyggml's channels-last convolution ``conv_2d_cl`` (bias and a
+fusable activation applied in the same pass, no permuted copies of the
+images); the weight is turned into its (filters, kh, kw, in_channels) layout
+in the graph, once per step (it is small).  Elsewhere: an f32 im2col and
+mul_mat over channels-first copies (ggml_conv_2d with an f32 kernel makes an
+f16 im2col, which skews training; and the kernel given to im2col must not be
+a parameter, so a tensor of its shape alone stands in for it).
+
+Weights in PyTorch's layouts: Conv2D ``weight`` (filters, in_channels, kh, kw),
+Conv1D (filters, in_channels, k).
 """
 
 from pyggml import _scope, ops
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
 from pyggml.saving.object_registration import register_builtin
 
@@ -39,8 +45,30 @@ def _conv_chw(layer, xc, kh, kw, pads, strides, dilation):
     return y, oh, ow
 
 
+def _conv_cl(layer, x, w, padding, strides, dilation):
+    """The fused path: channels-last x (N, H, W, C) and w (filters, kh, kw, C) ->
+    (N, OH, OW, filters), the activation applied when the op can fuse it."""
+    spec = layer.fusable_activation()
+    y = ops.conv_2d_cl(contiguous(x), w, layer.bias if layer.use_bias else None, strides, padding, dilation,
+                       act=spec[0] if spec else "linear", alpha=spec[1] if spec else 0.0)
+    return y if spec else layer._act(y)
+
+
+class _Conv(BaseConv):
+    def call(self, inputs, training=None):
+        if fused():
+            return self.fused_call(inputs)
+        return super().call(inputs, training)
+
+    def pre_activation(self, inputs, training=None):
+        if fused():
+            # (a loss that takes logits asks for these)
+            return self.fused_call(inputs, activation=False)
+        return self.composed(inputs)
+
+
 @register_builtin
-class Conv2D(BaseConv):
+class Conv2D(_Conv):
     rank = 2
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", activation=None, use_bias=True,
@@ -60,7 +88,14 @@ class Conv2D(BaseConv):
         self.weight = self.add_weight("weight", (self.filters, c) + self.kernel_size, self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
 
-    def pre_activation(self, inputs, training=None):
+    def fused_call(self, inputs, activation=True):
+        w = cached("conv_cl_weight", self.weight, lambda: ops.permute_axes(self.weight, (0, 2, 3, 1)))
+        if not activation:
+            return ops.conv_2d_cl(contiguous(inputs), w, self.bias if self.use_bias else None, self.strides,
+                                  self.padding, self.dilation_rate)
+        return _conv_cl(self, inputs, w, self.padding, self.strides, self.dilation_rate)
+
+    def composed(self, inputs):
         n, h, w, c = inputs.shape
         (kh, kw) = self.kernel_size
         y, oh, ow = _conv_chw(self, to_chw(inputs), kh, kw, (self._pads(h, 0), self._pads(w, 1)),
@@ -69,7 +104,7 @@ class Conv2D(BaseConv):
 
 
 @register_builtin
-class Conv1D(BaseConv):
+class Conv1D(_Conv):
     """1-D convolution over (steps, channels); ``padding`` also takes "causal"."""
 
     rank = 1
@@ -85,7 +120,25 @@ class Conv1D(BaseConv):
                                       self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
 
-    def pre_activation(self, inputs, training=None):
+    def fused_call(self, inputs, activation=True):
+        n, steps, c = inputs.shape
+        k = self.kernel_size[0]
+        w = cached("conv_cl_weight", self.weight,
+                   lambda: ops.reshape(ops.permute_axes(self.weight, (0, 2, 1)), (self.filters, 1, k, c)))
+        padding = self.padding
+        out = self._out_size(steps, 0)
+        if padding == "causal":
+            # all the padding before the steps: (top, left, OH, OW) explicit
+            padding = (0, (k - 1) * self.dilation_rate[0], 1, out)
+        x = ops.reshape(contiguous(inputs), (n, 1, steps, c))          # an image of height 1
+        strides, dilation = (1, self.strides[0]), (1, self.dilation_rate[0])
+        if activation:
+            y = _conv_cl(self, x, w, padding, strides, dilation)
+        else:
+            y = ops.conv_2d_cl(x, w, self.bias if self.use_bias else None, strides, padding, dilation)
+        return ops.reshape(y, (n, out, self.filters))
+
+    def composed(self, inputs):
         n, steps, c = inputs.shape
         # as a 2-D convolution over an image of height 1: (N, 1, steps, C)
         xc = to_chw(ops.reshape(contiguous(inputs), (n, 1, steps, c)))

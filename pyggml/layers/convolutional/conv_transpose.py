@@ -1,7 +1,11 @@
 """Conv1DTranspose and Conv2DTranspose (channels-last), from ops that train.
 
-(ggml's conv_transpose ops have no backward pass.)  Two constructions, both
-checked against PyTorch:
+On the CPU: pyggml's ``conv_transpose_2d_cl`` (the gradient of the
+channels-last convolution as a forward op; it trains), the output window
+given explicitly, then ``bias_act`` for the bias and the activation.
+
+Elsewhere (ggml's conv_transpose ops have no backward pass), two
+constructions, both checked against PyTorch:
 
 - strides > 1: one mul_mat per kernel tap, each ``x W[:, :, a, b]`` on the
   input's rows (no transposition of the input), added with acc into the
@@ -30,7 +34,7 @@ import numpy as np
 
 from pyggml import _scope, ops
 from pyggml._validation import check_int, is_int
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
 from pyggml.saving.object_registration import register_builtin
 
@@ -157,6 +161,50 @@ class _BaseConvTranspose(BaseConv):
         cfg["output_padding"] = self.output_padding
         return cfg
 
+    # --- the fused path (CPU) -----------------------------------------------------------
+    def call(self, inputs, training=None):
+        if not fused():
+            return super().call(inputs, training)
+        y = self.fused_product(inputs)
+        spec = self.fusable_activation()
+        if self.use_bias and spec is not None:
+            return self.fused_shaped(ops.bias_act(y, self.bias, spec[0], spec[1]), inputs)
+        if self.use_bias:
+            y = ops.bias_act(y, self.bias)
+        return self._act(self.fused_shaped(y, inputs))
+
+    def pre_activation(self, inputs, training=None):
+        if not fused():
+            return self.composed(inputs)
+        y = self.fused_product(inputs)
+        return self.fused_shaped(ops.bias_act(y, self.bias) if self.use_bias else y, inputs)
+
+    def fused_product(self, inputs):
+        """conv_transpose_2d_cl of the input as an image (N, H, W, C) -> (N, OH, OW, filters)."""
+        x = contiguous(inputs)
+        sizes = x.shape[1:-1]
+        if self.rank == 1:
+            x = ops.reshape(x, (x.shape[0], 1, sizes[0], x.shape[-1]))
+        cin = x.shape[-1]
+        # PyTorch's ConvTranspose layout (in, filters, *kernel) -> (in, kh, kw, filters)
+        w = cached("conv_transpose_cl_weight", self.weight,
+                   lambda: ops.reshape(ops.permute_axes(self.weight, (0,) + tuple(range(2, 2 + self.rank)) + (1,)),
+                                       (cin, 1 if self.rank == 1 else self.kernel_size[0], self.kernel_size[-1],
+                                        self.filters)))
+        # where the output window starts in the whole transposed result: k - 1 - (Keras's
+        # padding before the zero-inserted input), per axis; its size is Keras's
+        tops = [self.kernel_size[i] - 1 - self._pads(size, i)[0] for i, size in enumerate(sizes)]
+        outs = [self._out_size(size, i) for i, size in enumerate(sizes)]
+        if self.rank == 1:
+            tops, outs = [0] + tops, [1] + outs
+        strides = self.strides if self.rank == 2 else (1, self.strides[0])
+        return ops.conv_transpose_2d_cl(x, w, strides, padding=tuple(tops), output_size=tuple(outs))
+
+    def fused_shaped(self, y, inputs):
+        if self.rank == 1:
+            return ops.reshape(y, (inputs.shape[0], y.shape[2], self.filters))
+        return y
+
 
 @register_builtin
 class Conv2DTranspose(_BaseConvTranspose):
@@ -180,7 +228,7 @@ class Conv2DTranspose(_BaseConvTranspose):
         self.weight = self.add_weight("weight", (c, self.filters) + self.kernel_size, self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
 
-    def pre_activation(self, inputs, training=None):
+    def composed(self, inputs):
         n, h, w, c = inputs.shape
         kh, kw = self.kernel_size
         pads = (self._pads(h, 0), self._pads(w, 1))
@@ -210,7 +258,7 @@ class Conv1DTranspose(_BaseConvTranspose):
                                       self.kernel_initializer)
         self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
 
-    def pre_activation(self, inputs, training=None):
+    def composed(self, inputs):
         n, steps, c = inputs.shape
         k = self.kernel_size[0]
         pads = ((0, 0), self._pads(steps, 0))

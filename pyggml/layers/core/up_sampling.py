@@ -1,7 +1,8 @@
 """UpSampling1D and UpSampling2D: repeat steps / pixels (nearest), or bilinear.
 
-Both gather rows of the channels-last input with get_rows (which trains): one
-op for nearest.  Bilinear (Keras's half-pixel centres, edges clamped: the same
+Nearest: on the CPU, pyggml's ``upscale`` (its backward pass a windowed sum);
+elsewhere one gather of the channels-last input's rows with get_rows (which
+trains).  Bilinear (Keras's half-pixel centres, edges clamped: the same
 as PyTorch's ``interpolate(..., align_corners=False)``) is separable: along
 each axis two gathers of the neighbours and their weighted sum.
 """
@@ -10,7 +11,7 @@ import numpy as np
 
 from pyggml import _scope, ops
 from pyggml._validation import check_choice, int_tuple
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -89,6 +90,8 @@ class UpSampling1D(_UpSampling):
 
     def call(self, inputs, training=None):
         n, steps, c = inputs.shape
+        if fused():
+            return ops.upscale(contiguous(inputs), (1, self.size[0], 1))
         rows = _nearest_rows(n, steps, self.size[0])
         y = _gather(ops.reshape(contiguous(inputs), (n * steps, c)), rows)
         return ops.reshape(y, (n, steps * self.size[0], c))
@@ -120,6 +123,8 @@ class UpSampling2D(_UpSampling):
     def call(self, inputs, training=None):
         n, h, w, c = inputs.shape
         sh, sw = self.size
+        if self.interpolation == "nearest" and fused():
+            return ops.upscale(contiguous(inputs), (1, sh, sw, 1))
         if self.interpolation == "nearest":
             # one gather: output pixel (n, i, j) is input pixel (n, i // sh, j // sw)
             src = (np.arange(h * sh) // sh)[:, None] * w + (np.arange(w * sw) // sw)[None, :]

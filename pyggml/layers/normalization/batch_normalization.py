@@ -3,11 +3,25 @@ statistics while training and by the running ones at inference.
 
 The running statistics move inside the training graph, after each step:
 ``running = momentum * running + (1 - momentum) * batch statistic`` (Keras's
-moving averages; the variance is the biased batch variance, as Keras)."""
+moving averages; the variance is the biased batch variance, as Keras).
+
+On the CPU, training mode is pyggml's ``batch_norm`` op (one pass forward, one
+backward), which writes the batch's mean and variance into a (2, C) side
+tensor of its own each time the graph runs; the running-statistics updates
+read that tensor.  They are built into the training graph by the executor
+after the whole backward pass (``add_update``), so they come after the
+batch_norm node in the graph's order, which is the order the CPU backend
+computes its nodes in (one backend: the scheduler keeps the order; the test
+of the running statistics fails if they read the tensor before the op has
+written it).  Inference mode is ``bias_act(x * scale, shift)`` with
+``scale = gamma / sqrt(running_var + eps)`` and
+``shift = beta - running_mean * scale`` (tiny per-channel ops)."""
+
+import numpy as np
 
 from pyggml import _scope, ops
 from pyggml._validation import check_fraction, check_number
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 from pyggml.layers.normalization._moments import mean_rows, rsqrt
 from pyggml.saving.object_registration import register_builtin
@@ -40,6 +54,8 @@ class BatchNormalization(Layer):
         self.running_var = self.add_weight("running_var", (c,), "ones", trainable=False)
 
     def call(self, inputs, training=None):
+        if fused():
+            return self.fused_call(inputs, training)
         shape = inputs.shape
         c = shape[-1]
         m = inputs.nelements // c
@@ -60,6 +76,23 @@ class BatchNormalization(Layer):
             y = ops.mul(xc, rsqrt(self.running_var.graph_tensor(), self.epsilon))
         y = ops.add(ops.mul(y, self.weight), self.bias)
         return ops.reshape(y, tuple(shape))
+
+    def fused_call(self, inputs, training):
+        x = contiguous(inputs)
+        c = x.shape[-1]
+        if training:
+            b = _scope.require("BatchNormalization")
+            # the op's side tensor (mean; var), memory of its own: a constant the op overwrites
+            stats = ops.constant(np.zeros((2, c), dtype=np.float32))
+            y = ops.batch_norm(x, self.weight, self.bias, stats, self.epsilon)
+            mom = self.momentum
+            for row, stat in enumerate((self.running_mean, self.running_var)):
+                batch = ops.view(stats, (c,), offset=row * c * 4)
+                b.add_update(stat, ops.add(ops.scale(stat.graph_tensor(), mom), ops.scale(batch, 1.0 - mom)))
+            return y
+        scale = ops.mul(self.weight, rsqrt(self.running_var.graph_tensor(), self.epsilon))
+        shift = ops.sub(self.bias.graph_tensor(), ops.mul(self.running_mean.graph_tensor(), scale))
+        return ops.bias_act(ops.mul(x, scale), shift)
 
     def get_config(self):
         cfg = super().get_config()

@@ -1,6 +1,10 @@
 """What the windowed pooling layers share: Keras's "valid"/"same" arithmetic and
 one pooled window op over the last two axes of a tensor.
 
+On the CPU the layers use pyggml's channels-last pooling ``pool_cl`` (Keras's
+"same" padding and its averages over the real cells built in; no permuted
+copies): ``pool_cl_images``.  Elsewhere, the composed form below.
+
 ggml's pool_2d (which trains) pools ggml dims 0 and 1, i.e. numpy's last two
 axes.  Its padding is symmetric; max pooling skips padded cells and average
 pooling divides by the whole window.  Keras's "same" puts the odd cell of
@@ -23,7 +27,7 @@ from pyggml._validation import check_choice, int_tuple
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 
-__all__ = ["pool_out_size", "pool_pads", "pool_last_two", "BasePooling"]
+__all__ = ["pool_out_size", "pool_pads", "pool_last_two", "pool_cl_images", "BasePooling"]
 
 _LOWEST = float(np.finfo(np.float32).min)
 
@@ -89,6 +93,12 @@ def pool_last_two(x, op, kernel, strides, pads):
         cells = np.outer(_real_cells(rows, kr, sr, top, out_r), _real_cells(cols, kc, sc, left, out_c))
         y = ops.mul(y, ops.constant((kr * kc / cells).astype(np.float32)))
     return y
+
+
+def pool_cl_images(x, op, kernel, strides, padding):
+    """The fused path: max ("max") or average ("avg", over each window's real cells)
+    pooling of channels-last images x (N, H, W, C); padding "valid" or "same" (Keras's)."""
+    return ops.pool_cl(contiguous(x), op, tuple(kernel), tuple(strides), padding)
 
 
 class BasePooling(Layer):

@@ -1,7 +1,8 @@
-"""GlobalAveragePooling2D and GlobalMaxPooling2D: one value per channel."""
+"""GlobalAveragePooling2D and GlobalMaxPooling2D: one value per channel (on the CPU,
+pyggml's channels-last pool_cl with the whole image as its window)."""
 
 from pyggml import ops
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.convolutional.base_conv import to_chw
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -25,6 +26,8 @@ class _Global2D(Layer):
 class GlobalAveragePooling2D(_Global2D):
     def call(self, inputs, training=None):
         n, h, w, c = inputs.shape
+        if fused():
+            return ops.reshape(ops.pool_cl(contiguous(inputs), "avg", (h, w)), (n, c))
         y = ops.reshape(contiguous(inputs), (n, h * w, c))
         y = ops.cont(ops.transpose(y))                                    # (N, C, HW)
         return ops.reshape(ops.scale(ops.sum_rows(y), 1.0 / (h * w)), (n, c))
@@ -34,5 +37,7 @@ class GlobalAveragePooling2D(_Global2D):
 class GlobalMaxPooling2D(_Global2D):
     def call(self, inputs, training=None):
         n, h, w, c = inputs.shape
+        if fused():
+            return ops.reshape(ops.pool_cl(contiguous(inputs), "max", (h, w)), (n, c))
         y = ops.pool_2d(to_chw(inputs), "max", w, h, w, h, 0, 0)
         return ops.reshape(ops.cont(y), (n, c))

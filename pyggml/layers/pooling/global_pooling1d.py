@@ -1,7 +1,8 @@
 """GlobalAveragePooling1D and GlobalMaxPooling1D: one value per channel over the steps.
 
 Channels-last (N, steps, C) is ggml's [C, steps, N]: one pool_2d whose window
-is all the steps (and 1 along C) reduces them, without a permutation.
+is all the steps (and 1 along C) reduces them, without a permutation (on the
+CPU, pyggml's pool_cl over (N, 1, steps, C)).
 
 ``call(inputs, mask=...)`` takes an optional padding mask, an f32 tensor
 (N, steps) of 1 for real steps and 0 for padding: the average is then over
@@ -11,7 +12,7 @@ only; a row without any real step gives zeros.
 
 from pyggml import ops
 from pyggml._validation import check_bool
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -48,6 +49,9 @@ class _Global1D(Layer):
         return m, count
 
     def _reduce(self, x, n, steps, c):
+        if fused():
+            y = ops.pool_cl(ops.reshape(contiguous(x), (n, 1, steps, c)), self.op, (1, steps))
+            return ops.reshape(y, (n, 1, c))
         return ops.pool_2d(contiguous(x), self.op, 1, steps, 1, steps, 0, 0)   # (N, 1, C)
 
     def call(self, inputs, training=None, mask=None):

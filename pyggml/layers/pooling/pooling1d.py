@@ -1,11 +1,14 @@
 """MaxPooling1D and AveragePooling1D over (steps, channels), padding "valid" or "same".
 
-No permutation: channels-last (N, steps, C) is ggml's [C, steps, N], and
+On the CPU: pyggml's channels-last pool_cl over (N, 1, steps, C).  Elsewhere, no
+permutation either: channels-last (N, steps, C) is ggml's [C, steps, N], and
 ggml's pool_2d with a window of 1 along C pools the steps alone.  (ggml's
 pool_1d has no backward pass.)
 """
 
-from pyggml.layers.pooling.base_pooling import BasePooling, pool_last_two
+from pyggml import ops
+from pyggml.layers._helpers import contiguous, fused
+from pyggml.layers.pooling.base_pooling import BasePooling, pool_cl_images, pool_last_two
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["MaxPooling1D", "AveragePooling1D"]
@@ -27,6 +30,11 @@ class _Pooling1D(BasePooling):
     def call(self, inputs, training=None):
         steps = inputs.shape[1]
         self.spatial_out((steps,))
+        if fused():
+            n, _, c = inputs.shape
+            y = pool_cl_images(ops.reshape(contiguous(inputs), (n, 1, steps, c)), self.op, (1, self.pool_size[0]),
+                               (1, self.strides[0]), self.padding)
+            return ops.reshape(y, (n, y.shape[2], c))
         ((before, after),) = self.pads((steps,))
         return pool_last_two(inputs, self.op, (self.pool_size[0], 1), (self.strides[0], 1),
                              ((before, after), (0, 0)))

@@ -1,8 +1,10 @@
-"""MaxPooling2D and AveragePooling2D (ggml's pool_2d on channels-first data),
-with Keras's padding="valid" or "same"."""
+"""MaxPooling2D and AveragePooling2D with Keras's padding="valid" or "same":
+pyggml's channels-last pool_cl on the CPU, elsewhere ggml's pool_2d on
+channels-first copies."""
 
+from pyggml.layers._helpers import fused
 from pyggml.layers.convolutional.base_conv import to_chw, to_hwc
-from pyggml.layers.pooling.base_pooling import BasePooling, pool_last_two
+from pyggml.layers.pooling.base_pooling import BasePooling, pool_cl_images, pool_last_two
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["MaxPooling2D", "AveragePooling2D"]
@@ -23,6 +25,8 @@ class _Pooling2D(BasePooling):
     def call(self, inputs, training=None):
         _, h, w, _ = inputs.shape
         self.spatial_out((h, w))
+        if fused():
+            return pool_cl_images(inputs, self.op, self.pool_size, self.strides, self.padding)
         # (N, C, H, W): ggml's pool_2d pools the last two axes
         return to_hwc(pool_last_two(to_chw(inputs), self.op, self.pool_size, self.strides, self.pads((h, w))))
 

@@ -8,15 +8,21 @@ and ``bias_hh`` ``(G * units,)``.  Initialisation is Keras's: glorot-uniform
 
 The input projection is one mul_mat over all steps (time-major); each step
 adds one mul_mat of the state and the cell's gate arithmetic.  The graph is
-unrolled, so its size grows with the steps.  The sequence output is
-assembled with ``acc`` (which trains; ggml's concat does not), pairwise.
+unrolled, so its size grows with the steps.
+
+On the CPU, with the default activations (tanh, sigmoid), each step is one
+fused cell op (pyggml's ``lstm_cell`` / ``gru_cell``, forward and backward;
+a padding mask is the cell's own per-step mask) and the sequence output is
+joined with ggml's concat in a balanced tree.  Elsewhere (or with other
+activations) the cell is composed from element-wise ops and the sequence is
+assembled with ``acc`` (which trains on every backend), pairwise.
 """
 
 import numpy as np
 
 from pyggml import activations, initializers, ops
 from pyggml._validation import check_positive_int
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 
 __all__ = ["BaseRNN"]
@@ -136,6 +142,8 @@ class BaseRNN(Layer):
     def call(self, inputs, training=None, mask=None):
         """With a padding mask (batch, steps), a padded step leaves the state as it was
         (so the last real step's state comes out), as Keras does."""
+        if self.fused and fused():
+            return self.fused_call(inputs, mask)
         batch, steps, _ = inputs.shape
         p = self.input_projection(inputs)
         state = self.initial_state(batch)
@@ -155,6 +163,51 @@ class BaseRNN(Layer):
             if self.return_sequences:
                 outputs.append(state[0])
         return self.stack_steps(outputs) if self.return_sequences else state[0]
+
+    # --- the fused path (CPU, default activations) -------------------------------------
+    def fused_projection(self, x):
+        """W_ih x_t + the biases the cell takes with it, every step at once, time-major:
+        (steps * batch, G * units)."""
+        batch, steps, feats = x.shape
+        xt = ops.permute_axes(contiguous(x), (1, 0, 2)) if batch > 1 and steps > 1 else contiguous(x)
+        p = ops.mul_mat(self.weight_ih, ops.reshape(xt, (steps * batch, feats)))
+        if self.use_bias:
+            p = ops.bias_act(p, ops.add(self.bias_ih, self.bias_hh) if self.folded_bias else self.bias_ih)
+        return p
+
+    def stack_fused(self, hs):
+        """The per-step (batch, units) outputs as one (batch, steps, units) tensor: concat
+        along the steps in a balanced tree (each step copied log2(steps) times)."""
+        batch = hs[0].shape[0]
+        parts = [ops.reshape(h, (batch, 1, self.units)) for h in hs]
+        while len(parts) > 1:
+            joined = [ops.concat(a, b, 1) for a, b in zip(parts[0::2], parts[1::2])]
+            if len(parts) % 2:
+                joined.append(parts[-1])
+            parts = joined
+        return parts[0]
+
+    def fused_call(self, inputs, mask):
+        batch, steps, _ = inputs.shape
+        p = self.fused_projection(inputs)
+        step_masks = None
+        if mask is not None:
+            m = contiguous(ops.as_tensor(mask))
+            if tuple(m.shape) not in ((batch, steps), (batch, steps, 1)):
+                raise ValueError(f"{type(self).__name__}: mask must have shape (batch, steps) = "
+                                 f"{(batch, steps)}, got {tuple(m.shape)}")
+            # time-major, so that each step's (batch,) column is contiguous
+            m = ops.reshape(m, (batch, steps))
+            step_masks = ops.cont(ops.transpose(m)) if batch > 1 and steps > 1 else m
+        state = self.fused_initial_state(batch, mask is not None)
+        outputs = []
+        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
+        for k, t in enumerate(order):
+            m = None if step_masks is None else ops.view(step_masks, (batch,), offset=t * batch * 4)
+            state = self.fused_cell(self.step_rows(p, t, batch), state, m, k == 0)
+            if self.return_sequences:
+                outputs.append(state[0])
+        return self.stack_fused(outputs) if self.return_sequences else state[0]
 
     def get_config(self):
         cfg = super().get_config()

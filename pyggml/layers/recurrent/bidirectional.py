@@ -16,7 +16,7 @@ row's last real step).  The output keeps the mask with ``return_sequences``.
 import numpy as np
 
 from pyggml import ops
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 from pyggml.layers.wrappers.wrapping import build_sublayer, check_layer, serialize_layer, sublayer_output_shape
 from pyggml.saving.object_registration import register_builtin
@@ -35,9 +35,11 @@ def reverse_steps(x):
 
 
 def join_features(a, b):
-    """a and b joined along the last axis: acc into zeros (which trains; cheaper
-    than the placement products of ops.concatenate)."""
+    """a and b joined along the last axis: ggml's concat on the CPU; elsewhere acc into
+    zeros (which trains on every backend; cheaper than placement products)."""
     a, b = contiguous(a), contiguous(b)
+    if fused():
+        return ops.concat(a, b, 0)
     lead = tuple(a.shape[:-1])
     fa, fb = a.shape[-1], b.shape[-1]
     rows = int(np.prod(lead))

@@ -41,6 +41,16 @@ class GRU(BaseRNN):
         # h' = (1 - z) n + z h = n + z (h - n)
         return (ops.add(n, ops.mul(z, ops.sub(h, n))),)
 
+    def fused_initial_state(self, batch, masked):
+        return (ops.constant(np.zeros((batch, self.units), dtype=np.float32)),)
+
+    def fused_cell(self, xp, state, mask, first):
+        (h,) = state
+        hp = ops.mul_mat(self.weight_hh, h)
+        if self.use_bias:
+            hp = ops.bias_act(hp, self.bias_hh)           # b_hn stays inside r * (...)
+        return (ops.gru_cell(xp, hp, h, mask),)
+
     def get_config(self):
         cfg = super().get_config()
         cfg["reset_after"] = True

@@ -61,6 +61,22 @@ class LSTM(BaseRNN):
         h = ops.mul(o, self._act(c))
         return (h, c)
 
+    def fused_initial_state(self, batch, masked):
+        # (h, c); h is only read (by the cell) with a mask
+        z = ops.constant(np.zeros((batch, self.units), dtype=np.float32))
+        return (z, z)
+
+    def fused_cell(self, zx, state, mask, first):
+        h, c = state
+        b, u = h.shape
+        if first:
+            # the state starts at zero: so does its projection
+            zh = ops.constant(np.zeros((b, 4 * u), dtype=np.float32))
+        else:
+            zh = ops.mul_mat(self.weight_hh, h)
+        st = ops.lstm_cell(zx, zh, c, h if mask is not None else None, mask)       # (2, b, u): h; c
+        return (ops.view(st, (b, u)), ops.view(st, (b, u), offset=b * u * 4))
+
     def get_config(self):
         cfg = super().get_config()
         cfg["unit_forget_bias"] = self.unit_forget_bias

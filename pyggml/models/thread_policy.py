@@ -1,0 +1,116 @@
+"""How many CPU threads an executor's graph runs on: measured, not guessed.
+
+ggml's threads meet at a barrier after every operation.  On an idle machine
+more threads are faster for all but tiny graphs; on a busy one (another
+process on the cores) a thread that waits for one the kernel has taken off
+the CPU can wait a whole time slice, and a step of many small operations
+(a transformer, an unrolled LSTM) at 2 threads was measured 3-25x slower
+than at 1.  No static rule gets both cases, so each executor times its own
+runs: it tries the candidate counts in turn, keeps the fastest, and tries
+again now and then (sooner when the answer changed, later while it holds).
+Results do not depend on the count (ggml splits the outputs of an operation
+among threads, never a sum), so the choice changes speed only.
+"""
+
+import time
+
+from pyggml.core import get_n_threads, n_threads_adaptive, n_threads_is_set
+
+# below this much work (batch x parameters) one thread always wins: the
+# threads' wake-up and barriers cost more than the arithmetic they share
+SMALL_WORK = 200_000
+
+_WARMUP = 2          # first runs (allocation, caches) are not measured
+_SAMPLES = 3         # runs per candidate in one trial
+_FIRST_GAP = 32      # runs before the next trial, doubled while the choice holds
+_MAX_GAP = 4096
+_MAX_GAP_S = 10.0    # ... but never longer than this many seconds apart
+_SWITCH = 0.95       # a candidate replaces the choice when its median is 5% lower
+
+
+def candidates(ceiling):
+    """The thread counts worth trying up to ceiling: 1, half, all."""
+    return sorted({1, max(1, ceiling // 2), ceiling})
+
+
+class ThreadChooser:
+    """The thread count for the next run of one executor, from its past runs."""
+
+    __slots__ = ("work", "ceiling", "cands", "choice", "runs", "trial", "times", "gap", "next_trial",
+                 "last_trial_t", "_t0", "_n")
+
+    def __init__(self, work):
+        self.work = work
+        self.ceiling = 0
+        self.runs = 0
+        self._t0 = 0.0
+        self._n = 1
+        self._reset(get_n_threads())
+
+    def _reset(self, ceiling):
+        self.ceiling = ceiling
+        self.cands = candidates(ceiling)
+        self.choice = ceiling
+        self.trial = None            # the order of runs of the trial under way
+        self.times = {}
+        self.gap = _FIRST_GAP
+        self.next_trial = self.runs + _WARMUP
+        self.last_trial_t = time.perf_counter()
+
+    def pick(self):
+        """The thread count for this run (call done() after it)."""
+        if not n_threads_is_set() and self.work < SMALL_WORK:
+            self._n = 1
+            self._t0 = 0.0
+            return 1
+        if not n_threads_adaptive():
+            self._n = get_n_threads()
+            self._t0 = 0.0
+            return self._n
+        ceiling = get_n_threads()
+        if ceiling != self.ceiling:
+            self._reset(ceiling)
+        self.runs += 1
+        if len(self.cands) == 1:
+            self._n = self.choice
+            self._t0 = 0.0
+            return self._n
+        if self.trial is None and (self.runs >= self.next_trial or
+                                   time.perf_counter() - self.last_trial_t > _MAX_GAP_S):
+            # interleaved, so that a change of load in the middle reaches every candidate
+            self.trial = self.cands * _SAMPLES
+            self.times = {c: [] for c in self.cands}
+        if self.trial:
+            self._n = self.trial.pop()
+            self._t0 = time.perf_counter()
+        else:
+            self._n = self.choice
+            self._t0 = 0.0
+        return self._n
+
+    def done(self):
+        """Record the run that pick() began."""
+        if self._t0 == 0.0:
+            return
+        self.times[self._n].append(time.perf_counter() - self._t0)
+        self._t0 = 0.0
+        if not self.trial:
+            self._conclude()
+
+    def abandon(self):
+        """The run that pick() began failed: forget its timing."""
+        self._t0 = 0.0
+        if self.trial is not None and not self.trial:
+            self._conclude()
+
+    def _conclude(self):
+        med = {c: sorted(ts)[len(ts) // 2] for c, ts in self.times.items() if ts}
+        best = min(med, key=med.get) if med else self.choice
+        if best != self.choice and (self.choice not in med or med[best] < _SWITCH * med[self.choice]):
+            self.choice = best
+            self.gap = _FIRST_GAP
+        else:
+            self.gap = min(self.gap * 2, _MAX_GAP)
+        self.trial = None
+        self.next_trial = self.runs + self.gap
+        self.last_trial_t = time.perf_counter()
