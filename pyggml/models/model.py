@@ -66,6 +66,7 @@ class Model(Layer, Freeable):
                 (list(inputs) if self._multi_in else [inputs])
             outs = list(outputs.values()) if isinstance(outputs, dict) else \
                 (list(outputs) if self._multi_out else [outputs])
+            ins, outs = functional.cut_at_inputs(ins, outs, list(inputs) if isinstance(inputs, dict) else None)
             self._topology = functional.Topology(ins, outs)
             self.built = True
 
