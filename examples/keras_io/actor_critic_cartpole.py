@@ -4,8 +4,11 @@
 # Data: the original makes its environment with gym.make("CartPole-v0").  This
 # port uses offline_data.CartPoleEnv, the same dynamics and rules with gym's old
 # interface (seed, reset, step -> state, reward, done, info), because gym is not
-# among this project's dependencies.  --quick (CI) stops after --episodes
-# (default 250) episodes if not solved before.
+# among this project's dependencies.  --quick (CI; or KERAS_IO_QUICK=1) stops
+# after --episodes (default 250) episodes if not solved before.
+# The port's own lines are the flags (offline_data.parse_flags: --quick, --seed,
+# --threads, --episodes), keras.utils.set_random_seed(SEED), and the quick run's
+# episode budget (marked "ours").
 #
 # Workarounds (marked "workaround" below): the original records its losses under
 # tf.GradientTape and differentiates them; pyggml builds static ggml graphs, so

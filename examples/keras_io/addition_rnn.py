@@ -5,8 +5,11 @@
 # Data: the original makes its own data (random additions), so nothing is loaded
 # and nothing changed: this port is the original's code with
 # `from pyggml import keras`-style imports (`import pyggml as keras`, `from
-# pyggml import layers`).  --quick (CI) makes 10,000 questions instead of 50,000
-# and runs 5 training iterations instead of 29.
+# pyggml import layers`).  --quick (CI; or KERAS_IO_QUICK=1) makes 10,000
+# questions instead of 50,000 and runs 5 training iterations instead of 29.
+# The port's own lines are the flags (offline_data.parse_flags: --quick, --seed,
+# --threads), keras.utils.set_random_seed(SEED), the quick sizes, and a last line
+# printing the metric tests/test_keras_io.py reads (marked "ours").
 #
 #     python examples/keras_io/addition_rnn.py            # the original's sizes
 #     python examples/keras_io/addition_rnn.py --quick

@@ -4,8 +4,11 @@
 # keras.datasets.mnist.load_data(), a download.  This port loads scikit-learn's
 # 1,797 bundled 8x8 digits drawn as 28x28 images in MNIST's format (uint8, the
 # digit centred; 1,437 train / 360 test) from offline_data.py, because this
-# machine and CI reach no data host.  --quick (CI) trains 8 epochs instead of 15.
-# Everything else is the original's code, with `import pyggml as keras`.
+# machine and CI reach no data host.  --quick (CI; or KERAS_IO_QUICK=1) trains 8
+# epochs instead of 15.  Everything else is the original's code, with
+# `import pyggml as keras`.
+# The port's own lines are the flags (offline_data.parse_flags: --quick, --seed,
+# --threads), keras.utils.set_random_seed(SEED) and the quick sizes.
 #
 #     python examples/keras_io/mnist_convnet.py            # the original's 15 epochs
 #     python examples/keras_io/mnist_convnet.py --quick

@@ -17,19 +17,23 @@ code: ``--quick`` (a small run for CI: fewer rows, fewer epochs) and
 
 import argparse
 import math
+import os
 
 import numpy as np
 
-__all__ = ["parse_flags", "mnist_from_digits", "forda_like", "imdb_like", "heart_like", "CartPoleEnv", "pyplot"]
+__all__ = ["parse_flags", "mnist_from_digits", "forda_like", "imdb_like", "IMDB_QUICK_TRANSFORMER", "IMDB_QUICK_LSTM",
+           "heart_like", "CartPoleEnv", "pyplot"]
 
 
 def parse_flags(description="", argv=None):
-    """(quick, seed) from the command line: ``--quick``, ``--seed N`` (default 1337) and
+    """(quick, seed) from the command line: ``--quick`` (or the environment's
+    ``KERAS_IO_QUICK=1``), ``--seed N`` (default 1337) and
     ``--threads N`` (CPU threads of pyggml, or of PyTorch in a twin; default: the library's
     choice)."""
     import sys
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--quick", action="store_true", help="a small run (CI): fewer rows and epochs")
+    p.add_argument("--quick", action="store_true", default=os.environ.get("KERAS_IO_QUICK", "") not in ("", "0"),
+                   help="a small run (CI): fewer rows and epochs (also KERAS_IO_QUICK=1)")
     p.add_argument("--full", dest="quick", action="store_false", help="the original's sizes and epochs (default)")
     p.add_argument("--seed", type=int, default=1337, help="seed of every generator (default 1337)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads (default: the library's choice)")
@@ -108,7 +112,7 @@ def forda_like(n_train=3601, n_test=1320, length=500, seed=0):
 
 
 def imdb_like(num_words=20000, n_train=25000, n_test=25000, mean_length=230, sentiment_words=300,
-              sentiment_rate=1.0 / 12, seed=0):
+              sentiment_rate=1.0 / 12, own_rate=0.75, seed=0):
     """``((x_train, y_train), (x_test, y_test))`` as ``keras.datasets.imdb.load_data(
     num_words=...)`` gives them: lists of word indices (1 starts a review, 2 is an
     out-of-vocabulary word, 3 + rank for the word of that frequency rank) of
@@ -117,8 +121,8 @@ def imdb_like(num_words=20000, n_train=25000, n_test=25000, mean_length=230, sen
     Words follow Zipf's law over 20,000 ranks.  A review is positive or negative;
     a share ``sentiment_rate`` of its words (one in twelve) are sentiment words
     drawn from ``sentiment_words`` positive or as many negative ones (ranks
-    30-3000), from its own class's list with probability 0.75 and from the
-    other's otherwise.  Lengths are log-normal (median
+    30-3000), from its own class's list with probability ``own_rate`` (0.75)
+    and from the other's otherwise.  Lengths are log-normal (median
     ``mean_length`` * 0.8, from 10 to 4 * mean_length)."""
     rng = np.random.default_rng(seed)
     vocab = 20000
@@ -135,7 +139,7 @@ def imdb_like(num_words=20000, n_train=25000, n_test=25000, mean_length=230, sen
     for lab, L in zip(labels, lengths):
         words = rng.choice(vocab, size=L, p=zipf)
         is_senti = rng.random(L) < sentiment_rate
-        own = rng.random(L) < 0.75
+        own = rng.random(L) < own_rate
         k = int(is_senti.sum())
         lists = (pos, neg) if lab == 1 else (neg, pos)
         words[is_senti] = np.where(own[is_senti], rng.choice(lists[0], size=k), rng.choice(lists[1], size=k))
@@ -148,17 +152,26 @@ def imdb_like(num_words=20000, n_train=25000, n_test=25000, mean_length=230, sen
     return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
 
 
+# the --quick runs' reviews: shorter, and a stronger signal, so that the two epochs of the
+# examples bring a model near the best accuracy this data allows
+IMDB_QUICK_TRANSFORMER = dict(n_train=3000, n_test=2000, mean_length=80, sentiment_words=10, sentiment_rate=1.0 / 4,
+                              own_rate=0.9)
+IMDB_QUICK_LSTM = dict(n_train=3000, n_test=1200, mean_length=40, sentiment_words=10, sentiment_rate=1.0 / 4,
+                       own_rate=0.9)
+
+
 # --- the heart disease CSV: a synthetic table with its columns ---------------------------------------
 
 
-def heart_like(n=303, seed=0):
+def heart_like(n=303, sharpness=1.0, seed=0):
     """A dict of columns, ready for ``pandas.DataFrame``, shaped like the
     Cleveland heart disease CSV of the example (303 rows, 13 features and
     ``target``): int64 columns age, sex, cp, trestbps, chol, fbs, restecg,
     thalach, exang, slope, ca, target; float64 oldpeak; str thal ("fixed",
     "normal", "reversible").  Marginals follow the real file's ranges; the
     target comes from a logistic model of cp, thalach, oldpeak, ca, thal, exang,
-    sex and age (about 30% positive)."""
+    sex and age (about 30% positive); ``sharpness`` scales its logit (a larger
+    one makes the target less noisy)."""
     rng = np.random.default_rng(seed)
     age = rng.normal(54, 9, n).clip(29, 77).round().astype(np.int64)
     sex = (rng.random(n) < 0.68).astype(np.int64)
@@ -176,7 +189,7 @@ def heart_like(n=303, seed=0):
     z = (-2.2 + 1.3 * (cp == 4) - 0.035 * (thalach - 150) + 0.7 * oldpeak + 0.9 * ca
          + 1.4 * (thal == "reversible") + 0.8 * (thal == "fixed") + 0.8 * exang + 0.6 * sex
          + 0.03 * (age - 54))
-    target = (rng.random(n) < 1 / (1 + np.exp(-z))).astype(np.int64)
+    target = (rng.random(n) < 1 / (1 + np.exp(-sharpness * z))).astype(np.int64)
     return {"age": age, "sex": sex, "cp": cp, "trestbps": trestbps, "chol": chol, "fbs": fbs,
             "restecg": restecg, "thalach": thalach, "exang": exang, "oldpeak": oldpeak, "slope": slope,
             "ca": ca, "thal": thal.astype(str), "target": target}

@@ -6,16 +6,23 @@
 # and the target) from a URL with pandas.  This port builds a table with the same
 # columns, types and value ranges (offline_data.heart_like(): the target drawn
 # from a logistic model of the features) because this machine and CI reach no
-# data host.  --quick (CI) makes 1,500 rows instead of 303 (the validation
-# accuracy of 61 rows moves by 1.6 points a row) and trains 15 epochs instead of 50.
+# data host.  --quick (CI; or KERAS_IO_QUICK=1) makes 1,500 rows instead of 303
+# (the validation accuracy of 61 rows moves by 1.6 points a row) and trains 15
+# epochs instead of 50.
 #
 # Beyond the loading, the original builds its input pipeline with TensorFlow's
 # tf.data (from_tensor_slices, map, shuffle, batch), which is TensorFlow's and
 # not Keras's: here the same steps run on dicts of numpy arrays (marked "tf.data:"
-# below), and fit takes the arrays with batch_size=32.  One workaround remains
-# (marked "workaround"): the model is built on its Input nodes, not on the
-# normalised nodes.  Everything else is the original's code, with
-# `import pyggml as keras` and `from pyggml import layers`.
+# below), and fit takes the arrays with batch_size=32.  Everything else is the
+# original's code, with `import pyggml as keras` and `from pyggml import layers`.
+# The port's own lines are the flags (offline_data.parse_flags: --quick, --seed,
+# --threads), keras.utils.set_random_seed(SEED), the quick sizes, and a last line
+# printing the metric tests/test_keras_io.py reads (marked "ours").
+#
+# As in Keras, the model's inputs are the dict that create_model_inputs() returns,
+# whose numeric entries are the Normalization layers' outputs: Keras (and pyggml,
+# with a warning) puts new Inputs in their place, so the numeric features enter
+# the model unnormalised, as they do in the original.
 #
 #     python examples/keras_io/structured_data_classification.py          # 303 rows, 50 epochs
 #     python examples/keras_io/structured_data_classification.py --quick
@@ -150,13 +157,6 @@ print("Target:", train_ds[1][0])
 # tf.data: train_ds = train_ds.batch(32); val_ds = val_ds.batch(32) (fit's batch_size=32 below)
 
 
-# Workaround (pyggml): a model's inputs must be Input nodes, so the Input nodes are
-# kept in `model_inputs` and the model is built on them, with the Normalization
-# layers inside it.  (Keras accepts the normalised nodes as model inputs: it puts new
-# Input layers in their place, so there the numeric features enter unnormalised.)
-model_inputs = {}
-
-
 def create_model_inputs():
     inputs = {}
 
@@ -166,7 +166,6 @@ def create_model_inputs():
         inputs[feature_name] = layers.Input(
             name=feature_name, shape=(num_categories,), dtype="int64"
         )
-        model_inputs[feature_name] = inputs[feature_name]  # workaround
         return inputs
 
     for feature_name in FEATURE_NAMES:
@@ -176,7 +175,6 @@ def create_model_inputs():
         else:
             # Make them float32, they are Real numbers
             feature_input = layers.Input(name=feature_name, shape=(1,), dtype="float32")
-            model_inputs[feature_name] = feature_input  # workaround
             # Process the Inputs here
             inputs[feature_name] = encode_numerical_feature(
                 feature_input, feature_name, train_ds
@@ -209,7 +207,7 @@ class Classifier(keras.layers.Layer):
 def create_model():
     all_inputs = create_model_inputs()
     output = Classifier()(all_inputs)
-    model = keras.Model(model_inputs, output)  # workaround: keras.Model(all_inputs, output)
+    model = keras.Model(all_inputs, output)
     return model
 
 

@@ -6,9 +6,14 @@
 # reviews in the same form (lists of word indices, 1 to start, 2 for a word past
 # the vocabulary, Zipf-distributed words, about one word in twelve telling the
 # sentiment) with offline_data.imdb_like(), because this machine and CI reach
-# no data host.  --quick (CI) makes 4,000 + 1,000 reviews of about 60 words
-# (one in eight a sentiment word from 100 per class), padded to 64.  Everything else is the original's code, with
-# `import pyggml as keras` and `from pyggml import ops, layers`.
+# no data host.  --quick (CI; or KERAS_IO_QUICK=1) makes 3,000 + 2,000 reviews
+# of about 80 words (offline_data.IMDB_QUICK_TRANSFORMER: one in four a sentiment
+# word from 10 per class, nine in ten of them the review's own class), padded to
+# 64.  Everything else is the original's code, with `import pyggml as keras` and
+# `from pyggml import ops, layers`.
+# The port's own lines are the flags (offline_data.parse_flags: --quick, --seed,
+# --threads), keras.utils.set_random_seed(SEED), the quick sizes, and a last line
+# printing the metric tests/test_keras_io.py reads (marked "ours").
 #
 #     python examples/keras_io/text_classification_with_transformer.py        # the original's sizes
 #     python examples/keras_io/text_classification_with_transformer.py --quick
@@ -65,8 +70,8 @@ vocab_size = 20000  # Only consider the top 20k words
 maxlen = 200 if not QUICK else 64  # Only consider the first 200 words of each movie review
 if QUICK:
     (x_train, y_train), (x_val, y_val) = offline_data.imdb_like(
-        num_words=vocab_size, n_train=4000, n_test=1000, mean_length=60, sentiment_words=100,
-        sentiment_rate=1.0 / 8)
+        num_words=vocab_size, **offline_data.IMDB_QUICK_TRANSFORMER
+    )
 else:
     (x_train, y_train), (x_val, y_val) = offline_data.imdb_like(num_words=vocab_size)
 print(len(x_train), "Training sequences")

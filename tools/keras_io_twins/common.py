@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "keras_io"))
 
 import offline_data  # noqa: E402
 
-__all__ = ["offline_data", "keras_init", "fit", "predict", "setup"]
+__all__ = ["offline_data", "keras_init", "fit", "evaluate", "predict", "setup", "pad_sequences"]
 
 
 def setup(seed, threads=None):
@@ -26,6 +26,16 @@ def setup(seed, threads=None):
     np.random.seed(seed)
     if threads:
         torch.set_num_threads(threads)
+
+
+def pad_sequences(seqs, maxlen):
+    """Keras's pad_sequences defaults: zeros in front, the first words cut (int64)."""
+    out = np.zeros((len(seqs), maxlen), dtype=np.int64)
+    for i, s in enumerate(seqs):
+        s = list(s)[-maxlen:]
+        if s:
+            out[i, maxlen - len(s):] = s
+    return out
 
 
 def keras_init(module):
@@ -102,7 +112,7 @@ def fit(model, loss_fn, optimizer, x, y, batch_size=32, epochs=1, validation_spl
             loss = loss_fn(out, yb)
             loss.backward()
             optimizer.step()
-            tot += float(loss) * len(idx)
+            tot += float(loss.detach()) * len(idx)
             seen += len(idx)
             if metric:
                 hits += float(metric(out.detach(), yb)) * len(idx)

@@ -36,7 +36,7 @@ def block(cin):
 
 model = keras_init(nn.Sequential(*block(1), *block(64), *block(64), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
                                  nn.Linear(64, num_classes)))
-epochs = 500 if not QUICK else 10
+epochs = 500 if not QUICK else 15
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 best = {"val": np.inf, "state": None, "wait": 0, "plateau": 0, "plateau_best": np.inf}
 
