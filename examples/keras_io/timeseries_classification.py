@@ -8,9 +8,9 @@
 # machine and CI reach no data host.  matplotlib is used when installed
 # (offline_data.pyplot(): the file backend; without it the plot calls do
 # nothing).  --quick (CI; or KERAS_IO_QUICK=1) makes 1,200 + 600 series of 64
-# readings and trains 15 epochs instead of 500.  The checkpoint keeps the
-# original's name, best_model.h5, holding a GGUF file.  Everything else is the
-# original's code, with `import pyggml as keras`.
+# readings and trains 15 epochs instead of 500.  Everything else is the
+# original's code, with `import pyggml as keras` (the checkpoint keeps the
+# original's name, best_model.keras; it holds a GGUF file).
 # The port's own lines are the flags (offline_data.parse_flags: --quick, --seed,
 # --threads), keras.utils.set_random_seed(SEED) and the quick sizes.
 #
@@ -85,7 +85,7 @@ batch_size = 32
 
 callbacks = [
     keras.callbacks.ModelCheckpoint(
-        "best_model.h5", save_best_only=True, monitor="val_loss"
+        "best_model.keras", save_best_only=True, monitor="val_loss"
     ),
     keras.callbacks.ReduceLROnPlateau(
         monitor="val_loss", factor=0.5, patience=20, min_lr=0.0001
@@ -105,7 +105,7 @@ history = model.fit(
     verbose=1,
 )
 
-model = keras.models.load_model("best_model.h5")
+model = keras.models.load_model("best_model.keras")
 
 y_pred = model.predict(x_test).argmax(axis=1)
 
