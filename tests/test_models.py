@@ -308,3 +308,13 @@ def test_a_model_on_a_single_intermediate_node_and_its_errors():
     z = pg.layers.concatenate([y, pg.layers.Dense(2)(other)])
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="not among the model's inputs"):
         pg.Model(h, z)
+
+
+def test_a_string_input_of_shape_1_takes_a_flat_array_of_strings():
+    inp = pg.Input(shape=(1,), dtype="string", name="thal")
+    m = pg.Model(inp, pg.layers.StringLookup(vocabulary=["fixed", "normal"], output_mode="one_hot")(inp))
+    m.compile(loss="mse")
+    flat = np.array(["normal", "fixed", "other"])
+    np.testing.assert_array_equal(m.predict(flat), m.predict(flat[:, None]))
+    np.testing.assert_array_equal(m.predict(flat), [[0, 0, 1], [0, 1, 0], [1, 0, 0]])
+    m.free()
