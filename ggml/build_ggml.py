@@ -2,7 +2,9 @@
 """Configure and build the fetched ggml tree with CMake (run by meson).
 
 Always builds optimised (Release), whatever meson's buildtype is, and copies
-the static libraries to the paths meson expects.
+the libraries to the paths meson expects: static libraries, or for
+cpu_target=dispatch ggml's shared base, its registry and the backend modules
+(one per CPU variant, one per GPU backend).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ CPU_TARGETS = {
     "portable": ["-DGGML_NATIVE=OFF", "-DGGML_AVX=OFF", "-DGGML_AVX2=OFF",
                  "-DGGML_FMA=OFF", "-DGGML_F16C=OFF", "-DGGML_BMI2=OFF",
                  "-DGGML_AVX512=OFF", "-DGGML_SSE42=ON"],
+    # several CPU variants (--cpu-variants), each a module chosen at import
+    "dispatch": ["-DGGML_NATIVE=OFF", "-DPYGGML_DL=ON"],
 }
 
 
@@ -35,6 +39,8 @@ def main() -> int:
     ap.add_argument("--src", required=True, type=Path)
     ap.add_argument("--build-dir", required=True, type=Path)
     ap.add_argument("--cpu-target", choices=sorted(CPU_TARGETS), default="native")
+    ap.add_argument("--cpu-variants", default="",
+                    help="for dispatch: ggml's CPU variant tags, comma-separated")
     ap.add_argument("--cuda", action="store_true")
     ap.add_argument("--cuda-arch", default="")
     ap.add_argument("--vulkan", action="store_true")
@@ -58,14 +64,22 @@ def main() -> int:
            "-DGGML_LLAMAFILE=ON",      # tinyBLAS f32 kernels for mul_mat
            "-DGGML_CCACHE=OFF",
            "-DGGML_CPU_REPACK=OFF",
-           "-DGGML_BACKEND_DL=OFF",
            f"-DGGML_CUDA={'ON' if a.cuda else 'OFF'}",
            f"-DGGML_VULKAN={'ON' if a.vulkan else 'OFF'}",
            f"-DGGML_METAL={'ON' if a.metal else 'OFF'}",
            f"-DGGML_BLAS={'ON' if a.blas else 'OFF'}",
-           f"-DGGML_RPC={'ON' if a.rpc else 'OFF'}",
+           # dispatch: ggml-rpc is a shared library of ours (cmake/CMakeLists.txt), not a module
+           f"-DGGML_RPC={'ON' if a.rpc and a.cpu_target != 'dispatch' else 'OFF'}",
+           f"-DPYGGML_RPC={'ON' if a.rpc and a.cpu_target == 'dispatch' else 'OFF'}",
            "-DGGML_RPC_RDMA=OFF"]       # TCP only: no libibverbs to link
     cfg += CPU_TARGETS[a.cpu_target]
+    if a.cpu_target == "dispatch":
+        variants = [v for v in a.cpu_variants.split(",") if v]
+        if not variants:
+            raise SystemExit("build_ggml: cpu_target=dispatch needs --cpu-variants")
+        cfg.append("-DGGML_CPU_VARIANTS=" + ";".join(variants))
+    else:
+        cfg.append("-DPYGGML_DL=OFF")
     if shutil.which("ninja"):
         cfg += ["-G", "Ninja"]
     if a.cuda:
@@ -90,8 +104,9 @@ def main() -> int:
     build += ["--parallel", str(jobs)]
     subprocess.run(build, check=True, stdout=sys.stderr)
 
-    found = {p.name: p for p in bdir.rglob("*.a")}
-    found.update({p.name: p for p in bdir.rglob("*.lib")})
+    found = {}
+    for pattern in ("*.a", "*.lib", "*.so", "*.dylib"):
+        found.update({p.name: p for p in bdir.rglob(pattern) if p.is_file() and not p.is_symlink()})
     for out in a.outputs:
         if out.name not in found:
             raise SystemExit(f"build_ggml: {out.name} was not built; have {sorted(found)}")

@@ -4,12 +4,15 @@ try:
     from pyggml.core import _core  # noqa: F401
 except ImportError as e:  # pragma: no cover - only in an unbuilt source tree
     import os as _os
-    if _os.path.isfile(_os.path.join(_os.path.dirname(__file__), "core", "_core.pyx")) and \
-            not _os.path.isfile(_os.path.join(_os.path.dirname(__file__), "_config.py")):
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    if _os.path.isfile(_os.path.join(_here, "core", "_core.pyx")) and \
+            not _os.path.isfile(_os.path.join(_here, "_config.py")):
         raise ImportError(
-            "pyggml is imported from its source tree, which is not built. Install it with "
-            "`pip install .` (or `pip install -e . --no-build-isolation`) and import it from "
-            f"outside the source folder. ({e})") from None
+            f"pyggml is imported from its source folder {_here}, which is not built: Python looks "
+            "in the current folder first, so there an installed pyggml is hidden behind the source. "
+            "Run from another folder, or use the installed command (`.venv/bin/pyggml demo`, "
+            "`pyggml info`); to install: `pip install .` in the source folder. "
+            f"({e})") from None
     raise
 
 from pyggml import _config
@@ -26,18 +29,27 @@ def ggml_version():
 
 
 def show_config():
-    """Print what this build holds: versions, backends, CPU target, compiler."""
-    from pyggml.core import devices
+    """Print what this build holds and what the import loaded: versions, the
+    CPU variant in use and why, each GPU backend (loaded, or skipped and why),
+    the usable devices, compiler and threads."""
+    from pyggml.core import devices, load_info
+    info = load_info() or {}
     lines = [
         f"pyggml {__version__}",
         f"ggml {_config.ggml_version} (llama.cpp {_config.ggml_commit}, from {_config.ggml_source})",
         f"compiled backends: {', '.join(_config.compiled_backends)}",
-        f"usable devices: {', '.join(backends())}",
+        f"cpu target: {_config.cpu_target}",
+        f"cpu variant: {info.get('cpu_variant', _config.cpu_target)} ({info.get('cpu_variant_reason', '')})",
     ]
+    unusable = info.get("unusable") or {}
+    if unusable:
+        lines.append("cpu variants not usable here: " + "; ".join(f"{v} ({r})" for v, r in unusable.items()))
+    for name, state in (info.get("gpu") or {}).items():
+        lines.append(f"gpu backend {name}: {state}")
+    lines.append(f"usable devices: {', '.join(backends())}")
     for d in devices():
         lines.append(f"  {d['name']}: {d['description']} ({d['type']})")
     lines += [
-        f"cpu target: {_config.cpu_target}",
         f"compiler: {_config.compiler}",
         f"build type: {_config.buildtype}" + (f", sanitize={_config.sanitize}" if _config.sanitize != "none" else ""),
         f"cpu threads: {get_n_threads()}",

@@ -24,6 +24,11 @@ time on a shared machine.
 A second table sets a Trainer step and the MNIST MLP's fit on a remote device
 (a pyggml RPC server on 127.0.0.1, in its own process) beside the same on the
 local CPU, with the round trips each training step makes.
+
+Two builds of pyggml side by side instead (e.g. the portable wheel and a native
+build, each installed in its own venv; default workload: the MNIST MLP):
+
+    python tools/bench.py --wheel-python WHEELVENV/bin/python --native-python NATIVEVENV/bin/python
 """
 
 import argparse
@@ -34,8 +39,8 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "wide_mlp", "mnist_cnn", "predict_1", "predict_1000",
-             "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer"]
+WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "mnist_mlp_busy", "wide_mlp", "mnist_cnn",
+             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer"]
 RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
 CHILD = r"""
@@ -64,7 +69,16 @@ SPECS = {
     "step_4_8_2": ((4, 8, 2), 16, "ce"), "step_8_64_64_4": ((8, 64, 64, 4), 32, "mse"),
     "mnist_mlp": ((784, 500, 10), 500, "ce"), "wide_mlp": ((1024, 2048, 2048, 10), 256, "ce"),
     "predict_1": ((784, 500, 10), 1, "ce"), "predict_1000": ((784, 500, 10), 1000, "ce"),
+    "predict_small_1": ((4, 64, 64, 2), 1, "ce"), "predict_small_64": ((4, 64, 64, 2), 64, "ce"),
 }
+
+BUSY = None
+if wl.endswith("_busy"):
+    # one other process busy on the machine for the whole measurement (a pure-Python
+    # loop on one core), the same for both frameworks
+    import subprocess as _sp
+    BUSY = _sp.Popen([sys.executable, "-c", "while True: pass"])
+    wl = wl[:-len("_busy")]
 
 if fw.startswith("pyggml"):
     import pyggml as pg
@@ -333,6 +347,9 @@ def peak_mb():
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 result.setdefault("peak_mb", peak_mb())
+if BUSY is not None:
+    BUSY.kill()
+    BUSY.wait()
 if "PYGGML_RPC_BENCH" in os.environ and wl in ("step_8_64_64_4", "mnist_mlp"):
     # beside loopback RPC: CPU time per training step, this process's (all its threads) and,
     # over RPC, the server's ($PYGGML_RPC_PID): unlike wall time, a busy machine leaves it alone
@@ -360,10 +377,14 @@ print("RESULT " + json.dumps(result))
 """
 
 
-def run_child(fw, wl, threads, repeats, **extra_env):
-    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), **extra_env)
-    r = subprocess.run([sys.executable, "-c", CHILD, fw, wl, str(threads), str(repeats)], capture_output=True,
-                       text=True, env=env, timeout=1800)
+# the children run from tools/: from the source root, `import pyggml` would find the unbuilt source
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_child(fw, wl, threads, repeats, python=None, **extra_env):
+    env = dict(os.environ, PYGGML_ROOT=os.path.dirname(HERE), **extra_env)
+    r = subprocess.run([python or sys.executable, "-c", CHILD, fw, wl, str(threads), str(repeats)],
+                       capture_output=True, text=True, env=env, timeout=1800, cwd=HERE)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -383,12 +404,12 @@ def import_time(mod):
     ts = []
     for _ in range(5):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", f"import {mod}"], check=False, capture_output=True)
+        subprocess.run([sys.executable, "-c", f"import {mod}"], check=False, capture_output=True, cwd=HERE)
         ts.append(time.perf_counter() - t)
     base = []
     for _ in range(5):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=False)
+        subprocess.run([sys.executable, "-c", "pass"], check=False, cwd=HERE)
         base.append(time.perf_counter() - t)
     return (min(ts) - min(base)) * 1e3
 
@@ -410,7 +431,7 @@ def sgemm_ceiling(threads):
 
 def installed_mb(mod):
     r = subprocess.run([sys.executable, "-c", f"import {mod}, os; print(os.path.dirname({mod}.__file__))"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=HERE)
     path = r.stdout.strip()
     if not path:
         return float("nan")
@@ -433,7 +454,7 @@ def rpc_server(threads):
     """A pyggml RPC server on 127.0.0.1 (a free port) in its own process: (process, endpoint)."""
     code = "import sys, pyggml.rpc as r; sys.exit(r.cli_main(sys.argv[1:]))"
     p = subprocess.Popen([sys.executable, "-c", code, "--port", "0", "--threads", str(threads)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=HERE)
     line = p.stdout.readline()
     if "listening on " not in line:
         p.kill()
@@ -493,15 +514,55 @@ def load_average():
         return (float("nan"),) * 3
 
 
+def build_of(python):
+    """The CPU target and variant a pyggml installation runs with."""
+    code = "import pyggml.core as c, pyggml._config as k; i = c.load_info(); print(k.cpu_target, i['cpu_variant'])"
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=HERE)
+    return r.stdout.strip() or f"(pyggml does not import: {r.stderr.strip()[-200:]})"
+
+
+def compare_builds(a):
+    """Two installations of pyggml (the wheel's venv and a native build's), the
+    same workloads, taking turns; each keeps its best round."""
+    wls = [w for w in WORKLOADS if any(o in w for o in (a.only or "mnist_mlp").split(","))]
+    builds = {"wheel": a.wheel_python, "native": a.native_python}
+    print(f"pyggml builds side by side, {a.threads} threads, best of {a.rounds} alternating rounds x "
+          f"{a.repeats} repeats; {time.strftime('%Y-%m-%d')}")
+    for name, py in builds.items():
+        print(f"- {name}: {py}: cpu target / variant {build_of(py)}")
+    print("| workload | unit | wheel | native | wheel / native |")
+    print("|---|---|---|---|---|")
+    for wl in wls:
+        runs = {name: [] for name in builds}
+        for _ in range(a.rounds):
+            for name, py in builds.items():
+                runs[name].append(run_child("pyggml", wl, a.threads, a.repeats, python=py))
+        w, n = best(runs["wheel"]), best(runs["native"])
+        for name, r in (("wheel", w), ("native", n)):
+            if "error" in r:
+                print(f"# {wl} ({name}) failed: {r['error']}", file=sys.stderr)
+        ratio = w["value"] / n["value"] if w["better"] == "higher" else n["value"] / w["value"]
+        print(f"| {wl} | {w['unit']} | {w['value']:.4g} | {n['value']:.4g} | {ratio:.0%} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", default="2", help="a thread count, or several (1,2): measured side by side")
+    ap.add_argument("--wheel-python", help="with --native-python: compare two pyggml installations "
+                                           "(interpreters of two venvs) instead of pyggml and PyTorch")
+    ap.add_argument("--native-python", help="the interpreter of the venv holding a native build")
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats inside a process (best kept)")
     ap.add_argument("--rounds", type=int, default=3, help="processes per framework and workload, taking turns")
     ap.add_argument("--only", default="", help="comma-separated workloads: " + ",".join(WORKLOADS))
     ap.add_argument("--no-rpc", action="store_true", help="leave out the table over loopback RPC")
     a = ap.parse_args()
     thread_counts = [int(t) for t in str(a.threads).split(",") if t.strip()]
+    if a.wheel_python or a.native_python:
+        if not (a.wheel_python and a.native_python):
+            ap.error("--wheel-python and --native-python go together")
+        a.threads = thread_counts[0]
+        compare_builds(a)
+        return
     wls = [w for w in WORKLOADS if not a.only or any(o in w for o in a.only.split(","))]
     # found, not imported: the children forked from here would start with its memory
     import importlib.util
@@ -560,7 +621,7 @@ def main():
     print(f"| installed size | MB | {sz_ours:.1f} | {sz_theirs:.0f} | {sz_theirs / sz_ours:.0f}x | | | |")
     if not a.no_rpc and any(w in RPC_WORKLOADS for w in wls):
         r = subprocess.run([sys.executable, "-c", "import pyggml; print(pyggml.rpc.available())"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, cwd=HERE)
         if r.stdout.strip() == "True":
             for t in thread_counts:
                 print_rpc_table(rpc_rows(wls, t, a.repeats, a.rounds), t)

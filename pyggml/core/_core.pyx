@@ -12,6 +12,7 @@ callbacks are global).  The areas are split into .pxi files:
 - gguf.pxi     GGUFFile
 - ops.pxi      ggml's operations, each checked before it reaches C
 - rpc.pxi      remote devices (ggml's RPC backend): connections, failure checks, a server
+- loader.pxi   ggml's backend modules loaded at import (dispatch builds)
 """
 
 cimport cython
@@ -387,3 +388,4 @@ include "graph.pxi"
 include "opt.pxi"
 include "gguf.pxi"
 include "ops.pxi"
+include "loader.pxi"
