@@ -32,6 +32,7 @@ class _EagerBuilder:
         self._values = []            # (tensor, array) to set once memory exists
         self._masks = []
         self._vars = {}
+        self.losses = []             # (layer, 1-element tensor): activity regularizers, add_loss
 
     def _leaf(self, array, dtype):
         t = self.in_ctx.new_tensor(array.shape or (1,), dtype="i32" if dtype == "int32" else "f32")
@@ -60,6 +61,9 @@ class _EagerBuilder:
 
     def add_update(self, variable, tensor):
         pass            # an eager call changes no weights
+
+    def add_loss(self, tensor, layer=None):
+        self.losses.append((layer, tensor))
 
     def run(self, outputs):
         from pyggml import _random
@@ -97,9 +101,11 @@ class _EagerBuilder:
         self.in_ctx.free()
 
 
-def evaluate(fn, arrays, training=False):
+def evaluate(fn, arrays, training=False, losses=None):
     """numpy results of ``fn(*tensors)`` for numpy ``arrays`` (float32, or int32
-    for integer arrays); ``fn`` returns a tensor or a list of them."""
+    for integer arrays); ``fn`` returns a tensor or a list of them.  With a list
+    ``losses``, the losses layers added (activity regularizers, ``add_loss``) are
+    computed too and appended to it as (layer, float)."""
     n = 4096
     while True:
         b = _EagerBuilder(n, training)
@@ -111,7 +117,13 @@ def evaluate(fn, arrays, training=False):
                                  "int32" if np.asarray(a).dtype.kind in "iub" else "float32") for a in arrays]
                 out = fn(*xs)
             many = isinstance(out, (list, tuple))
-            res = b.run(list(out) if many else [out])
+            outs = list(out) if many else [out]
+            extra = b.losses if losses is not None else []
+            res = b.run(outs + [t for _, t in extra])
+            if extra:
+                losses.extend((layer, float(np.asarray(v).reshape(-1)[0])) for (layer, _), v in
+                              zip(extra, res[len(outs):]))
+                res = res[:len(outs)]
             return res if many else res[0]
         except ContextFullError:
             if n >= 1 << 22:

@@ -13,6 +13,8 @@ dropout masks and the training flag.  The builder is any object with:
 - ``random_keep_mask(shape, rate)``: a 0 or ``1/(1-rate)`` mask redrawn before each step;
 - ``add_update(variable, tensor)``: write ``tensor`` into the variable after a
   training step (BatchNormalization's running statistics);
+- ``add_loss(tensor, layer)`` (optional): a 1-element loss a layer adds to the
+  training loss (activity regularizers, ``Layer.add_loss``);
 - ``derived_input(source, fn, shape, dtype)``: a tensor set to ``fn(values)``
   whenever the input ``source`` is set (host-side integer arithmetic);
 - ``cache``: a dict layers may use to share derived tensors within the graph;

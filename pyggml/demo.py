@@ -75,10 +75,9 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=32, help="default 32")
     p.add_argument("--learning-rate", type=float, default=3e-3,
                    help="Adam's learning rate in the first epoch, x0.8 each epoch after (default 3e-3)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="CPU threads (default 1; 0: pyggml's choice).  This network is small: a second thread "
-                        "saves little, and ggml's threads wait for each other by spinning, which stalls "
-                        "training many times over when another process holds a core")
+    p.add_argument("--threads", type=int, default=0,
+                   help="the most CPU threads (default 0: one per core); each graph times itself on 1, n/2 "
+                        "and n threads and keeps the fastest (pg.set_n_threads)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     args = p.parse_args(argv)
     if args.epochs < 1:

@@ -32,6 +32,14 @@ class Variable:
         self._tensor = None          # the device tensor holding the values, when bound
         self._home = None            # the object that owns that tensor (a weight store)
         self._lost = None            # why the values are gone (their device failed), or None
+        # Keras's weight options (pyggml.regularizers, pyggml.constraints), set by add_weight
+        self.regularizer = None      # a penalty added to the training loss
+        self.constraint = None       # a projection applied after every optimizer update
+        # Keras's layout of this weight: reshaped to keras_shape (None: as it is), then Keras's
+        # axis k is axis keras_axes[k] of that (a Dense weight (units, in) is Keras's kernel
+        # (in, units): (1, 0)); both None: the same layout
+        self.keras_shape = None
+        self.keras_axes = None
 
     # --- flags ---------------------------------------------------------------------
     @property

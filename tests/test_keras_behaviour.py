@@ -477,3 +477,53 @@ def test_gradients_and_apply_gradients_reproduce_fit():
         a.free()
         b.free()
     pg.set_n_threads(None)
+
+
+# --- integer inputs, nested models, Keras's own files -------------------------------------
+
+def test_integer_inputs_feed_float_layers_as_keras_promotes():
+    rng = np.random.default_rng(3)
+    xi = rng.integers(-5, 5, size=(6, 4)).astype(np.int64)
+    inp = pg.Input((4,), dtype="int64")
+    m = pg.Model(inp, L.Dense(3)(inp)).compile(optimizer="sgd", loss="mse")
+    w = m.get_weights()
+    np.testing.assert_allclose(m.predict(xi), xi @ w["dense.weight"].T + w["dense.bias"], rtol=1e-5, atol=1e-5)
+    h = m.fit(xi, np.ones((6, 3), np.float32), epochs=3, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+    i2 = pg.Input((5,), dtype="int32")
+    c = L.Conv1D(2, 3)(L.Reshape((5, 1))(i2))
+    m2 = pg.Model(i2, c)
+    x2 = np.arange(10).reshape(2, 5)
+    out = m2.predict(x2)
+    k = m2.layers[-1].get_weights()
+    # Conv1D valid over 3 taps, PyTorch's (out, in, k) layout
+    want = np.stack([np.stack([(x2[b, t:t + 3] * k["weight"][o, 0]).sum() + k["bias"][o] for o in range(2)])
+                     for b in range(2) for t in range(3)]).reshape(2, 3, 2)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    m.free()
+    m2.free()
+
+
+def test_a_model_first_in_a_sequential_gives_it_its_input():
+    inner_in = pg.Input((4,))
+    inner = pg.Model(inner_in, L.Dense(3, activation="relu")(inner_in))
+    outer = pg.Sequential([inner, L.Dense(1)]).compile(optimizer="sgd", loss="mse")
+    x = np.random.default_rng(0).random((5, 4), dtype=np.float32)
+    wi, wo = inner.get_weights(), outer.layers[-1].get_weights()
+    h = np.maximum(x @ wi["dense.weight"].T + wi["dense.bias"], 0)
+    np.testing.assert_allclose(outer.predict(x), h @ wo["weight"].T + wo["bias"], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="no input shape"):
+        pg.Sequential([pg.Sequential([L.Dense(2)]), L.Dense(1)]).compile(loss="mse")
+    outer.free()
+
+
+@pytest.mark.parametrize("magic,what", [(b"PK\x03\x04", "Keras's .keras"), (b"\x89HDF\r\n\x1a\n", "Keras's .h5")])
+def test_keras_files_are_refused_by_name(tmp_path, magic, what):
+    p = tmp_path / "model.keras"
+    p.write_bytes(magic + b"\0" * 64)
+    with pytest.raises(pg.GGUFError, match=what):
+        pg.load_model(str(p))
+    m = pg.Sequential([L.Dense(2)], input_shape=3)
+    with pytest.raises(pg.GGUFError, match="not GGUF"):
+        m.load_weights(str(p))
+    m.free()

@@ -19,8 +19,15 @@ from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAve
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
                                          Normalization, Rescaling, StringLookup)
-from pyggml.layers.recurrent import GRU, LSTM, Bidirectional
+from pyggml.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from pyggml.layers.wrappers import TimeDistributed
+
+for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, Conv1D, Conv2D, Conv1DTranspose,
+             Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
+             AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
+             GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
+             Maximum, Minimum, Concatenate):
+    _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
@@ -30,4 +37,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization",
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
-           "Maximum", "Minimum", "maximum", "minimum", "RepeatVector"]
+           "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector"]

@@ -3,7 +3,8 @@
 from pyggml import _scope, activations, ops
 from pyggml.layers.layer import Layer
 
-__all__ = ["Activated", "contiguous", "rows_2d", "fused", "fusable", "cached"]
+__all__ = ["Activated", "contiguous", "rows_2d", "fused", "fusable", "cached", "set_weight_options",
+           "weight_options_config"]
 
 # the activations the fused ops apply themselves: {name: (the op's name, alpha)}
 _FUSABLE = {"linear": ("linear", 0.0), "relu": ("relu", 0.0), "tanh": ("tanh", 0.0),
@@ -69,3 +70,23 @@ def fusable(fn, name):
     except ValueError:
         return None
     return spec
+
+
+def set_weight_options(layer, **options):
+    """Keras's per-weight options as attributes of the layer: ``*_regularizer`` through
+    ``pyggml.regularizers.get``, ``*_constraint`` through ``pyggml.constraints.get``
+    (a wrong one fails here, naming the argument)."""
+    from pyggml import constraints, regularizers
+    for name, value in options.items():
+        getter = regularizers.get if name.endswith("_regularizer") else constraints.get
+        try:
+            setattr(layer, name, getter(value))
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{type(layer).__name__}: {name}: {e}") from None
+
+
+def weight_options_config(layer, names):
+    """{name: serialized option or None} for a layer's get_config (Keras's keys)."""
+    from pyggml import constraints, regularizers
+    return {n: (regularizers.serialize if n.endswith("_regularizer") else constraints.serialize)(getattr(layer, n))
+            for n in names}

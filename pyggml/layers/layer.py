@@ -28,9 +28,10 @@ import re
 
 import numpy as np
 
-from pyggml import _scope
+from pyggml import _scope, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
+from pyggml.core.ops import scale as ops_scale
 from pyggml.layers.node import Node
 from pyggml.variables import Variable
 
@@ -101,11 +102,19 @@ def _compatible(built, given):
     return all(a is None or b is None or a == b for a, b in zip(built[1:], given[1:]))
 
 
+def _as_float(t):
+    return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
+
+
 class Layer:
     """Base class of every layer (Keras's names, arguments and defaults)."""
 
+    # True: the layer computes in float32 and takes integer tensors converted (a Dense on an
+    # Input(dtype="int64"), as Keras promotes); the built-in computing layers set it
+    float_inputs = False
+
     def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None,
-                 batch_input_shape=None, **kwargs):
+                 batch_input_shape=None, activity_regularizer=None, **kwargs):
         kwargs.pop("autocast", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments: {sorted(kwargs)}")
@@ -124,6 +133,8 @@ class Layer:
         self.output_shape = None
         self._batch_input_shape = None
         self.input = self.output = None
+        self.activity_regularizer = activity_regularizer
+        self._call_losses = []           # the losses of the last call on arrays (Layer.losses)
         if batch_input_shape is not None:
             self._batch_input_shape = feature_shape_of(tuple(batch_input_shape)[1:], "batch_input_shape", True)
         elif input_shape is not None:
@@ -175,21 +186,59 @@ class Layer:
         for sub in self._sublayers.values():
             sub.trainable = value
 
+    @property
+    def activity_regularizer(self):
+        """A regularizer of the layer's output (Keras's): its penalty, divided by the
+        batch size, joins the training loss.  Settable, as in Keras."""
+        return self.__dict__.get("_activity_regularizer")
+
+    @activity_regularizer.setter
+    def activity_regularizer(self, value):
+        from pyggml import regularizers
+        self.__dict__["_activity_regularizer"] = regularizers.get(value)
+
+    # --- losses (regularization) -----------------------------------------------------------
+    def add_loss(self, loss):
+        """Add a scalar loss (a tensor computed in ``call``, or a number) to the loss the
+        model trains on (Keras's ``add_loss``): call it inside ``call``.  A larger
+        tensor is summed."""
+        from pyggml.regularizers import penalty_tensor
+        builder = _scope.current()
+        if builder is None:
+            raise RuntimeError(f"{type(self).__name__}.add_loss is called inside call(), while the model builds "
+                               f"its graph (on a tensor computed there)")
+        t = penalty_tensor(loss, f"{type(self).__name__}.add_loss's loss")
+        add = getattr(builder, "add_loss", None)
+        if add is not None:
+            add(t, self)
+
+    @property
+    def losses(self):
+        """The regularization penalties of this layer's trainable weights (and its
+        sublayers') at their current values, after the losses (activity
+        regularizers, ``add_loss``) of its last call on arrays: a list of floats."""
+        from pyggml.layers import weight_rules
+        tree = weight_rules.layer_tree([self])
+        recorded = [x for l in tree for x in l.__dict__.get("_call_losses", ())]
+        return recorded + weight_rules.current_penalties([self])
+
     # --- weights --------------------------------------------------------------------------
     def add_weight(self, name=None, shape=None, initializer="glorot_uniform", trainable=True, dtype=None,
                    layout="out_in", regularizer=None, constraint=None):
         """A new weight of this layer (a Variable): ``add_weight(name, shape, initializer,
         trainable)``; Keras's keyword form ``add_weight(shape=..., initializer=..., name=...)``
         works too.  ``layout`` says how the initializer counts fans: "out_in" (PyTorch's
-        layouts, the default) or "in_out"."""
+        layouts, the default) or "in_out".  ``regularizer`` (pyggml.regularizers) adds a
+        penalty on the weight to the training loss; ``constraint`` (pyggml.constraints)
+        projects it after every optimizer update."""
         if name is not None and not isinstance(name, str):
             if shape is None:               # Keras 3 order: add_weight(shape, initializer, ...)
                 name, shape = None, name
             else:
                 raise TypeError(f"add_weight: name must be a str, got {name!r}")
-        if regularizer is not None or constraint is not None:
-            raise ValueError("add_weight: regularizer and constraint are not supported here; add the "
-                             "penalty to your loss instead")
+        from pyggml import constraints as constraints_mod, regularizers as regularizers_mod
+        regularizer = regularizers_mod.get(regularizer)
+        constraint = constraints_mod.get(constraint)
         if dtype not in (None, "float32"):
             raise ValueError(f"add_weight: weights are float32, got dtype={dtype!r}")
         if shape is None:
@@ -216,6 +265,7 @@ class Layer:
         from pyggml import initializers
         initializers.get(initializer)              # an unknown name fails here, not at compile
         v = Variable(name, shape, initializer, trainable=trainable, layout=layout, layer=self)
+        v.regularizer, v.constraint = regularizer, constraint
         self._variables.append(v)
         return v
 
@@ -303,6 +353,9 @@ class Layer:
         cfg = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
         if self._batch_input_shape is not None:
             cfg["batch_input_shape"] = (None,) + tuple(self._batch_input_shape)
+        if self.activity_regularizer is not None:
+            from pyggml import regularizers
+            cfg["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         return cfg
 
     @classmethod
@@ -383,11 +436,27 @@ class Layer:
         self._build_once(shapes)
         training = kwargs.pop("training", None)
         mask = kwargs.pop("mask", None)
+        if self.float_inputs:
+            inputs = [_as_float(t) for t in inputs] if isinstance(inputs, list) else _as_float(inputs)
         if self._accepts("training"):
             kwargs["training"] = builder.training if training is None else bool(training)
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
-        return self.call(inputs, **kwargs)
+        out = self.call(inputs, **kwargs)
+        if self.activity_regularizer is not None:
+            self._add_activity_loss(builder, out)
+        return out
+
+    def _add_activity_loss(self, builder, out):
+        """Keras 3: the activity regularizer's penalty of each output, divided by its batch size."""
+        from pyggml.regularizers import penalty_tensor
+        add = getattr(builder, "add_loss", None)
+        if add is None:
+            return
+        for o in flatten_inputs(out):
+            if isinstance(o, Tensor):
+                p = penalty_tensor(self.activity_regularizer(o), f"{self.name}'s activity regularizer")
+                add(ops_scale(p, 1.0 / o.shape[0]) if o.shape and o.shape[0] > 1 else p, self)
 
     def _call_symbolic(self, inputs, nodes, kwargs):
         kwargs = dict(kwargs)

@@ -44,6 +44,9 @@ class _PerSample(Mean):
         w = None
         if sample_weight is not None:
             w = np.asarray(sample_weight, dtype=np.float64)
+            if w.size > v.size and w.size % v.size == 0:
+                # weights per output cell for a value per sample (or per step): their mean there
+                w = w.reshape(v.shape + (-1,)).mean(axis=-1)
             w = w.reshape(v.shape) if w.size == v.size else \
                 np.broadcast_to(w.reshape(w.shape[:1] + (1,) * (v.ndim - 1)), v.shape)
         Mean.update_state(self, v, w)

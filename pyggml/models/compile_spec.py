@@ -5,6 +5,11 @@ it trains on the output layer's logits, and the metrics.
 an output without a loss) or a dict by output name (outputs it does not name
 get no loss).  ``metrics`` is a list for every output, a list of lists (one
 per output) or a dict by output name.  Unknown names raise ValueError.
+``weighted_metrics`` takes the same forms: those metrics are weighted by the
+batch's sample weights (``sample_weight``, ``class_weight``), the others not
+(Keras 3).  Log names are Keras's: ``<output>_<metric>`` when there are several
+outputs, a repeated name gets ``_1``, ``_2``, ..., and a weighted metric whose
+name is taken by an unweighted one is ``weighted_<metric>``.
 """
 
 from pyggml import losses as losses_mod
@@ -34,7 +39,7 @@ def _per_output(value, names, what, allow_missing):
 
 
 class CompileSpec:
-    def __init__(self, outputs, output_names, loss, loss_weights, metrics):
+    def __init__(self, outputs, output_names, loss, loss_weights, metrics, weighted_metrics=None):
         n = len(outputs)
         self.output_names = list(output_names)
         given = _per_output(loss, self.output_names, "loss", allow_missing=True)
@@ -54,15 +59,17 @@ class CompileSpec:
             self.logits.append(l is not None and l.logits_from is not None and act == l.logits_from
                                and hasattr(o.layer, "pre_activation") and not getattr(l, "from_logits", False))
         self.metrics_given = metrics
-        self.metrics = self._metrics(metrics, outputs)
+        self.metrics = self._metrics(metrics, outputs, "metrics")
+        self.weighted_metrics = self._metrics(weighted_metrics, outputs, "weighted_metrics")
+        self._keys = None
         self.target_specs = None         # the targets each output takes (Model.target_specs)
 
-    def _metrics(self, metrics, outputs):
+    def _metrics(self, metrics, outputs, what="metrics"):
         n = len(outputs)
         if metrics is None:
             return [[] for _ in range(n)]
         if isinstance(metrics, dict):
-            per = _per_output(metrics, self.output_names, "metrics", allow_missing=True)
+            per = _per_output(metrics, self.output_names, what, allow_missing=True)
         elif isinstance(metrics, (list, tuple)) and n > 1 and len(metrics) == n and \
                 all(m is None or isinstance(m, (list, tuple)) for m in metrics):
             per = list(metrics)
@@ -79,21 +86,60 @@ class CompileSpec:
         return out
 
     def metric_objects(self, i):
-        return [m for m, _ in self.metrics[i]]
+        return [m for m, _ in self.metrics[i]] + [m for m, _ in self.weighted_metrics[i]]
+
+    def wants_outputs(self, i):
+        """Output i's values are read back for metrics."""
+        return bool(self.metrics[i] or self.weighted_metrics[i])
 
     def metric_keys(self):
-        """(output index, metric, log key) in order: Keras's names (``<output>_<metric>`` when several)."""
-        keys = []
+        """(output index, metric, log key) in order: the metrics, then the weighted ones,
+        named as Keras names them (see the module's docstring)."""
+        return [(i, m, key) for i, m, key, _ in self.all_metric_keys()]
+
+    def all_metric_keys(self):
+        """(output index, metric, log key, weighted) in order."""
+        if self._keys is not None:
+            return self._keys
+        several = len(self.output_names) > 1
+        used, keys = {}, []
+
+        def prefixed(i, name):
+            return f"{self.output_names[i]}_{name}" if several else name
+
         for i, ms in enumerate(self.metrics):
             for m, _ in ms:
-                keys.append((i, m, m.name if len(self.metrics) == 1 else f"{self.output_names[i]}_{m.name}"))
+                key = prefixed(i, m.name)
+                if key in used:
+                    used[key] += 1
+                    key = f"{key}_{used[key] - 1}"
+                else:
+                    used[key] = 1
+                keys.append((i, m, key, False))
+        for i, ms in enumerate(self.weighted_metrics):
+            for m, _ in ms:
+                key = prefixed(i, m.name)
+                if key in used:
+                    key = prefixed(i, f"weighted_{m.name}")
+                    if key in used:
+                        used[key] += 1
+                        key = f"{key}_{used[key] - 1}"
+                    else:
+                        used[key] = 1
+                else:
+                    used[key] = 1
+                keys.append((i, m, key, True))
+        self._keys = keys
         return keys
 
     def config(self):
         from pyggml import losses, metrics
-        return {"loss": [None if l is None else losses.serialize(l) for l in self.losses],
-                "loss_weights": self.loss_weights,
-                "metrics": [[metrics.serialize(m, g) for m, g in ms] for ms in self.metrics]}
+        cfg = {"loss": [None if l is None else losses.serialize(l) for l in self.losses],
+               "loss_weights": self.loss_weights,
+               "metrics": [[metrics.serialize(m, g) for m, g in ms] for ms in self.metrics]}
+        if any(self.weighted_metrics):
+            cfg["weighted_metrics"] = [[metrics.serialize(m, g) for m, g in ms] for ms in self.weighted_metrics]
+        return cfg
 
 
 def _weight(w):

@@ -196,9 +196,13 @@ def adapt_inputs(specs, x, what="x"):
                 if not np.all(np.isfinite(a)) or np.any(a != np.floor(a)):
                     raise ValueError(f"{what} for input {spec.name!r} holds indices: whole numbers expected")
             ai = a.astype(np.int64)
-            lim = spec.index_limit if spec.index_limit is not None else 2 ** 31
-            if ai.size and (ai.min() < 0 or ai.max() >= lim):
-                raise ValueError(f"indices for input {spec.name!r} must be in [0, {lim}), got values from "
+            if spec.index_limit is not None:            # it feeds an Embedding (a lookup)
+                lim = spec.index_limit
+                if ai.size and (ai.min() < 0 or ai.max() >= lim):
+                    raise ValueError(f"indices for input {spec.name!r} must be in [0, {lim}), got values from "
+                                     f"{ai.min()} to {ai.max()}")
+            elif ai.size and (ai.min() < -2 ** 31 or ai.max() >= 2 ** 31):
+                raise ValueError(f"integers for input {spec.name!r} must fit in int32, got values from "
                                  f"{ai.min()} to {ai.max()}")
             a = np.ascontiguousarray(ai, dtype=np.int32)
         else:

@@ -21,6 +21,7 @@ import numpy as np
 from pyggml import _random, _scope
 from pyggml.core import BackendBuffer, Context, Graph, Scheduler, ops, reachable_count
 from pyggml.errors import ContextFullError, GGMLError
+from pyggml.layers import weight_rules
 from pyggml.losses.loss import reduce_loss
 from pyggml.models import functional
 from pyggml.models.thread_policy import ThreadChooser
@@ -51,6 +52,7 @@ class GraphBuilder:
         self._masks = []             # (tensor, rate)
         self._derived = {}           # id(source) -> [(tensor, fn)]
         self._buffers = []
+        self.added_losses = []       # 1-element tensors layers added (activity regularizers, add_loss)
 
     # --- the scope protocol ----------------------------------------------------------
     def tensor_of(self, variable):
@@ -73,6 +75,9 @@ class GraphBuilder:
 
     def add_update(self, variable, tensor):
         self.updates.append((self.tensor_of(variable), tensor))
+
+    def add_loss(self, tensor, layer=None):
+        self.added_losses.append(tensor)
 
     def derived_input(self, source, fn, shape, dtype):
         t = self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
@@ -133,6 +138,28 @@ class GraphBuilder:
 
 def _contiguous(t):
     return t if t.is_contiguous else ops.cont(t)
+
+
+def _optimizer_ops(opt, param, grad, slots, scalars):
+    """(the ops of one weight's optimizer step, the tensor holding its value after them):
+    the update (none without a gradient), then the moving average's (use_ema)."""
+    outs = opt.update(param, grad, slots, scalars) if grad is not None else []
+    value = _written(outs, param)
+    more = opt.after_step(param, value, slots, scalars)
+    if more and opt.ema_overwrite_frequency:
+        value = more[-1]
+    return outs + more, value
+
+
+def _written(outs, param):
+    """The tensor holding param's value after an optimizer's update: the update's last
+    op, which writes param (Optimizer.update's contract; its result is a view of param,
+    so what reads it comes after the update), else param itself."""
+    last = outs[-1] if outs else None
+    if last is not None and tuple(last.shape) == tuple(param.shape) and last.op in ("CPY", "OPT_STEP_ADAMW",
+                                                                                     "OPT_STEP_SGD"):
+        return last
+    return param
 
 
 class Executor:
@@ -226,7 +253,7 @@ def _predictions(loss, raw):
 class _LossGraph(Executor):
     """Forward pass plus the compiled losses: the total, each head's, the outputs."""
 
-    def __init__(self, model, shapes, training, weight_kinds, opt_period=1, scale=1):
+    def __init__(self, model, shapes, training, weight_kinds, trainable, opt_period=1, scale=1):
         super().__init__(model, shapes, training=training, scale=scale)
         spec = model._compile_spec
         self.spec = spec
@@ -259,17 +286,24 @@ class _LossGraph(Executor):
                 total = weighted if total is None else ops.add(total, weighted)
             if total is None:
                 raise ValueError("no output has a loss: compile with a loss for at least one output")
+            # Keras's loss: the compiled losses plus the regularization penalties of the trainable
+            # weights and the losses the layers added (activity regularizers, add_loss)
+            self.penalty = weight_rules.total_penalty(model._ensure_graph().layers, trainable, self.g.added_losses)
+            if self.penalty is not None:
+                total = ops.add(total, self.penalty)
             if opt_period > 1:
                 total = ops.scale(total, 1.0 / opt_period)
             self.read_outs = []
             self.read_masks = []
             for i, o in enumerate(outs):
-                wanted = bool(spec.metrics[i])
+                wanted = spec.wants_outputs(i)
                 self.read_outs.append(_contiguous(o) if wanted else None)
                 self.read_masks.append(_contiguous(self.masks[i]) if wanted and self.masks[i] is not None else None)
         self.total = total
         self.opt_period = opt_period
         self.loss_heads = [h for h in self.heads if h is not None]
+        # each head's loss is read back when there are several, or when the total holds more
+        self.read_heads = len(self.heads) > 1 or self.penalty is not None
         for t in [total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
             t.set_output()
 
@@ -291,7 +325,7 @@ class _LossGraph(Executor):
         cache = self.__dict__.setdefault("_reads", {})
         r = cache.get(want_outputs)
         if r is None:
-            r = [self.total] + (self.loss_heads if len(self.heads) > 1 else [])
+            r = [self.total] + (self.loss_heads if self.read_heads else [])
             if want_outputs:
                 r += [o for o in self.read_outs if o is not None]
                 r += [m for m in self.read_masks if m is not None]
@@ -301,7 +335,7 @@ class _LossGraph(Executor):
     def results(self, got, want_outputs):
         loss = float(got[0][0]) * self.opt_period
         k = 1
-        if len(self.heads) > 1:
+        if self.read_heads:
             heads = []
             for h in self.heads:
                 heads.append(None if h is None else float(got[k][0]))
@@ -327,7 +361,8 @@ class _LossGraph(Executor):
 
 class LossEvaluator(_LossGraph):
     def __init__(self, model, shapes, weight_kinds, scale=1):
-        super().__init__(model, shapes, training=False, weight_kinds=weight_kinds, scale=scale)
+        super().__init__(model, shapes, training=False, weight_kinds=weight_kinds,
+                         trainable=model._trainable_now()[0], scale=scale)
         wanted = [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]
         size = reachable_count(wanted) + 64
         self.graph = Graph(self.g.ctx, size)
@@ -347,8 +382,8 @@ class TrainStep(_LossGraph):
     the last one also updates)."""
 
     def __init__(self, model, shapes, weight_kinds, state, trainable, opt_period=1, scale=1):
-        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, opt_period=opt_period,
-                         scale=scale)
+        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, trainable=trainable,
+                         opt_period=opt_period, scale=scale)
         self.state = state
         opt = state.optimizer
         self.optimizer = opt
@@ -370,16 +405,18 @@ class TrainStep(_LossGraph):
         self.scalars = g.input((opt.n_scalars,))
         self.accs = None
         if opt_period > 1:
-            self.acc_ctx = Context(n_tensors=len(params) + 4)
-            self.accs = {t: self.acc_ctx.new_tensor(t.shape) for _, _, t in params}
-            self.acc_buf = BackendBuffer(self.acc_ctx, self.backend)
-            self.acc_buf.clear(0)
+            # the sums live in the state: every batch shape's graph adds into the same ones
+            sums = state.accumulators([(n, v) for n, v, _ in params])
+            self.accs = {t: sums[id(v)] for _, v, t in params}
         g.allocate(self.backend)
-        self.seed.set(np.ones(1, dtype=np.float32))
+        # the backward pass starts from d(loss)/d(loss) = 1, or the optimizer's loss scale
+        self.seed.set(np.full(1, opt.loss_scale_factor or 1.0, dtype=np.float32))
         # the backward pass adds about three nodes per forward one; an optimizer a few per weight
         forward = reachable_count([self.total] + self.loss_heads +
                                   [o for o in self.read_outs + self.read_masks if o is not None])
-        size = 4 * forward + 16 * len(params) + 4 * len(g.updates) + 256
+        self.layers = model._ensure_graph().layers
+        n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(self.layers))
+        size = 4 * forward + 32 * len(params) + 4 * len(g.updates) + 64 * n_rules + 256
         accumulators = {self.total: self.seed}
         if self.accs:
             accumulators.update(self.accs)
@@ -387,7 +424,6 @@ class TrainStep(_LossGraph):
             self.graph_acc = self._graph(size, accumulators, params, with_updates=False)
         self.graph = self._graph(size, accumulators, params, with_updates=True)
         g.allocate(self.backend)
-        self.micro = 0
         self.make_scheduler(size)
 
     def _graph(self, size, accumulators, params, with_updates):
@@ -400,45 +436,43 @@ class TrainStep(_LossGraph):
         with _scope.entered(g):
             for target, value in g.updates:
                 graph.build_forward(ops.cpy(value, target))
-            if with_updates:
-                grads = [(v, t, graph.grad(t)) for _, v, t in params]
-                grads = [x for x in grads if x[2] is not None]
-                if not grads:
-                    raise ValueError("the loss does not depend on any trainable weight")
-                opt = self.optimizer
+            opt = self.optimizer
+            grads = [(v, t, graph.grad(t)) for _, v, t in params]
+            grads = [(v, t, opt.unscale(gr)) for v, t, gr in grads if gr is not None]
+            if with_updates and not grads:
+                raise ValueError("the loss does not depend on any trainable weight")
+            # Keras's gradient accumulation runs the moving average and the constraints after
+            # every batch (its apply), the update on the last of each N only
+            if with_updates or opt.gradient_accumulation_steps:
                 scale = global_clip_scale([gr for _, _, gr in grads], opt.global_clipnorm) \
-                    if opt.global_clipnorm is not None else None
+                    if opt.global_clipnorm is not None and with_updates else None
+                updated = {}
                 for v, t, gr in grads:
-                    gr = opt.clip(gr, scale)
-                    for out in opt.update(t, gr, self.state.slots(v), self.scalars):
+                    outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale) if with_updates else None,
+                                                          self.state.slots(v), self.scalars)
+                    for out in outs:
                         graph.build_forward(out)
+                # Keras applies the weights' constraints after the optimizer's update
+                for out in weight_rules.constraint_updates(self.layers, updated):
+                    graph.build_forward(out)
         return graph
 
     def step(self, xs, ys, ws=None, want_outputs=False):
         pairs = self.batch_pairs(xs, ys, ws)
         if self.g._masks:
             self.g.refresh_masks()
-        last = self.opt_period == 1 or (self.micro % self.opt_period) == self.opt_period - 1
-        if last:
-            pairs.append((self.scalars, self.optimizer.scalars()))
+        state = self.state
+        last = self.opt_period == 1 or (state.micro % self.opt_period) == self.opt_period - 1
+        pairs.append((self.scalars, self.optimizer.step_scalars()))
         # the accumulation graph has no optimizer update: it is timed on its own
         got = self.run_graph(self.graph if last else self.graph_acc, pairs, self.reads(want_outputs),
                              self.threads if last else self.threads_acc)
-        self.micro += 1
+        state.micro = 0 if last else state.micro + 1
         if last:
             self.optimizer.iterations += 1
             if self.accs:
-                self.acc_buf.clear(0)
+                state.clear_accumulators()
         return self.results(got, want_outputs)
-
-    def free(self):
-        if self.freed:
-            return
-        super().free()
-        if self.accs:
-            self.acc_buf.free()
-            self.acc_ctx.free()
-
 
 
 class GradientStep(_LossGraph):
@@ -446,7 +480,7 @@ class GradientStep(_LossGraph):
     weight's gradient and changes nothing (Keras's GradientTape pattern)."""
 
     def __init__(self, model, shapes, weight_kinds, trainable, scale=1):
-        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, scale=scale)
+        super().__init__(model, shapes, training=True, weight_kinds=weight_kinds, trainable=trainable, scale=scale)
         g = self.g
         store = model._rt.store
         self.params = []
@@ -496,27 +530,36 @@ class GradientStep(_LossGraph):
 class ApplyGradients:
     """An optimizer's step on given gradients: one graph whose inputs are the gradients."""
 
-    def __init__(self, store, backend, state, variables):
+    def __init__(self, store, backend, state, variables, layers=()):
         opt = state.optimizer
         self.optimizer, self.state = opt, state
         n = len(variables)
-        self.g = GraphBuilder(store, training=False, scale=max(1, n // 256 + 1))
+        n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(layers))
+        size = 32 * n + 64 * n_rules + 256
+        self.g = GraphBuilder(store, training=False, scale=max(1, size // 1024 + 1))
         self.backend = backend
         self.grads = [self.g.input(v.shape) for v in variables]
         self.scalars = self.g.input((opt.n_scalars,))
-        self.graph = Graph(self.g.ctx, 16 * n + 256)
+        self.graph = Graph(self.g.ctx, size)
         with _scope.entered(self.g):
             params = [store.tensor(v) for v in variables]
-            scale = global_clip_scale(self.grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
-            for v, t, gr in zip(variables, params, self.grads):
-                for out in opt.update(t, opt.clip(gr, scale), state.slots(v), self.scalars):
+            # Keras's apply unscales the gradients it is given (loss_scale_factor)
+            grads = [opt.unscale(gr) for gr in self.grads]
+            scale = global_clip_scale(grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
+            updated = {}
+            for v, t, gr in zip(variables, params, grads):
+                outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale), state.slots(v), self.scalars)
+                for out in outs:
                     self.graph.build_forward(out)
+            # Keras applies the weights' constraints after the optimizer's update
+            for out in weight_rules.constraint_updates(layers, updated):
+                self.graph.build_forward(out)
         self.g.allocate(backend)
-        self.sched = Scheduler([backend], graph_size=16 * n + 256)
+        self.sched = Scheduler([backend], graph_size=size)
         self.freed = False
 
     def run(self, arrays):
-        pairs = list(zip(self.grads, arrays)) + [(self.scalars, self.optimizer.scalars())]
+        pairs = list(zip(self.grads, arrays)) + [(self.scalars, self.optimizer.step_scalars())]
         self.sched.run(self.graph, pairs, (), 1)
         self.optimizer.iterations += 1
 

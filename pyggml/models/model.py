@@ -54,6 +54,7 @@ class Model(Layer, Freeable):
         self._topology = None
         self._compile_spec = None
         self._rt = None                  # the device side: backend, weights, graphs (runtime.Runtime)
+        self._predict_fast = None        # predict's last one-batch call (training_loop.predict_repeat)
         self._trainable_at_compile = None
         self._multi_in = self._multi_out = False
         self.stop_training = False
@@ -208,9 +209,7 @@ class Model(Layer, Freeable):
         self.check_alive()
         topo = self._ensure_graph()
         opt = optimizers_mod.get(optimizer)
-        spec = CompileSpec(topo.outputs, self.output_names, loss, loss_weights, metrics)
-        if weighted_metrics:
-            raise ValueError("weighted_metrics are not supported; metrics are computed unweighted")
+        spec = CompileSpec(topo.outputs, self.output_names, loss, loss_weights, metrics, weighted_metrics)
         if not isinstance(backend, str):
             raise TypeError("backend must be a str: 'auto', 'cpu' or a device name")
         rng = _random.rng(seed)
@@ -258,9 +257,12 @@ class Model(Layer, Freeable):
         opt = optimizers_mod.deserialize(config["optimizer"], custom_objects)
         loss = [losses.deserialize(l, custom_objects) for l in config["loss"]]
         mets = [[metrics.deserialize(m, custom_objects) for m in ms] for ms in config["metrics"]]
+        weighted = [[metrics.deserialize(m, custom_objects) for m in ms] for ms in config.get("weighted_metrics", [])]
         names = self.output_names
         return self.compile(optimizer=opt, loss=loss if len(names) > 1 else loss[0],
                             metrics=mets if len(names) > 1 else (mets[0] or None),
+                            weighted_metrics=(weighted if len(names) > 1 else (weighted[0] or None)) if weighted
+                            else None,
                             loss_weights=config["loss_weights"], backend=backend)
 
     # --- weights --------------------------------------------------------------------------------
@@ -412,6 +414,9 @@ class Model(Layer, Freeable):
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
         """float32 predictions for any number of rows (a list for several outputs)."""
+        res = training_loop.predict_repeat(self, x, batch_size, steps)
+        if res is not None:
+            return res if self._multi_out else res[0]
         self.check_alive()
         bs = training_loop.check_batch_size(batch_size)
         with self._lock:

@@ -4,7 +4,9 @@ A model's ``fit`` keeps one (it carries over between fits and between batch
 sizes), each ``Trainer`` keeps its own.  Slots are tensors of their weight's
 shape (Adam's ``m`` and ``v``), made the first time a weight is trained and
 filled with the optimizer's initial value; the step counter is the
-optimizer's ``iterations``.
+optimizer's ``iterations``.  With gradient accumulation the state also holds
+each weight's gradient sum since the last update and the count of batches
+in it (``micro``), shared by the training graphs of every batch shape.
 """
 
 import numpy as np
@@ -23,14 +25,22 @@ class OptimizerState:
         self._names = {}               # id(variable) -> weight name
         self._chunks = []              # (Context, BackendBuffer)
         self._pending = None           # state to apply as slots appear: {slot: {name: array}}
+        self._accs = {}                # id(variable) -> Tensor: the gradients summed since the last update
+        self._acc_chunks = []          # (Context, BackendBuffer)
+        self.host_accs = {}            # id(variable) -> array: apply_gradients' sums since the last update
+        self.micro = 0                 # batches since the last update (gradient accumulation)
 
     def slots(self, variable):
         return self._slots[id(variable)]
 
+    def slot_values(self, variable):
+        """{slot: array} of one weight (empty before it is trained)."""
+        return {s: t.numpy().reshape(variable.shape) for s, t in self._slots.get(id(variable), {}).items()}
+
     def ensure(self, named):
         """Slots for every (name, Variable) that has none yet."""
         new = [(n, v) for n, v in named if id(v) not in self._slots]
-        names = self.optimizer.slot_names
+        names = self.optimizer.state_slot_names
         for n, v in named:
             self._names[id(v)] = n
         if not new or not names:
@@ -49,6 +59,23 @@ class OptimizerState:
                 t.set(np.full(v.shape, self.optimizer.slot_initial_value(s), dtype=np.float32))
         self._apply_pending()
 
+    def accumulators(self, named):
+        """{id(variable): Tensor} summing each weight's gradient between updates (zero at first)."""
+        new = [v for _, v in named if id(v) not in self._accs]
+        if new:
+            ctx = Context(n_tensors=len(new) + 4)
+            for v in new:
+                self._accs[id(v)] = ctx.new_tensor(v.shape)
+            buf = BackendBuffer(ctx, self.backend)
+            buf.clear(0)
+            self._acc_chunks.append((ctx, buf))
+        return {id(v): self._accs[id(v)] for _, v in named}
+
+    def clear_accumulators(self):
+        for _, buf in self._acc_chunks:
+            buf.clear(0)
+        self.host_accs = {}
+
     def get_state(self):
         """{"iterations": int, "slots": {slot: {weight name: array}}}."""
         out = {}
@@ -66,7 +93,7 @@ class OptimizerState:
         until they are).  A slot of the wrong shape is refused, naming it."""
         shapes = {n: v.shape for n, v in named}
         slots = state.get("slots", {})
-        known = set(self.optimizer.slot_names)
+        known = set(self.optimizer.state_slot_names)
         for s, d in slots.items():
             if s not in known:
                 raise GGMLError(f"the optimizer state has a slot {s!r} that {type(self.optimizer).__name__} "
@@ -95,7 +122,7 @@ class OptimizerState:
                     t.set(a)
 
     def free(self):
-        for ctx, buf in self._chunks:
+        for ctx, buf in self._chunks + self._acc_chunks:
             buf.free()
             ctx.free()
-        self._chunks, self._slots = [], {}
+        self._chunks, self._slots, self._acc_chunks, self._accs = [], {}, [], {}

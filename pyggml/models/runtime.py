@@ -6,6 +6,8 @@ it has built (a few, most recently used kept) and the optimizer state of its
 import collections
 import weakref
 
+import numpy as np
+
 from pyggml.models import executors
 from pyggml.models import weights as weights_mod
 from pyggml.models.optimizer_state import OptimizerState
@@ -50,20 +52,29 @@ class Runtime:
             self.graphs.move_to_end(key)
         return e
 
+    def state_of(self, optimizer):
+        """The state this runtime keeps for ``optimizer`` (fit's, or apply_gradients'), or None."""
+        if self.fit_state is not None and self.fit_state.optimizer is optimizer:
+            return self.fit_state
+        state = self.states.get(id(optimizer))
+        return state if state is not None and state.optimizer is optimizer else None
+
     def fit_state_for(self, optimizer):
         if self.fit_state is None:
             self.fit_state = OptimizerState(optimizer, self.backend)
         return self.fit_state
 
     def evaluator(self, shapes, weight_kinds):
-        key = ("eval", shapes, weight_kinds)
+        # the penalties in the loss are those of the trainable weights: a graph per trainable set
+        key = ("eval", shapes, weight_kinds, self.model._trainable_now()[1])
         return self.graph(key, lambda: executors.build(executors.LossEvaluator, self.model, shapes, weight_kinds))
 
     def train_step(self, shapes, weight_kinds, optimizer, trainable, signature):
         key = ("train", shapes, weight_kinds, signature)
         state = self.fit_state_for(optimizer)
+        period = optimizer.gradient_accumulation_steps or 1
         return self.graph(key, lambda: executors.build(executors.TrainStep, self.model, shapes, weight_kinds, state,
-                                                       trainable))
+                                                       trainable, period))
 
     def gradient_step(self, shapes, weight_kinds, trainable, signature):
         key = ("grad", shapes, weight_kinds, signature)
@@ -81,8 +92,21 @@ class Runtime:
             if state is None or state.optimizer is not optimizer:
                 state = self.states[id(optimizer)] = OptimizerState(optimizer, self.backend)
         state.ensure([(names[id(v)], v) for v in variables])
+        n = optimizer.gradient_accumulation_steps
+        if n:
+            # Keras's apply accumulates too: the update comes every N calls, with the mean
+            sums = state.host_accs
+            for a, v in pairs:
+                sums[id(v)] = sums[id(v)] + a if id(v) in sums else a.copy()
+            state.micro += 1
+            if state.micro < n:
+                return
+            pairs = [(sums.get(id(v), np.zeros(v.shape, np.float32)) / n, v) for _, v in pairs]
+            state.micro = 0
+            state.host_accs = {}
         key = ("apply", id(optimizer), tuple(id(v) for v in variables))
-        ex = self.graph(key, lambda: executors.ApplyGradients(self.store, self.backend, state, variables))
+        ex = self.graph(key, lambda: executors.ApplyGradients(self.store, self.backend, state, variables,
+                                                              self.model._ensure_graph().layers))
         ex.run([a for a, _ in pairs])
 
     def predictor(self, shapes):

@@ -83,13 +83,17 @@ class Sequential(Model):
             return self._topology
         if not self._stack:
             raise ValueError("the Sequential model has no layers")
-        if self._seq_input_shape is None:
+        shape, dtype = self._seq_input_shape, self._seq_input_dtype
+        first = self._stack[0]
+        if shape is None and isinstance(first, Model) and len(first.inputs) == 1:
+            # a model first (Keras's nesting): its input is ours
+            shape, dtype = tuple(first.inputs[0].shape[1:]), first.inputs[0].dtype
+        if shape is None:
             raise ValueError("the Sequential model has no input shape: set model.input_shape, pass "
                              "input_shape=..., or start with pg.Input(shape)")
-        dtype = self._seq_input_dtype
-        if getattr(self._stack[0], "input_dtype", None) == "int32":
+        if getattr(first, "input_dtype", None) == "int32":
             dtype = "int32"
-        node = inp = Input(self._seq_input_shape, dtype=dtype)
+        node = inp = Input(shape, dtype=dtype)
         for l in self._stack:
             node = l(node)
         self._topology = functional.Topology([inp], [node])

@@ -75,20 +75,24 @@ class _Averages:
     def __init__(self, model):
         self.spec = model._compile_spec
         self.names = model.output_names
-        self.keys = self.spec.metric_keys()
-        for _, m, _ in self.keys:
+        self.keys = self.spec.all_metric_keys()
+        for _, m, _, _ in self.keys:
             m.reset_state()
         self.total = 0.0
         self.heads = None
         self.seen = 0
 
-    def add(self, n, loss, heads, outs, ys, masks=None):
+    def add(self, n, loss, heads, outs, ys, masks=None, ws=None):
         self.total += loss * n
         self.seen += n
         hs = [0.0 if h is None else h * n for h in heads]
         self.heads = hs if self.heads is None else [a + b for a, b in zip(self.heads, hs)]
-        for i, m, _ in self.keys:
-            m.update_state(ys[i], outs[i], None if not masks else masks[i])
+        for i, m, _, weighted in self.keys:
+            mask = None if not masks else masks[i]
+            w = ws[i] if weighted and ws is not None else None
+            if w is not None and mask is not None:
+                w = w.reshape(len(w), -1) * mask.reshape(len(mask), -1)      # (n, 1) per sample, by the steps
+            m.update_state(ys[i], outs[i], mask if w is None else w)
 
     @property
     def wants_outputs(self):
@@ -100,7 +104,7 @@ class _Averages:
             for nm, h, l in zip(self.names, self.heads, self.spec.losses):
                 if l is not None:
                     logs[f"{nm}_loss"] = h / max(self.seen, 1)
-        for _, m, key in self.keys:
+        for _, m, key, _ in self.keys:
             logs[key] = float(m.result())
         return logs
 
@@ -119,7 +123,7 @@ def run_evaluation(model, dataset, callbacks=None):
             callbacks.call("on_test_batch_begin", bi, {})
         ev = model._evaluator_for(batch, _weight_kinds(batch))
         loss, heads, outs = ev.run(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
-        avg.add(batch.n, loss, heads, outs, batch.ys, ev.last_masks)
+        avg.add(batch.n, loss, heads, outs, batch.ys, ev.last_masks, batch.ws)
         if callbacks is not None:
             callbacks.call("on_test_batch_end", bi, avg.logs())
     if avg.seen == 0:
@@ -188,7 +192,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             cl.call("on_train_batch_begin", bi, {})
             step = model._train_step_for(batch, _weight_kinds(batch))
             loss, heads, outs = step.step(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
-            avg.add(batch.n, loss, heads, outs, batch.ys, step.last_masks)
+            avg.add(batch.n, loss, heads, outs, batch.ys, step.last_masks, batch.ws)
             blogs = avg.logs()
             cl.call("on_train_batch_end", bi, blogs)
             if bar is not None:
@@ -213,6 +217,9 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         cl.call("on_epoch_end", epoch, logs)
         if model.stop_training:
             break
+    if epochs > start and model.optimizer.use_ema:
+        # Keras: the weights end as their moving averages
+        model.optimizer.finalize_variable_values(model.trainable_variables)
     cl.call("on_train_end", logs)
     return history
 
@@ -234,7 +241,9 @@ def predict(model, x, batch_size, steps):
     rt = model._runtime()
     fast = _fast_input(model, x, batch_size)
     if fast is not None:                                # one batch, already as the graph takes it
-        return rt.predictor(((len(fast),) + fast.shape[1:],)).run([fast])
+        pred = rt.predictor(((len(fast),) + fast.shape[1:],))
+        model._predict_fast = (fast.shape, fast.dtype, len(fast) <= check_batch_size(None), pred, rt)
+        return pred.run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
     chunks = None
     # arrays: one graph of the batch size (capped at the rows), the last chunk padded
@@ -245,6 +254,22 @@ def predict(model, x, batch_size, steps):
     if chunks is None:
         raise ValueError("predict: the data gave no batches")
     return [np.concatenate(c, axis=0) for c in chunks]
+
+
+def predict_repeat(model, x, batch_size, steps):
+    """predict's last one-batch call again (the same shape, dtype and layout): its graph at
+    once, the checks it passed not repeated; None when x is not that call's kind of input.
+    model._predict_fast: (shape, dtype, fits the default batch, predictor, runtime)."""
+    fast = model._predict_fast
+    if fast is None or type(x) is not np.ndarray or steps is not None or x.shape != fast[0] or \
+            x.dtype != fast[1] or not x.flags.c_contiguous or \
+            not (fast[2] if batch_size is None else type(batch_size) is int and x.shape[0] <= batch_size <= 1 << 20):
+        return None
+    with model._lock:
+        if model._predict_fast is not fast or fast[4] is not model._rt or fast[3].freed:
+            return None
+        fast[4].ensure_bound()
+        return fast[3].run([x])
 
 
 def _predict_batch(rt, xs, b):

@@ -8,6 +8,20 @@ here, on the host, from ``iterations``), and how a weight and its slots move
 given its gradient (``update``: ggml ops writing the new values in place).
 The state lives with whoever trains (a model's ``fit``, or a ``Trainer``),
 so one optimizer's state serves every batch size.
+
+Keras's options of every optimizer, as Keras 3 runs them:
+
+- ``use_ema``: after each step an ``ema`` slot follows the weight,
+  ``ema = m * ema + (1 - m) * w`` (m = ``ema_momentum``, 0 on the first step);
+  every ``ema_overwrite_frequency`` steps the weight takes the average; at the
+  end of ``fit`` (``finalize_variable_values``) the weights become their averages.
+- ``loss_scale_factor``: the loss is scaled before the backward pass and the
+  gradients unscaled before the update (``apply_gradients`` unscales too, as
+  Keras's ``apply``; ``scale_loss`` scales a loss of your own).
+- ``gradient_accumulation_steps``: fit and Trainer update every N batches with
+  the mean of their gradients (``iterations`` counts updates; a schedule is
+  evaluated at the batch count, as Keras); the average and the constraints run
+  after every batch, as Keras's ``apply`` does.
 """
 
 import math
@@ -15,15 +29,21 @@ import math
 import numpy as np
 
 from pyggml import ops
-from pyggml._validation import check_number, is_number
+from pyggml._validation import check_bool, check_number, is_int, is_number
 from pyggml.optimizers import schedules
 
-__all__ = ["Optimizer", "scalar"]
+__all__ = ["Optimizer", "scalar", "leading"]
 
 
 def scalar(scalars, i):
     """Element i of the per-step scalars tensor, as a 1-element tensor (it broadcasts)."""
     return ops.view(scalars, (1,), offset=4 * i)
+
+
+def leading(scalars, n):
+    """The first n per-step scalars (the optimizer's own, for a fused step op that takes
+    exactly those; step_scalars may append the moving average's)."""
+    return scalars if scalars.nelements == n else ops.view(scalars, (n,))
 
 
 def _rate(name, v):
@@ -41,11 +61,22 @@ class Optimizer:
     slot_names = ()
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
-                 global_clipnorm=None, name=None, **kwargs):
-        for k in ("use_ema", "ema_momentum", "ema_overwrite_frequency", "loss_scale_factor",
-                  "gradient_accumulation_steps"):
-            if kwargs.pop(k, None) not in (None, False, 0.99, 1):
-                raise ValueError(f"{type(self).__name__}: {k} is not supported")
+                 global_clipnorm=None, use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None,
+                 loss_scale_factor=None, gradient_accumulation_steps=None, name=None, **kwargs):
+        self.use_ema = check_bool("use_ema", use_ema)
+        self.ema_momentum = check_number("ema_momentum", ema_momentum, 0.0, 1.0)
+        if ema_overwrite_frequency is not None and (not is_int(ema_overwrite_frequency) or
+                                                    ema_overwrite_frequency < 1):
+            raise ValueError(f"ema_overwrite_frequency must be an int >= 1 or None, got {ema_overwrite_frequency!r}")
+        self.ema_overwrite_frequency = None if ema_overwrite_frequency is None else int(ema_overwrite_frequency)
+        self.loss_scale_factor = None if loss_scale_factor is None else \
+            check_number("loss_scale_factor", loss_scale_factor, 0.0, low_open=True)
+        if gradient_accumulation_steps is not None and (not is_int(gradient_accumulation_steps) or
+                                                        gradient_accumulation_steps < 2):
+            raise ValueError(f"gradient_accumulation_steps must be an int >= 2 or None, "
+                             f"got {gradient_accumulation_steps!r}")
+        self.gradient_accumulation_steps = None if gradient_accumulation_steps is None else \
+            int(gradient_accumulation_steps)
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments: {sorted(kwargs)}")
         self._lr = _rate("learning_rate", learning_rate)
@@ -68,9 +99,14 @@ class Optimizer:
         lr = self._lr
         if isinstance(lr, (int, float)):
             return float(lr)
-        v = float(lr(self.iterations))
+        step = self.iterations
+        if self.gradient_accumulation_steps:
+            # Keras evaluates a schedule at the batch count: the update after N batches is at N - 1
+            n = self.gradient_accumulation_steps
+            step = self.iterations * n + n - 1
+        v = float(lr(step))
         if not math.isfinite(v) or v < 0:
-            raise ValueError(f"the learning-rate schedule gave {v} at step {self.iterations}")
+            raise ValueError(f"the learning-rate schedule gave {v} at step {step}")
         return v
 
     @learning_rate.setter
@@ -91,7 +127,8 @@ class Optimizer:
 
     def update(self, param, grad, slots, scalars):
         """Ops that write the new value of ``param`` (and of its ``slots``) in place,
-        given its gradient; returns the tensors to compute."""
+        given its gradient; returns the tensors to compute, the one that writes
+        ``param`` last (a weight's constraint is applied to that one's result)."""
         raise NotImplementedError
 
     def slot_initial_value(self, slot):
@@ -124,10 +161,67 @@ class Optimizer:
         for home, pairs in by_home.values():
             home.apply_gradients(self, pairs)
 
-    # --- shared pieces ---------------------------------------------------------------------------
+    def scale_loss(self, loss):
+        """``loss * loss_scale_factor`` (the loss itself without one): Keras's, for custom loops."""
+        return loss if self.loss_scale_factor is None else loss * self.loss_scale_factor
+
+    def finalize_variable_values(self, var_list):
+        """With use_ema, give each Variable of ``var_list`` its moving average (fit does
+        this at its end, as Keras's); otherwise nothing."""
+        if not self.use_ema:
+            return
+        from pyggml.variables import Variable
+        for v in var_list:
+            if not isinstance(v, Variable):
+                raise TypeError(f"finalize_variable_values takes Variables, got {type(v).__name__}")
+            home = v.home
+            state = None if home is None else getattr(getattr(home, "owner", None), "state_of", lambda o: None)(self)
+            ema = None if state is None else state.slot_values(v).get("ema")
+            if ema is not None:
+                v.assign(ema)
+
+    # --- what the executors run -------------------------------------------------------------------
+    @property
+    def state_slot_names(self):
+        """The slots a state keeps per weight: the optimizer's, and "ema" with use_ema."""
+        return tuple(self.slot_names) + (("ema",) if self.use_ema else ())
+
+    def step_scalars(self):
+        """scalars() and, with use_ema, the average's: m (0 on the first step), 1 - m and
+        1 when this step overwrites the weights with their averages."""
+        s = self.scalars()
+        if not self.use_ema:
+            return s
+        m = self.ema_momentum if self.iterations > 0 else 0.0
+        f = self.ema_overwrite_frequency
+        overwrite = 1.0 if f and (self.iterations + 1) % f == 0 else 0.0
+        return np.concatenate([s, np.array([m, 1.0 - m, overwrite], dtype=np.float32)])
+
     @property
     def n_scalars(self):
-        return len(self.scalars())
+        return len(self.step_scalars())
+
+    def unscale(self, grad):
+        """The gradient of the unscaled loss (loss_scale_factor)."""
+        return grad if self.loss_scale_factor is None else ops.scale(grad, 1.0 / self.loss_scale_factor)
+
+    def after_step(self, param, value, slots, scalars):
+        """With use_ema, ops that move the ``ema`` slot towards the weight's value after the
+        step (``value``: the tensor holding it) and overwrite the weight when the step
+        says so; the last writes param (or nothing)."""
+        if not self.use_ema:
+            return []
+        k = len(self.scalars())
+        ema = slots["ema"]
+        new = ops.add(ops.mul(ema, scalar(scalars, k)), ops.mul(value, scalar(scalars, k + 1)))
+        outs = [ops.cpy(new, ema)]
+        if self.ema_overwrite_frequency:
+            # w + flag * (ema - w): the average on the steps that overwrite, w itself otherwise
+            moved = ops.add(value, ops.mul(ops.sub(outs[0], value), scalar(scalars, k + 2)))
+            outs.append(ops.cpy(moved, param))
+        return outs
+
+    # --- shared pieces ---------------------------------------------------------------------------
 
     def clip(self, grad, global_scale=None):
         """The gradient after clipvalue / clipnorm (global_clipnorm comes in as ``global_scale``)."""
@@ -149,9 +243,12 @@ class Optimizer:
         lr = self._lr
         cfg = {"learning_rate": schedules.serialize(lr) if isinstance(lr, schedules.LearningRateSchedule)
                else (float(lr) if isinstance(lr, (int, float)) else self.learning_rate)}
-        for k in ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm"):
+        for k in ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "ema_overwrite_frequency",
+                  "loss_scale_factor", "gradient_accumulation_steps"):
             if getattr(self, k) is not None:
                 cfg[k] = getattr(self, k)
+        if self.use_ema:
+            cfg.update(use_ema=True, ema_momentum=self.ema_momentum)
         return cfg
 
     @classmethod

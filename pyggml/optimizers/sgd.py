@@ -5,7 +5,7 @@ import numpy as np
 
 from pyggml import ops
 from pyggml._validation import check_fraction
-from pyggml.optimizers.optimizer import Optimizer, scalar
+from pyggml.optimizers.optimizer import Optimizer, leading, scalar
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["SGD"]
@@ -30,7 +30,7 @@ class SGD(Optimizer):
     def update(self, param, grad, slots, scalars):
         if self.momentum == 0:
             # ggml's fused step: w = w * (1 - lr * wd) - lr * g
-            return [ops.opt_step_sgd(param, grad, scalars)]
+            return [ops.opt_step_sgd(param, grad, leading(scalars, 2))]
         lr = scalar(scalars, 0)
         v = slots["momentum"]
         step = ops.mul(grad, lr)

@@ -22,7 +22,7 @@ import numpy as np
 
 from pyggml.core import GGUFFile
 from pyggml.errors import GGMLError, GGUFError
-from pyggml.saving.object_registration import get_registered_name, get_registered_object
+from pyggml.saving.object_registration import custom_object_scope, get_registered_name, get_registered_object
 
 __all__ = ["save_model", "save_weights", "read_weights", "load_model", "restore", "FORMAT_VERSION"]
 
@@ -106,11 +106,30 @@ def _json(f, key, path, required=True):
         raise GGUFError(f"{path!r}: {key} is not valid JSON ({type(e).__name__})") from None
 
 
+_OTHER_FORMATS = ((b"PK\x03\x04", "a zip archive (Keras's .keras format)"),
+                  (b"\x89HDF\r\n\x1a\n", "an HDF5 file (Keras's .h5 format)"))
+
+
+def _refuse_other_formats(path):
+    """A clear GGUFError for the files a Keras user may hand over (GGUF's reader says 'invalid magic')."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return                          # GGUFFile.read reports it
+    for magic, what in _OTHER_FORMATS:
+        if head.startswith(magic):
+            raise GGUFError(f"{path!r} is {what}, not GGUF: pyggml saves and loads GGUF files only. Build the "
+                            f"model with pyggml and, to reuse Keras weights, set them with set_weights "
+                            f"(Keras's kernels transposed to pyggml's (out, in) layout)")
+
+
 class _File:
     """An open pyggml GGUF file, checked, with its tensor names resolved."""
 
     def __init__(self, path):
         self.path = _path(path)
+        _refuse_other_formats(self.path)
         self.f = GGUFFile.read(self.path)
         try:
             if self.f.get("general.architecture") != _ARCH:
@@ -183,7 +202,7 @@ def _restore_state(fl, model, named):
     if not isinstance(it, int) or it < 1:
         return
     slots = {}
-    for s in model.optimizer.slot_names:
+    for s in model.optimizer.state_slot_names:
         for n, v in named:
             if f"optimizer.{s}.{n}" in fl.by_name:
                 slots.setdefault(s, {})[n] = fl.array(f"optimizer.{s}.{n}", v.shape)
@@ -211,8 +230,16 @@ def _upgrade_v1(cfg, comp):
 
 
 def load_model(path, backend="auto", custom_objects=None, compile=True):
-    """A compiled model from a file written by ``model.save``; classes of your own come
-    from ``@register_serializable`` or ``custom_objects``."""
+    """A compiled model from a file written by ``model.save``; classes (and functions:
+    regularizers, constraints, ...) of your own come from ``@register_serializable``
+    or ``custom_objects``."""
+    if custom_objects is not None and not isinstance(custom_objects, dict):
+        raise TypeError(f"custom_objects must be a dict {{name: object}}, got {type(custom_objects).__name__}")
+    with custom_object_scope(custom_objects):
+        return _load_model(path, backend, custom_objects, compile)
+
+
+def _load_model(path, backend, custom_objects, compile):
     fl = _File(path)
     p = fl.path
     try:

@@ -7,11 +7,17 @@ a user's own class registers with the decorator::
     class TransformerBlock(pg.layers.Layer): ...
 
 so that ``load_model`` can rebuild it from its config.  Keras's
-``register_keras_serializable`` is the model.
+``register_keras_serializable`` is the model.  ``custom_object_scope(dict)``
+(Keras's) makes unregistered classes and functions findable by name while it
+is active; ``load_model(..., custom_objects=)`` opens one around the rebuild.
 """
 
+import threading
+
 __all__ = ["register_serializable", "register_keras_serializable", "get_registered_object",
-           "get_registered_name"]
+           "get_registered_name", "custom_object_scope", "CustomObjectScope"]
+
+_scopes = threading.local()
 
 _BY_NAME = {}          # registered name -> class
 _NAME_OF = {}          # class -> registered name
@@ -54,10 +60,43 @@ def get_registered_name(cls):
     return _NAME_OF.get(cls, getattr(cls, "__name__", type(cls).__name__))
 
 
+class custom_object_scope:
+    """``with custom_object_scope({"name": obj, ...}):`` the objects are found by name
+    (loading, deserializing) inside the block, on this thread."""
+
+    def __init__(self, *dicts):
+        merged = {}
+        for d in dicts:
+            if d is None:
+                continue
+            if not isinstance(d, dict):
+                raise TypeError(f"custom_object_scope takes dicts {{name: object}}, got {type(d).__name__}")
+            merged.update(d)
+        self.custom_objects = merged
+
+    def __enter__(self):
+        stack = getattr(_scopes, "stack", None)
+        if stack is None:
+            stack = _scopes.stack = []
+        stack.append(self.custom_objects)
+        return self
+
+    def __exit__(self, *exc):
+        _scopes.stack.pop()
+        return False
+
+
+CustomObjectScope = custom_object_scope
+
+
 def get_registered_object(name, custom_objects=None):
-    """The class registered (or given in ``custom_objects``) under ``name``."""
+    """The class registered (or given in ``custom_objects``, or in an active
+    ``custom_object_scope``) under ``name``."""
     if custom_objects and name in custom_objects:
         return custom_objects[name]
+    for scope in reversed(getattr(_scopes, "stack", None) or ()):
+        if name in scope:
+            return scope[name]
     if name in _BY_NAME:
         return _BY_NAME[name]
     # a class registered under a package is also found by its plain name, when unambiguous

@@ -51,13 +51,17 @@ class Trainer(Freeable):
         if not model.compiled:
             raise ValueError("the model must be compiled (model.compile(...)) before making a Trainer")
         batch_size = check_batch_size(batch_size)
+        accumulate = model.optimizer.gradient_accumulation_steps
         if nbatch_logical is None:
-            period = 1
+            period = accumulate or 1             # the optimizer's own (Keras's) accumulation
         else:
             if not is_int(nbatch_logical) or nbatch_logical < batch_size or nbatch_logical % batch_size:
                 raise ValueError(f"nbatch_logical must be a multiple of batch_size ({batch_size}), "
                                  f"got {nbatch_logical!r}")
             period = int(nbatch_logical) // batch_size
+            if accumulate and accumulate != period:
+                raise ValueError(f"nbatch_logical={nbatch_logical} accumulates {period} batches, the optimizer's "
+                                 f"gradient_accumulation_steps {accumulate}: give one of the two")
         specs = model.target_specs
         n_out = int(np.prod(specs[0].feature_shape)) if None not in specs[0].feature_shape else None
         losses = model.get_compile_config()["loss"]

@@ -63,18 +63,28 @@ def conv2d_transpose_np(x, w, b, strides, padding, output_padding=None):
     return full + (0.0 if b is None else b)
 
 
-def ct2d_ref(strides=(1, 1), padding="valid", output_padding=None, activation=None):
+def dilate(w, d):
+    """A (Cin, Cout, kh, kw) kernel with d - 1 zeros between its taps: (d0 (kh-1) + 1, ...)."""
+    d0, d1 = d
+    cin, cout, kh, kw = w.shape
+    out = np.zeros((cin, cout, (kh - 1) * d0 + 1, (kw - 1) * d1 + 1))
+    out[:, :, ::d0, ::d1] = w
+    return out
+
+
+def ct2d_ref(strides=(1, 1), padding="valid", output_padding=None, activation=None, dilation=(1, 1)):
     def ref(hs, w, training):
-        y = conv2d_transpose_np(hs[0], w["weight"], w.get("bias"), strides, padding, output_padding)
+        y = conv2d_transpose_np(hs[0], dilate(w["weight"], dilation), w.get("bias"), strides, padding,
+                                output_padding)
         return ACTIVATIONS[activation](y)
     return ref
 
 
-def ct1d_ref(stride=1, padding="valid", output_padding=None, activation=None):
+def ct1d_ref(stride=1, padding="valid", output_padding=None, activation=None, dilation=1):
     def ref(hs, w, training):
         op = None if output_padding is None else (0, output_padding)
-        y = conv2d_transpose_np(hs[0][:, None], w["weight"][:, :, None, :], w.get("bias"), (1, stride), padding,
-                                op)[:, 0]
+        y = conv2d_transpose_np(hs[0][:, None], dilate(w["weight"][:, :, None, :], (1, dilation)), w.get("bias"),
+                                (1, stride), padding, op)[:, 0]
         return ACTIVATIONS[activation](y)
     return ref
 
@@ -110,6 +120,18 @@ CASES = [
               [(3, 2)], ct1d_ref(3, "same")),
     LayerCase("conv1d_transpose_output_padding",
               lambda: L.Conv1DTranspose(2, 3, strides=3, output_padding=2), [(3, 2)], ct1d_ref(3, "valid", 2)),
+    # dilation (strides 1, as Keras): the kernel's taps d apart
+    LayerCase("conv2d_transpose_dilated_valid", lambda: L.Conv2DTranspose(2, 3, dilation_rate=2), [(3, 2, 2)],
+              ct2d_ref(dilation=(2, 2))),
+    LayerCase("conv2d_transpose_dilated_same", lambda: L.Conv2DTranspose(2, (2, 3), padding="same",
+                                                                         dilation_rate=(3, 2)),
+              [(4, 3, 1)], ct2d_ref(padding="same", dilation=(3, 2))),
+    LayerCase("conv1d_transpose_dilated_same_relu",
+              lambda: L.Conv1DTranspose(2, 2, padding="same", dilation_rate=3, activation="relu"), [(5, 2)],
+              ct1d_ref(1, "same", activation="relu", dilation=3)),
+    LayerCase("conv1d_transpose_dilated_output_padding",
+              lambda: L.Conv1DTranspose(2, 3, dilation_rate=2, output_padding=0, padding="same"), [(4, 1)],
+              ct1d_ref(1, "same", 0, dilation=2)),
 ]
 
 # the harness's four checks over every case (forward, gradient, config, a training step)
@@ -229,7 +251,7 @@ def test_keras_examples_shapes():
 @pytest.mark.parametrize("make", [
     lambda: L.Conv2DTranspose(2, 3, strides=2, output_padding=2),
     lambda: L.Conv2DTranspose(2, 3, output_padding=1),
-    lambda: L.Conv2DTranspose(2, 3, dilation_rate=2),
+    lambda: L.Conv2DTranspose(2, 3, strides=2, dilation_rate=2),
     lambda: L.Conv1DTranspose(2, 3, padding="causal"),
     lambda: L.Conv2DTranspose(2, 3, padding="full"),
     lambda: L.Conv2DTranspose(2, 3, output_padding=(1, 1, 1)),

@@ -82,6 +82,10 @@ CASES = [
               lambda hs, w, t: hs[0].mean(axis=(1, 2))),
     LayerCase("global_maxpool", lambda: L.GlobalMaxPooling2D(), [(3, 2, 3)],
               lambda hs, w, t: hs[0].max(axis=(1, 2))),
+    LayerCase("global_avgpool_keepdims", lambda: L.GlobalAveragePooling2D(keepdims=True), [(3, 2, 3)],
+              lambda hs, w, t: hs[0].mean(axis=(1, 2), keepdims=True)),
+    LayerCase("global_maxpool_keepdims", lambda: L.GlobalMaxPooling2D(keepdims=True), [(2, 4, 2)],
+              lambda hs, w, t: hs[0].max(axis=(1, 2), keepdims=True)),
 ]
 
 

@@ -126,3 +126,52 @@ def test_concatenate_promotes_integer_inputs_to_floats():
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, np.concatenate([ia.astype(np.float32), fb], axis=1))
     m.free()
+
+
+def test_dropout_noise_shape_drops_whole_broadcast_axes():
+    pg.set_seed(3)
+    x = np.ones((3, 4, 500), np.float32)
+    layer = L.Dropout(0.4, noise_shape=(None, 1, 500))
+    y = layer(x, training=True)
+    keep = 1.0 / 0.6
+    kept = y != 0
+    np.testing.assert_allclose(y[kept], keep, rtol=1e-6)
+    np.testing.assert_array_equal(y, np.broadcast_to(y[:, :1], y.shape))      # the same at every step
+    dropped = (y[:, 0] == 0).mean()
+    assert abs(dropped - 0.4) < 5 * np.sqrt(0.4 * 0.6 / 1500), dropped
+    assert not np.array_equal(y[0], y[1])                                      # each sample its own mask
+    np.testing.assert_array_equal(layer(x), x)                                 # inference: the identity
+    # a noise_shape of all ones drops everything or nothing
+    z = L.Dropout(0.5, noise_shape=(1, 1, 1))(x, training=True)
+    assert len(np.unique(z)) == 1
+    assert L.Dropout(0.2, noise_shape=[None, 1, 5]).get_config()["noise_shape"] == [None, 1, 5]
+
+
+def test_dropout_noise_shape_in_a_training_graph():
+    """A bias before the dropout gets the gradient of all 4 steps or of none: the
+    mask (None, 1, units) is shared by the steps (a per-value mask would give
+    partial sums)."""
+    pg.set_seed(5)
+    steps, units, rate = 4, 1500, 0.3
+    m = pg.Sequential([L.Dense(units, name="pre"), L.Dropout(rate, noise_shape=(None, 1, units))],
+                      input_shape=(steps, 1))
+    m.compile(optimizer=pg.optimizers.SGD(1.0), loss="mse")
+    m.set_weights({"pre.weight": np.zeros((units, 1), np.float32), "pre.bias": np.ones(units, np.float32)})
+    m.fit(np.ones((1, steps, 1), np.float32), -np.ones((1, steps, units), np.float32), batch_size=1, verbose=0)
+    g = 1.0 - m.get_weights()["pre.bias"].astype(np.float64)
+    keep = 1.0 / (1.0 - rate)
+    full = steps * 2.0 * keep * (keep + 1.0) / (steps * units)
+    dropped = np.abs(g) < 0.01 * full
+    assert np.all(dropped | (np.abs(g - full) < 1e-3 * full))
+    assert abs(dropped.mean() - rate) < 5 * np.sqrt(rate * (1 - rate) / units)
+    m.free()
+
+
+@pytest.mark.parametrize("kwargs, shape, err", [
+    ({"noise_shape": (None, 2, 3)}, (4, 3), ValueError), ({"noise_shape": (None, 3)}, (4, 3), ValueError),
+    ({"noise_shape": (None, 0, 3)}, None, ValueError), ({"noise_shape": 3}, None, TypeError),
+    ({"noise_shape": (None, 1.5)}, None, ValueError)])
+def test_dropout_refuses_a_noise_shape_that_cannot_fit(kwargs, shape, err):
+    with pytest.raises(err, match="noise_shape"):
+        layer = L.Dropout(0.5, **kwargs)
+        pg.Sequential([layer], input_shape=shape).compile(loss="mse")

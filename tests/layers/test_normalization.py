@@ -18,7 +18,8 @@ def batchnorm_ref(eps=1e-3):
             mean, var = x.mean(axis=axes), x.var(axis=axes)          # the batch's, biased
         else:
             mean, var = w["running_mean"], w["running_var"]
-        return (x - mean) / np.sqrt(var + eps) * w["weight"] + w["bias"]
+        # center=False / scale=False: no beta ("bias") / gamma ("weight")
+        return (x - mean) / np.sqrt(var + eps) * w.get("weight", 1.0) + w.get("bias", 0.0)
     return ref
 
 
@@ -26,7 +27,7 @@ def layernorm_ref(eps=1e-3):
     def ref(hs, w, training):
         x = hs[0]
         mean, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + eps) * w["weight"] + w["bias"]
+        return (x - mean) / np.sqrt(var + eps) * w.get("weight", 1.0) + w.get("bias", 0.0)
     return ref
 
 
@@ -48,6 +49,18 @@ CASES = [
     LayerCase("layernorm", lambda: L.LayerNormalization(), [(4,)], layernorm_ref(), weight_init=_bn_weights),
     LayerCase("layernorm_sequences", lambda: L.LayerNormalization(epsilon=1e-5), [(3, 5)], layernorm_ref(1e-5),
               weight_init=_bn_weights),
+    LayerCase("batchnorm_no_center", lambda: L.BatchNormalization(center=False), [(3,)], batchnorm_ref(), batch=6,
+              weight_init=_bn_weights),
+    LayerCase("batchnorm_no_scale", lambda: L.BatchNormalization(scale=False), [(2, 3)], batchnorm_ref(), batch=4,
+              weight_init=_bn_weights),
+    LayerCase("batchnorm_neither", lambda: L.BatchNormalization(center=False, scale=False), [(3,)], batchnorm_ref(),
+              batch=5, weight_init=_bn_weights),
+    LayerCase("layernorm_no_center", lambda: L.LayerNormalization(center=False), [(4,)], layernorm_ref(),
+              weight_init=_bn_weights),
+    LayerCase("layernorm_no_scale", lambda: L.LayerNormalization(scale=False), [(3, 4)], layernorm_ref(),
+              weight_init=_bn_weights),
+    LayerCase("layernorm_neither", lambda: L.LayerNormalization(center=False, scale=False), [(4,)],
+              layernorm_ref()),
 ]
 
 
@@ -79,3 +92,34 @@ def test_batchnorm_running_statistics_follow_keras(case, kind):
                                    rtol=1e-5, atol=1e-6)
     finally:
         m.free()
+
+
+@pytest.mark.parametrize("cls", ["BatchNormalization", "LayerNormalization"])
+def test_center_and_scale_false_make_no_beta_or_gamma(cls):
+    extra = ["running_mean", "running_var"] if cls == "BatchNormalization" else []
+    for center, scale, own in [(True, True, ["weight", "bias"]), (False, True, ["weight"]),
+                               (True, False, ["bias"]), (False, False, [])]:
+        layer = getattr(L, cls)(center=center, scale=scale)
+        m = pg.Sequential([layer], input_shape=(3,))
+        m.compile(loss="mse")
+        assert m.weights == [f"{layer.name}.{n}" for n in own + extra], (center, scale)
+        assert m.trainable_weights == [f"{layer.name}.{n}" for n in own]
+        cfg = layer.get_config()
+        assert (cfg["center"], cfg["scale"]) == (center, scale)
+        assert type(layer).from_config(cfg).get_config() == cfg
+        m.free()
+    with pytest.raises(TypeError, match="center"):
+        getattr(L, cls)(center="no")
+
+
+def test_batchnorm_takes_keras_initializers():
+    layer = L.BatchNormalization(gamma_initializer="zeros", beta_initializer="ones", moving_mean_initializer="ones",
+                                 moving_variance_initializer="zeros")
+    m = pg.Sequential([layer], input_shape=(2,))
+    m.compile(loss="mse")
+    w = m.get_weights()
+    for name, value in [("weight", 0.0), ("bias", 1.0), ("running_mean", 1.0), ("running_var", 0.0)]:
+        np.testing.assert_array_equal(w[f"{layer.name}.{name}"], value)
+    m.free()
+    with pytest.raises(ValueError, match="initializer"):
+        L.LayerNormalization(gamma_initializer="nope")

@@ -147,6 +147,9 @@ test_forward, test_gradient, test_config, test_training_step = harness_tests(CAS
     (L.MaxPooling1D(2), (None, None, 4), (None, None, 4)),
     (L.GlobalMaxPooling1D(), (None, 7, 4), (None, 4)),
     (L.GlobalAveragePooling1D(keepdims=True), (None, 7, 4), (None, 1, 4)),
+    (L.GlobalAveragePooling2D(keepdims=True), (None, 7, 5, 4), (None, 1, 1, 4)),
+    (L.GlobalMaxPooling2D(keepdims=True), (None, 7, 5, 4), (None, 1, 1, 4)),
+    (L.GlobalMaxPooling2D(), (None, 7, 5, 4), (None, 4)),
 ])
 def test_output_shapes_follow_keras(layer, shape, expected):
     assert layer.compute_output_shape(shape) == expected

@@ -46,7 +46,7 @@ def test_matches_pytorch():
 
 
 @pytest.mark.parametrize("kwargs", [{"shared_axes": [0]}, {"shared_axes": [1, 1]}, {"alpha_initializer": "nope"},
-                                    {"alpha_regularizer": "l2"}])
+                                    {"alpha_regularizer": "nope"}, {"alpha_constraint": "nope"}])
 def test_bad_arguments_are_refused(kwargs):
     with pytest.raises(ValueError):
         L.PReLU(**kwargs)

@@ -431,7 +431,7 @@ def test_string_lookup_refuses_what_keras_refuses():
     with pytest.raises(ValueError, match="empty"):
         L.StringLookup(vocabulary=[])
     with pytest.raises(ValueError, match="tf_idf"):
-        L.StringLookup(output_mode="tf_idf")
+        L.StringLookup(vocabulary=["a"], output_mode="tf_idf")           # without its idf_weights
     with pytest.raises(ValueError, match="given a vocabulary"):
         L.StringLookup(vocabulary=["a"]).adapt(["a"])
     with pytest.raises(ValueError, match="num_oov_indices=0"):
@@ -804,3 +804,59 @@ def test_normalization_axis_none_adapts_on_any_shape_and_checks_adapted_shapes_a
     per_feature.adapt(np.ones((5, 3)))
     with pytest.raises(ValueError, match="do not fit"):
         per_feature(pg.Input((4,)))
+
+
+def test_tf_idf_weights_counts_as_keras():
+    # Keras's documented example: the OOV index weighs the mean of the given weights
+    layer = L.StringLookup(output_mode="tf_idf", vocabulary=["a", "b", "c", "d"], idf_weights=[0.25, 0.75, 0.6, 0.4])
+    got = layer([["a", "c", "d", "d"], ["d", "z", "b", "z"]])
+    np.testing.assert_allclose(got, [[0.0, 0.25, 0.0, 0.6, 0.8], [1.0, 0.0, 0.75, 0.0, 0.4]], rtol=1e-6)
+    np.testing.assert_allclose(layer.idf_weights, [0.5, 0.25, 0.75, 0.6, 0.4], rtol=1e-6)
+    # with the special tokens first, their weights are the given ones
+    with_oov = L.StringLookup(output_mode="tf-idf", vocabulary=["[UNK]", "a", "b"], idf_weights=[2.0, 0.5, 1.0])
+    np.testing.assert_allclose(with_oov([["a", "q", "q"]]), [[4.0, 0.5, 0.0]])
+
+
+def test_tf_idf_adapt_learns_inverse_document_frequencies(tmp_path):
+    docs = np.array([[1, 2, 2, 3], [2, 4, 4, 4], [3, 3, 5, 2]])
+    layer = L.IntegerLookup(output_mode="tf_idf", pad_to_max_tokens=True, max_tokens=8)
+    layer.adapt(docs)
+    vocab = layer.get_vocabulary(include_special_tokens=False)
+    # by count, ties to the larger token: 2 (4 times), 4 and 3 (3 each), then 5 and 1
+    assert vocab == [2, 4, 3, 5, 1]
+    in_docs = {2: 3, 4: 1, 3: 2, 5: 1, 1: 1}
+    idf = np.array([np.log(1 + 3 / (1 + in_docs[t])) for t in vocab])
+    want_w = np.concatenate([[idf.mean()], idf, [0.0, 0.0]])                  # OOV first, padding last
+    np.testing.assert_allclose(layer.idf_weights, want_w[:6], rtol=1e-6)
+    x = np.array([[2, 2, 9, 1], [5, 3, 3, 3]])
+    counts = np.zeros((2, 8))
+    for r, row in enumerate(x):
+        for t in row:
+            counts[r, vocab.index(t) + 1 if t in vocab else 0] += 1
+    np.testing.assert_allclose(layer(x), counts * want_w, rtol=1e-6)
+    # a 1-D array is one document
+    one = L.StringLookup(output_mode="tf_idf")
+    one.adapt(np.array(["x", "y", "x"]))
+    np.testing.assert_allclose(one.idf_weights[1:], np.log(1 + 1 / 2) * np.ones(2), rtol=1e-6)
+    # in a model, and saved and loaded with its weights
+    inp = pg.Input((4,), dtype="int32")
+    m = pg.Model(inp, L.Dense(2)(layer(inp)))
+    m.compile(loss="mse")
+    path = str(tmp_path / "tfidf.gguf")
+    m.save(path)
+    back = pg.load_model(path)
+    np.testing.assert_allclose(back.layers[1].idf_weights, layer.idf_weights, rtol=1e-6)
+    np.testing.assert_allclose(back.predict(x), m.predict(x), rtol=1e-6)
+    m.free()
+    back.free()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"vocabulary": ["a"], "idf_weights": [1.0]}, "only given with output_mode='tf_idf'"),
+    ({"output_mode": "tf_idf", "idf_weights": [1.0]}, "vocabulary"),
+    ({"output_mode": "tf_idf", "vocabulary": ["a", "b"], "idf_weights": [1.0]}, "one weight per vocabulary"),
+    ({"output_mode": "tf_idf", "vocabulary": ["a"], "idf_weights": [float("nan")]}, "finite"),
+])
+def test_tf_idf_refuses_what_keras_refuses(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        L.StringLookup(**kwargs)

@@ -24,25 +24,34 @@ Scores are ``q . k / sqrt(key_dim)``, softmax over the keys (on the CPU with
 a padding mask: one ``soft_max_ext`` applies the scale and the mask).  Kernels are
 glorot-uniform over ``(out, in)``, biases zero.  ``dropout`` drops attention
 probabilities while training.
+
+Keras's ``kernel_/bias_regularizer`` and ``kernel_/bias_constraint`` see the
+weights in Keras's layouts: the query/key/value kernels ``(in, H, k)`` and
+biases ``(H, k)``, the output kernel ``(H, v, out)`` and bias ``(out,)``.
 """
 
 import math
 
 from pyggml import _scope, activations, ops
 from pyggml._validation import check_fraction, check_positive_int
-from pyggml.layers._helpers import contiguous, fused
+from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["MultiHeadAttention"]
+
+_OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint")
 
 
 @register_builtin
 class MultiHeadAttention(Layer):
     supports_masking = True
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
+                 bias_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        set_weight_options(self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                           kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         self.num_heads = check_positive_int("num_heads", num_heads, 1 << 12)
         self.key_dim = check_positive_int("key_dim", key_dim, 1 << 16)
         self.value_dim = self.key_dim if value_dim is None else check_positive_int("value_dim", value_dim, 1 << 16)
@@ -103,13 +112,23 @@ class MultiHeadAttention(Layer):
         q, v, k = self._split_shapes(input_shape)
         hk, hv = self.num_heads * self.key_dim, self.num_heads * self.value_dim
         out = self._out_dim or q[2]
+        h, vd = self.num_heads, self.value_dim
         for name, rows, cols in (("q_proj", hk, q[2]), ("k_proj", hk, k[2]), ("v_proj", hv, v[2]),
                                  ("out_proj", out, hv)):
-            setattr(self, name.replace("proj", "w"), self.add_weight(f"{name}.weight", (rows, cols),
-                                                                    self.kernel_initializer))
+            w = self.add_weight(f"{name}.weight", (rows, cols), self.kernel_initializer,
+                                regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+            setattr(self, name.replace("proj", "w"), w)
+            # Keras's EinsumDense kernels: (in, H, k) for the projections, (H, v, out) for the output
+            if name == "out_proj":
+                w.keras_shape, w.keras_axes = (rows, h, vd), (1, 2, 0)
+            else:
+                w.keras_shape, w.keras_axes = (h, rows // h, cols), (2, 0, 1)
             if self.use_bias:
-                setattr(self, name.replace("proj", "b"), self.add_weight(f"{name}.bias", (rows,),
-                                                                        self.bias_initializer))
+                b = self.add_weight(f"{name}.bias", (rows,), self.bias_initializer,
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+                setattr(self, name.replace("proj", "b"), b)
+                if name != "out_proj":
+                    b.keras_shape = (h, rows // h)
 
     # --- the graph ---------------------------------------------------------------------
     def _project(self, x, w, b):
@@ -170,6 +189,7 @@ class MultiHeadAttention(Layer):
         cfg = super().get_config()
         cfg.update(num_heads=self.num_heads, key_dim=self.key_dim, value_dim=self.value_dim,
                    dropout=self.dropout, use_bias=self.use_bias, output_shape=self._out_dim)
+        cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             v = getattr(self, k)
             if isinstance(v, str):

@@ -11,7 +11,7 @@ import numpy as np
 
 from pyggml import _scope, ops
 from pyggml._validation import check_choice, int_tuple
-from pyggml.layers._helpers import Activated, contiguous
+from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
 
 __all__ = ["same_pads", "pad_nchw", "to_chw", "to_hwc", "BaseConv"]
 
@@ -52,15 +52,23 @@ def to_hwc(x):
     return y
 
 
+_OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint")
+
+
 class BaseConv(Activated):
-    """Arguments shared by Conv1D and Conv2D."""
+    """Arguments shared by Conv1D and Conv2D (and their transposes).  The kernel's
+    regularizer and constraint see it in Keras's layout: (kh, kw, in, filters) for
+    a convolution, (kh, kw, filters, in) for a transposed one."""
 
     rank = 2
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=1,
-                 data_format=None, **kwargs):
+                 data_format=None, kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
         super().__init__(activation=activation, **kwargs)
+        set_weight_options(self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                           kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         from pyggml._validation import check_positive_int
         self.filters = check_positive_int("filters", filters, 1 << 20)
         self.kernel_size = int_tuple("kernel_size", kernel_size, self.rank)
@@ -73,6 +81,14 @@ class BaseConv(Activated):
                              f"got {data_format!r}")
         self.use_bias = bool(use_bias)
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+
+    def add_kernel(self, shape):
+        """The kernel, (A, B, *kernel) in PyTorch's layout (Keras's: (*kernel, B, A)), and the bias."""
+        self.weight = self.add_weight("weight", shape, self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        self.weight.keras_axes = tuple(range(2, 2 + self.rank)) + (1, 0)
+        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer, regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
 
     def _out_size(self, size, i):
         k = (self.kernel_size[i] - 1) * self.dilation_rate[i] + 1
@@ -100,6 +116,7 @@ class BaseConv(Activated):
         cfg.update(filters=self.filters, kernel_size=self.kernel_size, strides=self.strides,
                    padding=self.padding, activation=self.activation, use_bias=self.use_bias,
                    dilation_rate=self.dilation_rate)
+        cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             if isinstance(getattr(self, k), str):
                 cfg[k] = getattr(self, k)

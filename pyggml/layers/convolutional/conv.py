@@ -84,9 +84,7 @@ class Conv2D(_Conv):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        c = input_shape[-1]
-        self.weight = self.add_weight("weight", (self.filters, c) + self.kernel_size, self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+        self.add_kernel((self.filters, input_shape[-1]) + self.kernel_size)
 
     def fused_call(self, inputs, activation=True):
         w = cached("conv_cl_weight", self.weight, lambda: ops.permute_axes(self.weight, (0, 2, 3, 1)))
@@ -116,9 +114,7 @@ class Conv1D(_Conv):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.weight = self.add_weight("weight", (self.filters, input_shape[-1], self.kernel_size[0]),
-                                      self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+        self.add_kernel((self.filters, input_shape[-1], self.kernel_size[0]))
 
     def fused_call(self, inputs, activation=True):
         n, steps, c = inputs.shape

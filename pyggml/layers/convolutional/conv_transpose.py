@@ -17,6 +17,10 @@ constructions, both checked against PyTorch:
   padded input by the spatially flipped kernel (get_rows), in and out
   channels swapped: one large product, as fast as the taps there.
 
+``dilation_rate`` > 1 (strides 1 only, as Keras): the stride-1 construction
+with im2col's dilation, the lengths and paddings of the dilated kernel
+(``(k - 1) * d + 1``), on every backend (the fused op has no dilation).
+
 Padding follows Keras 3: for "valid" the zero-inserted input is padded by
 k - 1 before and k - 1 + output_padding after (output_padding defaults to
 max(k, s) - k); for "same" the padding adds up to s + k - 2 (or k + k % 2 - 2
@@ -73,9 +77,9 @@ def _flipped_kernel(weight, cin, cout, k):
     return ops.reshape(w, (cout, cin * k))
 
 
-def _conv_transpose_stride1(layer, xc, kh, kw, pads):
+def _conv_transpose_stride1(layer, xc, kh, kw, pads, dilation=(1, 1)):
     """Strides 1: (N, C, H, W) -> rows (N * OH * OW, filters), a convolution of the
-    padded input by the flipped kernel (+ b)."""
+    padded input by the flipped (dilated) kernel (+ b)."""
     n, c, h, w = xc.shape
     (t, b), (l, r) = pads
     ph = pw = 0
@@ -84,7 +88,7 @@ def _conv_transpose_stride1(layer, xc, kh, kw, pads):
     else:
         xc = pad_nchw(xc, t, b, l, r)
     f = layer.filters
-    cols = ops.im2col(_shape_only((f, c, kh, kw)), xc, 1, 1, pw, ph, 1, 1, True, "f32")
+    cols = ops.im2col(_shape_only((f, c, kh, kw)), xc, 1, 1, pw, ph, dilation[1], dilation[0], True, "f32")
     oh, ow = cols.shape[1], cols.shape[2]
     cols = ops.reshape(cols, (n * oh * ow, c * kh * kw))
     y = ops.mul_mat(_flipped_kernel(layer.weight, c, f, kh * kw), cols)
@@ -130,9 +134,9 @@ class _BaseConvTranspose(BaseConv):
             raise ValueError(f"{type(self).__name__}: padding must be 'valid' or 'same'")
         super().__init__(filters, kernel_size, strides, padding, activation, use_bias, kernel_initializer,
                          bias_initializer, dilation_rate, data_format, **kwargs)
-        if any(d != 1 for d in self.dilation_rate):
-            raise ValueError(f"{type(self).__name__}: dilation_rate must be 1 (dilated transposed "
-                             f"convolutions are not supported)")
+        if max(self.strides) > 1 and max(self.dilation_rate) > 1:
+            raise ValueError(f"{type(self).__name__}: strides > 1 is incompatible with dilation_rate > 1 (as in "
+                             f"Keras); got strides={self.strides}, dilation_rate={self.dilation_rate}")
         if output_padding is None:
             self.output_padding = None
         else:
@@ -150,11 +154,19 @@ class _BaseConvTranspose(BaseConv):
     def _op(self, i):
         return None if self.output_padding is None else self.output_padding[i]
 
+    def _k(self, i):
+        """The kernel's extent along axis i, dilated."""
+        return (self.kernel_size[i] - 1) * self.dilation_rate[i] + 1
+
+    @property
+    def _dilated(self):
+        return max(self.dilation_rate) > 1
+
     def _out_size(self, size, i):
-        return transpose_out_size(size, self.kernel_size[i], self.strides[i], self.padding, self._op(i))
+        return transpose_out_size(size, self._k(i), self.strides[i], self.padding, self._op(i))
 
     def _pads(self, size, i):
-        return transpose_pads(self.kernel_size[i], self.strides[i], self.padding, self._op(i))
+        return transpose_pads(self._k(i), self.strides[i], self.padding, self._op(i))
 
     def get_config(self):
         cfg = super().get_config()
@@ -163,7 +175,7 @@ class _BaseConvTranspose(BaseConv):
 
     # --- the fused path (CPU) -----------------------------------------------------------
     def call(self, inputs, training=None):
-        if not fused():
+        if not fused() or self._dilated:
             return super().call(inputs, training)
         y = self.fused_product(inputs)
         spec = self.fusable_activation()
@@ -174,7 +186,7 @@ class _BaseConvTranspose(BaseConv):
         return self._act(self.fused_shaped(y, inputs))
 
     def pre_activation(self, inputs, training=None):
-        if not fused():
+        if not fused() or self._dilated:
             return self.composed(inputs)
         y = self.fused_product(inputs)
         return self.fused_shaped(ops.bias_act(y, self.bias) if self.use_bias else y, inputs)
@@ -224,9 +236,7 @@ class Conv2DTranspose(_BaseConvTranspose):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        c = input_shape[-1]
-        self.weight = self.add_weight("weight", (c, self.filters) + self.kernel_size, self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+        self.add_kernel((input_shape[-1], self.filters) + self.kernel_size)
 
     def composed(self, inputs):
         n, h, w, c = inputs.shape
@@ -234,7 +244,7 @@ class Conv2DTranspose(_BaseConvTranspose):
         pads = (self._pads(h, 0), self._pads(w, 1))
         oh, ow = self._out_size(h, 0), self._out_size(w, 1)
         if self.strides == (1, 1):
-            y = _conv_transpose_stride1(self, to_chw(inputs), kh, kw, pads)
+            y = _conv_transpose_stride1(self, to_chw(inputs), kh, kw, pads, self.dilation_rate)
         else:
             y = _conv_transpose_taps(self, inputs, self.weight, pads, self.strides, (oh, ow))
         return ops.reshape(y, (n, oh, ow, self.filters))
@@ -254,9 +264,7 @@ class Conv1DTranspose(_BaseConvTranspose):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.weight = self.add_weight("weight", (input_shape[-1], self.filters, self.kernel_size[0]),
-                                      self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer) if self.use_bias else None
+        self.add_kernel((input_shape[-1], self.filters, self.kernel_size[0]))
 
     def composed(self, inputs):
         n, steps, c = inputs.shape
@@ -266,7 +274,7 @@ class Conv1DTranspose(_BaseConvTranspose):
         # as a 2-D transposed convolution over an image of height 1: (N, 1, steps, C)
         x = ops.reshape(contiguous(inputs), (n, 1, steps, c))
         if self.strides[0] == 1:
-            y = _conv_transpose_stride1(self, to_chw(x), 1, k, pads)
+            y = _conv_transpose_stride1(self, to_chw(x), 1, k, pads, (1, self.dilation_rate[0]))
         else:
             y = _conv_transpose_taps(self, x, ops.reshape(self.weight, (c, self.filters, 1, k)), pads,
                                      (1, self.strides[0]), (1, o))

@@ -5,23 +5,32 @@ leaky_relu) are one fused op, ``bias_act``, forward and backward."""
 
 from pyggml import ops
 from pyggml._validation import check_positive_int
-from pyggml.layers._helpers import Activated, fused, rows_2d
+from pyggml.layers._helpers import Activated, fused, rows_2d, set_weight_options, weight_options_config
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Dense"]
 
 
+_OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint")
+
+
 @register_builtin
 class Dense(Activated):
+    """Keras's arguments; the kernel's regularizer and constraint see it in Keras's
+    layout (in, units) (pyggml.regularizers, pyggml.constraints)."""
+
     supports_masking = True
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
-        super().__init__(activation=activation, **kwargs)
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(activation=activation, activity_regularizer=activity_regularizer, **kwargs)
         self.units = check_positive_int("units", units)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
+        set_weight_options(self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                           kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)
@@ -29,8 +38,11 @@ class Dense(Activated):
     def build(self, input_shape):
         if input_shape[-1] is None:
             raise ValueError("Dense needs a known last dimension")
-        self.weight = self.add_weight("weight", (self.units, input_shape[-1]), self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.units,), self.bias_initializer) if self.use_bias else None
+        self.weight = self.add_weight("weight", (self.units, input_shape[-1]), self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+        self.weight.keras_axes = (1, 0)                   # Keras's kernel is (in, units)
+        self.bias = self.add_weight("bias", (self.units,), self.bias_initializer, regularizer=self.bias_regularizer,
+                                    constraint=self.bias_constraint) if self.use_bias else None
 
     def _product(self, inputs):
         lead = tuple(inputs.shape[:-1])
@@ -56,6 +68,7 @@ class Dense(Activated):
     def get_config(self):
         c = super().get_config()
         c.update(units=self.units, activation=self.activation, use_bias=self.use_bias)
+        c.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             if isinstance(getattr(self, k), str):
                 c[k] = getattr(self, k)

@@ -1,11 +1,31 @@
-"""Dropout: zero a fraction ``rate`` of the values while training, scale the rest by 1/(1-rate)."""
+"""Dropout: zero a fraction ``rate`` of the values while training, scale the rest by 1/(1-rate).
 
-from pyggml import ops
-from pyggml._validation import check_fraction
+``noise_shape`` (Keras's): the shape of the mask, batch included, broadcast over
+the input's axes where it is 1 (``(None, 1, features)`` drops the same features
+at every step); a None entry takes the input's size."""
+
+from pyggml import _scope, ops
+from pyggml._validation import check_fraction, is_int
+from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Dropout"]
+
+
+def _check_noise_shape(noise_shape):
+    if noise_shape is None:
+        return None
+    try:
+        t = tuple(noise_shape)
+    except TypeError:
+        raise TypeError(f"Dropout: noise_shape must be a tuple of ints or None, got {noise_shape!r}") from None
+    if not t or len(t) > 4:
+        raise ValueError(f"Dropout: noise_shape must have 1 to 4 entries (the batch's included), got {t}")
+    for d in t:
+        if d is not None and (not is_int(d) or d < 1):
+            raise ValueError(f"Dropout: noise_shape entries must be positive ints or None, got {t}")
+    return tuple(None if d is None else int(d) for d in t)
 
 
 @register_builtin
@@ -15,19 +35,47 @@ class Dropout(Layer):
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.rate = check_fraction("Dropout rate", rate, high_open=True)
-        if noise_shape is not None:
-            raise ValueError("Dropout: noise_shape is not supported (masks are drawn per value)")
+        self.noise_shape = _check_noise_shape(noise_shape)
         self.seed = seed
 
     def compute_output_shape(self, input_shape):
         return input_shape
 
+    def build(self, input_shape):
+        if self.noise_shape is not None and not isinstance(input_shape, list):
+            self.mask_shape(tuple(input_shape))              # a noise_shape that cannot fit fails here
+
+    def mask_shape(self, shape):
+        """The mask's shape for inputs of ``shape`` (batch included): noise_shape with
+        None filled in, each entry 1 or the input's size."""
+        ns = self.noise_shape
+        if len(ns) != len(shape):
+            raise ValueError(f"Dropout: noise_shape {ns} has {len(ns)} entries, the inputs {len(shape)} "
+                             f"(shape {tuple(shape)}, batch included)")
+        out = tuple(s if d is None else d for d, s in zip(ns, shape))
+        for d, s in zip(out, shape):
+            if s is not None and d not in (1, s):
+                raise ValueError(f"Dropout: noise_shape {ns} does not broadcast to the inputs' shape "
+                                 f"{tuple(shape)}: each entry must be 1, the input's size or None")
+        return out
+
     def call(self, inputs, training=None):
-        return ops.dropout(inputs, self.rate, training=training)
+        if self.noise_shape is None:
+            return ops.dropout(inputs, self.rate, training=training)
+        x = ops.as_tensor(inputs)
+        b = _scope.require("Dropout")
+        shape = self.mask_shape(tuple(x.shape))
+        if training is None:
+            training = b.training
+        if not training or self.rate == 0:
+            return x
+        return ops.mul(contiguous(x), b.random_keep_mask(shape, self.rate))
 
     def get_config(self):
         c = super().get_config()
         c["rate"] = self.rate
+        if self.noise_shape is not None:
+            c["noise_shape"] = list(self.noise_shape)
         if self.seed is not None:
             c["seed"] = self.seed
         return c

@@ -21,8 +21,11 @@ class Embedding(Layer):
     input_dtype = "int32"
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
-                 input_length=None, **kwargs):
+                 input_length=None, embeddings_regularizer=None, embeddings_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        from pyggml.layers._helpers import set_weight_options
+        set_weight_options(self, embeddings_regularizer=embeddings_regularizer,
+                           embeddings_constraint=embeddings_constraint)
         self.input_dim = check_positive_int("input_dim", input_dim)
         self.output_dim = check_positive_int("output_dim", output_dim)
         self.embeddings_initializer = embeddings_initializer
@@ -38,7 +41,8 @@ class Embedding(Layer):
 
     def build(self, input_shape):
         self.weight = self.add_weight("weight", (self.input_dim, self.output_dim), self.embeddings_initializer,
-                                      layout="in_out")
+                                      layout="in_out", regularizer=self.embeddings_regularizer,
+                                      constraint=self.embeddings_constraint)
 
     def compute_mask(self, inputs, mask=None):
         """With mask_zero, 1 where the index is not 0 (computed on the host from the
@@ -73,6 +77,8 @@ class Embedding(Layer):
     def get_config(self):
         c = super().get_config()
         c.update(input_dim=self.input_dim, output_dim=self.output_dim, mask_zero=self.mask_zero)
+        from pyggml.layers._helpers import weight_options_config
+        c.update(weight_options_config(self, ("embeddings_regularizer", "embeddings_constraint")))
         if isinstance(self.embeddings_initializer, str):
             c["embeddings_initializer"] = self.embeddings_initializer
         return c

@@ -2,6 +2,7 @@
 
 from pyggml import ops
 from pyggml._validation import is_int
+from pyggml.layers._helpers import set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -19,8 +20,7 @@ class PReLU(Layer):
     def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None,
                  shared_axes=None, **kwargs):
         super().__init__(**kwargs)
-        if alpha_regularizer is not None or alpha_constraint is not None:
-            raise ValueError("PReLU: alpha_regularizer and alpha_constraint are not supported")
+        set_weight_options(self, alpha_regularizer=alpha_regularizer, alpha_constraint=alpha_constraint)
         from pyggml import initializers
         initializers.get(alpha_initializer)
         self.alpha_initializer = alpha_initializer
@@ -44,7 +44,8 @@ class PReLU(Layer):
         if any(d is None for d in shape):
             raise ValueError(f"PReLU: inputs of shape {tuple(input_shape[1:])} have a variable length; share "
                              f"that axis (shared_axes)")
-        self.alpha = self.add_weight("alpha", tuple(shape), self.alpha_initializer)
+        self.alpha = self.add_weight("alpha", tuple(shape), self.alpha_initializer,
+                                     regularizer=self.alpha_regularizer, constraint=self.alpha_constraint)
 
     def call(self, inputs, training=None):
         x = ops.as_tensor(inputs)
@@ -54,6 +55,7 @@ class PReLU(Layer):
     def get_config(self):
         cfg = super().get_config()
         cfg["shared_axes"] = None if self.shared_axes is None else list(self.shared_axes)
+        cfg.update(weight_options_config(self, ("alpha_regularizer", "alpha_constraint")))
         if isinstance(self.alpha_initializer, str):
             cfg["alpha_initializer"] = self.alpha_initializer
         return cfg

@@ -108,8 +108,6 @@ class Concatenate(Layer):
         return tuple(out)
 
     def call(self, inputs, training=None):
-        # integer inputs (e.g. an Input(dtype="int64") of one-hot codes) join as floats, as Keras promotes
-        inputs = [ops.cast(t, "f32") if getattr(t, "dtype", "f32") == "i32" else t for t in inputs]
         return ops.concatenate(inputs, self.axis)
 
     def compute_mask(self, inputs, mask=None):

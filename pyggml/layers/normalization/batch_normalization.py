@@ -15,43 +15,65 @@ computes its nodes in (one backend: the scheduler keeps the order; the test
 of the running statistics fails if they read the tensor before the op has
 written it).  Inference mode is ``bias_act(x * scale, shift)`` with
 ``scale = gamma / sqrt(running_var + eps)`` and
-``shift = beta - running_mean * scale`` (tiny per-channel ops)."""
+``shift = beta - running_mean * scale`` (tiny per-channel ops).
+
+``center=False`` drops beta (the weight "bias"), ``scale=False`` gamma ("weight"),
+as Keras makes no such weight then."""
 
 import numpy as np
 
-from pyggml import _scope, ops
-from pyggml._validation import check_fraction, check_number
-from pyggml.layers._helpers import contiguous, fused
+from pyggml import _scope, initializers, ops
+from pyggml._validation import check_bool, check_fraction, check_number
+from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.layers.normalization._moments import mean_rows, rsqrt
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["BatchNormalization"]
 
+_OPTIONS = ("beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")
+_INITIALIZERS = ("beta_initializer", "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer")
+
 
 @register_builtin
 class BatchNormalization(Layer):
     supports_masking = True
 
-    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, **kwargs):
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
         if axis != -1:
             raise ValueError("BatchNormalization normalises the last axis (axis=-1)")
-        if not center or not scale:
-            raise ValueError("BatchNormalization: center=False / scale=False are not supported")
         self.axis = -1
         self.momentum = check_fraction("momentum", momentum)
         self.epsilon = check_number("epsilon", epsilon, 0.0, low_open=True)
+        self.center = check_bool("center", center)
+        self.scale = check_bool("scale", scale)
+        for k, init in zip(_INITIALIZERS, (beta_initializer, gamma_initializer, moving_mean_initializer,
+                                           moving_variance_initializer)):
+            initializers.get(init)              # unknown names fail here, not at compile
+            setattr(self, k, init)
+        set_weight_options(self, beta_regularizer=beta_regularizer, gamma_regularizer=gamma_regularizer,
+                           beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
 
     def compute_output_shape(self, input_shape):
         return input_shape
 
     def build(self, input_shape):
         c = input_shape[-1]
-        self.weight = self.add_weight("weight", (c,), "ones")
-        self.bias = self.add_weight("bias", (c,), "zeros")
-        self.running_mean = self.add_weight("running_mean", (c,), "zeros", trainable=False)
-        self.running_var = self.add_weight("running_var", (c,), "ones", trainable=False)
+        self.weight = self.add_weight("weight", (c,), self.gamma_initializer, regularizer=self.gamma_regularizer,
+                                      constraint=self.gamma_constraint) if self.scale else None
+        self.bias = self.add_weight("bias", (c,), self.beta_initializer, regularizer=self.beta_regularizer,
+                                    constraint=self.beta_constraint) if self.center else None
+        self.running_mean = self.add_weight("running_mean", (c,), self.moving_mean_initializer, trainable=False)
+        self.running_var = self.add_weight("running_var", (c,), self.moving_variance_initializer, trainable=False)
+
+    def _gamma_beta(self, c):
+        """gamma and beta as tensors: the weights, or ones and zeros without them."""
+        gamma = self.weight.graph_tensor() if self.scale else ops.constant(np.ones(c, dtype=np.float32))
+        beta = self.bias.graph_tensor() if self.center else ops.constant(np.zeros(c, dtype=np.float32))
+        return gamma, beta
 
     def call(self, inputs, training=None):
         if fused():
@@ -74,7 +96,10 @@ class BatchNormalization(Layer):
         else:
             xc = ops.sub(x2, self.running_mean)
             y = ops.mul(xc, rsqrt(self.running_var.graph_tensor(), self.epsilon))
-        y = ops.add(ops.mul(y, self.weight), self.bias)
+        if self.scale:
+            y = ops.mul(y, self.weight)
+        if self.center:
+            y = ops.add(y, self.bias)
         return ops.reshape(y, tuple(shape))
 
     def fused_call(self, inputs, training):
@@ -84,17 +109,24 @@ class BatchNormalization(Layer):
             b = _scope.require("BatchNormalization")
             # the op's side tensor (mean; var), memory of its own: a constant the op overwrites
             stats = ops.constant(np.zeros((2, c), dtype=np.float32))
-            y = ops.batch_norm(x, self.weight, self.bias, stats, self.epsilon)
+            gamma, beta = self._gamma_beta(c)
+            y = ops.batch_norm(x, gamma, beta, stats, self.epsilon)
             mom = self.momentum
             for row, stat in enumerate((self.running_mean, self.running_var)):
                 batch = ops.view(stats, (c,), offset=row * c * 4)
                 b.add_update(stat, ops.add(ops.scale(stat.graph_tensor(), mom), ops.scale(batch, 1.0 - mom)))
             return y
-        scale = ops.mul(self.weight, rsqrt(self.running_var.graph_tensor(), self.epsilon))
-        shift = ops.sub(self.bias.graph_tensor(), ops.mul(self.running_mean.graph_tensor(), scale))
+        inv = rsqrt(self.running_var.graph_tensor(), self.epsilon)
+        scale = ops.mul(self.weight, inv) if self.scale else inv
+        moved = ops.mul(self.running_mean.graph_tensor(), scale)
+        shift = ops.sub(self.bias.graph_tensor(), moved) if self.center else ops.neg(moved)
         return ops.bias_act(ops.mul(x, scale), shift)
 
     def get_config(self):
         cfg = super().get_config()
-        cfg.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon)
+        cfg.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon, center=self.center, scale=self.scale)
+        for k in _INITIALIZERS:
+            if isinstance(getattr(self, k), str):
+                cfg[k] = getattr(self, k)
+        cfg.update(weight_options_config(self, _OPTIONS))
         return cfg

@@ -11,8 +11,8 @@ ENCODINGS = ("one_hot", "multi_hot", "count")
 def check_output_mode(output_mode, who, allowed=("int",) + ENCODINGS):
     if output_mode == "binary":                 # Keras's old name of multi_hot
         output_mode = "multi_hot"
-    if output_mode in ("tf_idf", "tf-idf"):
-        raise ValueError(f"{who}: output_mode='tf_idf' is not supported; use one of {', '.join(allowed)}")
+    if output_mode == "tf-idf":
+        output_mode = "tf_idf"
     if output_mode not in allowed:
         raise ValueError(f"{who}: output_mode must be one of {', '.join(repr(a) for a in allowed)}, "
                          f"got {output_mode!r}")
@@ -33,7 +33,8 @@ def encoded_shape(shape, mode, depth):
 
 def encode(indices, mode, depth):
     """float32 encodings of int indices in [0, depth); negative indices are dropped
-    (a mask token outside "int" mode): they set no entry."""
+    (a mask token outside "int" mode): they set no entry.  ("tf_idf" gives the
+    counts; the lookup layers weight them.)"""
     a = np.asarray(indices, dtype=np.int64)
     if a.ndim == 0:
         a = a.reshape(1)

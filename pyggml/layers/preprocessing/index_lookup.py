@@ -8,7 +8,14 @@ dropped.  An unknown token goes to the OOV index (with several, to a bucket:
 ``value % n`` for integers, FarmHash's fingerprint of the string modulo ``n``
 for strings, as Keras); with ``num_oov_indices=0`` it is an error.  ``adapt``
 keeps the most frequent tokens (ties: the larger token first) up to
-``max_tokens`` indices in all."""
+``max_tokens`` indices in all.
+
+``output_mode="tf_idf"`` (Keras's): the counts times each index's IDF weight.
+``adapt`` learns them, ``log(1 + documents / (1 + documents holding the
+token))`` with each row of the data a document (a 1-D array is one); a given
+vocabulary comes with ``idf_weights``, one per entry (special tokens included
+when the vocabulary starts with them; otherwise, as for adapt, the OOV
+indices weigh the mean)."""
 
 import os
 
@@ -17,7 +24,7 @@ import numpy as np
 from pyggml._validation import check_int
 from pyggml.layers.node import Node
 from pyggml.layers.preprocessing._adapt import adapt_batches
-from pyggml.layers.preprocessing._encoding import check_output_mode, encode, encoded_shape
+from pyggml.layers.preprocessing._encoding import ENCODINGS, check_output_mode, encode, encoded_shape
 from pyggml.layers.preprocessing.host_layer import HostLayer
 
 __all__ = ["IndexLookup"]
@@ -44,13 +51,17 @@ class IndexLookup(HostLayer):
         if pad_to_max_tokens and max_tokens is None:
             raise ValueError(f"{who}: pad_to_max_tokens=True needs max_tokens")
         self.num_oov_indices = check_int("num_oov_indices", num_oov_indices, 0, 1 << 20)
-        self.output_mode = check_output_mode(output_mode, who)
+        self.output_mode = check_output_mode(output_mode, who, ("int",) + ENCODINGS + ("tf_idf",))
         if invert and self.output_mode != "int":
             raise ValueError(f"{who}: invert=True needs output_mode='int', got {self.output_mode!r}")
         if sparse:
             raise ValueError(f"{who}: sparse outputs are not supported (sparse=False)")
-        if idf_weights is not None:
-            raise ValueError(f"{who}: idf_weights belong to output_mode='tf_idf', which is not supported")
+        if idf_weights is not None and self.output_mode != "tf_idf":
+            raise ValueError(f"{who}: idf_weights are only given with output_mode='tf_idf', got output_mode="
+                             f"{self.output_mode!r}")
+        if idf_weights is not None and vocabulary is None:
+            raise ValueError(f"{who}: idf_weights come with the vocabulary they weigh (vocabulary=...)")
+        self._idf = None                   # tf_idf: the IDF weight of each index (special ones first)
         self.max_tokens = max_tokens
         self.pad_to_max_tokens = bool(pad_to_max_tokens)
         self.sparse = False
@@ -66,7 +77,7 @@ class IndexLookup(HostLayer):
         self._has_input_vocabulary = bool(vocabulary is not None if has_input_vocabulary is None
                                           else has_input_vocabulary)
         if vocabulary is not None:
-            self.set_vocabulary(vocabulary)
+            self.set_vocabulary(vocabulary, idf_weights)
 
     # --- what subclasses define --------------------------------------------------------------
     def _empty(self):
@@ -123,8 +134,11 @@ class IndexLookup(HostLayer):
         """Use this vocabulary (a list or array of tokens, optionally starting with the
         mask and OOV tokens in index order)."""
         who = type(self).__name__
-        if idf_weights is not None:
-            raise ValueError(f"{who}: idf_weights belong to output_mode='tf_idf', which is not supported")
+        if self.output_mode == "tf_idf" and idf_weights is None:
+            raise ValueError(f"{who}: with output_mode='tf_idf' a vocabulary needs its idf_weights")
+        if self.output_mode != "tf_idf" and idf_weights is not None:
+            raise ValueError(f"{who}: idf_weights are only given with output_mode='tf_idf', got output_mode="
+                             f"{self.output_mode!r}")
         if isinstance(vocabulary, (str, os.PathLike)):
             vocabulary = self._read_vocabulary_file(os.fspath(vocabulary))
         items = list(np.asarray(vocabulary, dtype=object).reshape(-1)) if not isinstance(vocabulary, list) \
@@ -135,8 +149,20 @@ class IndexLookup(HostLayer):
             raise ValueError(f"{who}: a vocabulary of {len(items)} tokens is too large")
         tokens = [self._token(t, "vocabulary entries") for t in items]
         special = [self.mask_token] * self._oov_start() + [self.oov_token] * self.num_oov_indices
-        if special and tokens[:len(special)] == special:
+        with_special = bool(special) and tokens[:len(special)] == special
+        if with_special:
             tokens = tokens[len(special):]
+        idf = None
+        if idf_weights is not None:
+            idf = np.asarray(idf_weights, dtype=np.float64) if not isinstance(idf_weights, np.ndarray) \
+                else idf_weights.astype(np.float64)
+            if idf.ndim != 1 or len(idf) != len(items):
+                raise ValueError(f"{who}: idf_weights must be a 1-D list of one weight per vocabulary entry "
+                                 f"({len(items)}), got shape {idf.shape}")
+            if not np.all(np.isfinite(idf)):
+                raise ValueError(f"{who}: idf_weights must be finite")
+            # without the special tokens the OOV indices weigh the mean (Keras's)
+            idf = idf if with_special else np.concatenate([np.full(self._token_start(), idf.mean()), idf])
         seen, repeated = set(), []
         for t in tokens:
             if t in seen and t not in repeated:
@@ -154,6 +180,7 @@ class IndexLookup(HostLayer):
         if self.max_tokens is not None and size > self.max_tokens:
             raise ValueError(f"{who}: the vocabulary needs {size} indices, more than max_tokens={self.max_tokens}")
         self._install(tokens)
+        self._idf = idf
 
     def _install(self, tokens):
         arr = np.array(tokens, dtype=np.str_ if self._token_kind == "string" else np.int64) if tokens \
@@ -175,11 +202,20 @@ class IndexLookup(HostLayer):
         who = type(self).__name__
         if self._has_input_vocabulary:
             raise ValueError(f"{who}: cannot adapt a layer given a vocabulary (vocabulary= or set_vocabulary)")
-        counts = {}
+        counts, documents, n_docs = {}, {}, 0
+        tf_idf = self.output_mode == "tf_idf"
         for k, batch in enumerate(adapt_batches(data, who)):
             if steps is not None and k >= steps:
                 break
-            keys = self._as_keys(batch).reshape(-1)
+            keys = self._as_keys(batch)
+            if tf_idf:
+                # each row a document (a 1-D array is one), counted once per token it holds
+                rows = keys.reshape(1, -1) if keys.ndim <= 1 else keys.reshape(keys.shape[0], -1)
+                n_docs += len(rows)
+                for row in rows:
+                    for t in np.unique(row).tolist():
+                        documents[t] = documents.get(t, 0) + 1
+            keys = keys.reshape(-1)
             if keys.size == 0:
                 continue
             uniq, c = np.unique(keys, return_counts=True)
@@ -192,6 +228,9 @@ class IndexLookup(HostLayer):
         if self.max_tokens is not None:
             tokens = tokens[:max(self.max_tokens - self._token_start(), 0)]
         self._install(tokens)
+        if tf_idf:
+            idf = np.log1p(n_docs / (1.0 + np.array([documents.get(t, 0) for t in tokens], dtype=np.float64)))
+            self._idf = np.concatenate([np.full(self._token_start(), idf.mean() if len(idf) else 0.0), idf])
 
     # --- the lookup -------------------------------------------------------------------------------
     def _positions(self, keys):
@@ -260,7 +299,17 @@ class IndexLookup(HostLayer):
         depth = self._depth()
         if np.any(idx >= depth):
             raise ValueError(f"{type(self).__name__}: an index exceeds max_tokens={self.max_tokens}")
-        return encode(idx, self.output_mode, depth)
+        out = encode(idx, self.output_mode, depth)
+        if self.output_mode == "tf_idf":
+            weights = np.zeros(depth, dtype=np.float64)            # padding indices weigh 0
+            weights[:len(self._idf)] = self._idf
+            out = (out * weights).astype(np.float32)
+        return out
+
+    @property
+    def idf_weights(self):
+        """tf_idf: the IDF weight of each index (special ones first), or None."""
+        return None if self._idf is None else self._idf.astype(np.float32)
 
     def __call__(self, *args, **kwargs):
         if args and isinstance(args[0], Node):
@@ -292,10 +341,14 @@ class IndexLookup(HostLayer):
 
     def get_config(self):
         cfg = super().get_config()
+        tf_idf = self.output_mode == "tf_idf" and self._idf is not None and len(self._tokens)
         cfg.update(invert=self.invert, max_tokens=self.max_tokens, num_oov_indices=self.num_oov_indices,
                    oov_token=self._to_python(self.oov_token) if self.oov_token is not None else None,
                    mask_token=self._to_python(self.mask_token) if self.mask_token is not None else None,
                    output_mode=self.output_mode, sparse=self.sparse, pad_to_max_tokens=self.pad_to_max_tokens,
-                   vocabulary=self.get_vocabulary(include_special_tokens=False) if len(self._tokens) else None,
-                   idf_weights=None, has_input_vocabulary=self._has_input_vocabulary)
+                   # tf_idf: the special tokens too, so that their weights come back as they were
+                   vocabulary=self.get_vocabulary(include_special_tokens=bool(tf_idf)) if len(self._tokens)
+                   else None,
+                   idf_weights=[float(w) for w in self._idf] if tf_idf else None,
+                   has_input_vocabulary=self._has_input_vocabulary)
         return cfg

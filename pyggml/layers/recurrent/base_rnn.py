@@ -16,16 +16,26 @@ a padding mask is the cell's own per-step mask) and the sequence output is
 joined with ggml's concat in a balanced tree.  Elsewhere (or with other
 activations) the cell is composed from element-wise ops and the sequence is
 assembled with ``acc`` (which trains on every backend), pairwise.
+
+``dropout`` / ``recurrent_dropout`` (Keras's, while training): masks drawn once
+per call and shared by every step, on the inputs (batch, features) and on the
+state the recurrent kernel sees (batch, units).  As Keras: with
+``recurrent_dropout`` each gate has masks of its own (Keras's implementation 1:
+the gate's part of the kernels multiplies its own masked copy); with
+``dropout`` alone one input mask serves all gates.
 """
 
 import numpy as np
 
-from pyggml import activations, initializers, ops
-from pyggml._validation import check_positive_int
-from pyggml.layers._helpers import contiguous, fused
+from pyggml import _scope, activations, initializers, ops
+from pyggml._validation import check_fraction, check_positive_int
+from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 
 __all__ = ["BaseRNN"]
+
+_OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
+            "recurrent_constraint", "bias_constraint")
 
 
 class BaseRNN(Layer):
@@ -36,8 +46,17 @@ class BaseRNN(Layer):
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  return_sequences=False, go_backwards=False, kernel_initializer="glorot_uniform",
-                 recurrent_initializer="orthogonal", bias_initializer="zeros", **kwargs):
+                 recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
+        self.dropout = check_fraction("dropout", dropout, high_open=True)
+        self.recurrent_dropout = check_fraction("recurrent_dropout", recurrent_dropout, high_open=True)
+        self.seed = seed
+        self._rec_masks = None               # the recurrent dropout masks of the call being built
+        set_weight_options(self, kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+                           bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+                           recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint)
         self.units = check_positive_int("units", units, 1 << 16)
         self._act = activations.get(activation)
         self.activation = activations.name_of(activation)
@@ -66,11 +85,44 @@ class BaseRNN(Layer):
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
         g = self.n_gates * self.units
-        self.weight_ih = self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer)
-        self.weight_hh = self.add_weight("weight_hh", (g, self.units), self.recurrent_initializer)
+        self.weight_ih = self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer,
+                                         regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+        self.weight_hh = self.add_weight("weight_hh", (g, self.units), self.recurrent_initializer,
+                                         regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint)
+        # Keras's kernel (features, G units) and recurrent kernel (units, G units)
+        self.weight_ih.keras_axes = self.weight_hh.keras_axes = (1, 0)
         if self.use_bias:
             self.bias_ih = self.add_weight("bias_ih", (g,), self.bias_ih_initializer())
             self.bias_hh = self.add_weight("bias_hh", (g,), self.bias_initializer)
+
+    # --- Keras's bias: the regularizer and constraint take both biases together ---------
+    def keras_bias(self, b_ih, b_hh):
+        """Keras's bias from the two biases: their sum (one bias, as Keras's LSTM) when
+        bias_hh is folded into the input projection, else the two as rows (GRU's (2, G units))."""
+        if self.folded_bias:
+            return ops.add(b_ih, b_hh)
+        g = b_ih.shape[0]
+        return ops.concatenate([ops.reshape(b_ih, (1, g)), ops.reshape(b_hh, (1, g))], axis=0)
+
+    def extra_penalty_terms(self):
+        if not self.use_bias or self.bias_regularizer is None or not self.built:
+            return []
+        reg = self.bias_regularizer
+        return [([self.bias_ih, self.bias_hh], lambda a, b: reg(self.keras_bias(a, b)))]
+
+    def extra_constraint_rules(self):
+        if not self.use_bias or self.bias_constraint is None or not self.built:
+            return []
+        con = self.bias_constraint
+
+        def rule(a, b):
+            k = ops.as_tensor(con(self.keras_bias(a, b)))
+            if self.folded_bias:
+                return [ops.sub(k, b), None]              # bias_ih + bias_hh becomes Keras's projected bias
+            g = a.shape[0]
+            k = contiguous(k)
+            return [ops.cont(ops.view(k, (g,))), ops.cont(ops.view(k, (g,), offset=g * 4))]
+        return [([self.bias_ih, self.bias_hh], rule)]
 
     # --- graph helpers -------------------------------------------------------------
     @property
@@ -88,11 +140,58 @@ class BaseRNN(Layer):
         """Columns [k * units, (k + 1) * units), contiguous (for any activation)."""
         return ops.cont(self.cols(t, k))
 
+    # --- dropout (training only) --------------------------------------------------------
+    def dropout_masks(self, x, training):
+        """(input masks, recurrent masks) for this call: None, or lists of masks (one per
+        gate with recurrent_dropout, as Keras's implementation 1; else one input mask)."""
+        if not training or (self.dropout == 0 and self.recurrent_dropout == 0):
+            return None, None
+        b = _scope.require(type(self).__name__)
+        batch, _, feats = x.shape
+        count = self.n_gates if self.recurrent_dropout > 0 else 1
+        ins = [b.random_keep_mask((batch, 1, feats), self.dropout) for _ in range(count)] if self.dropout else None
+        recs = [b.random_keep_mask((batch, self.units), self.recurrent_dropout) for _ in range(self.n_gates)] \
+            if self.recurrent_dropout else None
+        return ins, recs
+
+    def masked_inputs(self, x, masks):
+        """x, or x times the input mask, or the list of x times each gate's mask."""
+        if masks is None:
+            return x
+        xc = contiguous(x)
+        masked = [ops.mul(xc, m) for m in masks]                     # (batch, 1, features) over the steps
+        return masked[0] if len(masked) == 1 else masked
+
+    def _per_gate(self, weight, xs):
+        """[x_g] -> the columns W_g x_g of each gate side by side (rows (n, G * units))."""
+        u, cols = self.units, weight.shape[1]
+        if len(xs) == 1:
+            return ops.mul_mat(weight, xs[0])
+        parts = [ops.mul_mat(ops.view(weight, (u, cols), offset=g * u * cols * 4), x) for g, x in enumerate(xs)]
+        return ops.concatenate(parts, axis=-1)
+
+    def ih_product(self, x):
+        """W_ih x_t for every step, time-major: (steps * batch, G * units); x may be a
+        list (a masked copy per gate)."""
+        xs = x if isinstance(x, list) else [x]
+        batch, steps, feats = xs[0].shape
+        flat = []
+        for xg in xs:
+            xt = ops.permute_axes(contiguous(xg), (1, 0, 2)) if batch > 1 and steps > 1 else contiguous(xg)
+            flat.append(ops.reshape(xt, (steps * batch, feats)))
+        if len(flat) == 1:
+            return ops.mul_mat(self.weight_ih, flat[0])
+        return self._per_gate(self.weight_ih, flat)
+
+    def hh_product(self, h):
+        """W_hh h, the state dropped out by the call's recurrent masks (each gate's own)."""
+        if not self._rec_masks:
+            return ops.mul_mat(self.weight_hh, h)
+        return self._per_gate(self.weight_hh, [ops.mul(h, m) for m in self._rec_masks])
+
     def input_projection(self, x):
         """W_ih x_t (+ b_ih) for every step at once, time-major: (steps * batch, G * units)."""
-        batch, steps, feats = x.shape
-        xt = ops.permute_axes(contiguous(x), (1, 0, 2))                     # (steps, batch, features)
-        p = ops.mul_mat(self.weight_ih, ops.reshape(xt, (steps * batch, feats)))
+        p = self.ih_product(x)
         if self.use_bias:
             p = ops.add(p, self.bias_ih)
             if self.folded_bias:
@@ -105,7 +204,7 @@ class BaseRNN(Layer):
         return ops.view(p, (batch, width), offset=t * batch * width * 4)
 
     def recurrent_projection(self, h):
-        r = ops.mul_mat(self.weight_hh, h)
+        r = self.hh_product(h)
         if self.use_bias and not self.folded_bias:
             r = ops.add(r, self.bias_hh)
         return r
@@ -142,10 +241,17 @@ class BaseRNN(Layer):
     def call(self, inputs, training=None, mask=None):
         """With a padding mask (batch, steps), a padded step leaves the state as it was
         (so the last real step's state comes out), as Keras does."""
+        in_masks, self._rec_masks = self.dropout_masks(inputs, training)
+        try:
+            return self._run(inputs, mask, self.masked_inputs(inputs, in_masks))
+        finally:
+            self._rec_masks = None
+
+    def _run(self, inputs, mask, projected_in):
         if self.fused and fused():
-            return self.fused_call(inputs, mask)
+            return self.fused_call(inputs, mask, projected_in)
         batch, steps, _ = inputs.shape
-        p = self.input_projection(inputs)
+        p = self.input_projection(projected_in)
         state = self.initial_state(batch)
         consts = self.constants()
         step_masks = None
@@ -168,9 +274,7 @@ class BaseRNN(Layer):
     def fused_projection(self, x):
         """W_ih x_t + the biases the cell takes with it, every step at once, time-major:
         (steps * batch, G * units)."""
-        batch, steps, feats = x.shape
-        xt = ops.permute_axes(contiguous(x), (1, 0, 2)) if batch > 1 and steps > 1 else contiguous(x)
-        p = ops.mul_mat(self.weight_ih, ops.reshape(xt, (steps * batch, feats)))
+        p = self.ih_product(x)
         if self.use_bias:
             p = ops.bias_act(p, ops.add(self.bias_ih, self.bias_hh) if self.folded_bias else self.bias_ih)
         return p
@@ -187,9 +291,9 @@ class BaseRNN(Layer):
             parts = joined
         return parts[0]
 
-    def fused_call(self, inputs, mask):
+    def fused_call(self, inputs, mask, projected_in=None):
         batch, steps, _ = inputs.shape
-        p = self.fused_projection(inputs)
+        p = self.fused_projection(inputs if projected_in is None else projected_in)
         step_masks = None
         if mask is not None:
             m = contiguous(ops.as_tensor(mask))
@@ -214,6 +318,10 @@ class BaseRNN(Layer):
         cfg.update(units=self.units, activation=self.activation,
                    recurrent_activation=self.recurrent_activation, use_bias=self.use_bias,
                    return_sequences=self.return_sequences, go_backwards=self.go_backwards)
+        cfg.update(weight_options_config(self, _OPTIONS))
+        cfg.update(dropout=self.dropout, recurrent_dropout=self.recurrent_dropout)
+        if self.seed is not None:
+            cfg["seed"] = self.seed
         for k in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
             v = getattr(self, k)
             if isinstance(v, str):

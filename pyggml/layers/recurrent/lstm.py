@@ -73,7 +73,7 @@ class LSTM(BaseRNN):
             # the state starts at zero: so does its projection
             zh = ops.constant(np.zeros((b, 4 * u), dtype=np.float32))
         else:
-            zh = ops.mul_mat(self.weight_hh, h)
+            zh = self.hh_product(h)
         st = ops.lstm_cell(zx, zh, c, h if mask is not None else None, mask)       # (2, b, u): h; c
         return (ops.view(st, (b, u)), ops.view(st, (b, u), offset=b * u * 4))
 
