@@ -12,7 +12,8 @@ from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
 
-__all__ = ["Topology", "order_nodes", "name_layers", "cut_at_inputs", "run_nodes", "config_of", "from_config"]
+__all__ = ["Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
+           "from_config"]
 
 
 def order_nodes(inputs, outputs):
@@ -170,6 +171,15 @@ class Topology:
 
     def consumers(self, node):
         return [n for n in self.nodes if any(p is node for p in n.inputs)]
+
+
+def ordered_inputs(topology, inputs):
+    """A model's call inputs as a list in the order of its inputs: a dict matched by the
+    inputs' names (in the dict's order when its keys are other names), a list as given."""
+    if isinstance(inputs, dict):
+        names = [n.layer.name for n in topology.inputs]
+        return [inputs[n] for n in names] if set(inputs) == set(names) else list(inputs.values())
+    return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
 
 def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):

@@ -171,12 +171,8 @@ class Model(Layer, Freeable):
         return shapes if self._multi_out else shapes[0]
 
     def call(self, inputs, training=None):
-        if isinstance(inputs, dict):
-            names = self.input_names           # a dict is matched to the inputs by name, else in order
-            xs = [inputs[n] for n in names] if set(inputs) == set(names) else list(inputs.values())
-        else:
-            xs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        outs = functional.run_nodes(self._ensure_graph(), xs, bool(training))
+        topo = self._ensure_graph()
+        outs = functional.run_nodes(topo, functional.ordered_inputs(topo, inputs), bool(training))
         return outs if self._multi_out else outs[0]
 
     # --- state ---------------------------------------------------------------------------------
