@@ -12,7 +12,7 @@ support ``+ - * / @`` and unary ``-`` with numpy's broadcasting.
 
 Besides ggml's operations, with numpy's axes:
 
-- ``constant(array, dtype="float32")``, ``arange(start, stop=None, step=1)``
+- ``constant(array, dtype="float32")``, ``arange(start, stop=None, step=1)``, ``shape(x)``
 - ``reduce_sum``, ``reduce_mean`` (``axis=None`` or an int, ``keepdims``),
   ``concatenate(tensors, axis=-1)``, ``permute_axes(x, axes)``, ``swapaxes``,
   ``flatten_rows``, ``square``
@@ -58,6 +58,14 @@ def as_tensor(x):
     if isinstance(x, Variable):
         return x.graph_tensor()
     return constant(x)
+
+
+def shape(x):
+    """Keras's ``ops.shape``: a tensor's (or a Variable's) shape as a tuple of ints, numpy's
+    order (the batch first inside a model's graph)."""
+    if isinstance(x, (Tensor, Variable)):
+        return tuple(int(d) for d in as_tensor(x).shape)
+    return tuple(np.shape(x))
 
 
 # --- constants ------------------------------------------------------------------------
@@ -221,4 +229,4 @@ def dropout(x, rate, training=None):
 
 __all__ = sorted(set(_GGML_NAMES) | {
     "as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum", "reduce_mean",
-    "square", "concatenate", "dropout"})
+    "square", "concatenate", "dropout", "shape"})

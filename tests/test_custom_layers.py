@@ -179,3 +179,58 @@ def test_sublayers_freeze_and_their_weights_are_named_by_attribute():
     np.testing.assert_array_equal(after["block.stack.0.weight"], before["block.stack.0.weight"])
     assert not np.array_equal(after["block.inner.weight"], before["block.inner.weight"])
     m.free()
+
+
+class _DictSum(pg.layers.Layer):
+    """keras-io's structured-data Classifier pattern: call() takes the dict of inputs as it
+    is, build() gets a dict of shapes."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = pg.layers.Dense(1, kernel_initializer="ones")
+        self.seen_shapes = None
+
+    def build(self, input_shape):
+        self.seen_shapes = input_shape
+
+    def call(self, inputs):
+        assert isinstance(inputs, dict)
+        return self.dense(pg.layers.concatenate([inputs["b"], inputs["a"] * 2.0]))
+
+
+def test_a_layer_gets_a_dict_of_inputs_as_keras_gives_it(tmp_path):
+    a, b = pg.Input(shape=(2,), name="a"), pg.Input(shape=(1,), name="b")
+    layer = _DictSum()
+    out = layer({"a": a, "b": b})
+    assert layer.seen_shapes == {"a": (None, 2), "b": (None, 1)}
+    m = pg.Model({"a": a, "b": b}, out).compile(loss="mse")
+    xa = np.array([[1.0, 2.0], [0.5, -1.0]], np.float32)
+    xb = np.array([[3.0], [1.0]], np.float32)
+    want = xb[:, 0] + 2 * xa.sum(1)
+    np.testing.assert_allclose(m.predict({"a": xa, "b": xb})[:, 0], want, rtol=1e-6)
+    # eagerly, on a dict of arrays
+    np.testing.assert_allclose(layer({"b": xb, "a": xa})[:, 0], want, rtol=1e-6)
+    # the dict's keys are kept when saved
+    m.fit({"a": xa, "b": xb}, want[:, None], epochs=1, verbose=0)
+    path = str(tmp_path / "dict.gguf")
+    m.save(path)
+    m2 = pg.saving.load_model(path, custom_objects={"_DictSum": _DictSum})
+    np.testing.assert_allclose(m2.predict({"a": xa, "b": xb}), m.predict({"a": xa, "b": xb}), rtol=1e-6)
+    m.free(), m2.free()
+
+
+def test_a_model_called_on_a_dict_of_nodes_matches_them_by_name():
+    a, b = pg.Input(shape=(2,), name="a"), pg.Input(shape=(2,), name="b")
+    inner = pg.Model([a, b], pg.layers.Subtract()([a, b]))
+    p, q = pg.Input(shape=(2,), name="p"), pg.Input(shape=(2,), name="q")
+    outer = pg.Model([p, q], inner({"b": q, "a": p})).compile(loss="mse")
+    xp, xq = np.ones((1, 2), np.float32), np.full((1, 2), 3.0, np.float32)
+    np.testing.assert_allclose(outer.predict([xp, xq]), xp - xq)
+    outer.free()
+
+
+def test_a_dict_of_inputs_needs_string_keys():
+    with pytest.raises(TypeError, match="string keys"):
+        pg.layers.Dense(2)({1: pg.Input(shape=(2,))})
+    with pytest.raises(TypeError, match="string keys"):
+        pg.layers.Dense(2)({})

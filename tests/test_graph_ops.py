@@ -129,3 +129,13 @@ def test_a_layer_written_with_the_helpers_trains(kind):
     h = m.fit(x, y, epochs=40, batch_size=16, verbose=0)
     assert h.history["loss"][-1] < 0.05 * h.history["loss"][0]
     m.free()
+
+
+def test_shape_is_keras_s_ops_shape():
+    assert ops.shape(A) == (2, 3, 4)
+    assert ops.shape([[1, 2, 3]]) == (1, 3)
+    got = run(lambda x: ops.arange(0, ops.shape(x)[-1]), A)          # keras-io's positions idiom
+    np.testing.assert_array_equal(got, np.arange(4))
+    seen = []
+    run(lambda x: seen.append(ops.shape(x)) or x, A)
+    assert seen == [(2, 3, 4)] and all(type(d) is int for d in seen[0])

@@ -245,3 +245,76 @@ def test_head_losses_are_unweighted_and_the_total_weighs_them():
     assert hist["loss"][0] == pytest.approx(2.0 * hist["a_loss"][0] + 0.25 * hist["b_loss"][0], rel=1e-5)
     assert hist["a_loss"][0] == pytest.approx(r["a_loss"], rel=1e-5)
     m.free()
+
+
+def test_an_input_of_shape_ending_in_1_takes_arrays_without_that_axis():
+    """As Keras: Input(shape=(1,)) takes a column of shape (n,), Input(shape=(4, 1)) takes (n, 4)."""
+    a, b = pg.Input(shape=(1,), name="a"), pg.Input(shape=(4, 1), name="b")
+    out = pg.layers.Concatenate()([a, pg.layers.Flatten()(b)])
+    m = pg.Model([a, b], out).compile(loss="mse")
+    xa = np.array([1.0, 2.0, 3.0])
+    xb = np.arange(12.0).reshape(3, 4)
+    want = np.concatenate([xa[:, None], xb], axis=1)
+    np.testing.assert_array_equal(m.predict([xa, xb]), want)
+    np.testing.assert_array_equal(m.predict([xa[:, None], xb[..., None]]), want)
+    with pytest.raises(ValueError, match="must have shape"):
+        m.predict([xa, xb[:, :3]])
+    m.free()
+
+
+def test_a_model_on_intermediate_nodes_puts_new_inputs_in_their_place_as_keras_does(tmp_path):
+    """keras.Model(inputs, outputs) with inputs that are layers' outputs: Keras makes new
+    Inputs there (the layers before them are left out); the keras-io structured-data
+    example builds its model this way (its inputs dict holds Normalization outputs)."""
+    raw = pg.Input(shape=(2,), name="raw")
+    scaled = pg.layers.Dense(2, kernel_initializer="ones", name="scale")(raw)       # left out of the model
+    side = pg.Input(shape=(1,), name="side")
+    out = pg.layers.Dense(1, kernel_initializer="ones", name="head")(pg.layers.concatenate([scaled, side]))
+    with pytest.warns(UserWarning, match="'scale'.*not part of the model"):
+        m = pg.Model({"feature": scaled, "side": side}, out)
+    assert m.input_names == ["feature", "side"]
+    assert [l.name for l in m.layers if l.name == "scale"] == []
+    m.compile(loss="mse")
+    xf = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)
+    xs = np.array([[0.5], [2.0]], np.float32)
+    np.testing.assert_allclose(m.predict({"feature": xf, "side": xs})[:, 0], xf.sum(1) + xs[:, 0])
+    m.fit({"feature": xf, "side": xs}, np.zeros((2, 1), np.float32), epochs=1, verbose=0)
+    path = str(tmp_path / "cut.gguf")
+    m.save(path)
+    back = pg.saving.load_model(path)
+    assert back.input_names == ["feature", "side"]
+    np.testing.assert_array_equal(back.predict({"feature": xf, "side": xs}), m.predict({"feature": xf, "side": xs}))
+    back.free()
+    assert sorted(m.get_weights()) == ["head.bias", "head.weight"]
+    # the original graph is untouched: a model from the first Input still has the layer
+    full = pg.Model([raw, side], out)
+    assert "scale" in [l.name for l in full.layers]
+    m.free(), full.free()
+
+
+def test_a_model_on_a_single_intermediate_node_and_its_errors():
+    x = pg.Input(shape=(3,))
+    h = pg.layers.Dense(4, name="encoder")(x)
+    y = pg.layers.Dense(2, name="decoder")(h)
+    with pytest.warns(UserWarning, match="encoder"):
+        dec = pg.Model(h, y)
+    assert dec.inputs[0].shape == (None, 4)
+    assert dec.compile(loss="mse").predict(np.ones((5, 4), np.float32)).shape == (5, 2)
+    dec.free()
+    with pytest.raises(TypeError, match="Model inputs must be"):
+        pg.Model([np.ones(3)], y)
+    # an output that needs an Input which is not among the model's inputs is still refused
+    other = pg.Input(shape=(2,))
+    z = pg.layers.concatenate([y, pg.layers.Dense(2)(other)])
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="not among the model's inputs"):
+        pg.Model(h, z)
+
+
+def test_a_string_input_of_shape_1_takes_a_flat_array_of_strings():
+    inp = pg.Input(shape=(1,), dtype="string", name="thal")
+    m = pg.Model(inp, pg.layers.StringLookup(vocabulary=["fixed", "normal"], output_mode="one_hot")(inp))
+    m.compile(loss="mse")
+    flat = np.array(["normal", "fixed", "other"])
+    np.testing.assert_array_equal(m.predict(flat), m.predict(flat[:, None]))
+    np.testing.assert_array_equal(m.predict(flat), [[0, 0, 1], [0, 1, 0], [1, 0, 0]])
+    m.free()

@@ -68,6 +68,13 @@ def test_pad_sequences_matches_keras_docs():
                                   [[1, 0, 0, 0], [2, 3, 0, 0], [4, 5, 6, 0]])
 
 
+def test_keras_s_older_homes_of_the_utilities():
+    """``keras.preprocessing.sequence.pad_sequences`` and ``keras.models.load_model`` (what
+    older scripts import) are pg.utils' and pg.saving's."""
+    assert pg.preprocessing.sequence.pad_sequences is U.pad_sequences
+    assert pg.models.load_model is pg.saving.load_model is pg.load_model
+
+
 def test_pad_sequences_edge_cases():
     np.testing.assert_array_equal(U.pad_sequences([[], [7]]), [[0], [7]])             # an empty sequence
     assert U.pad_sequences([]).shape == (0, 0)

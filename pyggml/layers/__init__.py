@@ -8,7 +8,7 @@ that saved models holding it load.
 from pyggml.layers.attention import MultiHeadAttention
 from pyggml.layers.convolutional import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose
 from pyggml.layers.core import (ELU, Activation, Dense, Dropout, Embedding, Flatten, LeakyReLU, Permute, PReLU,
-                                ReLU, Reshape, Softmax, UpSampling1D, UpSampling2D)
+                                ReLU, RepeatVector, Reshape, Softmax, UpSampling1D, UpSampling2D)
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average,
@@ -26,7 +26,7 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, C
              Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
              AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
              GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
-             Maximum, Minimum):
+             Maximum, Minimum, Concatenate):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
@@ -37,4 +37,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization",
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
-           "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN"]
+           "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector"]

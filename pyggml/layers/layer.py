@@ -373,6 +373,11 @@ class Layer:
     def _build_once(self, shape):
         if self.built:
             built = self.__dict__.get("_built_shape")
+            if isinstance(built, dict) and isinstance(shape, dict) and set(built) == set(shape):
+                shape = {k: shape[k] for k in built}                  # a dict of inputs: by key
+            if isinstance(built, dict) or isinstance(shape, dict):
+                built = list(built.values()) if isinstance(built, dict) else built
+                shape = list(shape.values()) if isinstance(shape, dict) else shape
             if built is not None and self.variables and not _compatible(built, shape):
                 raise ValueError(f"layer {self.name or type(self).__name__} was built for inputs of shape "
                                  f"{built}, got {shape}")
@@ -394,6 +399,18 @@ class Layer:
         if not args:
             raise TypeError(f"{type(self).__name__} must be called on its inputs")
         inputs = args[0] if len(args) == 1 else list(args)
+        if "_input_keys" in kwargs and not isinstance(inputs, list):
+            raise TypeError(f"{type(self).__name__}: '_input_keys' is not a call argument")
+        if isinstance(inputs, dict):
+            # Keras passes a dict of inputs to call() as it is (nodes, tensors or arrays): it is
+            # carried as a list and its keys, and call() gets the dict back
+            if not inputs or not all(isinstance(k, str) for k in inputs):
+                raise TypeError(f"{type(self).__name__}: a dict of inputs needs string keys and at least one "
+                                f"input, got keys {list(inputs)!r}")
+            if "_input_keys" in kwargs:
+                raise TypeError(f"{type(self).__name__}: '_input_keys' is not a call argument")
+            kwargs = dict(kwargs, _input_keys=list(inputs))
+            inputs = list(inputs.values())
         flat = flatten_inputs(inputs)
         if all(isinstance(v, Node) for v in flat):
             return self._call_symbolic(inputs, flat, kwargs)
@@ -409,9 +426,14 @@ class Layer:
         inputs = [v.graph_tensor() if isinstance(v, Variable) else v for v in inputs] \
             if isinstance(inputs, list) else (inputs.graph_tensor() if isinstance(inputs, Variable) else inputs)
         shapes = [t.shape for t in inputs] if isinstance(inputs, list) else inputs.shape
-        self._build_once([(None,) + tuple(s[1:]) for s in shapes] if isinstance(inputs, list)
-                         else (None,) + tuple(shapes[1:]))
         kwargs = dict(kwargs)
+        keys = kwargs.pop("_input_keys", None)
+        shapes = [(None,) + tuple(s[1:]) for s in shapes] if isinstance(inputs, list) else (None,) + tuple(shapes[1:])
+        if keys is not None:
+            if not isinstance(inputs, list) or len(keys) != len(inputs):
+                raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
+            inputs, shapes = dict(zip(keys, inputs)), dict(zip(keys, shapes))
+        self._build_once(shapes)
         training = kwargs.pop("training", None)
         mask = kwargs.pop("mask", None)
         if self.float_inputs:
@@ -444,6 +466,10 @@ class Layer:
         shapes = [n.shape for n in nodes] if isinstance(inputs, list) else inputs.shape
         if isinstance(inputs, list) and len(nodes) != len(inputs):
             raise TypeError(f"{type(self).__name__}: nested lists of inputs are not supported")
+        keys = kwargs.get("_input_keys")
+        if keys is not None and (not isinstance(inputs, list) or len(keys) != len(inputs)):
+            raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
+        shapes = dict(zip(keys, shapes)) if keys is not None else shapes
         self._build_once(shapes)
         if type(self).compute_output_shape is not Layer.compute_output_shape:
             out_shapes = self.compute_output_shape(shapes)

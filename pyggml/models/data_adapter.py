@@ -175,6 +175,8 @@ def adapt_inputs(specs, x, what="x"):
             continue
         if spec.dtype == "string":
             a = np.asarray(a)
+            if a.ndim == len(spec.feature_shape) and spec.feature_shape[-1:] == (1,):
+                a = a[..., None]       # as for numbers below
             if a.dtype.kind not in "USO":
                 raise TypeError(f"{what} for input {spec.name!r} holds strings, got dtype {a.dtype}")
             if not _fits(a.shape[1:], spec.feature_shape):
@@ -182,6 +184,8 @@ def adapt_inputs(specs, x, what="x"):
             out.append(a.astype(object) if a.dtype.kind != "O" else a)
             continue
         a = as_real_array(a, what)
+        if a.ndim == len(spec.feature_shape) and spec.feature_shape[-1:] == (1,):
+            a = a[..., None]           # as Keras: an input of shape (..., 1) takes arrays without that axis
         if a.ndim == len(spec.feature_shape) and _fits(a.shape, spec.feature_shape):
             raise ValueError(f"{what} for input {spec.name!r} must have shape {spec.describe()}, got {a.shape}: "
                              f"add the batch axis (x[None])")

@@ -12,7 +12,8 @@ from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
 
-__all__ = ["Topology", "order_nodes", "name_layers", "run_nodes", "config_of", "from_config"]
+__all__ = ["Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
+           "from_config"]
 
 
 def order_nodes(inputs, outputs):
@@ -43,6 +44,52 @@ def order_nodes(inputs, outputs):
             raise ValueError(f"an output depends on the input {n.layer.name or 'input'!r}, which is not "
                              f"among the model's inputs")
     return order
+
+
+def cut_at_inputs(inputs, outputs, names=None):
+    """Keras's model on intermediate nodes: each given input that is a layer's output, not
+    an Input node, gets a new Input in its place (same shape and dtype, named ``names[i]``
+    when given: a dict's key), and the nodes between it and the outputs are made again on
+    it.  The layers that computed it are not part of the model (a warning says so).
+    Returns (inputs, outputs)."""
+    new = {}
+    for i, n in enumerate(inputs):
+        if not isinstance(n, Node):
+            raise TypeError(f"Model inputs must be pg.Input(...) nodes (or layer outputs), got {type(n).__name__}")
+        if isinstance(n.layer, InputLayer) or id(n) in new:
+            continue
+        from pyggml.layers.input_layer import Input
+        name = names[i] if names is not None else None
+        new[id(n)] = Input(shape=n.feature_shape, dtype=n.dtype, name=name)
+        import warnings
+        what = n.layer.name or type(n.layer).__name__
+        warnings.warn(f"the model input {name or i!r} is the output of layer {what!r}, not a pg.Input: as Keras "
+                      f"does, a new Input takes its place, and {what!r} and the layers before it are not part "
+                      f"of the model (its data enters as it is)", UserWarning, stacklevel=3)
+    if not new:
+        return list(inputs), list(outputs)
+    # the nodes the outputs depend on, each after its inputs, not going past the replaced ones
+    order, done = [], set(new)
+    for out in outputs:
+        stack = [(out, iter(out.inputs))] if isinstance(out, Node) and id(out) not in done else []
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                if id(node) not in done:
+                    done.add(id(node))
+                    order.append(node)
+            elif id(nxt) not in done:
+                stack.append((nxt, iter(nxt.inputs)))
+    remade = dict(new)
+    for node in order:
+        if any(id(p) in remade for p in node.inputs):
+            remade[id(node)] = Node(node.feature_shape, node.layer, [remade.get(id(p), p) for p in node.inputs],
+                                    index=node.index, dtype=node.dtype, call_kwargs=node.call_kwargs,
+                                    list_input=node.list_input)
+    return [remade.get(id(n), n) for n in inputs], [remade.get(id(o), o) if isinstance(o, Node) else o
+                                                    for o in outputs]
 
 
 def name_layers(layers):
@@ -124,6 +171,15 @@ class Topology:
 
     def consumers(self, node):
         return [n for n in self.nodes if any(p is node for p in n.inputs)]
+
+
+def ordered_inputs(topology, inputs):
+    """A model's call inputs as a list in the order of its inputs: a dict matched by the
+    inputs' names (in the dict's order when its keys are other names), a list as given."""
+    if isinstance(inputs, dict):
+        names = [n.layer.name for n in topology.inputs]
+        return [inputs[n] for n in names] if set(inputs) == set(names) else list(inputs.values())
+    return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
 
 def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):

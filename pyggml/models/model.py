@@ -67,6 +67,7 @@ class Model(Layer, Freeable):
                 (list(inputs) if self._multi_in else [inputs])
             outs = list(outputs.values()) if isinstance(outputs, dict) else \
                 (list(outputs) if self._multi_out else [outputs])
+            ins, outs = functional.cut_at_inputs(ins, outs, list(inputs) if isinstance(inputs, dict) else None)
             self._topology = functional.Topology(ins, outs)
             self.built = True
 
@@ -170,9 +171,8 @@ class Model(Layer, Freeable):
         return shapes if self._multi_out else shapes[0]
 
     def call(self, inputs, training=None):
-        xs = list(inputs.values()) if isinstance(inputs, dict) else \
-            (list(inputs) if isinstance(inputs, (list, tuple)) else [inputs])
-        outs = functional.run_nodes(self._ensure_graph(), xs, bool(training))
+        topo = self._ensure_graph()
+        outs = functional.run_nodes(topo, functional.ordered_inputs(topo, inputs), bool(training))
         return outs if self._multi_out else outs[0]
 
     # --- state ---------------------------------------------------------------------------------
@@ -425,7 +425,8 @@ class Model(Layer, Freeable):
     def __call__(self, *args, **kwargs):
         """On nodes or tensors: the model as a layer.  On arrays: predictions (Keras's
         forward pass, which also works before compile)."""
-        if args and not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(args[0])):
+        first = (list(args[0].values()) if isinstance(args[0], dict) else args[0]) if args else None
+        if args and not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
             if kwargs.pop("training", False) or kwargs:
                 raise TypeError("calling a model on arrays computes predictions (inference mode); "
                                 "it takes no other arguments")

@@ -639,7 +639,7 @@ TOL.update({"norm_back": 1e-4, "batch_norm_back": 1e-4, "lstm_cell_back": 1e-4, 
 IN_PLACE = {"opt_step_adamw", "opt_step_sgd"}
 # pyggml.ops' graph helpers (numpy axes, constants of the graph being built): tests/test_graph_ops.py
 GRAPH_HELPERS = {"as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum",
-                 "reduce_mean", "square", "concatenate", "dropout"}
+                 "reduce_mean", "square", "concatenate", "dropout", "shape"}
 
 
 def test_every_op_is_covered():

@@ -75,6 +75,8 @@ CASES = [
     LayerCase("permute_2d", lambda: L.Permute((2, 1)), [(3, 4)], lambda hs, w, t: hs[0].transpose(0, 2, 1)),
     LayerCase("permute_3d", lambda: L.Permute((3, 1, 2)), [(2, 3, 4)],
               lambda hs, w, t: hs[0].transpose(0, 3, 1, 2)),
+    LayerCase("repeat_vector", lambda: L.RepeatVector(3), [(4,)], lambda hs, w, t: np.repeat(hs[0][:, None], 3, 1)),
+    LayerCase("repeat_vector_once", lambda: L.RepeatVector(1), [(2,)], lambda hs, w, t: hs[0][:, None]),
     LayerCase("add", lambda: L.Add(), [(3,), (3,)], lambda hs, w, t: hs[0] + hs[1]),
     LayerCase("add_three_sequences", lambda: L.Add(), [(2, 3)] * 3, lambda hs, w, t: hs[0] + hs[1] + hs[2]),
     LayerCase("concatenate", lambda: L.Concatenate(), [(2,), (3,)],
@@ -100,6 +102,30 @@ CASES = [
 
 # the harness's four checks over every case (forward, gradient, config, a training step)
 test_forward, test_gradient, test_config, test_training_step = harness_tests(CASES)
+
+
+def test_repeat_vector_refuses_bad_arguments_and_shapes():
+    for bad in (0, -2, 1.5, "3", None):
+        with pytest.raises(ValueError, match="positive int"):
+            L.RepeatVector(bad)
+    with pytest.raises(ValueError, match=r"\(batch, features\)"):
+        L.RepeatVector(2)(pg.Input(shape=(3, 4)))
+    assert L.RepeatVector(5).compute_output_shape((None, 7)) == (None, 5, 7)
+    assert L.RepeatVector.from_config(L.RepeatVector(4).get_config()).n == 4
+
+
+def test_concatenate_promotes_integer_inputs_to_floats():
+    """As Keras does: an integer input (e.g. Input(dtype="int64") of one-hot codes) joins a
+    float one as floats."""
+    a = pg.Input(shape=(3,), dtype="int64", name="codes")
+    b = pg.Input(shape=(2,), name="values")
+    m = pg.Model([a, b], L.concatenate([a, b])).compile(loss="mse")
+    ia = np.array([[0, 1, 7], [3, 0, 1]], dtype=np.int64)
+    fb = np.array([[0.5, -1.0], [2.0, 0.25]], dtype=np.float32)
+    got = m.predict([ia, fb])
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.concatenate([ia.astype(np.float32), fb], axis=1))
+    m.free()
 
 
 def test_dropout_noise_shape_drops_whole_broadcast_axes():

@@ -34,3 +34,34 @@ def test_embedding_weight_layout_and_bad_indices():
             m.predict(bad)
     assert m.predict(np.array([[0, 9, 3]])).shape == (1, 1)
     m.free()
+
+
+class _Lookup(pg.layers.Layer):
+    """A user's layer holding an Embedding, fed the model's Input as it is (keras-io's
+    TokenAndPositionEmbedding on ``layers.Input(shape=(maxlen,))``, float32 by default)."""
+
+    def __init__(self, scale=None, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+        self.emb = L.Embedding(6, 2)
+
+    def call(self, x):
+        return self.emb(x if self.scale is None else x * self.scale)
+
+
+def test_embedding_takes_float_indices_fed_to_the_graph_as_keras_casts_them():
+    x = pg.Input(shape=(3,))                        # float32, as in the keras-io example
+    m = pg.Model(x, _Lookup()(x)).compile(loss="mse")
+    (table,) = m.get_weights().values()
+    idx = np.array([[0, 5, 2], [1, 1, 4]], dtype=np.float32)
+    np.testing.assert_array_equal(m.predict(idx), table[idx.astype(np.int64)])
+    # out of range is refused before it reaches ggml (get_rows would abort)
+    with pytest.raises(ValueError, match="out of range"):
+        m.predict(np.array([[0, 6, 1]], dtype=np.float32))
+    m.free()
+
+
+def test_embedding_refuses_computed_float_indices():
+    x = pg.Input(shape=(3,))
+    with pytest.raises(TypeError, match="indices must be integers"):
+        pg.Model(x, _Lookup(scale=2.0)(x))

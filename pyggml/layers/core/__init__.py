@@ -5,8 +5,8 @@ from pyggml.layers.core.dense import Dense
 from pyggml.layers.core.dropout import Dropout
 from pyggml.layers.core.embedding import Embedding
 from pyggml.layers.core.prelu import PReLU
-from pyggml.layers.core.reshaping import Flatten, Permute, Reshape
+from pyggml.layers.core.reshaping import Flatten, Permute, RepeatVector, Reshape
 from pyggml.layers.core.up_sampling import UpSampling1D, UpSampling2D
 
 __all__ = ["Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Dropout", "Flatten", "Reshape",
-           "Permute", "Embedding", "PReLU", "UpSampling1D", "UpSampling2D"]
+           "Permute", "RepeatVector", "Embedding", "PReLU", "UpSampling1D", "UpSampling2D"]

@@ -52,7 +52,20 @@ class Embedding(Layer):
         return _scope.require("Embedding's mask").derived_input(
             inputs, lambda a: (np.asarray(a) != 0).astype(np.float32), tuple(inputs.shape), "float32")
 
+    def _indices(self, inputs):
+        """int32 indices: the input itself, or (as Keras casts them) float values fed to the
+        graph, e.g. by an ``Input`` of the default float32 read by a custom layer that holds
+        this Embedding, made integer on the host as they enter the graph."""
+        if inputs.dtype == "i32":
+            return inputs
+        if inputs.op != "NONE":
+            raise TypeError(f"{self.name or 'Embedding'}: indices must be integers; a computed float tensor "
+                            f"cannot be used as indices (feed the model an Input(dtype='int32') instead)")
+        return _scope.require("Embedding's indices").derived_input(
+            inputs, lambda a: np.asarray(a).astype(np.int32), tuple(inputs.shape), "int32")
+
     def call(self, inputs, training=None):
+        inputs = self._indices(inputs)
         shape = tuple(inputs.shape)
         n = 1
         for d in shape:

@@ -1,4 +1,4 @@
-"""Flatten, Reshape and Permute: the same values in another shape (the batch stays first)."""
+"""Flatten, Reshape, Permute and RepeatVector: the same values in another shape (the batch stays first)."""
 
 import numpy as np
 
@@ -8,7 +8,7 @@ from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["Flatten", "Reshape", "Permute"]
+__all__ = ["Flatten", "Reshape", "Permute", "RepeatVector"]
 
 
 @register_builtin
@@ -91,4 +91,31 @@ class Permute(Layer):
     def get_config(self):
         c = super().get_config()
         c["dims"] = self.dims
+        return c
+
+
+@register_builtin
+class RepeatVector(Layer):
+    """``RepeatVector(n)``: (batch, features) to (batch, n, features), each row repeated
+    n times (the encoder's summary fed to every step of a decoder)."""
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        if not is_int(n) or n < 1:
+            raise ValueError(f"RepeatVector: n must be a positive int, got {n!r}")
+        self.n = int(n)
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 2:
+            raise ValueError(f"RepeatVector takes inputs of shape (batch, features), got {tuple(input_shape)}")
+        return (input_shape[0], self.n, input_shape[1])
+
+    def call(self, inputs, training=None):
+        b, f = inputs.shape
+        rows = ops.reshape(contiguous(inputs), (b, 1, f))
+        return ops.repeat(rows, ops.constant(np.zeros((b, self.n, f), dtype=np.float32)))
+
+    def get_config(self):
+        c = super().get_config()
+        c["n"] = self.n
         return c

@@ -1,0 +1,141 @@
+"""The keras-io ports in examples/keras_io/ run end to end in their quick form
+(``--quick``: fewer rows and epochs, as each file's header says), each reaches
+a meaningful value of the metric its example reports, and lands within 2
+points (or the stated tolerance) of its PyTorch twin in tools/keras_io_twins/,
+trained on the same data with the same architecture and optimizer settings.
+
+A port and its twin run at once, in fresh interpreters of one CPU thread each
+(two cores in CI); the results are shared by the threshold and parity tests.
+The parity tests skip without PyTorch.  (The timeouts only guard against a
+hang; nothing here measures speed.)"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PORTS_DIR = ROOT / "examples" / "keras_io"
+TWINS_DIR = ROOT / "tools" / "keras_io_twins"
+HANG_GUARD_S = 600
+
+
+@dataclass
+class Port:
+    label: str                   # the line the example's metric follows ("Test accuracy:")
+    threshold: float             # the quick run must reach it (at least; at most when lower_is_better)
+    tolerance: float = 0.02      # |port - twin|: 2 points of accuracy unless said
+    lower_is_better: bool = False
+    needs: tuple = ()            # modules the example imports besides pyggml and numpy
+    args: tuple = ()
+
+
+PORTS = {
+    "mnist_convnet": Port("Test accuracy:", 0.92, needs=("sklearn",)),
+    "timeseries_classification": Port("Test accuracy", 0.92, needs=("sklearn", "scipy")),
+    "text_classification_with_transformer": Port("Validation accuracy:", 0.93),
+    "bidirectional_lstm_imdb": Port("Validation accuracy:", 0.9),
+    # today's example takes the Normalization layers' outputs as model inputs: Keras (and pyggml)
+    # puts new Inputs there, the numbers enter unnormalised and the model predicts the majority
+    # class (69% of the validation rows here), as the keras-io page's own run does (its 77%)
+    "structured_data_classification": Port("Validation accuracy:", 0.66, needs=("pandas",)),
+    "structured_data_classification_2020": Port("Validation accuracy:", 0.83, needs=("pandas",)),
+    # binary cross-entropy of the denoised test images: the mean training image scores 0.311,
+    # the clean images themselves 0.156
+    "autoencoder": Port("Denoising val_loss:", 0.26, tolerance=0.01, lower_is_better=True, needs=("sklearn",)),
+    "addition_rnn": Port("Validation accuracy:", 0.42),
+    # solved: a running reward over 195 within the quick run's 250 episodes
+    "actor_critic_cartpole": Port("Solved at episode", 250, lower_is_better=True, tolerance=None,
+                                  args=("--episodes", "250")),
+}
+
+
+def _missing(port):
+    return [m for m in port.needs if importlib.util.find_spec(m) is None]
+
+
+def _start(script, args, cwd):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)          # the installed pyggml, never the source tree
+    env["PYTHONWARNINGS"] = "default"
+    return subprocess.Popen([sys.executable, str(script), "--quick", "--threads", "1", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc, what):
+    try:
+        out, err = proc.communicate(timeout=HANG_GUARD_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{what} did not finish in {HANG_GUARD_S} s")
+    assert proc.returncode == 0, f"{what}: exit code {proc.returncode}\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+    return out, err
+
+
+def _metric(label, text, what):
+    m = re.search(re.escape(label) + r"\s*([-+0-9.eE]+)", text)
+    assert m, f"{what}: no {label!r} in the output:\n{text[-3000:]}"
+    return float(m.group(1).rstrip("!."))
+
+
+_RESULTS = {}
+
+
+def results(name, tmp_path_factory):
+    """{"port": (stdout, stderr), "twin": (stdout, stderr) or None}, run once per port."""
+    if name not in _RESULTS:
+        port = PORTS[name]
+        missing = _missing(port)
+        if missing:
+            pytest.skip(f"{name} needs {', '.join(missing)}")
+        cwd = tmp_path_factory.mktemp(name)
+        procs = {"port": _start(PORTS_DIR / f"{name}.py", port.args, cwd)}
+        if importlib.util.find_spec("torch") is not None:
+            procs["twin"] = _start(TWINS_DIR / f"{name}_torch.py", port.args, cwd)
+        _RESULTS[name] = {k: _finish(p, f"{name} ({k})") for k, p in procs.items()}
+        _RESULTS[name].setdefault("twin", None)
+    return _RESULTS[name]
+
+
+def test_every_port_has_a_twin_and_a_documented_header():
+    ports = sorted(p.stem for p in PORTS_DIR.glob("*.py") if p.stem != "offline_data")
+    assert ports == sorted(PORTS)
+    for name in ports:
+        assert (TWINS_DIR / f"{name}_torch.py").is_file(), f"{name} has no PyTorch twin"
+        head = (PORTS_DIR / f"{name}.py").read_text().split("\n\n")[0]
+        assert "keras-io's examples/" in head and "Data:" in head and "--quick" in head, \
+            f"{name}'s header must say which example it ports, what changed where the data loads, and --quick"
+
+
+@pytest.mark.parametrize("name", sorted(PORTS))
+def test_port_reaches_its_example_s_metric(name, tmp_path_factory):
+    port = PORTS[name]
+    out, err = results(name, tmp_path_factory)["port"]
+    value = _metric(port.label, out, name)
+    if port.lower_is_better:
+        assert value <= port.threshold, f"{name}: {port.label} {value} (want at most {port.threshold})"
+    else:
+        assert value >= port.threshold, f"{name}: {port.label} {value} (want at least {port.threshold})"
+    if name == "structured_data_classification":
+        # the Keras behaviour the example relies on, said aloud
+        assert "a new Input takes its place" in err
+
+
+@pytest.mark.parametrize("name", sorted(PORTS))
+def test_port_matches_its_pytorch_twin(name, tmp_path_factory):
+    pytest.importorskip("torch")
+    port = PORTS[name]
+    res = results(name, tmp_path_factory)
+    ours = _metric(port.label, res["port"][0], name)
+    theirs = _metric(port.label, res["twin"][0], f"{name}'s twin")
+    if port.tolerance is None:           # both solve within the budget
+        assert ours <= port.threshold and theirs <= port.threshold, (ours, theirs)
+    else:
+        assert abs(ours - theirs) <= port.tolerance, \
+            f"{name}: {port.label} {ours:.4f} with pyggml, {theirs:.4f} with PyTorch (tolerance {port.tolerance})"
