@@ -21,7 +21,10 @@ from pyggml.core import get_n_threads, n_threads_adaptive, n_threads_is_set
 SMALL_WORK = 200_000
 
 _WARMUP = 2          # first runs (allocation, caches) are not measured
-_SAMPLES = 3         # runs per candidate in one trial
+_ROUNDS = 2          # a trial's rounds over the candidates, interleaved: a change of load reaches each
+_SAMPLES = 2         # timed runs per candidate and round, after one untimed run: the first run on
+                     # another count pays for switching thread pools (waking or parking threads),
+                     # which took 5-25x a small step's time and hid which count is faster
 _FIRST_GAP = 32      # runs before the next trial, doubled while the choice holds
 _MAX_GAP = 4096
 _MAX_GAP_S = 10.0    # ... but never longer than this many seconds apart
@@ -77,12 +80,15 @@ class ThreadChooser:
             return self._n
         if self.trial is None and (self.runs >= self.next_trial or
                                    time.perf_counter() - self.last_trial_t > _MAX_GAP_S):
-            # interleaved, so that a change of load in the middle reaches every candidate
-            self.trial = self.cands * _SAMPLES
+            order = []
+            for _ in range(_ROUNDS):
+                for c in self.cands:
+                    order += [(c, False)] + [(c, True)] * _SAMPLES
+            self.trial = order[::-1]             # taken from the end
             self.times = {c: [] for c in self.cands}
         if self.trial:
-            self._n = self.trial.pop()
-            self._t0 = time.perf_counter()
+            self._n, timed = self.trial.pop()
+            self._t0 = time.perf_counter() if timed else -1.0
         else:
             self._n = self.choice
             self._t0 = 0.0
@@ -92,7 +98,8 @@ class ThreadChooser:
         """Record the run that pick() began."""
         if self._t0 == 0.0:
             return
-        self.times[self._n].append(time.perf_counter() - self._t0)
+        if self._t0 > 0.0:
+            self.times[self._n].append(time.perf_counter() - self._t0)
         self._t0 = 0.0
         if not self.trial:
             self._conclude()
