@@ -28,19 +28,19 @@ class LearningRateSchedule:
         return cls(**config)
 
 
-@register_builtin
-class ExponentialDecay(LearningRateSchedule):
+class _StepDecay(LearningRateSchedule):
+    """What ExponentialDecay and InverseTimeDecay share: their arguments and the
+    decay's progress ``step / decay_steps`` (whole periods when ``staircase``)."""
+
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name=None):
         self.initial_learning_rate = check_number("initial_learning_rate", initial_learning_rate, 0.0)
         self.decay_steps = check_positive_int("decay_steps", decay_steps)
         self.decay_rate = check_number("decay_rate", decay_rate, 0.0)
         self.staircase = bool(staircase)
 
-    def __call__(self, step):
+    def progress(self, step):
         p = step / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate * self.decay_rate ** p
+        return math.floor(p) if self.staircase else p
 
     def get_config(self):
         return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps,
@@ -48,22 +48,15 @@ class ExponentialDecay(LearningRateSchedule):
 
 
 @register_builtin
-class InverseTimeDecay(LearningRateSchedule):
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False, name=None):
-        self.initial_learning_rate = check_number("initial_learning_rate", initial_learning_rate, 0.0)
-        self.decay_steps = check_positive_int("decay_steps", decay_steps)
-        self.decay_rate = check_number("decay_rate", decay_rate, 0.0)
-        self.staircase = bool(staircase)
-
+class ExponentialDecay(_StepDecay):
     def __call__(self, step):
-        p = step / self.decay_steps
-        if self.staircase:
-            p = math.floor(p)
-        return self.initial_learning_rate / (1.0 + self.decay_rate * p)
+        return self.initial_learning_rate * self.decay_rate ** self.progress(step)
 
-    def get_config(self):
-        return dict(initial_learning_rate=self.initial_learning_rate, decay_steps=self.decay_steps,
-                    decay_rate=self.decay_rate, staircase=self.staircase)
+
+@register_builtin
+class InverseTimeDecay(_StepDecay):
+    def __call__(self, step):
+        return self.initial_learning_rate / (1.0 + self.decay_rate * self.progress(step))
 
 
 @register_builtin
