@@ -1634,6 +1634,58 @@ def test_soft_max_long_rows(n, backend, sched):
     _close(got, softmax(x.astype(np.float64) * 0.5 + mask), 1e-6)
 
 
+# ggml/patches/0025: denormal floats are flushed to zero while a graph computes (Adam's
+# moments of weights with zero gradients decay into that range, where each multiply takes
+# a microcode assist), on every thread count; the caller's thread keeps IEEE arithmetic.
+@pytest.mark.parametrize("threads", [1, 2])
+def test_graph_flushes_denormals_and_restores_the_caller(threads, backend):
+    tiny = np.float32(1e-39)                       # a denormal float32
+    assert tiny != 0 and np.float32(tiny * np.float32(2)) != 0
+    x = np.full((4, 64), tiny, dtype=np.float32)
+    x[:, ::2] = np.float32(3.0)                    # normal numbers stay exact
+    lctx, buf, (a,) = make_leaves(backend, [x])
+    cctx = core.Context(n_tensors=8, graph_size=64)
+    out = ops.scale(a, 2.0, ctx=cctx)
+    g = core.Graph(cctx, 64)
+    g.build_forward(out)
+    sc = core.Scheduler([backend], graph_size=64)
+    sc.compute(g, threads)
+    got = out.numpy()
+    for o in (sc, g, cctx, buf, lctx):
+        o.free()
+    want = np.where(x == np.float32(3.0), np.float32(6.0), np.float32(0.0))
+    np.testing.assert_array_equal(got, want)
+    # numpy in this (the caller's) thread still computes denormals after the graph ran
+    assert np.float32(tiny * np.float32(2)) == np.float32(2e-39)
+    assert np.float32(1e-30) * np.float32(1e-9) != 0
+
+
+def test_adam_moments_of_an_unused_weight_never_go_denormal(backend):
+    """Many Adam steps on a weight whose gradient is zero: its moments reach zero through
+    the flush, as numpy's reference computed with flush-to-zero does, never a denormal."""
+    w, g, m, v = (np.full(256, 0.5, np.float32), np.zeros(256, np.float32),
+                  np.full(256, 1e-3, np.float32), np.full(256, 1e-6, np.float32))
+    p = np.array([1e-3, 0.9, 0.999, 1e-8, 0.0, 1.0, 1.0], np.float32)
+    ctx = core.Context(n_tensors=8)
+    tw, tg, tm, tv, tp = (ctx.new_tensor(a.shape) for a in (w, g, m, v, p))
+    buf = core.BackendBuffer(ctx, backend)
+    for t, a in zip((tw, tg, tm, tv, tp), (w, g, m, v, p)):
+        t.set(a)
+    tw.set_param()
+    cctx = core.Context(n_tensors=16, graph_size=64)
+    step = ops.opt_step_adamw(tw, tg, tm, tv, tp, ctx=cctx)
+    gr = core.Graph(cctx, 64)
+    gr.build_forward(step)
+    sc = core.Scheduler([backend], graph_size=64)
+    for _ in range(900):                           # 0.9**900 * 1e-3 ~ 1e-44: denormal without the flush
+        sc.compute(gr)
+    mm = tm.numpy()
+    for o in (sc, gr, cctx, buf, ctx):
+        o.free()
+    assert not np.any((mm != 0) & (np.abs(mm) < np.finfo(np.float32).tiny))
+    assert np.all(mm == 0)
+
+
 def test_lstm_trains_through_ggml_opt(backend):
     """An unrolled LSTM (per-step views of one projection: the views' in-place gradient
     accumulation inside ggml-opt's graphs) learns to tell two sequence patterns apart."""
