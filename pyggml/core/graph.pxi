@@ -787,6 +787,27 @@ cdef class Scheduler(_Owner):
         self.compute(graph, n_threads)
         return [_get_array(<Tensor>t) for t in reads]
 
+    def run_scalar(self, Graph graph not None, tuple tensors, tuple arrays, Tensor read not None, n_threads=None):
+        """``run`` for a training step's hot path: copy ``arrays[i]`` into ``tensors[i]``,
+        compute, and return the first value of ``read`` (the loss) as a float."""
+        if len(tensors) != len(arrays):
+            raise ValueError(f"run_scalar: {len(tensors)} tensors and {len(arrays)} arrays")
+        cdef Py_ssize_t i
+        for i in range(len(tensors)):
+            _set_array(<Tensor?>tensors[i], arrays[i])
+        self.compute(graph, n_threads)
+        cdef ggml_tensor * p = read._p()
+        cdef float v
+        if p.type == GGML_TYPE_F32 and p.data != NULL and ggml_nelements(p) >= 1 and \
+                (p.view_src == NULL or p.view_src.data != NULL):
+            with nogil:
+                if p.buffer != NULL:
+                    ggml_backend_tensor_get(p, &v, 0, sizeof(float))
+                else:
+                    v = (<float *>p.data)[0]
+            return v
+        return float(read.numpy().reshape(-1)[0])
+
     @property
     def n_splits(self):
         self._check()

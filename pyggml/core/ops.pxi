@@ -595,6 +595,9 @@ def cross_entropy_loss(Tensor logits not None, Tensor labels not None, ctx=None)
     _need_f32(labels, "cross_entropy_loss")
     if not ggml_are_same_shape(logits.ptr, labels.ptr):
         raise ValueError(f"cross_entropy_loss: logits {logits.shape} and labels {labels.shape} differ")
+    if not (ggml_is_contiguous(logits.ptr) and ggml_is_contiguous(labels.ptr)):
+        # ggml's kernels (forward and backward) read whole rows: a view would abort
+        raise ValueError("cross_entropy_loss: logits and labels must be contiguous (ops.cont of a view)")
     _prep(c, 4)
     return _out(c, ggml_cross_entropy_loss(c.ptr, logits.ptr, labels.ptr), 1, (logits, labels))
 

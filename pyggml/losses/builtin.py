@@ -125,6 +125,20 @@ class CategoricalCrossentropy(_CrossEntropy):
         per_row = ops.neg(ops.sum_rows(ops.mul(y_true, lp)))
         return per_row if len(lead) == 1 else ops.reshape(per_row, lead)
 
+    def mean_loss(self, y_true, y_pred, from_logits=False):
+        """From logits: ggml's fused cross-entropy (one op and one backward op, exact
+        log-softmax; patch 0026 makes its gradient sum(y) * softmax(z) - y for any targets)."""
+        own = type(self).values is CategoricalCrossentropy.values and type(self).call is _CrossEntropy.call
+        y_true, y_pred = _pair(y_true, y_pred)
+        if not (own and (from_logits or self.from_logits) and len(y_pred.shape) == 2
+                and y_pred.dtype == "f32" and y_true.dtype == "f32"):
+            return super().mean_loss(y_true, y_pred, from_logits)
+        if self.label_smoothing:
+            k = y_pred.shape[-1]
+            y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, self.label_smoothing / k)
+        return ops.cross_entropy_loss(y_pred if y_pred.is_contiguous else ops.cont(y_pred),
+                                      y_true if y_true.is_contiguous else ops.cont(y_true))
+
 
 @register_builtin
 class SparseCategoricalCrossentropy(_CrossEntropy):

@@ -87,6 +87,11 @@ class Loss:
         output activation named by ``logits_from``."""
         return self.call(y_true, y_pred)
 
+    def mean_loss(self, y_true, y_pred, from_logits=False):
+        """The batch's mean loss as one scalar (Keras's default reduction without weights or
+        masks): what training minimises. A loss with a fused form of it overrides this."""
+        return reduce_loss(self.values(y_true, y_pred, from_logits))
+
     def __call__(self, y_true, y_pred, sample_weight=None):
         if isinstance(y_pred, Tensor) or isinstance(y_true, Tensor):
             w = sample_weight if isinstance(sample_weight, Tensor) or sample_weight is None else \

@@ -280,7 +280,10 @@ class _LossGraph(Executor):
                     cells = o.nelements // o.shape[0]
                     w = self.g.input((o.shape[0], cells if kind == "cells" else 1))
                 self.ws.append(w)
-                head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w, self.masks[i])
+                if w is None and self.masks[i] is None:
+                    head = loss.mean_loss(y, o, from_logits=spec.logits[i])
+                else:
+                    head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w, self.masks[i])
                 self.heads.append(head)
                 weighted = ops.scale(head, spec.loss_weights[i]) if spec.loss_weights[i] != 1.0 else head
                 total = weighted if total is None else ops.add(total, weighted)
@@ -425,6 +428,12 @@ class TrainStep(_LossGraph):
         self.graph = self._graph(size, accumulators, params, with_updates=True)
         g.allocate(self.backend)
         self.make_scheduler(size)
+        # the common case takes one call into the core per step (plain_step): no dropout
+        # masks, derived inputs or accumulation, every output with its targets
+        ws = [w for w in self.ws if w is not None]
+        self.plain = (opt_period == 1 and not g.has_derived and not g.has_masks and None not in self.ys
+                      and len(ws) in (0, len(self.ws)))
+        self._plain_tensors = tuple(self.xs) + tuple(self.ys) + tuple(ws) + (self.scalars,)
 
     def _graph(self, size, accumulators, params, with_updates):
         g = self.g
@@ -456,6 +465,22 @@ class TrainStep(_LossGraph):
                 for out in weight_rules.constraint_updates(self.layers, updated):
                     graph.build_forward(out)
         return graph
+
+    def plain_step(self, arrays):
+        """step() of a ``plain`` executor for arrays exactly as its tensors take them
+        (inputs, targets, then weights if the graph has them; the caller checked them):
+        one call into the core; returns the loss."""
+        opt = self.optimizer
+        n = self.threads.pick()
+        try:
+            loss = self.sched.run_scalar(self.graph, self._plain_tensors, arrays + (opt.step_scalars(),),
+                                         self.total, n)
+        except BaseException:
+            self.threads.abandon()
+            raise
+        self.threads.done()
+        opt.iterations += 1
+        return loss
 
     def step(self, xs, ys, ws=None, want_outputs=False):
         pairs = self.batch_pairs(xs, ys, ws)

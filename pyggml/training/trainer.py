@@ -94,6 +94,8 @@ class Trainer(Freeable):
         self._fixed_shapes = None
         self._fast = None                    # (x shape, y shape) of the float arrays step takes as they are
         self._cell_ones = np.ones((batch_size, n_out or 1), dtype=np.float32)
+        # the weights step's fast path gives with a batch (all ones: the trainer's loss mask)
+        self._fast_weights = () if loss_mask is None else (self._ones,) if int(loss_mask) == 1 else (self._cell_ones,)
         if all(d is not None for s in model.graph_specs for d in s.feature_shape):
             self._fixed_shapes = tuple((batch_size,) + s.feature_shape for s in model.graph_specs)
             self._train_step(self._fixed_shapes)
@@ -194,6 +196,18 @@ class Trainer(Freeable):
     # --- training --------------------------------------------------------------------------
     def step(self, x, y, weights=None):
         """Train on one batch of exactly batch_size rows; returns its loss."""
+        fast = self._fast
+        if weights is None and fast is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
+                x.shape == fast[0] and y.shape == fast[1] and x.dtype == np.float32 and \
+                y.dtype == np.float32 and x.flags.c_contiguous and y.flags.c_contiguous:
+            # one batch exactly as the graph takes it: nothing to convert or check
+            with self._model.lock:
+                self._check()
+                st = self._steps.get(self._fixed_shapes)
+                if st is not None and not st.freed and st.plain:
+                    loss = st.plain_step((x, y) + self._fast_weights)
+                    self._n += 1
+                    return loss
         xs, ys, ws = self._batch(x, y, weights, "step")
         with self._model.lock:
             self._check()

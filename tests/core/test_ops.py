@@ -1686,6 +1686,80 @@ def test_adam_moments_of_an_unused_weight_never_go_denormal(backend):
     assert np.all(mm == 0)
 
 
+def _ce_ref(z, y):
+    z64, y64 = z.astype(np.float64), y.astype(np.float64)
+    lse = np.log(np.exp(z64 - z64.max(1, keepdims=True)).sum(1, keepdims=True)) + z64.max(1, keepdims=True)
+    p = softmax(z64)
+    loss = -(y64 * (z64 - lse)).sum() / z.shape[0]
+    grad = (y64.sum(1, keepdims=True) * p - y64) / z.shape[0]
+    return loss, grad
+
+
+# ggml/patches/0026: the fused cross-entropy's gradient is sum(y) * softmax(z) - y (per row,
+# over the rows' count) for any targets, and its loss sums rows in order (any thread count)
+@pytest.mark.parametrize("targets", ["one_hot", "soft", "unnormalised", "zero_rows", "negative"])
+@pytest.mark.parametrize("shape", [(1, 2), (7, 3), (33, 10), (64, 130)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cross_entropy_loss_any_targets(targets, shape, threads, backend, sched):
+    r = rng(97)
+    z = (r.normal(size=shape) * 3).astype(np.float32)
+    k = shape[1]
+    if targets == "one_hot":
+        y = np.eye(k, dtype=np.float32)[r.integers(0, k, shape[0])]
+    elif targets == "soft":
+        y = r.uniform(size=shape).astype(np.float32)
+        y /= y.sum(1, keepdims=True)
+    elif targets == "unnormalised":
+        y = (r.uniform(size=shape) * 2.5).astype(np.float32)
+    elif targets == "zero_rows":
+        y = np.eye(k, dtype=np.float32)[r.integers(0, k, shape[0])]
+        y[::2] = 0.0
+    else:
+        y = r.normal(size=shape).astype(np.float32)
+    got, (gz,) = run_ops(backend, sched, lambda a, b, ctx: ops.cross_entropy_loss(a, b, ctx=ctx), [z, y], (0,),
+                         np.ones(1, np.float32), n_threads=threads)
+    loss, grad = _ce_ref(z, y)
+    np.testing.assert_allclose(got.reshape(-1)[0], loss, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(gz, grad, rtol=1e-5, atol=1e-7)
+    if targets == "zero_rows":
+        assert np.all(gz[::2] == 0)               # a row with no targets gets no gradient
+
+
+def test_cross_entropy_loss_same_value_on_any_thread_count(backend, sched):
+    r = rng(98)
+    z = (r.normal(size=(101, 17)) * 4).astype(np.float32)
+    y = r.uniform(size=(101, 17)).astype(np.float32)
+    vals = {run_ops(backend, sched, lambda a, b, ctx: ops.cross_entropy_loss(a, b, ctx=ctx), [z, y], (0,),
+                    np.ones(1, np.float32), n_threads=n)[0].reshape(-1)[0] for n in (1, 2, 3, 4)}
+    assert len(vals) == 1
+
+
+def test_scheduler_replans_for_another_graph_of_the_same_sizes(backend):
+    """ggml/patches/0027: a scheduler reused the last graph's memory plan for any graph of
+    as many nodes whose sizes fit; here the second graph's kept output (a loss of 1 row)
+    came back as the first graph's backward seed (1.0)."""
+    sc = core.Scheduler([backend], graph_size=4096)
+    try:
+        ce = lambda a, b, ctx: ops.cross_entropy_loss(a, b, ctx=ctx)
+        ggml_grad(backend, sc, ce, [A34, LABELS], 0, np.ones(1))
+        z = np.array([[0.5, -1.0]], np.float32)
+        y = np.array([[1.0, 0.0]], np.float32)
+        got, (gz,) = run_ops(backend, sc, ce, [z, y], (0,), np.ones(1, np.float32))
+    finally:
+        sc.free()
+    loss, grad = _ce_ref(z, y)
+    np.testing.assert_allclose(got.reshape(-1)[0], loss, rtol=1e-6)
+    np.testing.assert_allclose(gz, grad, rtol=1e-5, atol=1e-7)
+
+
+def test_cross_entropy_loss_refuses_views(backend):
+    ctx = core.Context(n_tensors=8)
+    a, b = ctx.new_tensor((4, 6)), ctx.new_tensor((6, 4))
+    with pytest.raises(ValueError, match="contiguous"):
+        ops.cross_entropy_loss(ops.transpose(a, ctx=ctx), b, ctx=ctx)
+    ctx.free()
+
+
 def test_lstm_trains_through_ggml_opt(backend):
     """An unrolled LSTM (per-step views of one projection: the views' in-place gradient
     accumulation inside ggml-opt's graphs) learns to tell two sequence patterns apart."""
