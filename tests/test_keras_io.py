@@ -33,6 +33,7 @@ class Port:
     lower_is_better: bool = False
     needs: tuple = ()            # modules the example imports besides pyggml and numpy
     args: tuple = ()
+    seeds: tuple = ()            # several runs (--seed each): the metric is how many print the label
 
 
 PORTS = {
@@ -49,9 +50,13 @@ PORTS = {
     # the clean images themselves 0.156
     "autoencoder": Port("Denoising val_loss:", 0.26, tolerance=0.01, lower_is_better=True, needs=("sklearn",)),
     "addition_rnn": Port("Validation accuracy:", 0.42),
-    # solved: a running reward over 195 within the quick run's 250 episodes
-    "actor_critic_cartpole": Port("Solved at episode", 250, lower_is_better=True, tolerance=None,
-                                  args=("--episodes", "250")),
+    # solved: a running reward over 195 within the quick run's 300 episodes. Whether one seed
+    # solves in a budget is close to a coin flip for the twin as for the port (seeds 4-9 at
+    # 250 episodes: PyTorch 2 of 6, pyggml 3 of 6), and float rounding moves a run from one
+    # side to the other: four seeds each; the port solves at least two, and at most one
+    # fewer than the twin
+    "actor_critic_cartpole": Port("Solved at episode", 2, tolerance=1, args=("--episodes", "300"),
+                                  seeds=(1337, 1, 2, 3)),
 }
 
 
@@ -95,10 +100,19 @@ def results(name, tmp_path_factory):
         if missing:
             pytest.skip(f"{name} needs {', '.join(missing)}")
         cwd = tmp_path_factory.mktemp(name)
-        procs = {"port": _start(PORTS_DIR / f"{name}.py", port.args, cwd)}
+        runs = [port.args + ("--seed", str(s)) for s in port.seeds] or [port.args]
+        procs = {"port": [_start(PORTS_DIR / f"{name}.py", a, cwd) for a in runs]}
         if importlib.util.find_spec("torch") is not None:
-            procs["twin"] = _start(TWINS_DIR / f"{name}_torch.py", port.args, cwd)
-        _RESULTS[name] = {k: _finish(p, f"{name} ({k})") for k, p in procs.items()}
+            procs["twin"] = [_start(TWINS_DIR / f"{name}_torch.py", a, cwd) for a in runs]
+        _RESULTS[name] = {k: [_finish(p, f"{name} ({k})") for p in ps] for k, ps in procs.items()}
+        for k, outs in _RESULTS[name].items():
+            if port.seeds:
+                # the number of seeds whose output has the label, as the output of one run
+                n = sum(port.label in out for out, _ in outs)
+                _RESULTS[name][k] = (f"{port.label} {n}\n" + "".join(out for out, _ in outs),
+                                     "".join(err for _, err in outs))
+            else:
+                _RESULTS[name][k] = outs[0]
         _RESULTS[name].setdefault("twin", None)
     return _RESULTS[name]
 
@@ -134,8 +148,9 @@ def test_port_matches_its_pytorch_twin(name, tmp_path_factory):
     res = results(name, tmp_path_factory)
     ours = _metric(port.label, res["port"][0], name)
     theirs = _metric(port.label, res["twin"][0], f"{name}'s twin")
-    if port.tolerance is None:           # both solve within the budget
-        assert ours <= port.threshold and theirs <= port.threshold, (ours, theirs)
+    if port.seeds:                       # runs that reach the label: at most `tolerance` fewer than the twin's
+        assert ours >= theirs - port.tolerance, \
+            f"{name}: {ours:.0f} of {len(port.seeds)} seeds with pyggml, {theirs:.0f} with PyTorch"
     else:
         assert abs(ours - theirs) <= port.tolerance, \
             f"{name}: {port.label} {ours:.4f} with pyggml, {theirs:.4f} with PyTorch (tolerance {port.tolerance})"
