@@ -98,9 +98,14 @@ def test_fixed_count_and_small_work(clock):
     clock.cost = {1: 1e-3, 2: 9e-3}
     pg.set_n_threads(2, adaptive=False)
     assert set(drive(ThreadChooser(work=10**9), clock, 100)) == {2}
+    # ... but a fixed count holds for tiny graphs too
+    assert set(drive(ThreadChooser(work=10), clock, 50)) == {2}
     pg.set_n_threads(None)
-    # tiny graphs run on one thread unless the user chose a count
+    # tiny graphs run on one thread unless the user fixed a count
     assert set(drive(ThreadChooser(work=10), clock, 50)) == {1}
+    pg.set_n_threads(2)                       # a ceiling (adaptive): still one
+    assert set(drive(ThreadChooser(work=10), clock, 50)) == {1}
+    pg.set_n_threads(None)
 
 
 def test_failed_runs_end_a_trial(clock):

@@ -232,9 +232,23 @@ class Predictor(Executor):
             self.graph.build_forward(o)
         self.g.allocate(self.backend)
         self.make_scheduler(size)
+        # one input the graph reads as given (nothing derived from it): run_one's case
+        self.one = len(self.xs) == 1 and not self.g.has_derived
 
     def run(self, xs):
         return self.run_graph(self.graph, self.g.pairs(self.xs, xs, []), self.outs)
+
+    def run_one(self, x):
+        """run([x]) of a ``one`` predictor, x exactly as its input takes it (checked by the
+        caller): one call into the core."""
+        n = self.threads.pick()
+        try:
+            got = self.sched.run(self.graph, ((self.xs[0], x),), self.outs, n)
+        except BaseException:
+            self.threads.abandon()
+            raise
+        self.threads.done()
+        return got
 
 
 def _predictions(loss, raw):

@@ -269,7 +269,8 @@ def predict_repeat(model, x, batch_size, steps):
         if model._predict_fast is not fast or fast[4] is not model._rt or fast[3].freed:
             return None
         fast[4].ensure_bound()
-        return fast[3].run([x])
+        pred = fast[3]
+        return pred.run_one(x) if pred.one else pred.run([x])
 
 
 def _predict_batch(rt, xs, b):

@@ -703,7 +703,11 @@ def test_out_prod_kernel_shapes(shape, transposed, backend, sched):
 MUL_MAT_SHAPES = [(1, 1, 1, 1), (1, 9, 8, 300), (1, 72, 16, 100), (1, 500, 10, 500), (1, 4, 8, 16),
                   (1, 3, 17, 7), (1, 100, 130, 49), (2, 9, 50, 13), (4, 33, 20, 60), (1, 32, 24, 24),
                   (1, 17, 100, 70), (1, 33, 80, 40), (1, 784, 500, 64), (3, 16, 48, 7), (1, 10, 20, 31),
-                  (1, 48, 40, 300)]
+                  (1, 48, 40, 300),
+                  # (0029) k a multiple of 16 up to 128 with 32 or more columns of a (m): the kernel,
+                  # a's transpose packed 8 x 8 in registers, with row (m) and step (k) tails
+                  (1, 64, 64, 64), (1, 64, 40, 33), (1, 128, 37, 50), (1, 16, 48, 32), (2, 32, 72, 40),
+                  (1, 12, 24, 40), (1, 20, 33, 64), (1, 64, 16, 64)]
 
 
 @pytest.mark.parametrize("shape", MUL_MAT_SHAPES)

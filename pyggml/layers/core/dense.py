@@ -55,7 +55,8 @@ class Dense(Activated):
     def pre_activation(self, inputs, training=None):
         y, lead = self._product(inputs)
         if self.use_bias:
-            y = ops.add(y, self.bias)
+            # the bias as the fused op's linear form where it applies (one pass, no broadcast)
+            y = ops.bias_act(y, self.bias, "linear") if fused() else ops.add(y, self.bias)
         return self._shaped(y, lead)
 
     def call(self, inputs, training=None):
