@@ -695,6 +695,27 @@ def test_out_prod_kernel_shapes(shape, transposed, backend, sched):
     np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
+# (0030) many packed slices (attention's batch x heads): each thread takes whole slices in a
+# work area of its own (twice as many slices as threads or more), else the slices are shared
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("shape", [(6, 50, 70, 90), (10, 40, 100, 80), (16, 64, 64, 64)])
+def test_out_prod_slices_per_thread(shape, transposed, threads, backend, sched):
+    s, k, m, n = shape
+    r = rng(42)
+    a = r.standard_normal((s // 2, k, m)).astype(np.float32)
+    if transposed:
+        bt = r.standard_normal((s, n, k)).astype(np.float32)
+        build = lambda x, y, ctx: ops.out_prod(x, ops.transpose(y, ctx=ctx), ctx=ctx)
+        b, arrays = np.swapaxes(bt, 1, 2), [a, bt]
+    else:
+        b = r.standard_normal((s, k, n)).astype(np.float32)
+        build, arrays = (lambda x, y, ctx: ops.out_prod(x, y, ctx=ctx)), [a, b]
+    got, _ = run_ops(backend, sched, build, arrays, n_threads=threads)
+    ref = np.stack([b[i].T.astype(np.float64) @ a[i // 2] for i in range(s)])
+    np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
 # f32 mul_mat with rows tinyBLAS does not take (k not a multiple of 16) and 32
 # or more of them, or 256 or more rows of other lengths (not multiples of
 # 1024), takes the same kernel on a's transpose, packed in panels (0004): panels one, two and three vectors wide, vector and row tails,
