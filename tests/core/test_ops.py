@@ -716,6 +716,24 @@ def test_out_prod_slices_per_thread(shape, transposed, threads, backend, sched):
     np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
+# (0031) a bias's gradient (repeat's backward: the rows summed into one) on every thread,
+# by ranges of columns: numpy's column sums, the same bits on any thread count
+@pytest.mark.parametrize("cols", [1, 2, 16, 17, 64, 100, 300])
+def test_repeat_back_sums_rows_on_all_threads(cols, backend, sched):
+    r = rng(43)
+    bias = r.standard_normal(cols).astype(np.float32)
+    x = np.zeros((257, cols), np.float32)
+    w = r.standard_normal((257, cols)).astype(np.float32)
+    grads = []
+    for threads in (1, 2, 3, 4):
+        _, (gb,) = run_ops(backend, sched, lambda b, t, ctx: ops.repeat(b, t, ctx=ctx), [bias, x], (0,), w,
+                           n_threads=threads)
+        grads.append(gb)
+    np.testing.assert_allclose(grads[0], w.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
+    for g in grads[1:]:
+        np.testing.assert_array_equal(g, grads[0])
+
+
 # f32 mul_mat with rows tinyBLAS does not take (k not a multiple of 16) and 32
 # or more of them, or 256 or more rows of other lengths (not multiples of
 # 1024), takes the same kernel on a's transpose, packed in panels (0004): panels one, two and three vectors wide, vector and row tails,
