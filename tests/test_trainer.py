@@ -606,3 +606,29 @@ def test_a_freed_model_under_a_live_trainer():
     with pytest.raises(pg.GGMLError, match="freed"):
         tr.step(x[:16], y[:16])
     tr.free()
+
+
+@pytest.mark.parametrize("loss, loss_mask", [("categorical_crossentropy", None), ("mse", None), ("mse", 1),
+                                             ("mse", 2)])
+def test_the_one_call_step_trains_as_the_checked_path(loss, loss_mask):
+    """float32 C-contiguous batches take Trainer.step's one call into the core; the same
+    batches as float64 (converted and checked on the way) take the general path: the two
+    trainers give the same losses and weights, step for step."""
+    def make():
+        act = "softmax" if loss == "categorical_crossentropy" else None
+        m = pg.Sequential([pg.layers.Dense(8, activation="relu"), pg.layers.Dense(2, activation=act)],
+                          input_shape=3).compile(optimizer="adam", loss=loss, seed=3)
+        return pg.Trainer(m, batch_size=16, loss_mask=loss_mask)
+    fast, slow = make(), make()
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        x = rng.standard_normal((16, 3)).astype(np.float32)
+        y = np.eye(2, dtype=np.float32)[rng.integers(0, 2, 16)]
+        a = fast.step(x, y)
+        b = slow.step(x.astype(np.float64), y.astype(np.float64))
+        assert a == b
+    assert fast.n_steps == slow.n_steps == 30
+    for (na, va), (nb, vb) in zip(fast.model().named_variables(), slow.model().named_variables()):
+        assert na == nb
+        np.testing.assert_array_equal(va.numpy(), vb.numpy())
+    assert fast.optimizer.iterations == slow.optimizer.iterations == 30
