@@ -183,10 +183,14 @@ class Executor:
 
     def run_graph(self, graph, pairs, reads, threads=None):
         """One run of graph on the thread count the executor's chooser picks."""
-        threads = threads or self.threads
+        return self.on_threads(threads or self.threads, self.sched.run, graph, pairs, reads)
+
+    @staticmethod
+    def on_threads(threads, run, *args):
+        """run(*args, n) on the count n that the chooser ``threads`` picks, timed for it."""
         n = threads.pick()
         try:
-            got = self.sched.run(graph, pairs, reads, n)
+            got = run(*args, n)
         except BaseException:
             threads.abandon()
             raise
@@ -241,14 +245,7 @@ class Predictor(Executor):
     def run_one(self, x):
         """run([x]) of a ``one`` predictor, x exactly as its input takes it (checked by the
         caller): one call into the core."""
-        n = self.threads.pick()
-        try:
-            got = self.sched.run(self.graph, ((self.xs[0], x),), self.outs, n)
-        except BaseException:
-            self.threads.abandon()
-            raise
-        self.threads.done()
-        return got
+        return self.run_graph(self.graph, ((self.xs[0], x),), self.outs)
 
 
 def _predictions(loss, raw):
@@ -485,14 +482,8 @@ class TrainStep(_LossGraph):
         (inputs, targets, then weights if the graph has them; the caller checked them):
         one call into the core; returns the loss."""
         opt = self.optimizer
-        n = self.threads.pick()
-        try:
-            loss = self.sched.run_scalar(self.graph, self._plain_tensors, arrays + (opt.step_scalars(),),
-                                         self.total, n)
-        except BaseException:
-            self.threads.abandon()
-            raise
-        self.threads.done()
+        loss = self.on_threads(self.threads, self.sched.run_scalar, self.graph, self._plain_tensors,
+                               arrays + (opt.step_scalars(),), self.total)
         opt.iterations += 1
         return loss
 

@@ -158,14 +158,18 @@ class Trainer(Freeable):
         return self._usable(ev)
 
     # --- data ----------------------------------------------------------------------------
+    def _as_taken(self, x, y):
+        """True when (x, y) is one batch exactly as the graph takes it: nothing to convert or check."""
+        fast = self._fast
+        return fast is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
+            x.shape == fast[0] and y.shape == fast[1] and x.dtype == np.float32 and \
+            y.dtype == np.float32 and x.flags.c_contiguous and y.flags.c_contiguous
+
     def _batch(self, x, y, weights, what):
         m = self._model
         if self._freed:
             self._check()
-        if weights is None and self._fast is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
-                x.shape == self._fast[0] and y.shape == self._fast[1] and x.dtype == np.float32 and \
-                y.dtype == np.float32 and x.flags.c_contiguous and y.flags.c_contiguous:
-            # one batch exactly as the graph takes it: nothing to convert or check
+        if weights is None and self._as_taken(x, y):
             return [x], [y], ([self._ones] if self.loss_mask == 1 else
                               [self._cell_ones] if self.loss_mask else None)
         xs, n = m.prepare_inputs(x)
@@ -196,11 +200,7 @@ class Trainer(Freeable):
     # --- training --------------------------------------------------------------------------
     def step(self, x, y, weights=None):
         """Train on one batch of exactly batch_size rows; returns its loss."""
-        fast = self._fast
-        if weights is None and fast is not None and type(x) is np.ndarray and type(y) is np.ndarray and \
-                x.shape == fast[0] and y.shape == fast[1] and x.dtype == np.float32 and \
-                y.dtype == np.float32 and x.flags.c_contiguous and y.flags.c_contiguous:
-            # one batch exactly as the graph takes it: nothing to convert or check
+        if weights is None and self._as_taken(x, y):
             with self._model.lock:
                 self._check()
                 st = self._steps.get(self._fixed_shapes)
