@@ -27,18 +27,18 @@ import bench  # noqa: E402  (the workloads and their child process)
 GROUPS = [
     ("matrix products (tinyBLAS, pyggml's packed kernels, dot products)",
      r"tinyBLAS|opk_|mul_mat|out_prod|vec_dot|gemm|sgemm"),
-    ("convolutions (pyggml's channels-last ops, im2col)", r"conv_cl|im2col|col2im|conv_"),
+    ("convolutions (pyggml's channels-last ops, im2col)", r"conv_cl|im2col|col2im|conv_|pyg_gather|pyg_dc_|pyg_bf_|pyg_mm_"),
     ("recurrent cells (pyggml's fused LSTM/GRU)", r"lstm|gru"),
     ("softmax and cross-entropy", r"soft_max|cross_entropy|expf|vec_exp"),
     ("normalization (layer, batch)", r"norm|batch_norm"),
+    ("pooling", r"pool_cl|pool_1d|pool_2d|max_pool"),
     ("bias, activations and their backward", r"bias_act|unary|relu|gelu|silu|tanh|sigmoid|leaky"),
     ("element-wise arithmetic and sums", r"forward_(add|sub|mul|div|scale|sqr|sqrt|sum|acc|neg|log|repeat|mean)|vec_(add|mul|acc|scale|set|max|sum)"),
     ("copies and layout (cont, permute, get_rows, memcpy)", r"dup|cpy|cont|permute|get_rows|memmove|memcpy|memset|transpose|concat|pad"),
-    ("pooling", r"pool"),
     ("optimizer update (AdamW, SGD)", r"opt_step|adamw|sgd"),
     ("threads waiting (ggml_barrier, spinning, sleeping)", r"barrier|sched_yield|futex|spin|finish_task_switch|do_idle|pthread_cond"),
     ("Python and numpy (the host side: the model layer, data, random masks)",
-     r"^_Py|^Py[A-Z]"),
+     r"(?-i:^_Py|^Py[A-Z])"),
 ]
 OTHER = "other (graph set-up, ggml's scheduler, the kernel, libc)"
 
@@ -100,6 +100,11 @@ def profile(python, wl, threads, repeats, perf, delay_ms, detail):
     main_total = sum(r[0] for r in rows if r[1] == main) or 1.0
     shares = {}
     if detail:
+        per_tid = {}
+        for pct, tid, dso, sym in rows:
+            per_tid[tid] = per_tid.get(tid, 0.0) + pct
+        print("  samples per thread: " + ", ".join(
+            f"{'main' if t == main else t} {p / total * 100:.0f}%" for t, p in sorted(per_tid.items(), key=lambda kv: -kv[1])))
         for pct, tid, dso, sym in sorted(rows, reverse=True)[:detail]:
             print(f"  {pct:5.2f}%  {'main' if tid == main else 'other'}  {group_of(sym, dso)[:30]:30s}  {sym[:60]}  ({dso})")
     for pct, tid, dso, sym in rows:

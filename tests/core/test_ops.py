@@ -1253,10 +1253,15 @@ CONV_SHAPES = [
     (1, 11, 10, 4, 6, (3, 3), (1, 1), "same", (2, 2), "elu"),
     (2, 6, 7, 2, 17, (2, 3), (1, 2), (1, 2, 7, 4), (1, 1), "sigmoid"),
     (1, 7, 7, 33, 20, (3, 3), (2, 2), "same", (1, 1), "leaky_relu"),
+    # (0032) an image taller than one band of the direct path (bands of 22 rows here), and
+    # a row too long for a band (4.3M floats): the forward and kernel gradient gathered,
+    # the input gradient (4 channels a tap) direct
+    (1, 40, 40, 16, 8, (3, 3), (1, 1), "same", (1, 1), "relu"),
+    (1, 1, 270000, 16, 4, (1, 3), (1, 1), "same", (1, 1), "linear"),
 ]
 
 
-@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
 @pytest.mark.parametrize("shape", CONV_SHAPES, ids=lambda s: "x".join(map(str, s[:5])) + f"-{s[7]}-{s[9]}")
 def test_conv_2d_cl_kernel_shapes(shape, n_threads, backend, sched):
     n, h, w, c, oc, k, strides, padding, dilation, act = shape
@@ -1338,6 +1343,57 @@ def test_pool_cl_kernel_shapes(shape, n_threads, backend, sched):
                          [x], (0,), gy, n_threads)
     _close(got, want, 1e-5, "forward")
     _close(dx, pool_cl_grad_ref(x, gy, op, k, strides, padding), 1e-5, "gradient")
+
+
+# (0032) a max pooling of a ReLU convolution: the pooling's gradient and the ReLU's in one
+# pass where the windows tile the input and the channels fill vectors (8 and 16: the build's
+# width or half; 12: four at a time); 5 channels and overlapping windows stay two passes
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("shape", [(4, 12, 12, 3, 8, (2, 2), None), (3, 8, 6, 2, 16, (2, 3), None),
+                                   (2, 6, 6, 4, 12, (2, 2), None), (2, 6, 6, 4, 5, (2, 2), None),
+                                   (2, 7, 7, 3, 8, (3, 3), (2, 2))],
+                         ids=lambda s: "x".join(map(str, s[:5])) + f"-{s[5][0]}x{s[5][1]}")
+def test_relu_conv_max_pool_gradients(shape, n_threads, backend, sched):
+    n, h, w, c, oc, pool, strides = shape
+    r = rng(84)
+    x = r.normal(size=(n, h, w, c)).astype(np.float32)
+    wt = (r.normal(size=(oc, 3, 3, c)) / math.sqrt(9 * c)).astype(np.float32)
+    b = (r.normal(size=(oc,)) * 0.1 - 0.2).astype(np.float32)   # many ReLU zeros, whole windows of them
+    pre = conv_ref(x, wt, b, "same")
+    y = act_ref("relu", pre)
+    want = pool_cl_ref(y, "max", pool, strides)
+    gy = r.normal(size=want.shape)
+
+    def build(a, ww, bb, ctx):
+        return ops.pool_cl(ops.conv_2d_cl(a, ww, bb, (1, 1), "same", (1, 1), "relu", 0.0, ctx=ctx), "max", pool,
+                           strides, "valid", ctx=ctx)
+
+    got, (dx, dw, db) = run_ops(backend, sched, build, [x, wt, b], (0, 1, 2), gy, n_threads)
+    _close(got, want, 1e-4, "forward")
+    dz = pool_cl_grad_ref(y, gy, "max", pool, strides) * act_grad_ref("relu", pre)
+    wx, ww_, wb = conv_grads_ref(x, wt, dz, "same")
+    _close(dx, wx, 1e-4, "input gradient")
+    _close(dw, ww_, 1e-4, "kernel gradient")
+    _close(db, wb, 1e-4, "bias gradient")
+    assert np.any(dz == 0) and np.any(dz != 0)
+
+
+def test_relu_max_pool_backward_is_fusable(backend):
+    # the graph the fused kernel expects: the pooling's gradient right before the ReLU's
+    lctx, buf, (x, wt) = make_leaves(backend, [np.zeros((2, 8, 8, 1), np.float32), np.zeros((8, 3, 3, 1), np.float32)])
+    wt.set_param()
+    cctx = core.Context(n_tensors=256, graph_size=512)
+    y = ops.pool_cl(ops.conv_2d_cl(x, wt, None, (1, 1), "same", (1, 1), "relu", 0.0, ctx=cctx), "max", (2, 2),
+                    None, "valid", ctx=cctx)
+    loss = ops.sum(y, ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    g.build_backward()
+    ops_ = [t.op for t in g.nodes()]
+    i = ops_.index("POOL_CL_BACK")
+    assert ops_[i + 1] == "UNARY_BACK"
+    for o in (g, cctx, buf, lctx):
+        o.free()
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
