@@ -672,7 +672,9 @@ def test_forward(name, backend, sched):
 # transposed views (the input gradient of mul_mat), and batched slices whose
 # first operand is broadcast; numpy shapes: a (slices, k, m), b (slices, k, n).
 OUT_PROD_SHAPES = [(1, 1, 4, 4), (1, 3, 5, 7), (1, 16, 64, 64), (1, 33, 40, 100), (1, 7, 96, 200),
-                   (1, 500, 784, 500), (1, 256, 100, 48), (1, 10, 500, 500), (2, 65, 50, 60), (4, 70, 130, 90)]
+                   (1, 500, 784, 500), (1, 256, 100, 48), (1, 10, 500, 500), (2, 65, 50, 60), (4, 70, 130, 90),
+                   # (0034) packed, with a last panel one and two vectors wide (32 = 24 + 8, 40 = 24 + 16)
+                   (1, 200, 32, 200), (2, 100, 40, 80)]
 
 
 @pytest.mark.parametrize("transposed", [False, True])
@@ -699,7 +701,7 @@ def test_out_prod_kernel_shapes(shape, transposed, backend, sched):
 # work area of its own (twice as many slices as threads or more), else the slices are shared
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
 @pytest.mark.parametrize("transposed", [False, True])
-@pytest.mark.parametrize("shape", [(6, 50, 70, 90), (10, 40, 100, 80), (16, 64, 64, 64)])
+@pytest.mark.parametrize("shape", [(6, 50, 70, 90), (10, 40, 100, 80), (16, 64, 64, 64), (8, 100, 32, 100)])
 def test_out_prod_slices_per_thread(shape, transposed, threads, backend, sched):
     s, k, m, n = shape
     r = rng(42)
@@ -759,6 +761,26 @@ def test_mul_mat_kernel_shapes(shape, backend, sched):
     d = s // a.shape[0]
     ref = np.stack([b[i].astype(np.float64) @ a[i // d].T for i in range(s)])
     np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+# (0034) the kernel's many slices (attention's scores and values, batch x heads): each thread
+# transposes and multiplies whole slices (twice as many slices as threads or more), else the
+# threads share each slice; the same bits on any thread count.  numpy shapes as above.
+@pytest.mark.parametrize("shape", [(8, 32, 40, 40), (6, 50, 32, 40), (12, 200, 32, 36), (5, 48, 24, 33)])
+def test_mul_mat_slices_per_thread(shape, backend, sched):
+    s, k, m, n = shape
+    r = rng(44)
+    a = r.standard_normal((s // 2 if s % 2 == 0 else s, m, k)).astype(np.float32)
+    b = r.standard_normal((s, n, k)).astype(np.float32)
+    d = s // a.shape[0]
+    ref = np.stack([b[i].astype(np.float64) @ a[i // d].T for i in range(s)])
+    outs = []
+    for threads in (1, 2, 3, 4):
+        got, _ = run_ops(backend, sched, lambda x, y, ctx: ops.mul_mat(x, y, ctx=ctx), [a, b], n_threads=threads)
+        np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        outs.append(got)
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got, outs[0])
 
 
 def test_forward_f16_elementwise(backend, sched):
