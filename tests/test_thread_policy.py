@@ -39,8 +39,23 @@ def drive(ch, clock, runs):
     return used
 
 
+class FakeLoad:
+    """The machine the chooser sees: its CPUs and the other processes' runnable threads."""
+
+    def __init__(self, cpus=8, others=0):
+        self.cpus, self.others = cpus, others
+
+
 @pytest.fixture
-def clock(monkeypatch):
+def load(monkeypatch):
+    ld = FakeLoad()
+    monkeypatch.setattr(thread_policy, "cpus", lambda: ld.cpus)
+    monkeypatch.setattr(thread_policy, "others_running", lambda: ld.others)
+    return ld
+
+
+@pytest.fixture
+def clock(monkeypatch, load):
     c = FakeClock({1: 1.0, 2: 1.0, 4: 1.0, 8: 1.0})
     monkeypatch.setattr(thread_policy, "time", c)
     return c
@@ -119,6 +134,52 @@ def test_failed_runs_end_a_trial(clock):
     assert ch.trial is None or ch.trial       # never stuck with an empty trial
     drive(ch, clock, 200)
     assert ch.choice == 1
+
+
+def test_a_busy_process_on_the_other_cpu_means_one_thread(clock, load):
+    # two CPUs, another process runnable on one: one thread, without trials on two (whose
+    # runs are sometimes fast while the other waits, and a time slice slow otherwise)
+    pg.set_n_threads(2)
+    load.cpus, load.others = 2, 1
+    clock.cost = {1: 1e-3, 2: 0.5e-3}
+    ch = ThreadChooser(work=10**9)
+    used = drive(ch, clock, 300)
+    assert ch.choice == 1
+    assert 2 not in used[thread_policy._WARMUP:]
+    # the other process stops: trials again, and the faster count
+    load.others = 0
+    drive(ch, clock, 5000)
+    assert ch.choice == 2
+
+
+def test_load_leaves_out_the_counts_without_free_cpus(clock, load):
+    pg.set_n_threads(8)
+    load.cpus, load.others = 8, 3
+    clock.cost = {1: 8e-3, 4: 2.5e-3, 8: 1.5e-3}
+    ch = ThreadChooser(work=10**9)
+    used = drive(ch, clock, 300)
+    assert ch.choice == 4
+    assert 8 not in used[thread_policy._WARMUP:]
+
+
+def test_others_running_sees_a_busy_process():
+    import subprocess
+    import sys
+    import time
+
+    assert thread_policy.others_running() >= 0
+    assert thread_policy.cpus() >= 1
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        seen = []
+        for _ in range(20):
+            seen.append(thread_policy.others_running())
+            time.sleep(0.01)
+        assert max(seen) >= 1, seen
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 def test_set_n_threads_checks_adaptive():

@@ -10,8 +10,16 @@ runs: it tries the candidate counts in turn, keeps the fastest, and tries
 again now and then (sooner when the answer changed, later while it holds).
 Results do not depend on the count (ggml splits the outputs of an operation
 among threads, never a sum), so the choice changes speed only.
+
+Timing alone misjudges a machine where another process holds a core: runs on
+all threads are sometimes fast (while the other process waits) and sometimes
+a time slice slow, and the trials themselves cost.  So before each trial the
+chooser also looks at the load (Linux: the runnable threads of other
+processes, from /proc) and leaves out the counts that would not find a free
+CPU each; with one count left it takes it without a trial.
 """
 
+import os
 import time
 
 from pyggml.core import get_n_threads, n_threads_adaptive, n_threads_is_set
@@ -34,6 +42,42 @@ _SWITCH = 0.95       # a candidate replaces the choice when its median is 5% low
 def candidates(ceiling):
     """The thread counts worth trying up to ceiling: 1, half, all."""
     return sorted({1, max(1, ceiling // 2), ceiling})
+
+
+def cpus():
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def others_running():
+    """Threads of other processes runnable now (Linux), 0 where that is unknown: the
+    system's runnable count (/proc/loadavg) less this process's runnable threads."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])
+        if running <= 1:
+            return 0                      # this thread alone (the common case, one read)
+        ours = 0
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                    st = f.read()
+            except OSError:
+                continue                  # the thread ended meanwhile
+            end = st.rindex(b")")
+            ours += st[end + 2:end + 3] == b"R"
+        return max(0, running - ours)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def fitting(cands):
+    """The candidates that find a free CPU for each of their threads now (1 always)."""
+    free = cpus() - others_running()
+    return [c for c in cands if c == 1 or c <= free]
 
 
 class ThreadChooser:
@@ -83,12 +127,23 @@ class ThreadChooser:
             return self._n
         if self.trial is None and (self.runs >= self.next_trial or
                                    time.perf_counter() - self.last_trial_t > _MAX_GAP_S):
-            order = []
-            for _ in range(_ROUNDS):
-                for c in self.cands:
-                    order += [(c, False)] + [(c, True)] * _SAMPLES
-            self.trial = order[::-1]             # taken from the end
-            self.times = {c: [] for c in self.cands}
+            cands = fitting(self.cands)
+            if len(cands) == 1:
+                # another process holds the other CPUs: no trial, look again later
+                if self.choice != cands[0]:
+                    self.choice = cands[0]
+                    self.gap = _FIRST_GAP
+                else:
+                    self.gap = min(self.gap * 2, _MAX_GAP)
+                self.next_trial = self.runs + self.gap
+                self.last_trial_t = time.perf_counter()
+            else:
+                order = []
+                for _ in range(_ROUNDS):
+                    for c in cands:
+                        order += [(c, False)] + [(c, True)] * _SAMPLES
+                self.trial = order[::-1]             # taken from the end
+                self.times = {c: [] for c in cands}
         if self.trial:
             self._n, timed = self.trial.pop()
             self._t0 = time.perf_counter() if timed else -1.0
