@@ -238,6 +238,10 @@ cdef class Backend(_Owner):
     ``Backend("auto")`` for the best available device."""
     cdef ggml_backend_t ptr
     cdef _Pool pool              # the shared thread pool it computes on (CPU)
+    cdef dict kept               # n_threads -> the pools it has computed on, one reference each:
+                                 # a model's thread trials go back and forth between counts, and a
+                                 # pool given up at each switch was rebuilt (its threads started and
+                                 # joined) at the next, dozens of times a second for a small model
     cdef readonly str name
     cdef readonly str device_type
     cdef readonly bint is_cpu
@@ -258,6 +262,7 @@ cdef class Backend(_Owner):
         self.device_type = _DEV_TYPES.get(<int>ggml_backend_dev_get_type(dev), "other")
         self.is_cpu = ggml_backend_is_cpu(self.ptr)
         self.pool = None
+        self.kept = {}
         if self.is_cpu:
             ggml_backend_cpu_set_n_threads(self.ptr, 1)
 
@@ -269,21 +274,26 @@ cdef class Backend(_Owner):
 
     cdef void _release(self) noexcept:
         cdef _Pool pool = self.pool
+        cdef dict kept = self.kept
         self.pool = None
+        self.kept = {}
         if pool is not None:
             try:
                 if pool.gen == _fork_gen and pool.ptr != NULL:
                     with pool._get_lock():
                         ggml_backend_cpu_set_threadpool(self.ptr, NULL)
-                _pool_put(pool)
             except BaseException:
                 pass
+        if kept:
+            for p in kept.values():
+                _pool_put(p)
         ggml_backend_free(self.ptr)
         self.ptr = NULL
 
     cdef void _forget(self) noexcept:
         self.ptr = NULL
         self.pool = None
+        self.kept = {}
 
     cdef int _use_threads(self, int n) except -1:
         """Make the CPU backend compute with n threads on the process's shared
@@ -294,7 +304,12 @@ cdef class Backend(_Owner):
         cdef _Pool old = self.pool
         if old is not None and old.n_threads == n and old.gen == _fork_gen and old.ptr != NULL:
             return 0
-        cdef _Pool pool = _pool_get(n)
+        cdef _Pool pool = self.kept.get(n)
+        cdef _Pool stale = None
+        cdef bint fresh = pool is None or pool.gen != _fork_gen or pool.ptr == NULL
+        if fresh:
+            stale = pool                 # a pool of the parent process (forked child), or none
+            pool = _pool_get(n)
         try:
             if old is not None and old.gen == _fork_gen and old.ptr != NULL:
                 # ggml pauses the pool the backend leaves: never under a running graph
@@ -308,11 +323,14 @@ cdef class Backend(_Owner):
                 ggml_backend_cpu_set_threadpool(self.ptr, pool.ptr)
             ggml_backend_cpu_set_n_threads(self.ptr, n)
         except BaseException:
-            _pool_put(pool)
+            if fresh:
+                _pool_put(pool)
             raise
+        if fresh:
+            if stale is not None:
+                _pool_put(stale)
+            self.kept[n] = pool
         self.pool = pool
-        if old is not None:
-            _pool_put(old)
         return 0
 
     cdef object _pool_lock(self):

@@ -150,11 +150,19 @@ def test_backends_share_one_thread_pool():
         print("GROWN", grown, "POOLS", pools)
         assert pools == {4: 200}, pools
         assert grown <= 3, grown            # one pool of 4: three worker threads
-        # set_n_threads still applies (a second shared pool)
+        # set_n_threads still applies (a second shared pool); a backend keeps the pools it
+        # has computed on while it lives (a model's thread trials switch back and forth)
         pg.set_n_threads(2)
         be, ctx, buf, c2, g, s = jobs[0]
         s.compute(g)
-        assert be.n_threads == 2 and core._core._thread_pools() == {4: 199, 2: 1}
+        assert be.n_threads == 2 and core._core._thread_pools() == {4: 200, 2: 1}
+        grown2 = n_threads() - base
+        pg.set_n_threads(4)
+        for _ in range(20):                 # back and forth: no new pool, no new threads
+            s.compute(g)
+            pg.set_n_threads(2 if pg.get_n_threads() == 4 else 4)
+        assert core._core._thread_pools() == {4: 200, 2: 1}
+        assert n_threads() - base <= grown2, (n_threads() - base, grown2)
         for job in jobs:
             for o in reversed(job):
                 o.free()
