@@ -23,6 +23,7 @@ import os
 import time
 
 from pyggml.core import get_n_threads, n_threads_adaptive, n_threads_is_set
+from pyggml.core._core import _default_threads
 
 # below this much work (batch x parameters) one thread always wins: the
 # threads' wake-up and barriers cost more than the arithmetic they share
@@ -45,11 +46,8 @@ def candidates(ceiling):
 
 
 def cpus():
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    """The CPUs this process may run on (the core's default thread count)."""
+    return _default_threads()
 
 
 def others_running():
