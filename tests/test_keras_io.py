@@ -7,9 +7,19 @@ trained on the same data with the same architecture and optimizer settings.
 A port and its twin run at once, in fresh interpreters of one CPU thread each
 (two cores in CI); the results are shared by the threshold and parity tests.
 The parity tests skip without PyTorch.  (The timeouts only guard against a
-hang; nothing here measures speed.)"""
+hang; nothing here measures speed.)
 
+With ``PYGGML_TEST_TWIN_CACHE`` set to a folder, a twin's output is kept there
+and reused by later runs with the same twin scripts, data code, arguments and
+versions of Python, numpy, scikit-learn and PyTorch: the twins do not touch
+pyggml, so a second test run of another pyggml build (``.ci/run`` tests the
+wheel, then the README's source build) need not train them again.  The ports
+always run."""
+
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -83,6 +93,41 @@ def _finish(proc, what):
     return out, err
 
 
+def _twin_key(name, args):
+    """What a twin's output depends on: its code, the data code, its arguments, the versions."""
+    h = hashlib.sha256()
+    for f in (TWINS_DIR / f"{name}_torch.py", TWINS_DIR / "common.py", PORTS_DIR / "offline_data.py"):
+        h.update(f.read_bytes())
+    versions = [sys.version]
+    for dist in ("numpy", "scikit-learn", "torch", "pandas", "scipy"):
+        try:
+            versions.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{dist} absent")
+    h.update(json.dumps([list(args), versions]).encode())
+    return f"{name}-{h.hexdigest()[:24]}"
+
+
+def _twin_cached(name, args):
+    folder = os.environ.get("PYGGML_TEST_TWIN_CACHE", "")
+    if not folder:
+        return None, None
+    path = Path(folder) / f"{_twin_key(name, args)}.json"
+    if path.is_file():
+        out = json.loads(path.read_text())
+        return (out["stdout"], out["stderr"]), path
+    return None, path
+
+
+def _twin_store(path, result):
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"stdout": result[0], "stderr": result[1]}))
+    os.replace(tmp, path)
+
+
 def _metric(label, text, what):
     m = re.search(re.escape(label) + r"\s*([-+0-9.eE]+)", text)
     assert m, f"{what}: no {label!r} in the output:\n{text[-3000:]}"
@@ -102,9 +147,15 @@ def results(name, tmp_path_factory):
         cwd = tmp_path_factory.mktemp(name)
         runs = [port.args + ("--seed", str(s)) for s in port.seeds] or [port.args]
         procs = {"port": [_start(PORTS_DIR / f"{name}.py", a, cwd) for a in runs]}
+        twins = []                       # per run: (cached output or None, cache path or None)
         if importlib.util.find_spec("torch") is not None:
-            procs["twin"] = [_start(TWINS_DIR / f"{name}_torch.py", a, cwd) for a in runs]
-        _RESULTS[name] = {k: [_finish(p, f"{name} ({k})") for p in ps] for k, ps in procs.items()}
+            twins = [_twin_cached(name, a) for a in runs]
+            procs["twin"] = [out or _start(TWINS_DIR / f"{name}_torch.py", a, cwd) for a, (out, _) in zip(runs, twins)]
+        _RESULTS[name] = {k: [p if isinstance(p, tuple) else _finish(p, f"{name} ({k})") for p in ps]
+                          for k, ps in procs.items()}
+        for (out, path), result in zip(twins, _RESULTS[name].get("twin", [])):
+            if out is None:
+                _twin_store(path, result)
         for k, outs in _RESULTS[name].items():
             if port.seeds:
                 # the number of seeds whose output has the label, as the output of one run
@@ -154,3 +205,17 @@ def test_port_matches_its_pytorch_twin(name, tmp_path_factory):
     else:
         assert abs(ours - theirs) <= port.tolerance, \
             f"{name}: {port.label} {ours:.4f} with pyggml, {theirs:.4f} with PyTorch (tolerance {port.tolerance})"
+
+
+def test_twin_cache_keeps_and_returns_one_output_per_script_and_arguments(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYGGML_TEST_TWIN_CACHE", str(tmp_path / "twins"))
+    out, path = _twin_cached("mnist_convnet", ("--seed", "1"))
+    assert out is None and path.parent == tmp_path / "twins"
+    _twin_store(path, ("Test accuracy: 0.95\n", "a warning\n"))
+    assert _twin_cached("mnist_convnet", ("--seed", "1"))[0] == ("Test accuracy: 0.95\n", "a warning\n")
+    # another seed, another twin: not the same output
+    assert _twin_cached("mnist_convnet", ("--seed", "2"))[0] is None
+    assert _twin_cached("autoencoder", ("--seed", "1"))[0] is None
+    assert [p.name for p in (tmp_path / "twins").iterdir()] == [path.name]      # no temporary left
+    monkeypatch.delenv("PYGGML_TEST_TWIN_CACHE")
+    assert _twin_cached("mnist_convnet", ("--seed", "1")) == (None, None)
