@@ -127,14 +127,7 @@ class ThreadChooser:
                                    time.perf_counter() - self.last_trial_t > _MAX_GAP_S):
             cands = fitting(self.cands)
             if len(cands) == 1:
-                # another process holds the other CPUs: no trial, look again later
-                if self.choice != cands[0]:
-                    self.choice = cands[0]
-                    self.gap = _FIRST_GAP
-                else:
-                    self.gap = min(self.gap * 2, _MAX_GAP)
-                self.next_trial = self.runs + self.gap
-                self.last_trial_t = time.perf_counter()
+                self._settle(cands[0])           # another process holds the other CPUs: no trial
             else:
                 order = []
                 for _ in range(_ROUNDS):
@@ -169,8 +162,14 @@ class ThreadChooser:
     def _conclude(self):
         med = {c: sorted(ts)[len(ts) // 2] for c, ts in self.times.items() if ts}
         best = min(med, key=med.get) if med else self.choice
-        if best != self.choice and (self.choice not in med or med[best] < _SWITCH * med[self.choice]):
-            self.choice = best
+        if self.choice in med and med[best] >= _SWITCH * med[self.choice]:
+            best = self.choice                   # a noise-level difference: keep the count
+        self._settle(best)
+
+    def _settle(self, count):
+        """Run on count until the next trial: soon after a change, later while it holds."""
+        if count != self.choice:
+            self.choice = count
             self.gap = _FIRST_GAP
         else:
             self.gap = min(self.gap * 2, _MAX_GAP)
