@@ -783,6 +783,49 @@ def test_mul_mat_slices_per_thread(shape, backend, sched):
         np.testing.assert_array_equal(got, outs[0])
 
 
+# (0035) large products (2**21 multiply-adds or more, 24 or more rows and 32 columns of the
+# result, 32 or more steps) through the cache-blocked kernel, for mul_mat and out_prod (plain and
+# with a transposed second operand): rows off the 6-row blocks, columns off the 16-column
+# slivers, steps in several blocks (1001: 3 of 336; 2048: 6), a step count off the 8 x 8
+# transposes (33), results split into several units (530 x 1100), slices with a broadcast
+# first operand; numpy's float64 product, and the same bits on 1 to 4 threads.
+# numpy shapes: mul_mat a (slices, m, k), b (slices, n, k); out_prod a (slices, k, m), b (slices, k, n)
+BLOCKED_SHAPES = [(1, 1001, 70, 131), (1, 300, 1100, 530), (1, 96, 600, 40), (4, 200, 100, 257),
+                  (1, 2048, 40, 26), (1, 33, 2000, 100), (3, 64, 530, 70)]
+
+
+@pytest.mark.parametrize("op", ["mul_mat", "out_prod", "out_prod_t"])
+@pytest.mark.parametrize("shape", BLOCKED_SHAPES)
+def test_large_products_blocked(shape, op, backend, sched):
+    s, k, m, n = shape
+    r = rng(45)
+    sa = s // 2 if s % 2 == 0 else s
+    if op == "mul_mat":
+        a = r.standard_normal((sa, m, k)).astype(np.float32)
+        b = r.standard_normal((s, n, k)).astype(np.float32)
+        build, arrays = (lambda x, y, ctx: ops.mul_mat(x, y, ctx=ctx)), [a, b]
+        at, bt = np.swapaxes(a, 1, 2), np.swapaxes(b, 1, 2)
+    else:
+        at = a = r.standard_normal((sa, k, m)).astype(np.float32)
+        if op == "out_prod_t":
+            b = r.standard_normal((s, n, k)).astype(np.float32)
+            build = lambda x, y, ctx: ops.out_prod(x, ops.transpose(y, ctx=ctx), ctx=ctx)
+            bt = np.swapaxes(b, 1, 2)
+        else:
+            bt = b = r.standard_normal((s, k, n)).astype(np.float32)
+            build = lambda x, y, ctx: ops.out_prod(x, y, ctx=ctx)
+        arrays = [a, b]
+    d = s // sa
+    ref = np.stack([bt[i].T.astype(np.float64) @ at[i // d] for i in range(s)])
+    outs = []
+    for threads in (1, 2, 3, 4):
+        got, _ = run_ops(backend, sched, build, arrays, n_threads=threads)
+        np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+        outs.append(got)
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got, outs[0])
+
+
 def test_forward_f16_elementwise(backend, sched):
     # get_rows and cpy move f16 data unchanged
     a = _sym((3, 4), 30).astype(np.float16)
