@@ -26,7 +26,7 @@ import bench  # noqa: E402  (the workloads and their child process)
 # (group, pattern of a symbol or a library): the first that matches
 GROUPS = [
     ("matrix products (tinyBLAS, pyggml's packed kernels, dot products)",
-     r"tinyBLAS|opk_|mul_mat|out_prod|vec_dot|gemm|sgemm"),
+     r"tinyBLAS|opk_|pgm_|mul_mat|out_prod|vec_dot|gemm|sgemm"),
     ("convolutions (pyggml's channels-last ops, im2col)", r"conv_cl|im2col|col2im|conv_|pyg_gather|pyg_dc_|pyg_bf_|pyg_mm_"),
     ("recurrent cells (pyggml's fused LSTM/GRU)", r"lstm|gru"),
     ("softmax and cross-entropy", r"soft_max|cross_entropy|expf|vec_exp"),
