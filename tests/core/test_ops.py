@@ -787,11 +787,12 @@ def test_mul_mat_slices_per_thread(shape, backend, sched):
 # result, 32 or more steps) through the cache-blocked kernel, for mul_mat and out_prod (plain and
 # with a transposed second operand): rows off the 6-row blocks, columns off the 16-column
 # slivers, steps in several blocks (1001: 3 of 336; 2048: 6), a step count off the 8 x 8
-# transposes (33), results split into several units (530 x 1100), slices with a broadcast
-# first operand; numpy's float64 product, and the same bits on 1 to 4 threads.
+# transposes (33), results split into several units (530 x 1100) whose packed columns a
+# thread keeps for its next unit (up to 2048 steps; 2100 packs them again), slices with a
+# broadcast first operand; numpy's float64 product, and the same bits on 1 to 4 threads.
 # numpy shapes: mul_mat a (slices, m, k), b (slices, n, k); out_prod a (slices, k, m), b (slices, k, n)
 BLOCKED_SHAPES = [(1, 1001, 70, 131), (1, 300, 1100, 530), (1, 96, 600, 40), (4, 200, 100, 257),
-                  (1, 2048, 40, 26), (1, 33, 2000, 100), (3, 64, 530, 70)]
+                  (1, 2048, 40, 26), (1, 2100, 40, 30), (1, 33, 2000, 100), (3, 64, 530, 70)]
 
 
 @pytest.mark.parametrize("op", ["mul_mat", "out_prod", "out_prod_t"])
