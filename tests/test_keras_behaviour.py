@@ -99,6 +99,42 @@ def test_evaluate_returns_as_keras_does():
     m.free()
 
 
+def test_train_and_test_on_batch_are_one_step_and_one_evaluation():
+    """Keras's train_on_batch is one optimizer step on all the rows given: the same weights and
+    loss as fit over one batch of them, the optimizer state carried on to the next call, the
+    result shaped as evaluate's; test_on_batch is evaluate on them."""
+    x, y = regression(n=24, seed=5)
+
+    def model():
+        return pg.Sequential([L.Dense(8, activation="tanh"), L.Dense(2)], input_shape=3).compile(
+            optimizer=pg.optimizers.Adam(learning_rate=0.05), loss="mse", metrics=["mae"], seed=3)
+    a, b = model(), model()
+    losses = [a.train_on_batch(x, y) for _ in range(3)]
+    h = b.fit(x, y, batch_size=len(x), epochs=3, shuffle=False, verbose=0)
+    assert all(isinstance(v, list) and len(v) == 2 for v in losses)
+    np.testing.assert_allclose([v[0] for v in losses], h.history["loss"], rtol=1e-6)
+    np.testing.assert_allclose([v[1] for v in losses], h.history["mae"], rtol=1e-6)
+    for k, w in a.get_weights().items():
+        np.testing.assert_allclose(w, b.get_weights()[k], rtol=1e-6, atol=1e-7)
+    assert losses[2][0] < losses[0][0]
+    d = a.train_on_batch(x, y, return_dict=True)
+    assert list(d) == ["loss", "mae"]
+    assert a.test_on_batch(x, y) == a.evaluate(x, y, batch_size=len(x), verbose=0)
+    assert a.test_on_batch(x, y, return_dict=True) == a.evaluate(x, y, batch_size=len(x), verbose=0,
+                                                                 return_dict=True)
+    w = np.ones(len(x), np.float32)
+    w[:12] = 0
+    assert a.test_on_batch(x, y, sample_weight=w) == a.evaluate(x, y, sample_weight=w, batch_size=len(x),
+                                                                verbose=0)
+    assert a.test_on_batch(x, y, sample_weight=w)[0] != a.test_on_batch(x, y)[0]
+    with pytest.raises(TypeError, match="arrays"):
+        a.train_on_batch(iter([(x, y)]))
+    with pytest.raises(ValueError, match="targets"):
+        a.train_on_batch(x)
+    for m in (a, b):
+        m.free()
+
+
 # --- losses (17.5, 21.6) --------------------------------------------------------------------
 
 def test_loss_objects_on_numpy_arrays():

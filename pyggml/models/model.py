@@ -419,6 +419,19 @@ class Model(Layer, Freeable):
             res = training_loop.predict(self, x, bs, steps)
         return res if self._multi_out else res[0]
 
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """One optimizer step on all of x (Keras's): that step's loss, or [loss, *metrics], or a
+        dict with return_dict=True.  Optimizer state carries over, as between fit calls."""
+        self.check_compiled("train_on_batch")
+        with self._lock:
+            return training_loop.train_on_batch(self, x, y, sample_weight, class_weight, return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """evaluate on all of x as one batch (Keras's)."""
+        self.check_compiled("test_on_batch")
+        with self._lock:
+            return training_loop.test_on_batch(self, x, y, sample_weight, return_dict)
+
     def predict_on_batch(self, x):
         return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
 

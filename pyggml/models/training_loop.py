@@ -230,10 +230,41 @@ def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, 
     cl.call("on_test_begin", {})
     logs = run_evaluation(model, data, cl)
     cl.call("on_test_end", logs)
+    return _results(model, logs, return_dict)
+
+
+def _results(model, logs, return_dict):
+    """evaluate's return: the logs, or the loss alone, or [loss, *metrics] in metrics_names order."""
     if return_dict:
         return logs
     values = [logs[k] for k in model.metrics_names if k in logs]
     return values[0] if len(values) == 1 else values
+
+
+def _one_batch(model, x, y, sample_weight, class_weight, what):
+    if da.is_generator_like(x):
+        raise TypeError(f"{what} takes arrays (one batch), not a generator or dataset: "
+                        f"use {'fit' if what == 'train_on_batch' else 'evaluate'} for those")
+    data = make_dataset(model, x, y, sample_weight, class_weight, 1 << 62, None, what)
+    return next(iter(data.batches()))
+
+
+def train_on_batch(model, x, y, sample_weight, class_weight, return_dict):
+    """Keras's train_on_batch: one optimizer step on all the rows given; the loss (and metrics)
+    of that step, as evaluate returns them."""
+    batch = _one_batch(model, x, y, sample_weight, class_weight, "train_on_batch")
+    avg = _Averages(model)
+    step = model._train_step_for(batch, _weight_kinds(batch))
+    loss, heads, outs = step.step(batch.xs, batch.ys, batch.ws, want_outputs=avg.wants_outputs)
+    avg.add(batch.n, loss, heads, outs, batch.ys, step.last_masks, batch.ws)
+    return _results(model, avg.logs(), return_dict)
+
+
+def test_on_batch(model, x, y, sample_weight, return_dict):
+    """Keras's test_on_batch: evaluate on all the rows given, as one batch."""
+    batch = _one_batch(model, x, y, sample_weight, None, "test_on_batch")
+    return _results(model, run_evaluation(model, da.ArrayDataset(batch.xs, batch.ys, batch.ws, batch.n, batch.n)),
+                    return_dict)
 
 
 def predict(model, x, batch_size, steps):
