@@ -17,7 +17,11 @@ average pooling, batch 32), ``keras_bilstm`` (IMDB: Embedding 20000x128,
 Bidirectional(LSTM 64, sequences), Bidirectional(LSTM 64) over 200 tokens,
 batch 32), ``keras_transformer`` (text classification: token and position
 embedding 32, one transformer block with 2 heads, dropout, global average
-pooling, over 200 tokens, batch 32).  Besides wall time, every row reports
+pooling, over 200 tokens, batch 32).  ``products_wide`` times the five
+large matrix products of a ``wide_mlp`` step alone (the forward products of
+its two 2048-wide layers, their weight gradients and the hidden layer's input
+gradient, batch 256): pyggml's ``mul_mat``/``out_prod`` in one graph beside
+``torch.mm`` on the same operands.  Besides wall time, every row reports
 the CPU time of its process per step (all its threads): steadier than wall
 time on a shared machine.
 
@@ -40,7 +44,7 @@ import sys
 import time
 
 WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "mnist_mlp_busy", "wide_mlp", "mnist_cnn",
-             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer"]
+             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer", "products_wide"]
 RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
 CHILD = r"""
@@ -336,6 +340,40 @@ elif wl == "dqn_cartpole_150ep":
                         pass
         result = {"value": val, "unit": "us/env step", "better": "lower",
                   "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+elif wl == "products_wide":
+    # the five large products of a wide_mlp step (batch 256): the two layers' forward
+    # products, their weight gradients, the hidden layer's input gradient; pyggml's
+    # mul_mat/out_prod in one graph, PyTorch's torch.mm on the same operands
+    bsz, d0, d1 = 256, 1024, 2048
+    X, W1, H1 = rng.random((bsz, d0), np.float32), rng.random((d1, d0), np.float32), rng.random((bsz, d1), np.float32)
+    W2, D1, D2 = rng.random((d1, d1), np.float32), rng.random((bsz, d1), np.float32), rng.random((bsz, d1), np.float32)
+    flops = 2 * bsz * d1 * (2 * d0 + 3 * d1)
+    if fw == "pyggml":
+        from pyggml import core, ops
+        be = core.Backend("cpu")
+        sch = core.Scheduler([be], graph_size=64)
+        lctx = core.Context(n_tensors=8)
+        arrs = [X, W1, H1, W2, D1, D2]
+        ts = [lctx.new_tensor(a.shape) for a in arrs]
+        buf = core.BackendBuffer(lctx, be)
+        for t_, a_ in zip(ts, arrs):
+            t_.set(a_)
+        tx, tw1, th1, tw2, td1, td2 = ts
+        cctx = core.Context(n_tensors=32, graph_size=64)
+        outs = [ops.mul_mat(tw1, tx, ctx=cctx), ops.mul_mat(tw2, th1, ctx=cctx), ops.out_prod(tx, td1, ctx=cctx),
+                ops.out_prod(th1, td2, ctx=cctx), ops.out_prod(tw2, ops.transpose(td2, ctx=cctx), ctx=cctx)]
+        g = core.Graph(cctx, 64)
+        for o in outs:
+            o.set_output()
+            g.build_forward(o)
+        f = lambda: sch.compute(g, threads)
+    else:
+        Xt, W1t, H1t, W2t, D1t, D2t = (torch.from_numpy(a) for a in (X, W1, H1, W2, D1, D2))
+
+        def f():
+            Xt @ W1t.T, H1t @ W2t.T, D1t.T @ Xt, D2t.T @ H1t, D2t @ W2t
+    t = best_time(f, 1)
+    result = {"value": flops / t / 1e9, "unit": "GFLOP/s", "better": "higher", "cpu_value": flops / CPU[-1] / 1e9}
 def peak_mb():
     # VmHWM: this process's own high-water mark (ru_maxrss would carry the
     # parent's over exec on Linux)
