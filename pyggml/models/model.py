@@ -41,7 +41,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @register_builtin
-class Model(Layer, Freeable):
+class Model(Layer, Freeable, training_loop.BatchCalls):
     """A functional model: ``pg.Model(inputs, outputs, name=None)``."""
 
     def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
@@ -352,9 +352,7 @@ class Model(Layer, Freeable):
         """{weight name: gradient of the compiled loss on this batch} for every trainable
         weight (training mode, no weight changes): Keras's GradientTape pattern, with
         ``model.optimizer.apply_gradients(zip(grads.values(), model.trainable_variables))``."""
-        self.check_compiled("gradients")
-        with self._lock:
-            return training_loop.gradients(self, x, y, sample_weight)
+        return self._locked("gradients", training_loop.gradients, x, y, sample_weight)
 
     def new_train_step(self, shapes, weight_kinds, optimizer, opt_period=1, state=None):
         """A training graph outside fit (a Trainer's): with ``state=None`` a new optimizer
@@ -419,21 +417,11 @@ class Model(Layer, Freeable):
             res = training_loop.predict(self, x, bs, steps)
         return res if self._multi_out else res[0]
 
-    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
-        """One optimizer step on all of x (Keras's): that step's loss, or [loss, *metrics], or a
-        dict with return_dict=True.  Optimizer state carries over, as between fit calls."""
-        self.check_compiled("train_on_batch")
+    def _locked(self, what, run, *args):
+        """run(self, *args) on a compiled model, under its lock."""
+        self.check_compiled(what)
         with self._lock:
-            return training_loop.train_on_batch(self, x, y, sample_weight, class_weight, return_dict)
-
-    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        """evaluate on all of x as one batch (Keras's)."""
-        self.check_compiled("test_on_batch")
-        with self._lock:
-            return training_loop.test_on_batch(self, x, y, sample_weight, return_dict)
-
-    def predict_on_batch(self, x):
-        return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
+            return run(self, *args)
 
     def __call__(self, *args, **kwargs):
         """On nodes or tensors: the model as a layer.  On arrays: predictions (Keras's

@@ -267,6 +267,22 @@ def test_on_batch(model, x, y, sample_weight, return_dict):
                     return_dict)
 
 
+class BatchCalls:
+    """Keras's one-batch calls, for Model (its ``_locked`` and ``predict``)."""
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """One optimizer step on all of x: its loss (and metrics) as evaluate returns them.
+        Optimizer state carries over, as between fit calls."""
+        return self._locked("train_on_batch", train_on_batch, x, y, sample_weight, class_weight, return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """evaluate on all of x as one batch."""
+        return self._locked("test_on_batch", test_on_batch, x, y, sample_weight, return_dict)
+
+    def predict_on_batch(self, x):
+        return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
+
+
 def predict(model, x, batch_size, steps):
     """[outputs] for every row of x (arrays or a generator of inputs)."""
     rt = model._runtime()
