@@ -23,6 +23,13 @@ state the recurrent kernel sees (batch, units).  As Keras: with
 ``recurrent_dropout`` each gate has masks of its own (Keras's implementation 1:
 the gate's part of the kernels multiplies its own masked copy); with
 ``dropout`` alone one input mask serves all gates.
+
+``return_state`` (Keras's): the call returns ``[output, *final_state]`` (LSTM: h
+and c; GRU and SimpleRNN: h).  ``layer(x, initial_state=[...])`` starts from the
+given states instead of zeros (they become inputs of the call, so gradients
+reach them: an encoder's states feeding a decoder train both); a list ``[x,
+*states]`` as the inputs means the same.  ``unroll`` is accepted: the graph is
+always unrolled.
 """
 
 import numpy as np
@@ -42,14 +49,18 @@ class BaseRNN(Layer):
     """Subclasses define ``n_gates``, ``initial_state`` and ``cell``."""
 
     n_gates = 1
+    n_states = 1                # h (LSTM: h and c)
     folded_bias = False         # bias_hh joins the input projection (added once, not once a step)
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  return_sequences=False, go_backwards=False, kernel_initializer="glorot_uniform",
                  recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
-                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, **kwargs):
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, return_state=False,
+                 unroll=False, **kwargs):
         super().__init__(**kwargs)
+        self.return_state = bool(return_state)
+        self.unroll = bool(unroll)             # Keras's; the graph here is unrolled either way
         self.dropout = check_fraction("dropout", dropout, high_open=True)
         self.recurrent_dropout = check_fraction("recurrent_dropout", recurrent_dropout, high_open=True)
         self.seed = seed
@@ -71,19 +82,55 @@ class BaseRNN(Layer):
         self.recurrent_initializer = recurrent_initializer
         self.bias_initializer = bias_initializer
 
+    # --- initial and final states ----------------------------------------------------------
+    def __call__(self, *args, initial_state=None, **kwargs):
+        if initial_state is None:
+            return super().__call__(*args, **kwargs)
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        if len(args) != 1 or isinstance(args[0], (list, tuple, dict)):
+            raise TypeError(f"{type(self).__name__}: with initial_state, call the layer on one input "
+                            f"(batch, steps, features)")
+        return super().__call__([args[0]] + states, **kwargs)
+
+    def _build_once(self, shape):
+        # the weights depend on x alone: a layer built on x takes initial states later, as Keras
+        if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+            shape = shape[0]
+        return super()._build_once(shape)
+
+    def split_inputs(self, inputs):
+        """(x, the initial states or None) from the call's inputs: x, or [x, *states]."""
+        if not isinstance(inputs, (list, tuple)):
+            return inputs, None
+        if len(inputs) != 1 + self.n_states:
+            raise ValueError(f"{type(self).__name__} takes {self.n_states} initial state"
+                             f"{'s' if self.n_states > 1 else ''} ({'h and c' if self.n_states == 2 else 'h'}, "
+                             f"each (batch, {self.units})), got {len(inputs) - 1}")
+        return inputs[0], list(inputs[1:])
+
     def compute_output_shape(self, input_shape):
-        if len(input_shape) != 3:
+        several = isinstance(input_shape, (list, tuple)) and bool(input_shape) and \
+            isinstance(input_shape[0], (list, tuple))
+        x_shape, state_shapes = self.split_inputs(list(input_shape)) if several else (input_shape, None)
+        if len(x_shape) != 3:
             raise ValueError(f"{type(self).__name__} expects inputs of shape (steps, features), "
-                             f"got {tuple(input_shape[1:])}")
-        if self.return_sequences:
-            return (input_shape[0], input_shape[1], self.units)
-        return (input_shape[0], self.units)
+                             f"got {tuple(x_shape[1:])}")
+        for s in state_shapes or ():
+            if tuple(s[1:]) != (self.units,):
+                raise ValueError(f"{type(self).__name__}: an initial state must have shape (batch, "
+                                 f"{self.units}), got {tuple(s)}")
+        out = (x_shape[0], x_shape[1], self.units) if self.return_sequences else (x_shape[0], self.units)
+        if self.return_state:
+            return [out] + [(x_shape[0], self.units)] * self.n_states
+        return out
 
     def bias_ih_initializer(self):
         return self.bias_initializer
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
+        if isinstance(input_shape, (list, tuple)) and input_shape and isinstance(input_shape[0], (list, tuple)):
+            input_shape = input_shape[0]
         g = self.n_gates * self.units
         self.weight_ih = self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer,
                                          regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
@@ -236,23 +283,38 @@ class BaseRNN(Layer):
         return ops.permute_axes(seq, (1, 0, 2))
 
     def compute_mask(self, inputs, mask=None):
-        return mask if self.return_sequences else None
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]                        # the sequence's; the states have none
+        out = mask if self.return_sequences else None
+        return [out] + [None] * self.n_states if self.return_state else out
 
     def call(self, inputs, training=None, mask=None):
         """With a padding mask (batch, steps), a padded step leaves the state as it was
         (so the last real step's state comes out), as Keras does."""
+        inputs, states = self.split_inputs(inputs)
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        if states is not None:
+            batch = inputs.shape[0]
+            for st in states:
+                if tuple(st.shape) != (batch, self.units):
+                    raise ValueError(f"{type(self).__name__}: an initial state must have shape "
+                                     f"(batch, units) = {(batch, self.units)}, got {tuple(st.shape)}")
+            states = tuple(contiguous(st) for st in states)
         in_masks, self._rec_masks = self.dropout_masks(inputs, training)
         try:
-            return self._run(inputs, mask, self.masked_inputs(inputs, in_masks))
+            out, final = self._run(inputs, mask, self.masked_inputs(inputs, in_masks), states)
         finally:
             self._rec_masks = None
+        return [out] + list(final) if self.return_state else out
 
-    def _run(self, inputs, mask, projected_in):
+    def _run(self, inputs, mask, projected_in, states=None):
+        """(the output, the final state)."""
         if self.fused and fused():
-            return self.fused_call(inputs, mask, projected_in)
+            return self.fused_call(inputs, mask, projected_in, states)
         batch, steps, _ = inputs.shape
         p = self.input_projection(projected_in)
-        state = self.initial_state(batch)
+        state = self.initial_state(batch) if states is None else states
         consts = self.constants()
         step_masks = None
         if mask is not None:
@@ -268,7 +330,7 @@ class BaseRNN(Layer):
             state = new
             if self.return_sequences:
                 outputs.append(state[0])
-        return self.stack_steps(outputs) if self.return_sequences else state[0]
+        return (self.stack_steps(outputs) if self.return_sequences else state[0]), state
 
     # --- the fused path (CPU, default activations) -------------------------------------
     def fused_projection(self, x):
@@ -291,7 +353,7 @@ class BaseRNN(Layer):
             parts = joined
         return parts[0]
 
-    def fused_call(self, inputs, mask, projected_in=None):
+    def fused_call(self, inputs, mask, projected_in=None, states=None):
         batch, steps, _ = inputs.shape
         p = self.fused_projection(inputs if projected_in is None else projected_in)
         step_masks = None
@@ -303,21 +365,23 @@ class BaseRNN(Layer):
             # time-major, so that each step's (batch,) column is contiguous
             m = ops.reshape(m, (batch, steps))
             step_masks = ops.cont(ops.transpose(m)) if batch > 1 and steps > 1 else m
-        state = self.fused_initial_state(batch, mask is not None)
+        state = self.fused_initial_state(batch, mask is not None) if states is None else states
         outputs = []
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         for k, t in enumerate(order):
             m = None if step_masks is None else ops.view(step_masks, (batch,), offset=t * batch * 4)
-            state = self.fused_cell(self.step_rows(p, t, batch), state, m, k == 0)
+            # (first: the state is zero, and so is its projection)
+            state = self.fused_cell(self.step_rows(p, t, batch), state, m, k == 0 and states is None)
             if self.return_sequences:
                 outputs.append(state[0])
-        return self.stack_fused(outputs) if self.return_sequences else state[0]
+        return (self.stack_fused(outputs) if self.return_sequences else state[0]), state
 
     def get_config(self):
         cfg = super().get_config()
         cfg.update(units=self.units, activation=self.activation,
                    recurrent_activation=self.recurrent_activation, use_bias=self.use_bias,
-                   return_sequences=self.return_sequences, go_backwards=self.go_backwards)
+                   return_sequences=self.return_sequences, go_backwards=self.go_backwards,
+                   return_state=self.return_state, unroll=self.unroll)
         cfg.update(weight_options_config(self, _OPTIONS))
         cfg.update(dropout=self.dropout, recurrent_dropout=self.recurrent_dropout)
         if self.seed is not None:

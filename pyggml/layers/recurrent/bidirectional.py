@@ -11,6 +11,10 @@ merge, as Keras: ``merge_mode`` "concat" (the default: forward features first),
 ``call(inputs, mask=...)`` passes a padding mask on to the wrapped layers when
 their ``call`` takes one (LSTM and GRU do: the backward one then starts at each
 row's last real step).  The output keeps the mask with ``return_sequences``.
+
+A wrapped layer with ``return_state`` makes the call return ``[output,
+*forward states, *backward states]``, and ``initial_state=[...]`` (the forward
+layer's states, then the backward one's) starts both from given states, as Keras.
 """
 
 import numpy as np
@@ -87,51 +91,99 @@ class Bidirectional(Layer):
             self._backward_spec = serialize_layer(backward)
         self.backward_layer = backward
         self.return_sequences = bool(layer.return_sequences)
+        self.return_state = bool(getattr(layer, "return_state", False))
+        self.n_states = getattr(layer, "n_states", 1)
+
+    # --- initial and final states ----------------------------------------------------------
+    def __call__(self, *args, initial_state=None, **kwargs):
+        if initial_state is None:
+            return super().__call__(*args, **kwargs)
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        if len(args) != 1 or isinstance(args[0], (list, tuple, dict)):
+            raise TypeError("Bidirectional: with initial_state, call the layer on one input (batch, steps, features)")
+        return super().__call__([args[0]] + states, **kwargs)
+
+    def _build_once(self, shape):
+        if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+            shape = shape[0]                          # the weights depend on x alone
+        return super()._build_once(shape)
+
+    def _split(self, inputs):
+        """(x, forward states, backward states) from x or [x, *states] (tensors or shapes)."""
+        if not isinstance(inputs, (list, tuple)) or not inputs or isinstance(inputs[0], (int, type(None))):
+            return inputs, None, None
+        n = self.n_states
+        if len(inputs) != 1 + 2 * n:
+            raise ValueError(f"Bidirectional takes {2 * n} initial states (the forward layer's {n}, then the "
+                             f"backward one's), got {len(inputs) - 1}")
+        return inputs[0], list(inputs[1:1 + n]), list(inputs[1 + n:])
 
     # --- shapes and masks ----------------------------------------------------------------
     def build(self, input_shape):
-        build_sublayer(self.forward_layer, input_shape)
-        build_sublayer(self.backward_layer, input_shape)
+        x_shape, _, _ = self._split(input_shape)          # the weights depend on x alone
+        build_sublayer(self.forward_layer, x_shape)
+        build_sublayer(self.backward_layer, x_shape)
 
     def compute_output_shape(self, input_shape):
-        if len(input_shape) != 3:
+        x_shape, _, _ = self._split(input_shape)
+        if len(x_shape) != 3:
             raise ValueError(f"Bidirectional expects inputs of shape (steps, features), "
-                             f"got {tuple(input_shape[1:])}")
-        f = tuple(sublayer_output_shape(self.forward_layer, input_shape))
-        b = tuple(sublayer_output_shape(self.backward_layer, input_shape))
+                             f"got {tuple(x_shape[1:])}")
+        f = sublayer_output_shape(self.forward_layer, x_shape)
+        b = sublayer_output_shape(self.backward_layer, x_shape)
+        states = []
+        if self.return_state:
+            states = [tuple(s) for s in list(f[1:]) + list(b[1:])]
+            f, b = f[0], b[0]
+        f, b = tuple(f), tuple(b)
         if self.merge_mode is None:
-            return [f, b]
+            return [f, b] + states
         if self.merge_mode == "concat":
-            return f[:-1] + (f[-1] + b[-1],)
-        if f != b:
+            out = f[:-1] + (f[-1] + b[-1],)
+        elif f != b:
             raise ValueError(f"Bidirectional: merge_mode={self.merge_mode!r} needs outputs of one shape, "
                              f"got {f} and {b}")
-        return f
+        else:
+            out = f
+        return [out] + states if self.return_state else out
 
     def compute_mask(self, inputs, mask=None):
-        # the steps stay with return_sequences, and the mask with them
-        if not self.return_sequences:
-            return None
-        return [mask, mask] if self.merge_mode is None else mask
+        # the steps stay with return_sequences, and the mask with them; the states have none
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        seq = mask if self.return_sequences else None
+        outs = [seq, seq] if self.merge_mode is None else [seq]
+        if self.return_state:
+            return outs + [None] * (2 * self.n_states)
+        return outs if self.merge_mode is None else seq
 
     # --- the computation --------------------------------------------------------------------
     def call(self, inputs, training=None, mask=None):
+        x, f_st, b_st = self._split(inputs)
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
         kw = {"training": training}
         if mask is not None:
             kw["mask"] = mask                 # given to the wrapped layers whose call takes it
-        y_f = self.forward_layer(inputs, **kw)
-        y_b = self.backward_layer(inputs, **kw)
+        y_f = self.forward_layer(x if f_st is None else [x] + f_st, **kw)
+        y_b = self.backward_layer(x if b_st is None else [x] + b_st, **kw)
+        states = []
+        if self.return_state:
+            states = list(y_f[1:]) + list(y_b[1:])
+            y_f, y_b = y_f[0], y_b[0]
         if self.return_sequences:
             y_b = reverse_steps(y_b)
         if self.merge_mode is None:
-            return [y_f, y_b]
+            return [y_f, y_b] + states
         if self.merge_mode == "concat":
-            return join_features(y_f, y_b)
-        if self.merge_mode == "sum":
-            return ops.add(contiguous(y_f), y_b)
-        if self.merge_mode == "mul":
-            return ops.mul(contiguous(y_f), y_b)
-        return ops.scale(ops.add(contiguous(y_f), y_b), 0.5)
+            out = join_features(y_f, y_b)
+        elif self.merge_mode == "sum":
+            out = ops.add(contiguous(y_f), y_b)
+        elif self.merge_mode == "mul":
+            out = ops.mul(contiguous(y_f), y_b)
+        else:
+            out = ops.scale(ops.add(contiguous(y_f), y_b), 0.5)
+        return [out] + states if self.return_state else out
 
     def get_config(self):
         cfg = super().get_config()

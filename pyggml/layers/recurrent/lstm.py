@@ -21,6 +21,7 @@ def lstm_bias_ih(shape, rng=None, layout=None):
 @register_builtin
 class LSTM(BaseRNN):
     n_gates = 4
+    n_states = 2
     folded_bias = True
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
