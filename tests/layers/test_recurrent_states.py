@@ -205,3 +205,42 @@ def test_eager_calls_and_bad_states():
     np.testing.assert_allclose(gru(x, initial_state=[np.zeros((B, U), np.float32)])[1], zero_start[1],
                                rtol=1e-6, atol=1e-7)
     assert not np.allclose(gru(x, initial_state=[h0])[1], zero_start[1])
+
+
+def test_keras_io_seq2seq_script_runs_as_written(tmp_path):
+    """keras-io's lstm_seq2seq with the import changed: train, save as .keras, load, and rebuild
+    the inference models from model.input, model.layers[i].output and the loaded layers; decoding
+    one step from the encoder's states gives the training model's first step."""
+    import pyggml as keras
+    latent_dim, n_enc, n_dec = 16, 7, 9
+    encoder_inputs = keras.Input(shape=(None, n_enc))
+    encoder_outputs, state_h, state_c = keras.layers.LSTM(latent_dim, return_state=True)(encoder_inputs)
+    decoder_inputs = keras.Input(shape=(None, n_dec))
+    decoder_lstm = keras.layers.LSTM(latent_dim, return_sequences=True, return_state=True)
+    decoder_outputs, _, _ = decoder_lstm(decoder_inputs, initial_state=[state_h, state_c])
+    decoder_outputs = keras.layers.Dense(n_dec, activation="softmax")(decoder_outputs)
+    model = keras.Model([encoder_inputs, decoder_inputs], decoder_outputs)
+    model.compile(optimizer="rmsprop", loss="categorical_crossentropy", metrics=["accuracy"])
+    rng = np.random.default_rng(6)
+    ei = np.eye(n_enc, dtype=np.float32)[rng.integers(0, n_enc, (32, 10))]
+    di = np.eye(n_dec, dtype=np.float32)[rng.integers(0, n_dec, (32, 8))]
+    dt = np.concatenate([di[:, 1:], np.zeros_like(di[:, :1])], 1)
+    model.fit([ei, di], dt, batch_size=16, epochs=2, validation_split=0.25, verbose=0)
+    model.save(str(tmp_path / "s2s_model.keras"))
+    model = keras.models.load_model(str(tmp_path / "s2s_model.keras"))
+
+    encoder_inputs = model.input[0]
+    encoder_outputs, state_h_enc, state_c_enc = model.layers[2].output
+    encoder_model = keras.Model(encoder_inputs, [state_h_enc, state_c_enc])
+    decoder_inputs = model.input[1]
+    decoder_states_inputs = [keras.Input(shape=(latent_dim,)), keras.Input(shape=(latent_dim,))]
+    decoder_outputs, state_h_dec, state_c_dec = model.layers[3](decoder_inputs, initial_state=decoder_states_inputs)
+    decoder_outputs = model.layers[4](decoder_outputs)
+    decoder_model = keras.Model([decoder_inputs] + decoder_states_inputs,
+                                [decoder_outputs, state_h_dec, state_c_dec])
+    states_value = encoder_model.predict(ei[:2], verbose=0)
+    out, h, c = decoder_model.predict([di[:2, :1]] + states_value, verbose=0)
+    assert out.shape == (2, 1, n_dec) and h.shape == c.shape == (2, latent_dim)
+    np.testing.assert_allclose(out[:, 0], model.predict([ei[:2], di[:2]])[:, 0], rtol=1e-4, atol=1e-6)
+    for m in (model, encoder_model, decoder_model):
+        m.free()
