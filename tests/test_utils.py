@@ -376,3 +376,115 @@ def test_fit_shuffles_the_batch_order_of_a_pydataset():
     orders = [ds.seen[i:i + 10] for i in range(0, 30, 10)]
     assert any(o != list(range(10)) for o in orders) and all(sorted(o) == list(range(10)) for o in orders)
     m.free()
+
+
+# --- timeseries_dataset_from_array -----------------------------------------------------------
+
+def _windows(data, targets, length, stride=1, rate=1, start=0, end=None):
+    """The windows and targets in order, written out step by step."""
+    end = len(data) if end is None else end
+    xs, ys = [], []
+    p = 0
+    while start + p + (length - 1) * rate < end and (targets is None or start + p < len(targets)):
+        xs.append([data[start + p + j * rate] for j in range(length)])
+        if targets is not None:
+            ys.append(targets[start + p])
+        p += stride
+    return np.array(xs), (np.array(ys) if targets is not None else None)
+
+
+def test_timeseries_windows_follow_keras_examples():
+    # Keras's example 1: indices 0..98, length 10, rate 2, stride 3: [0 2 .. 18], [3 5 .. 21], ...,
+    # the last [78 80 .. 96]
+    ds = pg.utils.timeseries_dataset_from_array(np.arange(99), None, sequence_length=10, sampling_rate=2,
+                                                sequence_stride=3, batch_size=1000)
+    (x,) = list(ds)
+    np.testing.assert_array_equal(x[0], np.arange(0, 20, 2))
+    np.testing.assert_array_equal(x[1], np.arange(3, 23, 2))
+    np.testing.assert_array_equal(x[-1], np.arange(78, 98, 2))
+    # example 2: the past 10 steps predict the next one
+    data = np.arange(50, dtype=np.float32) * 0.5
+    ds = pg.preprocessing.timeseries_dataset_from_array(data[:-10], data[10:], sequence_length=10, batch_size=8)
+    inputs, targets = next(iter(ds))
+    np.testing.assert_array_equal(inputs[0], data[:10])
+    assert targets[0] == data[10]
+    assert inputs.numpy().shape == (8, 10) and isinstance(inputs.numpy(), np.ndarray)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(sequence_stride=4, sampling_rate=3),
+                                dict(start_index=7, end_index=60, sampling_rate=2),
+                                dict(batch_size=None, sequence_stride=5)])
+def test_timeseries_batches_hold_every_window_once(kw):
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((80, 3)).astype(np.float32)
+    targets = rng.standard_normal(80).astype(np.float32)
+    bs = kw.pop("batch_size", 16)
+    ds = pg.utils.timeseries_dataset_from_array(data, targets, 6, batch_size=bs, **kw)
+    want_x, want_y = _windows(data, targets, 6, kw.get("sequence_stride", 1), kw.get("sampling_rate", 1),
+                              kw.get("start_index", 0), kw.get("end_index"))
+    items = list(ds)
+    assert len(items) == len(ds) == (len(want_x) if bs is None else -(-len(want_x) // bs))
+    xs = np.stack([x for x, _ in items]) if bs is None else np.concatenate([x for x, _ in items])
+    ys = np.stack([y for _, y in items]) if bs is None else np.concatenate([y for _, y in items])
+    np.testing.assert_array_equal(xs, want_x)
+    np.testing.assert_array_equal(ys, want_y)
+    # shuffled: the same windows with their targets, in another order, the same for a seed
+    sh = list(pg.utils.timeseries_dataset_from_array(data, targets, 6, batch_size=bs, shuffle=True, seed=3, **kw))
+    sx = np.stack([x for x, _ in sh]) if bs is None else np.concatenate([x for x, _ in sh])
+    sy = np.stack([y for _, y in sh]) if bs is None else np.concatenate([y for _, y in sh])
+    order = [int(np.flatnonzero((want_x == w).all(axis=(1, 2)))[0]) for w in sx]
+    assert sorted(order) == list(range(len(want_x))) and order != list(range(len(want_x)))
+    np.testing.assert_array_equal(sy, want_y[order])
+    again = pg.utils.timeseries_dataset_from_array(data, targets, 6, batch_size=bs, shuffle=True, seed=3, **kw)
+    np.testing.assert_array_equal(next(iter(again))[0], sh[0][0])
+
+
+def test_a_keras_weather_script_trains_and_predicts_on_the_dataset():
+    """keras-io's timeseries_weather_forecasting, its data calls as written: take(1), .numpy(),
+    fit with validation_data, predict on a batch from take(5)."""
+    rng = np.random.default_rng(9)
+    series = np.cumsum(rng.standard_normal((600, 4)), axis=0).astype(np.float32) * 0.1
+    past, future, step = 24, 6, 2
+    start = past + future
+    x_train, y_train = series[:400], series[start:start + 400, 0]
+    ds_train = pg.preprocessing.timeseries_dataset_from_array(x_train, y_train, sequence_length=past // step,
+                                                              sampling_rate=step, batch_size=64)
+    x_val, y_val = series[400:-start], series[400 + start:, 0]
+    ds_val = pg.utils.timeseries_dataset_from_array(x_val, y_val, sequence_length=past // step,
+                                                    sampling_rate=step, batch_size=64)
+    for batch in ds_train.take(1):
+        inputs, targets = batch
+    assert inputs.numpy().shape == (64, past // step, 4) and targets.numpy().shape == (64,)
+    inp = pg.Input(shape=(inputs.shape[1], inputs.shape[2]))
+    model = pg.Model(inp, pg.layers.Dense(1)(pg.layers.LSTM(8)(inp)))
+    model.compile(optimizer=pg.optimizers.Adam(learning_rate=0.01), loss="mse")
+    h = model.fit(ds_train, epochs=3, validation_data=ds_val, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0] and "val_loss" in h.history
+    n = 0
+    for x, y in ds_val.take(5):
+        pred = model.predict(x)
+        assert pred.shape == (len(x), 1) and y[0].numpy().shape == ()
+        n += 1
+    assert n == min(5, len(ds_val))
+    assert len(ds_val.skip(1)) == len(ds_val) - 1
+    model.free()
+
+
+@pytest.mark.parametrize("kw, err", [
+    (dict(sequence_length=0), "sequence_length"), (dict(sampling_rate=0), "sampling_rate"),
+    (dict(sampling_rate=100), "sampling_rate"), (dict(sequence_stride=-1), "sequence_stride"),
+    (dict(start_index=-1), "start_index"), (dict(start_index=5, end_index=5), "end_index"),
+    (dict(end_index=500), "end_index"), (dict(batch_size=0), "batch_size"), (dict(seed="x", shuffle=True), "seed"),
+])
+def test_timeseries_bad_arguments_say_which(kw, err):
+    args = dict(data=np.zeros((20, 2)), targets=None, sequence_length=3)
+    args.update(kw)
+    with pytest.raises(ValueError, match=err):
+        pg.utils.timeseries_dataset_from_array(**args)
+    with pytest.raises(TypeError, match="numbers"):
+        pg.utils.timeseries_dataset_from_array(np.array(["a", "b"]), None, 1)
+    ds = pg.utils.timeseries_dataset_from_array(np.zeros((20, 2)), None, 3, batch_size=4)
+    with pytest.raises(IndexError):
+        ds[len(ds)]
+    with pytest.raises(ValueError, match="take"):
+        ds.take(-2)

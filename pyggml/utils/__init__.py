@@ -4,6 +4,8 @@
 - ``pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre", value=0.0)``
 - ``PyDataset`` (alias ``Sequence``): a base class for batches made on demand,
   which ``fit``, ``evaluate`` and ``predict`` take
+- ``timeseries_dataset_from_array(data, targets, sequence_length, ...)``: sliding windows
+  over an array, in batches (a ``PyDataset``; ``take``/``skip``, ``.numpy()`` on its arrays)
 - ``set_random_seed(seed)``
 - ``plot_model(model, to_file="model.png", ...)`` and ``model_to_dot(model, ...)``:
   a picture of the layer graph (through graphviz's ``dot`` when it is installed;
@@ -15,6 +17,7 @@ from pyggml.utils.numerical_utils import normalize, to_categorical
 from pyggml.utils.py_dataset import PyDataset, Sequence
 from pyggml.utils.rng_utils import set_random_seed
 from pyggml.utils.sequence_utils import pad_sequences
+from pyggml.utils.timeseries_utils import timeseries_dataset_from_array
 
 __all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequence", "set_random_seed",
-           "plot_model", "model_to_dot"]
+           "plot_model", "model_to_dot", "timeseries_dataset_from_array"]
