@@ -7,8 +7,9 @@ that saved models holding it load.
 
 from pyggml.layers.attention import MultiHeadAttention
 from pyggml.layers.convolutional import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose
-from pyggml.layers.core import (ELU, Activation, Dense, Dropout, Embedding, Flatten, LeakyReLU, Permute, PReLU,
-                                ReLU, RepeatVector, Reshape, Softmax, UpSampling1D, UpSampling2D)
+from pyggml.layers.core import (ELU, Activation, Cropping1D, Cropping2D, Dense, Dropout, Embedding, Flatten, Identity,
+                                LeakyReLU, Permute, PReLU, ReLU, RepeatVector, Reshape, Softmax, SpatialDropout1D,
+                                SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average,
@@ -22,7 +23,8 @@ from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostL
 from pyggml.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from pyggml.layers.wrappers import TimeDistributed
 
-for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, Conv1D, Conv2D, Conv1DTranspose,
+for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, SpatialDropout1D, SpatialDropout2D,
+             ZeroPadding1D, ZeroPadding2D, Cropping1D, Cropping2D, Conv1D, Conv2D, Conv1DTranspose,
              Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
              AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
              GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
@@ -37,4 +39,5 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization",
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
-           "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector"]
+           "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
+           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D"]

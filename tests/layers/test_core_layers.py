@@ -97,6 +97,20 @@ CASES = [
     LayerCase("elu_layer", lambda: L.ELU(0.7), [(5,)],
               lambda hs, w, t: np.where(hs[0] > 0, hs[0], 0.7 * np.expm1(np.minimum(hs[0], 0)))),
     LayerCase("softmax_layer", lambda: L.Softmax(), [(2, 4)], lambda hs, w, t: ACTIVATIONS["softmax"](hs[0])),
+    LayerCase("identity", lambda: L.Identity(), [(2, 3)], lambda hs, w, t: hs[0]),
+    LayerCase("spatial_dropout1d_zero", lambda: L.SpatialDropout1D(0.0), [(3, 4)], lambda hs, w, t: hs[0]),
+    LayerCase("spatial_dropout2d_zero", lambda: L.SpatialDropout2D(0.0), [(2, 3, 2)], lambda hs, w, t: hs[0]),
+    LayerCase("zero_padding1d", lambda: L.ZeroPadding1D((1, 2)), [(3, 2)],
+              lambda hs, w, t: np.pad(hs[0], ((0, 0), (1, 2), (0, 0)))),
+    LayerCase("zero_padding2d", lambda: L.ZeroPadding2D(((1, 0), (2, 1))), [(2, 3, 2)],
+              lambda hs, w, t: np.pad(hs[0], ((0, 0), (1, 0), (2, 1), (0, 0)))),
+    LayerCase("zero_padding2d_channels_first", lambda: L.ZeroPadding2D(1, data_format="channels_first"), [(2, 2, 3)],
+              lambda hs, w, t: np.pad(hs[0], ((0, 0), (0, 0), (1, 1), (1, 1)))),
+    LayerCase("cropping1d", lambda: L.Cropping1D((1, 2)), [(5, 2)], lambda hs, w, t: hs[0][:, 1:3]),
+    LayerCase("cropping2d", lambda: L.Cropping2D(((1, 0), (0, 2))), [(3, 4, 2)],
+              lambda hs, w, t: hs[0][:, 1:, :2]),
+    LayerCase("cropping2d_channels_first", lambda: L.Cropping2D((1, 1), data_format="channels_first"), [(2, 4, 4)],
+              lambda hs, w, t: hs[0][:, :, 1:3, 1:3]),
 ]
 
 
@@ -175,3 +189,35 @@ def test_dropout_refuses_a_noise_shape_that_cannot_fit(kwargs, shape, err):
     with pytest.raises(err, match="noise_shape"):
         layer = L.Dropout(0.5, **kwargs)
         pg.Sequential([layer], input_shape=shape).compile(loss="mse")
+
+
+@pytest.mark.parametrize("cls, shape, axes", [("SpatialDropout1D", (4, 50, 64), (1,)),
+                                              ("SpatialDropout2D", (4, 6, 7, 64), (1, 2))])
+def test_spatial_dropout_drops_whole_channels(cls, shape, axes):
+    """A channel is dropped at every step (pixel) or kept at every one, about rate of them
+    dropped, the kept ones scaled by 1/(1-rate); nothing changes at inference."""
+    x = np.ones(shape, np.float32)
+    layer = getattr(L, cls)(0.5)
+    y = layer(x, training=True)
+    per_channel = y.max(axis=axes)
+    assert np.all((y == 0) | np.isclose(y, 2.0))
+    np.testing.assert_array_equal(y.min(axis=axes), per_channel)        # the same at every step / pixel
+    assert 0.25 < float((per_channel == 0).mean()) < 0.75
+    np.testing.assert_array_equal(layer(x), x)
+    assert "noise_shape" not in layer.get_config()
+    assert getattr(L, cls).from_config(layer.get_config()).rate == 0.5
+
+
+def test_padding_and_cropping_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="negative"):
+        L.ZeroPadding1D(-1)
+    with pytest.raises(ValueError, match="pair"):
+        L.Cropping2D((1, 2, 3))
+    with pytest.raises(ValueError, match="leaves nothing"):
+        L.Cropping1D((2, 2))(pg.Input((4, 3)))
+    with pytest.raises(ValueError, match="data_format"):
+        L.ZeroPadding2D(1, data_format="nhwc")
+    with pytest.raises(ValueError, match="height, width, channels"):
+        L.Cropping2D(1)(pg.Input((4, 3)))
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    np.testing.assert_array_equal(L.Cropping2D(((0, 1), (1, 0)))(L.ZeroPadding2D(((0, 1), (1, 0)))(x)), x)

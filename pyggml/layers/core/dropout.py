@@ -10,7 +10,7 @@ from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "SpatialDropout1D", "SpatialDropout2D"]
 
 
 def _check_noise_shape(noise_shape):
@@ -78,4 +78,49 @@ class Dropout(Layer):
             c["noise_shape"] = list(self.noise_shape)
         if self.seed is not None:
             c["seed"] = self.seed
+        return c
+
+
+@register_builtin
+class SpatialDropout1D(Dropout):
+    """``SpatialDropout1D(rate, seed=None)``: Dropout of whole channels of (batch, steps,
+    channels) sequences (one mask per row and channel, shared by the steps)."""
+
+    def __init__(self, rate, seed=None, **kwargs):
+        kwargs.pop("noise_shape", None)
+        super().__init__(rate, noise_shape=(None, 1, None), seed=seed, **kwargs)
+
+    def build(self, input_shape):
+        if len(input_shape) != 3:
+            raise ValueError(f"SpatialDropout1D takes inputs of shape (steps, channels), got {tuple(input_shape[1:])}")
+
+    def get_config(self):
+        c = super().get_config()
+        c.pop("noise_shape", None)
+        return c
+
+
+@register_builtin
+class SpatialDropout2D(Dropout):
+    """``SpatialDropout2D(rate, data_format=None, seed=None)``: Dropout of whole channels of
+    images (one mask per image and channel, shared by its pixels)."""
+
+    def __init__(self, rate, data_format=None, seed=None, **kwargs):
+        kwargs.pop("noise_shape", None)
+        fmt = "channels_last" if data_format is None else data_format
+        if fmt not in ("channels_last", "channels_first"):
+            raise ValueError(f"SpatialDropout2D: data_format must be 'channels_last' or 'channels_first', "
+                             f"got {data_format!r}")
+        shape = (None, 1, 1, None) if fmt == "channels_last" else (None, None, 1, 1)
+        super().__init__(rate, noise_shape=shape, seed=seed, **kwargs)
+        self.data_format = fmt
+
+    def build(self, input_shape):
+        if len(input_shape) != 4:
+            raise ValueError(f"SpatialDropout2D takes images (height, width, channels), got {tuple(input_shape[1:])}")
+
+    def get_config(self):
+        c = super().get_config()
+        c.pop("noise_shape", None)
+        c["data_format"] = self.data_format
         return c

@@ -8,7 +8,7 @@ from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["Flatten", "Reshape", "Permute", "RepeatVector"]
+__all__ = ["Flatten", "Reshape", "Permute", "RepeatVector", "Identity"]
 
 
 @register_builtin
@@ -119,3 +119,16 @@ class RepeatVector(Layer):
         c = super().get_config()
         c["n"] = self.n
         return c
+
+
+@register_builtin
+class Identity(Layer):
+    """``Identity()``: its input, unchanged (a placeholder in a model's structure)."""
+
+    supports_masking = True
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def call(self, inputs):
+        return inputs

@@ -1,0 +1,216 @@
+"""ZeroPadding1D/2D and Cropping1D/2D: zeros added around, or steps and pixels cut from,
+the edges of sequences (batch, steps, channels) and images (batch, height, width,
+channels; ``data_format="channels_first"``: batch, channels, height, width).
+
+Cropping is a strided view of the kept part (its gradient scatters back); padding
+adds the input into a zero tensor of the padded shape at its offset (``acc``, which
+trains on every backend)."""
+
+import numpy as np
+
+from pyggml import ops
+from pyggml._validation import is_int
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D"]
+
+
+def _pair(value, what, name):
+    """(before, after) from an int or a pair of ints (non-negative)."""
+    if is_int(value):
+        p = (int(value), int(value))
+    else:
+        try:
+            p = tuple(value)
+        except TypeError:
+            raise TypeError(f"{name}: {what} must be an int or a pair of ints, got {value!r}") from None
+        if len(p) != 2 or not all(is_int(v) for v in p):
+            raise ValueError(f"{name}: {what} must be an int or a pair of ints, got {value!r}")
+        p = (int(p[0]), int(p[1]))
+    if p[0] < 0 or p[1] < 0:
+        raise ValueError(f"{name}: {what} must not be negative, got {value!r}")
+    return p
+
+
+def _pairs2d(value, what, name):
+    """((top, bottom), (left, right)) from an int, (symmetric height, symmetric width) or two pairs."""
+    if is_int(value):
+        return (_pair(value, what, name),) * 2
+    try:
+        v = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be an int, two ints or two pairs of ints, got {value!r}") from None
+    if len(v) != 2:
+        raise ValueError(f"{name}: {what} must be an int, two ints or two pairs of ints, got {value!r}")
+    return (_pair(v[0], what, name), _pair(v[1], what, name))
+
+
+def _data_format(value, name):
+    fmt = "channels_last" if value is None else value
+    if fmt not in ("channels_last", "channels_first"):
+        raise ValueError(f"{name}: data_format must be 'channels_last' or 'channels_first', got {value!r}")
+    return fmt
+
+
+def _edges(rank, axes, pairs):
+    """(before, after) for every axis of a tensor of this rank (batch included)."""
+    out = [(0, 0)] * rank
+    for a, p in zip(axes, pairs):
+        out[a] = p
+    return out
+
+
+def _strides(shape):
+    st = [4] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        st[i] = st[i + 1] * shape[i + 1]
+    return st
+
+
+def _offset(strides, edges):
+    return sum(s * e[0] for s, e in zip(strides, edges))
+
+
+def crop(x, edges):
+    """x without edges[i] = (before, after) entries at each end of axis i."""
+    x = contiguous(ops.as_tensor(x))
+    shape = tuple(x.shape)
+    kept = tuple(n - a - b for n, (a, b) in zip(shape, edges))
+    st = _strides(shape)
+    return ops.cont(ops.view(x, kept, strides=tuple(st), offset=_offset(st, edges)))
+
+
+def zero_pad(x, edges):
+    """x inside zeros, with edges[i] = (before, after) zeros at each end of axis i."""
+    x = contiguous(ops.as_tensor(x))
+    padded = tuple(n + a + b for n, (a, b) in zip(x.shape, edges))
+    st = _strides(padded)
+    zeros = ops.constant(np.zeros(padded, dtype=np.float32))
+    return ops.acc(zeros, x, nb=tuple(st), offset=_offset(st, edges))
+
+
+class _Edges(Layer):
+    """What the four layers share: the spatial axes and their (before, after) counts."""
+
+    rank = 3
+    supports_masking = False
+
+    def _axes(self):
+        return (1,) if self.rank == 3 else ((1, 2) if self.data_format == "channels_last" else (2, 3))
+
+    def _check_rank(self, input_shape):
+        if len(input_shape) != self.rank:
+            what = "(steps, channels)" if self.rank == 3 else "(height, width, channels)"
+            raise ValueError(f"{type(self).__name__} takes inputs of shape {what}, got {tuple(input_shape[1:])}")
+
+
+@register_builtin
+class ZeroPadding1D(_Edges):
+    """``ZeroPadding1D(padding=1)``: zero steps at the start and end of each sequence."""
+
+    def __init__(self, padding=1, **kwargs):
+        super().__init__(**kwargs)
+        self.padding = _pair(padding, "padding", "ZeroPadding1D")
+
+    def compute_output_shape(self, input_shape):
+        self._check_rank(input_shape)
+        n = input_shape[1]
+        return (input_shape[0], None if n is None else n + sum(self.padding), input_shape[2])
+
+    def call(self, inputs):
+        return zero_pad(inputs, _edges(3, (1,), (self.padding,)))
+
+    def get_config(self):
+        c = super().get_config()
+        c["padding"] = list(self.padding)
+        return c
+
+
+@register_builtin
+class ZeroPadding2D(_Edges):
+    """``ZeroPadding2D(padding=(1, 1), data_format=None)``: zero rows and columns around each image."""
+
+    rank = 4
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.padding = _pairs2d(padding, "padding", "ZeroPadding2D")
+        self.data_format = _data_format(data_format, "ZeroPadding2D")
+
+    def compute_output_shape(self, input_shape):
+        self._check_rank(input_shape)
+        out = list(input_shape)
+        for a, p in zip(self._axes(), self.padding):
+            out[a] = None if out[a] is None else out[a] + sum(p)
+        return tuple(out)
+
+    def call(self, inputs):
+        return zero_pad(inputs, _edges(4, self._axes(), self.padding))
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(padding=[list(p) for p in self.padding], data_format=self.data_format)
+        return c
+
+
+@register_builtin
+class Cropping1D(_Edges):
+    """``Cropping1D(cropping=(1, 1))``: steps cut from the start and end of each sequence."""
+
+    def __init__(self, cropping=(1, 1), **kwargs):
+        super().__init__(**kwargs)
+        self.cropping = _pair(cropping, "cropping", "Cropping1D")
+
+    def compute_output_shape(self, input_shape):
+        self._check_rank(input_shape)
+        n = input_shape[1]
+        if n is not None and n - sum(self.cropping) < 1:
+            raise ValueError(f"Cropping1D: cropping {self.cropping} leaves nothing of {n} steps")
+        return (input_shape[0], None if n is None else n - sum(self.cropping), input_shape[2])
+
+    def call(self, inputs):
+        x = ops.as_tensor(inputs)
+        if x.shape[1] - sum(self.cropping) < 1:
+            raise ValueError(f"Cropping1D: cropping {self.cropping} leaves nothing of {x.shape[1]} steps")
+        return crop(x, _edges(3, (1,), (self.cropping,)))
+
+    def get_config(self):
+        c = super().get_config()
+        c["cropping"] = list(self.cropping)
+        return c
+
+
+@register_builtin
+class Cropping2D(_Edges):
+    """``Cropping2D(cropping=((0, 0), (0, 0)), data_format=None)``: rows and columns cut from
+    the edges of each image."""
+
+    rank = 4
+
+    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        self.cropping = _pairs2d(cropping, "cropping", "Cropping2D")
+        self.data_format = _data_format(data_format, "Cropping2D")
+
+    def compute_output_shape(self, input_shape):
+        self._check_rank(input_shape)
+        out = list(input_shape)
+        for a, p in zip(self._axes(), self.cropping):
+            if out[a] is not None:
+                if out[a] - sum(p) < 1:
+                    raise ValueError(f"Cropping2D: cropping {self.cropping} leaves nothing of the input's "
+                                     f"{tuple(input_shape[1:])}")
+                out[a] -= sum(p)
+        return tuple(out)
+
+    def call(self, inputs):
+        x = ops.as_tensor(inputs)
+        self.compute_output_shape(tuple(x.shape))
+        return crop(x, _edges(4, self._axes(), self.cropping))
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(cropping=[list(p) for p in self.cropping], data_format=self.data_format)
+        return c
