@@ -81,29 +81,38 @@ class Dropout(Layer):
         return c
 
 
+class _SpatialDropout(Dropout):
+    """Dropout with one mask per row and channel, shared by the steps or pixels."""
+
+    rank = 3
+
+    def build(self, input_shape):
+        if len(input_shape) != self.rank:
+            what = "(steps, channels)" if self.rank == 3 else "(height, width, channels)"
+            raise ValueError(f"{type(self).__name__} takes inputs of shape {what}, got {tuple(input_shape[1:])}")
+
+    def get_config(self):
+        c = super().get_config()
+        c.pop("noise_shape", None)                # Keras's config has none: the layer makes it
+        return c
+
+
 @register_builtin
-class SpatialDropout1D(Dropout):
+class SpatialDropout1D(_SpatialDropout):
     """``SpatialDropout1D(rate, seed=None)``: Dropout of whole channels of (batch, steps,
-    channels) sequences (one mask per row and channel, shared by the steps)."""
+    channels) sequences."""
 
     def __init__(self, rate, seed=None, **kwargs):
         kwargs.pop("noise_shape", None)
         super().__init__(rate, noise_shape=(None, 1, None), seed=seed, **kwargs)
 
-    def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(f"SpatialDropout1D takes inputs of shape (steps, channels), got {tuple(input_shape[1:])}")
-
-    def get_config(self):
-        c = super().get_config()
-        c.pop("noise_shape", None)
-        return c
-
 
 @register_builtin
-class SpatialDropout2D(Dropout):
+class SpatialDropout2D(_SpatialDropout):
     """``SpatialDropout2D(rate, data_format=None, seed=None)``: Dropout of whole channels of
-    images (one mask per image and channel, shared by its pixels)."""
+    images."""
+
+    rank = 4
 
     def __init__(self, rate, data_format=None, seed=None, **kwargs):
         kwargs.pop("noise_shape", None)
@@ -115,12 +124,7 @@ class SpatialDropout2D(Dropout):
         super().__init__(rate, noise_shape=shape, seed=seed, **kwargs)
         self.data_format = fmt
 
-    def build(self, input_shape):
-        if len(input_shape) != 4:
-            raise ValueError(f"SpatialDropout2D takes images (height, width, channels), got {tuple(input_shape[1:])}")
-
     def get_config(self):
         c = super().get_config()
-        c.pop("noise_shape", None)
         c["data_format"] = self.data_format
         return c

@@ -92,18 +92,48 @@ def zero_pad(x, edges):
 
 
 class _Edges(Layer):
-    """What the four layers share: the spatial axes and their (before, after) counts."""
+    """What the four layers share: the spatial axes, their (before, after) counts (the
+    attribute named by ``key``: ``padding`` or ``cropping``) and whether they add or cut."""
 
     rank = 3
+    key = "padding"
     supports_masking = False
+    data_format = "channels_last"
 
     def _axes(self):
         return (1,) if self.rank == 3 else ((1, 2) if self.data_format == "channels_last" else (2, 3))
 
-    def _check_rank(self, input_shape):
+    def _pairs(self):
+        value = getattr(self, self.key)
+        return (value,) if self.rank == 3 else value
+
+    def compute_output_shape(self, input_shape):
         if len(input_shape) != self.rank:
             what = "(steps, channels)" if self.rank == 3 else "(height, width, channels)"
             raise ValueError(f"{type(self).__name__} takes inputs of shape {what}, got {tuple(input_shape[1:])}")
+        out = list(input_shape)
+        sign = 1 if self.key == "padding" else -1
+        for a, p in zip(self._axes(), self._pairs()):
+            if out[a] is not None:
+                out[a] += sign * sum(p)
+                if out[a] < 1:
+                    raise ValueError(f"{type(self).__name__}: cropping {getattr(self, self.key)} leaves nothing "
+                                     f"of the input's {tuple(input_shape[1:])}")
+        return tuple(out)
+
+    def call(self, inputs):
+        x = ops.as_tensor(inputs)
+        self.compute_output_shape(tuple(x.shape))
+        edges = _edges(self.rank, self._axes(), self._pairs())
+        return zero_pad(x, edges) if self.key == "padding" else crop(x, edges)
+
+    def get_config(self):
+        c = super().get_config()
+        if self.rank == 3:
+            c[self.key] = list(getattr(self, self.key))
+        else:
+            c.update({self.key: [list(p) for p in getattr(self, self.key)], "data_format": self.data_format})
+        return c
 
 
 @register_builtin
@@ -113,19 +143,6 @@ class ZeroPadding1D(_Edges):
     def __init__(self, padding=1, **kwargs):
         super().__init__(**kwargs)
         self.padding = _pair(padding, "padding", "ZeroPadding1D")
-
-    def compute_output_shape(self, input_shape):
-        self._check_rank(input_shape)
-        n = input_shape[1]
-        return (input_shape[0], None if n is None else n + sum(self.padding), input_shape[2])
-
-    def call(self, inputs):
-        return zero_pad(inputs, _edges(3, (1,), (self.padding,)))
-
-    def get_config(self):
-        c = super().get_config()
-        c["padding"] = list(self.padding)
-        return c
 
 
 @register_builtin
@@ -139,47 +156,16 @@ class ZeroPadding2D(_Edges):
         self.padding = _pairs2d(padding, "padding", "ZeroPadding2D")
         self.data_format = _data_format(data_format, "ZeroPadding2D")
 
-    def compute_output_shape(self, input_shape):
-        self._check_rank(input_shape)
-        out = list(input_shape)
-        for a, p in zip(self._axes(), self.padding):
-            out[a] = None if out[a] is None else out[a] + sum(p)
-        return tuple(out)
-
-    def call(self, inputs):
-        return zero_pad(inputs, _edges(4, self._axes(), self.padding))
-
-    def get_config(self):
-        c = super().get_config()
-        c.update(padding=[list(p) for p in self.padding], data_format=self.data_format)
-        return c
-
 
 @register_builtin
 class Cropping1D(_Edges):
     """``Cropping1D(cropping=(1, 1))``: steps cut from the start and end of each sequence."""
 
+    key = "cropping"
+
     def __init__(self, cropping=(1, 1), **kwargs):
         super().__init__(**kwargs)
         self.cropping = _pair(cropping, "cropping", "Cropping1D")
-
-    def compute_output_shape(self, input_shape):
-        self._check_rank(input_shape)
-        n = input_shape[1]
-        if n is not None and n - sum(self.cropping) < 1:
-            raise ValueError(f"Cropping1D: cropping {self.cropping} leaves nothing of {n} steps")
-        return (input_shape[0], None if n is None else n - sum(self.cropping), input_shape[2])
-
-    def call(self, inputs):
-        x = ops.as_tensor(inputs)
-        if x.shape[1] - sum(self.cropping) < 1:
-            raise ValueError(f"Cropping1D: cropping {self.cropping} leaves nothing of {x.shape[1]} steps")
-        return crop(x, _edges(3, (1,), (self.cropping,)))
-
-    def get_config(self):
-        c = super().get_config()
-        c["cropping"] = list(self.cropping)
-        return c
 
 
 @register_builtin
@@ -188,29 +174,9 @@ class Cropping2D(_Edges):
     the edges of each image."""
 
     rank = 4
+    key = "cropping"
 
     def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.cropping = _pairs2d(cropping, "cropping", "Cropping2D")
         self.data_format = _data_format(data_format, "Cropping2D")
-
-    def compute_output_shape(self, input_shape):
-        self._check_rank(input_shape)
-        out = list(input_shape)
-        for a, p in zip(self._axes(), self.cropping):
-            if out[a] is not None:
-                if out[a] - sum(p) < 1:
-                    raise ValueError(f"Cropping2D: cropping {self.cropping} leaves nothing of the input's "
-                                     f"{tuple(input_shape[1:])}")
-                out[a] -= sum(p)
-        return tuple(out)
-
-    def call(self, inputs):
-        x = ops.as_tensor(inputs)
-        self.compute_output_shape(tuple(x.shape))
-        return crop(x, _edges(4, self._axes(), self.cropping))
-
-    def get_config(self):
-        c = super().get_config()
-        c.update(cropping=[list(p) for p in self.cropping], data_format=self.data_format)
-        return c

@@ -39,13 +39,36 @@ from pyggml._validation import check_fraction, check_positive_int
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 
-__all__ = ["BaseRNN"]
+__all__ = ["BaseRNN", "TakesInitialState"]
 
 _OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
             "recurrent_constraint", "bias_constraint")
 
 
-class BaseRNN(Layer):
+def _several(shape):
+    """Whether shape is a list of shapes (x's, then the states') rather than one shape."""
+    return isinstance(shape, (list, tuple)) and bool(shape) and isinstance(shape[0], (list, tuple))
+
+
+class TakesInitialState:
+    """``layer(x, initial_state=[...])`` called as ``layer([x, *states])``, and built on x's
+    shape alone: the weights depend on x only, so a layer built on x takes states later, as
+    Keras (a base of the recurrent layers and of Bidirectional, before Layer)."""
+
+    def __call__(self, *args, initial_state=None, **kwargs):
+        if initial_state is None:
+            return super().__call__(*args, **kwargs)
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        if len(args) != 1 or isinstance(args[0], (list, tuple, dict)):
+            raise TypeError(f"{type(self).__name__}: with initial_state, call the layer on one input "
+                            f"(batch, steps, features)")
+        return super().__call__([args[0]] + states, **kwargs)
+
+    def _build_once(self, shape):
+        return super()._build_once(shape[0] if _several(shape) else shape)
+
+
+class BaseRNN(TakesInitialState, Layer):
     """Subclasses define ``n_gates``, ``initial_state`` and ``cell``."""
 
     n_gates = 1
@@ -83,21 +106,6 @@ class BaseRNN(Layer):
         self.bias_initializer = bias_initializer
 
     # --- initial and final states ----------------------------------------------------------
-    def __call__(self, *args, initial_state=None, **kwargs):
-        if initial_state is None:
-            return super().__call__(*args, **kwargs)
-        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-        if len(args) != 1 or isinstance(args[0], (list, tuple, dict)):
-            raise TypeError(f"{type(self).__name__}: with initial_state, call the layer on one input "
-                            f"(batch, steps, features)")
-        return super().__call__([args[0]] + states, **kwargs)
-
-    def _build_once(self, shape):
-        # the weights depend on x alone: a layer built on x takes initial states later, as Keras
-        if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-            shape = shape[0]
-        return super()._build_once(shape)
-
     def split_inputs(self, inputs):
         """(x, the initial states or None) from the call's inputs: x, or [x, *states]."""
         if not isinstance(inputs, (list, tuple)):
@@ -109,9 +117,7 @@ class BaseRNN(Layer):
         return inputs[0], list(inputs[1:])
 
     def compute_output_shape(self, input_shape):
-        several = isinstance(input_shape, (list, tuple)) and bool(input_shape) and \
-            isinstance(input_shape[0], (list, tuple))
-        x_shape, state_shapes = self.split_inputs(list(input_shape)) if several else (input_shape, None)
+        x_shape, state_shapes = self.split_inputs(list(input_shape)) if _several(input_shape) else (input_shape, None)
         if len(x_shape) != 3:
             raise ValueError(f"{type(self).__name__} expects inputs of shape (steps, features), "
                              f"got {tuple(x_shape[1:])}")
@@ -129,8 +135,6 @@ class BaseRNN(Layer):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        if isinstance(input_shape, (list, tuple)) and input_shape and isinstance(input_shape[0], (list, tuple)):
-            input_shape = input_shape[0]
         g = self.n_gates * self.units
         self.weight_ih = self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer,
                                          regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)

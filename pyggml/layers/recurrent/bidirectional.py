@@ -22,6 +22,7 @@ import numpy as np
 from pyggml import ops
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
+from pyggml.layers.recurrent.base_rnn import TakesInitialState
 from pyggml.layers.wrappers.wrapping import build_sublayer, check_layer, serialize_layer, sublayer_output_shape
 from pyggml.saving.object_registration import register_builtin
 
@@ -61,7 +62,7 @@ def _copy(layer, **changes):
 
 
 @register_builtin
-class Bidirectional(Layer):
+class Bidirectional(TakesInitialState, Layer):
     def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None, **kwargs):
         super().__init__(**kwargs)
         layer = check_layer("Bidirectional", layer)
@@ -95,19 +96,6 @@ class Bidirectional(Layer):
         self.n_states = getattr(layer, "n_states", 1)
 
     # --- initial and final states ----------------------------------------------------------
-    def __call__(self, *args, initial_state=None, **kwargs):
-        if initial_state is None:
-            return super().__call__(*args, **kwargs)
-        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-        if len(args) != 1 or isinstance(args[0], (list, tuple, dict)):
-            raise TypeError("Bidirectional: with initial_state, call the layer on one input (batch, steps, features)")
-        return super().__call__([args[0]] + states, **kwargs)
-
-    def _build_once(self, shape):
-        if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-            shape = shape[0]                          # the weights depend on x alone
-        return super()._build_once(shape)
-
     def _split(self, inputs):
         """(x, forward states, backward states) from x or [x, *states] (tensors or shapes)."""
         if not isinstance(inputs, (list, tuple)) or not inputs or isinstance(inputs[0], (int, type(None))):
@@ -120,9 +108,8 @@ class Bidirectional(Layer):
 
     # --- shapes and masks ----------------------------------------------------------------
     def build(self, input_shape):
-        x_shape, _, _ = self._split(input_shape)          # the weights depend on x alone
-        build_sublayer(self.forward_layer, x_shape)
-        build_sublayer(self.backward_layer, x_shape)
+        build_sublayer(self.forward_layer, input_shape)        # x's shape (TakesInitialState)
+        build_sublayer(self.backward_layer, input_shape)
 
     def compute_output_shape(self, input_shape):
         x_shape, _, _ = self._split(input_shape)
