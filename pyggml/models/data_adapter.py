@@ -401,18 +401,22 @@ class GeneratorDataset(Dataset):
         a re-iterable source starts again).  Never a wrapping generator: closing one
         would close the user's generator with it."""
         src = self.source
-        if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, (list, tuple)):
+        if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, (list, tuple)) and \
+                _sized(src):
             return _SequenceEpoch(src, self.order)
-        if iter(src) is src:
+        if iter(src) is src or not _sized(src):          # a generator, or a dataset repeating forever: go on
             if self._it is None:
-                self._it = src
+                self._it = iter(src)
             return self._it
         return iter(src)
 
     def batches(self, epoch=0, shuffle=False, rng=None):
         # a PyDataset's batches come in a new order each epoch when shuffling (Keras's fit)
+        # a pg.utils.Dataset keeps its own order, as tf.data's does in Keras (it shuffles itself)
+        from pyggml.utils.dataset_utils import Dataset as DataPipeline
         self.order = rng.permutation(len(self.source)) if shuffle and rng is not None and \
-            hasattr(self.source, "__getitem__") and hasattr(self.source, "__len__") else None
+            hasattr(self.source, "__getitem__") and hasattr(self.source, "__len__") and \
+            not isinstance(self.source, DataPipeline) else None
         it = self._iterator()
         count = 0
         try:
@@ -426,6 +430,17 @@ class GeneratorDataset(Dataset):
         finally:
             if isinstance(it, _SequenceEpoch):
                 it.end()
+
+
+def _sized(source):
+    """Whether len(source) works (a pg.utils.Dataset that repeats forever has none)."""
+    if not hasattr(source, "__len__"):
+        return True                  # a plain iterable: read until it stops
+    try:
+        len(source)
+    except TypeError:
+        return False
+    return True
 
 
 class _SequenceEpoch:

@@ -6,12 +6,20 @@
   which ``fit``, ``evaluate`` and ``predict`` take
 - ``timeseries_dataset_from_array(data, targets, sequence_length, ...)``: sliding windows
   over an array, in batches (a ``PyDataset``; ``take``/``skip``, ``.numpy()`` on its arrays)
+- ``Dataset`` (also ``pg.data.Dataset``): tf.data's pipeline calls (``from_tensor_slices``,
+  ``map``, ``batch``, ``shuffle``, ``take``, ``prefetch``, ...) on numpy, which ``fit`` takes
+- ``text_dataset_from_directory``, ``image_dataset_from_directory``: files in class
+  folders as a ``Dataset`` of batches (images need Pillow); ``split_dataset(data, left_size, ...)``
+- ``load_img``, ``img_to_array``, ``array_to_img``, ``save_img`` (Pillow)
 - ``set_random_seed(seed)``
 - ``plot_model(model, to_file="model.png", ...)`` and ``model_to_dot(model, ...)``:
   a picture of the layer graph (through graphviz's ``dot`` when it is installed;
   its DOT source and a text rendering otherwise)
 """
 
+from pyggml.utils.dataset_utils import Dataset
+from pyggml.utils.directory_utils import image_dataset_from_directory, split_dataset, text_dataset_from_directory
+from pyggml.utils.image_utils import array_to_img, img_to_array, load_img, save_img
 from pyggml.utils.model_visualization import model_to_dot, plot_model
 from pyggml.utils.numerical_utils import normalize, to_categorical
 from pyggml.utils.py_dataset import PyDataset, Sequence
@@ -20,4 +28,5 @@ from pyggml.utils.sequence_utils import pad_sequences
 from pyggml.utils.timeseries_utils import timeseries_dataset_from_array
 
 __all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequence", "set_random_seed",
-           "plot_model", "model_to_dot", "timeseries_dataset_from_array"]
+           "plot_model", "model_to_dot", "timeseries_dataset_from_array", "Dataset", "text_dataset_from_directory",
+           "image_dataset_from_directory", "split_dataset", "load_img", "img_to_array", "array_to_img", "save_img"]

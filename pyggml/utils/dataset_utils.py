@@ -1,0 +1,417 @@
+"""``Dataset``: the part of ``tf.data`` that Keras scripts use, on numpy.
+
+Keras's data utilities (``text_dataset_from_directory``,
+``image_dataset_from_directory``, ``split_dataset``) return a ``tf.data.Dataset``
+and the scripts go on with ``map``, ``batch``, ``shuffle``, ``take``,
+``prefetch`` and friends.  pyggml's ``Dataset`` answers those calls: it is a
+pipeline of lazy steps over elements (an element is an array, or a tuple or
+dict of arrays; a list is an array, as in tf.data), read by position, so
+``fit``, ``evaluate`` and ``predict`` take it as they take any ``PyDataset``
+(``len`` batches, ``ds[i]``).
+
+What differs from tf.data:
+- Elements are numpy arrays (``EagerArray``: they also answer ``.numpy()``);
+  text is numpy's ``str`` (tf.data gives ``bytes``).
+- ``map`` runs the function on numpy elements, eagerly, when an element is
+  read: any Python works in it (it is not traced).
+- ``shuffle`` shuffles the whole dataset (a uniform permutation), whatever
+  ``buffer_size`` says, and again for every pass unless
+  ``reshuffle_each_iteration=False``.
+- ``prefetch`` and ``with_options`` change nothing (elements are made in this
+  process, when read); ``num_parallel_calls`` and ``deterministic`` are
+  accepted and ignored.  ``cache`` keeps elements in memory, a file name or not.
+- ``fit`` takes the batches in the dataset's own order: its ``shuffle``
+  argument does not reorder a ``Dataset`` (as with tf.data in Keras).
+"""
+
+import numpy as np
+
+from pyggml._validation import is_int
+from pyggml.utils.py_dataset import PyDataset
+from pyggml.utils.timeseries_utils import EagerArray
+
+__all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+
+AUTOTUNE = -1
+INFINITE_CARDINALITY = -1
+UNKNOWN_CARDINALITY = -2
+
+
+# --- element structures --------------------------------------------------------------------------
+
+def _map_structure(fn, *elements):
+    """fn over the arrays of one or several elements of the same structure."""
+    first = elements[0]
+    if isinstance(first, dict):
+        return {k: _map_structure(fn, *(e[k] for e in elements)) for k in first}
+    if isinstance(first, tuple):                 # a list is an array, as in tf.data
+        parts = [_map_structure(fn, *p) for p in zip(*elements)]
+        return type(first)(*parts) if hasattr(first, "_fields") else tuple(parts)
+    return fn(*elements)
+
+
+def _leaves(element):
+    if isinstance(element, dict):
+        return [a for v in element.values() for a in _leaves(v)]
+    if isinstance(element, tuple):
+        return [a for v in element for a in _leaves(v)]
+    return [element]
+
+
+def _eager(a):
+    return a if isinstance(a, EagerArray) else np.asarray(a).view(EagerArray)
+
+
+def _as_element(value):
+    """A function's result as an element: tuples and dicts kept, arrays as EagerArrays."""
+    if value is None:
+        raise ValueError("a Dataset element cannot be None")
+    return _map_structure(_eager, value)
+
+
+def _positive(name, value):
+    if not is_int(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _stack(parts):
+    try:
+        return np.stack([np.asarray(p) for p in parts])
+    except ValueError as e:
+        raise ValueError(f"batch: the elements of a batch must have equal shapes ({e}); use padded_batch "
+                         f"for elements of different lengths") from None
+
+
+class Dataset(PyDataset):
+    """A pipeline of elements read by position; see the module's docstring.
+
+    Make one with ``Dataset.from_tensor_slices``, ``Dataset.from_tensors``,
+    ``Dataset.range`` or the ``*_dataset_from_directory`` utilities."""
+
+    def __init__(self, length, get, parents=(), on_pass=None):
+        super().__init__()
+        self._length = length               # an int, a function giving it (worked out when read), None: infinite
+        self._get = get                     # position -> element
+        self._parents = tuple(parents)
+        self._on_pass = on_pass             # called at the start of every pass (a new shuffle)
+
+    # --- sources ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def from_tensor_slices(tensors):
+        """One element per row of the arrays (their first axis), keeping the structure:
+        ``from_tensor_slices((x, y))`` gives ``(x[i], y[i])``."""
+        data = _map_structure(np.asarray, tensors)
+        lengths = {a.shape[0] if a.ndim else None for a in _leaves(data)}
+        if None in lengths:
+            raise ValueError("from_tensor_slices: every array needs a first axis to slice along (a scalar has none)")
+        if len(lengths) != 1:
+            raise ValueError(f"from_tensor_slices: the arrays' first axes differ in length: {sorted(lengths)}")
+        return Dataset(lengths.pop(), lambda i: _map_structure(lambda a: _eager(a[i]), data))
+
+    @staticmethod
+    def from_tensors(tensors):
+        """A dataset of one element: the arrays as they are."""
+        element = _as_element(_map_structure(np.asarray, tensors))
+        return Dataset(1, lambda i: element)
+
+    @staticmethod
+    def range(*args, dtype="int64"):
+        """``range(stop)``, ``range(start, stop[, step])``: the integers, one per element."""
+        r = range(*args)
+        return Dataset(len(r), lambda i: _eager(np.asarray(r[i], dtype=dtype)))
+
+    @staticmethod
+    def zip(*datasets):
+        """Elements made of the datasets' elements side by side (as long as the shortest)."""
+        if len(datasets) == 1 and isinstance(datasets[0], (tuple, list, dict)):
+            datasets = datasets[0]
+        parts = list(datasets.values()) if isinstance(datasets, dict) else list(datasets)
+        if not parts or not all(isinstance(d, Dataset) for d in parts):
+            raise TypeError("Dataset.zip takes Datasets (several, or a tuple or dict of them)")
+        finite = [d for d in parts if d._length is not None]
+        n = (lambda: min(d._n() for d in finite)) if finite else None
+        if isinstance(datasets, dict):
+            return Dataset(n, lambda i: {k: d._get(i) for k, d in datasets.items()}, parts)
+        return Dataset(n, lambda i: tuple(d._get(i) for d in parts), parts)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def __len__(self):
+        n = self._n()
+        if n is None:
+            raise TypeError("this Dataset repeats without end, so it has no length: give fit steps_per_epoch")
+        return n
+
+    def _n(self):
+        return self._length() if callable(self._length) else self._length
+
+    def cardinality(self):
+        """The number of elements (INFINITE_CARDINALITY, -1, for a dataset that repeats forever)."""
+        n = self._n()
+        return INFINITE_CARDINALITY if n is None else n
+
+    def __getitem__(self, index):
+        if not is_int(index):
+            raise TypeError(f"a Dataset is read by int position, got {type(index).__name__}")
+        n = self._n()
+        if n is not None:
+            if not -n <= index < n:
+                raise IndexError(f"element {index} of a dataset of {n}")
+            index %= n
+        elif index < 0:
+            raise IndexError("a dataset that repeats forever has no last element")
+        return self._get(int(index))
+
+    def _new_pass(self):
+        for p in self._parents:
+            p._new_pass()
+        if self._on_pass is not None:
+            self._on_pass()
+
+    def on_epoch_begin(self):
+        self._new_pass()
+
+    def __iter__(self):
+        self._new_pass()
+        i = 0
+        while self._length is None or i < self._n():
+            yield self._get(i)
+            i += 1
+
+    def as_numpy_iterator(self):
+        """The elements as plain numpy arrays."""
+        for element in self:
+            yield _map_structure(np.asarray, element)
+
+    def take(self, count):
+        """The first ``count`` elements (all for -1)."""
+        if not is_int(count) or count < -1:
+            raise ValueError(f"take: count must be an int, -1 or more, got {count!r}")
+        if count == -1:
+            return Dataset(self._length, self._get, [self])
+        if self._length is None:
+            return Dataset(int(count), self._get, [self])
+        return Dataset(lambda: min(int(count), self._n()), self._get, [self])
+
+    def skip(self, count):
+        """The elements after the first ``count`` (none for -1)."""
+        if not is_int(count) or count < -1:
+            raise ValueError(f"skip: count must be an int, -1 or more, got {count!r}")
+        if self._length is None:
+            if count == -1:
+                return Dataset(0, self._get, [self])
+            return Dataset(None, lambda i: self._get(i + count), [self])
+
+        def skipped():
+            return self._n() if count == -1 else min(int(count), self._n())
+        return Dataset(lambda: self._n() - skipped(), lambda i: self._get(i + skipped()), [self])
+
+    # --- transformations -------------------------------------------------------------------------
+
+    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
+        """``map_func`` on every element (a tuple element's parts as its arguments)."""
+        if not callable(map_func):
+            raise TypeError(f"map takes a function, got {type(map_func).__name__}")
+
+        def get(i):
+            e = self._get(i)
+            return _as_element(map_func(*e) if isinstance(e, tuple) else map_func(e))
+        return Dataset(self._length, get, [self])
+
+    def filter(self, predicate, name=None):
+        """The elements for which ``predicate`` is true (worked out again on every pass)."""
+        if not callable(predicate):
+            raise TypeError(f"filter takes a function, got {type(predicate).__name__}")
+        self._finite("filter")
+        kept = {}
+
+        def positions():
+            if "list" not in kept:
+                kept["list"] = [i for i in range(self._n()) if _truth(predicate, self._get(i))]
+            return kept["list"]
+        return Dataset(lambda: len(positions()), lambda i: self._get(positions()[i]), [self],
+                       lambda: kept.pop("list", None))
+
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
+        """Consecutive elements stacked into batches of ``batch_size`` (a shorter last one
+        unless ``drop_remainder``)."""
+        b = _positive("batch_size", batch_size)
+        return Dataset(self._batches(b, drop_remainder),
+                       lambda i: _map_structure(lambda *a: _eager(_stack(a)), *self._run(i, b)), [self])
+
+    def _batches(self, b, drop_remainder):
+        n = self._n()
+        if n is None:
+            return None
+        return lambda: self._n() // b if drop_remainder else -(-self._n() // b)
+
+    def _run(self, i, b):
+        """The elements of batch i (of b each)."""
+        n = self._n()
+        stop = (i + 1) * b if n is None else min((i + 1) * b, n)
+        return [self._get(j) for j in range(i * b, stop)]
+
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
+        """Batches of elements padded at the end of each axis to the longest in the batch
+        (or to ``padded_shapes``, where None is the longest), with ``padding_values`` (0)."""
+        b = _positive("batch_size", batch_size)
+
+        def get(i):
+            parts = self._run(i, b)
+            shapes = _per_part(padded_shapes, parts[0], "padded_shapes", shape=True)
+            values = _per_part(padding_values, parts[0], "padding_values", shape=False)
+            return _map_structure(lambda s, v, *a: _eager(_pad(s, v, a)), shapes, values, *parts)
+        return Dataset(self._batches(b, drop_remainder), get, [self])
+
+    def unbatch(self, name=None):
+        """The rows of every batch as elements of their own."""
+        self._finite("unbatch")
+        ends = {}
+
+        def offsets():
+            if "ends" not in ends:
+                ends["ends"] = np.cumsum([len(np.asarray(_leaves(self._get(i))[0])) for i in range(self._n())])
+            return ends["ends"]
+
+        def get(i):
+            e = offsets()
+            k = int(np.searchsorted(e, i, side="right"))
+            start = 0 if k == 0 else int(e[k - 1])
+            return _map_structure(lambda a: _eager(np.asarray(a)[i - start]), self._get(k))
+        return Dataset(lambda: int(offsets()[-1]) if len(offsets()) else 0, get, [self],
+                       lambda: ends.pop("ends", None))
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
+        """The elements in a random order (a new one every pass, unless
+        ``reshuffle_each_iteration=False``)."""
+        _positive("buffer_size", buffer_size) if buffer_size != AUTOTUNE else None
+        n = self._finite("shuffle")
+        if seed is not None and (not is_int(seed) or seed < 0):
+            raise ValueError(f"shuffle: seed must be a non-negative int or None, got {seed!r}")
+        from pyggml._random import rng as library_rng
+        gen = np.random.default_rng(int(seed)) if seed is not None else library_rng()
+        order = {"perm": gen.permutation(n), "passes": 0}
+
+        def on_pass():
+            order["passes"] += 1
+            if order["passes"] > 1 and reshuffle_each_iteration is not False:
+                order["perm"] = gen.permutation(n)
+        return Dataset(n, lambda i: self._get(int(order["perm"][i])), [self], on_pass)
+
+    def repeat(self, count=None, name=None):
+        """The dataset ``count`` times over (forever for None or -1)."""
+        n = self._finite("repeat")
+        if count is None or count == -1:
+            if n == 0:
+                return Dataset(0, self._get, [self])
+            return Dataset(None, lambda i: self._get(i % n), [self])
+        if not is_int(count) or count < 0:
+            raise ValueError(f"repeat: count must be a non-negative int, -1 or None, got {count!r}")
+        return Dataset(n * int(count), lambda i: self._get(i % n), [self])
+
+    def concatenate(self, dataset, name=None):
+        """This dataset's elements, then ``dataset``'s."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"concatenate takes a Dataset, got {type(dataset).__name__}")
+        self._finite("concatenate")
+        return Dataset(None if dataset._length is None else (lambda: self._n() + dataset._n()),
+                       lambda i: self._get(i) if i < self._n() else dataset._get(i - self._n()), [self, dataset])
+
+    def enumerate(self, start=0, name=None):
+        """``(position + start, element)`` pairs."""
+        return Dataset(self._length, lambda i: (_eager(np.int64(i + start)), self._get(i)), [self])
+
+    def reduce(self, initial_state, reduce_func, name=None):
+        """``reduce_func(state, element)`` folded over the elements."""
+        self._finite("reduce")
+        state = initial_state
+        for element in self:
+            state = reduce_func(state, element)
+        return state
+
+    def apply(self, transformation_func):
+        """``transformation_func(self)``."""
+        return transformation_func(self)
+
+    # accepted for tf.data scripts; elements are made when read
+    def prefetch(self, buffer_size=AUTOTUNE, name=None):
+        return self
+
+    def cache(self, filename="", name=None):
+        """Each element kept in memory once made (also with a ``filename``): later passes
+        read the kept elements, in the first pass's order."""
+        kept = {}
+
+        def get(i):
+            if i not in kept:
+                kept[i] = self._get(i)
+            return kept[i]
+        return Dataset(self._length, get, [self])
+
+    def with_options(self, options, name=None):
+        return self
+
+    def _finite(self, what):
+        if self._length is None:
+            raise ValueError(f"{what} needs a dataset that ends; this one repeats forever")
+        return self._n()
+
+
+def _truth(predicate, element):
+    value = np.asarray(predicate(*element) if isinstance(element, tuple) else predicate(element))
+    if value.size != 1:
+        raise ValueError(f"filter: the predicate must give one truth value per element, got shape {value.shape}")
+    return bool(value)
+
+
+def _per_part(spec, element, what, shape):
+    """padded_batch's padded_shapes / padding_values for each array of an element: one per
+    part of a tuple or dict element (padding_values: or one for all)."""
+    if isinstance(element, dict):
+        if spec is None or (not shape and np.isscalar(spec)):
+            return {k: _per_part(spec, v, what, shape) for k, v in element.items()}
+        if not isinstance(spec, dict) or set(spec) != set(element):
+            raise ValueError(f"padded_batch: {what} must be a dict with the element's keys {sorted(element)}")
+        return {k: _per_part(spec[k], v, what, shape) for k, v in element.items()}
+    if isinstance(element, tuple):
+        if spec is None or (not shape and np.isscalar(spec)):
+            return tuple(_per_part(spec, v, what, shape) for v in element)
+        if not isinstance(spec, (tuple, list)) or len(spec) != len(element):
+            raise ValueError(f"padded_batch: {what} must have one entry per part of the element ({len(element)})")
+        return tuple(_per_part(s, v, what, shape) for s, v in zip(spec, element))
+    return _Leaf(spec)
+
+
+class _Leaf:
+    """One array's padded shape or padding value (kept whole by _map_structure)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _pad(shape, value, arrays):
+    arrays = [np.asarray(a) for a in arrays]
+    rank = arrays[0].ndim
+    if any(a.ndim != rank for a in arrays):
+        raise ValueError("padded_batch: the elements of a batch must have the same number of axes")
+    target = [max(a.shape[d] for a in arrays) for d in range(rank)]
+    if shape.value is not None:
+        hint = [shape.value] if is_int(shape.value) else list(shape.value)
+        if len(hint) != rank:
+            raise ValueError(f"padded_batch: the padded shape {tuple(hint)} has {len(hint)} axes, the elements "
+                             f"have {rank}")
+        for d, h in enumerate(hint):
+            if h is None or h == -1:
+                continue
+            if not is_int(h) or h < target[d]:
+                raise ValueError(f"padded_batch: an element is {target[d]} long on axis {d}, more than the "
+                                 f"padded shape's {h!r}")
+            target[d] = int(h)
+    fill = 0 if value.value is None else value.value
+    out = np.full([len(arrays)] + target, fill, dtype=arrays[0].dtype)
+    for k, a in enumerate(arrays):
+        out[(k,) + tuple(slice(0, s) for s in a.shape)] = a
+    return out
