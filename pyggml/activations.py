@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from pyggml import _scope, ops
+from pyggml.core import ops as core_ops
 
 __all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_relu", "softmax", "log_softmax",
            "linear", "get", "name_of", "serialize"]
@@ -103,7 +104,7 @@ def _zero():
 
 def leaky_relu(x, negative_slope=0.2):
     if _scope.fused() and negative_slope >= 0:
-        return ops.leaky_relu(_plain(x), float(negative_slope))
+        return core_ops.leaky_relu(_plain(x), float(negative_slope))
     # relu(x) - slope relu(-x); Keras's default slope is 0.2
     x = ops.as_tensor(x)
     return ops.sub(ops.relu(x), ops.scale(ops.relu(ops.neg(x)), negative_slope))

@@ -19,12 +19,12 @@ Besides ggml's operations, with numpy's axes:
 - ``dropout(x, rate)`` (inside a training graph only; identity otherwise)
 """
 
-import builtins
 import functools
 
 import numpy as np
 
-from pyggml import _scope
+from pyggml import _ops_numpy, _scope
+from pyggml._ops_numpy import concatenate
 from pyggml._validation import is_int
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor
@@ -169,49 +169,6 @@ def square(x):
     return _core_ops.sqr(as_tensor(x))
 
 
-def _concat_tree(xs, dim):
-    """ggml's concat of several tensors along ggml dim ``dim``, in a balanced tree
-    (each value is copied log2(len(xs)) times, not once per later tensor)."""
-    xs = list(xs)
-    while len(xs) > 1:
-        joined = [_core_ops.concat(a, b, dim) for a, b in zip(xs[0::2], xs[1::2])]
-        if len(xs) % 2:
-            joined.append(xs[-1])
-        xs = joined
-    return xs[0]
-
-
-def concatenate(tensors, axis=-1):
-    """Join tensors along ``axis`` (numpy's).  On the CPU, ggml's concat (pyggml's
-    patches give it a backward pass); elsewhere a sum of products with constant 0/1
-    placement matrices (ops every backend trains)."""
-    xs = [as_tensor(t) for t in tensors]
-    if len(xs) < 2:
-        raise ValueError("concatenate needs at least two tensors")
-    r = len(xs[0].shape)
-    if any(len(t.shape) != r for t in xs):
-        raise ValueError(f"concatenate: tensors of different ranks {[t.shape for t in xs]}")
-    ax = _axis(axis, r, "concatenate")
-    for t in xs[1:]:
-        if any(t.shape[i] != xs[0].shape[i] for i in range(r) if i != ax):
-            raise ValueError(f"concatenate: shapes {[t.shape for t in xs]} differ outside axis {axis}")
-    if _scope.fused():
-        return _concat_tree(xs, r - 1 - ax)
-    if ax != r - 1:
-        xs = [swapaxes(t, ax, r - 1) for t in xs]
-    total = builtins.sum(int(t.shape[-1]) for t in xs)
-    y, off = None, 0
-    for t in xs:
-        f = int(t.shape[-1])
-        place = np.zeros((total, f), dtype=np.float32)
-        place[off + np.arange(f), np.arange(f)] = 1.0
-        part = _core_ops.mul_mat(constant(place), flatten_rows(t))
-        y = part if y is None else _core_ops.add(y, part)
-        off += f
-    y = _core_ops.reshape(y, tuple(xs[0].shape[:-1]) + (total,))
-    return swapaxes(y, ax, r - 1) if ax != r - 1 else y
-
-
 def dropout(x, rate, training=None):
     """Zero a fraction ``rate`` of x's values and scale the rest by 1/(1-rate)
     when training (by default: when the graph being built is a training graph);
@@ -227,6 +184,30 @@ def dropout(x, rate, training=None):
     return _core_ops.mul(x if x.is_contiguous else _core_ops.cont(x), b.random_keep_mask(x.shape, float(rate)))
 
 
+# --- Keras's ops (pyggml._ops_numpy) ----------------------------------------------------------
+
+def _shared(ggml_op, keras_op):
+    """One name for ggml's op and Keras's: ggml's for low-level graph code (a Tensor
+    outside any model's graph, or ``ctx=``), Keras's inside a model's graph and on arrays."""
+    @functools.wraps(keras_op)
+    def op(*args, ctx=None, **kwargs):
+        if ctx is not None or (_scope.current() is None and args and isinstance(args[0], Tensor)):
+            return ggml_op(*args, ctx=ctx, **kwargs)
+        return keras_op(*args, **kwargs)
+    op.__doc__ = (f"{keras_op.__doc__ or ''}\n\nLow-level form (a Tensor outside a model's graph, or ctx=): "
+                  f"ggml's {ggml_op.__doc__ or ggml_op.__name__}")
+    return op
+
+
+def _install_keras_ops():
+    names = {}
+    for n in _ops_numpy.__all__:
+        keras_op = getattr(_ops_numpy, n)
+        names[n] = _shared(globals()[n], keras_op) if n in _ops_numpy.SHARED_WITH_GGML else keras_op
+    globals().update(names)
+    return set(names)
+
+
 __all__ = sorted(set(_GGML_NAMES) | {
     "as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum", "reduce_mean",
-    "square", "concatenate", "dropout", "shape"})
+    "square", "concatenate", "dropout", "shape"} | _install_keras_ops())

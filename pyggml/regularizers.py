@@ -26,6 +26,7 @@ import numpy as np
 from pyggml import _eager, _scope, ops
 from pyggml._validation import is_number
 from pyggml.core import Tensor
+from pyggml.core import ops as core_ops
 from pyggml.saving.object_registration import get_registered_name, get_registered_object, register_builtin
 from pyggml.variables import Variable
 
@@ -218,7 +219,7 @@ class OrthogonalRegularizer(Regularizer):
             raise ValueError(f"OrthogonalRegularizer takes a 2-D weight (rank 2), got shape {tuple(t.shape)}")
         x = t if t.is_contiguous else ops.cont(t)
         if self.mode == "columns":
-            x = ops.cont(ops.transpose(x))
+            x = ops.cont(core_ops.transpose(x))
         n = x.shape[0]
         if n < 2:
             raise ValueError(f"OrthogonalRegularizer(mode={self.mode!r}) needs at least 2 {self.mode} to compare, "

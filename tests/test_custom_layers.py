@@ -140,13 +140,14 @@ def test_an_unregistered_layer_is_named_when_loading_fails(tmp_path):
 
 def test_an_op_without_a_backward_pass_is_named():
     class RowMeans(pg.layers.Layer):
-        """ggml's mean over each row has no backward pass (only a scalar mean has one)."""
+        """ggml's mean over each row (pyggml.core.ops.mean) has no backward pass (only a
+        scalar mean has one); pyggml.ops.mean, Keras's, is built from ops that have."""
 
         def build(self, input_shape):
             self.w = self.add_weight("w", (input_shape[-1],), "ones")
 
         def call(self, x):
-            return pg.ops.mean(x * self.w)
+            return pg.core.ops.mean(x * self.w)
 
     m = pg.Sequential([RowMeans()], input_shape=3).compile(loss="mse")
     with pytest.raises(pg.GGMLError, match="backward pass for MEAN|mean"):

@@ -1990,3 +1990,35 @@ def test_new_ops_run_on_the_cpu_beside_a_gpu(device, backend):
     _close(y1, y2, 1e-5)
     for a, bb in zip(g1, g2):
         _close(a, bb, 1e-4)
+
+
+@pytest.mark.parametrize("name", ["soft_max_then_transpose", "soft_max_then_permute", "rms_norm_then_transpose",
+                                  "rms_norm_alone"])
+def test_backward_sources_are_not_overwritten_in_place(name, backend, sched):
+    """ggml-alloc may give an op's result the memory of a source whose last reader it is;
+    SOFT_MAX_BACK reads y (and RMS_NORM_BACK reads dz) after writing its result, so those
+    sources must keep their own memory (patch 0036).  A view after the forward op leaves
+    the backward op the last reader of y."""
+    x = rng(90).normal(size=(2, 3, 5)).astype(np.float32)
+
+    def sm(a):
+        e = np.exp(a - a.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def rms(a):
+        return a / np.sqrt(np.mean(a * a, -1, keepdims=True) + 1e-6)
+    swap = [1, 0, 2, 3]
+    cases = {
+        "soft_max_then_transpose": (lambda a, ctx: ops.cont(ops.transpose(ops.soft_max(a, ctx=ctx), ctx=ctx), ctx=ctx),
+                                    lambda a: sm(a).transpose(0, 2, 1)),
+        "soft_max_then_permute": (lambda a, ctx: ops.cont(ops.permute(ops.soft_max(a, ctx=ctx), swap, ctx=ctx),
+                                                          ctx=ctx), lambda a: sm(a).transpose(0, 2, 1)),
+        "rms_norm_then_transpose": (lambda a, ctx: ops.cont(ops.transpose(ops.rms_norm(a, 1e-6, ctx=ctx), ctx=ctx),
+                                                            ctx=ctx), lambda a: rms(a).transpose(0, 2, 1)),
+        "rms_norm_alone": (lambda a, ctx: ops.rms_norm(a, 1e-6, ctx=ctx), rms),
+    }
+    build, ref = cases[name]
+    weights = rng(91).normal(size=ref(x).shape)
+    got = ggml_grad(backend, sched, build, [x], 0, weights)
+    want = numeric_grad(ref, [x], 0, weights)
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)

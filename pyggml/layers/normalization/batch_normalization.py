@@ -24,6 +24,7 @@ import numpy as np
 
 from pyggml import _scope, initializers, ops
 from pyggml._validation import check_bool, check_fraction, check_number
+from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.layers.normalization._moments import mean_rows, rsqrt
@@ -83,10 +84,10 @@ class BatchNormalization(Layer):
         m = inputs.nelements // c
         x2 = ops.reshape(contiguous(inputs), (m, c))                    # ggml [C, M]
         if training:
-            xt = ops.cont(ops.transpose(x2))                            # ggml [M, C]
+            xt = ops.cont(core_ops.transpose(x2))                            # ggml [M, C]
             mean = ops.reshape(mean_rows(xt), (1, c))
             xc = ops.sub(x2, ops.repeat(mean, x2))                      # sub trains only with equal shapes
-            var = ops.reshape(mean_rows(ops.cont(ops.transpose(ops.sqr(xc)))), (1, c))
+            var = ops.reshape(mean_rows(ops.cont(core_ops.transpose(ops.sqr(xc)))), (1, c))
             y = ops.mul(xc, rsqrt(var, self.epsilon))
             b = _scope.require("BatchNormalization")
             mom = self.momentum

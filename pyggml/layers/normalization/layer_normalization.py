@@ -6,6 +6,7 @@ as Keras makes no such weight then."""
 
 from pyggml import initializers, ops
 from pyggml._validation import check_bool, check_number
+from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.layers.normalization._moments import mean_rows, rsqrt
@@ -49,7 +50,7 @@ class LayerNormalization(Layer):
     def call(self, inputs, training=None):
         x = contiguous(inputs)
         if fused():
-            y = ops.norm(x, self.epsilon)
+            y = core_ops.norm(x, self.epsilon)
             if self.scale:
                 y = ops.mul(y, self.weight)
             return ops.bias_act(y, self.bias) if self.center else y

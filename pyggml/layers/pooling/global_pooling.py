@@ -4,6 +4,7 @@ pyggml's channels-last pool_cl with the whole image as its window); with
 
 from pyggml import ops
 from pyggml._validation import check_bool
+from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.convolutional.base_conv import to_chw
 from pyggml.layers.layer import Layer
@@ -43,7 +44,7 @@ class GlobalAveragePooling2D(_Global2D):
         if fused():
             return ops.pool_cl(contiguous(inputs), "avg", (h, w))
         y = ops.reshape(contiguous(inputs), (n, h * w, c))
-        y = ops.cont(ops.transpose(y))                                    # (N, C, HW)
+        y = ops.cont(core_ops.transpose(y))                                    # (N, C, HW)
         return ops.scale(ops.sum_rows(y), 1.0 / (h * w))
 
 

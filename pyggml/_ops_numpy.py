@@ -1,0 +1,938 @@
+"""Keras's ``keras.ops`` functions over graph tensors, with numpy's axes and
+Keras's names, arguments and defaults; ``pyggml.ops`` exports them.
+
+Each is built from ggml operations that have a backward pass (or is marked as
+having no gradient: comparisons, ``argmax``, ``sign``, ``zeros_like``), so
+they train inside a layer's ``call``, a ``Lambda`` or a loss.  Called outside
+a graph on numpy arrays (or Variables), they compute at once and return numpy
+arrays, as Keras's ops do eagerly.
+
+ggml tensors have at most 4 dimensions; the functions check shapes and axes
+before any ggml call and raise ValueError/TypeError naming what was expected.
+Booleans are float tensors of 0 and 1 (``greater``, ``equal``, ...; ``where``
+takes them).  A reduction over every axis gives a 1-element tensor inside a
+graph.
+"""
+
+import builtins
+import functools
+import inspect
+
+import numpy as np
+
+from pyggml import _scope
+from pyggml._validation import is_int, is_number
+from pyggml.core import Tensor
+from pyggml.core import ops as _c
+from pyggml.variables import Variable
+
+MAX_DIMS = 4
+
+__all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argmin", "logsumexp", "transpose",
+           "reshape", "expand_dims", "squeeze", "stack", "split", "tile", "broadcast_to", "repeat", "take", "one_hot",
+           "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "eye", "convert_to_tensor", "maximum",
+           "minimum", "clip", "where", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+           "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
+           "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
+           "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
+           "log_softmax", "cumsum", "norm", "dot", "concatenate"]
+
+# the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
+# (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
+SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add")
+
+
+# --- tensors, eager calls ----------------------------------------------------------------------------
+
+def _t(x):
+    """A Tensor for a Tensor, a Variable or an array/number (a float32 constant)."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, Variable):
+        return x.graph_tensor()
+    a = np.asarray(x)
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise TypeError(f"expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
+    if a.ndim > MAX_DIMS:
+        raise ValueError(f"at most {MAX_DIMS} dimensions, got an array of shape {a.shape}")
+    b = _scope.require("pyggml.ops")
+    kind = "int32" if a.dtype.kind in "biu" else "float32"
+    return b.constant(np.ascontiguousarray(a.reshape(a.shape or (1,)), dtype=np.int32 if kind == "int32"
+                                           else np.float32), kind)
+
+
+def _f(x):
+    """_t as float32 (ints converted)."""
+    t = _t(x)
+    return _c.cast(t, "f32") if t.dtype == "i32" else t
+
+
+def _cont(t):
+    return t if t.is_contiguous else _c.cont(t)
+
+
+def _graph_like(v):
+    return isinstance(v, (Tensor, Variable))
+
+
+def _eager(*tensor_params):
+    """Outside a graph, with no Tensor among its arguments, run the op at once on the
+    arrays given for ``tensor_params`` (each one array, or a list of arrays)."""
+    def deco(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def op(*args, **kwargs):
+            if _scope.current() is not None:
+                return fn(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            values = []
+            slots = []
+            for name in tensor_params:
+                v = bound.arguments.get(name)
+                if v is None:
+                    continue
+                many = isinstance(v, (list, tuple)) and name in _SEQUENCE_PARAMS
+                for k, item in enumerate(v if many else [v]):
+                    if is_number(item) and not isinstance(item, np.ndarray):
+                        continue                              # a Python number stays one (power's exponent)
+                    if isinstance(item, Tensor):
+                        return fn(*args, **kwargs)            # a graph tensor outside its graph: fn says so
+                    values.append(item.numpy() if isinstance(item, Variable) else np.asarray(item))
+                    slots.append((name, k if many else None))
+
+            def rebuilt(*ts):
+                arguments = dict(bound.arguments)
+                for (name, k), t in zip(slots, ts):
+                    if k is None:
+                        arguments[name] = t
+                    else:
+                        arguments[name] = list(arguments[name])
+                        arguments[name][k] = t
+                return fn(**arguments)
+            from pyggml import _eager as eager
+            for a in values:
+                if a.dtype == object or a.dtype.kind not in "biuf":
+                    raise TypeError(f"{fn.__name__}: expected real numbers, got dtype {a.dtype}")
+            return eager.evaluate(rebuilt, [a.reshape(a.shape or (1,)) for a in values])
+        return op
+    return deco
+
+
+_SEQUENCE_PARAMS = {"xs", "tensors"}
+
+
+def _axis(axis, ndim, what):
+    if not is_int(axis):
+        raise TypeError(f"{what}: axis must be an int, got {axis!r}")
+    ax = int(axis) + ndim if axis < 0 else int(axis)
+    if not 0 <= ax < ndim:
+        raise ValueError(f"{what}: axis {axis} is out of range for a tensor of {ndim} dims")
+    return ax
+
+
+def _axes(axis, ndim, what):
+    """A sorted tuple of axes (all for None)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (list, tuple)) else (axis,)
+    out = sorted({_axis(a, ndim, what) for a in axes})
+    if len(out) != len(axes):
+        raise ValueError(f"{what}: repeated axis in {axis!r}")
+    return tuple(out)
+
+
+def _permute(x, axes):
+    r = len(x.shape)
+    axes = tuple(axes)
+    if axes == tuple(range(r)):
+        return x
+    dest = list(range(4))
+    for i, p in enumerate(axes):
+        dest[r - 1 - p] = r - 1 - i
+    return _c.cont(_c.permute(x, dest))
+
+
+def _to_last(x, axes):
+    """x with ``axes`` moved to the end and merged into one: (rest..., n), and the rest's shape."""
+    r = len(x.shape)
+    rest = [i for i in range(r) if i not in axes]
+    moved = _permute(x, rest + list(axes))
+    kept = tuple(x.shape[i] for i in rest)
+    n = int(np.prod([x.shape[i] for i in axes]))
+    return _c.reshape(_cont(moved), (int(np.prod(kept)) if kept else 1, n)), kept
+
+
+def _reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    out = tuple(d for i, d in enumerate(shape) if i not in axes)
+    return out or (1,)
+
+
+def _reduce(x, axis, keepdims, what, kind):
+    x = _f(x)
+    axes = _axes(axis, len(x.shape), what)
+    if kind == "sum" and axis is None and not keepdims:
+        return _c.sum(_cont(x))
+    rows, _ = _to_last(x, axes)                     # (m, n)
+    n = rows.shape[1]
+    if kind in ("sum", "mean"):
+        y = _c.sum_rows(rows)
+        if kind == "mean":
+            y = _c.scale(y, 1.0 / n)
+    else:                                            # max / min: a max pool over each row (it has a backward)
+        src = _c.neg(rows) if kind == "min" else rows
+        y = _c.pool_2d(_c.reshape(src, (1, 1, rows.shape[0], n)), "max", n, 1, n, 1)
+        y = _c.reshape(y, (rows.shape[0], 1))
+        if kind == "min":
+            y = _c.neg(y)
+    return _c.reshape(_cont(y), _reduced_shape(x.shape, axes, keepdims))
+
+
+# --- reductions ----------------------------------------------------------------------------------------
+
+@_eager("x")
+def sum(x, axis=None, keepdims=False):
+    """The sum over ``axis`` (an int, a tuple, or None: all)."""
+    return _reduce(x, axis, keepdims, "sum", "sum")
+
+
+@_eager("x")
+def mean(x, axis=None, keepdims=False):
+    """The mean over ``axis`` (an int, a tuple, or None: all)."""
+    return _reduce(x, axis, keepdims, "mean", "mean")
+
+
+@_eager("x")
+def max(x, axis=None, keepdims=False, initial=None):
+    """The largest value over ``axis``; its gradient goes to the (first) largest entry."""
+    y = _reduce(x, axis, keepdims, "max", "max")
+    return y if initial is None else maximum(y, initial)
+
+
+@_eager("x")
+def min(x, axis=None, keepdims=False, initial=None):
+    """The smallest value over ``axis``."""
+    y = _reduce(x, axis, keepdims, "min", "min")
+    return y if initial is None else minimum(y, initial)
+
+
+@_eager("x")
+def var(x, axis=None, keepdims=False):
+    """The variance (population) over ``axis``."""
+    x = _f(x)
+    centred = x - _reduce(x, axis, True, "var", "mean")
+    return _reduce(_c.sqr(_cont(centred)), axis, keepdims, "var", "mean")
+
+
+@_eager("x")
+def std(x, axis=None, keepdims=False):
+    """The standard deviation (population) over ``axis``."""
+    return _c.sqrt(var(x, axis, keepdims))
+
+
+@_eager("x")
+def moments(x, axes, keepdims=False, synchronized=False):
+    """(mean, variance) over ``axes``."""
+    return mean(x, axes, keepdims), var(x, axes, keepdims)
+
+
+@_eager("x")
+def logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) over ``axis``, computed stably (the largest value taken out first)."""
+    x = _f(x)
+    m = _reduce(x, axis, True, "logsumexp", "max")
+    s = _reduce(_c.exp(_cont(x - m)), axis, True, "logsumexp", "sum")
+    y = _c.log(s) + m
+    axes = _axes(axis, len(x.shape), "logsumexp")
+    return y if keepdims else _c.reshape(_cont(y), _reduced_shape(x.shape, axes, False))
+
+
+def _arg(x, axis, keepdims, what, smallest):
+    x = _f(x)
+    r = len(x.shape)
+    if axis is None:
+        rows = _c.reshape(_cont(x), (1, int(np.prod(x.shape))))
+        out_shape = (1,) * r if keepdims else (1,)
+    else:
+        ax = _axis(axis, r, what)
+        rows, _ = _to_last(x, (ax,))
+        out_shape = _reduced_shape(x.shape, (ax,), keepdims)
+    idx = _c.argmax(_c.neg(rows) if smallest else rows)
+    return _c.reshape(idx, out_shape)
+
+
+@_eager("x")
+def argmax(x, axis=None, keepdims=False):
+    """The index of the largest value along ``axis`` (of the flattened tensor for None);
+    int32, no gradient."""
+    return _arg(x, axis, keepdims, "argmax", False)
+
+
+@_eager("x")
+def argmin(x, axis=None, keepdims=False):
+    """The index of the smallest value along ``axis``; int32, no gradient."""
+    return _arg(x, axis, keepdims, "argmin", True)
+
+
+# --- shapes --------------------------------------------------------------------------------------------
+
+def _check_dims(shape, what):
+    if len(shape) > MAX_DIMS:
+        raise ValueError(f"{what}: ggml tensors have at most {MAX_DIMS} dimensions, the result would have "
+                         f"shape {tuple(shape)}")
+
+
+@_eager("x")
+def transpose(x, axes=None):
+    """numpy's transpose: the axes reversed, or in the order ``axes``."""
+    x = _t(x)
+    r = len(x.shape)
+    if axes is None:
+        axes = tuple(reversed(range(r)))
+    if not isinstance(axes, (list, tuple)) or sorted(int(a) % r if is_int(a) else -1 for a in axes) != \
+            list(range(r)):
+        raise ValueError(f"transpose: axes must be a permutation of {r} axes, got {axes!r}")
+    return _permute(x, tuple(int(a) % r for a in axes))
+
+
+@_eager("x")
+def reshape(x, newshape):
+    """numpy's reshape; one entry may be -1 (worked out from the others)."""
+    x = _t(x)
+    shape = (newshape,) if is_int(newshape) else tuple(newshape)
+    if not all(is_int(d) and (d > 0 or d == -1) for d in shape) or list(shape).count(-1) > 1:
+        raise ValueError(f"reshape: the new shape must be positive ints with at most one -1, got {newshape!r}")
+    n = x.nelements
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1]))
+        if known == 0 or n % known:
+            raise ValueError(f"reshape: cannot reshape {tuple(x.shape)} ({n} values) into {tuple(newshape)}")
+        shape = tuple(n // known if d == -1 else int(d) for d in shape)
+    if int(np.prod(shape)) != n:
+        raise ValueError(f"reshape: cannot reshape {tuple(x.shape)} ({n} values) into {tuple(shape)}")
+    _check_dims(shape, "reshape")
+    return _c.reshape(_cont(x), tuple(int(d) for d in shape))
+
+
+@_eager("x")
+def expand_dims(x, axis):
+    """A new axis of length 1 at ``axis``."""
+    x = _t(x)
+    r = len(x.shape)
+    ax = _axis(axis, r + 1, "expand_dims")
+    shape = list(x.shape)
+    shape.insert(ax, 1)
+    _check_dims(shape, "expand_dims")
+    return _c.reshape(_cont(x), tuple(shape))
+
+
+@_eager("x")
+def squeeze(x, axis=None):
+    """The axes of length 1 removed (``axis``: only those, which must be of length 1)."""
+    x = _t(x)
+    r = len(x.shape)
+    if axis is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    else:
+        axes = list(_axes(axis, r, "squeeze"))
+        bad = [a for a in axes if x.shape[a] != 1]
+        if bad:
+            raise ValueError(f"squeeze: axis {bad[0]} of {tuple(x.shape)} is not of length 1")
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes) or (1,)
+    return _c.reshape(_cont(x), shape)
+
+
+def _swap_last(t, ax):
+    r = len(t.shape)
+    if ax == r - 1:
+        return t
+    order = list(range(r))
+    order[ax], order[r - 1] = order[r - 1], order[ax]
+    return _permute(t, order)
+
+
+def _concat_tree(xs, dim):
+    """ggml's concat of several tensors along ggml dim ``dim``, in a balanced tree
+    (each value is copied log2(len(xs)) times, not once per later tensor)."""
+    xs = list(xs)
+    while len(xs) > 1:
+        joined = [_c.concat(a, b, dim) for a, b in zip(xs[0::2], xs[1::2])]
+        if len(xs) % 2:
+            joined.append(xs[-1])
+        xs = joined
+    return xs[0]
+
+
+@_eager("tensors")
+def concatenate(tensors, axis=-1):
+    """Join tensors along ``axis`` (numpy's).  On the CPU, ggml's concat (pyggml's
+    patches give it a backward pass); elsewhere a sum of products with constant 0/1
+    placement matrices (ops every backend trains)."""
+    xs = [_t(t) for t in tensors]
+    if len(xs) < 2:
+        raise ValueError("concatenate needs at least two tensors")
+    r = len(xs[0].shape)
+    if any(len(t.shape) != r for t in xs):
+        raise ValueError(f"concatenate: tensors of different ranks {[t.shape for t in xs]}")
+    ax = _axis(axis, r, "concatenate")
+    for t in xs[1:]:
+        if any(t.shape[i] != xs[0].shape[i] for i in range(r) if i != ax):
+            raise ValueError(f"concatenate: shapes {[t.shape for t in xs]} differ outside axis {axis}")
+    if _scope.fused():
+        return _concat_tree(xs, r - 1 - ax)
+    xs = [_swap_last(t, ax) for t in xs]
+    total = builtins.sum(int(t.shape[-1]) for t in xs)
+    y, off = None, 0
+    for t in xs:
+        f = int(t.shape[-1])
+        place = np.zeros((total, f), dtype=np.float32)
+        place[off + np.arange(f), np.arange(f)] = 1.0
+        rows = _c.reshape(_cont(t), (int(np.prod(t.shape[:-1])) if len(t.shape) > 1 else 1, f))
+        part = _c.mul_mat(_t(place), rows)
+        y = part if y is None else _c.add(y, part)
+        off += f
+    y = _c.reshape(y, tuple(xs[0].shape[:-1]) + (total,))
+    return _swap_last(y, ax)
+
+
+@_eager("xs")
+def stack(xs, axis=0):
+    """Tensors of one shape joined along a new axis."""
+    xs = [_t(v) for v in xs]
+    if not xs:
+        raise ValueError("stack needs at least one tensor")
+    shape = tuple(xs[0].shape)
+    if any(tuple(v.shape) != shape for v in xs):
+        raise ValueError(f"stack: tensors of different shapes {[tuple(v.shape) for v in xs]}")
+    ax = _axis(axis, len(shape) + 1, "stack")
+    parts = [expand_dims(v, ax) for v in xs]
+    if len(parts) == 1:
+        return parts[0]
+    return concatenate(parts, axis=ax)
+
+
+@_eager("x")
+def split(x, indices_or_sections, axis=0):
+    """numpy's split along ``axis``: into equal sections (an int) or at the indices given."""
+    x = _t(x)
+    r = len(x.shape)
+    ax = _axis(axis, r, "split")
+    n = x.shape[ax]
+    if is_int(indices_or_sections):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise ValueError(f"split: {n} entries along axis {axis} do not split into {k} equal sections")
+        cuts = [n // k * i for i in range(1, k)]
+    else:
+        cuts = [int(c) for c in indices_or_sections]
+        if any(not 0 <= c <= n for c in cuts) or cuts != sorted(cuts):
+            raise ValueError(f"split: indices must be increasing and within [0, {n}], got {indices_or_sections!r}")
+    bounds = [0] + cuts + [n]
+    moved = _permute(x, [ax] + [i for i in range(r) if i != ax]) if ax else _cont(x)
+    rest = tuple(moved.shape[1:])
+    flat = _c.reshape(moved, (n, int(np.prod(rest)) if rest else 1))
+    back = [i for i in range(1, r)]
+    back.insert(ax, 0)
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        if hi == lo:
+            raise ValueError("split: an empty section (ggml has no empty tensors)")
+        part = _c.cont(_c.view(flat, (hi - lo, flat.shape[1]), offset=lo * flat.shape[1] * 4))
+        part = _c.reshape(part, (hi - lo,) + rest)
+        out.append(_permute(part, back) if ax else part)
+    return out
+
+
+@_eager("x")
+def broadcast_to(x, shape):
+    """x repeated along its axes of length 1 (and new leading axes) to ``shape``."""
+    x = _f(x)
+    shape = tuple(int(d) for d in shape)
+    _check_dims(shape, "broadcast_to")
+    src = tuple(x.shape)
+    if len(src) > len(shape) or any(s not in (1, d) for s, d in zip(src[::-1], shape[::-1])):
+        raise ValueError(f"broadcast_to: cannot broadcast {src} to {shape}")
+    lifted = _c.reshape(_cont(x), (1,) * (len(shape) - len(src)) + src)
+    if tuple(lifted.shape) == shape:
+        return lifted
+    target = _scope.require("broadcast_to").ctx.new_tensor(shape)
+    return _c.repeat(lifted, target)
+
+
+@_eager("x")
+def tile(x, repeats):
+    """numpy's tile: x repeated ``repeats`` times along each axis."""
+    x = _f(x)
+    reps = (repeats,) if is_int(repeats) else tuple(repeats)
+    if not all(is_int(k) and k >= 1 for k in reps):
+        raise ValueError(f"tile: repeats must be positive ints, got {repeats!r}")
+    r = builtins.max(len(reps), len(x.shape))
+    reps = (1,) * (r - len(reps)) + tuple(int(k) for k in reps)
+    y = _c.reshape(_cont(x), (1,) * (r - len(x.shape)) + tuple(x.shape))
+    _check_dims(y.shape, "tile")
+    for ax, k in enumerate(reps):
+        if k == 1:
+            continue
+        shape = list(y.shape)
+        # (..., 1, d, ...) repeated to (..., k, d, ...), then merged: the copies follow each other
+        inner = shape[:ax] + [1] + shape[ax:]
+        _check_dims(inner, "tile")
+        grown = broadcast_to(_c.reshape(_cont(y), tuple(inner)), tuple(shape[:ax] + [k] + shape[ax:]))
+        shape[ax] *= k
+        y = _c.reshape(_cont(grown), tuple(shape))
+    return y
+
+
+@_eager("x")
+def repeat(x, repeats, axis=None):
+    """numpy's repeat: each entry ``repeats`` times along ``axis`` (of the flattened
+    tensor for None).  With a Tensor as the second argument this is ggml's repeat
+    (x broadcast to that tensor's shape), as before."""
+    if isinstance(repeats, Tensor):
+        return _c.repeat(_t(x), repeats)
+    x = _f(x)
+    if not is_int(repeats) or repeats < 1:
+        raise ValueError(f"repeat: repeats must be a positive int, got {repeats!r}")
+    k = int(repeats)
+    if axis is None:
+        x = _c.reshape(_cont(x), (x.nelements,))
+        axis = 0
+    r = len(x.shape)
+    ax = _axis(axis, r, "repeat")
+    shape = list(x.shape)
+    inner = shape[:ax + 1] + [1] + shape[ax + 1:]
+    _check_dims(inner, "repeat")
+    grown = broadcast_to(_c.reshape(_cont(x), tuple(inner)), tuple(shape[:ax + 1] + [k] + shape[ax + 1:]))
+    shape[ax] *= k
+    return _c.reshape(_cont(grown), tuple(shape))
+
+
+def _indices(indices, what):
+    if isinstance(indices, Tensor):
+        if indices.dtype != "i32":
+            raise TypeError(f"{what}: indices must be an int32 tensor, got {indices.dtype}")
+        return indices
+    a = np.asarray(indices)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{what}: indices must be integers, got dtype {a.dtype}")
+    return _t(a.astype(np.int32))
+
+
+@_eager("x")
+def take(x, indices, axis=None):
+    """numpy's take: the entries of x at ``indices`` along ``axis`` (of the flattened x for
+    None).  Indices outside the axis are refused when they are known (arrays)."""
+    x = _f(x)
+    if axis is None:
+        x = _c.reshape(_cont(x), (x.nelements,))
+        axis = 0
+    r = len(x.shape)
+    ax = _axis(axis, r, "take")
+    n = x.shape[ax]
+    if not isinstance(indices, Tensor):
+        a = np.asarray(indices)
+        if a.dtype.kind in "iu" and a.size and (a.min() < -n or a.max() >= n):
+            raise IndexError(f"take: an index is outside [-{n}, {n}) along axis {axis}")
+        if a.dtype.kind in "iu":
+            indices = np.where(a < 0, a + n, a)
+    idx = _indices(indices, "take")
+    ishape = tuple(idx.shape) if not (isinstance(indices, np.ndarray) and indices.ndim == 0) else ()
+    moved = _permute(x, [ax] + [i for i in range(r) if i != ax]) if ax else _cont(x)
+    rest = tuple(moved.shape[1:])
+    rows = _c.get_rows(_c.reshape(moved, (n, int(np.prod(rest)) if rest else 1)),
+                       _c.reshape(_cont(idx), (idx.nelements,)))
+    out = ishape + rest
+    _check_dims(out, "take")
+    y = _c.reshape(rows, out or (1,))
+    if ax == 0 or not out:
+        return y
+    # the indexed axes sit first; numpy puts them at ax
+    k = len(ishape)
+    order = list(range(k, k + ax)) + list(range(k)) + list(range(k + ax, len(out)))
+    return _permute(y, order)
+
+
+@_eager()
+def one_hot(x, num_classes, axis=-1, dtype="float32", sparse=False):
+    """Integer class indices as one-hot rows (a new last axis of ``num_classes``);
+    an index outside [0, num_classes) gives a row of zeros when it is known."""
+    if not is_int(num_classes) or num_classes < 1:
+        raise ValueError(f"one_hot: num_classes must be a positive int, got {num_classes!r}")
+    if axis != -1:
+        raise ValueError("one_hot: only axis=-1 (the classes last) is built")
+    if sparse:
+        raise ValueError("one_hot: sparse=True is not available (pyggml's tensors are dense)")
+    table = np.vstack([np.eye(num_classes, dtype=np.float32), np.zeros((1, num_classes), np.float32)])
+    if not isinstance(x, Tensor):
+        a = np.asarray(x)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"one_hot: class indices must be integers, got dtype {a.dtype}")
+        x = np.where((a < 0) | (a >= num_classes), num_classes, a)
+    idx = _indices(x, "one_hot")
+    shape = tuple(idx.shape) if not (isinstance(x, np.ndarray) and x.ndim == 0) else ()
+    _check_dims(shape + (num_classes,), "one_hot")
+    rows = _c.get_rows(_t(table), _c.reshape(_cont(idx), (idx.nelements,)))
+    return _c.reshape(rows, shape + (num_classes,))
+
+
+def _shape_arg(shape, what):
+    shape = (shape,) if is_int(shape) else tuple(shape)
+    if not shape or not all(is_int(d) and d > 0 for d in shape):
+        raise ValueError(f"{what}: shape must be positive ints, got {shape!r}")
+    _check_dims(shape, what)
+    return tuple(int(d) for d in shape)
+
+
+def _filled(shape, value, dtype, what):
+    if dtype not in (None, "float32", "int32"):
+        raise ValueError(f"{what}: dtype must be 'float32' or 'int32', got {dtype!r}")
+    kind = dtype or "float32"
+    a = np.full(_shape_arg(shape, what), value, dtype=np.int32 if kind == "int32" else np.float32)
+    if _scope.current() is None:
+        return a
+    return _scope.current().constant(a, kind)
+
+
+def zeros(shape, dtype=None):
+    return _filled(shape, 0, dtype, "zeros")
+
+
+def ones(shape, dtype=None):
+    return _filled(shape, 1, dtype, "ones")
+
+
+def full(shape, fill_value, dtype=None):
+    return _filled(shape, fill_value, dtype, "full")
+
+
+def eye(N, M=None, k=0, dtype=None):
+    a = np.eye(N, M, k, dtype=np.float32)
+    return a if _scope.current() is None else _scope.current().constant(a, dtype or "float32")
+
+
+def zeros_like(x, dtype=None):
+    """Zeros of x's shape (a constant: no gradient)."""
+    return _filled(_shape_of(x), 0, dtype, "zeros_like")
+
+
+def ones_like(x, dtype=None):
+    return _filled(_shape_of(x), 1, dtype, "ones_like")
+
+
+def full_like(x, fill_value, dtype=None):
+    return _filled(_shape_of(x), fill_value, dtype, "full_like")
+
+
+def _shape_of(x):
+    if isinstance(x, Tensor):
+        return tuple(x.shape)
+    if isinstance(x, Variable):
+        return tuple(x.shape)
+    return tuple(np.shape(x)) or (1,)
+
+
+def convert_to_tensor(x, dtype=None, sparse=None):
+    """A graph tensor for x inside a graph (a constant for arrays), the array outside."""
+    if _scope.current() is None:
+        return np.asarray(x.numpy() if isinstance(x, Variable) else x, dtype=dtype)
+    t = _t(x)
+    if dtype is not None and dtype in ("float32", "int32"):
+        want = "f32" if dtype == "float32" else "i32"
+        return t if t.dtype == want else _c.cast(t, want)
+    return t
+
+
+# --- elementwise ---------------------------------------------------------------------------------------
+
+def _pair(x, y):
+    a, b = _f(x), _f(y)
+    return a, b
+
+
+@_eager("x1", "x2")
+def add(x1, x2):
+    a, b = _pair(x1, x2)
+    return a + b
+
+
+@_eager("x1", "x2")
+def subtract(x1, x2):
+    a, b = _pair(x1, x2)
+    return a - b
+
+
+@_eager("x1", "x2")
+def multiply(x1, x2):
+    a, b = _pair(x1, x2)
+    return a * b
+
+
+@_eager("x1", "x2")
+def divide(x1, x2):
+    a, b = _pair(x1, x2)
+    return a / b
+
+
+true_divide = divide
+
+
+@_eager("x")
+def negative(x):
+    return _c.neg(_f(x))
+
+
+@_eager("x")
+def reciprocal(x):
+    x = _f(x)
+    return _t(np.float32(1.0)) / x
+
+
+@_eager("x")
+def rsqrt(x):
+    return reciprocal(_c.sqrt(_f(x)))
+
+
+@_eager("x")
+def sign(x):
+    """-1, 0 or 1 (no gradient)."""
+    return _c.sgn(_f(x))
+
+
+@_eager("x")
+def log1p(x):
+    x = _f(x)
+    return _c.log(_cont(x + 1.0))
+
+
+@_eager("x")
+def sinh(x):
+    x = _f(x)
+    return _c.scale(_cont(_c.exp(x) - _c.exp(_c.neg(x))), 0.5)
+
+
+@_eager("x")
+def cosh(x):
+    x = _f(x)
+    return _c.scale(_cont(_c.exp(x) + _c.exp(_c.neg(x))), 0.5)
+
+
+@_eager("x1", "x2")
+def maximum(x1, x2):
+    """The larger of the two, entry by entry (broadcast); the gradient goes to the larger."""
+    a, b = _pair(x1, x2)
+    return b + _c.relu(_cont(a - b))
+
+
+@_eager("x1", "x2")
+def minimum(x1, x2):
+    a, b = _pair(x1, x2)
+    return a - _c.relu(_cont(a - b))
+
+
+@_eager("x")
+def clip(x, x_min, x_max):
+    """x limited to [x_min, x_max]; the gradient is 1 inside, 0 outside."""
+    if is_number(x_min) and is_number(x_max) and x_min > x_max:
+        raise ValueError(f"clip: x_min {x_min} is above x_max {x_max}")
+    return minimum(maximum(_f(x), x_min), x_max)
+
+
+@_eager("x1", "x2")
+def greater(x1, x2):
+    a, b = _pair(x1, x2)
+    return _c.step(_cont(a - b))
+
+
+@_eager("x1", "x2")
+def less(x1, x2):
+    a, b = _pair(x1, x2)
+    return _c.step(_cont(b - a))
+
+
+@_eager("x1", "x2")
+def greater_equal(x1, x2):
+    return logical_not(less(x1, x2))
+
+
+@_eager("x1", "x2")
+def less_equal(x1, x2):
+    return logical_not(greater(x1, x2))
+
+
+@_eager("x1", "x2")
+def equal(x1, x2):
+    return logical_not(logical_or(greater(x1, x2), less(x1, x2)))
+
+
+@_eager("x1", "x2")
+def not_equal(x1, x2):
+    return logical_not(equal(x1, x2))
+
+
+@_eager("x")
+def logical_not(x):
+    x = _f(x)
+    return _t(np.float32(1.0)) - _c.step(x)
+
+
+@_eager("x1", "x2")
+def logical_and(x1, x2):
+    a, b = _pair(x1, x2)
+    return _c.step(a) * _c.step(b)
+
+
+@_eager("x1", "x2")
+def logical_or(x1, x2):
+    a, b = _pair(x1, x2)
+    return _c.step(_cont(_c.step(a) + _c.step(b)))
+
+
+@_eager("condition", "x1", "x2")
+def where(condition, x1=None, x2=None):
+    """x1 where the condition is true (non-zero), x2 elsewhere (broadcast)."""
+    if x1 is None or x2 is None:
+        raise ValueError("where: pass both x1 and x2 (the one-argument form, the indices of true entries, has a "
+                         "shape only known from the data)")
+    c = _c.step(_c.abs(_f(condition)))
+    a, b = _pair(x1, x2)
+    return b + c * (a - b)
+
+
+@_eager("x1", "x2")
+def power(x1, x2):
+    """x1 ** x2: a whole exponent by products (any sign of x1), otherwise exp(x2 * log(x1))
+    (x1 > 0)."""
+    a = _f(x1)
+    if is_number(x2) and float(x2).is_integer() and builtins.abs(float(x2)) <= 16:
+        k = int(x2)
+        if k == 0:
+            return ones_like(a)
+        y = a
+        for _ in range(builtins.abs(k) - 1):
+            y = y * a
+        return reciprocal(y) if k < 0 else y
+    b = _f(x2)
+    return _c.exp(_cont(b * _c.log(a)))
+
+
+@_eager("x")
+def leaky_relu(x, negative_slope=0.2):
+    """x, and ``negative_slope * x`` below 0 (Keras's default slope, 0.2)."""
+    x = _f(x)
+    return _c.relu(x) - _c.scale(_cont(_c.relu(_c.neg(x))), float(negative_slope))
+
+
+@_eager("x")
+def relu6(x):
+    return clip(x, 0.0, 6.0)
+
+
+@_eager("x")
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    return _c.scale(_cont(relu6(_f(x) + 3.0)), 1.0 / 6.0)
+
+
+@_eager("x")
+def hard_swish(x):
+    x = _f(x)
+    return x * hard_sigmoid(x)
+
+
+@_eager("x")
+def softsign(x):
+    x = _f(x)
+    return x / (_c.abs(x) + 1.0)
+
+
+@_eager("x")
+def selu(x):
+    x = _f(x)
+    alpha, lam = 1.6732632423543772, 1.0507009873554805
+    neg = _c.exp(_cont(_c.neg(_c.relu(_c.neg(x))))) - 1.0
+    return _c.scale(_cont(_c.relu(x) + _c.scale(_cont(neg), alpha)), lam)
+
+
+@_eager("x")
+def mish(x):
+    x = _f(x)
+    # tanh(softplus(x)) = 1 - 2 / ((1 + e^x)^2 + 1)
+    grown = _c.sqr(_cont(_c.exp(x) + 1.0))
+    return x * (_t(np.float32(1.0)) - _c.scale(_cont(reciprocal(grown + 1.0)), 2.0))
+
+
+@_eager("x")
+def swish(x):
+    return _c.silu(_f(x))
+
+
+@_eager("x")
+def log_sigmoid(x):
+    return _c.neg(_c.softplus(_c.neg(_f(x))))
+
+
+@_eager("x")
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along ``axis``."""
+    x = _f(x)
+    r = len(x.shape)
+    ax = _axis(axis, r, "softmax")
+    if ax == r - 1:
+        return _c.soft_max(_cont(x))
+    order = [i for i in range(r) if i != ax] + [ax]
+    y = _c.soft_max(_permute(x, order))
+    return _permute(y, [order.index(i) for i in range(r)])
+
+
+@_eager("x")
+def log_softmax(x, axis=-1):
+    x = _f(x)
+    return x - logsumexp(x, axis, keepdims=True)
+
+
+@_eager("x")
+def cumsum(x, axis=None, dtype=None):
+    """Running sums along ``axis`` (of the flattened x for None): a product with a
+    triangular matrix of ones."""
+    x = _f(x)
+    if axis is None:
+        x = _c.reshape(_cont(x), (x.nelements,))
+        axis = 0
+    r = len(x.shape)
+    ax = _axis(axis, r, "cumsum")
+    n = x.shape[ax]
+    rows, kept = _to_last(x, (ax,))                         # (m, n)
+    tri = np.triu(np.ones((n, n), dtype=np.float32))       # out[j] = sum_{i <= j} x[i]
+    y = _c.reshape(rows @ _t(tri), kept + (n,))
+    order = [i for i in range(r) if i != ax] + [ax]
+    return _permute(y, [order.index(i) for i in range(r)])
+
+
+@_eager("x")
+def norm(x, ord=None, axis=None, keepdims=False):
+    """The vector norm over ``axis`` (2 by default; ``ord`` 1, 2, or another p > 0),
+    or the Frobenius norm ("fro") of a matrix.  (ggml's LayerNorm ``norm(x, eps)`` is
+    ``pyggml.core.ops.norm``.)"""
+    x = _f(x)
+    if ord in (None, 2, "fro", "euclidean"):
+        return _c.sqrt(sum(_c.sqr(x), axis, keepdims))
+    if ord == 1:
+        return sum(_c.abs(x), axis, keepdims)
+    if is_number(ord) and ord > 0:
+        return power(sum(power(_c.abs(x), float(ord)), axis, keepdims), 1.0 / float(ord))
+    raise ValueError(f"norm: ord must be None, 'fro', 1, 2 or a positive number, got {ord!r}")
+
+
+@_eager("x1", "x2")
+def dot(x1, x2):
+    """numpy's dot for vectors and matrices (the last axis of x1 with the first of x2)."""
+    a, b = _pair(x1, x2)
+    if len(a.shape) == 1 and len(b.shape) == 1:
+        return sum(a * b)
+    if len(b.shape) == 1:
+        return _c.reshape(_cont(a @ _c.reshape(_cont(b), (b.shape[0], 1))), tuple(a.shape[:-1]))
+    if len(a.shape) == 1:
+        return _c.reshape(_cont(_c.reshape(_cont(a), (1, a.shape[0])) @ b), tuple(b.shape[1:]))
+    return a @ b

@@ -1,0 +1,201 @@
+"""pyggml.ops's Keras functions (numpy's axes, Keras's names and defaults):
+forward against numpy in float64, gradients through a model against central
+differences of the numpy reference, eager calls on arrays, the low-level ggml
+forms kept for graph code outside a model, and bad arguments."""
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+from pyggml import core, ops
+
+RNG = np.random.default_rng(7)
+
+
+def _softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _lse(z, axis):
+    m = z.max(axis=axis, keepdims=True)
+    return (m + np.log(np.exp(z - m).sum(axis=axis, keepdims=True))).squeeze(axis)
+
+
+def _softplus(z):
+    return np.log1p(np.exp(z))
+
+
+CONST = RNG.normal(size=(4, 3))
+IDX = np.array([2, 0, 0])
+
+# id: (keras op on the (batch, 3, 4) tensor, float64 numpy reference, positive inputs only)
+CASES = {
+    "mean_axis": (lambda t: ops.mean(t, axis=1), lambda a: a.mean(axis=1), False),
+    "mean_keepdims": (lambda t: ops.mean(t, axis=-1, keepdims=True), lambda a: a.mean(-1, keepdims=True), False),
+    "sum_two_axes": (lambda t: ops.sum(t, axis=(1, 2), keepdims=True), lambda a: a.sum(axis=(1, 2), keepdims=True),
+                     False),
+    "mean_all_broadcast": (lambda t: ops.expand_dims(ops.sum(t, axis=(1, 2)), 1) + ops.mean(t),
+                           lambda a: a.sum(axis=(1, 2))[:, None] + a.mean(), False),
+    "max_last": (lambda t: ops.max(t, axis=-1), lambda a: a.max(-1), False),
+    "min_middle": (lambda t: ops.min(t, axis=1), lambda a: a.min(1), False),
+    "var": (lambda t: ops.var(t, axis=2), lambda a: a.var(2), False),
+    "std": (lambda t: ops.std(t, axis=1, keepdims=True), lambda a: a.std(1, keepdims=True), False),
+    "logsumexp": (lambda t: ops.logsumexp(t, axis=-1), lambda a: _lse(a, -1), False),
+    "softmax_last": (lambda t: ops.softmax(t), lambda a: _softmax(a, -1), False),
+    "transpose_softmax": (lambda t: ops.transpose(ops.softmax(ops.transpose(t, (0, 2, 1))), (0, 2, 1)), lambda a: _softmax(a, 1), False),
+    "softmax_middle": (lambda t: ops.softmax(t, axis=1), lambda a: _softmax(a, 1), False),
+    "log_softmax": (lambda t: ops.log_softmax(t), lambda a: np.log(_softmax(a, -1)), False),
+    "transpose": (lambda t: ops.transpose(t, (0, 2, 1)), lambda a: a.transpose(0, 2, 1), False),
+    "reshape": (lambda t: ops.reshape(t, (-1, 6, 2)), lambda a: a.reshape(-1, 6, 2), False),
+    "expand_squeeze": (lambda t: ops.squeeze(ops.expand_dims(t, 2), 2) * 2.0, lambda a: a * 2, False),
+    "stack": (lambda t: ops.stack([t, t * 3.0], axis=2), lambda a: np.stack([a, 3 * a], 2), False),
+    "split_sections": (lambda t: ops.split(t, 3, axis=1)[2] * 2.0, lambda a: a[:, 2:3, :] * 2, False),
+    "split_indices": (lambda t: ops.split(t, [1, 3], axis=2)[1], lambda a: a[:, :, 1:3], False),
+    "tile": (lambda t: ops.tile(t, (1, 2, 1)), lambda a: np.tile(a, (1, 2, 1)), False),
+    "repeat": (lambda t: ops.repeat(t, 2, axis=2), lambda a: np.repeat(a, 2, axis=2), False),
+    "broadcast_to": (lambda t: ops.broadcast_to(ops.sum(t, axis=2, keepdims=True), (ops.shape(t)[0], 3, 5)),
+                     lambda a: np.broadcast_to(a.sum(2, keepdims=True), (2, 3, 5)), False),
+    "take": (lambda t: ops.take(t, IDX, axis=2), lambda a: np.take(a, IDX, axis=2), False),
+    "take_negative": (lambda t: ops.take(t, np.array([-1, 1]), axis=1), lambda a: a[:, [-1, 1]], False),
+    "maximum": (lambda t: ops.maximum(t, 0.2), lambda a: np.maximum(a, 0.2), False),
+    "minimum_tensors": (lambda t: ops.minimum(t, t * t), lambda a: np.minimum(a, a * a), False),
+    "clip": (lambda t: ops.clip(t, -0.5, 0.4), lambda a: np.clip(a, -0.5, 0.4), False),
+    "where": (lambda t: ops.where(ops.greater(t, 0.1), t, t * t), lambda a: np.where(a > 0.1, a, a * a), False),
+    "power_int": (lambda t: ops.power(t, 3), lambda a: a ** 3, False),
+    "power_float": (lambda t: ops.power(t, 2.5), lambda a: a ** 2.5, True),
+    "cumsum": (lambda t: ops.cumsum(t, axis=1), lambda a: np.cumsum(a, 1), False),
+    "norm": (lambda t: ops.norm(t, axis=-1), lambda a: np.linalg.norm(a, axis=-1), False),
+    "norm_l1": (lambda t: ops.norm(t, ord=1, axis=1), lambda a: np.abs(a).sum(1), False),
+    "dot": (lambda t: ops.dot(t, CONST), lambda a: a @ CONST, False),
+    "leaky_relu": (lambda t: ops.leaky_relu(t), lambda a: np.where(a > 0, a, 0.2 * a), False),
+    "relu6": (lambda t: ops.relu6(t * 8.0), lambda a: np.clip(8 * a, 0, 6), False),
+    "hard_sigmoid": (lambda t: ops.hard_sigmoid(t * 4.0), lambda a: np.clip(4 * a + 3, 0, 6) / 6, False),
+    "softsign": (lambda t: ops.softsign(t), lambda a: a / (1 + np.abs(a)), False),
+    "selu": (lambda t: ops.selu(t), lambda a: 1.0507009873554805 * np.where(a > 0, a, 1.6732632423543772 *
+                                                                             np.expm1(np.minimum(a, 0))), False),
+    "mish": (lambda t: ops.mish(t), lambda a: a * np.tanh(_softplus(a)), False),
+    "log_sigmoid": (lambda t: ops.log_sigmoid(t), lambda a: -_softplus(-a), False),
+    "log1p": (lambda t: ops.log1p(t), np.log1p, True),
+    "sinh_cosh": (lambda t: ops.sinh(t) + ops.cosh(t), lambda a: np.sinh(a) + np.cosh(a), False),
+    "reciprocal_rsqrt": (lambda t: ops.reciprocal(t) + ops.rsqrt(t), lambda a: 1 / a + a ** -0.5, True),
+    "arith": (lambda t: ops.divide(ops.subtract(ops.multiply(t, 3.0), 1.0), ops.add(t, 2.0)),
+              lambda a: (3 * a - 1) / (a + 2), True),
+}
+
+
+class OpLayer(pg.layers.Layer):
+    def __init__(self, fn, **kw):
+        super().__init__(**kw)
+        self.fn = fn
+
+    def build(self, input_shape):
+        self.w = self.add_weight("w", tuple(input_shape[1:]), "ones")
+
+    def call(self, x):
+        return self.fn(x * self.w)
+
+
+def _inputs(positive):
+    x = RNG.uniform(0.5, 1.5, size=(2, 3, 4)) if positive else RNG.normal(size=(2, 3, 4))
+    w = RNG.uniform(0.6, 1.4, size=(3, 4))
+    return x, w
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_and_gradient_in_a_model(name):
+    fn, ref, positive = CASES[name]
+    x, w = _inputs(positive)
+    m = pg.Sequential([pg.Input((3, 4)), OpLayer(fn)])
+    m.compile(loss="mse", optimizer="sgd")
+    m.set_weights({k: w.astype(np.float32) for k in m.get_weights()})
+    got = m.predict(x.astype(np.float32), verbose=0)
+    want = ref(x * w)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    y = RNG.normal(size=want.shape)
+    grads = m.gradients(x.astype(np.float32), y.astype(np.float32))
+    (g,) = grads.values()
+
+    def loss(wv):
+        return np.mean((ref(x * wv) - y) ** 2)
+    num = np.zeros_like(w)
+    h = 1e-6
+    for i in np.ndindex(*w.shape):
+        d = np.zeros_like(w)
+        d[i] = h
+        num[i] = (loss(w + d) - loss(w - d)) / (2 * h)
+    np.testing.assert_allclose(g, num, rtol=2e-3, atol=2e-4)
+
+
+def test_eager_calls_on_arrays_match_numpy():
+    a = RNG.normal(size=(3, 4))
+    np.testing.assert_allclose(ops.mean(a), a.mean(), rtol=1e-6)
+    np.testing.assert_allclose(ops.max(a, axis=0), a.max(0), rtol=1e-6)
+    np.testing.assert_array_equal(ops.argmax(a, axis=1), a.argmax(1))
+    np.testing.assert_array_equal(ops.argmin(a), np.atleast_1d(a.argmin()))
+    np.testing.assert_array_equal(ops.argmax(a, axis=0, keepdims=True), a.argmax(0)[None])
+    np.testing.assert_array_equal(ops.transpose(a), a.T.astype(np.float32))
+    np.testing.assert_array_equal(ops.one_hot(np.array([0, 2, 5, -1]), 3),
+                                  [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(ops.equal(np.array([1.0, 2.0, 3.0]), 2.0), [0, 1, 0])
+    np.testing.assert_array_equal(ops.greater_equal(np.array([1.0, 2.0, 3.0]), 2.0), [0, 1, 1])
+    np.testing.assert_array_equal(ops.logical_and(np.array([1.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])), [1, 0, 0])
+    np.testing.assert_array_equal(ops.power(a, 2), (a.astype(np.float32) ** 2))      # exact: products
+    np.testing.assert_array_equal(ops.zeros((2, 3)), np.zeros((2, 3)))
+    np.testing.assert_array_equal(ops.ones_like(a), np.ones((3, 4)))
+    assert [p.shape for p in ops.split(a, [1, 3], axis=1)] == [(3, 1), (3, 2), (3, 1)]
+    np.testing.assert_allclose(ops.take(a, np.array([[0, 1], [2, 2]])), np.take(a, [[0, 1], [2, 2]]), rtol=1e-6)
+    np.testing.assert_allclose(ops.convert_to_tensor([1, 2]), [1, 2])
+    v = pg.Variable("v", (2, 2), "ones")
+    np.testing.assert_allclose(ops.sum(v, axis=0), [2.0, 2.0])
+
+
+def test_low_level_graph_code_keeps_ggml_s_forms():
+    """Outside a model's graph, on Tensors (or with ctx=), the shared names are ggml's ops."""
+    backend = core.Backend("cpu")
+    a = RNG.normal(size=(3, 4)).astype(np.float32)
+    lctx = core.Context(n_tensors=4)
+    t = lctx.new_tensor(a.shape)
+    buf = core.BackendBuffer(lctx, backend)
+    t.set(a)
+    cctx = core.Context(n_tensors=32, graph_size=64)
+    outs = [ops.mean(t, ctx=cctx), ops.cont(ops.transpose(t, ctx=cctx), ctx=cctx), ops.norm(t, 1e-5, ctx=cctx)]
+    with cctx.as_default():
+        outs.append(ops.argmax(t))
+    g = core.Graph(cctx, 64)
+    for o in outs:
+        g.build_forward(o)
+    sched = core.Scheduler([backend], graph_size=128)
+    sched.compute(g)
+    np.testing.assert_allclose(outs[0].numpy(), a.mean(-1, keepdims=True), rtol=1e-5)     # a row mean
+    np.testing.assert_allclose(outs[1].numpy(), a.T)
+    z = (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(outs[2].numpy(), z, rtol=1e-4, atol=1e-5)                 # ggml's LayerNorm
+    np.testing.assert_array_equal(outs[3].numpy(), a.argmax(-1))
+    for o in (sched, g, cctx, buf, lctx, backend):
+        o.free()
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: ops.mean(np.zeros((2, 3)), axis=2), ValueError, "out of range"),
+    (lambda: ops.sum(np.zeros((2, 3)), axis=(0, 0)), ValueError, "repeated"),
+    (lambda: ops.reshape(np.zeros((2, 3)), (4, -1)), ValueError, "cannot reshape"),
+    (lambda: ops.reshape(np.zeros((2, 3)), (-1, -1)), ValueError, "at most one -1"),
+    (lambda: ops.transpose(np.zeros((2, 3)), (0, 0)), ValueError, "permutation"),
+    (lambda: ops.squeeze(np.zeros((2, 3)), 0), ValueError, "not of length 1"),
+    (lambda: ops.expand_dims(np.zeros((2, 3, 4, 5)), 0), ValueError, "at most 4"),
+    (lambda: ops.split(np.zeros((2, 3)), 2, axis=1), ValueError, "equal sections"),
+    (lambda: ops.stack([np.zeros(2), np.zeros(3)]), ValueError, "different shapes"),
+    (lambda: ops.broadcast_to(np.zeros((2, 3)), (3, 3)), ValueError, "cannot broadcast"),
+    (lambda: ops.take(np.zeros((2, 3)), np.array([3]), axis=1), IndexError, "outside"),
+    (lambda: ops.take(np.zeros((2, 3)), np.array([0.5])), TypeError, "integers"),
+    (lambda: ops.one_hot(np.array([1.5]), 3), TypeError, "integers"),
+    (lambda: ops.clip(np.zeros(3), 1.0, 0.0), ValueError, "above"),
+    (lambda: ops.norm(np.zeros(3), ord="nuc"), ValueError, "ord"),
+    (lambda: ops.where(np.zeros(3)), ValueError, "both"),
+    (lambda: ops.tile(np.zeros(3), 0), ValueError, "positive"),
+    (lambda: ops.mean(np.array(["a", "b"])), TypeError, "real numbers"),
+])
+def test_bad_arguments_are_clear_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
