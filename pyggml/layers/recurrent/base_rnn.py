@@ -43,7 +43,7 @@ from pyggml._validation import check_fraction, check_positive_int
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 
-__all__ = ["BaseRNN", "CellMath", "TakesInitialState"]
+__all__ = ["BaseRNN", "CellMath", "TakesInitialState", "stack_steps", "stack_fused"]
 
 _OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
             "recurrent_constraint", "bias_constraint")
@@ -52,6 +52,42 @@ _OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "
 def _several(shape):
     """Whether shape is a list of shapes (x's, then the states') rather than one shape."""
     return isinstance(shape, (list, tuple)) and bool(shape) and isinstance(shape[0], (list, tuple))
+
+
+def stack_steps(hs):
+    """The per-step (batch, units) outputs as one (batch, steps, units) tensor.
+
+    Blocks are joined pairwise, time-major, with acc (which trains): placing
+    each step into the whole output would copy it once per step (memory
+    quadratic in the steps); pairwise joins copy each step log2(steps) times."""
+    steps, (batch, units) = len(hs), hs[0].shape
+    block = batch * units
+    zeros = ops.constant(np.zeros(steps * block, dtype=np.float32))
+    parts = [(ops.reshape(h, (block,)), 1) for h in hs]                  # (flat block, steps in it)
+    while len(parts) > 1:
+        joined = []
+        for (a, ka), (b, kb) in zip(parts[0::2], parts[1::2]):
+            z = ops.view(zeros, ((ka + kb) * block,))
+            z = ops.acc(ops.acc(z, a), b, offset=ka * block * 4)
+            joined.append((z, ka + kb))
+        if len(parts) % 2:
+            joined.append(parts[-1])
+        parts = joined
+    seq = ops.reshape(parts[0][0], (steps, batch, units))
+    return ops.permute_axes(seq, (1, 0, 2))
+
+
+def stack_fused(hs):
+    """The per-step (batch, units) outputs as one (batch, steps, units) tensor: concat
+    along the steps in a balanced tree (each step copied log2(steps) times)."""
+    batch, units = hs[0].shape
+    parts = [ops.reshape(h, (batch, 1, units)) for h in hs]
+    while len(parts) > 1:
+        joined = [ops.concat(a, b, 1) for a, b in zip(parts[0::2], parts[1::2])]
+        if len(parts) % 2:
+            joined.append(parts[-1])
+        parts = joined
+    return parts[0]
 
 
 class TakesInitialState:
@@ -182,14 +218,16 @@ class CellMath:
 
     # --- dropout (training only) --------------------------------------------------------
     def dropout_masks(self, x, training):
-        """(input masks, recurrent masks) for this call: None, or lists of masks (one per
-        gate with recurrent_dropout, as Keras's implementation 1; else one input mask)."""
+        """(input masks, recurrent masks) for this call (x: the inputs or their shape): None, or
+        lists of masks (one per gate with recurrent_dropout, as Keras's implementation 1; else
+        one input mask)."""
         if not training or (self.dropout == 0 and self.recurrent_dropout == 0):
             return None, None
         b = _scope.require(type(self).__name__)
-        batch, feats = x.shape[0], x.shape[-1]
+        shape = tuple(x) if isinstance(x, tuple) else tuple(x.shape)        # x, or its shape
+        batch, feats = shape[0], shape[-1]
         # a sequence's masks (batch, 1, features) serve every step; one step's are (batch, features)
-        in_shape = (batch, 1, feats) if len(x.shape) == 3 else (batch, feats)
+        in_shape = (batch, 1, feats) if len(shape) == 3 else (batch, feats)
         count = self.n_gates if self.recurrent_dropout > 0 else 1
         ins = [b.random_keep_mask(in_shape, self.dropout) for _ in range(count)] if self.dropout else None
         recs = [b.random_keep_mask((batch, self.units), self.recurrent_dropout) for _ in range(self.n_gates)] \
@@ -258,26 +296,7 @@ class CellMath:
         return None
 
     def stack_steps(self, hs):
-        """The per-step (batch, units) outputs as one (batch, steps, units) tensor.
-
-        Blocks are joined pairwise, time-major, with acc (which trains): placing
-        each step into the whole output would copy it once per step (memory
-        quadratic in the steps); pairwise joins copy each step log2(steps) times."""
-        steps, batch = len(hs), hs[0].shape[0]
-        block = batch * self.units
-        zeros = ops.constant(np.zeros(steps * block, dtype=np.float32))
-        parts = [(ops.reshape(h, (block,)), 1) for h in hs]                  # (flat block, steps in it)
-        while len(parts) > 1:
-            joined = []
-            for (a, ka), (b, kb) in zip(parts[0::2], parts[1::2]):
-                z = ops.view(zeros, ((ka + kb) * block,))
-                z = ops.acc(ops.acc(z, a), b, offset=ka * block * 4)
-                joined.append((z, ka + kb))
-            if len(parts) % 2:
-                joined.append(parts[-1])
-            parts = joined
-        seq = ops.reshape(parts[0][0], (steps, batch, self.units))
-        return ops.permute_axes(seq, (1, 0, 2))
+        return stack_steps(hs)
 
     def run_steps(self, inputs, mask, projected_in, states, go_backwards=False, return_sequences=False,
                   zero_output_for_mask=False):
@@ -320,16 +339,7 @@ class CellMath:
         return p
 
     def stack_fused(self, hs):
-        """The per-step (batch, units) outputs as one (batch, steps, units) tensor: concat
-        along the steps in a balanced tree (each step copied log2(steps) times)."""
-        batch = hs[0].shape[0]
-        parts = [ops.reshape(h, (batch, 1, self.units)) for h in hs]
-        while len(parts) > 1:
-            joined = [ops.concat(a, b, 1) for a, b in zip(parts[0::2], parts[1::2])]
-            if len(parts) % 2:
-                joined.append(parts[-1])
-            parts = joined
-        return parts[0]
+        return stack_fused(hs)
 
     def fused_call(self, inputs, mask, projected_in=None, states=None, go_backwards=False, return_sequences=False,
                    zero_output_for_mask=False):
