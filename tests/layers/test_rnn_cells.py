@@ -308,6 +308,39 @@ def test_a_cell_called_on_tensors_inside_a_layer():
     np.testing.assert_allclose(got, sig(o) * np.tanh(c) + c, rtol=1e-5, atol=1e-6)
 
 
+def test_a_cell_called_on_arrays_is_one_step():
+    rng = np.random.default_rng(11)
+    cell = L.GRUCell(U)
+    x, h = rng.normal(size=(B, F)).astype(np.float32), rng.normal(size=(B, U)).astype(np.float32)
+    out, states = cell(x, [h])
+    assert isinstance(states, list) and len(states) == 1
+    w = {k: v.astype(np.float64) for k, v in cell.get_weights().items()}
+    a = x @ w["weight_ih"].T + w["bias_ih"]
+    b = h @ w["weight_hh"].T + w["bias_hh"]
+    sig = ACTIVATIONS["sigmoid"]
+    r, z = sig(a[:, :U] + b[:, :U]), sig(a[:, U:2 * U] + b[:, U:2 * U])
+    n = np.tanh(a[:, 2 * U:] + r * b[:, 2 * U:])
+    np.testing.assert_allclose(out, (1 - z) * n + z * h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(states[0], out)
+    with pytest.raises(ValueError, match="takes 2 states"):
+        L.LSTMCell(U)(x, [h])
+    with pytest.raises(ValueError, match=r"shape \(batch, units\)"):
+        L.LSTMCell(U)(x, [h, np.zeros((B, U + 1), np.float32)])
+
+
+def test_cell_regularizers_equal_the_layers():
+    x = np.random.default_rng(12).normal(size=(4, T, 2))
+    kw = dict(bias_regularizer="l2", kernel_regularizer="l1", recurrent_regularizer="l2")
+    a = pg.Sequential([L.LSTM(3, **kw)], input_shape=(T, 2)).compile(loss="mse", seed=0)
+    b = pg.Sequential([L.RNN(L.LSTMCell(3, **kw))], input_shape=(T, 2)).compile(loss="mse", seed=0)
+    b.set_weights({k.replace("lstm.", "rnn.cell."): v for k, v in a.get_weights().items()})
+    assert len(b.losses) == 3
+    np.testing.assert_allclose(b.losses, a.losses, rtol=1e-6)
+    np.testing.assert_allclose(b.evaluate(x, np.zeros((4, 3))), a.evaluate(x, np.zeros((4, 3))), rtol=1e-6)
+    a.free()
+    b.free()
+
+
 # --- PyTorch parity --------------------------------------------------------------------------
 
 def test_rnn_lstm_cell_matches_torch_forward_and_gradient():

@@ -18,6 +18,9 @@ once per sequence when the cell runs inside ``RNN``, as Keras; a cell called on
 its own draws them for that call.
 """
 
+import numpy as np
+
+from pyggml import _eager
 from pyggml.core import Tensor
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
@@ -65,6 +68,10 @@ def structure_states(flat, state_size):
     """The flat states as a cell's ``call`` takes them: a list with one entry per entry of
     ``state_size`` (a tensor for an int, a list for a list); an int state_size: [tensor]."""
     flat = list(flat)
+    n = len(flat_state_sizes(state_size))
+    if len(flat) != n:
+        raise ValueError(f"a cell of state_size {state_size!r} takes {n} state{'s' if n > 1 else ''}, "
+                         f"got {len(flat)}")
 
     def take(size):
         if isinstance(size, (list, tuple)):
@@ -133,11 +140,28 @@ class _StepCall:
     """``cell(inputs, states)`` on tensors inside a layer's call: one step, as Keras's cells."""
 
     def __call__(self, *args, **kwargs):
-        if len(args) == 2 and isinstance(args[0], Tensor) and isinstance(args[1], (list, tuple)):
+        if len(args) == 2 and isinstance(args[1], (list, tuple)):
             inputs, states = args
-            out, new = call_cell(self, inputs, list(states), kwargs.get("training"))
-            return out, structure_states(new, self.state_size)
+            if isinstance(inputs, Tensor):
+                out, new = call_cell(self, inputs, list(states), kwargs.get("training"))
+                return out, structure_states(new, self.state_size)
+            if isinstance(inputs, np.ndarray):
+                return self._eager_step(inputs, flatten_states(states), bool(kwargs.get("training", False)))
         return super().__call__(*args, **kwargs)
+
+    def _eager_step(self, inputs, states, training):
+        """cell(x, states) on arrays: one step computed at once (output, new states)."""
+        arrays = [np.asarray(a) for a in [inputs] + states]
+        for a in arrays:
+            if a.dtype == object or a.dtype.kind not in "biuf" or a.ndim != 2:
+                raise ValueError(f"{type(self).__name__}(inputs, states) on arrays takes 2-D arrays of numbers "
+                                 f"(batch, features) and (batch, size), got shape {a.shape}, dtype {a.dtype}")
+
+        def step(x, *st):
+            out, new = call_cell(self, x, structure_states(list(st), self.state_size), training)
+            return [out] + list(new)
+        res = _eager.evaluate(step, arrays, training=training)
+        return res[0], structure_states(res[1:], self.state_size)
 
 
 # --- the built-in cells ------------------------------------------------------------------------
