@@ -141,7 +141,8 @@ test_forward, test_gradient, test_config, test_training_step = harness_tests(CAS
 
 # --- RNN(cell) computes what the matching layer computes --------------------------------------
 
-LAYERS = {"lstm": (L.LSTM, L.LSTMCell, 2), "gru": (L.GRU, L.GRUCell, 1), "simple_rnn": (L.SimpleRNN, L.SimpleRNNCell, 1)}
+LAYERS = {"lstm": (L.LSTM, L.LSTMCell, 2), "gru": (L.GRU, L.GRUCell, 1),
+          "simple_rnn": (L.SimpleRNN, L.SimpleRNNCell, 1)}
 
 
 def _masked_models(kind, go_backwards, return_sequences):
@@ -442,6 +443,20 @@ class _WrongStateShape(L.Layer):
         return states[0], [pg.ops.constant(np.zeros((inputs.shape[0], 4), np.float32))]
 
 
+class _NoneOutput(L.Layer):
+    state_size = 3
+
+    def call(self, inputs, states):
+        return None, states
+
+
+class _NotAPair(L.Layer):
+    state_size = 3
+
+    def call(self, inputs, states):
+        return states[0]
+
+
 class _WrongStateCount(L.Layer):
     state_size = [3, 3]
 
@@ -486,6 +501,10 @@ def test_wrong_shapes_are_refused_clearly():
         _model_of(L.RNN(_WrongStateShape()))
     with pytest.raises(ValueError, match="returned 1 states"):
         _model_of(L.RNN(_WrongStateCount()))
+    with pytest.raises(ValueError, match="returned None"):
+        _model_of(L.RNN(_NoneOutput()))
+    with pytest.raises(ValueError, match=r"must return \(output, new_states\)"):
+        _model_of(L.RNN(_NotAPair()))
     with pytest.raises(ValueError, match=r"\(steps, features\)"):
         _model_of(L.RNN(L.LSTMCell(2)), shape=(F,))
     inp = pg.Input((T, F))

@@ -181,6 +181,9 @@ class RNN(TakesInitialState, Layer):
         for t in order:
             x_t = ops.view(xt, (batch, feats), offset=t * batch * feats * 4)
             out, new = call_cell(cell, x_t, structure_states(state, cell.state_size), training)
+            if out is None or any(n is None for n in new):
+                raise ValueError(f"{name}.call returned None for its output or a state; it must return "
+                                 f"(output, new_states) as tensors")
             out = ops.as_tensor(out)
             if tuple(out.shape) != (batch, out_size):
                 raise ValueError(f"{name}.call returned an output of shape {tuple(out.shape)}; expected "
