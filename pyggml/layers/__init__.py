@@ -20,7 +20,8 @@ from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAve
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
                                          Normalization, Rescaling, StringLookup)
-from pyggml.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN
+from pyggml.layers.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell,
+                                     StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
 
 for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, SpatialDropout1D, SpatialDropout2D,
@@ -28,7 +29,7 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
              AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
              GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
-             Maximum, Minimum, Concatenate):
+             Maximum, Minimum, Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
@@ -40,4 +41,5 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
-           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D"]
+           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "RNN",
+           "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]

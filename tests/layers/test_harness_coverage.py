@@ -21,13 +21,15 @@ import test_pooling
 import test_prelu
 import test_preprocessing
 import test_recurrent
+import test_rnn_cells
 import test_time_distributed
 import test_up_sampling
 
 ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalization.CASES +
              test_embedding.CASES + test_recurrent.CASES + test_attention.CASES + test_preprocessing.CASES +
              test_pooling.CASES + test_conv_transpose.CASES + test_up_sampling.CASES + test_bidirectional.CASES +
-             test_time_distributed.CASES + test_prelu.CASES + test_extrema.CASES + test_fused_paths.CASES)
+             test_time_distributed.CASES + test_prelu.CASES + test_extrema.CASES + test_fused_paths.CASES +
+             test_rnn_cells.CASES)
 
 # HostLayers run in numpy before the graph: they have no tensors and no gradient for the harness to
 # check; tests/layers/test_preprocessing.py tests them (host_call, eager calls, configs, adapt, models)
@@ -43,7 +45,9 @@ def test_every_public_layer_has_cases_in_both_model_kinds():
     assert {"HostLayer", "StringLookup", "IntegerLookup", "Discretization"} <= HOST_LAYERS
     kinds = {}
     for c in ALL_CASES:
-        kinds.setdefault(c.cls_name, set()).update(c.kinds())
+        # a case may cover classes that only run inside its layer (a cell inside RNN): extra["covers"]
+        for name in (c.cls_name,) + tuple(c.extra.get("covers", ())):
+            kinds.setdefault(name, set()).update(c.kinds())
     missing = layer_classes - set(kinds)
     assert not missing, f"layers without a harness case: {sorted(missing)}"
     multi_input = {"Add", "Concatenate", "Subtract", "Multiply", "Average", "Maximum", "Minimum"}

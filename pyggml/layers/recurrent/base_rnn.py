@@ -30,6 +30,10 @@ given states instead of zeros (they become inputs of the call, so gradients
 reach them: an encoder's states feeding a decoder train both); a list ``[x,
 *states]`` as the inputs means the same.  ``unroll`` is accepted: the graph is
 always unrolled.
+
+The per-step maths (arguments, weights, dropout, the cell) is ``CellMath``: the
+layers here and the cells of ``cells.py`` (``LSTMCell``, ...) share it, so
+``RNN(LSTMCell(n))`` builds the graph ``LSTM(n)`` builds.
 """
 
 import numpy as np
@@ -39,7 +43,7 @@ from pyggml._validation import check_fraction, check_positive_int
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 
-__all__ = ["BaseRNN", "TakesInitialState"]
+__all__ = ["BaseRNN", "CellMath", "TakesInitialState", "stack_steps", "stack_fused"]
 
 _OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
             "recurrent_constraint", "bias_constraint")
@@ -48,6 +52,42 @@ _OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "
 def _several(shape):
     """Whether shape is a list of shapes (x's, then the states') rather than one shape."""
     return isinstance(shape, (list, tuple)) and bool(shape) and isinstance(shape[0], (list, tuple))
+
+
+def stack_steps(hs):
+    """The per-step (batch, units) outputs as one (batch, steps, units) tensor.
+
+    Blocks are joined pairwise, time-major, with acc (which trains): placing
+    each step into the whole output would copy it once per step (memory
+    quadratic in the steps); pairwise joins copy each step log2(steps) times."""
+    steps, (batch, units) = len(hs), hs[0].shape
+    block = batch * units
+    zeros = ops.constant(np.zeros(steps * block, dtype=np.float32))
+    parts = [(ops.reshape(h, (block,)), 1) for h in hs]                  # (flat block, steps in it)
+    while len(parts) > 1:
+        joined = []
+        for (a, ka), (b, kb) in zip(parts[0::2], parts[1::2]):
+            z = ops.view(zeros, ((ka + kb) * block,))
+            z = ops.acc(ops.acc(z, a), b, offset=ka * block * 4)
+            joined.append((z, ka + kb))
+        if len(parts) % 2:
+            joined.append(parts[-1])
+        parts = joined
+    seq = ops.reshape(parts[0][0], (steps, batch, units))
+    return ops.permute_axes(seq, (1, 0, 2))
+
+
+def stack_fused(hs):
+    """The per-step (batch, units) outputs as one (batch, steps, units) tensor: concat
+    along the steps in a balanced tree (each step copied log2(steps) times)."""
+    batch, units = hs[0].shape
+    parts = [ops.reshape(h, (batch, 1, units)) for h in hs]
+    while len(parts) > 1:
+        joined = [ops.concat(a, b, 1) for a, b in zip(parts[0::2], parts[1::2])]
+        if len(parts) % 2:
+            joined.append(parts[-1])
+        parts = joined
+    return parts[0]
 
 
 class TakesInitialState:
@@ -68,22 +108,20 @@ class TakesInitialState:
         return super()._build_once(shape[0] if _several(shape) else shape)
 
 
-class BaseRNN(TakesInitialState, Layer):
-    """Subclasses define ``n_gates``, ``initial_state`` and ``cell``."""
+class CellMath:
+    """A recurrent cell's arguments, weights and per-step maths (a base, before Layer, of
+    the recurrent layers and of the cells).  Subclasses define ``n_gates``,
+    ``initial_state`` and ``cell``."""
 
     n_gates = 1
     n_states = 1                # h (LSTM: h and c)
     folded_bias = False         # bias_hh joins the input projection (added once, not once a step)
 
-    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
-                 return_sequences=False, go_backwards=False, kernel_initializer="glorot_uniform",
-                 recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
-                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
-                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, return_state=False,
-                 unroll=False, **kwargs):
-        super().__init__(**kwargs)
-        self.return_state = bool(return_state)
-        self.unroll = bool(unroll)             # Keras's; the graph here is unrolled either way
+    def init_cell(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
+                  kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                  recurrent_constraint=None, bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None):
+        """Check and keep the cell's arguments (Keras's)."""
         self.dropout = check_fraction("dropout", dropout, high_open=True)
         self.recurrent_dropout = check_fraction("recurrent_dropout", recurrent_dropout, high_open=True)
         self.seed = seed
@@ -97,46 +135,33 @@ class BaseRNN(TakesInitialState, Layer):
         self._rec_act = activations.get(recurrent_activation)
         self.recurrent_activation = activations.name_of(recurrent_activation)
         self.use_bias = bool(use_bias)
-        self.return_sequences = bool(return_sequences)
-        self.go_backwards = bool(go_backwards)
         for init in (kernel_initializer, recurrent_initializer, bias_initializer):
             initializers.get(init)          # unknown names fail here, not at compile
         self.kernel_initializer = kernel_initializer
         self.recurrent_initializer = recurrent_initializer
         self.bias_initializer = bias_initializer
 
-    # --- initial and final states ----------------------------------------------------------
-    def split_inputs(self, inputs):
-        """(x, the initial states or None) from the call's inputs: x, or [x, *states]."""
-        if not isinstance(inputs, (list, tuple)):
-            return inputs, None
-        if len(inputs) != 1 + self.n_states:
-            raise ValueError(f"{type(self).__name__} takes {self.n_states} initial state"
-                             f"{'s' if self.n_states > 1 else ''} ({'h and c' if self.n_states == 2 else 'h'}, "
-                             f"each (batch, {self.units})), got {len(inputs) - 1}")
-        return inputs[0], list(inputs[1:])
-
-    def compute_output_shape(self, input_shape):
-        x_shape, state_shapes = self.split_inputs(list(input_shape)) if _several(input_shape) else (input_shape, None)
-        if len(x_shape) != 3:
-            raise ValueError(f"{type(self).__name__} expects inputs of shape (steps, features), "
-                             f"got {tuple(x_shape[1:])}")
-        for s in state_shapes or ():
-            if tuple(s[1:]) != (self.units,):
-                raise ValueError(f"{type(self).__name__}: an initial state must have shape (batch, "
-                                 f"{self.units}), got {tuple(s)}")
-        out = (x_shape[0], x_shape[1], self.units) if self.return_sequences else (x_shape[0], self.units)
-        if self.return_state:
-            return [out] + [(x_shape[0], self.units)] * self.n_states
-        return out
+    def cell_config(self):
+        """The cell's arguments as Keras's config keys."""
+        cfg = dict(units=self.units, activation=self.activation, recurrent_activation=self.recurrent_activation,
+                   use_bias=self.use_bias)
+        cfg.update(weight_options_config(self, _OPTIONS))
+        cfg.update(dropout=self.dropout, recurrent_dropout=self.recurrent_dropout)
+        if self.seed is not None:
+            cfg["seed"] = self.seed
+        for k in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
+            v = getattr(self, k)
+            if isinstance(v, str):
+                cfg[k] = v
+        return cfg
 
     def bias_ih_initializer(self):
         return self.bias_initializer
 
-    def build(self, input_shape):
-        self.compute_output_shape(input_shape)
+    def build_weights(self, features):
+        """weight_ih (G units, features), weight_hh (G units, units) and the biases."""
         g = self.n_gates * self.units
-        self.weight_ih = self.add_weight("weight_ih", (g, input_shape[-1]), self.kernel_initializer,
+        self.weight_ih = self.add_weight("weight_ih", (g, features), self.kernel_initializer,
                                          regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
         self.weight_hh = self.add_weight("weight_hh", (g, self.units), self.recurrent_initializer,
                                          regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint)
@@ -193,14 +218,18 @@ class BaseRNN(TakesInitialState, Layer):
 
     # --- dropout (training only) --------------------------------------------------------
     def dropout_masks(self, x, training):
-        """(input masks, recurrent masks) for this call: None, or lists of masks (one per
-        gate with recurrent_dropout, as Keras's implementation 1; else one input mask)."""
+        """(input masks, recurrent masks) for this call (x: the inputs or their shape): None, or
+        lists of masks (one per gate with recurrent_dropout, as Keras's implementation 1; else
+        one input mask)."""
         if not training or (self.dropout == 0 and self.recurrent_dropout == 0):
             return None, None
         b = _scope.require(type(self).__name__)
-        batch, _, feats = x.shape
+        shape = tuple(x) if isinstance(x, tuple) else tuple(x.shape)        # x, or its shape
+        batch, feats = shape[0], shape[-1]
+        # a sequence's masks (batch, 1, features) serve every step; one step's are (batch, features)
+        in_shape = (batch, 1, feats) if len(shape) == 3 else (batch, feats)
         count = self.n_gates if self.recurrent_dropout > 0 else 1
-        ins = [b.random_keep_mask((batch, 1, feats), self.dropout) for _ in range(count)] if self.dropout else None
+        ins = [b.random_keep_mask(in_shape, self.dropout) for _ in range(count)] if self.dropout else None
         recs = [b.random_keep_mask((batch, self.units), self.recurrent_dropout) for _ in range(self.n_gates)] \
             if self.recurrent_dropout else None
         return ins, recs
@@ -223,8 +252,10 @@ class BaseRNN(TakesInitialState, Layer):
 
     def ih_product(self, x):
         """W_ih x_t for every step, time-major: (steps * batch, G * units); x may be a
-        list (a masked copy per gate)."""
+        list (a masked copy per gate).  One step's x (batch, features) gives (batch, G * units)."""
         xs = x if isinstance(x, list) else [x]
+        if len(xs[0].shape) == 2:
+            return self._per_gate(self.weight_ih, [contiguous(xg) for xg in xs])
         batch, steps, feats = xs[0].shape
         flat = []
         for xg in xs:
@@ -265,26 +296,129 @@ class BaseRNN(TakesInitialState, Layer):
         return None
 
     def stack_steps(self, hs):
-        """The per-step (batch, units) outputs as one (batch, steps, units) tensor.
+        return stack_steps(hs)
 
-        Blocks are joined pairwise, time-major, with acc (which trains): placing
-        each step into the whole output would copy it once per step (memory
-        quadratic in the steps); pairwise joins copy each step log2(steps) times."""
-        steps, batch = len(hs), hs[0].shape[0]
-        block = batch * self.units
-        zeros = ops.constant(np.zeros(steps * block, dtype=np.float32))
-        parts = [(ops.reshape(h, (block,)), 1) for h in hs]                  # (flat block, steps in it)
-        while len(parts) > 1:
-            joined = []
-            for (a, ka), (b, kb) in zip(parts[0::2], parts[1::2]):
-                z = ops.view(zeros, ((ka + kb) * block,))
-                z = ops.acc(ops.acc(z, a), b, offset=ka * block * 4)
-                joined.append((z, ka + kb))
-            if len(parts) % 2:
-                joined.append(parts[-1])
-            parts = joined
-        seq = ops.reshape(parts[0][0], (steps, batch, self.units))
-        return ops.permute_axes(seq, (1, 0, 2))
+    def run_steps(self, inputs, mask, projected_in, states, go_backwards=False, return_sequences=False,
+                  zero_output_for_mask=False):
+        """(the output, the final state) of the sequence ``inputs`` (batch, steps, features).
+
+        With a padding mask (batch, steps), a padded step leaves the state as it was
+        (so the last real step's state comes out), as Keras does; its output in the
+        sequence is the state carried (zeros with ``zero_output_for_mask``)."""
+        if self.fused and fused():
+            return self.fused_call(inputs, mask, projected_in, states, go_backwards, return_sequences,
+                                   zero_output_for_mask)
+        batch, steps, _ = inputs.shape
+        p = self.input_projection(projected_in)
+        state = self.initial_state(batch) if states is None else states
+        consts = self.constants()
+        step_masks = None
+        if mask is not None:
+            # time-major, so each step's (batch,) column is contiguous
+            step_masks = ops.cont(ops.transpose(ops.as_tensor(mask)))
+        outputs = []
+        order = range(steps - 1, -1, -1) if go_backwards else range(steps)
+        for t in order:
+            new = self.cell(self.step_rows(p, t, batch), state, consts)
+            m = None
+            if step_masks is not None:
+                m = ops.reshape(ops.view(step_masks, (batch,), offset=t * batch * 4), (batch, 1))
+                new = tuple(ops.add(old, ops.mul(ops.sub(n, old), m)) for n, old in zip(new, state))
+            state = new
+            if return_sequences:
+                outputs.append(state[0] if m is None or not zero_output_for_mask else ops.mul(state[0], m))
+        return (self.stack_steps(outputs) if return_sequences else state[0]), state
+
+    # --- the fused path (CPU, default activations) -------------------------------------
+    def fused_projection(self, x):
+        """W_ih x_t + the biases the cell takes with it, every step at once, time-major:
+        (steps * batch, G * units)."""
+        p = self.ih_product(x)
+        if self.use_bias:
+            p = ops.bias_act(p, ops.add(self.bias_ih, self.bias_hh) if self.folded_bias else self.bias_ih)
+        return p
+
+    def stack_fused(self, hs):
+        return stack_fused(hs)
+
+    def fused_call(self, inputs, mask, projected_in=None, states=None, go_backwards=False, return_sequences=False,
+                   zero_output_for_mask=False):
+        batch, steps, _ = inputs.shape
+        p = self.fused_projection(inputs if projected_in is None else projected_in)
+        step_masks = None
+        if mask is not None:
+            m = contiguous(ops.as_tensor(mask))
+            if tuple(m.shape) not in ((batch, steps), (batch, steps, 1)):
+                raise ValueError(f"{type(self).__name__}: mask must have shape (batch, steps) = "
+                                 f"{(batch, steps)}, got {tuple(m.shape)}")
+            # time-major, so that each step's (batch,) column is contiguous
+            m = ops.reshape(m, (batch, steps))
+            step_masks = ops.cont(ops.transpose(m)) if batch > 1 and steps > 1 else m
+        state = self.fused_initial_state(batch, mask is not None) if states is None else states
+        outputs = []
+        order = range(steps - 1, -1, -1) if go_backwards else range(steps)
+        for k, t in enumerate(order):
+            m = None if step_masks is None else ops.view(step_masks, (batch,), offset=t * batch * 4)
+            # (first: the state is zero, and so is its projection)
+            state = self.fused_cell(self.step_rows(p, t, batch), state, m, k == 0 and states is None)
+            if return_sequences:
+                if m is not None and zero_output_for_mask:
+                    outputs.append(ops.mul(state[0], ops.reshape(m, (batch, 1))))
+                else:
+                    outputs.append(state[0])
+        return (self.stack_fused(outputs) if return_sequences else state[0]), state
+
+
+class BaseRNN(TakesInitialState, CellMath, Layer):
+    """A recurrent layer over a sequence, with its cell's maths (CellMath) built in."""
+
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 return_sequences=False, go_backwards=False, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, return_state=False,
+                 unroll=False, **kwargs):
+        super().__init__(**kwargs)
+        self.return_state = bool(return_state)
+        self.unroll = bool(unroll)             # Keras's; the graph here is unrolled either way
+        self.init_cell(units, activation=activation, recurrent_activation=recurrent_activation, use_bias=use_bias,
+                       kernel_initializer=kernel_initializer, recurrent_initializer=recurrent_initializer,
+                       bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                       recurrent_regularizer=recurrent_regularizer, bias_regularizer=bias_regularizer,
+                       kernel_constraint=kernel_constraint, recurrent_constraint=recurrent_constraint,
+                       bias_constraint=bias_constraint, dropout=dropout, recurrent_dropout=recurrent_dropout,
+                       seed=seed)
+        self.return_sequences = bool(return_sequences)
+        self.go_backwards = bool(go_backwards)
+
+    # --- initial and final states ----------------------------------------------------------
+    def split_inputs(self, inputs):
+        """(x, the initial states or None) from the call's inputs: x, or [x, *states]."""
+        if not isinstance(inputs, (list, tuple)):
+            return inputs, None
+        if len(inputs) != 1 + self.n_states:
+            raise ValueError(f"{type(self).__name__} takes {self.n_states} initial state"
+                             f"{'s' if self.n_states > 1 else ''} ({'h and c' if self.n_states == 2 else 'h'}, "
+                             f"each (batch, {self.units})), got {len(inputs) - 1}")
+        return inputs[0], list(inputs[1:])
+
+    def compute_output_shape(self, input_shape):
+        x_shape, state_shapes = self.split_inputs(list(input_shape)) if _several(input_shape) else (input_shape, None)
+        if len(x_shape) != 3:
+            raise ValueError(f"{type(self).__name__} expects inputs of shape (steps, features), "
+                             f"got {tuple(x_shape[1:])}")
+        for s in state_shapes or ():
+            if tuple(s[1:]) != (self.units,):
+                raise ValueError(f"{type(self).__name__}: an initial state must have shape (batch, "
+                                 f"{self.units}), got {tuple(s)}")
+        out = (x_shape[0], x_shape[1], self.units) if self.return_sequences else (x_shape[0], self.units)
+        if self.return_state:
+            return [out] + [(x_shape[0], self.units)] * self.n_states
+        return out
+
+    def build(self, input_shape):
+        self.compute_output_shape(input_shape)
+        self.build_weights(input_shape[-1])
 
     def compute_mask(self, inputs, mask=None):
         if isinstance(mask, (list, tuple)):
@@ -307,91 +441,18 @@ class BaseRNN(TakesInitialState, Layer):
             states = tuple(contiguous(st) for st in states)
         in_masks, self._rec_masks = self.dropout_masks(inputs, training)
         try:
-            out, final = self._run(inputs, mask, self.masked_inputs(inputs, in_masks), states)
+            out, final = self.run_steps(inputs, mask, self.masked_inputs(inputs, in_masks), states,
+                                        self.go_backwards, self.return_sequences)
         finally:
             self._rec_masks = None
         return [out] + list(final) if self.return_state else out
 
-    def _run(self, inputs, mask, projected_in, states=None):
-        """(the output, the final state)."""
-        if self.fused and fused():
-            return self.fused_call(inputs, mask, projected_in, states)
-        batch, steps, _ = inputs.shape
-        p = self.input_projection(projected_in)
-        state = self.initial_state(batch) if states is None else states
-        consts = self.constants()
-        step_masks = None
-        if mask is not None:
-            # time-major, so each step's (batch,) column is contiguous
-            step_masks = ops.cont(ops.transpose(ops.as_tensor(mask)))
-        outputs = []
-        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
-        for t in order:
-            new = self.cell(self.step_rows(p, t, batch), state, consts)
-            if step_masks is not None:
-                m = ops.reshape(ops.view(step_masks, (batch,), offset=t * batch * 4), (batch, 1))
-                new = tuple(ops.add(old, ops.mul(ops.sub(n, old), m)) for n, old in zip(new, state))
-            state = new
-            if self.return_sequences:
-                outputs.append(state[0])
-        return (self.stack_steps(outputs) if self.return_sequences else state[0]), state
-
-    # --- the fused path (CPU, default activations) -------------------------------------
-    def fused_projection(self, x):
-        """W_ih x_t + the biases the cell takes with it, every step at once, time-major:
-        (steps * batch, G * units)."""
-        p = self.ih_product(x)
-        if self.use_bias:
-            p = ops.bias_act(p, ops.add(self.bias_ih, self.bias_hh) if self.folded_bias else self.bias_ih)
-        return p
-
-    def stack_fused(self, hs):
-        """The per-step (batch, units) outputs as one (batch, steps, units) tensor: concat
-        along the steps in a balanced tree (each step copied log2(steps) times)."""
-        batch = hs[0].shape[0]
-        parts = [ops.reshape(h, (batch, 1, self.units)) for h in hs]
-        while len(parts) > 1:
-            joined = [ops.concat(a, b, 1) for a, b in zip(parts[0::2], parts[1::2])]
-            if len(parts) % 2:
-                joined.append(parts[-1])
-            parts = joined
-        return parts[0]
-
-    def fused_call(self, inputs, mask, projected_in=None, states=None):
-        batch, steps, _ = inputs.shape
-        p = self.fused_projection(inputs if projected_in is None else projected_in)
-        step_masks = None
-        if mask is not None:
-            m = contiguous(ops.as_tensor(mask))
-            if tuple(m.shape) not in ((batch, steps), (batch, steps, 1)):
-                raise ValueError(f"{type(self).__name__}: mask must have shape (batch, steps) = "
-                                 f"{(batch, steps)}, got {tuple(m.shape)}")
-            # time-major, so that each step's (batch,) column is contiguous
-            m = ops.reshape(m, (batch, steps))
-            step_masks = ops.cont(ops.transpose(m)) if batch > 1 and steps > 1 else m
-        state = self.fused_initial_state(batch, mask is not None) if states is None else states
-        outputs = []
-        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
-        for k, t in enumerate(order):
-            m = None if step_masks is None else ops.view(step_masks, (batch,), offset=t * batch * 4)
-            # (first: the state is zero, and so is its projection)
-            state = self.fused_cell(self.step_rows(p, t, batch), state, m, k == 0 and states is None)
-            if self.return_sequences:
-                outputs.append(state[0])
-        return (self.stack_fused(outputs) if self.return_sequences else state[0]), state
-
     def get_config(self):
         cfg = super().get_config()
-        cfg.update(units=self.units, activation=self.activation,
-                   recurrent_activation=self.recurrent_activation, use_bias=self.use_bias,
+        cell = self.cell_config()
+        cfg.update(units=cell.pop("units"), activation=cell.pop("activation"),
+                   recurrent_activation=cell.pop("recurrent_activation"), use_bias=cell.pop("use_bias"),
                    return_sequences=self.return_sequences, go_backwards=self.go_backwards,
                    return_state=self.return_state, unroll=self.unroll)
-        cfg.update(weight_options_config(self, _OPTIONS))
-        cfg.update(dropout=self.dropout, recurrent_dropout=self.recurrent_dropout)
-        if self.seed is not None:
-            cfg["seed"] = self.seed
-        for k in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
-            v = getattr(self, k)
-            if isinstance(v, str):
-                cfg[k] = v
+        cfg.update(cell)
         return cfg

@@ -9,32 +9,26 @@ ops on every backend (the fused cell is reset_after's)."""
 import numpy as np
 
 from pyggml import ops
-from pyggml.layers.recurrent.base_rnn import BaseRNN
+from pyggml.layers.recurrent.base_rnn import BaseRNN, CellMath
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["GRU"]
+__all__ = ["GRU", "GRUMath"]
 
 
-@register_builtin
-class GRU(BaseRNN):
+class GRUMath(CellMath):
+    """GRU's step (the layer's and GRUCell's); ``reset_after`` is an attribute."""
     n_gates = 3
-
-    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
-                 return_sequences=False, reset_after=True, **kwargs):
-        super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
-                         use_bias=use_bias, return_sequences=return_sequences, **kwargs)
-        self.reset_after = bool(reset_after)
 
     @property
     def fused(self):
         return self.reset_after and super().fused
 
-    def build(self, input_shape):
+    def build_weights(self, features):
         if self.reset_after:
-            return super().build(input_shape)
+            return super().build_weights(features)
         use_bias, self.use_bias = self.use_bias, False
         try:
-            super().build(input_shape)
+            super().build_weights(features)
         finally:
             self.use_bias = use_bias
         if use_bias:
@@ -93,6 +87,15 @@ class GRU(BaseRNN):
         if self.use_bias:
             hp = ops.bias_act(hp, self.bias_hh)           # b_hn stays inside r * (...)
         return (ops.gru_cell(xp, hp, h, mask),)
+
+
+@register_builtin
+class GRU(GRUMath, BaseRNN):
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 return_sequences=False, reset_after=True, **kwargs):
+        super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
+                         use_bias=use_bias, return_sequences=return_sequences, **kwargs)
+        self.reset_after = bool(reset_after)
 
     def get_config(self):
         cfg = super().get_config()

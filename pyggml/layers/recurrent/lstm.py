@@ -3,10 +3,10 @@
 import numpy as np
 
 from pyggml import ops
-from pyggml.layers.recurrent.base_rnn import BaseRNN
+from pyggml.layers.recurrent.base_rnn import BaseRNN, CellMath
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["LSTM", "lstm_bias_ih"]
+__all__ = ["LSTM", "LSTMMath", "lstm_bias_ih"]
 
 
 def lstm_bias_ih(shape, rng=None, layout=None):
@@ -18,17 +18,11 @@ def lstm_bias_ih(shape, rng=None, layout=None):
     return b
 
 
-@register_builtin
-class LSTM(BaseRNN):
+class LSTMMath(CellMath):
+    """LSTM's step (the layer's and LSTMCell's); ``unit_forget_bias`` is an attribute."""
     n_gates = 4
     n_states = 2
     folded_bias = True
-
-    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
-                 return_sequences=False, unit_forget_bias=True, **kwargs):
-        super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
-                         use_bias=use_bias, return_sequences=return_sequences, **kwargs)
-        self.unit_forget_bias = bool(unit_forget_bias)
 
     def bias_ih_initializer(self):
         return lstm_bias_ih if self.unit_forget_bias else self.bias_initializer
@@ -77,6 +71,15 @@ class LSTM(BaseRNN):
             zh = self.hh_product(h)
         st = ops.lstm_cell(zx, zh, c, h if mask is not None else None, mask)       # (2, b, u): h; c
         return (ops.view(st, (b, u)), ops.view(st, (b, u), offset=b * u * 4))
+
+
+@register_builtin
+class LSTM(LSTMMath, BaseRNN):
+    def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
+                 return_sequences=False, unit_forget_bias=True, **kwargs):
+        super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
+                         use_bias=use_bias, return_sequences=return_sequences, **kwargs)
+        self.unit_forget_bias = bool(unit_forget_bias)
 
     def get_config(self):
         cfg = super().get_config()

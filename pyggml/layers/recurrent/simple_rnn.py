@@ -8,22 +8,16 @@ on every backend (there is no fused cell op for it)."""
 import numpy as np
 
 from pyggml import ops
-from pyggml.layers.recurrent.base_rnn import BaseRNN
+from pyggml.layers.recurrent.base_rnn import BaseRNN, CellMath
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["SimpleRNN"]
+__all__ = ["SimpleRNN", "SimpleRNNMath"]
 
 
-@register_builtin
-class SimpleRNN(BaseRNN):
+class SimpleRNNMath(CellMath):
+    """SimpleRNN's step (the layer's and SimpleRNNCell's)."""
     n_gates = 1
     folded_bias = True
-
-    def __init__(self, units, activation="tanh", use_bias=True, return_sequences=False, **kwargs):
-        if "recurrent_activation" in kwargs:
-            raise TypeError("SimpleRNN() has no recurrent_activation (it has no gates)")
-        super().__init__(units, activation=activation, recurrent_activation="sigmoid", use_bias=use_bias,
-                         return_sequences=return_sequences, **kwargs)
 
     @property
     def fused(self):
@@ -35,6 +29,15 @@ class SimpleRNN(BaseRNN):
     def cell(self, xp, state, consts):
         (h,) = state
         return (self._act(ops.add(xp, self.recurrent_projection(h))),)
+
+
+@register_builtin
+class SimpleRNN(SimpleRNNMath, BaseRNN):
+    def __init__(self, units, activation="tanh", use_bias=True, return_sequences=False, **kwargs):
+        if "recurrent_activation" in kwargs:
+            raise TypeError("SimpleRNN() has no recurrent_activation (it has no gates)")
+        super().__init__(units, activation=activation, recurrent_activation="sigmoid", use_bias=use_bias,
+                         return_sequences=return_sequences, **kwargs)
 
     def get_config(self):
         cfg = super().get_config()
