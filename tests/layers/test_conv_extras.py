@@ -304,6 +304,7 @@ def test_keras_config_keys_and_round_trip():
     assert (cfg["kernel_size"], cfg["strides"], cfg["padding"], cfg["data_format"], cfg["depth_multiplier"]) == \
         ((3, 3), (2, 2), "same", CF, 2)
     assert L.DepthwiseConv2D(2).get_config()["data_format"] == "channels_last"
+    assert L.DepthwiseConv1D(2, data_format="Channels_First").get_config()["data_format"] == CF
     s = L.SeparableConv1D(4, 3, padding="SAME", pointwise_regularizer="l2", pointwise_constraint="non_neg")
     cfg = s.get_config()
     assert cfg["filters"] == 4 and cfg["padding"] == "same" and cfg["pointwise_initializer"] == "glorot_uniform"

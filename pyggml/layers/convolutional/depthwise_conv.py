@@ -44,7 +44,7 @@ def drawn_with_fans(initializer, fan_shape):
 
 
 def data_format_of(value, name):
-    fmt = "channels_last" if value is None else value
+    fmt = "channels_last" if value is None else (value.lower() if isinstance(value, str) else value)
     if fmt not in ("channels_last", "channels_first"):
         raise ValueError(f"{name}: data_format must be 'channels_last' or 'channels_first', got {value!r}")
     return fmt
