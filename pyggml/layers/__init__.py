@@ -6,7 +6,8 @@ that saved models holding it load.
 """
 
 from pyggml.layers.attention import MultiHeadAttention
-from pyggml.layers.convolutional import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose
+from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, DepthwiseConv1D,
+                                         DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from pyggml.layers.core import (ELU, Activation, Cropping1D, Cropping2D, Dense, Dropout, Embedding, Flatten, Identity,
                                 LeakyReLU, Permute, PReLU, ReLU, RepeatVector, Reshape, Softmax, SpatialDropout1D,
                                 SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
@@ -29,7 +30,8 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
              AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
              GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
-             Maximum, Minimum, Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells):
+             Maximum, Minimum, Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells,
+             DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
@@ -42,4 +44,5 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
            "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "RNN",
-           "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
+           "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells", "DepthwiseConv1D", "DepthwiseConv2D",
+           "SeparableConv1D", "SeparableConv2D"]
