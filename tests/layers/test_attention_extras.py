@@ -242,6 +242,47 @@ def test_propagated_padding_masks_in_a_model(make, mode, causal):
     m.free()
 
 
+def test_masks_given_as_model_inputs(tmp_path):
+    # Keras's functional form: attention([q, v], mask=[query_mask, value_mask]) with mask Inputs
+    rng = np.random.default_rng(10)
+    q_in, v_in = pg.Input((3, 4)), pg.Input((5, 4))
+    qm_in, vm_in = pg.Input((3,)), pg.Input((5,), dtype="int32")
+    att = L.Attention(use_scale=True, name="att")
+    out = att([q_in, v_in], mask=[qm_in, vm_in], use_causal_mask=True)
+    assert out.shape == (None, 3, 4)
+    m = pg.Model([q_in, v_in, qm_in, vm_in], out).compile(optimizer=pg.optimizers.SGD(learning_rate=1.0),
+                                                          loss="mse", seed=0)
+    w = _set_random(m, rng)
+    q, v = rng.normal(size=(2, 3, 4)).astype(np.float32), rng.normal(size=(2, 5, 4)).astype(np.float32)
+    qm = np.array([[1, 1, 0], [1, 0, 1]], np.float32)
+    vm = np.array([[1, 0, 1, 1, 0], [1, 1, 0, 1, 1]], np.int32)      # no row masked whole (Keras: undefined)
+    xs = [q, v, qm, vm]
+    ref = attention_np(q.astype(np.float64), v.astype(np.float64), None, "dot", w["att.scale"].astype(np.float64),
+                       None, qm, vm, causal=True)
+    got = m.predict(xs)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    # the same layer called on arrays with array masks agrees
+    np.testing.assert_allclose(att([q, v], mask=[qm, vm], use_causal_mask=True), ref, rtol=1e-5, atol=1e-6)
+    # the query mask is the output's: masked query steps leave the loss
+    y = rng.normal(size=ref.shape)
+    want = np.sum(((ref - y) ** 2).mean(-1) * qm) / qm.sum()
+    np.testing.assert_allclose(m.evaluate(xs, y, batch_size=2), want, rtol=1e-4)
+    path = str(tmp_path / "masked.gguf")
+    m.save(path)
+    m2 = pg.load_model(path)
+    np.testing.assert_array_equal(m2.predict(xs), got)
+    m2.free()
+    # only a value mask: one mask input
+    m3 = pg.Model([q_in, v_in, vm_in], L.AdditiveAttention(name="add")([q_in, v_in], mask=[None, vm_in]))
+    m3.compile(loss="mse", seed=0)
+    w3 = m3.get_weights()
+    ref3 = attention_np(q.astype(np.float64), v.astype(np.float64), None, "additive",
+                        w3["add.scale"].astype(np.float64), v_mask=vm)
+    np.testing.assert_allclose(m3.predict([q, v, vm]), ref3, rtol=1e-5, atol=1e-6)
+    m3.free()
+    m.free()
+
+
 def test_return_attention_scores_in_a_model_saves_and_loads(tmp_path):
     rng = np.random.default_rng(2)
     q_in, v_in = pg.Input((3, 4)), pg.Input((5, 4))
@@ -386,16 +427,25 @@ def test_einsum_dense_shapes_and_config_as_keras():
             ("abc,cde->abde", (None, 16, 64), "de", (32, 128), (128, 16, 64), (16, 64), (None, 32, 16, 64)),
             ("...b,bc->...c", 64, "c", (32, 128), (128, 64), (64,), (None, 32, 64)),
             ("abc,cde->abde", (4, 2, 3), "d", (4, 5), (5, 2, 3), (2, 1), (None, 4, 2, 3)),
-            ("ab...,bc->ac...", 3, "c", (5, 2), (5, 3), (3, 1), (None, 3, 2))):
+            ("ab...,bc->ac...", 3, "c", (5, 2), (5, 3), (3, 1), (None, 3, 2)),
+            ("ab...,bc->ac...", 3, "c", (5,), (5, 3), (3,), (None, 3)),
+            ("...ab,bc->...ac", (4, 3), "c", (4, 5), (5, 3), (3,), (None, 4, 3)),
+            ("...ab,bc->...ac", 3, None, (5,), (5, 3), None, (None, 3))):
         layer = L.EinsumDense(eq, out, bias_axes=bias_axes)
         inp = pg.Input(in_shape)
         assert layer(inp).shape == full
         assert layer.compute_output_shape((None,) + in_shape) == full
         w = {v.name: v.shape for v in layer.variables}
-        assert w == {"kernel": kernel, "bias": bias}
+        assert w == ({"kernel": kernel, "bias": bias} if bias else {"kernel": kernel})
         cfg = layer.get_config()
         assert cfg["equation"] == eq and cfg["bias_axes"] == bias_axes
         assert L.EinsumDense.from_config(json.loads(json.dumps(cfg))).get_config() == json.loads(json.dumps(cfg))
+    # glorot-uniform with Keras's fans: (16 + 64) * 128 for a (128, 16, 64) kernel
+    k = L.EinsumDense("abc,cde->abde", (None, 16, 64))
+    k(np.zeros((1, 2, 128), np.float32))
+    kern = k.get_weights()["kernel"]
+    limit = np.sqrt(6 / ((16 + 64) * 128))
+    assert np.abs(kern).max() <= limit and np.abs(kern).max() > 0.95 * limit
     x = np.random.default_rng(9).normal(size=(2, 3, 4)).astype(np.float32)
     layer = L.EinsumDense("abc,cd->abd", (3, 2), bias_axes="d", bias_initializer="ones")
     np.testing.assert_allclose(layer(x), x @ layer.get_weights()["kernel"] + 1, rtol=1e-5, atol=1e-6)
@@ -431,10 +481,16 @@ def test_attention_bad_arguments_are_refused():
         L.Attention()([q, v], use_causal_mask="yes")
     with pytest.raises(ValueError, match="mask must be a list"):
         L.Attention()([q, v], mask=np.ones((2, 3)))
-    with pytest.raises(TypeError, match="mask"):
-        L.Attention()([q, v], mask=[pg.Input((3,)), pg.Input((5,))])
     a = np.zeros((2, 3, 4), np.float32)
     b = np.zeros((2, 5, 4), np.float32)
+    with pytest.raises(TypeError, match="model nodes"):
+        L.Attention()([a, b], mask=[pg.Input((3,)), None])
+    with pytest.raises(TypeError, match="model nodes"):
+        L.Attention()([q, v], mask=[pg.Input((3,)), np.ones((2, 5))])
+    with pytest.raises(ValueError, match=r"value mask must have shape \(batch, steps\) = \(None, 5\)"):
+        L.Attention()([q, v], mask=[None, pg.Input((4,))])
+    with pytest.raises(ValueError, match=r"query mask must have shape"):
+        L.Attention()([q, v], mask=[pg.Input((3, 2)), None])
     with pytest.raises(ValueError, match=r"value mask must have shape \(2, 5\)"):
         L.Attention()([a, b], mask=[None, np.ones((2, 4))])
     with pytest.raises(TypeError, match="booleans or numbers"):
@@ -513,3 +569,43 @@ def test_attention_output_shapes():
     out, scores = L.AdditiveAttention()([q, v, k], return_attention_scores=True)
     assert (out.shape, scores.shape) == ((None, 3, 6), (None, 3, 5))
     assert L.Attention()(pg.Input((None, 4))).shape == (None, None, 4)
+
+
+def test_self_attention_in_a_sequential_takes_the_embedding_mask():
+    # beyond Keras: one input is self-attention, so a Sequential can hold the layer
+    m = pg.Sequential([L.Embedding(10, 3, mask_zero=True, name="emb"), L.Attention(use_scale=True, name="att")],
+                      input_shape=(5,))
+    m.compile(loss="mse", seed=0)
+    w = _set_random(m, np.random.default_rng(11))
+    x = np.array([[1, 2, 0, 0, 0], [3, 4, 5, 6, 0]], np.int32)
+    e = w["emb.weight"][x].astype(np.float64)
+    ref = attention_np(e, e, None, "dot", w["att.scale"].astype(np.float64), None, x != 0, x != 0)
+    np.testing.assert_allclose(m.predict(x), ref, rtol=1e-5, atol=1e-6)
+    m.free()
+
+
+@pytest.mark.parametrize("make", [L.Attention, L.AdditiveAttention])
+def test_keras_docs_example_trains_on_variable_length_sequences(make):
+    # the model of Keras's Attention docs: a shared Embedding and Conv1D encode query and value
+    # tokens of any length; attention, pooling, concatenation; here on a toy task (is the
+    # query's first token among the value's?)
+    pg.set_seed(0)
+    query_input, value_input = pg.Input(shape=(None,), dtype="int32"), pg.Input(shape=(None,), dtype="int32")
+    token_embedding = L.Embedding(input_dim=20, output_dim=8)
+    cnn_layer = L.Conv1D(filters=8, kernel_size=3, padding="same")
+    query_seq_encoding = cnn_layer(token_embedding(query_input))
+    value_seq_encoding = cnn_layer(token_embedding(value_input))
+    query_value_attention_seq = make()([query_seq_encoding, value_seq_encoding])
+    assert query_value_attention_seq.shape == (None, None, 8)
+    query_encoding = L.GlobalAveragePooling1D()(query_seq_encoding)
+    query_value_attention = L.GlobalAveragePooling1D()(query_value_attention_seq)
+    h = L.Concatenate()([query_encoding, query_value_attention])
+    m = pg.Model([query_input, value_input], L.Dense(1, activation="sigmoid")(h))
+    m.compile(optimizer=pg.optimizers.Adam(learning_rate=0.01), loss="binary_crossentropy")
+    rng = np.random.default_rng(0)
+    q, v = rng.integers(1, 20, size=(128, 6)), rng.integers(1, 20, size=(128, 7))
+    y = np.array([[float(q[i, 0] in v[i])] for i in range(128)])
+    hist = m.fit([q, v], y, epochs=30, batch_size=32, verbose=0).history["loss"]
+    assert hist[-1] < 0.7 * hist[0]
+    assert m.predict([q[:3, :4], v[:3, :9]]).shape == (3, 1)       # other lengths
+    m.free()

@@ -20,8 +20,12 @@ output is zero), ``return_attention_scores=True`` (then ``[output, scores]``,
 the scores being the attention distribution, (batch, query_steps,
 value_steps)), ``use_causal_mask=True`` (query step i attends to key steps
 j <= i only), ``training``.  Masks reach the layer from a mask-making layer
-(``Embedding(mask_zero=True)``) in a model, or are given as arrays when the layer
-is called on arrays (or as tensors inside another layer's ``call``).
+(``Embedding(mask_zero=True)``) in a model, or are given: model nodes in a
+functional model (``pg.Input((steps,))``, 1 or nonzero for a real step; they
+become inputs of the call, after the data), arrays when the layer is called on
+arrays, tensors inside another layer's ``call``.  The output's mask is the
+query's.  A query step whose every key step is masked gets an unspecified
+result, as in Keras.
 
 Beyond Keras: a single input ``layer(x)`` is self-attention (query = value =
 key = x), so the layers also work in a ``Sequential``.
@@ -40,7 +44,8 @@ from pyggml.saving.object_registration import register_builtin
 __all__ = ["Attention", "AdditiveAttention"]
 
 _BLOCKED = 1e9          # Keras's: the score of a masked position is lowered by this much
-_CALL_ARGS = {"training", "mask", "return_attention_scores", "use_causal_mask"}
+_CALL_ARGS = {"training", "mask", "return_attention_scores", "use_causal_mask", "_mask_inputs"}
+_NOT_GIVEN = object()
 
 
 class _BaseAttention(Layer):
@@ -67,38 +72,70 @@ class _BaseAttention(Layer):
             raise TypeError(f"{name}: unexpected call arguments {sorted(unknown)}; it takes {sorted(_CALL_ARGS)}")
         if isinstance(inputs, tuple):
             inputs = list(inputs)
-        if isinstance(inputs, list) and not 2 <= len(inputs) <= 3:
-            raise ValueError(f"{name} layer must be called on a list of inputs, namely [query, value] or "
-                             f"[query, value, key]; got {len(inputs)} inputs")
         for k in ("return_attention_scores", "use_causal_mask"):
             if k in kwargs:
                 kwargs[k] = check_bool(k, kwargs[k])
         mask = kwargs.get("mask")
-        if mask is not None:
+        if mask is not None and not isinstance(inputs, list) and not isinstance(mask, (list, tuple)):
+            pass                        # self-attention's one input and its mask (of query and value)
+        elif mask is not None:
             if isinstance(mask, tuple):
                 mask = kwargs["mask"] = list(mask)
             if not isinstance(mask, list) or not 2 <= len(mask) <= 3:
                 raise ValueError(f"{name}: mask must be a list [query_mask, value_mask], got {type(mask).__name__}"
                                  f"{'' if not isinstance(mask, list) else f' of {len(mask)} entries'}")
             if any(isinstance(m, Node) for m in mask):
-                raise TypeError(f"{name}: in a functional model the masks come from the layers that make them "
-                                f"(Embedding(mask_zero=True), Masking); pass mask= arrays when calling the layer "
-                                f"on arrays, or tensors inside another layer's call")
-        # compute_output_shape (of a call on nodes) sees whether the scores are an output too
-        self.__dict__["_returning_scores"] = kwargs.get("return_attention_scores", False)
+                # masks of a functional model (Input nodes, or layers' outputs) become inputs of
+                # the call, after the data; _mask_inputs says which masks they are (0 query, 1 value)
+                if not isinstance(inputs, list) or not all(isinstance(t, Node) for t in inputs) or \
+                        not all(m is None or isinstance(m, Node) for m in mask):
+                    raise TypeError(f"{name}: masks given as model nodes go with inputs that are model nodes "
+                                    f"(and every mask a node or None)")
+                slots = [i for i, m in enumerate(mask[:2]) if m is not None]
+                inputs = inputs + [mask[i] for i in slots]
+                del kwargs["mask"]
+                kwargs["_mask_inputs"] = slots
+        slots = kwargs.get("_mask_inputs") or []
+        if not isinstance(slots, list) or any(i not in (0, 1) for i in slots) or \
+                (slots and not isinstance(inputs, list)):
+            raise ValueError(f"{name}: _mask_inputs={slots!r} must list the masks given as inputs (0 query, 1 value)")
+        if isinstance(inputs, list) and not 2 <= len(inputs) - len(slots) <= 3:
+            raise ValueError(f"{name} layer must be called on a list of inputs, namely [query, value] or "
+                             f"[query, value, key]; got {len(inputs) - len(slots)} inputs")
+        # build and compute_output_shape see which masks came as inputs, and whether the
+        # scores are an output too
+        self.__dict__["_call_flags"] = (tuple(slots), kwargs.get("return_attention_scores", False))
         try:
             return super().__call__(inputs, **kwargs)
         finally:
-            self.__dict__["_returning_scores"] = False
+            self.__dict__["_call_flags"] = ((), False)
 
     def compute_output_shape(self, input_shape):
         """(batch, query_steps, value_dim); with return_attention_scores, also the scores'
         (batch, query_steps, value_steps)."""
-        q, v, _ = self._split_shapes(input_shape)
+        q, v, _ = self._split_shapes(self._data_shapes(input_shape))
+        slots = self.__dict__.get("_call_flags", ((), False))[0]
+        for slot, shape in zip(slots, input_shape[len(input_shape) - len(slots):] if slots else ()):
+            steps = (q if slot == 0 else v)[1]
+            if len(shape) != 2 or None not in (steps, shape[1]) and shape[1] != steps:
+                what = "query" if slot == 0 else "value"
+                raise ValueError(f"{type(self).__name__}: the {what} mask must have shape (batch, steps) = "
+                                 f"(None, {steps}), got {tuple(shape)}")
         out = (q[0], q[1], v[2])
-        if self.__dict__.get("_returning_scores"):
+        if self.__dict__.get("_call_flags", ((), False))[1]:
             return [out, (q[0], q[1], v[1])]
         return out
+
+    def _data_shapes(self, input_shape):
+        """The shapes of the query, value and key, without those of masks given as inputs."""
+        slots = self.__dict__.get("_call_flags", ((), False))[0]
+        if slots and isinstance(input_shape, list):
+            return input_shape[:len(input_shape) - len(slots)]
+        return input_shape
+
+    def _build_once(self, shape):
+        # built for the data alone: a call with masks as inputs and one without agree
+        super()._build_once(self._data_shapes(shape))
 
     def _split_shapes(self, input_shape):
         name = type(self).__name__
@@ -124,6 +161,9 @@ class _BaseAttention(Layer):
 
     def compute_mask(self, inputs, mask=None):
         """The query's mask (Keras's)."""
+        given = self.__dict__.get("_given_query_mask", _NOT_GIVEN)
+        if given is not _NOT_GIVEN:
+            return given
         return mask[0] if isinstance(mask, list) else mask
 
     # --- the graph -------------------------------------------------------------------------
@@ -144,8 +184,18 @@ class _BaseAttention(Layer):
                              f"got {tuple(m.shape)}")
         return contiguous(ops.cast(m, "f32") if m.dtype != "f32" else m)
 
-    def call(self, inputs, training=None, mask=None, return_attention_scores=False, use_causal_mask=False):
+    def call(self, inputs, training=None, mask=None, return_attention_scores=False, use_causal_mask=False,
+             _mask_inputs=None):
         xs = inputs if isinstance(inputs, list) else [inputs]
+        if _mask_inputs:
+            # masks that came as inputs (a functional model's mask nodes), after the data
+            given = xs[len(xs) - len(_mask_inputs):]
+            xs = xs[:len(xs) - len(_mask_inputs)]
+            mask = [None, None]
+            for slot, m in zip(_mask_inputs, given):
+                mask[slot] = m
+        # compute_mask, asked next for this call's output mask, gives this query mask
+        self.__dict__["_given_query_mask"] = (mask[0] if mask else None) if _mask_inputs else _NOT_GIVEN
         q = contiguous(xs[0])
         v = contiguous(xs[1]) if len(xs) > 1 else q
         k = contiguous(xs[2]) if len(xs) > 2 else v
@@ -203,6 +253,8 @@ class _BaseAttention(Layer):
     def get_config(self):
         cfg = super().get_config()
         cfg["dropout"] = self.dropout
+        if self.seed is not None:
+            cfg["seed"] = self.seed
         return cfg
 
 
@@ -235,8 +287,6 @@ class Attention(_BaseAttention):
     def get_config(self):
         cfg = super().get_config()
         cfg.update(use_scale=self.use_scale, score_mode=self.score_mode)
-        if self.seed is not None:
-            cfg["seed"] = self.seed
         return cfg
 
 

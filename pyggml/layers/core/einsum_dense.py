@@ -38,7 +38,7 @@ _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias
 
 _PLAIN = re.compile(r"^([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]+)$")
 _LEFT = re.compile(r"^\.\.\.([a-zA-Z]+),([a-zA-Z]+)->\.\.\.([a-zA-Z]+)$")
-_RIGHT = re.compile(r"^([a-zA-Z]{2,})\.\.\.,([a-zA-Z]+)->([a-zA-Z]{2,})\.\.\.$")
+_RIGHT = re.compile(r"^([a-zA-Z]{2,})\.\.\.,([a-zA-Z]+)->([a-zA-Z]+)\.\.\.$")
 
 
 def _parse(equation):
@@ -98,7 +98,7 @@ def analyze(equation, bias_axes, input_shape, output_shape):
         ins, out = ins + "".join(spare), out + "".join(spare)
     given = list(output_shape)
     # Keras's output_shape: the output's dims without the batch and without the elided ones
-    n_out = len(out) - 1 - (0 if elided is None else n_elided - (1 if elided == "left" else 0))
+    n_out = len(out) - 1 - (max(n_elided - 1, 0) if elided == "left" else n_elided)
     if len(given) != n_out:
         raise ValueError(f"EinsumDense: output_shape {tuple(given)} has {len(given)} entries; equation "
                          f"{equation!r} makes outputs of {n_out} dims besides the batch"
@@ -168,6 +168,15 @@ def analyze(equation, bias_axes, input_shape, output_shape):
     return ins, ker, out, tuple(kernel_shape), None if bias_shape is None else tuple(bias_shape), tuple(full_out)
 
 
+def _glorot_uniform_keras_fans(shape, rng, layout=None):
+    """Glorot-uniform with Keras's fans of a kernel of any rank: the last two dims are
+    (in, out), the others a receptive field."""
+    receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    fan_in, fan_out = (shape[-2] * receptive, shape[-1] * receptive) if len(shape) > 1 else (shape[0], shape[0])
+    limit = np.sqrt(6.0 / (fan_in + fan_out))
+    return rng.uniform(-limit, limit, size=shape).astype(np.float32)
+
+
 @register_builtin
 class EinsumDense(Activated):
     """``EinsumDense(equation, output_shape, activation=None, bias_axes=None,
@@ -217,7 +226,8 @@ class EinsumDense(Activated):
         _, _, _, kernel_shape, bias_shape, full_out = self._plan(input_shape)
         self.full_output_shape = full_out
         # Keras's fans: (in, out) for a 2-D kernel; more dims count as a receptive field
-        self.kernel = self.add_weight("kernel", kernel_shape, self.kernel_initializer, layout="in_out",
+        init = _glorot_uniform_keras_fans if self.kernel_initializer == "glorot_uniform" else self.kernel_initializer
+        self.kernel = self.add_weight("kernel", kernel_shape, init, layout="in_out",
                                       regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
         self.bias = self.add_weight("bias", bias_shape, self.bias_initializer, regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if bias_shape is not None else None
