@@ -497,6 +497,10 @@ def test_attention_bad_arguments_are_refused():
         L.Attention()([a, b], mask=[np.array([["x"] * 3] * 2), None])
     with pytest.raises(TypeError):
         L.Attention()(a, b)
+    with pytest.raises(ValueError, match="same batch size"):
+        L.Attention()([np.zeros((4, 3, 4)), b])                 # ggml would broadcast 2 over 4
+    with pytest.raises(ValueError, match="same batch size"):
+        L.AdditiveAttention()([a, b, np.zeros((1, 5, 4))])
 
 
 def test_group_normalization_bad_arguments_are_refused():
@@ -609,3 +613,56 @@ def test_keras_docs_example_trains_on_variable_length_sequences(make):
     assert hist[-1] < 0.7 * hist[0]
     assert m.predict([q[:3, :4], v[:3, :9]]).shape == (3, 1)       # other lengths
     m.free()
+
+
+def _penalized_step(layer, in_shape, forward, penalty, project, lr=0.1):
+    """One SGD step of ``layer`` alone in a Sequential on mse plus penalties equals
+    PyTorch's step (float64), then the constraints' numpy projection."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    m = pg.Sequential([layer], input_shape=in_shape).compile(optimizer=pg.optimizers.SGD(lr), loss="mse")
+    w0 = _set_random(m, rng)
+    x = rng.normal(size=(4,) + in_shape).astype(np.float32)
+    y = rng.normal(size=m.predict(x).shape)
+    wt = {k.split(".", 1)[1]: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w0.items()}
+    out = forward(wt, torch.tensor(x, dtype=torch.float64))
+    data = ((out - torch.tensor(y)) ** 2).mean()
+    loss = data + penalty(wt)
+    loss.backward()
+    assert loss.item() > 1.001 * data.item()
+    np.testing.assert_allclose(m.fit(x, y, batch_size=4, verbose=0).history["loss"][0], loss.item(), rtol=1e-5)
+    want = project({k: (v - lr * v.grad).detach().numpy() for k, v in wt.items()})
+    got = m.get_weights()
+    for k, v in want.items():
+        np.testing.assert_allclose(got[f"{layer.name}.{k}"], v, rtol=1e-5, atol=1e-6, err_msg=k)
+    cfg = layer.get_config()
+    assert type(layer).from_config(json.loads(json.dumps(cfg))).get_config() == json.loads(json.dumps(cfg))
+    m.free()
+
+
+def test_einsum_dense_regularizers_and_constraints():
+    import torch
+
+    def max_norm(w, limit=0.5):                         # Keras's MaxNorm over axis 0
+        n = np.sqrt((w ** 2).sum(axis=0, keepdims=True))
+        return w * np.clip(n, 0, limit) / (1e-7 + n)
+    layer = L.EinsumDense("abc,cde->abde", (3, 2, 2), bias_axes="de", kernel_regularizer=pg.regularizers.L2(0.05),
+                          bias_regularizer=pg.regularizers.L1(0.1), kernel_constraint=pg.constraints.MaxNorm(0.5),
+                          name="ed")
+    _penalized_step(layer, (3, 4),
+                    lambda w, x: torch.einsum("abc,cde->abde", x, w["kernel"]) + w["bias"],
+                    lambda w: 0.05 * (w["kernel"] ** 2).sum() + 0.1 * w["bias"].abs().sum(),
+                    lambda w: dict(w, kernel=max_norm(w["kernel"])))
+
+
+def test_group_normalization_regularizers_and_constraints():
+    import torch
+    layer = L.GroupNormalization(2, gamma_regularizer=pg.regularizers.L2(0.2), beta_regularizer="l1",
+                                 beta_constraint="non_neg", name="gn")
+
+    def forward(w, x):
+        gn = torch.nn.functional.group_norm(x.permute(0, 2, 1).contiguous(), 2, w["weight"], w["bias"], eps=1e-3)
+        return gn.permute(0, 2, 1)
+    _penalized_step(layer, (3, 4), forward,
+                    lambda w: 0.2 * (w["weight"] ** 2).sum() + 0.01 * w["bias"].abs().sum(),
+                    lambda w: dict(w, bias=np.maximum(w["bias"], 0)))

@@ -201,6 +201,9 @@ class _BaseAttention(Layer):
         k = contiguous(xs[2]) if len(xs) > 2 else v
         self._split_shapes([tuple(t.shape) for t in (q, v, k)])
         b, tq, tv = q.shape[0], q.shape[1], v.shape[1]
+        if not b == v.shape[0] == k.shape[0]:
+            raise ValueError(f"{type(self).__name__}: query, value and key must have the same batch size, got "
+                             f"{b}, {v.shape[0]} and {k.shape[0]}")
         if isinstance(mask, tuple):
             mask = list(mask)
         if mask is not None and not isinstance(mask, list):
