@@ -161,7 +161,7 @@ class _BaseAttention(Layer):
 
     def compute_mask(self, inputs, mask=None):
         """The query's mask (Keras's)."""
-        given = self.__dict__.get("_given_query_mask", _NOT_GIVEN)
+        given = self.__dict__.pop("_given_query_mask", _NOT_GIVEN)       # (not kept: it holds a graph)
         if given is not _NOT_GIVEN:
             return given
         return mask[0] if isinstance(mask, list) else mask
