@@ -1,8 +1,9 @@
-"""Core layers: Dense, activations, Dropout, reshaping, Embedding."""
+"""Core layers: Dense, EinsumDense, activations, Dropout, reshaping, Embedding."""
 
 from pyggml.layers.core.activation import ELU, Activation, LeakyReLU, ReLU, Softmax
 from pyggml.layers.core.dense import Dense
 from pyggml.layers.core.dropout import Dropout, SpatialDropout1D, SpatialDropout2D
+from pyggml.layers.core.einsum_dense import EinsumDense
 from pyggml.layers.core.embedding import Embedding
 from pyggml.layers.core.padding import Cropping1D, Cropping2D, ZeroPadding1D, ZeroPadding2D
 from pyggml.layers.core.prelu import PReLU
@@ -11,4 +12,4 @@ from pyggml.layers.core.up_sampling import UpSampling1D, UpSampling2D
 
 __all__ = ["Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Dropout", "Flatten", "Reshape",
            "Permute", "RepeatVector", "Embedding", "PReLU", "UpSampling1D", "UpSampling2D", "SpatialDropout1D",
-           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D"]
+           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "EinsumDense"]

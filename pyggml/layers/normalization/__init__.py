@@ -1,6 +1,7 @@
 """Normalization layers."""
 
 from pyggml.layers.normalization.batch_normalization import BatchNormalization
+from pyggml.layers.normalization.group_normalization import GroupNormalization
 from pyggml.layers.normalization.layer_normalization import LayerNormalization
 
-__all__ = ["BatchNormalization", "LayerNormalization"]
+__all__ = ["BatchNormalization", "GroupNormalization", "LayerNormalization"]
