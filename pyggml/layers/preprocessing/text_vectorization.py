@@ -147,6 +147,10 @@ class TextVectorization(HostLayer):
         self.ragged = False
         if not isinstance(encoding, str):
             raise TypeError(f"{_WHO}: encoding must be a str, got {encoding!r}")
+        try:
+            "".encode(encoding)
+        except LookupError:
+            raise ValueError(f"{_WHO}: unknown encoding {encoding!r}") from None
         self.encoding = encoding
         self._lookup = StringLookup(max_tokens=max_tokens, mask_token="", vocabulary=vocabulary,
                                     idf_weights=idf_weights, output_mode=self.output_mode,
