@@ -18,8 +18,8 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, LayerNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
-from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
-                                         Normalization, Rescaling, StringLookup, TextVectorization)
+from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HashedCrossing, Hashing, HostLayer,
+                                         IntegerLookup, Normalization, Rescaling, StringLookup, TextVectorization)
 from pyggml.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from pyggml.layers.wrappers import TimeDistributed
 
@@ -41,4 +41,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
            "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D",
-           "TextVectorization"]
+           "TextVectorization", "Hashing", "HashedCrossing"]
