@@ -256,3 +256,22 @@ def test_sequential_hashing_of_integers_and_a_crossed_feature_model(tmp_path):
     np.testing.assert_array_equal(loaded.predict(data), model.predict(data))
     loaded.free()
     model.free()
+
+
+@pytest.mark.parametrize("make, data", [
+    (lambda: L.Hashing(num_bins=4), np.array([["a", "b", "c"]])),
+    (lambda: L.Hashing(num_bins=4, output_mode="one_hot"), np.array([["a"], ["b"]])),
+    (lambda: L.Hashing(num_bins=4, output_mode="one_hot"), np.array([["a", "b"]])),
+    (lambda: L.Hashing(num_bins=4, output_mode="count"), np.array([[1, 2, 2]])),
+    (lambda: L.Hashing(num_bins=4, output_mode="multi_hot", mask_value=0), np.array([[[1, 2], [0, 0]]])),
+])
+def test_hashing_symbolic_call_gives_the_shape_and_dtype_of_the_host_call(make, data):
+    layer = make()
+    node = layer(pg.Input(data.shape[1:], dtype="string" if data.dtype.kind == "U" else "int64"))
+    out = layer(data)
+    assert node.shape == (None,) + out.shape[1:]
+    assert node.dtype == layer.output_dtype == {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}[out.dtype]
+    crossing = L.HashedCrossing(num_bins=3, output_mode="one_hot")
+    node = crossing([pg.Input((1,), dtype="string"), pg.Input((1,), dtype="int64")])
+    assert node.shape == (None, 3) and node.dtype == "float32"
+    assert crossing([np.array([["a"]]), np.array([[1]])]).shape == (1, 3)

@@ -453,3 +453,26 @@ def test_bad_inputs_are_refused_with_what_was_expected():
     with pytest.raises(TypeError, match="strings"):
         model.predict(np.ones((2, 1)))
     model.free()
+
+
+@pytest.mark.parametrize("make, data", [
+    (lambda: L.TextVectorization(vocabulary=VOCAB, output_sequence_length=4), [["the cat"], ["on the mat"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, split=None), [["the", "cat", "dog"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, split=None, ngrams=(1, 2)), [["the", "cat", "dog"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, split=None, ngrams=(3,)), [["the", "cat"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, split=None, output_mode="one_hot"), [["cat"], ["x"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, split=None, output_mode="one_hot"), [["cat", "x"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, output_mode="multi_hot"), [["the cat"], ["x"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, output_mode="count", max_tokens=12, pad_to_max_tokens=True),
+     [["the cat the"]]),
+    (lambda: L.TextVectorization(vocabulary=VOCAB, idf_weights=[1.0] * 5, output_mode="tf_idf"), [["on"]]),
+])
+def test_symbolic_call_gives_the_shape_and_dtype_of_the_host_call(make, data):
+    layer = make()
+    a = np.asarray(data)
+    node = layer(pg.Input(a.shape[1:], dtype="string"))
+    out = layer(a)
+    assert node.shape == (None,) + out.shape[1:]
+    assert node.dtype == layer.output_dtype == {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}[out.dtype]
+    with pytest.raises(TypeError, match="host"):
+        layer.call(None)
