@@ -313,8 +313,14 @@ class TextVectorization(HostLayer):
                                 f"input)")
             return super().__call__(*args, **kwargs)
         if args and isinstance(args[0], (list, tuple)) and not any(isinstance(v, Node) for v in args[0]):
-            return self.host_call(args[0])                       # Keras's eager call on a list
-        return super().__call__(*args, **kwargs)
+            out = self.host_call(args[0])                        # Keras's eager call on a list
+        else:
+            out = super().__call__(*args, **kwargs)
+        if isinstance(out, np.ndarray):
+            # eager results answer .numpy() as Keras's tensors do (keras-io scripts call it)
+            from pyggml.utils.timeseries_utils import EagerArray
+            out = out.view(EagerArray)
+        return out
 
     # --- adapt ----------------------------------------------------------------------------------------
     def adapt(self, data, batch_size=None, steps=None):
