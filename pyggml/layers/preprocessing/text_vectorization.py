@@ -19,6 +19,7 @@ shape; ``split`` gets a 1-D numpy array of str and returns one sequence of
 tokens per string."""
 
 import re
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -46,6 +47,18 @@ def _text(v, encoding):
     if isinstance(v, (bytes, np.bytes_)):
         return bytes(v).decode(encoding, errors="replace")
     raise TypeError(f"{_WHO} takes strings, got {type(v).__name__} {v!r}")
+
+
+@contextmanager
+def _named_errors():
+    """The inner StringLookup's errors, named as this layer's."""
+    try:
+        yield
+    except (TypeError, ValueError, RuntimeError) as e:
+        msg = str(e)
+        if msg.startswith("StringLookup"):
+            raise type(e)(_WHO + msg[len("StringLookup"):]) from None
+        raise
 
 
 def _check_step(value, what, names):
@@ -152,10 +165,11 @@ class TextVectorization(HostLayer):
         except LookupError:
             raise ValueError(f"{_WHO}: unknown encoding {encoding!r}") from None
         self.encoding = encoding
-        self._lookup = StringLookup(max_tokens=max_tokens, mask_token="", vocabulary=vocabulary,
-                                    idf_weights=idf_weights, output_mode=self.output_mode,
-                                    pad_to_max_tokens=pad_to_max_tokens, encoding=encoding,
-                                    has_input_vocabulary=has_input_vocabulary)
+        with _named_errors():
+            self._lookup = StringLookup(max_tokens=max_tokens, mask_token="", vocabulary=vocabulary,
+                                        idf_weights=idf_weights, output_mode=self.output_mode,
+                                        pad_to_max_tokens=pad_to_max_tokens, encoding=encoding,
+                                        has_input_vocabulary=has_input_vocabulary)
 
     @property
     def max_tokens(self):
@@ -181,7 +195,8 @@ class TextVectorization(HostLayer):
 
     def set_vocabulary(self, vocabulary, idf_weights=None):
         """Use this vocabulary (a list, an array or a path to a file of one token a line)."""
-        self._lookup.set_vocabulary(vocabulary, idf_weights)
+        with _named_errors():
+            self._lookup.set_vocabulary(vocabulary, idf_weights)
 
     @property
     def idf_weights(self):
@@ -282,7 +297,8 @@ class TextVectorization(HostLayer):
         else:
             # at least one column: an empty batch never gives a zero-length array to the graph
             length = max(max((len(r) for r in rows), default=0), 1)
-        out = self._lookup.host_call(self._padded(rows, length))
+        with _named_errors():
+            out = self._lookup.host_call(self._padded(rows, length))
         return out[0] if scalar else out
 
     def _static_length(self, feature_shape):
@@ -304,7 +320,8 @@ class TextVectorization(HostLayer):
         length = self._static_length(feature)
         if self.output_mode == "int":
             return (shape[0], length)
-        return self._lookup.compute_output_shape((shape[0], length))
+        with _named_errors():
+            return self._lookup.compute_output_shape((shape[0], length))
 
     def __call__(self, *args, **kwargs):
         if args and isinstance(args[0], Node):
@@ -344,7 +361,8 @@ class TextVectorization(HostLayer):
                     n_docs += 1
                     for t in set(row):
                         documents[t] = documents.get(t, 0) + 1
-        self._lookup._install_adapted(counts, documents, n_docs)
+        with _named_errors():
+            self._lookup._install_adapted(counts, documents, n_docs)
 
     # --- config ---------------------------------------------------------------------------------------
     def get_config(self):
