@@ -478,3 +478,40 @@ def test_symbolic_call_gives_the_shape_and_dtype_of_the_host_call(make, data):
     assert node.dtype == layer.output_dtype == {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}[out.dtype]
     with pytest.raises(TypeError, match="host"):
         layer.call(None)
+
+
+def test_keras_io_text_classification_pattern_vectorize_then_an_end_to_end_model(tmp_path):
+    # keras-io's text_classification_from_scratch: adapt on the text of a dataset of (text, label) batches,
+    # train a model on the integer sequences, then wrap it with the layer for raw strings
+    class Reviews(pg.utils.PyDataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return REVIEWS[4 * i:4 * i + 4], LABELS[4 * i:4 * i + 4]
+    vectorize_layer = L.TextVectorization(max_tokens=50, output_mode="int", output_sequence_length=6)
+    vectorize_layer.adapt(x for x, _ in Reviews())
+    inputs = pg.Input(shape=(None,), dtype="int64")
+    x = L.Embedding(50, 8)(inputs)
+    x = L.GlobalMaxPooling1D()(x)
+    predictions = L.Dense(1, activation="sigmoid", name="predictions")(x)
+    model = pg.Model(inputs, predictions)
+    model.compile(loss="binary_crossentropy", optimizer="adam", metrics=["accuracy"], seed=0)
+    model.fit(vectorize_layer(REVIEWS[:, None]), LABELS, epochs=3, verbose=0)
+
+    inputs = pg.Input(shape=(1,), dtype="string")
+    indices = vectorize_layer(inputs)
+    outputs = model(indices)
+    end_to_end_model = pg.Model(inputs, outputs)
+    end_to_end_model.compile(loss="binary_crossentropy", optimizer="adam", metrics=["accuracy"])
+    loss, accuracy = end_to_end_model.evaluate(Reviews(), verbose=0)
+    assert loss == pytest.approx(model.evaluate(vectorize_layer(REVIEWS[:, None]), LABELS, verbose=0)[0], rel=1e-5)
+    np.testing.assert_allclose(end_to_end_model.predict(REVIEWS), model.predict(vectorize_layer(REVIEWS[:, None])),
+                               rtol=1e-6)
+    path = str(tmp_path / "end_to_end.keras")
+    end_to_end_model.save(path)
+    loaded = pg.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(REVIEWS), end_to_end_model.predict(REVIEWS))
+    loaded.free()
+    end_to_end_model.free()
+    model.free()
