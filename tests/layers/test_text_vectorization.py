@@ -146,8 +146,12 @@ def test_int_rows_pad_to_the_longest_or_to_output_sequence_length():
         k = min(n, 6)
         expected[:, :k] = np.array(full)[:, :k]
         np.testing.assert_array_equal(out, expected)
-    # a batch of empty texts: one padding column (never a zero-length array)
+    # a batch of empty texts: one padding column (never a zero-length array); no rows: none
     np.testing.assert_array_equal(L.TextVectorization(vocabulary=VOCAB)(["", "  !"]), [[0], [0]])
+    for split in ("whitespace", None):
+        assert L.TextVectorization(vocabulary=VOCAB, split=split)(np.zeros((0, 1), np.str_)).shape == (0, 1)
+        assert L.TextVectorization(vocabulary=VOCAB, split=split, output_mode="count")(
+            np.zeros(0, np.str_)).shape == (0, 6)
 
 
 def test_a_single_string_gives_one_row_without_the_batch():

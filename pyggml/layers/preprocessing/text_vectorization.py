@@ -241,7 +241,7 @@ class TextVectorization(HostLayer):
             if texts.ndim > 2:
                 raise ValueError(f"{_WHO}: with split=None the inputs must be of shape (batch,) or (batch, k), "
                                  f"got {texts.shape}")
-            return [list(r) for r in texts.reshape(len(texts), -1)]
+            return [list(r) for r in (texts if texts.ndim == 2 else texts[:, None])]
         if texts.ndim == 2 and texts.shape[1] == 1:
             texts = texts[:, 0]
         elif texts.ndim != 1:
