@@ -519,3 +519,21 @@ def test_keras_io_text_classification_pattern_vectorize_then_an_end_to_end_model
     loaded.free()
     end_to_end_model.free()
     model.free()
+
+
+def upper_only(batch):
+    """A module-level function, not registered: saved by its name, loaded through custom_objects."""
+    return np.char.upper(batch)
+
+
+def test_an_unregistered_named_callable_loads_through_custom_objects(tmp_path):
+    layer = L.TextVectorization(standardize=upper_only, vocabulary=["CAT", "DOG"])
+    model = pg.Sequential([pg.Input((1,), dtype="string"), layer]).compile(loss="mse")
+    path = str(tmp_path / "upper.gguf")
+    model.save(path)
+    with pytest.raises(ValueError, match="standardize.*upper_only.*custom_objects"):
+        pg.load_model(path)
+    loaded = pg.load_model(path, custom_objects={"upper_only": upper_only})
+    np.testing.assert_array_equal(loaded.predict(["cat dog bird"]), [[2, 3, 1]])
+    loaded.free()
+    model.free()
