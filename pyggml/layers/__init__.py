@@ -20,9 +20,9 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
-from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
-                                         Normalization, Rescaling, StringLookup)
-from pyggml.layers.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell,
+from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HashedCrossing, Hashing, HostLayer,
+                                         IntegerLookup, Normalization, Rescaling, StringLookup, TextVectorization)
+from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
                                      StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
 
@@ -48,7 +48,10 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
            "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D",
            "RNN",
-           "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells", "DepthwiseConv1D",
+           "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells",
+           "DepthwiseConv1D",
            "DepthwiseConv2D",
-           "SeparableConv1D", "SeparableConv2D", "Attention", "AdditiveAttention",
-           "GroupNormalization", "EinsumDense"]
+           "SeparableConv1D", "SeparableConv2D",
+           "Attention", "AdditiveAttention",
+           "GroupNormalization", "EinsumDense", "TextVectorization",
+           "Hashing", "HashedCrossing"]

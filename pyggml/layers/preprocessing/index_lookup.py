@@ -221,6 +221,13 @@ class IndexLookup(HostLayer):
             uniq, c = np.unique(keys, return_counts=True)
             for t, n in zip(uniq.tolist(), c.tolist()):
                 counts[t] = counts.get(t, 0) + n
+        self._install_adapted(counts, documents, n_docs)
+
+    def _install_adapted(self, counts, documents, n_docs):
+        """The vocabulary from adapt's counts ({token: occurrences}; tf_idf: {token: documents
+        holding it} of n_docs documents): the most frequent first, ties the larger token first,
+        the mask and OOV tokens left out, up to max_tokens indices."""
+        tf_idf = self.output_mode == "tf_idf"
         for special in (self.mask_token, self.oov_token):
             if special is not None:
                 counts.pop(special, None)
