@@ -13,7 +13,8 @@ support ``+ - * / @`` and unary ``-`` with numpy's broadcasting.
 Besides ggml's operations, with numpy's axes:
 
 - ``constant(array, dtype="float32")``, ``arange(start, stop=None, step=1)``, ``shape(x)``
-- ``reduce_sum``, ``reduce_mean`` (``axis=None`` or an int, ``keepdims``),
+- ``reduce_sum``, ``reduce_mean`` (``axis=None`` or an int, ``keepdims``); ``sum`` and
+  ``mean`` take Keras's ``axis``/``keepdims`` too (ggml's forms without them),
   ``concatenate(tensors, axis=-1)``, ``permute_axes(x, axes)``, ``swapaxes``,
   ``flatten_rows``, ``square``
 - ``dropout(x, rate)`` (inside a training graph only; identity otherwise)
@@ -163,6 +164,48 @@ def reduce_sum(x, axis=None, keepdims=False):
 def reduce_mean(x, axis=None, keepdims=False):
     """Mean over ``axis`` (numpy's), or over everything with ``axis=None``."""
     return _last_axis_reduce(x, axis, keepdims, True, "reduce_mean")
+
+
+_UNSET = object()
+_ggml_mean = mean            # ggml's forms, under their names when called as ggml's
+_ggml_sum = sum
+
+
+def _keras_reduce(x, axis, keepdims, is_mean, what):
+    """Keras's ``ops.sum``/``ops.mean``: over ``axis`` (None, an int or a tuple of ints)."""
+    x = as_tensor(x)
+    if axis is None or is_int(axis):
+        return _last_axis_reduce(x, axis, bool(keepdims), is_mean, what)
+    try:
+        axes = [_axis(a, len(x.shape), what) for a in axis]
+    except TypeError:
+        raise TypeError(f"{what}: axis must be None, an int or a tuple of ints, got {axis!r}") from None
+    if not axes or len(set(axes)) != len(axes):
+        raise ValueError(f"{what}: axis {axis!r} must name distinct axes")
+    out = x
+    for a in axes:
+        out = _last_axis_reduce(out, a, True, is_mean, what)
+    if keepdims:
+        return out
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes) or (1,)
+    return _core_ops.reshape(out if out.is_contiguous else _core_ops.cont(out), shape)
+
+
+def mean(x, axis=_UNSET, keepdims=_UNSET, ctx=None):
+    """``mean(x, axis=None, keepdims=False)`` as Keras's ``ops.mean`` (numpy's axes, an
+    int or a tuple) whenever ``axis`` or ``keepdims`` is given; ggml's ``mean(x)`` (over
+    the last axis, kept as 1) when neither is."""
+    if axis is _UNSET and keepdims is _UNSET:
+        return _ggml_mean(_resolve(x), ctx=ctx)
+    return _keras_reduce(x, None if axis is _UNSET else axis, keepdims is not _UNSET and keepdims, True, "mean")
+
+
+def sum(x, axis=_UNSET, keepdims=_UNSET, ctx=None):
+    """``sum(x, axis=None, keepdims=False)`` as Keras's ``ops.sum`` whenever ``axis`` or
+    ``keepdims`` is given; ggml's ``sum(x)`` (of everything, shape (1,)) when neither is."""
+    if axis is _UNSET and keepdims is _UNSET:
+        return _ggml_sum(_resolve(x), ctx=ctx)
+    return _keras_reduce(x, None if axis is _UNSET else axis, keepdims is not _UNSET and keepdims, False, "sum")
 
 
 def square(x):
