@@ -7,15 +7,17 @@ that saved models holding it load.
 
 from pyggml.layers.attention import MultiHeadAttention
 from pyggml.layers.convolutional import Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose
-from pyggml.layers.core import (ELU, Activation, Cropping1D, Cropping2D, Dense, Dropout, Embedding, Flatten, Identity,
-                                LeakyReLU, Permute, PReLU, ReLU, RepeatVector, Reshape, Softmax, SpatialDropout1D,
-                                SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D, ZeroPadding2D)
+from pyggml.layers.core import (ELU, ActivityRegularization, Activation, AlphaDropout, Cropping1D, Cropping2D, Dense,
+                                Dropout, Embedding, Flatten, GaussianDropout, GaussianNoise, Identity, Lambda,
+                                LeakyReLU, Masking, Permute, PReLU, ReLU, RepeatVector, Reshape, Softmax,
+                                SpatialDropout1D, SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D,
+                                ZeroPadding2D)
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer
-from pyggml.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average,
-                                   concatenate, maximum, minimum, multiply, subtract)
+from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
+                                   average, concatenate, dot, maximum, minimum, multiply, subtract)
 from pyggml.layers.node import Node
-from pyggml.layers.normalization import BatchNormalization, LayerNormalization
+from pyggml.layers.normalization import BatchNormalization, LayerNormalization, UnitNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
@@ -28,7 +30,8 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
              AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
              GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
-             Maximum, Minimum, Concatenate):
+             Maximum, Minimum, Concatenate, Masking, GaussianNoise, GaussianDropout, AlphaDropout,
+             ActivityRegularization, UnitNormalization, Dot):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
@@ -40,4 +43,6 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
-           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D"]
+           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D",
+           "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
+           "UnitNormalization", "Dot", "dot"]

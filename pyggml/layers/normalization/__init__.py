@@ -2,5 +2,6 @@
 
 from pyggml.layers.normalization.batch_normalization import BatchNormalization
 from pyggml.layers.normalization.layer_normalization import LayerNormalization
+from pyggml.layers.normalization.unit_normalization import UnitNormalization
 
-__all__ = ["BatchNormalization", "LayerNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization", "UnitNormalization"]
