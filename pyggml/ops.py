@@ -16,7 +16,8 @@ Besides ggml's operations, with numpy's axes:
 - ``reduce_sum``, ``reduce_mean`` (``axis=None`` or an int, ``keepdims``); ``sum`` and
   ``mean`` take Keras's ``axis``/``keepdims`` too (ggml's forms without them),
   ``concatenate(tensors, axis=-1)``, ``permute_axes(x, axes)``, ``swapaxes``,
-  ``flatten_rows``, ``square``
+  ``flatten_rows``, ``square``, and Keras's ``maximum``, ``minimum`` (that train),
+  ``expand_dims``, ``squeeze``
 - ``dropout(x, rate)`` (inside a training graph only; identity otherwise)
 """
 
@@ -208,6 +209,58 @@ def sum(x, axis=_UNSET, keepdims=_UNSET, ctx=None):
     return _keras_reduce(x, None if axis is _UNSET else axis, keepdims is not _UNSET and keepdims, False, "sum")
 
 
+def maximum(x, y):
+    """Keras's ``ops.maximum``: the larger of x and y, element by element (numpy's
+    broadcasting; either may be a number), as ``y + relu(x - y)``, which trains."""
+    if not isinstance(x, (Tensor, Variable)):
+        x, y = y, x
+    x = as_tensor(x)
+    if isinstance(y, (Tensor, Variable)):
+        y = as_tensor(y)
+        return _core_ops.relu(x - y) + y
+    y = float(y)
+    return _core_ops.scale_bias(_core_ops.relu(x - y), 1.0, y)
+
+
+def minimum(x, y):
+    """Keras's ``ops.minimum``: the smaller of x and y, as ``y - relu(y - x)``."""
+    if not isinstance(x, (Tensor, Variable)):
+        x, y = y, x
+    x = as_tensor(x)
+    if isinstance(y, (Tensor, Variable)):
+        y = as_tensor(y)
+        return y - _core_ops.relu(y - x)
+    y = float(y)
+    return _core_ops.scale_bias(_core_ops.relu(_core_ops.scale_bias(x, -1.0, y)), -1.0, y)
+
+
+def expand_dims(x, axis):
+    """Keras's ``ops.expand_dims``: x with a new axis of size 1 at ``axis`` (numpy's)."""
+    x = as_tensor(x)
+    r = len(x.shape)
+    ax = _axis(axis, r + 1, "expand_dims")
+    if r + 1 > 4:
+        raise ValueError(f"expand_dims: tensors have at most 4 dims, x already has {r} ({x.shape})")
+    shape = tuple(x.shape[:ax]) + (1,) + tuple(x.shape[ax:])
+    return _core_ops.reshape(x if x.is_contiguous else _core_ops.cont(x), shape)
+
+
+def squeeze(x, axis=None):
+    """Keras's ``ops.squeeze``: x without its axes of size 1 (``axis``: an int or a tuple of
+    them, each of size 1; None: every axis of size 1)."""
+    x = as_tensor(x)
+    r = len(x.shape)
+    if axis is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    else:
+        axes = [_axis(a, r, "squeeze") for a in ((axis,) if is_int(axis) else axis)]
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ValueError(f"squeeze: axis {a} of a tensor of shape {x.shape} has size {x.shape[a]}, not 1")
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes) or (1,)
+    return _core_ops.reshape(x if x.is_contiguous else _core_ops.cont(x), shape)
+
+
 def square(x):
     return _core_ops.sqr(as_tensor(x))
 
@@ -272,4 +325,4 @@ def dropout(x, rate, training=None):
 
 __all__ = sorted(set(_GGML_NAMES) | {
     "as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum", "reduce_mean",
-    "square", "concatenate", "dropout", "shape"})
+    "square", "concatenate", "dropout", "shape", "maximum", "minimum", "expand_dims", "squeeze"})

@@ -40,6 +40,17 @@ def sum_keepdims(x):
     return ops.sum(ops.square(x), axis=-1, keepdims=True)
 
 
+def euclidean_distance(vects):
+    """keras-io's siamese-network distance, as written there."""
+    x, y = vects
+    sum_square = ops.sum(ops.square(x - y), axis=1, keepdims=True)
+    return ops.sqrt(ops.maximum(sum_square, 1e-7))
+
+
+def clipped_column(x):
+    return ops.expand_dims(ops.minimum(ops.maximum(x, -0.5), 0.75), 1)
+
+
 @pg.saving.register_serializable(package="core_extras")
 def registered_triple(x):
     return x * 3
@@ -172,6 +183,10 @@ CASES = [
     LayerCase("lambda_registered", lambda: L.Lambda(registered_triple), [(3,)], lambda hs, w, t: 3 * hs[0]),
     LayerCase("lambda_two_inputs", lambda: L.Lambda(abs_difference), [(4,), (4,)],
               lambda hs, w, t: np.abs(hs[0] - hs[1])),
+    LayerCase("lambda_euclidean_distance", lambda: L.Lambda(euclidean_distance), [(4,), (4,)],
+              lambda hs, w, t: np.sqrt(np.maximum(((hs[0] - hs[1]) ** 2).sum(1, keepdims=True), 1e-7))),
+    LayerCase("lambda_clip_expand", lambda: L.Lambda(clipped_column), [(5,)],
+              lambda hs, w, t: np.clip(hs[0], -0.5, 0.75)[:, None, :]),
     LayerCase("masking", lambda: L.Masking(), [(3, 4)], lambda hs, w, t: hs[0]),
     LayerCase("masking_value", lambda: L.Masking(mask_value=0.5), [(4,)], lambda hs, w, t: hs[0]),
     LayerCase("gaussian_noise", lambda: L.GaussianNoise(0.3, seed=7), [(4,)], lambda hs, w, t: hs[0],
@@ -233,6 +248,24 @@ def test_lambda_keras_io_forms_eagerly_and_in_models():
     np.testing.assert_allclose(m.predict(x), x / 255.0, rtol=1e-6)
     m.free()
     s.free()
+
+
+def test_keras_ops_forms_for_lambda_functions():
+    x = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]], np.float32)
+    y = np.array([[2.0, 0.0, 2.0]], np.float32)
+    np.testing.assert_array_equal(L.Lambda(lambda t: ops.maximum(t, 0.0))(x), np.maximum(x, 0))
+    np.testing.assert_array_equal(L.Lambda(lambda t: ops.minimum(1.0, t))(x), np.minimum(x, 1))
+    pair = L.Lambda(lambda ts: [ops.maximum(ts[0], ts[1]), ops.minimum(ts[0], ts[1])])
+    got = pair([x, np.broadcast_to(y, x.shape)])
+    np.testing.assert_array_equal(got[0], np.maximum(x, y))
+    np.testing.assert_array_equal(got[1], np.minimum(x, y))
+    z = np.ones((2, 1, 3), np.float32)
+    assert L.Lambda(lambda t: ops.squeeze(t, 1))(z).shape == (2, 3)
+    assert L.Lambda(lambda t: ops.expand_dims(t, -1))(z).shape == (2, 1, 3, 1)
+    with pytest.raises(ValueError, match="squeeze"):
+        L.Lambda(lambda t: ops.squeeze(t, 2))(z)
+    with pytest.raises(ValueError, match="expand_dims"):
+        L.Lambda(lambda t: ops.expand_dims(t, 4))(np.ones((2, 1, 3, 1)))
 
 
 def test_lambda_passes_training_and_mask_and_returns_lists():
