@@ -59,6 +59,11 @@ class _EagerBuilder:
         self._masks.append((t, rate))
         return t
 
+    def random_values(self, shape, draw):
+        t = self.in_ctx.new_tensor(shape)
+        self._masks.append((t, draw))
+        return t
+
     def add_update(self, variable, tensor):
         pass            # an eager call changes no weights
 
@@ -83,7 +88,7 @@ class _EagerBuilder:
                     t.set(a)
                 rng = _random.rng()
                 for t, rate in self._masks:
-                    t.set((rng.random(t.shape) >= rate).astype(np.float32) / (1.0 - rate))
+                    t.set(_random.draw_values(rng, t.shape, rate))
                 sched = Scheduler([_backend[0]], graph_size=2 * self.ctx_graph_size())
                 try:
                     sched.compute(graph, n_threads=1)

@@ -27,3 +27,11 @@ def rng(seed=None):
     if _rng is None:
         _rng = np.random.default_rng(_seed)
     return _rng
+
+
+def draw_values(generator, shape, spec):
+    """The values of a random tensor of a graph, redrawn before each step: ``spec`` is a
+    dropout rate (a keep mask of 0 and 1/(1-rate)) or a function draw(rng, shape) -> array."""
+    if callable(spec):
+        return np.asarray(spec(generator, tuple(shape)), dtype=np.float32).reshape(shape)
+    return (generator.random(shape) >= spec).astype(np.float32) / (1.0 - spec)

@@ -8,16 +8,17 @@ that saved models holding it load.
 from pyggml.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
 from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, DepthwiseConv1D,
                                          DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
-from pyggml.layers.core import (Activation, Cropping1D, Cropping2D, Dense, Dropout, ELU, EinsumDense, Embedding,
-                                Flatten, Identity, LeakyReLU, PReLU, Permute, ReLU, RepeatVector, Reshape, Softmax,
+from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout, Cropping1D, Cropping2D, Dense,
+                                Dropout, ELU, EinsumDense, Embedding, Flatten, GaussianDropout, GaussianNoise, Identity,
+                                Lambda, LeakyReLU, Masking, PReLU, Permute, ReLU, RepeatVector, Reshape, Softmax)
                                 SpatialDropout1D, SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D,
                                 ZeroPadding2D)
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer
-from pyggml.layers.merging import (Add, Average, Concatenate, Maximum, Minimum, Multiply, Subtract, add, average,
-                                   concatenate, maximum, minimum, multiply, subtract)
+from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
+                                   average, concatenate, dot, maximum, minimum, multiply, subtract)
 from pyggml.layers.node import Node
-from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization
+from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization, UnitNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HashedCrossing, Hashing, HostLayer,
@@ -31,10 +32,13 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
              AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
              GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
-             Maximum, Minimum, Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell,
+             Maximum, Minimum, Concatenate, RNN, SimpleRNNCell, LSTMCell,
+             GRUCell,
              StackedRNNCells,
-             DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D,
-             Attention, AdditiveAttention, GroupNormalization, EinsumDense):
+             DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D,
+             SeparableConv2D,
+             Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
+             GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
@@ -48,10 +52,15 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
            "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D",
            "RNN",
-           "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells",
+           "SimpleRNNCell", "LSTMCell", "GRUCell",
+           "StackedRNNCells",
            "DepthwiseConv1D",
            "DepthwiseConv2D",
-           "SeparableConv1D", "SeparableConv2D",
+           "SeparableConv1D",
+           "SeparableConv2D",
            "Attention", "AdditiveAttention",
-           "GroupNormalization", "EinsumDense", "TextVectorization",
-           "Hashing", "HashedCrossing"]
+           "GroupNormalization",
+           "EinsumDense", "TextVectorization",
+           "Hashing", "HashedCrossing", "Lambda", "Masking",
+           "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization", "UnitNormalization", "Dot",
+           "dot"]

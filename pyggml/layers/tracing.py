@@ -44,6 +44,9 @@ class _ShapeOnly:
     def random_keep_mask(self, shape, rate):
         return self.ctx.new_tensor(shape)
 
+    def random_values(self, shape, draw):
+        return self.ctx.new_tensor(shape)
+
     def add_update(self, variable, tensor):
         pass
 

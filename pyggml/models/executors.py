@@ -49,7 +49,7 @@ class GraphBuilder:
         self.cache = {}
         self.updates = []            # (variable tensor, new value)
         self._consts = []            # (tensor, array) still to set
-        self._masks = []             # (tensor, rate)
+        self._masks = []             # (tensor, rate or draw(rng, shape)): redrawn before each step
         self._derived = {}           # id(source) -> [(tensor, fn)]
         self._buffers = []
         self.added_losses = []       # 1-element tensors layers added (activity regularizers, add_loss)
@@ -71,6 +71,11 @@ class GraphBuilder:
     def random_keep_mask(self, shape, rate):
         t = self.in_ctx.new_tensor(shape)
         self._masks.append((t, float(rate)))
+        return t
+
+    def random_values(self, shape, draw):
+        t = self.in_ctx.new_tensor(shape)
+        self._masks.append((t, draw))
         return t
 
     def add_update(self, variable, tensor):
@@ -127,7 +132,7 @@ class GraphBuilder:
             return
         rng = _random.rng()
         for t, rate in self._masks:
-            t.set((rng.random(t.shape) >= rate).astype(np.float32) / (1.0 - rate))
+            t.set(_random.draw_values(rng, t.shape, rate))
 
     def free(self):
         for b in self._buffers:

@@ -14,6 +14,7 @@ import test_bidirectional
 import test_conv_extras
 import test_conv_transpose
 import test_convolutional
+import test_core_extras
 import test_core_layers
 import test_embedding
 import test_extrema
@@ -31,7 +32,7 @@ ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalizat
              test_embedding.CASES + test_recurrent.CASES + test_attention.CASES + test_preprocessing.CASES +
              test_pooling.CASES + test_conv_transpose.CASES + test_up_sampling.CASES + test_bidirectional.CASES +
              test_time_distributed.CASES + test_prelu.CASES + test_extrema.CASES + test_fused_paths.CASES +
-             test_rnn_cells.CASES + test_conv_extras.CASES + test_attention_extras.CASES)
+             test_rnn_cells.CASES + test_conv_extras.CASES + test_attention_extras.CASES + test_core_extras.CASES)
 
 # HostLayers run in numpy before the graph: they have no tensors and no gradient for the harness to
 # check; tests/layers/test_preprocessing.py tests them (host_call, eager calls, configs, adapt, models)
@@ -52,7 +53,7 @@ def test_every_public_layer_has_cases_in_both_model_kinds():
             kinds.setdefault(name, set()).update(c.kinds())
     missing = layer_classes - set(kinds)
     assert not missing, f"layers without a harness case: {sorted(missing)}"
-    multi_input = {"Add", "Concatenate", "Subtract", "Multiply", "Average", "Maximum", "Minimum"}
+    multi_input = {"Add", "Concatenate", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Dot"}
     for name, ks in kinds.items():
         assert "functional" in ks
         if name not in multi_input:

@@ -1,0 +1,57 @@
+"""Masking: marks the steps whose features all equal ``mask_value`` as padding."""
+
+from pyggml import ops
+from pyggml._validation import check_number
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Masking"]
+
+
+def _real_steps(x, mask_value):
+    """(..., 1): 1 where some feature of the step differs from mask_value, else 0 (a
+    constant of the step: step()'s gradient is zero)."""
+    x = contiguous(ops.as_tensor(x))
+    if x.dtype == "i32":
+        x = ops.cast(x, "f32")
+    off = ops.abs(ops.scale_bias(x, 1.0, -mask_value)) if mask_value else ops.abs(x)
+    return ops.step(ops.sum_rows(off))
+
+
+@register_builtin
+class Masking(Layer):
+    """``Masking(mask_value=0.0)``: a step (the features along the last axis) whose values
+    all equal ``mask_value`` is padding: its output is zeros and the padding mask passed on
+    (batch, steps) is 0 there, so the layers after it that take a mask (LSTM, GRU,
+    SimpleRNN, Bidirectional, GlobalAveragePooling1D, attention, the loss) leave it out."""
+
+    supports_masking = True
+
+    def __init__(self, mask_value=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.mask_value = check_number("Masking: mask_value", mask_value, finite=False)
+
+    def build(self, input_shape):
+        if isinstance(input_shape, (list, dict)):
+            raise ValueError("Masking takes one input")
+        if len(input_shape) < 2:
+            raise ValueError(f"Masking takes inputs with a feature axis, got shape {tuple(input_shape)}")
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def call(self, inputs):
+        x = contiguous(ops.as_tensor(inputs))
+        keep = _real_steps(x, self.mask_value)
+        return ops.mul(x, ops.repeat(keep, x) if tuple(keep.shape) != tuple(x.shape) else keep)
+
+    def compute_mask(self, inputs, mask=None):
+        x = ops.as_tensor(inputs)
+        keep = _real_steps(x, self.mask_value)
+        return ops.reshape(keep, tuple(x.shape[:-1]))
+
+    def get_config(self):
+        c = super().get_config()
+        c["mask_value"] = self.mask_value
+        return c
