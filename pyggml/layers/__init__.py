@@ -18,8 +18,10 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, LayerNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
-from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HostLayer, IntegerLookup,
-                                         Normalization, Rescaling, StringLookup)
+from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, Discretization, HostLayer, IntegerLookup,
+                                         Normalization, RandomBrightness, RandomContrast, RandomCrop, RandomFlip,
+                                         RandomRotation, RandomTranslation, RandomZoom, Rescaling, Resizing,
+                                         StringLookup)
 from pyggml.layers.recurrent import GRU, LSTM, Bidirectional, SimpleRNN
 from pyggml.layers.wrappers import TimeDistributed
 
@@ -40,4 +42,5 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
-           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D"]
+           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "Resizing", "CenterCrop", "RandomCrop",
+           "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"]

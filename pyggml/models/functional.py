@@ -11,6 +11,7 @@ holding it) keeps it.
 from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
+from pyggml.models.host_stage import check_no_nested_host_layers
 
 __all__ = ["Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
            "from_config"]
@@ -152,6 +153,8 @@ class Topology:
         host = {id(n) for n in self.nodes if getattr(n.layer, "host", False)}
         input_ids = {id(n) for n in self.inputs}
         for n in self.nodes:
+            if id(n) not in host:
+                check_no_nested_host_layers(n)
             if id(n) in host:
                 for p in n.inputs:
                     if id(p) not in host and id(p) not in input_ids:
