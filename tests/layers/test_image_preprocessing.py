@@ -452,6 +452,27 @@ def test_keras_io_data_augmentation_in_a_functional_model_trains_saves_and_loads
     model.free()
 
 
+def test_keras_io_function_of_augmentation_layers_on_nodes_and_on_batches():
+    data_augmentation_layers = [L.RandomFlip("horizontal"), L.RandomRotation(0.1)]
+
+    def data_augmentation(images):
+        for layer in data_augmentation_layers:
+            images = layer(images)
+        return images
+    images = _images(4, 10, 10, 3)
+    assert data_augmentation(images).shape == images.shape              # as in a dataset's map
+    inputs = pg.Input(shape=(10, 10, 3))
+    x = L.Rescaling(1.0 / 255)(data_augmentation(inputs))
+    model = pg.Model(inputs, L.Dense(1)(L.GlobalAveragePooling2D()(L.Conv2D(2, 3)(x))))
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(images, np.ones((4, 1)), epochs=2, batch_size=2, verbose=0)
+    assert model.predict(images).shape == (4, 1)
+    model.free()
+    nested = [[[0.0], [1.0]], [[2.0], [3.0]]]                            # a list of pixels, one image
+    np.testing.assert_array_equal(L.RandomFlip("vertical")(nested, training=False), np.array(nested))
+    assert L.Resizing(4, 4)(nested).shape == (4, 4, 1)
+
+
 def test_augmentation_as_the_first_layers_of_a_sequential_model(tmp_path):
     model = pg.Sequential([
         pg.Input((12, 12, 3)),

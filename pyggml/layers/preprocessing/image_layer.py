@@ -17,6 +17,7 @@ import numpy as np
 
 from pyggml import _random
 from pyggml._validation import check_choice, check_number, is_int, is_number
+from pyggml.layers.node import Node
 from pyggml.layers.preprocessing import _image_ops
 from pyggml.layers.preprocessing.host_layer import HostLayer
 
@@ -82,6 +83,7 @@ class ImagePreprocessingLayer(HostLayer):
         return self.random
 
     def output_size(self, height, width):
+        """The output's (height, width) for images of that size (None: any)."""
         return height, width
 
     def transform(self, images, training):
@@ -100,12 +102,7 @@ class ImagePreprocessingLayer(HostLayer):
         if any(d is not None and d < 1 for d in shape[1:]):
             raise ValueError(f"{type(self).__name__}: images need a positive height, width and channels, got {shape}")
         out = list(shape)
-        if shape[hi] is not None and shape[wi] is not None:
-            out[hi], out[wi] = self.output_size(shape[hi], shape[wi])
-        else:
-            fixed = self.output_size(1, 1) if type(self).output_size is not ImagePreprocessingLayer.output_size \
-                else (None, None)
-            out[hi], out[wi] = fixed
+        out[hi], out[wi] = self.output_size(shape[hi], shape[wi])       # None (any size) passes through
         return tuple(out)
 
     def host_call(self, inputs, training=None):
@@ -129,6 +126,11 @@ class ImagePreprocessingLayer(HostLayer):
             y = y.transpose(0, 3, 1, 2)
         y = np.ascontiguousarray(y, dtype=np.float32)
         return y[0] if single else y
+
+    def __call__(self, *args, **kwargs):
+        if args and isinstance(args[0], (list, tuple)) and not any(isinstance(v, Node) for v in args[0]):
+            return self.host_apply(np.asarray(args[0]), kwargs.get("training"))      # nested lists of pixels
+        return super().__call__(*args, **kwargs)
 
     def get_config(self):
         cfg = super().get_config()
