@@ -8,6 +8,8 @@ A model that mixes host layers and graph layers can be the outer model, not a
 layer of another one: its host layers would sit inside the other's graph.
 """
 
+from pyggml.models import data_adapter as da
+
 __all__ = ["HostStage", "check_no_nested_host_layers"]
 
 
@@ -41,6 +43,12 @@ class HostStage:
         layers = self._host_layers()
         return bool(layers) and any(l.host_training for l in layers)
 
+    @property
+    def output_dtype(self):
+        """What its (first) output holds, for the node a call on a node makes (an int32 lookup's)."""
+        topo = self._topology
+        return topo.outputs[0].dtype if topo is not None and topo.outputs else "float32"
+
     def holds_host_layers(self):
         """True when some of its layers run on the host (and it is not all host layers)."""
         if self._topology is None:
@@ -58,7 +66,6 @@ class HostStage:
             for layer in stack:
                 x = layer.host_apply(x, training)
             return x
-        from pyggml.models import data_adapter as da
         topo = self._ensure_graph()
         xs, _ = da.prepare_inputs(topo, self.input_specs, self.graph_specs, inputs, "inputs", training)
         at = {id(n): i for i, n in enumerate(topo.graph_inputs)}

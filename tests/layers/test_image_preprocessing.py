@@ -612,3 +612,20 @@ def test_host_layers_must_come_before_the_graph():
     inp = pg.Input((4, 4, 1))
     with pytest.raises(ValueError, match="host"):
         pg.Model(inp, L.RandomFlip()(L.Rescaling(2.0)(inp)))
+
+
+def test_a_functional_model_of_host_layers_nests_and_keeps_its_output_dtype():
+    words = pg.Input((3,), dtype="string")
+    lookup = pg.Model(words, L.StringLookup(vocabulary=["a", "b"])(words))
+    assert lookup.host and lookup.output_dtype == "int32"
+    inp = pg.Input((3,), dtype="string")
+    node = lookup(inp)
+    assert node.dtype == "int32"
+    m = pg.Model(inp, L.Dense(1)(L.Flatten()(L.Embedding(3, 2)(node))))
+    m.compile(loss="mse", seed=0)
+    x = np.array([["a", "b", "c"], ["b", "b", "a"]])
+    np.testing.assert_array_equal(lookup(x), [[1, 2, 0], [2, 2, 1]])
+    w = m.get_weights()
+    emb = w["embedding.weight"][np.array([[1, 2, 0], [2, 2, 1]])].reshape(2, -1)
+    np.testing.assert_allclose(m.predict(x), emb @ w["dense.weight"].T + w["dense.bias"], rtol=1e-5, atol=1e-6)
+    m.free()
