@@ -598,6 +598,11 @@ def test_bad_inputs_are_refused(make):
         make()(pg.Input((5, 5)))
 
 
+def test_outputs_too_large_to_hold_are_refused_before_any_work():
+    with pytest.raises(ValueError, match="too large"):
+        L.Resizing(60000, 60000)(np.zeros((1, 2, 2, 3)))
+
+
 def test_a_model_mixing_host_and_graph_layers_cannot_be_nested():
     inner = pg.Sequential([L.RandomFlip(), L.Rescaling(1.0 / 255)])
     inp = pg.Input((4, 4, 1))

@@ -25,6 +25,9 @@ __all__ = ["ImagePreprocessingLayer", "RandomImageLayer", "AffineAugmentation", 
            "check_seed", "factor_range"]
 
 
+_MAX_VALUES = 1 << 31            # 8 GiB of float32 in one array: refused rather than run out of memory
+
+
 def check_data_format(value):
     if value is None:
         return "channels_last"
@@ -119,6 +122,10 @@ class ImagePreprocessingLayer(HostLayer):
         if min(x.shape[1:]) < 1:
             raise ValueError(f"{type(self).__name__}: images need a positive height, width and channels, got an "
                              f"array of shape {a.shape}")
+        oh, ow = self.output_size(*x.shape[1:3])
+        if max(x.size, len(x) * oh * ow * x.shape[3]) > _MAX_VALUES:
+            raise ValueError(f"{type(self).__name__}: images of shape {a.shape} (or their output, {oh} x {ow}) are "
+                             f"too large to process at once (more than 2**31 values): give fewer images a call")
         x = np.ascontiguousarray(x, dtype=np.float32)
         y = self.transform(x, True if training is None else bool(training)) if len(x) else \
             np.zeros((0,) + self.output_size(*x.shape[1:3]) + x.shape[3:], np.float32)
