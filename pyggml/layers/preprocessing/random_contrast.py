@@ -1,8 +1,9 @@
 """RandomContrast (Keras's layer): in training, each image's contrast scaled by
 a random factor c: every channel becomes ``(x - mean) * c + mean`` (``mean``: the
 channel's mean over the image), clipped to ``value_range``.  ``factor=f`` draws
-c in [1 - f, 1 + f]; ``factor=(lower, upper)`` in [1 - lower, 1 + upper].  The
-identity in inference."""
+c in [1 - f, 1 + f] (as Keras documents it; Keras 3's code makes a single number
+(0, f), i.e. [1, 1 + f]); ``factor=(lower, upper)`` in [1 - lower, 1 + upper], as
+Keras.  The identity in inference."""
 
 import numpy as np
 
