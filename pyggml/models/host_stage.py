@@ -10,11 +10,29 @@ layer of another one: its host layers would sit inside the other's graph.
 
 from pyggml.models import data_adapter as da
 
-__all__ = ["HostStage", "check_no_nested_host_layers"]
+__all__ = ["HostStage", "check_no_nested_host_layers", "host_node_ids"]
 
 
 def _is_input(node):
     return not node.inputs
+
+
+def host_node_ids(nodes, inputs):
+    """The ids of the nodes computed on the host: host layers' calls, and the calls of layers
+    that can run on either side (``host_capable``: Rescaling) that lie between the inputs and
+    host layers (keras-io's ``Rescaling`` before ``RandomFlip``), so the graph starts after them."""
+    host = {id(n) for n in nodes if getattr(n.layer, "host", False)}
+    before = {id(n) for n in inputs} | host
+    maybe = set()
+    for n in nodes:                      # fed only by the inputs, host layers or other such calls
+        if id(n) not in host and getattr(n.layer, "host_capable", False) and n.inputs and \
+                all(id(p) in before or id(p) in maybe for p in n.inputs):
+            maybe.add(id(n))
+    feeds_host = set()
+    for n in reversed(nodes):            # ... and feeding host layers
+        if id(n) in host or id(n) in feeds_host:
+            feeds_host.update(id(p) for p in n.inputs if id(p) in maybe)
+    return host | feeds_host
 
 
 class HostStage:
@@ -30,7 +48,9 @@ class HostStage:
             if topo is None:
                 return None
             layers = [n.layer for n in topo.nodes if not _is_input(n)]
-        if not layers or not all(getattr(l, "host", False) for l in layers):
+        # host layers, with layers that can run on the host too (Resizing then Rescaling)
+        if not any(getattr(l, "host", False) for l in layers) or \
+                not all(getattr(l, "host", False) or getattr(l, "host_capable", False) for l in layers):
             return None
         return layers
 
@@ -41,7 +61,7 @@ class HostStage:
     @property
     def host_training(self):
         layers = self._host_layers()
-        return bool(layers) and any(l.host_training for l in layers)
+        return bool(layers) and any(getattr(l, "host_training", False) for l in layers)
 
     @property
     def output_dtype(self):

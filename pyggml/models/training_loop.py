@@ -56,7 +56,7 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
             return da.Batch(xs, ys, ws)
         return da.GeneratorDataset(x, adapt, steps)
     stage = None
-    if training and any(n.layer.host_training for n in model._ensure_graph().host_nodes):
+    if training and any(getattr(n.layer, "host_training", False) for n in model._ensure_graph().host_nodes):
         # augmentation: the raw inputs are kept and the host layers run on each batch, new draws each time
         xs, n = da.adapt_inputs(model.input_specs, x)
         multi = len(xs) > 1

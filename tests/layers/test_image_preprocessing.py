@@ -604,19 +604,57 @@ def test_outputs_too_large_to_hold_are_refused_before_any_work():
 
 
 def test_a_model_mixing_host_and_graph_layers_cannot_be_nested():
-    inner = pg.Sequential([L.RandomFlip(), L.Rescaling(1.0 / 255)])
+    inner = pg.Sequential([L.RandomFlip(), L.Dense(2)])
     inp = pg.Input((4, 4, 1))
     with pytest.raises(ValueError, match="mixes preprocessing layers"):
         pg.Model(inp, L.Dense(1)(L.Flatten()(inner(inp))))
-    inner2 = pg.Sequential([L.RandomFlip(), L.Rescaling(1.0 / 255)])
+    inner2 = pg.Sequential([L.RandomFlip(), L.Dense(2)])
     with pytest.raises(ValueError, match="mixes preprocessing layers"):
         pg.Sequential([pg.Input((4, 4, 1)), inner2, L.Flatten(), L.Dense(1)]).compile(loss="mse")
+
+
+def test_rescaling_runs_on_the_host_only_between_the_inputs_and_host_layers():
+    inp = pg.Input((4, 4, 1))
+    before = L.Rescaling(0.5, offset=1.0)
+    m = pg.Model(inp, L.Dense(1)(L.Flatten()(L.RandomFlip()(before(inp)))))
+    assert [n.layer for n in m._topology.host_nodes] == [before, m.layers[2]]
+    m.compile(loss="mse", seed=0)
+    x = _images(5, 4, 4, 1)
+    w = m.get_weights()
+    ref = (x * 0.5 + 1.0).reshape(5, -1) @ w["dense.weight"].T + w["dense.bias"]
+    np.testing.assert_allclose(m.predict(x), ref, rtol=1e-4, atol=1e-3)
+    m.free()
+    inp = pg.Input((4, 4, 1))
+    alone = pg.Model(inp, L.Dense(1)(L.Flatten()(L.Rescaling(0.5)(inp))))
+    assert alone._topology.host_nodes == []                      # nothing on the host after it: in the graph
+    alone.free()
+
+
+def test_tensorflow_tutorial_resize_and_rescale_then_augmentation_as_nested_sequentials(tmp_path):
+    resize_and_rescale = pg.Sequential([L.Resizing(8, 8), L.Rescaling(1.0 / 255)])
+    data_augmentation = pg.Sequential([L.RandomFlip("horizontal_and_vertical"), L.RandomRotation(0.2)])
+    x = _images(12, 16, 16, 3)
+    np.testing.assert_allclose(resize_and_rescale(x), _torch_resize(x, 8, 8, "bilinear") / 255, atol=1e-5)
+    model = pg.Sequential([pg.Input((16, 16, 3)), resize_and_rescale, data_augmentation,
+                           L.Conv2D(4, 3, padding="same", activation="relu"), L.MaxPooling2D(), L.Flatten(),
+                           L.Dense(2)])
+    model.compile(optimizer="adam", loss=pg.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    hist = model.fit(x, np.arange(12) % 2, epochs=2, batch_size=4, verbose=0)
+    assert np.all(np.isfinite(hist.history["loss"]))
+    p = model.predict(x)
+    path = str(tmp_path / "tutorial.keras")
+    model.save(path)
+    loaded = pg.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(x), p)
+    loaded.free()
+    model.free()
 
 
 def test_host_layers_must_come_before_the_graph():
     inp = pg.Input((4, 4, 1))
     with pytest.raises(ValueError, match="host"):
-        pg.Model(inp, L.RandomFlip()(L.Rescaling(2.0)(inp)))
+        pg.Model(inp, L.RandomFlip()(L.Conv2D(1, 1)(inp)))
 
 
 def test_a_functional_model_of_host_layers_nests_and_keeps_its_output_dtype():
