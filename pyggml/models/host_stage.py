@@ -4,8 +4,11 @@ is itself a host step: called on a node of another model it runs on the host
 before that model's graph (in training mode in ``fit``), and called on arrays it
 computes at once (augmenting, as Keras, unless ``training=False``).
 
-A model that mixes host layers and graph layers can be the outer model, not a
-layer of another one: its host layers would sit inside the other's graph.
+Layers that can run on either side (``host_capable``: Rescaling) count as host
+layers in such a model (TensorFlow's ``resize_and_rescale``), and run on the host
+in any model where they lie between the inputs and host layers.  A model that
+mixes host layers and graph layers can be the outer model, not a layer of
+another one: its host layers would sit inside the other's graph.
 """
 
 from pyggml.models import data_adapter as da
