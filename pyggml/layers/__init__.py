@@ -21,8 +21,10 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization, UnitNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
-from pyggml.layers.preprocessing import (CategoryEncoding, Discretization, HashedCrossing, Hashing, HostLayer,
-                                         IntegerLookup, Normalization, Rescaling, StringLookup, TextVectorization)
+from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, Discretization, HashedCrossing, Hashing,
+                                         HostLayer, IntegerLookup, Normalization, RandomBrightness, RandomContrast,
+                                         RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
+                                         Rescaling, Resizing, StringLookup, TextVectorization)
 from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
                                      StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
@@ -50,17 +52,24 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
            "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
            "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
-           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D",
+           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D",
+           "Cropping2D",
            "RNN",
-           "SimpleRNNCell", "LSTMCell", "GRUCell",
+           "SimpleRNNCell", "LSTMCell",
+           "GRUCell",
            "StackedRNNCells",
            "DepthwiseConv1D",
            "DepthwiseConv2D",
            "SeparableConv1D",
            "SeparableConv2D",
-           "Attention", "AdditiveAttention",
+           "Attention",
+           "AdditiveAttention",
            "GroupNormalization",
-           "EinsumDense", "TextVectorization",
-           "Hashing", "HashedCrossing", "Lambda", "Masking",
-           "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization", "UnitNormalization", "Dot",
-           "dot"]
+           "EinsumDense",
+           "TextVectorization",
+           "Hashing", "HashedCrossing", "Lambda",
+           "Masking",
+           "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
+           "UnitNormalization", "Dot",
+           "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip",
+           "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"]

@@ -108,15 +108,16 @@ def target_specs(names, outputs, losses):
             for nm, o, l in zip(names, outputs, losses)]
 
 
-def prepare_inputs(topology, raw_specs, graph_specs_, x, what="x"):
-    """(the graph's input arrays, rows): x checked, then the preprocessing (host) layers applied."""
+def prepare_inputs(topology, raw_specs, graph_specs_, x, what="x", training=False):
+    """(the graph's input arrays, rows): x checked, then the preprocessing (host) layers applied
+    (in training mode with ``training``: data augmentation)."""
     xs, n = adapt_inputs(raw_specs, x, what)
     if not topology.host_nodes and len(topology.graph_inputs) == len(topology.inputs):
         return xs, n
     vals = {id(node): a for node, a in zip(topology.inputs, xs)}
     for node in topology.host_nodes:
         args = [vals[id(p)] for p in node.inputs]
-        out = node.layer.host_call(args if node.list_input else args[0])
+        out = node.layer.host_apply(args if node.list_input else args[0], training)
         vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
     arrays = [vals[id(node)] for node in topology.graph_inputs]
     graph_xs, _ = adapt_inputs(graph_specs_, arrays if len(arrays) > 1 else arrays[0],
@@ -339,10 +340,14 @@ class Dataset:
 
 
 class ArrayDataset(Dataset):
-    """Arrays already adapted: xs, ys (or None), ws (or None); batch_size rows a batch."""
+    """Arrays already adapted: xs, ys (or None), ws (or None); batch_size rows a batch.
+    With ``stage(xs, training)``, xs are the model's raw inputs and each batch's go through
+    it (the host layers that augment in training: new draws each batch); ``training`` says
+    in which mode (a validation split's part runs in inference mode)."""
 
-    def __init__(self, xs, ys, ws, n, batch_size):
+    def __init__(self, xs, ys, ws, n, batch_size, stage=None, training=True):
         self.xs, self.ys, self.ws, self.n = xs, ys, ws, n
+        self.stage, self.training = stage, training
         self.batch_size = max(1, min(batch_size, n)) if n else batch_size
         self.steps = -(-n // self.batch_size) if n else 0
 
@@ -356,12 +361,20 @@ class ArrayDataset(Dataset):
         def part(arrs, sl):
             return None if arrs is None else [None if a is None else a[sl] for a in arrs]
         head = ArrayDataset(part(self.xs, slice(None, cut)), part(self.ys, slice(None, cut)),
-                            part(self.ws, slice(None, cut)), cut, self.batch_size)
+                            part(self.ws, slice(None, cut)), cut, self.batch_size, self.stage, self.training)
         tail = ArrayDataset(part(self.xs, slice(cut, None)), part(self.ys, slice(cut, None)),
-                            part(self.ws, slice(cut, None)), nv, self.batch_size)
+                            part(self.ws, slice(cut, None)), nv, self.batch_size, self.stage, False)
         return head, tail
 
     def batches(self, epoch=0, shuffle=False, rng=None):
+        if self.stage is None:
+            yield from self._batches(shuffle, rng)
+            return
+        for batch in self._batches(shuffle, rng):
+            batch.xs = self.stage(batch.xs, self.training)
+            yield batch
+
+    def _batches(self, shuffle, rng):
         b = self.batch_size
         if shuffle:
             order = rng.permutation(self.n)

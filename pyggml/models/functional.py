@@ -11,6 +11,7 @@ holding it) keeps it.
 from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
+from pyggml.models.host_stage import check_no_nested_host_layers, host_node_ids
 
 __all__ = ["Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
            "from_config"]
@@ -149,15 +150,18 @@ class Topology:
 
     def _split_host_stage(self):
         """Host layers (preprocessing in numpy) come first; the graph starts at their outputs."""
-        host = {id(n) for n in self.nodes if getattr(n.layer, "host", False)}
+        host = host_node_ids(self.nodes, self.inputs)
         input_ids = {id(n) for n in self.inputs}
         for n in self.nodes:
+            if id(n) not in host:
+                check_no_nested_host_layers(n)
             if id(n) in host:
                 for p in n.inputs:
                     if id(p) not in host and id(p) not in input_ids:
                         raise ValueError(f"{type(n.layer).__name__} {n.layer.name!r} preprocesses on the host: call "
                                          f"it on pg.Input nodes (or on other preprocessing layers' outputs)")
         self.host_nodes = [n for n in self.nodes if id(n) in host]
+        self.host_ids = host
         fed = set()
         for n in self.nodes:
             if id(n) not in host and id(n) not in input_ids:
@@ -199,7 +203,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
         out_index.setdefault(id(o), []).append(i)
     logits = {}
     for node in topology.nodes:
-        if id(node) in vals or not node.inputs or getattr(node.layer, "host", False):
+        if id(node) in vals or not node.inputs or id(node) in topology.host_ids:
             continue
         args = [vals[id(p)] for p in node.inputs]
         arg = args if node.list_input else args[0]

@@ -19,7 +19,7 @@ from pyggml.errors import FreedError
 from pyggml.layers.layer import Layer, flatten_inputs
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
-from pyggml.models import functional, summary as summary_mod, training_loop
+from pyggml.models import functional, host_stage, summary as summary_mod, training_loop
 from pyggml.models.compile_spec import CompileSpec
 from pyggml.models.runtime import Runtime
 from pyggml.saving import gguf_io
@@ -41,7 +41,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @register_builtin
-class Model(Layer, Freeable, training_loop.BatchCalls):
+class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
     """A functional model: ``pg.Model(inputs, outputs, name=None)``."""
 
     def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
@@ -136,9 +136,9 @@ class Model(Layer, Freeable, training_loop.BatchCalls):
             topo.graph_specs = da.graph_specs(topo, self.input_specs)
         return topo.graph_specs
 
-    def prepare_inputs(self, x, what="x"):
+    def prepare_inputs(self, x, what="x", training=False):
         """(the graph's input arrays, rows) from x: checked, preprocessing layers applied."""
-        return da.prepare_inputs(self._ensure_graph(), self.input_specs, self.graph_specs, x, what)
+        return da.prepare_inputs(self._ensure_graph(), self.input_specs, self.graph_specs, x, what, training)
 
     @property
     def target_specs(self):
@@ -428,6 +428,8 @@ class Model(Layer, Freeable, training_loop.BatchCalls):
         forward pass, which also works before compile)."""
         first = (list(args[0].values()) if isinstance(args[0], dict) else args[0]) if args else None
         if args and not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
+            if self.host and set(kwargs) <= {"training"}:        # preprocessing only: at once, as Keras
+                return self.host_apply(args[0], kwargs.get("training"))
             if kwargs.pop("training", False) or kwargs:
                 raise TypeError("calling a model on arrays computes predictions (inference mode); "
                                 "it takes no other arguments")

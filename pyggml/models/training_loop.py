@@ -32,6 +32,7 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
     tspecs = model.target_specs if with_targets else None
+    training = what in ("fit", "train_on_batch")      # data augmentation runs on these batches only
     if da.is_generator_like(x):
         if y is not None:
             raise ValueError(f"{what}: y must be None when x is a generator or dataset (it yields (x, y))")
@@ -43,7 +44,7 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
 
         def adapt(item):
             bx, by, bw = da.unpack_item(item, with_targets)
-            xs, n = model.prepare_inputs(bx)
+            xs, n = model.prepare_inputs(bx, training=training)
             if bucket:
                 xs = da.bucketed(xs, gspecs)
             if not with_targets:
@@ -54,7 +55,16 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
             ws = da.adapt_weights(tspecs, losses, bw, class_weight, ys, n)
             return da.Batch(xs, ys, ws)
         return da.GeneratorDataset(x, adapt, steps)
-    xs, n = model.prepare_inputs(x)
+    stage = None
+    if training and any(getattr(n.layer, "host_training", False) for n in model._ensure_graph().host_nodes):
+        # augmentation: the raw inputs are kept and the host layers run on each batch, new draws each time
+        xs, n = da.adapt_inputs(model.input_specs, x)
+        multi = len(xs) > 1
+
+        def stage(batch_xs, batch_training):
+            return model.prepare_inputs(batch_xs if multi else batch_xs[0], training=batch_training)[0]
+    else:
+        xs, n = model.prepare_inputs(x)
     if n == 0:
         raise ValueError(f"{what} needs at least one row")
     if not with_targets:
@@ -63,7 +73,7 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         raise ValueError(f"{what} needs targets y")
     ys = da.adapt_targets(tspecs, y, n)
     ws = da.adapt_weights(tspecs, model._compile_spec.losses, sample_weight, class_weight, ys, n)
-    ds = da.ArrayDataset(xs, ys, ws, n, batch_size)
+    ds = da.ArrayDataset(xs, ys, ws, n, batch_size, stage)
     if steps is not None:
         ds.steps = min(ds.steps, steps)
     return ds

@@ -172,7 +172,7 @@ class Trainer(Freeable):
         if weights is None and self._as_taken(x, y):
             return [x], [y], ([self._ones] if self.loss_mask == 1 else
                               [self._cell_ones] if self.loss_mask else None)
-        xs, n = m.prepare_inputs(x)
+        xs, n = m.prepare_inputs(x, training=what == "step")       # augmentation in training steps only
         if n != self.batch_size:
             raise ValueError(f"{what} takes exactly {self.batch_size} rows (the batch size), got {n}")
         ys = da.adapt_targets(m.target_specs, y, n)

@@ -11,6 +11,12 @@ host layers' outputs; the graph starts where its outputs are used.
 Subclasses define ``host_call(array) -> array`` (numpy in, numpy out, the batch
 first), ``compute_output_shape`` and ``output_dtype`` ("float32" or "int32"),
 and usually ``adapt(data)`` and ``get_config``.
+
+A layer that acts differently in training (data augmentation) sets
+``host_training = True`` and takes ``host_call(array, training=None)``: the
+model runs it with ``training=True`` on each batch of ``fit`` (and
+``train_on_batch``, ``Trainer.step``), with ``training=False`` elsewhere; an
+eager call passes its ``training=`` argument (None when not given).
 """
 
 import numpy as np
@@ -22,10 +28,17 @@ __all__ = ["HostLayer"]
 
 class HostLayer(Layer):
     host = True
+    host_training = False
     output_dtype = "float32"
 
     def host_call(self, inputs):
         raise NotImplementedError(f"{type(self).__name__} must define host_call(self, array)")
+
+    def host_apply(self, inputs, training=None):
+        """host_call, given ``training`` when the layer takes it."""
+        if self.host_training:
+            return self.host_call(inputs, training=training)
+        return self.host_call(inputs)
 
     def call(self, inputs, training=None):
         raise TypeError(f"{type(self).__name__} runs on the host before the graph: call it on pg.Input nodes "
@@ -37,5 +50,5 @@ class HostLayer(Layer):
             return super().__call__(*args, **kwargs)
         if args and not isinstance(args[0], (list, tuple)) and not hasattr(args[0], "graph_tensor") and \
                 type(args[0]).__module__.split(".")[0] != "pyggml":
-            return self.host_call(np.asarray(args[0]))          # eager: on arrays, at once
+            return self.host_apply(np.asarray(args[0]), kwargs.get("training"))   # eager: on arrays, at once
         return super().__call__(*args, **kwargs)

@@ -1,6 +1,9 @@
 """Rescaling: ``inputs * scale + offset`` (Keras's layer), e.g. ``Rescaling(1 / 255)``
 for pixel values.  ``scale`` and ``offset`` are numbers or arrays that
-broadcast against the inputs (one per channel of the last axis)."""
+broadcast against the inputs (one per channel of the last axis).
+
+It runs in the graph, or on the host (``host_capable``) where it lies between the
+inputs and host layers (``Resizing``, ``Rescaling``, then ``RandomFlip``)."""
 
 import numpy as np
 
@@ -30,6 +33,8 @@ def _value(v, what):
 @register_builtin
 class Rescaling(Layer):
     """``Rescaling(scale, offset=0.0)``: ``x * scale + offset``."""
+
+    host_capable = True
 
     def __init__(self, scale, offset=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -76,6 +81,16 @@ class Rescaling(Layer):
             return ops.scale_bias(y, 1.0, self.offset) if self.offset != 0.0 else (
                 y if y is not x else ops.scale(x, 1.0))
         return y + self._in_graph(self.offset, nd)
+
+    def host_apply(self, inputs, training=None):
+        """The same in numpy, for the host stage."""
+        x = np.asarray(inputs)
+        if x.dtype == object or x.dtype.kind not in "biuf":
+            raise TypeError(f"Rescaling takes numbers, got an array of dtype {x.dtype}")
+        self.compute_output_shape((None,) + x.shape[1:])
+        scale = self.scale if isinstance(self.scale, float) else self.scale.astype(np.float32)
+        offset = self.offset if isinstance(self.offset, float) else self.offset.astype(np.float32)
+        return np.ascontiguousarray(x.astype(np.float32) * scale + offset, dtype=np.float32)
 
     def get_config(self):
         cfg = super().get_config()

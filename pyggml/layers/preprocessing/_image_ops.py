@@ -1,0 +1,166 @@
+"""Image resampling in numpy for the image preprocessing layers (channels-last
+batches ``(n, height, width, channels)``, float32).
+
+Two kinds of resampling:
+
+- ``resize``: separable, one weight matrix per axis.  Output pixel ``j`` of
+  ``n_out`` sits at source coordinate ``(j + 0.5) * n_in / n_out - 0.5`` (pixel
+  centres aligned, as TF and JAX resize); its weights are a kernel of the
+  distance to each source pixel, normalised to sum to one (so the edges clamp).
+  With ``antialias`` a downscaling kernel is widened by the scale.
+- ``affine_sample``: each output pixel ``(x=column, y=row)`` reads the input at
+  ``(a0*x + a1*y + a2, b0*x + b1*y + b2)``, by bilinear or nearest sampling;
+  points outside the image come from the image extended by ``fill_mode``:
+  reflect ``(d c b a | a b c d | d c b a)``, wrap ``(a b c d | a b c d)``,
+  nearest ``(a a | a b c d | d d)`` or constant (``fill_value``).
+"""
+
+import numpy as np
+
+__all__ = ["RESIZE_METHODS", "FILL_MODES", "AFFINE_INTERPOLATIONS", "resize", "aspect_crop_box", "affine_sample",
+           "rotation_matrices", "zoom_matrices", "translation_matrices"]
+
+RESIZE_METHODS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
+FILL_MODES = ("reflect", "wrap", "constant", "nearest")
+AFFINE_INTERPOLATIONS = ("nearest", "bilinear")
+
+
+# --- resize ------------------------------------------------------------------------------------
+
+def _triangle(d):
+    return np.maximum(0.0, 1.0 - d)
+
+
+def _keys_cubic(d):
+    # Keys' cubic convolution kernel with a = -0.5 (what "bicubic" means in TF and JAX)
+    near = (1.5 * d - 2.5) * d * d + 1.0
+    far = ((-0.5 * d + 2.5) * d - 4.0) * d + 2.0
+    return np.where(d < 1.0, near, np.where(d < 2.0, far, 0.0))
+
+
+def _lanczos(radius):
+    def kernel(d):
+        safe = np.where(d == 0, 1.0, d)
+        v = radius * np.sin(np.pi * safe) * np.sin(np.pi * safe / radius) / (np.pi * np.pi * safe * safe)
+        return np.where(d < 1e-3, 1.0, np.where(d > radius, 0.0, v))
+    return kernel
+
+
+_KERNELS = {"bilinear": _triangle, "bicubic": _keys_cubic, "lanczos3": _lanczos(3.0), "lanczos5": _lanczos(5.0)}
+
+
+def _axis_weights(n_in, n_out, method, antialias):
+    """(n_out, n_in) float32: row j mixes the source pixels of output pixel j."""
+    ratio = n_in / n_out
+    centre = (np.arange(n_out, dtype=np.float64) + 0.5) * ratio - 0.5
+    width = max(ratio, 1.0) if antialias else 1.0
+    dist = np.abs(centre[:, None] - np.arange(n_in, dtype=np.float64)[None, :]) / width
+    w = _KERNELS[method](dist)
+    total = w.sum(axis=1, keepdims=True)
+    ok = np.abs(total) > 1e-4
+    w = np.where(ok, w / np.where(ok, total, 1.0), 0.0)
+    inside = (centre >= -0.5) & (centre <= n_in - 0.5)
+    return np.where(inside[:, None], w, 0.0).astype(np.float32)
+
+
+def resize(images, height, width, method="bilinear", antialias=False):
+    """(n, h, w, c) float32 -> (n, height, width, c) float32."""
+    n, h, w, c = images.shape
+    out = images
+    if method == "nearest":
+        if h != height:
+            rows = np.minimum(np.floor((np.arange(height) + 0.5) * (h / height)).astype(np.int64), h - 1)
+            out = out[:, rows]
+        if w != width:
+            cols = np.minimum(np.floor((np.arange(width) + 0.5) * (w / width)).astype(np.int64), w - 1)
+            out = out[:, :, cols]
+        return np.ascontiguousarray(out, dtype=np.float32)
+    if h != height:
+        wh = _axis_weights(h, height, method, antialias)                     # (height, h)
+        out = np.matmul(wh, out.reshape(n, h, w * c)).reshape(n, height, w, c)
+    if w != width:
+        ww = _axis_weights(w, width, method, antialias)                      # (width, w)
+        rows = out.shape[1]
+        out = np.matmul(ww, out.transpose(0, 2, 1, 3).reshape(n, w, rows * c))
+        out = out.reshape(n, width, rows, c).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def aspect_crop_box(h, w, height, width):
+    """(top, left, rows, cols): the largest centred window of the target's aspect ratio."""
+    rows = max(min(h, int(float(w * height) / width)), 1)
+    cols = max(min(w, int(float(h * width) / height)), 1)
+    return int(float(h - rows) / 2), int(float(w - cols) / 2), rows, cols
+
+
+# --- affine sampling -------------------------------------------------------------------------------
+
+def _extend(i, n, fill_mode):
+    """Integer source indices -> (indices inside [0, n), inside mask or None)."""
+    if fill_mode == "reflect":
+        m = np.mod(i, 2 * n)
+        return np.where(m >= n, 2 * n - 1 - m, m), None
+    if fill_mode == "wrap":
+        return np.mod(i, n), None
+    if fill_mode == "nearest":
+        return np.clip(i, 0, n - 1), None
+    inside = (i >= 0) & (i < n)
+    return np.clip(i, 0, n - 1), inside
+
+
+def affine_sample(images, matrices, interpolation, fill_mode, fill_value):
+    """images (n, h, w, c) float32; matrices (n, 6) rows [a0, a1, a2, b0, b1, b2]."""
+    n, h, w, c = images.shape
+    m = np.asarray(matrices, dtype=np.float32)
+    ys = np.arange(h, dtype=np.float32)[None, :, None]
+    xs = np.arange(w, dtype=np.float32)[None, None, :]
+    sx = m[:, 0, None, None] * xs + m[:, 1, None, None] * ys + m[:, 2, None, None]      # (n, h, w)
+    sy = m[:, 3, None, None] * xs + m[:, 4, None, None] * ys + m[:, 5, None, None]
+    flat = images.reshape(n * h * w, c)
+    base = (np.arange(n, dtype=np.int64) * (h * w))[:, None, None]
+    fill = np.float32(fill_value)
+
+    def read(col, row):
+        """The pixels at these extended (column, row) indices."""
+        (jx, okx), (jy, oky) = col, row
+        vals = np.take(flat, (base + jy * w + jx).reshape(-1), axis=0).reshape(n, h, w, c)
+        if okx is not None:
+            vals = np.where((okx & oky)[..., None], vals, fill)
+        return vals
+
+    if interpolation == "nearest":
+        return read(_extend(np.floor(sx + 0.5).astype(np.int64), w, fill_mode),
+                    _extend(np.floor(sy + 0.5).astype(np.int64), h, fill_mode))
+    x0, y0 = np.floor(sx), np.floor(sy)
+    fx, fy = (sx - x0)[..., None], (sy - y0)[..., None]
+    x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+    c0, c1 = _extend(x0, w, fill_mode), _extend(x0 + 1, w, fill_mode)
+    r0, r1 = _extend(y0, h, fill_mode), _extend(y0 + 1, h, fill_mode)
+    top = read(c0, r0)
+    top += (read(c1, r0) - top) * fx
+    bottom = read(c0, r1)
+    bottom += (read(c1, r1) - bottom) * fx
+    top += (bottom - top) * fy
+    return top
+
+
+def rotation_matrices(degrees, h, w):
+    """Counter-clockwise rotations about the image centre, one per angle (degrees)."""
+    t = np.deg2rad(np.asarray(degrees, dtype=np.float64))
+    cos, sin = np.cos(t), np.sin(t)
+    cx, cy = (w - 1) / 2.0, (h - 1) / 2.0
+    return np.stack([cos, -sin, cx - cx * cos + cy * sin, sin, cos, cy - cx * sin - cy * cos], axis=1)
+
+
+def zoom_matrices(height_zoom, width_zoom, h, w):
+    """Sampling (zoom - 1) of the image size further out about the centre: > 1 zooms out."""
+    zy, zx = np.asarray(height_zoom, np.float64), np.asarray(width_zoom, np.float64)
+    zero = np.zeros_like(zx)
+    return np.stack([zx, zero, (w - 1) / 2.0 * (1 - zx), zero, zy, (h - 1) / 2.0 * (1 - zy)], axis=1)
+
+
+def translation_matrices(dy, dx):
+    """The image moved down by dy and right by dx pixels."""
+    dy, dx = np.asarray(dy, np.float64), np.asarray(dx, np.float64)
+    one, zero = np.ones_like(dx), np.zeros_like(dx)
+    return np.stack([one, zero, -dx, zero, one, -dy], axis=1)
