@@ -150,6 +150,37 @@ def test_eager_calls_on_arrays_match_numpy():
     np.testing.assert_allclose(ops.sum(v, axis=0), [2.0, 2.0])
 
 
+def test_the_rest_eagerly():
+    a = np.array([[-1.5, 0.0, 2.0], [3.0, -0.25, 1.0]])
+    np.testing.assert_array_equal(ops.eye(3, 4, k=1), np.eye(3, 4, k=1))
+    np.testing.assert_array_equal(ops.full((2, 2), 7.0), np.full((2, 2), 7.0))
+    np.testing.assert_array_equal(ops.full_like(a, 2.0), np.full(a.shape, 2.0))
+    np.testing.assert_array_equal(ops.zeros_like(a), np.zeros(a.shape))
+    np.testing.assert_array_equal(ops.ones((3,)), np.ones(3))
+    np.testing.assert_allclose(ops.hard_swish(a), a * np.clip(a + 3, 0, 6) / 6, rtol=1e-6)
+    np.testing.assert_allclose(ops.swish(a), a / (1 + np.exp(-a)), rtol=1e-6)
+    np.testing.assert_array_equal(ops.less(a, 1.0), a < 1.0)
+    np.testing.assert_array_equal(ops.less_equal(a, 1.0), a <= 1.0)
+    np.testing.assert_array_equal(ops.not_equal(a, 1.0), a != 1.0)
+    np.testing.assert_array_equal(ops.logical_or(a > 0, a < -1), (a > 0) | (a < -1))
+    np.testing.assert_array_equal(ops.logical_not(a > 0), a <= 0)
+    np.testing.assert_array_equal(ops.negative(a), -a.astype(np.float32))
+    np.testing.assert_array_equal(ops.sign(a), np.sign(a))
+    np.testing.assert_array_equal(ops.true_divide(a, 2.0), a.astype(np.float32) / 2)
+    m, v = ops.moments(a, axes=[1])
+    np.testing.assert_allclose(m, a.mean(1), rtol=1e-6)
+    np.testing.assert_allclose(v, a.var(1), rtol=1e-5)
+    np.testing.assert_allclose(ops.concatenate([a, a], axis=0), np.concatenate([a, a]), rtol=0)
+
+
+def test_every_keras_op_is_tested_here():
+    import pathlib
+    import pyggml._ops_numpy as keras_ops
+    text = pathlib.Path(__file__).read_text()
+    missing = [n for n in keras_ops.__all__ if f"ops.{n}(" not in text]
+    assert missing == []
+
+
 def test_low_level_graph_code_keeps_ggml_s_forms():
     """Outside a model's graph, on Tensors (or with ctx=), the shared names are ggml's ops."""
     backend = core.Backend("cpu")

@@ -10,13 +10,13 @@ from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2D
                                          DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout, Cropping1D, Cropping2D, Dense,
                                 Dropout, ELU, EinsumDense, Embedding, Flatten, GaussianDropout, GaussianNoise, Identity,
-                                Lambda, LeakyReLU, Masking, PReLU, Permute, ReLU, RepeatVector, Reshape, Softmax)
+                                Lambda, LeakyReLU, Masking, PReLU, Permute, ReLU, RepeatVector, Reshape, Softmax,
                                 SpatialDropout1D, SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D,
                                 ZeroPadding2D)
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer
-from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
-                                   average, concatenate, dot, maximum, minimum, multiply, subtract)
+from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add, average,
+                                   concatenate, dot, maximum, minimum, multiply, subtract)
 from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization, UnitNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
@@ -30,46 +30,27 @@ from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell
 from pyggml.layers.wrappers import TimeDistributed
 
 for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, SpatialDropout1D, SpatialDropout2D,
-             ZeroPadding1D, ZeroPadding2D, Cropping1D, Cropping2D, Conv1D, Conv2D, Conv1DTranspose,
-             Conv2DTranspose, BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D,
-             AveragePooling2D, MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
-             GlobalMaxPooling1D, GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average,
-             Maximum, Minimum, Concatenate, RNN, SimpleRNNCell, LSTMCell,
-             GRUCell,
-             StackedRNNCells,
-             DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D,
-             SeparableConv2D,
-             Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
+             ZeroPadding1D, ZeroPadding2D, Cropping1D, Cropping2D, Conv1D, Conv2D, Conv1DTranspose, Conv2DTranspose,
+             BatchNormalization, LayerNormalization, LSTM, GRU, MultiHeadAttention, AveragePooling1D, AveragePooling2D,
+             MaxPooling1D, MaxPooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalMaxPooling1D,
+             GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average, Maximum, Minimum,
+             Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
+             SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
-           "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D",
-           "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D",
-           "BatchNormalization", "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention", "HostLayer",
-           "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization",
-           "MaxPooling1D", "AveragePooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D",
-           "UpSampling2D", "Conv1DTranspose", "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU",
-           "Maximum", "Minimum", "maximum", "minimum", "SimpleRNN", "RepeatVector", "SpatialDropout1D",
-           "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D",
-           "Cropping2D",
-           "RNN",
-           "SimpleRNNCell", "LSTMCell",
-           "GRUCell",
-           "StackedRNNCells",
-           "DepthwiseConv1D",
-           "DepthwiseConv2D",
-           "SeparableConv1D",
-           "SeparableConv2D",
-           "Attention",
-           "AdditiveAttention",
-           "GroupNormalization",
-           "EinsumDense",
-           "TextVectorization",
-           "Hashing", "HashedCrossing", "Lambda",
-           "Masking",
-           "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
-           "UnitNormalization", "Dot",
-           "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip",
-           "RandomRotation", "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"]
+           "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D", "MaxPooling2D",
+           "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "BatchNormalization",
+           "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention", "HostLayer", "Normalization", "Rescaling",
+           "CategoryEncoding", "StringLookup", "IntegerLookup", "Discretization", "MaxPooling1D", "AveragePooling1D",
+           "GlobalAveragePooling1D", "GlobalMaxPooling1D", "UpSampling1D", "UpSampling2D", "Conv1DTranspose",
+           "Conv2DTranspose", "Bidirectional", "TimeDistributed", "PReLU", "Maximum", "Minimum", "maximum", "minimum",
+           "SimpleRNN", "RepeatVector", "SpatialDropout1D", "SpatialDropout2D", "Identity", "ZeroPadding1D",
+           "ZeroPadding2D", "Cropping1D", "Cropping2D", "RNN", "SimpleRNNCell", "LSTMCell", "GRUCell",
+           "StackedRNNCells", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "Attention",
+           "AdditiveAttention", "GroupNormalization", "EinsumDense", "TextVectorization", "Hashing", "HashedCrossing",
+           "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
+           "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
+           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pyggml import core, ops
+from pyggml import _ops_numpy, core, ops
 from pyggml.errors import GGMLError
 
 RNG_SEED = 1234
@@ -640,13 +640,15 @@ IN_PLACE = {"opt_step_adamw", "opt_step_sgd"}
 # pyggml.ops' graph helpers (numpy axes, constants of the graph being built): tests/test_graph_ops.py
 GRAPH_HELPERS = {"as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum",
                  "reduce_mean", "square", "concatenate", "dropout", "shape"}
+# Keras's ops (pyggml._ops_numpy), on numpy's axes: tests/test_ops_keras.py checks each (forward, gradient)
+KERAS_OPS = set(_ops_numpy.__all__)
 
 
 def test_every_op_is_covered():
     """A new op in pyggml.ops needs a reference here (forward, and a gradient
     or a refusal of the backward pass)."""
     covered = {n.split("_broadcast")[0].split("_same")[0].split("_one_row")[0].split("_batched")[0] for n in OPS} \
-        | set(UNARY) | IN_PLACE | GRAPH_HELPERS
+        | set(UNARY) | IN_PLACE | GRAPH_HELPERS | KERAS_OPS
     covered |= {"mul_mat", "concat", "cpy", "cast", "view", "permute", "soft_max_ext", "im2col", "pool_2d"}
     if hasattr(ops, "acc"):
         covered.add("acc")

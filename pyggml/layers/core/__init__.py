@@ -1,8 +1,8 @@
 """Core layers: Dense, EinsumDense, activations, Dropout, reshaping, Embedding, Lambda,
 Masking, the noise layers and ActivityRegularization."""
 
-from pyggml.layers.core.activity_regularization import ActivityRegularization
 from pyggml.layers.core.activation import ELU, Activation, LeakyReLU, ReLU, Softmax
+from pyggml.layers.core.activity_regularization import ActivityRegularization
 from pyggml.layers.core.dense import Dense
 from pyggml.layers.core.dropout import Dropout, SpatialDropout1D, SpatialDropout2D
 from pyggml.layers.core.einsum_dense import EinsumDense

@@ -14,6 +14,7 @@ import numpy as np
 
 from pyggml import initializers, ops
 from pyggml._validation import check_bool, check_int, check_number
+from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.layers.normalization._moments import mean_rows, rsqrt
@@ -91,7 +92,7 @@ class GroupNormalization(Layer):
 
     def _normalize_rows(self, rows):
         if fused():
-            return ops.norm(rows, self.epsilon)
+            return core_ops.norm(rows, self.epsilon)
         xc = ops.sub(rows, ops.repeat(mean_rows(rows), rows))
         return ops.mul(xc, rsqrt(mean_rows(ops.sqr(xc)), self.epsilon))
 
