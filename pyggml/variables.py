@@ -169,6 +169,19 @@ class Variable:
     def __rmatmul__(self, other):
         return _as_tensor(other) @ self.graph_tensor()
 
+    def __rtruediv__(self, other):
+        return _as_tensor(other) / self.graph_tensor()
+
+    def __pow__(self, other):
+        return self.graph_tensor() ** other
+
+    def __abs__(self):
+        return abs(self.graph_tensor())
+
+    def __getitem__(self, key):
+        """numpy's basic indexing of the variable's tensor (pyggml._indexing)."""
+        return self.graph_tensor()[key]
+
     def __repr__(self):
         where = "device" if self._tensor is not None else "host"
         return f"<pyggml.Variable {self.name!r} shape={self.shape} trainable={self.trainable} ({where})>"

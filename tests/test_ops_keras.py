@@ -79,6 +79,12 @@ CASES = {
     "log1p": (lambda t: ops.log1p(t), np.log1p, True),
     "sinh_cosh": (lambda t: ops.sinh(t) + ops.cosh(t), lambda a: np.sinh(a) + np.cosh(a), False),
     "reciprocal_rsqrt": (lambda t: ops.reciprocal(t) + ops.rsqrt(t), lambda a: 1 / a + a ** -0.5, True),
+    "getitem_last_step": (lambda t: t[:, -1], lambda a: a[:, -1], False),
+    "getitem_strided": (lambda t: t[:, ::2, 1:3] * 2.0, lambda a: a[:, ::2, 1:3] * 2, False),
+    "getitem_newaxis": (lambda t: t[:, None, 1], lambda a: a[:, None, 1], False),
+    "getitem_last_axis_step": (lambda t: t[..., ::3], lambda a: a[..., ::3], False),
+    "getitem_overlapping": (lambda t: t[:, 1:] * t[:, :-1], lambda a: a[:, 1:] * a[:, :-1], False),
+    "pow_abs": (lambda t: abs(t) ** 3, lambda a: np.abs(a) ** 3, False),
     "arith": (lambda t: ops.divide(ops.subtract(ops.multiply(t, 3.0), 1.0), ops.add(t, 2.0)),
               lambda a: (3 * a - 1) / (a + 2), True),
 }
@@ -207,6 +213,11 @@ def test_low_level_graph_code_keeps_ggml_s_forms():
         o.free()
 
 
+def _index(fn):
+    from pyggml import _eager
+    return _eager.evaluate(fn, [np.zeros((2, 3), np.float32)])
+
+
 @pytest.mark.parametrize("call, error, match", [
     (lambda: ops.mean(np.zeros((2, 3)), axis=2), ValueError, "out of range"),
     (lambda: ops.sum(np.zeros((2, 3)), axis=(0, 0)), ValueError, "repeated"),
@@ -226,6 +237,13 @@ def test_low_level_graph_code_keeps_ggml_s_forms():
     (lambda: ops.where(np.zeros(3)), ValueError, "both"),
     (lambda: ops.tile(np.zeros(3), 0), ValueError, "positive"),
     (lambda: ops.mean(np.array(["a", "b"])), TypeError, "real numbers"),
+    (lambda: _index(lambda t: t[np.array([0, 1])]), TypeError, "ops.take"),
+    (lambda: _index(lambda t: t[:, 5]), IndexError, "out of bounds"),
+    (lambda: _index(lambda t: t[::-1]), IndexError, "negative slice steps"),
+    (lambda: _index(lambda t: t[0, 0, 0]), IndexError, "too many indices"),
+    (lambda: _index(lambda t: t[..., ...]), IndexError, "single ellipsis"),
+    (lambda: _index(lambda t: t[:, 2:2]), IndexError, "empty"),
+    (lambda: _index(lambda t: t["a"]), TypeError, "ints, slices"),
 ])
 def test_bad_arguments_are_clear_errors(call, error, match):
     with pytest.raises(error, match=match):

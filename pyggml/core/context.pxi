@@ -427,6 +427,27 @@ cdef class Tensor:
     def __neg__(self):
         return neg(self)
 
+    def __abs__(self):
+        return abs(self)
+
+    def __pow__(self, other, modulo=None):
+        if modulo is not None:
+            return NotImplemented
+        from pyggml._ops_numpy import power
+        return power(self, other)
+
+    def __rpow__(self, other, modulo=None):
+        if modulo is not None:
+            return NotImplemented
+        from pyggml._ops_numpy import power
+        return power(other, self)
+
+    def __getitem__(self, key):
+        """numpy's basic indexing (ints, slices, ..., None) as a contiguous copy of a
+        strided view, which trains (pyggml._indexing)."""
+        from pyggml._indexing import getitem
+        return getitem(self, key)
+
     def __matmul__(self, other):
         if not isinstance(other, Tensor):
             return NotImplemented

@@ -245,11 +245,15 @@ class Predictor(Executor):
         self.one = len(self.xs) == 1 and not self.g.has_derived
 
     def run(self, xs):
+        if self.g.has_masks:
+            self.g.refresh_masks()          # random values (pg.random) are drawn again for every call
         return self.run_graph(self.graph, self.g.pairs(self.xs, xs, []), self.outs)
 
     def run_one(self, x):
         """run([x]) of a ``one`` predictor, x exactly as its input takes it (checked by the
         caller): one call into the core."""
+        if self.g.has_masks:
+            self.g.refresh_masks()
         return self.run_graph(self.graph, ((self.xs[0], x),), self.outs)
 
 
@@ -391,6 +395,8 @@ class LossEvaluator(_LossGraph):
         self.make_scheduler(size)
 
     def run(self, xs, ys, ws=None, want_outputs=False):
+        if self.g.has_masks:
+            self.g.refresh_masks()
         got = self.run_graph(self.graph, self.batch_pairs(xs, ys, ws), self.reads(want_outputs))
         return self.results(got, want_outputs)
 
