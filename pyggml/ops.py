@@ -24,7 +24,6 @@ import functools
 import numpy as np
 
 from pyggml import _ops_numpy, _scope
-from pyggml._ops_numpy import concatenate
 from pyggml._validation import is_int
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor

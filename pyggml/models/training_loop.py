@@ -6,8 +6,6 @@ its own batch size); callbacks get Keras's hooks with ``logs``; metrics and
 losses are averaged over samples; validation runs at the end of each epoch.
 """
 
-import math
-
 import numpy as np
 
 from pyggml import _random

@@ -28,6 +28,21 @@ def _check_noise_shape(noise_shape):
     return tuple(None if d is None else int(d) for d in t)
 
 
+
+def noise_mask_shape(what, noise_shape, shape):
+    """A layer's noise_shape for inputs of ``shape`` (batch included): None filled in from
+    the inputs, each entry 1 or the input's size (Dropout's and AlphaDropout's rule)."""
+    ns = noise_shape
+    if len(ns) != len(shape):
+        raise ValueError(f"{what}: noise_shape {ns} has {len(ns)} entries, the inputs {len(shape)} "
+                         f"(shape {tuple(shape)}, batch included)")
+    out = tuple(s if d is None else d for d, s in zip(ns, shape))
+    for d, s in zip(out, shape):
+        if s is not None and d not in (1, s):
+            raise ValueError(f"{what}: noise_shape {ns} does not broadcast to the inputs' shape "
+                             f"{tuple(shape)}: each entry must be 1, the input's size or None")
+    return out
+
 @register_builtin
 class Dropout(Layer):
     supports_masking = True
@@ -48,16 +63,7 @@ class Dropout(Layer):
     def mask_shape(self, shape):
         """The mask's shape for inputs of ``shape`` (batch included): noise_shape with
         None filled in, each entry 1 or the input's size."""
-        ns = self.noise_shape
-        if len(ns) != len(shape):
-            raise ValueError(f"Dropout: noise_shape {ns} has {len(ns)} entries, the inputs {len(shape)} "
-                             f"(shape {tuple(shape)}, batch included)")
-        out = tuple(s if d is None else d for d, s in zip(ns, shape))
-        for d, s in zip(out, shape):
-            if s is not None and d not in (1, s):
-                raise ValueError(f"Dropout: noise_shape {ns} does not broadcast to the inputs' shape "
-                                 f"{tuple(shape)}: each entry must be 1, the input's size or None")
-        return out
+        return noise_mask_shape(type(self).__name__, self.noise_shape, shape)
 
     def call(self, inputs, training=None):
         if self.noise_shape is None:

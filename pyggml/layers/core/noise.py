@@ -13,7 +13,7 @@ import numpy as np
 from pyggml import _scope, ops
 from pyggml._validation import check_number, is_int
 from pyggml.layers._helpers import contiguous
-from pyggml.layers.core.dropout import _check_noise_shape
+from pyggml.layers.core.dropout import _check_noise_shape, noise_mask_shape
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -128,18 +128,9 @@ class AlphaDropout(_Noise):
             self._mask_shape(tuple(input_shape))         # a noise_shape that cannot fit fails here
 
     def _mask_shape(self, shape):
-        ns = self.noise_shape
-        if ns is None:
+        if self.noise_shape is None:
             return tuple(shape)
-        if len(ns) != len(shape):
-            raise ValueError(f"AlphaDropout: noise_shape {ns} has {len(ns)} entries, the inputs {len(shape)} "
-                             f"(shape {tuple(shape)}, batch included)")
-        out = tuple(s if d is None else d for d, s in zip(ns, shape))
-        for d, s in zip(out, shape):
-            if s is not None and d not in (1, s):
-                raise ValueError(f"AlphaDropout: noise_shape {ns} does not broadcast to the inputs' shape "
-                                 f"{tuple(shape)}: each entry must be 1, the input's size or None")
-        return out
+        return noise_mask_shape("AlphaDropout", self.noise_shape, shape)
 
     def call(self, inputs, training=None):
         if not self._active(training) or self.rate == 0:

@@ -4,12 +4,11 @@ give it a backward pass) times gamma plus beta; elsewhere composed from sums.
 ``center=False`` drops beta (the weight "bias"), ``scale=False`` gamma ("weight"),
 as Keras makes no such weight then."""
 
-from pyggml import initializers, ops
-from pyggml._validation import check_bool, check_number
+from pyggml import ops
 from pyggml.core import ops as core_ops
-from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
+from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
-from pyggml.layers.normalization._moments import mean_rows, rsqrt
+from pyggml.layers.normalization._moments import affine_config, mean_rows, rsqrt, set_affine_options
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["LayerNormalization"]
@@ -28,13 +27,8 @@ class LayerNormalization(Layer):
         if axis not in (-1, [-1], (-1,)):
             raise ValueError("LayerNormalization normalises the last axis (axis=-1)")
         self.axis = -1
-        self.epsilon = check_number("epsilon", epsilon, 0.0, low_open=True)
-        self.center = check_bool("center", center)
-        self.scale = check_bool("scale", scale)
-        for init in (beta_initializer, gamma_initializer):
-            initializers.get(init)              # unknown names fail here, not at compile
-        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
-        set_weight_options(self, beta_regularizer=beta_regularizer, gamma_regularizer=gamma_regularizer,
+        set_affine_options(self, epsilon, center, scale, beta_initializer, gamma_initializer,
+                           beta_regularizer=beta_regularizer, gamma_regularizer=gamma_regularizer,
                            beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
 
     def compute_output_shape(self, input_shape):
@@ -63,9 +57,6 @@ class LayerNormalization(Layer):
 
     def get_config(self):
         cfg = super().get_config()
-        cfg.update(axis=self.axis, epsilon=self.epsilon, center=self.center, scale=self.scale)
-        for k in ("beta_initializer", "gamma_initializer"):
-            if isinstance(getattr(self, k), str):
-                cfg[k] = getattr(self, k)
-        cfg.update(weight_options_config(self, _OPTIONS))
+        cfg.update(axis=self.axis)
+        cfg.update(affine_config(self, _OPTIONS))
         return cfg

@@ -3,8 +3,6 @@
 "horizontal_and_vertical" (the default), both at once on the same draw, as
 Keras 3 does.  The identity in inference."""
 
-import numpy as np
-
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer
 from pyggml.saving.object_registration import register_builtin
 
