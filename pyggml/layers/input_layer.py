@@ -39,7 +39,8 @@ class InputLayer(Layer):
         if shape is None:
             raise ValueError("Input needs a shape (without the batch dimension)")
         # Keras's fixed batch size (stateful recurrent layers need one), or None
-        self._batch_size = None if batch_size is None else check_positive_int("Input batch_size", batch_size)
+        self.batch_size = None if batch_size is None else check_positive_int("Input batch_size", batch_size)
+        self._batch_size = self.batch_size
         self.shape = feature_shape_of(shape, allow_none=True)
         key = str(getattr(dtype, "__name__", dtype)) if dtype is not None else "float32"
         if key not in _DTYPES:

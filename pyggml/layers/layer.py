@@ -378,7 +378,7 @@ class Layer:
         return self._batch_input_shape
 
     @property
-    def batch_size(self):
+    def fixed_batch_size(self):
         """The batch size of the constructor's ``batch_input_shape`` (Keras's fixed batch), or None."""
         return self._batch_size
 

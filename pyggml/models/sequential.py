@@ -64,7 +64,7 @@ class Sequential(Model):
             raise ValueError("this layer is already in the model")
         if not self._stack and self._seq_input_shape is None and layer.batch_input_shape is not None:
             self._seq_input_shape = layer.batch_input_shape
-            self._seq_batch_size = layer.batch_size
+            self._seq_batch_size = layer.fixed_batch_size
         self._stack.append(layer)
         self._invalidate()
         return self

@@ -29,7 +29,8 @@ and c; GRU and SimpleRNN: h).  ``layer(x, initial_state=[...])`` starts from the
 given states instead of zeros (they become inputs of the call, so gradients
 reach them: an encoder's states feeding a decoder train both); a list ``[x,
 *states]`` as the inputs means the same.  ``unroll`` is accepted: the graph is
-always unrolled.
+always unrolled.  ``stateful=True`` (Keras's): each row's final state is its initial state
+in the next batch (``stateful.py``).
 
 The per-step maths (arguments, weights, dropout, the cell) is ``CellMath``: the
 layers here and the cells of ``cells.py`` (``LSTMCell``, ...) share it, so
