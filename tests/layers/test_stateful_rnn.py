@@ -177,6 +177,13 @@ def test_states_known_before_the_first_batch_from_the_input():
     assert tuple(first.states[0].shape) == (2, U)
 
 
+def test_summary_shows_the_fixed_batch_size():
+    st, _ = _stateful_model("LSTM")
+    lines = []
+    st.summary(print_fn=lines.append)
+    assert f"({B}, {CHUNK}, {U})" in lines[0]
+
+
 def test_without_a_declared_batch_the_first_batch_fixes_it():
     layer = L.LSTM(U, stateful=True)
     m = pg.Sequential([pg.Input((CHUNK, F)), layer]).compile(loss="mse")
@@ -337,6 +344,16 @@ def test_bidirectional_of_stateful_layers():
     np.testing.assert_allclose(bi.states[3].numpy(), s[3])
     with pytest.raises(ValueError, match="4 states"):
         bi.reset_states(s[:2])
+    with pytest.raises(ValueError, match="same stateful"):
+        L.Bidirectional(L.GRU(U, stateful=True), backward_layer=L.GRU(U, go_backwards=True))
+    # a backward layer of its own, stateful too
+    own = L.Bidirectional(L.GRU(U, stateful=True), backward_layer=L.GRU(U, go_backwards=True, stateful=True))
+    inp = pg.Input(batch_shape=(B, CHUNK, F))
+    m2 = pg.Model(inp, own(inp)).compile(loss="mse")
+    first = m2.predict(_chunks(x)[0])
+    assert np.abs(m2.predict(_chunks(x)[0]) - first).max() > 1e-4
+    m2.reset_states()
+    np.testing.assert_allclose(m2.predict(_chunks(x)[0]), first, rtol=0, atol=0)
 
 
 # --- saving ---------------------------------------------------------------------------------------------

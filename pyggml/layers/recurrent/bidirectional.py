@@ -89,6 +89,8 @@ class Bidirectional(TakesInitialState, Layer):
                                  f"{not layer.go_backwards})")
             if getattr(backward, "return_sequences", None) != layer.return_sequences:
                 raise ValueError("Bidirectional: backward_layer must have the same return_sequences as layer")
+            if bool(getattr(backward, "stateful", False)) != bool(getattr(layer, "stateful", False)):
+                raise ValueError("Bidirectional: backward_layer must have the same stateful as layer")
             self._backward_spec = serialize_layer(backward)
         self.backward_layer = backward
         self.return_sequences = bool(layer.return_sequences)
