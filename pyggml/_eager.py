@@ -33,6 +33,7 @@ class _EagerBuilder:
         self._masks = []
         self._vars = {}
         self.losses = []             # (layer, 1-element tensor): activity regularizers, add_loss
+        self.state_updates = []      # (state variable, its new value)
 
     def _leaf(self, array, dtype):
         t = self.in_ctx.new_tensor(array.shape or (1,), dtype="i32" if dtype == "int32" else "f32")
@@ -66,6 +67,10 @@ class _EagerBuilder:
 
     def add_update(self, variable, tensor):
         pass            # an eager call changes no weights
+
+    def add_state_update(self, variable, tensor):
+        # a stateful layer's states do change (Keras's eager call of a stateful RNN)
+        self.state_updates.append((variable, tensor))
 
     def add_loss(self, tensor, layer=None):
         self.losses.append((layer, tensor))
@@ -124,7 +129,12 @@ def evaluate(fn, arrays, training=False, losses=None):
             many = isinstance(out, (list, tuple))
             outs = list(out) if many else [out]
             extra = b.losses if losses is not None else []
-            res = b.run(outs + [t for _, t in extra])
+            states = b.state_updates
+            res = b.run(outs + [t for _, t in extra] + [t for _, t in states])
+            if states:
+                for (v, _), value in zip(states, res[len(res) - len(states):]):
+                    v.assign(value.reshape(v.shape))
+                res = res[:len(res) - len(states)]
             if extra:
                 losses.extend((layer, float(np.asarray(v).reshape(-1)[0])) for (layer, _), v in
                               zip(extra, res[len(outs):]))

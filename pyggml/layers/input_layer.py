@@ -1,5 +1,6 @@
 """Input: the symbolic input of a functional model, and its layer."""
 
+from pyggml._validation import check_positive_int
 from pyggml.layers.layer import Layer, feature_shape_of
 from pyggml.layers.node import Node
 from pyggml.saving.object_registration import register_builtin
@@ -18,12 +19,28 @@ _DTYPES = {"float32": "float32", "float64": "float32", "float16": "float32", "in
 class InputLayer(Layer):
     """The layer behind ``pg.Input``: no weights, the model's data enters here."""
 
-    def __init__(self, shape=None, name=None, dtype="float32", batch_shape=None, **kwargs):
+    def __init__(self, shape=None, name=None, dtype="float32", batch_shape=None, batch_size=None, **kwargs):
         super().__init__(name=name, **kwargs)
-        if shape is None and batch_shape is not None:
-            shape = tuple(batch_shape)[1:]
+        if batch_shape is not None:
+            try:
+                batch_shape = tuple(batch_shape)
+            except TypeError:
+                raise TypeError(f"Input: batch_shape must be a tuple (batch, *shape), got {batch_shape!r}") from None
+            if not batch_shape:
+                raise ValueError("Input: batch_shape must be a tuple (batch, *shape), got ()")
+            if shape is not None and feature_shape_of(shape, allow_none=True) != \
+                    feature_shape_of(batch_shape[1:], "batch_shape", allow_none=True):
+                raise ValueError(f"Input: shape {shape!r} and batch_shape {batch_shape!r} disagree")
+            if batch_size is not None and batch_shape[0] is not None and batch_shape[0] != batch_size:
+                raise ValueError(f"Input: batch_size {batch_size!r} and batch_shape {batch_shape!r} disagree")
+            shape = batch_shape[1:]
+            if batch_size is None:
+                batch_size = batch_shape[0]
         if shape is None:
             raise ValueError("Input needs a shape (without the batch dimension)")
+        # Keras's fixed batch size (stateful recurrent layers need one), or None
+        self.batch_size = None if batch_size is None else check_positive_int("Input batch_size", batch_size)
+        self._batch_size = self.batch_size
         self.shape = feature_shape_of(shape, allow_none=True)
         key = str(getattr(dtype, "__name__", dtype)) if dtype is not None else "float32"
         if key not in _DTYPES:
@@ -43,20 +60,25 @@ class InputLayer(Layer):
         return "input_layer"
 
     def get_config(self):
-        return {"name": self.name, "batch_shape": (None,) + self.shape, "dtype": self.dtype}
+        return {"name": self.name, "batch_shape": (self.batch_size,) + self.shape, "dtype": self.dtype}
 
     @classmethod
     def from_config(cls, config):
-        return cls(tuple(config["batch_shape"][1:]), name=config.get("name"), dtype=config.get("dtype", "float32"))
+        shape = tuple(config["batch_shape"])
+        return cls(shape[1:], name=config.get("name"), dtype=config.get("dtype", "float32"), batch_size=shape[0])
 
 
 def Input(shape=None, name=None, dtype="float32", batch_size=None, batch_shape=None):
     """A symbolic input of a functional model (``shape`` without the batch).
 
+    ``batch_size`` (or ``batch_shape=(batch, *shape)``) fixes the model's batch size,
+    as Keras's: a stateful recurrent layer needs it.
+
     ``None`` in the shape stands for a length that varies from batch to batch
     (a graph is built and cached per length).  Integer dtypes (int64, int32,
     ...) hold indices for an Embedding; floats are float32 in the graph."""
-    layer = InputLayer(shape, name=name, dtype=dtype, batch_shape=batch_shape)
+    layer = InputLayer(shape, name=name, dtype=dtype, batch_shape=batch_shape, batch_size=batch_size)
     node = Node(layer.shape, layer, [], dtype=layer.graph_dtype)
+    node.batch_size = layer.batch_size
     layer.output = node
     return node

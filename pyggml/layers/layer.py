@@ -132,11 +132,18 @@ class Layer:
         self.input_shape = None
         self.output_shape = None
         self._batch_input_shape = None
+        self._batch_size = None          # the batch of batch_input_shape (Keras's fixed batch size), or None
         self.input = self.output = None
         self.activity_regularizer = activity_regularizer
         self._call_losses = []           # the losses of the last call on arrays (Layer.losses)
         if batch_input_shape is not None:
             self._batch_input_shape = feature_shape_of(tuple(batch_input_shape)[1:], "batch_input_shape", True)
+            first = tuple(batch_input_shape)[0]
+            if first is not None:
+                if not is_int(first) or first < 1:
+                    raise ValueError(f"batch_input_shape: the batch size must be a positive int or None, "
+                                     f"got {first!r}")
+                self._batch_size = int(first)
         elif input_shape is not None:
             self._batch_input_shape = feature_shape_of(input_shape, "input_shape", True)
         elif input_dim is not None:
@@ -352,7 +359,7 @@ class Layer:
     def get_config(self):
         cfg = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
         if self._batch_input_shape is not None:
-            cfg["batch_input_shape"] = (None,) + tuple(self._batch_input_shape)
+            cfg["batch_input_shape"] = (self._batch_size,) + tuple(self._batch_input_shape)
         if self.activity_regularizer is not None:
             from pyggml import regularizers
             cfg["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
@@ -369,6 +376,11 @@ class Layer:
     def batch_input_shape(self):
         """The input shape given to the constructor (input_shape=...), without the batch."""
         return self._batch_input_shape
+
+    @property
+    def fixed_batch_size(self):
+        """The batch size of the constructor's ``batch_input_shape`` (Keras's fixed batch), or None."""
+        return self._batch_size
 
     def _build_once(self, shape):
         if self.built:
@@ -485,6 +497,10 @@ class Layer:
             dt = dtypes[i] if dtypes else getattr(self, "output_dtype", "float32")
             outs.append(Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
                              dtype=dt, call_kwargs=kwargs, list_input=isinstance(inputs, list)))
+        # the model's fixed batch size (Keras's Input(batch_size=...)) goes on with the data
+        batch = next((n.batch_size for n in nodes if n.batch_size is not None), None)
+        for o in outs:
+            o.batch_size = batch
         self.output_shape = out_shapes
         out = outs if multi else outs[0]
         self.input, self.output = inputs, out

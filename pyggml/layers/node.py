@@ -18,6 +18,9 @@ MERGING_LAYERS = {}
 class Node:
     """``Node(feature_shape, layer, inputs, index=0, dtype="float32")``."""
 
+    # the model's fixed batch size (Keras's Input(batch_size=...)), carried from the inputs; or None
+    batch_size = None
+
     def __init__(self, feature_shape, layer, inputs, index=0, dtype="float32", call_kwargs=None, list_input=False):
         self.feature_shape = tuple(feature_shape)
         self.layer = layer

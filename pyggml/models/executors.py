@@ -48,6 +48,7 @@ class GraphBuilder:
         self.in_ctx = Context(n_tensors=256 * scale + 64)
         self.cache = {}
         self.updates = []            # (variable tensor, new value)
+        self.state_updates = []      # (state tensor, new value): stateful layers' states, every graph
         self._consts = []            # (tensor, array) still to set
         self._masks = []             # (tensor, rate or draw(rng, shape)): redrawn before each step
         self._derived = {}           # id(source) -> [(tensor, fn)]
@@ -57,6 +58,9 @@ class GraphBuilder:
     # --- the scope protocol ----------------------------------------------------------
     def tensor_of(self, variable):
         t = self.store.tensors.get(id(variable)) if self.store is not None else None
+        if t is None:
+            # a stateful layer's states: not weights, kept in the runtime's state stores
+            t = self.state_tensor(variable)
         if t is None:
             raise GGMLError(f"the weight {variable.name!r} is not one of this model's (a layer made it while "
                             f"the graph was being built: build every layer before compiling)")
@@ -80,6 +84,22 @@ class GraphBuilder:
 
     def add_update(self, variable, tensor):
         self.updates.append((self.tensor_of(variable), tensor))
+
+    def add_state_update(self, variable, tensor):
+        """Write ``tensor`` into the state ``variable`` when the graph has run (every graph:
+        a stateful recurrent layer's states carry over from batch to batch)."""
+        self.state_updates.append((self.tensor_of(variable), tensor))
+
+    def state_tensor(self, variable):
+        """The tensor of a state variable (not a weight) on the runtime's device, or None."""
+        owner = getattr(self.store, "owner", None)
+        if owner is None or not getattr(variable, "is_state", False):
+            return None
+        return owner.state_tensor(variable)
+
+    def state_writes(self):
+        """The copies that write the final states into the state tensors (inside the scope)."""
+        return [ops.cpy(_contiguous(value), target) for target, value in self.state_updates]
 
     def add_loss(self, tensor, layer=None):
         self.added_losses.append(tensor)
@@ -234,11 +254,14 @@ class Predictor(Executor):
         super().__init__(model, shapes, training=False, scale=scale)
         with _scope.entered(self.g):
             self.outs = [ops.dup(o) if o.op == "NONE" else _contiguous(o) for o in self.forward(False)]
-        size = reachable_count(self.outs) + 64
+            writes = self.g.state_writes()
+        size = reachable_count(self.outs + writes) + 64
         self.graph = Graph(self.g.ctx, size)
         for o in self.outs:
             o.set_output()
             self.graph.build_forward(o)
+        for w in writes:                        # after the outputs: they read the states first
+            self.graph.build_forward(w)
         self.g.allocate(self.backend)
         self.make_scheduler(size)
         # one input the graph reads as given (nothing derived from it): run_one's case
@@ -387,10 +410,14 @@ class LossEvaluator(_LossGraph):
         super().__init__(model, shapes, training=False, weight_kinds=weight_kinds,
                          trainable=model._trainable_now()[0], scale=scale)
         wanted = [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]
-        size = reachable_count(wanted) + 64
+        with _scope.entered(self.g):
+            writes = self.g.state_writes()
+        size = reachable_count(wanted + writes) + 64
         self.graph = Graph(self.g.ctx, size)
         for t in wanted:
             self.graph.build_forward(t)
+        for w in writes:
+            self.graph.build_forward(w)
         self.g.allocate(self.backend)
         self.make_scheduler(size)
 
@@ -441,7 +468,7 @@ class TrainStep(_LossGraph):
                                   [o for o in self.read_outs + self.read_masks if o is not None])
         self.layers = model._ensure_graph().layers
         n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(self.layers))
-        size = 4 * forward + 32 * len(params) + 4 * len(g.updates) + 64 * n_rules + 256
+        size = 4 * forward + 32 * len(params) + 4 * len(g.updates) + 8 * len(g.state_updates) + 64 * n_rules + 256
         accumulators = {self.total: self.seed}
         if self.accs:
             accumulators.update(self.accs)
@@ -467,6 +494,9 @@ class TrainStep(_LossGraph):
         with _scope.entered(g):
             for target, value in g.updates:
                 graph.build_forward(ops.cpy(value, target))
+            # after the backward pass, which reads the initial states (W_hh's gradient)
+            for w in g.state_writes():
+                graph.build_forward(w)
             opt = self.optimizer
             grads = [(v, t, graph.grad(t)) for _, v, t in params]
             grads = [(v, t, opt.unscale(gr)) for v, t, gr in grads if gr is not None]
@@ -536,7 +566,7 @@ class GradientStep(_LossGraph):
         self.seed = g.input((1,))
         g.allocate(self.backend)
         self.seed.set(np.ones(1, dtype=np.float32))
-        size = 5 * reachable_count([self.total]) + 256
+        size = 5 * reachable_count([self.total]) + 8 * len(g.state_updates) + 256
         self.graph = Graph(g.ctx, size, grads=True)
         self.graph.build_forward(self.total)
         self.graph.build_backward({self.total: self.seed})
@@ -548,6 +578,9 @@ class GradientStep(_LossGraph):
                 gr.set_output()
                 self.graph.build_forward(gr)
             self.grads.append((name, t, gr))
+        with _scope.entered(g):
+            for w in g.state_writes():
+                self.graph.build_forward(w)
         g.allocate(self.backend)
         self.make_scheduler(size)
 

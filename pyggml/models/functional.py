@@ -279,6 +279,7 @@ def from_config(config, custom_objects=None):
     for name, (layer, calls) in made.items():
         if isinstance(layer, InputLayer):
             node = Node(layer.shape, layer, [], dtype=layer.graph_dtype)
+            node.batch_size = layer.batch_size
             layer.output = node
             made_calls[(name, 0)] = [node]
     pending = [(name, i, c) for name, (layer, calls) in made.items() for i, c in enumerate(calls)]

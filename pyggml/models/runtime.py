@@ -32,12 +32,15 @@ class Runtime:
         self.max_graphs = _MAX_CACHED * (2 if any(None in s.feature_shape for s in model.graph_specs) else 1)
         self.others = weakref.WeakSet()          # graphs and states made for a Trainer: freed with us
         self.fit_state = None
+        self.state_stores = {}                   # id(state variable) -> its WeightStore (stateful layers)
         self.bound_at = weights_mod.moves()
 
     def ensure_bound(self):
         """A layer shared with another model may have taken its values there: bring them back."""
         if self.bound_at != weights_mod.moves():
             self.store.bind_all()
+            for s in self.state_stores.values():
+                s.bind_all()
             self.bound_at = weights_mod.moves()
 
     def graph(self, key, make):
@@ -51,6 +54,16 @@ class Runtime:
         else:
             self.graphs.move_to_end(key)
         return e
+
+    def state_tensor(self, variable):
+        """The device tensor of a stateful layer's state variable (not a weight: not saved,
+        not trained), made on first use; every graph of this runtime shares it."""
+        store = self.state_stores.get(id(variable))
+        if store is None:
+            store = self.state_stores[id(variable)] = weights_mod.WeightStore(self.backend,
+                                                                              [(variable.name, variable)])
+        store.bind(variable)
+        return store.tensor(variable)
 
     def state_of(self, optimizer):
         """The state this runtime keeps for ``optimizer`` (fit's, or apply_gradients'), or None."""
@@ -151,5 +164,8 @@ class Runtime:
         for s in self.states.values():
             s.free()
         self.states = {}
+        for s in self.state_stores.values():
+            s.free()
+        self.state_stores = {}
         self.store.free()
         self.backend.free()

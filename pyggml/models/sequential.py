@@ -21,6 +21,7 @@ class Sequential(Model):
         self._stack = []
         self._seq_input_shape = None
         self._seq_input_dtype = "float32"
+        self._seq_batch_size = None          # Keras's fixed batch size (Input(batch_shape=...)), or None
         super().__init__(name=name, **kwargs)
         if input_shape is not None:
             self.input_shape = input_shape
@@ -54,6 +55,7 @@ class Sequential(Model):
                 raise ValueError("pg.Input can only be the first element of a Sequential")
             self._seq_input_shape = layer.feature_shape
             self._seq_input_dtype = layer.layer.dtype
+            self._seq_batch_size = layer.layer.batch_size
             self._invalidate()
             return self
         if not isinstance(layer, Layer) or isinstance(layer, InputLayer):
@@ -62,6 +64,7 @@ class Sequential(Model):
             raise ValueError("this layer is already in the model")
         if not self._stack and self._seq_input_shape is None and layer.batch_input_shape is not None:
             self._seq_input_shape = layer.batch_input_shape
+            self._seq_batch_size = layer.fixed_batch_size
         self._stack.append(layer)
         self._invalidate()
         return self
@@ -93,7 +96,7 @@ class Sequential(Model):
                              "input_shape=..., or start with pg.Input(shape)")
         if getattr(first, "input_dtype", None) == "int32":
             dtype = "int32"
-        node = inp = Input(shape, dtype=dtype)
+        node = inp = Input(shape, dtype=dtype, batch_size=self._seq_batch_size)
         for l in self._stack:
             node = l(node)
         self._topology = functional.Topology([inp], [node])
@@ -131,16 +134,20 @@ class Sequential(Model):
 
     def get_config(self):
         self._ensure_graph()
-        return {"name": self.name, "sequential": True, "input_shape": list(self._seq_input_shape),
-                "input_dtype": self._seq_input_dtype,
-                "layers": [{"class_name": get_registered_name(type(l)), "config": l.get_config()}
-                           for l in self._stack]}
+        cfg = {"name": self.name, "sequential": True, "input_shape": list(self._seq_input_shape),
+               "input_dtype": self._seq_input_dtype,
+               "layers": [{"class_name": get_registered_name(type(l)), "config": l.get_config()}
+                          for l in self._stack]}
+        if self._seq_batch_size is not None:
+            cfg["batch_size"] = self._seq_batch_size
+        return cfg
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         m = cls(name=config.get("name"))
         m._seq_input_dtype = config.get("input_dtype", "float32")
         m.input_shape = tuple(config["input_shape"])
+        m._seq_batch_size = config.get("batch_size")
         for entry in config["layers"]:
             if entry["class_name"] == "InputLayer":
                 continue

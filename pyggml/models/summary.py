@@ -15,7 +15,9 @@ def print_summary(model, print_fn=print):
     layers = model.layers
     for l in layers:
         nodes = [n for n in topo.nodes if n.layer is l]
-        shape = _shape([n.shape for n in nodes]) if len(nodes) > 1 else (_shape(nodes[0].shape) if nodes else "?")
+        # a fixed batch size (Keras's Input(batch_shape=...)) shows, as in Keras
+        shapes = [(n.batch_size,) + tuple(n.feature_shape) for n in nodes]
+        shape = _shape(shapes) if len(nodes) > 1 else (_shape(shapes[0]) if nodes else "?")
         rows.append((f"{l.name} ({type(l).__name__})", shape, str(l.count_params())))
     w = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
     line = "-" * sum(w)

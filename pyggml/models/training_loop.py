@@ -276,7 +276,8 @@ def test_on_batch(model, x, y, sample_weight, return_dict):
 
 
 class BatchCalls:
-    """Keras's one-batch calls, for Model (its ``_locked`` and ``predict``)."""
+    """Keras's one-batch calls, for Model (its ``_locked`` and ``predict``), and the reset of
+    its stateful layers."""
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         """One optimizer step on all of x: its loss (and metrics) as evaluate returns them.
@@ -290,6 +291,21 @@ class BatchCalls:
     def predict_on_batch(self, x):
         return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
 
+    # --- stateful recurrent layers (their states carry over between these calls) ------------
+    def stateful_layers(self):
+        """The layers (nested ones included) with ``stateful=True``."""
+        from pyggml.layers import weight_rules
+        return [l for l in weight_rules.layer_tree(self._ensure_graph().layers)
+                if l is not self and getattr(l, "stateful", False) is True and hasattr(l, "reset_states")]
+
+    def reset_states(self):
+        """Set the states of every stateful layer to zeros (Keras's ``model.reset_states()``)."""
+        self.check_alive()
+        for l in self.stateful_layers():
+            l.reset_states()
+
+    reset_state = reset_states
+
 
 def predict(model, x, batch_size, steps):
     """[outputs] for every row of x (arrays or a generator of inputs)."""
@@ -301,8 +317,9 @@ def predict(model, x, batch_size, steps):
         return pred.run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
     chunks = None
-    # arrays: one graph of the batch size (capped at the rows), the last chunk padded
-    size = data.batch_size if isinstance(data, da.ArrayDataset) else None
+    # arrays: one graph of the batch size (capped at the rows), the last chunk padded; not with
+    # stateful layers, whose states are per row (a short batch is refused, as Keras)
+    size = data.batch_size if isinstance(data, da.ArrayDataset) and not model.stateful_layers() else None
     for batch in data.batches():
         outs = _predict_batch(rt, batch.xs, size or batch.n)
         chunks = [[o] for o in outs] if chunks is None else [c + [o] for c, o in zip(chunks, outs)]

@@ -29,7 +29,8 @@ and c; GRU and SimpleRNN: h).  ``layer(x, initial_state=[...])`` starts from the
 given states instead of zeros (they become inputs of the call, so gradients
 reach them: an encoder's states feeding a decoder train both); a list ``[x,
 *states]`` as the inputs means the same.  ``unroll`` is accepted: the graph is
-always unrolled.
+always unrolled.  ``stateful=True`` (Keras's): each row's final state is its initial state
+in the next batch (``stateful.py``).
 
 The per-step maths (arguments, weights, dropout, the cell) is ``CellMath``: the
 layers here and the cells of ``cells.py`` (``LSTMCell``, ...) share it, so
@@ -39,9 +40,10 @@ layers here and the cells of ``cells.py`` (``LSTMCell``, ...) share it, so
 import numpy as np
 
 from pyggml import _scope, activations, initializers, ops
-from pyggml._validation import check_fraction, check_positive_int
+from pyggml._validation import check_bool, check_fraction, check_positive_int
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
+from pyggml.layers.recurrent.stateful import Stateful
 
 __all__ = ["BaseRNN", "CellMath", "TakesInitialState", "stack_steps", "stack_fused"]
 
@@ -369,7 +371,7 @@ class CellMath:
         return (self.stack_fused(outputs) if return_sequences else state[0]), state
 
 
-class BaseRNN(TakesInitialState, CellMath, Layer):
+class BaseRNN(Stateful, TakesInitialState, CellMath, Layer):
     """A recurrent layer over a sequence, with its cell's maths (CellMath) built in."""
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
@@ -377,8 +379,9 @@ class BaseRNN(TakesInitialState, CellMath, Layer):
                  recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
                  bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, return_state=False,
-                 unroll=False, **kwargs):
+                 stateful=False, unroll=False, **kwargs):
         super().__init__(**kwargs)
+        self.init_stateful(check_bool("stateful", stateful))
         self.return_state = bool(return_state)
         self.unroll = bool(unroll)             # Keras's; the graph here is unrolled either way
         self.init_cell(units, activation=activation, recurrent_activation=recurrent_activation, use_bias=use_bias,
@@ -392,6 +395,11 @@ class BaseRNN(TakesInitialState, CellMath, Layer):
         self.go_backwards = bool(go_backwards)
 
     # --- initial and final states ----------------------------------------------------------
+    @property
+    def state_sizes(self):
+        """The size of each state (LSTM: h and c)."""
+        return [self.units] * self.n_states
+
     def split_inputs(self, inputs):
         """(x, the initial states or None) from the call's inputs: x, or [x, *states]."""
         if not isinstance(inputs, (list, tuple)):
@@ -439,12 +447,16 @@ class BaseRNN(TakesInitialState, CellMath, Layer):
                     raise ValueError(f"{type(self).__name__}: an initial state must have shape "
                                      f"(batch, units) = {(batch, self.units)}, got {tuple(st.shape)}")
             states = tuple(contiguous(st) for st in states)
+        kept = self.stateful_initial_states(inputs.shape[0])
+        if states is None and kept is not None:
+            states = tuple(kept)
         in_masks, self._rec_masks = self.dropout_masks(inputs, training)
         try:
             out, final = self.run_steps(inputs, mask, self.masked_inputs(inputs, in_masks), states,
                                         self.go_backwards, self.return_sequences)
         finally:
             self._rec_masks = None
+        self.keep_final_states(final)
         return [out] + list(final) if self.return_state else out
 
     def get_config(self):
@@ -453,6 +465,6 @@ class BaseRNN(TakesInitialState, CellMath, Layer):
         cfg.update(units=cell.pop("units"), activation=cell.pop("activation"),
                    recurrent_activation=cell.pop("recurrent_activation"), use_bias=cell.pop("use_bias"),
                    return_sequences=self.return_sequences, go_backwards=self.go_backwards,
-                   return_state=self.return_state, unroll=self.unroll)
+                   return_state=self.return_state, stateful=self.stateful, unroll=self.unroll)
         cfg.update(cell)
         return cfg

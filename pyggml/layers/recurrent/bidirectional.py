@@ -89,11 +89,47 @@ class Bidirectional(TakesInitialState, Layer):
                                  f"{not layer.go_backwards})")
             if getattr(backward, "return_sequences", None) != layer.return_sequences:
                 raise ValueError("Bidirectional: backward_layer must have the same return_sequences as layer")
+            if bool(getattr(backward, "stateful", False)) != bool(getattr(layer, "stateful", False)):
+                raise ValueError("Bidirectional: backward_layer must have the same stateful as layer")
             self._backward_spec = serialize_layer(backward)
         self.backward_layer = backward
         self.return_sequences = bool(layer.return_sequences)
         self.return_state = bool(getattr(layer, "return_state", False))
         self.n_states = getattr(layer, "n_states", 1)
+        self.stateful = bool(getattr(layer, "stateful", False))
+
+    # --- stateful=True (Keras's: both directions keep their states) ----------------------------
+    def _call_symbolic(self, inputs, nodes, kwargs):
+        batch = next((n.batch_size for n in nodes if n.batch_size is not None), None)
+        for l in (self.forward_layer, self.backward_layer):
+            declare = getattr(l, "declare_batch_size", None)
+            if declare is not None:
+                declare(batch)
+        return super()._call_symbolic(inputs, nodes, kwargs)
+
+    @property
+    def states(self):
+        """The forward layer's states, then the backward one's (stateful layers), or None."""
+        f, b = getattr(self.forward_layer, "states", None), getattr(self.backward_layer, "states", None)
+        return None if f is None and b is None else list(f or []) + list(b or [])
+
+    def reset_states(self, states=None):
+        """Zeros (or the given arrays: the forward layer's states, then the backward one's) in
+        both directions' states."""
+        if states is None:
+            for l in (self.forward_layer, self.backward_layer):
+                if hasattr(l, "reset_states"):
+                    l.reset_states()
+            return
+        values = list(states) if isinstance(states, (list, tuple)) else [states]
+        n = self.n_states
+        if len(values) != 2 * n:
+            raise ValueError(f"Bidirectional.reset_states takes {2 * n} states (the forward layer's {n}, then "
+                             f"the backward one's), got {len(values)}")
+        self.forward_layer.reset_states(values[:n])
+        self.backward_layer.reset_states(values[n:])
+
+    reset_state = reset_states
 
     # --- initial and final states ----------------------------------------------------------
     def _split(self, inputs):

@@ -18,15 +18,18 @@ runs the steps last to first (the sequence output in that order);
 (or ``[x, *states]`` as the inputs) starts from given states, which then train.
 States are flat lists here: a stack of cells takes and returns its cells'
 states one after the other (Keras nests them per cell).
-``stateful=True`` is refused (TypeError); ``unroll`` is accepted (always unrolled).
+``stateful=True`` keeps each sample's final states as its initial states in the next
+batch (see ``stateful.py``); ``unroll`` is accepted (always unrolled).
 """
 
 import numpy as np
 
 from pyggml import ops
+from pyggml._validation import check_bool
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 from pyggml.layers.recurrent.base_rnn import CellMath, TakesInitialState, _several, stack_fused, stack_steps
+from pyggml.layers.recurrent.stateful import Stateful
 from pyggml.layers.recurrent.cells import (StackedRNNCells, call_cell, check_cell, end_sequence, flat_state_sizes,
                                            flatten_states, output_size_of, start_sequence, structure_states)
 from pyggml.layers.wrappers.wrapping import serialize_layer
@@ -36,22 +39,19 @@ __all__ = ["RNN"]
 
 
 @register_builtin
-class RNN(TakesInitialState, Layer):
+class RNN(Stateful, TakesInitialState, Layer):
     float_inputs = True
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
                  unroll=False, zero_output_for_mask=False, **kwargs):
-        if stateful:
-            raise TypeError("RNN: stateful=True (states kept from batch to batch) is not supported; "
-                            "pass initial_state=[...] to start from given states")
         super().__init__(**kwargs)
+        self.init_stateful(check_bool("stateful", stateful))
         if isinstance(cell, (list, tuple)):
             cell = StackedRNNCells(cell)
         self.cell = check_cell("RNN", cell)
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
-        self.stateful = False
         self.unroll = bool(unroll)
         self.zero_output_for_mask = bool(zero_output_for_mask)
 
@@ -121,6 +121,9 @@ class RNN(TakesInitialState, Layer):
         if states is not None:
             self._check_states([st.shape for st in states], batch)
             states = [contiguous(st) for st in states]
+        kept = self.stateful_initial_states(batch)
+        if states is None and kept is not None:
+            states = kept
         if mask is not None:
             mask = contiguous(ops.as_tensor(mask))
             if tuple(mask.shape) not in ((batch, steps), (batch, steps, 1)):
@@ -135,6 +138,7 @@ class RNN(TakesInitialState, Layer):
                 out, final = self._run_cell(x, mask, states, training)
             finally:
                 end_sequence(self.cell)
+        self.keep_final_states(final)
         return [out] + list(final) if self.return_state else out
 
     def _run_builtin(self, x, mask, states, training):
@@ -217,7 +221,7 @@ class RNN(TakesInitialState, Layer):
     def get_config(self):
         cfg = super().get_config()
         cfg.update(return_sequences=self.return_sequences, return_state=self.return_state,
-                   go_backwards=self.go_backwards, stateful=False, unroll=self.unroll,
+                   go_backwards=self.go_backwards, stateful=self.stateful, unroll=self.unroll,
                    zero_output_for_mask=self.zero_output_for_mask, cell=serialize_layer(self.cell))
         return cfg
 
