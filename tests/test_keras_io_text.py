@@ -1,0 +1,324 @@
+"""keras-io's text, timeseries and generative examples, ported as a Keras user
+would (``import pyggml as keras``; the data replaced by small offline arrays of
+the same shapes): each test runs one script's model-building and training code
+as written there, for a couple of steps, and checks what the script relies on.
+The library pieces these scripts needed have their own checks here too."""
+
+import os
+import re
+import string
+
+import numpy as np
+import pytest
+
+import pyggml as keras
+from pyggml import layers, ops
+
+RNG = np.random.default_rng(11)
+
+
+# --- library pieces the scripts call ----------------------------------------------------------------
+
+def test_activations_compute_at_once_on_arrays():
+    """text_generation_with_miniature_gpt samples with keras.activations.softmax(ops.expand_dims(logits, 0))."""
+    z = RNG.normal(size=(2, 5))
+    e = np.exp(z - z.max(-1, keepdims=True))
+    np.testing.assert_allclose(keras.activations.softmax(z), e / e.sum(-1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(keras.activations.softmax(z, axis=0),
+                               np.exp(z) / np.exp(z).sum(0, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(keras.activations.relu(z), np.maximum(z, 0), rtol=1e-6)
+    np.testing.assert_allclose(keras.activations.sigmoid(z), 1 / (1 + np.exp(-z)), rtol=1e-5)
+    assert keras.activations.get("softmax") is keras.activations.softmax      # names still resolve
+    with pytest.raises(TypeError, match="real numbers"):
+        keras.activations.softmax(np.array(["a"]))
+
+
+def test_a_text_layer_takes_a_datasets_string_batch():
+    """``raw_ds.map(lambda x, y: (vectorize_layer(ops.expand_dims(x, -1)), y))``."""
+    texts = np.array(["the cat sat", "a dog ran far", "the dog"])
+    vec = layers.TextVectorization(output_mode="int", output_sequence_length=4)
+    vec.adapt(texts)
+    ds = keras.data.Dataset.from_tensor_slices((texts, np.array([0, 1, 1]))).batch(2)
+    mapped = ds.map(lambda x, y: (vec(ops.expand_dims(x, -1)), y))
+    got = np.concatenate([np.asarray(x) for x, _ in mapped])
+    np.testing.assert_array_equal(got, vec(texts[:, None]))
+    assert got.shape == (3, 4) and got[0, 0] == vec.get_vocabulary().index("the")
+
+
+def test_one_target_goes_to_the_only_output_with_a_loss():
+    inp = keras.Input((4,))
+    h = layers.Dense(3)(inp)
+    out = layers.Dense(2)(h)
+    model = keras.Model(inp, [out, h])
+    model.compile("adam", loss=["mse", None])
+    x, y = RNG.normal(size=(8, 4)), RNG.normal(size=(8, 2))
+    first = model.evaluate(x, y, verbose=0)
+    pred = model.predict(x, verbose=0)[0]
+    np.testing.assert_allclose(np.ravel(first)[0], np.mean((pred - y) ** 2), rtol=1e-4)
+    model.fit(x, y, epochs=2, batch_size=4, verbose=0)
+    with pytest.raises(ValueError, match="2 outputs"):
+        keras.Model(inp, [out, h]).compile("adam", loss=["mse", "mse"]).fit(x, y, verbose=0)
+    model.free()
+
+
+# --- text_generation_with_miniature_gpt ---------------------------------------------------------------
+
+class TransformerBlock(layers.Layer):
+    def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
+        super().__init__()
+        self.att = layers.MultiHeadAttention(num_heads, embed_dim)
+        self.ffn = keras.Sequential([layers.Dense(ff_dim, activation="relu"), layers.Dense(embed_dim)])
+        self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
+        self.layernorm2 = layers.LayerNormalization(epsilon=1e-6)
+        self.dropout1 = layers.Dropout(rate)
+        self.dropout2 = layers.Dropout(rate)
+
+    def call(self, inputs):
+        attention_output = self.att(inputs, inputs, use_causal_mask=True)
+        attention_output = self.dropout1(attention_output)
+        out1 = self.layernorm1(inputs + attention_output)
+        ffn_output = self.ffn(out1)
+        ffn_output = self.dropout2(ffn_output)
+        return self.layernorm2(out1 + ffn_output)
+
+
+class TokenAndPositionEmbedding(layers.Layer):
+    def __init__(self, maxlen, vocab_size, embed_dim):
+        super().__init__()
+        self.token_emb = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+        self.pos_emb = layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
+
+    def call(self, x):
+        maxlen = ops.shape(x)[-1]
+        positions = ops.arange(0, maxlen, 1)
+        positions = self.pos_emb(positions)
+        x = self.token_emb(x)
+        return x + positions
+
+
+def test_miniature_gpt_trains_on_a_vectorized_text_dataset_and_samples():
+    vocab_size, maxlen, embed_dim = 20, 12, 16
+    words = "this movie is great bad the a film was i loved hated it and plot actor story".split()
+    lines = [" ".join(RNG.choice(words, RNG.integers(5, 20))) + "." for _ in range(64)]
+    text_ds = keras.data.Dataset.from_tensor_slices(np.array(lines)).shuffle(buffer_size=64).batch(16)
+
+    def custom_standardization(input_string):
+        lowercased = np.char.lower(input_string)
+        stripped_html = np.char.replace(lowercased, "<br />", " ")
+        return np.vectorize(lambda s: re.sub(f"([{string.punctuation}])", r" \1", s))(stripped_html)
+
+    vectorize_layer = layers.TextVectorization(standardize=custom_standardization, max_tokens=vocab_size - 1,
+                                               output_mode="int", output_sequence_length=maxlen + 1)
+    vectorize_layer.adapt(text_ds)
+    vocab = vectorize_layer.get_vocabulary()
+
+    def prepare_lm_inputs_labels(text):
+        text = ops.expand_dims(text, -1)
+        tokenized_sentences = vectorize_layer(text)
+        return tokenized_sentences[:, :-1], tokenized_sentences[:, 1:]
+
+    text_ds = text_ds.map(prepare_lm_inputs_labels).prefetch(keras.data.AUTOTUNE)
+
+    inputs = layers.Input(shape=(maxlen,), dtype="int32")
+    x = TokenAndPositionEmbedding(maxlen, vocab_size, embed_dim)(inputs)
+    x = TransformerBlock(embed_dim, 2, 16)(x)
+    outputs = layers.Dense(vocab_size)(x)
+    model = keras.Model(inputs=inputs, outputs=[outputs, x])
+    model.compile("adam", loss=[keras.losses.SparseCategoricalCrossentropy(from_logits=True), None])
+    history = model.fit(text_ds, verbose=0, epochs=3)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+    # the TextGenerator callback's sampling step
+    start = [vocab.index("this"), vocab.index("movie")]
+    y, _ = model.predict(np.array([start + [0] * (maxlen - len(start))]), verbose=0)
+    logits, indices = ops.top_k(y[0][len(start) - 1], k=5, sorted=True)
+    preds = np.asarray(keras.activations.softmax(ops.expand_dims(logits, 0))[0]).astype("float32")
+    assert indices.shape == (5,) and abs(preds.sum() - 1) < 1e-5 and np.all(np.diff(preds) <= 1e-7)
+    token = np.random.default_rng(0).choice(np.asarray(indices).astype("int32"), p=preds / preds.sum())
+    assert 0 <= token < vocab_size
+
+    # causality: changing a later token leaves the earlier positions' logits as they were
+    seq = RNG.integers(2, vocab_size, size=(1, maxlen))
+    later = seq.copy()
+    later[0, 7:] = (later[0, 7:] + 1) % vocab_size
+    a, b = model.predict(seq, verbose=0)[0], model.predict(later, verbose=0)[0]
+    np.testing.assert_allclose(a[0, :7], b[0, :7], rtol=1e-5, atol=1e-6)
+    assert np.abs(a[0, 7:] - b[0, 7:]).max() > 1e-4
+    model.free()
+
+
+# --- lstm_seq2seq ---------------------------------------------------------------------------------------
+
+def test_lstm_seq2seq_trains_saves_and_decodes_with_rebuilt_models(tmp_path):
+    num_encoder_tokens, num_decoder_tokens, latent_dim = 6, 7, 8
+    enc = np.eye(num_encoder_tokens, dtype="float32")[RNG.integers(0, num_encoder_tokens, (32, 5))]
+    dec = np.eye(num_decoder_tokens, dtype="float32")[RNG.integers(0, num_decoder_tokens, (32, 4))]
+    target = np.roll(dec, -1, axis=1)
+
+    encoder_inputs = keras.Input(shape=(None, num_encoder_tokens))
+    encoder = layers.LSTM(latent_dim, return_state=True)
+    encoder_outputs, state_h, state_c = encoder(encoder_inputs)
+    decoder_inputs = keras.Input(shape=(None, num_decoder_tokens))
+    decoder_lstm = layers.LSTM(latent_dim, return_sequences=True, return_state=True)
+    decoder_outputs, _, _ = decoder_lstm(decoder_inputs, initial_state=[state_h, state_c])
+    decoder_outputs = layers.Dense(num_decoder_tokens, activation="softmax")(decoder_outputs)
+    model = keras.Model([encoder_inputs, decoder_inputs], decoder_outputs)
+    model.compile(optimizer="rmsprop", loss="categorical_crossentropy", metrics=["accuracy"])
+    model.fit([enc, dec], target, batch_size=16, epochs=2, validation_split=0.2, verbose=0)
+    path = str(tmp_path / "s2s_model.keras")
+    model.save(path)
+    full = model.predict([enc[:1], dec[:1]], verbose=0)
+    model = keras.models.load_model(path)
+
+    encoder_inputs = model.input[0]
+    encoder_outputs, state_h_enc, state_c_enc = model.layers[2].output
+    encoder_model = keras.Model(encoder_inputs, [state_h_enc, state_c_enc])
+    decoder_inputs = model.input[1]
+    decoder_state_input_h = keras.Input(shape=(latent_dim,))
+    decoder_state_input_c = keras.Input(shape=(latent_dim,))
+    decoder_lstm = model.layers[3]
+    decoder_outputs, state_h_dec, state_c_dec = decoder_lstm(
+        decoder_inputs, initial_state=[decoder_state_input_h, decoder_state_input_c])
+    decoder_outputs = model.layers[4](decoder_outputs)
+    decoder_model = keras.Model([decoder_inputs, decoder_state_input_h, decoder_state_input_c],
+                                [decoder_outputs, state_h_dec, state_c_dec])
+    # step by step through the decoder from the encoder's states = the trained model's outputs
+    states_value = encoder_model.predict(enc[:1], verbose=0)
+    for t in range(dec.shape[1]):
+        output_tokens, h, c = decoder_model.predict([dec[:1, t:t + 1]] + states_value, verbose=0)
+        np.testing.assert_allclose(output_tokens[0, -1], full[0, t], rtol=1e-4, atol=1e-6)
+        states_value = [h, c]
+    model.free()
+
+
+# --- timeseries_anomaly_detection, timeseries_weather_forecasting --------------------------------------
+
+def test_timeseries_anomaly_detection_autoencoder():
+    x_train = np.sin(np.linspace(0, 40, 48 * 64)).reshape(64, 48, 1) + RNG.normal(0, 0.05, (64, 48, 1))
+    model = keras.Sequential([
+        layers.Input(shape=(x_train.shape[1], x_train.shape[2])),
+        layers.Conv1D(filters=8, kernel_size=7, padding="same", strides=2, activation="relu"),
+        layers.Dropout(rate=0.2),
+        layers.Conv1D(filters=4, kernel_size=7, padding="same", strides=2, activation="relu"),
+        layers.Conv1DTranspose(filters=4, kernel_size=7, padding="same", strides=2, activation="relu"),
+        layers.Dropout(rate=0.2),
+        layers.Conv1DTranspose(filters=8, kernel_size=7, padding="same", strides=2, activation="relu"),
+        layers.Conv1DTranspose(filters=1, kernel_size=7, padding="same"),
+    ])
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=0.01), loss="mse")
+    history = model.fit(x_train, x_train, epochs=4, batch_size=16, validation_split=0.1, verbose=0,
+                        callbacks=[keras.callbacks.EarlyStopping(monitor="val_loss", patience=5, mode="min")])
+    assert history.history["val_loss"][-1] < history.history["val_loss"][0]
+    x_train_pred = model.predict(x_train, verbose=0)
+    assert x_train_pred.shape == x_train.shape
+    train_mae_loss = np.mean(np.abs(x_train_pred - x_train), axis=1)
+    assert train_mae_loss.shape == (64, 1)
+    model.free()
+
+
+def test_timeseries_weather_forecasting(tmp_path):
+    features = RNG.normal(size=(400, 7))
+    past, future, step, batch_size = 60, 6, 6, 32
+    start = past + future
+    x_train, y_train = features[:300], features[start:start + 300][:, [1]]
+    sequence_length = int(past / step)
+    dataset_train = keras.preprocessing.timeseries_dataset_from_array(
+        x_train, y_train, sequence_length=sequence_length, sampling_rate=step, batch_size=batch_size)
+    for batch in dataset_train.take(1):
+        inputs, targets = batch
+    assert inputs.numpy().shape == (batch_size, sequence_length, 7) and targets.numpy().shape == (batch_size, 1)
+    inputs = layers.Input(shape=(inputs.shape[1], inputs.shape[2]))
+    outputs = layers.Dense(1)(layers.LSTM(8)(inputs))
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate=0.001), loss="mse")
+    path_checkpoint = str(tmp_path / "model_checkpoint.h5")
+    history = model.fit(dataset_train, epochs=2, validation_data=dataset_train, verbose=0, callbacks=[
+        keras.callbacks.EarlyStopping(monitor="val_loss", min_delta=0, patience=5),
+        keras.callbacks.ModelCheckpoint(monitor="val_loss", filepath=path_checkpoint, verbose=0,
+                                        save_weights_only=True, save_best_only=True)])
+    assert len(history.history["val_loss"]) == 2 and os.path.exists(path_checkpoint)
+    for x, y in dataset_train.take(1):
+        assert model.predict(x, verbose=0)[0].shape == (1,) and x[0][:, 1].numpy().shape == (sequence_length,)
+    model.free()
+
+
+# --- text_classification_from_scratch ------------------------------------------------------------------
+
+def test_text_classification_from_scratch(tmp_path):
+    good, bad = ["great", "superb", "loved"], ["awful", "boring", "hated"]
+    filler = ["the", "movie", "was", "a", "film", "and", "plot"]
+    for split in ("train", "test"):
+        for lab, words in (("pos", good), ("neg", bad)):
+            os.makedirs(tmp_path / split / lab)
+            for k in range(20):
+                toks = list(RNG.choice(filler, 12)) + list(RNG.choice(words, 3))
+                (tmp_path / split / lab / f"{k}_7.txt").write_text(" ".join(toks[:7]) + "<br /><br />" +
+                                                                    " ".join(toks[7:]) + ".")
+    raw_train_ds = keras.utils.text_dataset_from_directory(
+        str(tmp_path / "train"), batch_size=8, validation_split=0.2, subset="training", seed=1337,
+        class_names=["pos", "neg"])
+    raw_test_ds = keras.utils.text_dataset_from_directory(str(tmp_path / "test"), batch_size=8)
+
+    def custom_standardization(input_data):
+        lowercase = np.char.lower(input_data)
+        stripped_html = np.char.replace(lowercase, "<br />", " ")
+        return np.vectorize(lambda s: re.sub(f"[{re.escape(string.punctuation)}]", "", s))(stripped_html)
+
+    vectorize_layer = layers.TextVectorization(standardize=custom_standardization, max_tokens=200,
+                                               output_mode="int", output_sequence_length=30)
+    vectorize_layer.adapt(raw_train_ds.map(lambda x, y: x))
+    assert "<br" not in " ".join(vectorize_layer.get_vocabulary())
+
+    def vectorize_text(text, label):
+        text = ops.expand_dims(text, -1)
+        return vectorize_layer(text), label
+
+    train_ds = raw_train_ds.map(vectorize_text).cache().prefetch(buffer_size=10)
+    test_ds = raw_test_ds.map(vectorize_text).cache().prefetch(buffer_size=10)
+    inputs = keras.Input(shape=(None,), dtype="int64")
+    x = layers.Embedding(200, 8)(inputs)
+    x = layers.Dropout(0.5)(x)
+    x = layers.Conv1D(8, 7, padding="valid", activation="relu", strides=3)(x)
+    x = layers.GlobalMaxPooling1D()(x)
+    predictions = layers.Dense(1, activation="sigmoid", name="predictions")(x)
+    model = keras.Model(inputs, predictions)
+    model.compile(loss="binary_crossentropy", optimizer="adam", metrics=["accuracy"])
+    model.fit(train_ds, epochs=2, verbose=0)
+    loss, acc = model.evaluate(test_ds, verbose=0)
+
+    inputs = keras.Input(shape=(1,), dtype="string")
+    end_to_end_model = keras.Model(inputs, model(vectorize_layer(inputs)))
+    end_to_end_model.compile(loss="binary_crossentropy", optimizer="adam", metrics=["accuracy"])
+    loss2, acc2 = end_to_end_model.evaluate(raw_test_ds, verbose=0)
+    np.testing.assert_allclose([loss2, acc2], [loss, acc], rtol=1e-5)
+    model.free()
+    end_to_end_model.free()
+
+
+# --- timeseries_classification_transformer -------------------------------------------------------------
+
+def test_timeseries_classification_transformer():
+    def transformer_encoder(inputs, head_size, num_heads, ff_dim, dropout=0):
+        x = layers.MultiHeadAttention(key_dim=head_size, num_heads=num_heads, dropout=dropout)(inputs, inputs)
+        x = layers.Dropout(dropout)(x)
+        x = layers.LayerNormalization(epsilon=1e-6)(x)
+        res = x + inputs
+        x = layers.Conv1D(filters=ff_dim, kernel_size=1, activation="relu")(res)
+        x = layers.Dropout(dropout)(x)
+        x = layers.Conv1D(filters=inputs.shape[-1], kernel_size=1)(x)
+        x = layers.LayerNormalization(epsilon=1e-6)(x)
+        return x + res
+
+    inputs = keras.Input(shape=(20, 1))
+    x = transformer_encoder(inputs, 8, 2, 4, 0.25)
+    x = layers.GlobalAveragePooling1D(data_format="channels_last")(x)
+    x = layers.Dropout(0.4)(layers.Dense(8, activation="relu")(x))
+    model = keras.Model(inputs, layers.Dense(2, activation="softmax")(x))
+    model.compile(loss="sparse_categorical_crossentropy", optimizer=keras.optimizers.Adam(learning_rate=1e-3),
+                  metrics=["sparse_categorical_accuracy"])
+    x_train, y_train = RNG.normal(size=(32, 20, 1)), RNG.integers(0, 2, 32)
+    model.fit(x_train, y_train, validation_split=0.2, epochs=2, batch_size=8, verbose=0,
+              callbacks=[keras.callbacks.EarlyStopping(patience=10, restore_best_weights=True)])
+    loss, acc = model.evaluate(x_train, y_train, verbose=0)
+    assert np.isfinite(loss) and 0 <= acc <= 1
+    model.free()
