@@ -322,3 +322,81 @@ def test_timeseries_classification_transformer():
     loss, acc = model.evaluate(x_train, y_train, verbose=0)
     assert np.isfinite(loss) and 0 <= acc <= 1
     model.free()
+
+
+# --- pretrained_word_embeddings -------------------------------------------------------------------------
+
+def test_pretrained_word_embeddings_frozen_matrix_and_end_to_end_strings():
+    topics = {"comp.graphics": "graphics render pixel image modeling", "sci.space": "orbit nasa launch moon"}
+    common = "the a of and to is in it".split()
+    samples, labels = [], []
+    for ci, kw in enumerate(topics.values()):
+        for _ in range(24):
+            samples.append(" ".join(RNG.choice(common + kw.split(), 30)))
+            labels.append(ci)
+    vectorizer = layers.TextVectorization(max_tokens=20000, output_sequence_length=40)
+    vectorizer.adapt(keras.data.Dataset.from_tensor_slices(samples).batch(16))
+    voc = vectorizer.get_vocabulary()
+    word_index = dict(zip(voc, range(len(voc))))
+    output = vectorizer([["the moon of the pixel"]])
+    assert list(output.numpy()[0, :5]) == [word_index[w] for w in ["the", "moon", "of", "the", "pixel"]]
+    num_tokens, embedding_dim = len(voc) + 2, 16
+    embedding_matrix = RNG.normal(size=(num_tokens, embedding_dim))
+    embedding_layer = layers.Embedding(num_tokens, embedding_dim, trainable=False)
+    embedding_layer.build((1,))
+    embedding_layer.set_weights([embedding_matrix])
+
+    int_sequences_input = keras.Input(shape=(None,), dtype="int32")
+    x = layers.Conv1D(8, 5, activation="relu")(embedding_layer(int_sequences_input))
+    x = layers.MaxPooling1D(5)(x)
+    x = layers.GlobalMaxPooling1D()(x)
+    preds = layers.Dense(len(topics), activation="softmax")(x)
+    model = keras.Model(int_sequences_input, preds)
+    x_train = vectorizer(np.array([[s] for s in samples])).numpy()
+    model.compile(loss="sparse_categorical_crossentropy", optimizer="rmsprop", metrics=["acc"])
+    model.fit(x_train, np.array(labels), batch_size=16, epochs=2, verbose=0)
+    np.testing.assert_allclose(model.get_weights()["embedding.weight"], embedding_matrix, rtol=1e-6)   # frozen
+
+    string_input = keras.Input(shape=(1,), dtype="string")
+    end_to_end_model = keras.Model(string_input, model(vectorizer(string_input)))
+    probabilities = end_to_end_model(keras.ops.convert_to_tensor([["a moon launch and an orbit"]]))
+    np.testing.assert_allclose(probabilities, model.predict(vectorizer([["a moon launch and an orbit"]]),
+                                                            verbose=0), rtol=1e-5)
+    model.free()
+
+
+def test_set_weights_takes_keras_s_list_in_keras_s_layouts():
+    dense = layers.Dense(3)
+    dense.build((None, 2))
+    kernel, bias = RNG.normal(size=(2, 3)), RNG.normal(size=3)          # Keras's kernel is (in, units)
+    dense.set_weights([kernel, bias])
+    np.testing.assert_allclose(dense.get_weights()["weight"], kernel.T, rtol=1e-6)
+    x = RNG.normal(size=(4, 2))
+    np.testing.assert_allclose(dense(x), x @ kernel + bias, rtol=1e-5)
+    dense.set_weights([kernel.T, bias])                                  # pyggml's layout is taken too
+    np.testing.assert_allclose(dense(x), x @ kernel + bias, rtol=1e-5)
+    conv = layers.Conv1D(4, 3)
+    conv.build((None, 7, 2))
+    k = RNG.normal(size=(3, 2, 4))                                       # Keras: (width, in, filters)
+    conv.set_weights([k, np.zeros(4)])
+    xs = RNG.normal(size=(1, 7, 2))
+    want = np.stack([np.einsum("wc,wcf->f", xs[0, i:i + 3], k) for i in range(5)])[None]
+    np.testing.assert_allclose(conv(xs), want, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="list of 1 arrays; the layer has 2 weights"):
+        dense.set_weights([kernel])
+    with pytest.raises(ValueError, match=r"weight 'weight' must have shape \(3, 2\)"):
+        dense.set_weights([np.zeros((5, 5)), bias])
+    with pytest.raises(TypeError, match="array of numbers"):
+        dense.set_weights([np.array([["a"] * 3] * 2), bias])
+
+
+def test_a_layer_built_by_hand_keeps_its_weights_when_called():
+    dense = layers.Dense(2)
+    dense.build((None, 3))
+    w = {"weight": RNG.normal(size=(2, 3)), "bias": np.ones(2)}
+    dense.set_weights(w)
+    inp = keras.Input((3,))
+    model = keras.Model(inp, dense(inp)).compile(loss="mse")
+    x = RNG.normal(size=(2, 3))
+    np.testing.assert_allclose(model.predict(x, verbose=0), x @ w["weight"].T + 1, rtol=1e-5)
+    model.free()

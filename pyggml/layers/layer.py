@@ -23,6 +23,7 @@ built.  Every op used must have a backward pass for the model to train;
 ``compile``/``fit`` name the op that lacks one.
 """
 
+import functools
 import inspect
 import re
 
@@ -104,6 +105,14 @@ def _compatible(built, given):
 
 def _as_float(t):
     return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
+
+
+def _keras_layout_shape(v):
+    """The shape of weight v in Keras's layout, or None where it is pyggml's."""
+    if v.keras_shape is None and v.keras_axes is None:
+        return None
+    base = tuple(v.keras_shape) if v.keras_shape is not None else tuple(v.shape)
+    return tuple(base[i] for i in v.keras_axes) if v.keras_axes is not None else base
 
 
 class Layer:
@@ -302,9 +311,31 @@ class Layer:
         return {n: v.numpy() for n, v in self.named_variables()}
 
     def set_weights(self, weights):
-        """Set weights by name, as get_weights names them."""
+        """Set weights by name, as get_weights names them; or, as Keras, from a list of
+        arrays in the order of ``layer.weights``, each in Keras's layout (a Dense kernel
+        ``(in, units)``, a Conv kernel ``(k..., in, filters)``) or in pyggml's."""
+        if isinstance(weights, (list, tuple)):
+            named = self.named_variables()
+            if len(weights) != len(named):
+                raise ValueError(f"{self.name}: set_weights got a list of {len(weights)} arrays; the layer has "
+                                 f"{len(named)} weights {[n for n, _ in named]} (built: {self.built})")
+            values = {}
+            for (n, v), a in zip(named, weights):
+                a = np.asarray(a)
+                if a.dtype == object or a.dtype.kind not in "biuf":
+                    raise TypeError(f"{self.name}: weight {n!r} must be an array of numbers, got dtype {a.dtype}")
+                keras_shape = _keras_layout_shape(v)
+                if keras_shape is not None and tuple(a.shape) == keras_shape:
+                    a = np.transpose(a, np.argsort(v.keras_axes)) if v.keras_axes is not None else a
+                    a = a.reshape(v.shape)
+                elif tuple(a.shape) != tuple(v.shape):
+                    want = f"{tuple(v.shape)}" + (f" (Keras's layout {keras_shape})" if keras_shape else "")
+                    raise ValueError(f"{self.name}: weight {n!r} must have shape {want}, got {a.shape}")
+                values[n] = a
+            weights = values
         if not isinstance(weights, dict):
-            raise TypeError("set_weights takes a dict {name: array}, as get_weights returns")
+            raise TypeError("set_weights takes a dict {name: array}, as get_weights returns, or a list of arrays "
+                            "in the order of layer.weights")
         mine = dict(self.named_variables())
         for k in weights:
             if k not in mine:
@@ -369,6 +400,21 @@ class Layer:
     def batch_input_shape(self):
         """The input shape given to the constructor (input_shape=...), without the batch."""
         return self._batch_input_shape
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("build")
+        if own is not None and not getattr(own, "_marks_built", False):
+            # as Keras: a layer built by hand (``embedding.build((1,))`` before ``set_weights``, a
+            # parent's build calling ``self.dense.build(shape)``) counts as built when first called
+            @functools.wraps(own)
+            def build(self, *args, **kw):
+                out = own(self, *args, **kw)
+                if not self.__dict__.get("built"):
+                    self.built = True
+                return out
+            build._marks_built = True
+            cls.build = build
 
     def _build_once(self, shape):
         if self.built:
