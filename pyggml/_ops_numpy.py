@@ -55,10 +55,40 @@ def _t(x):
         raise TypeError(f"expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
     if a.ndim > MAX_DIMS:
         raise ValueError(f"at most {MAX_DIMS} dimensions, got an array of shape {a.shape}")
+    return host_constant(a)
+
+
+def host_constant(a):
+    """A constant tensor for array ``a`` in the graph being built (int32 for integers, float32
+    otherwise, a bool as float 0/1), remembered with ``a`` itself: the ops below compute on the
+    host when every argument is such a constant (shape arithmetic: a causal mask tiled to the
+    batch) and ``tile`` takes one as its repeats."""
+    a = np.asarray(a)
     b = _scope.require("pyggml.ops")
-    kind = "int32" if a.dtype.kind in "biu" else "float32"
-    return b.constant(np.ascontiguousarray(a.reshape(a.shape or (1,)), dtype=np.int32 if kind == "int32"
-                                           else np.float32), kind)
+    kind = "int32" if a.dtype.kind in "iu" else "float32"
+    t = b.constant(np.ascontiguousarray(a.reshape(a.shape or (1,)), dtype=np.int32 if kind == "int32"
+                                        else np.float32), kind)
+    remember_host_value(t, a)
+    return t
+
+
+def remember_host_value(t, a):
+    cache = getattr(_scope.current(), "cache", None)
+    if isinstance(cache, dict):
+        cache.setdefault("host_values", {})[id(t)] = (t, np.asarray(a))
+
+
+def host_value(x):
+    """x's value when it is known on the host: an array or number, or a constant tensor of
+    the graph being built (host_constant's); None for a computed tensor or a Variable."""
+    if isinstance(x, Variable):
+        return None
+    if isinstance(x, Tensor):
+        cache = getattr(_scope.current(), "cache", None)
+        entry = cache.get("host_values", {}).get(id(x)) if isinstance(cache, dict) else None
+        return entry[1] if entry is not None and entry[0] is x else None
+    a = np.asarray(x)
+    return None if a.dtype == object or a.dtype.kind not in "biuf" else a
 
 
 def _f(x):
@@ -84,6 +114,10 @@ def _eager(*tensor_params):
         @functools.wraps(fn)
         def op(*args, **kwargs):
             if _scope.current() is not None:
+                if fn.__name__ in _HOST_FOLD:
+                    folded = _fold(fn.__name__, sig.bind(*args, **kwargs), tensor_params)
+                    if folded is not None:
+                        return folded
                 return fn(*args, **kwargs)
             bound = sig.bind(*args, **kwargs)
             values = []
@@ -124,6 +158,31 @@ def _eager(*tensor_params):
 
 _SEQUENCE_PARAMS = {"xs", "tensors"}
 
+
+def _fold(name, bound, tensor_params):
+    """Inside a graph, the op computed on the host (numpy) when every tensor argument is
+    known there (host_value): a new constant remembered with its value; None otherwise."""
+    arguments = dict(bound.arguments)
+    for p in tensor_params:
+        v = arguments.get(p)
+        if v is None:
+            continue
+        many = isinstance(v, (list, tuple)) and p in _SEQUENCE_PARAMS
+        vals = [host_value(e) for e in (v if many else [v])]
+        if any(h is None for h in vals):
+            return None
+        arguments[p] = vals if many else vals[0]
+    for k, v in arguments.items():
+        if isinstance(v, (Tensor, Variable)):         # tile's repeats, take's indices
+            known = host_value(v)
+            if known is None:
+                return None
+            arguments[k] = known
+    out = _HOST_FOLD[name](**arguments)
+    if isinstance(out, list):
+        return [host_constant(o) for o in out]
+    return host_constant(out)
+
 # the ops that only rearrange values, on arrays of strings (Keras's TensorFlow backend takes them,
 # as text pipelines call them on string batches): numpy's, with the arguments named as ours
 _HOST_LAYOUT = {
@@ -139,6 +198,22 @@ _HOST_LAYOUT = {
     "repeat": lambda x, repeats, axis=None: np.repeat(x, repeats, axis),
     "take": lambda x, indices, axis=None: np.take(x, indices, axis),
 }
+
+# what a graph computes on the host when every argument is known there (shape arithmetic)
+_HOST_FOLD = dict(_HOST_LAYOUT)
+_HOST_FOLD.update({
+    "greater": lambda x1, x2: np.greater(x1, x2),
+    "greater_equal": lambda x1, x2: np.greater_equal(x1, x2),
+    "less": lambda x1, x2: np.less(x1, x2),
+    "less_equal": lambda x1, x2: np.less_equal(x1, x2),
+    "equal": lambda x1, x2: np.equal(x1, x2),
+    "not_equal": lambda x1, x2: np.not_equal(x1, x2),
+    "logical_and": lambda x1, x2: np.logical_and(x1, x2),
+    "logical_or": lambda x1, x2: np.logical_or(x1, x2),
+    "logical_not": lambda x: np.logical_not(x),
+    "maximum": lambda x1, x2: np.maximum(x1, x2),
+    "minimum": lambda x1, x2: np.minimum(x1, x2),
+})
 
 
 def _axis(axis, ndim, what):
@@ -484,6 +559,12 @@ def broadcast_to(x, shape):
 def tile(x, repeats):
     """numpy's tile: x repeated ``repeats`` times along each axis."""
     x = _f(x)
+    if isinstance(repeats, (Tensor, Variable)):
+        known = host_value(repeats)
+        if known is None:
+            raise ValueError("tile: repeats must be known when the graph is built (ints, or a tensor made from "
+                             "shapes and constants), got a computed tensor")
+        repeats = [int(k) for k in np.ravel(known)]
     reps = (repeats,) if is_int(repeats) else tuple(repeats)
     if not all(is_int(k) and k >= 1 for k in reps):
         raise ValueError(f"tile: repeats must be positive ints, got {repeats!r}")
@@ -990,6 +1071,9 @@ def cast(x, dtype):
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"cast: expected real numbers, got dtype {a.dtype}")
         return a.astype(dt)
+    known = host_value(x)
+    if known is not None:
+        return host_constant(known.astype(dt))
     t = _t(x)
     if kind == "bool":
         f = _c.cast(t, "f32") if t.dtype == "i32" else t

@@ -276,3 +276,32 @@ def test_layout_ops_move_strings_as_numpy_does():
     np.testing.assert_array_equal(ops.take(t, [2, 0]), t[[2, 0]])
     with pytest.raises(TypeError, match="real numbers"):
         ops.sum(t)                                    # arithmetic on strings stays refused
+
+
+def test_shape_arithmetic_on_constants_computes_on_the_host_in_a_graph():
+    """keras-io's causal masks: aranges compared, cast, reshaped, and tiled to the batch by a
+    repeats tensor built from ops.shape; all known when the graph is built."""
+    def causal(x):
+        b, t = ops.shape(x)[0], ops.shape(x)[1]
+        i = ops.expand_dims(ops.arange(t), -1)
+        m = ops.cast(ops.greater_equal(i, ops.add(ops.subtract(ops.arange(t), t), t)), "int32")
+        m = ops.reshape(m, [1, t, t])
+        mult = ops.concatenate([ops.expand_dims(b, -1), ops.convert_to_tensor([1, 1])], 0)
+        tiled = ops.tile(m, mult)                   # refused unless mult is known on the host
+        return ops.multiply(tiled, ops.sum(x, axis=-1, keepdims=True))
+
+    m = pg.Sequential([pg.Input((3, 2)), pg.layers.Lambda(causal)]).compile(loss="mse")
+    x = RNG.normal(size=(4, 3, 2))
+    want = np.tril(np.ones((3, 3)))[None] * x.sum(-1, keepdims=True)
+    np.testing.assert_allclose(m.predict(x, batch_size=4, verbose=0), want, rtol=1e-5)
+    np.testing.assert_allclose(m.predict(x, batch_size=3, verbose=0), want, rtol=1e-5)   # batches of 3 and 1
+    m.free()
+
+
+def test_tile_refuses_repeats_computed_in_the_graph():
+    def bad(x):
+        return ops.tile(x, ops.cast(ops.sum(x), "int32"))
+    m = pg.Sequential([pg.Input((2,)), pg.layers.Lambda(bad)])
+    with pytest.raises(ValueError, match="repeats must be known"):
+        m.compile(loss="mse")
+        m.predict(np.ones((1, 2)), verbose=0)
