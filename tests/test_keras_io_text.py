@@ -400,3 +400,44 @@ def test_a_layer_built_by_hand_keeps_its_weights_when_called():
     x = RNG.normal(size=(2, 3))
     np.testing.assert_allclose(model.predict(x, verbose=0), x @ w["weight"].T + 1, rtol=1e-5)
     model.free()
+
+
+def causal_attention_mask(batch_size, n_dest, n_src, dtype):
+    """The miniature GPT's mask function, with ops calls for ``arange(n)[:, None]`` and ``>=``
+    (graph tensors take neither yet)."""
+    i = ops.expand_dims(ops.arange(n_dest), -1)
+    j = ops.arange(n_src)
+    m = ops.greater_equal(i, ops.add(ops.subtract(j, n_src), n_dest))
+    mask = ops.cast(m, dtype)
+    mask = ops.reshape(mask, [1, n_dest, n_src])
+    mult = ops.concatenate([ops.expand_dims(batch_size, -1), ops.convert_to_tensor([1, 1])], 0)
+    return ops.tile(mask, mult)
+
+
+class MaskedTransformerBlock(TransformerBlock):
+    def call(self, inputs):
+        input_shape = ops.shape(inputs)
+        causal_mask = causal_attention_mask(input_shape[0], input_shape[1], input_shape[1], "bool")
+        attention_output = self.att(inputs, inputs, attention_mask=causal_mask)
+        out1 = self.layernorm1(inputs + self.dropout1(attention_output))
+        return self.layernorm2(out1 + self.dropout2(self.ffn(out1)))
+
+
+def test_miniature_gpt_s_own_causal_mask_function_matches_use_causal_mask():
+    inputs = layers.Input(shape=(6,), dtype="int32")
+    x = TokenAndPositionEmbedding(6, 10, 8)(inputs)
+    a = MaskedTransformerBlock(8, 2, 8)(x)
+    b = TransformerBlock(8, 2, 8)(x)
+    model = keras.Model(inputs, [layers.Dense(10)(a), b])
+    model.compile("adam", loss=[keras.losses.SparseCategoricalCrossentropy(from_logits=True), None])
+    w = model.get_weights()
+    # the second block gets the first one's weights: the two masks must give the same outputs
+    names = sorted(n for n in w if n.startswith("masked_transformer_block."))
+    w.update({n.replace("masked_transformer_block.", "transformer_block."): w[n] for n in names})
+    model.set_weights(w)
+    seq = RNG.integers(0, 10, size=(5, 6))
+    _, plain = model.predict(seq, verbose=0)
+    inner = keras.Model(inputs, a)
+    np.testing.assert_allclose(inner.predict(seq, verbose=0), plain, rtol=1e-5, atol=1e-6)
+    model.fit(seq, seq, epochs=1, batch_size=2, verbose=0)
+    model.free()
