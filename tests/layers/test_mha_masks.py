@@ -185,3 +185,17 @@ def test_bad_mask_arguments_are_refused():
         MHA(2, 2)(x, x, attention_mask=np.ones((2, 4, 3)))          # eager: checked before any graph op
     with pytest.raises(TypeError, match="booleans or 0/1"):
         MHA(2, 2)(x, x, attention_mask=np.array([["a"] * 3] * 3))
+
+
+def test_a_padding_mask_of_one_query_row_broadcasts():
+    """keras-io's encoders pass mask[:, None, :] (batch, 1, value steps)."""
+    rng = np.random.default_rng(6)
+    x_in, m_in = pg.Input((4, 6)), pg.Input((1, 4))
+    model = pg.Model([x_in, m_in], MHA(2, 3)(x_in, x_in, attention_mask=m_in)).compile(loss="mse")
+    w = _weights(model, rng)
+    x = rng.normal(size=(3, 4, 6))
+    keep = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]], np.float32)
+    got = model.predict([x, keep[:, None, :]], verbose=0)
+    want = masked_ref(2, 3, allowed=np.broadcast_to(keep[:, None, :], (3, 4, 4)))([x], w, False)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+    model.free()

@@ -166,7 +166,8 @@ class MultiHeadAttention(Layer):
         q, v, _ = self._split_shapes(shapes, masked=True)
         m = tuple(shapes[-1])
         want = (q[1], v[1])
-        if len(m) not in (2, 3) or any(a is not None and b is not None and a != b for a, b in zip(m[-2:], want)):
+        if len(m) not in (2, 3) or any(a is not None and b is not None and a != b and a != 1
+                                       for a, b in zip(m[-2:], want)):
             raise ValueError(f"MultiHeadAttention: attention_mask must be of shape (batch, {want[0]}, {want[1]}) "
                              f"(batch, query steps, value steps), got {m}")
         return m
@@ -274,10 +275,12 @@ class MultiHeadAttention(Layer):
             shape = tuple(am.shape)
             if len(shape) == 2:
                 shape = (1,) + shape
-            if len(shape) != 3 or shape[1:] != (tq, tv) or shape[0] not in (1, b):
+            # as Keras: broadcast over the axes of length 1 ((batch, 1, value steps): a padding mask)
+            if len(shape) != 3 or any(d not in (1, want) for d, want in zip(shape, (b, tq, tv))):
                 raise ValueError(f"MultiHeadAttention: attention_mask must be of shape ({b}, {tq}, {tv}) "
-                                 f"(batch, query steps, value steps) or ({tq}, {tv}), got {tuple(am.shape)}")
-            parts.append(ops.reshape(contiguous(am), (shape[0], 1, tq, tv)))
+                                 f"(batch, query steps, value steps; 1 to broadcast) or ({tq}, {tv}), got "
+                                 f"{tuple(am.shape)}")
+            parts.append(ops.reshape(contiguous(am), (shape[0], 1, shape[1], shape[2])))
         if key_mask is not None:
             parts.append(ops.reshape(contiguous(ops.as_tensor(key_mask)), (b, 1, 1, tv)))
         if causal:
