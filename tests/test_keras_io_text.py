@@ -441,3 +441,138 @@ def test_miniature_gpt_s_own_causal_mask_function_matches_use_causal_mask():
     np.testing.assert_allclose(inner.predict(seq, verbose=0), plain, rtol=1e-5, atol=1e-6)
     model.fit(seq, seq, epochs=1, batch_size=2, verbose=0)
     model.free()
+
+
+# --- neural_machine_translation_with_transformer ---------------------------------------------------------
+
+class Pair(layers.Layer):
+    """call() with two positional inputs and the first one's mask (Keras 3's calling form)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, other, mask=None):
+        return inputs * ops.expand_dims(ops.cast(mask, "float32"), -1) + other
+
+
+def test_two_positional_inputs_and_the_mask_reach_call_when_the_model_is_built():
+    tokens = keras.Input((5,), dtype="int32")
+    other = keras.Input((5, 3))
+    emb = layers.Embedding(7, 3, mask_zero=True)
+    out = Pair()(emb(tokens), other)
+    assert out.shape == (None, 5, 3)
+    model = keras.Model([tokens, other], out)
+    model.compile(loss="mse")
+    t = np.array([[1, 2, 0, 0, 3], [4, 0, 5, 6, 0]])
+    o = RNG.normal(size=(2, 5, 3))
+    table = model.get_weights()["embedding.weight"]
+    want = table[t] * (t != 0)[..., None] + o
+    np.testing.assert_allclose(model.predict([t, o], verbose=0), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError):
+        Pair()(emb(tokens), other, other)            # call takes two inputs
+
+
+class PositionalEmbedding(layers.Layer):
+    def __init__(self, sequence_length, vocab_size, embed_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.token_embeddings = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+        self.position_embeddings = layers.Embedding(input_dim=sequence_length, output_dim=embed_dim)
+
+    def call(self, inputs):
+        length = ops.shape(inputs)[-1]
+        positions = ops.arange(0, length, 1)
+        return self.token_embeddings(inputs) + self.position_embeddings(positions)
+
+    def compute_mask(self, inputs, mask=None):
+        return ops.not_equal(inputs, 0)
+
+
+class TransformerEncoder(layers.Layer):
+    def __init__(self, embed_dim, dense_dim, num_heads, **kwargs):
+        super().__init__(**kwargs)
+        self.attention = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+        self.dense_proj = keras.Sequential([layers.Dense(dense_dim, activation="relu"), layers.Dense(embed_dim)])
+        self.layernorm_1 = layers.LayerNormalization()
+        self.layernorm_2 = layers.LayerNormalization()
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        if mask is not None:
+            padding_mask = ops.cast(ops.expand_dims(mask, 1), dtype="int32")      # mask[:, None, :]
+        attention_output = self.attention(query=inputs, value=inputs, key=inputs, attention_mask=padding_mask)
+        proj_input = self.layernorm_1(inputs + attention_output)
+        return self.layernorm_2(proj_input + self.dense_proj(proj_input))
+
+
+class TransformerDecoder(layers.Layer):
+    def __init__(self, embed_dim, latent_dim, num_heads, **kwargs):
+        super().__init__(**kwargs)
+        self.attention_1 = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+        self.attention_2 = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+        self.dense_proj = keras.Sequential([layers.Dense(latent_dim, activation="relu"), layers.Dense(embed_dim)])
+        self.layernorm_1 = layers.LayerNormalization()
+        self.layernorm_2 = layers.LayerNormalization()
+        self.layernorm_3 = layers.LayerNormalization()
+        self.supports_masking = True
+
+    def call(self, inputs, encoder_outputs, mask=None):
+        causal_mask = self.get_causal_attention_mask(inputs)
+        if mask is not None:
+            padding_mask = ops.cast(ops.expand_dims(mask, 1), dtype="int32")
+            padding_mask = ops.minimum(padding_mask, causal_mask)
+        attention_output_1 = self.attention_1(query=inputs, value=inputs, key=inputs, attention_mask=causal_mask)
+        out_1 = self.layernorm_1(inputs + attention_output_1)
+        attention_output_2 = self.attention_2(query=out_1, value=encoder_outputs, key=encoder_outputs,
+                                              attention_mask=padding_mask)
+        out_2 = self.layernorm_2(out_1 + attention_output_2)
+        return self.layernorm_3(out_2 + self.dense_proj(out_2))
+
+    def get_causal_attention_mask(self, inputs):
+        input_shape = ops.shape(inputs)
+        batch_size, sequence_length = input_shape[0], input_shape[1]
+        i = ops.expand_dims(ops.arange(sequence_length), -1)                      # [:, None]
+        j = ops.arange(sequence_length)
+        mask = ops.cast(ops.greater_equal(i, j), dtype="int32")                  # i >= j
+        mask = ops.reshape(mask, (1, input_shape[1], input_shape[1]))
+        mult = ops.concatenate([ops.expand_dims(batch_size, -1), ops.convert_to_tensor([1, 1])], axis=0)
+        return ops.tile(mask, mult)
+
+
+def test_neural_machine_translation_transformer_with_variable_lengths():
+    sequence_length, vocab_size, embed_dim = 8, 30, 8
+    encoder_inputs = keras.Input(shape=(None,), dtype="int64", name="encoder_inputs")
+    x = PositionalEmbedding(sequence_length, vocab_size, embed_dim)(encoder_inputs)
+    encoder_outputs = TransformerEncoder(embed_dim, 16, 2)(x)
+    decoder_inputs = keras.Input(shape=(None,), dtype="int64", name="decoder_inputs")
+    encoded_seq_inputs = keras.Input(shape=(None, embed_dim), name="decoder_state_inputs")
+    x = PositionalEmbedding(sequence_length, vocab_size, embed_dim)(decoder_inputs)
+    x = TransformerDecoder(embed_dim, 16, 2)(x, encoded_seq_inputs)
+    x = layers.Dropout(0.5)(x)
+    decoder_outputs = layers.Dense(vocab_size, activation="softmax")(x)
+    decoder = keras.Model([decoder_inputs, encoded_seq_inputs], decoder_outputs)
+    transformer = keras.Model([encoder_inputs, decoder_inputs], decoder([decoder_inputs, encoder_outputs]),
+                              name="transformer")
+    transformer.compile("rmsprop", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+    eng = RNG.integers(1, vocab_size, (24, sequence_length))
+    eng[:, 6:] = 0
+    spa = RNG.integers(1, vocab_size, (24, sequence_length + 1))
+    spa[:, 7:] = 0
+    ds = keras.data.Dataset.from_tensor_slices((eng, spa)).batch(8).map(
+        lambda e, s: ({"encoder_inputs": e, "decoder_inputs": s[:, :-1]}, s[:, 1:]))
+    history = transformer.fit(ds, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+
+    # decoding as the script does: the model called on arrays (of another length too: None steps)
+    pred = np.asarray(transformer([eng[:1, :6], spa[:1, :6]]))
+    assert pred.shape == (1, 6, vocab_size)
+    np.testing.assert_allclose(pred.sum(-1), 1.0, rtol=1e-5)
+    # causal: later target tokens leave earlier predictions alone
+    a = np.asarray(transformer([eng[:2], spa[:2, :-1]]))
+    later = spa[:2, :-1].copy()
+    later[:, 4:] = (later[:, 4:] % (vocab_size - 1)) + 1
+    b = np.asarray(transformer([eng[:2], later]))
+    np.testing.assert_allclose(a[:, :4], b[:, :4], rtol=1e-5, atol=1e-6)
+    assert np.abs(a[:, 4:] - b[:, 4:]).max() > 1e-5
+    transformer.free()

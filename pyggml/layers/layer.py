@@ -429,6 +429,9 @@ class Layer:
                                  f"{built}, got {shape}")
             return
         self.build(shape)
+        if getattr(_scope.current(), "shape_only", False):
+            from pyggml.layers import tracing
+            shape = tracing.generalized(shape)     # built while tracing: its variable lengths stay so
         self._built_shape = shape
         self.input_shape = shape
         self.built = True
@@ -441,10 +444,26 @@ class Layer:
             type.__setattr__(type(self), "_call_params", cache)
         return param in cache[0] or cache[1]
 
+    def _takes_positional(self, n):
+        """Whether call() takes n inputs as separate positional arguments (a custom layer's
+        ``call(self, inputs, encoder_outputs, mask=None)``)."""
+        try:
+            params = list(inspect.signature(type(self).call).parameters.values())[1:]
+        except (TypeError, ValueError):
+            return False
+        if any(p.kind == p.VAR_POSITIONAL for p in params):
+            return True
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                      and p.name not in ("training", "mask")]
+        return len(positional) >= n > 1
+
     def __call__(self, *args, **kwargs):
         if not args:
             raise TypeError(f"{type(self).__name__} must be called on its inputs")
         inputs = args[0] if len(args) == 1 else list(args)
+        if len(args) > 1 and "_spread" not in kwargs and self._takes_positional(len(args)):
+            # Keras 3: layer(x, y) calls call(x, y) when call names that many inputs
+            kwargs = dict(kwargs, _spread=True)
         if "_input_keys" in kwargs and not isinstance(inputs, list):
             raise TypeError(f"{type(self).__name__}: '_input_keys' is not a call argument")
         if isinstance(inputs, dict):
@@ -486,9 +505,12 @@ class Layer:
             inputs = [_as_float(t) for t in inputs] if isinstance(inputs, list) else _as_float(inputs)
         if self._accepts("training"):
             kwargs["training"] = builder.training if training is None else bool(training)
+        spread = bool(kwargs.pop("_spread", False)) and isinstance(inputs, list)
+        if spread and isinstance(mask, list):
+            mask = mask[0]                    # as Keras: ``mask`` is the first input's
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
-        out = self.call(inputs, **kwargs)
+        out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
         if self.activity_regularizer is not None:
             self._add_activity_loss(builder, out)
         return out
@@ -517,20 +539,24 @@ class Layer:
             raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
         shapes = dict(zip(keys, shapes)) if keys is not None else shapes
         self._build_once(shapes)
+        from pyggml.layers import tracing
         if type(self).compute_output_shape is not Layer.compute_output_shape:
             out_shapes = self.compute_output_shape(shapes)
             dtypes = None
+            flags = tracing.output_mask_flags(self, inputs, kwargs,
+                                              len(out_shapes) if isinstance(out_shapes, list) else 1)
         else:
-            from pyggml.layers import tracing
-            out_shapes, dtypes = tracing.output_shapes(self, inputs, kwargs)
+            out_shapes, dtypes, flags = tracing.output_shapes(self, inputs, kwargs, with_masks=True)
         multi = isinstance(out_shapes, list)
         out_list = out_shapes if multi else [out_shapes]
         outs = []
         for i, s in enumerate(out_list):
             s = tuple(s)
             dt = dtypes[i] if dtypes else getattr(self, "output_dtype", "float32")
-            outs.append(Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
-                             dtype=dt, call_kwargs=kwargs, list_input=isinstance(inputs, list)))
+            node = Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
+                        dtype=dt, call_kwargs=kwargs, list_input=isinstance(inputs, list))
+            node.has_mask = bool(flags[i]) if flags and i < len(flags) else False   # its layer's output mask
+            outs.append(node)
         self.output_shape = out_shapes
         out = outs if multi else outs[0]
         self.input, self.output = inputs, out
