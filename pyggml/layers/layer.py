@@ -453,9 +453,10 @@ class Layer:
             return False
         if any(p.kind == p.VAR_POSITIONAL for p in params):
             return True
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                      and p.name not in ("training", "mask")]
-        return len(positional) >= n > 1
+        # the inputs call() requires (no default): optional ones are options (Attention's flags)
+        required = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    and p.default is p.empty and p.name not in ("training", "mask")]
+        return len(required) >= n > 1
 
     def __call__(self, *args, **kwargs):
         if not args:
