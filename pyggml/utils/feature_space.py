@@ -358,6 +358,8 @@ class FeatureSpace:
         """The encoded node made from get_inputs() (a dict of nodes in output_mode "dict")."""
         if self._encoded is None:
             self._encoded = self(self.get_inputs())
+            for node in (self._encoded.values() if isinstance(self._encoded, dict) else [self._encoded]):
+                node.model_input = True     # a training model takes it as its input, without a warning
         return self._encoded
 
     def get_config(self):
