@@ -35,11 +35,11 @@ __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argm
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
-           "log_softmax", "cumsum", "norm", "dot", "concatenate"]
+           "log_softmax", "cumsum", "norm", "dot", "concatenate", "cast", "top_k"]
 
 # the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
 # (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
-SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add")
+SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add", "cast")
 
 
 # --- tensors, eager calls ----------------------------------------------------------------------------
@@ -55,10 +55,40 @@ def _t(x):
         raise TypeError(f"expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
     if a.ndim > MAX_DIMS:
         raise ValueError(f"at most {MAX_DIMS} dimensions, got an array of shape {a.shape}")
+    return host_constant(a)
+
+
+def host_constant(a):
+    """A constant tensor for array ``a`` in the graph being built (int32 for integers, float32
+    otherwise, a bool as float 0/1), remembered with ``a`` itself: the ops below compute on the
+    host when every argument is such a constant (shape arithmetic: a causal mask tiled to the
+    batch) and ``tile`` takes one as its repeats."""
+    a = np.asarray(a)
     b = _scope.require("pyggml.ops")
-    kind = "int32" if a.dtype.kind in "biu" else "float32"
-    return b.constant(np.ascontiguousarray(a.reshape(a.shape or (1,)), dtype=np.int32 if kind == "int32"
-                                           else np.float32), kind)
+    kind = "int32" if a.dtype.kind in "iu" else "float32"
+    t = b.constant(np.ascontiguousarray(a.reshape(a.shape or (1,)), dtype=np.int32 if kind == "int32"
+                                        else np.float32), kind)
+    remember_host_value(t, a)
+    return t
+
+
+def remember_host_value(t, a):
+    cache = getattr(_scope.current(), "cache", None)
+    if isinstance(cache, dict):
+        cache.setdefault("host_values", {})[id(t)] = (t, np.asarray(a))
+
+
+def host_value(x):
+    """x's value when it is known on the host: an array or number, or a constant tensor of
+    the graph being built (host_constant's); None for a computed tensor or a Variable."""
+    if isinstance(x, Variable):
+        return None
+    if isinstance(x, Tensor):
+        cache = getattr(_scope.current(), "cache", None)
+        entry = cache.get("host_values", {}).get(id(x)) if isinstance(cache, dict) else None
+        return entry[1] if entry is not None and entry[0] is x else None
+    a = np.asarray(x)
+    return None if a.dtype == object or a.dtype.kind not in "biuf" else a
 
 
 def _f(x):
@@ -84,6 +114,10 @@ def _eager(*tensor_params):
         @functools.wraps(fn)
         def op(*args, **kwargs):
             if _scope.current() is not None:
+                if fn.__name__ in _HOST_FOLD:
+                    folded = _fold(fn.__name__, sig.bind(*args, **kwargs), tensor_params)
+                    if folded is not None:
+                        return folded
                 return fn(*args, **kwargs)
             bound = sig.bind(*args, **kwargs)
             values = []
@@ -111,6 +145,9 @@ def _eager(*tensor_params):
                         arguments[name][k] = t
                 return fn(**arguments)
             from pyggml import _eager as eager
+            if fn.__name__ in _HOST_LAYOUT and any(a.dtype.kind in "SU" for a in values):
+                # strings (a text dataset's batch in a map function) only move: numpy does it
+                return _HOST_LAYOUT[fn.__name__](**bound.arguments)
             for a in values:
                 if a.dtype == object or a.dtype.kind not in "biuf":
                     raise TypeError(f"{fn.__name__}: expected real numbers, got dtype {a.dtype}")
@@ -120,6 +157,63 @@ def _eager(*tensor_params):
 
 
 _SEQUENCE_PARAMS = {"xs", "tensors"}
+
+
+def _fold(name, bound, tensor_params):
+    """Inside a graph, the op computed on the host (numpy) when every tensor argument is
+    known there (host_value): a new constant remembered with its value; None otherwise."""
+    arguments = dict(bound.arguments)
+    for p in tensor_params:
+        v = arguments.get(p)
+        if v is None:
+            continue
+        many = isinstance(v, (list, tuple)) and p in _SEQUENCE_PARAMS
+        vals = [host_value(e) for e in (v if many else [v])]
+        if any(h is None for h in vals):
+            return None
+        arguments[p] = vals if many else vals[0]
+    for k, v in arguments.items():
+        if isinstance(v, (Tensor, Variable)):         # tile's repeats, take's indices
+            known = host_value(v)
+            if known is None:
+                return None
+            arguments[k] = known
+    out = _HOST_FOLD[name](**arguments)
+    if isinstance(out, list):
+        return [host_constant(o) for o in out]
+    return host_constant(out)
+
+# the ops that only rearrange values, on arrays of strings (Keras's TensorFlow backend takes them,
+# as text pipelines call them on string batches): numpy's, with the arguments named as ours
+_HOST_LAYOUT = {
+    "transpose": lambda x, axes=None: np.transpose(x, axes),
+    "reshape": lambda x, newshape: np.reshape(x, newshape),
+    "expand_dims": lambda x, axis: np.expand_dims(x, axis),
+    "squeeze": lambda x, axis=None: np.squeeze(x, axis),
+    "concatenate": lambda tensors, axis=-1: np.concatenate(tensors, axis),
+    "stack": lambda xs, axis=0: np.stack(xs, axis),
+    "split": lambda x, indices_or_sections, axis=0: np.split(x, indices_or_sections, axis),
+    "broadcast_to": lambda x, shape: np.broadcast_to(x, shape).copy(),
+    "tile": lambda x, repeats: np.tile(x, repeats),
+    "repeat": lambda x, repeats, axis=None: np.repeat(x, repeats, axis),
+    "take": lambda x, indices, axis=None: np.take(x, indices, axis),
+}
+
+# what a graph computes on the host when every argument is known there (shape arithmetic)
+_HOST_FOLD = dict(_HOST_LAYOUT)
+_HOST_FOLD.update({
+    "greater": lambda x1, x2: np.greater(x1, x2),
+    "greater_equal": lambda x1, x2: np.greater_equal(x1, x2),
+    "less": lambda x1, x2: np.less(x1, x2),
+    "less_equal": lambda x1, x2: np.less_equal(x1, x2),
+    "equal": lambda x1, x2: np.equal(x1, x2),
+    "not_equal": lambda x1, x2: np.not_equal(x1, x2),
+    "logical_and": lambda x1, x2: np.logical_and(x1, x2),
+    "logical_or": lambda x1, x2: np.logical_or(x1, x2),
+    "logical_not": lambda x: np.logical_not(x),
+    "maximum": lambda x1, x2: np.maximum(x1, x2),
+    "minimum": lambda x1, x2: np.minimum(x1, x2),
+})
 
 
 def _axis(axis, ndim, what):
@@ -465,6 +559,12 @@ def broadcast_to(x, shape):
 def tile(x, repeats):
     """numpy's tile: x repeated ``repeats`` times along each axis."""
     x = _f(x)
+    if isinstance(repeats, (Tensor, Variable)):
+        known = host_value(repeats)
+        if known is None:
+            raise ValueError("tile: repeats must be known when the graph is built (ints, or a tensor made from "
+                             "shapes and constants), got a computed tensor")
+        repeats = [int(k) for k in np.ravel(known)]
     reps = (repeats,) if is_int(repeats) else tuple(repeats)
     if not all(is_int(k) and k >= 1 for k in reps):
         raise ValueError(f"tile: repeats must be positive ints, got {repeats!r}")
@@ -936,3 +1036,66 @@ def dot(x1, x2):
     if len(a.shape) == 1:
         return _c.reshape(_cont(_c.reshape(_cont(a), (1, a.shape[0])) @ b), tuple(b.shape[1:]))
     return a @ b
+
+
+# --- dtypes, selection -----------------------------------------------------------------------------
+
+_GGML_TYPES = {"f32": "float32", "i32": "int32"}
+
+
+def _dtype_kind(dtype, what):
+    """'bool', 'float' or 'int' for a Keras dtype (a name, a numpy dtype or type; ggml's
+    'f32'/'i32' too)."""
+    if isinstance(dtype, str) and dtype in _GGML_TYPES:
+        dtype = _GGML_TYPES[dtype]
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what}: unknown dtype {dtype!r}") from None
+    if dt.kind == "b":
+        return "bool", dt
+    if dt.kind in "iu":
+        return "int", dt
+    if dt.kind == "f":
+        return "float", dt
+    raise TypeError(f"{what}: dtype must be a bool, int or float type, got {dtype!r}")
+
+
+def cast(x, dtype):
+    """Keras's ``ops.cast``: x as ``dtype``.  In a graph, floats are float32 and ints int32
+    (float to int truncates toward zero), and a bool is a float 0/1 tensor (1 where x is
+    not 0); on arrays, numpy's ``astype``."""
+    kind, dt = _dtype_kind(dtype, "cast")
+    if _scope.current() is None and not isinstance(x, Tensor):
+        a = x.numpy() if isinstance(x, Variable) else np.asarray(x)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"cast: expected real numbers, got dtype {a.dtype}")
+        return a.astype(dt)
+    known = host_value(x)
+    if known is not None:
+        return host_constant(known.astype(dt))
+    t = _t(x)
+    if kind == "bool":
+        f = _c.cast(t, "f32") if t.dtype == "i32" else t
+        return _c.step(_c.abs(_cont(f)))
+    want = "f32" if kind == "float" else "i32"
+    return t if t.dtype == want else _c.cast(_cont(t), want)
+
+
+def top_k(x, k, sorted=True):
+    """Keras's ``ops.top_k``: the ``k`` largest values along the last axis and their indices
+    (int32), largest first.  On arrays (sampling after ``predict``): ggml has no sort
+    with a gradient, so inside a model's graph it is refused."""
+    if _scope.current() is not None or isinstance(x, (Tensor, Variable)):
+        raise TypeError("top_k works on arrays (e.g. predictions), not inside a model's graph: ggml's sort has "
+                        "no backward pass")
+    a = np.asarray(x)
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise TypeError(f"top_k: expected real numbers, got dtype {a.dtype}")
+    if a.ndim < 1:
+        raise ValueError("top_k: x needs at least one axis")
+    if not is_int(k) or not 1 <= k <= a.shape[-1]:
+        raise ValueError(f"top_k: k must be an int in [1, {a.shape[-1]}] (the last axis), got {k!r}")
+    # a stable sort of the negated values: ties keep the lower index first, as TensorFlow's
+    idx = np.argsort(-a, axis=-1, kind="stable")[..., :int(k)]
+    return np.take_along_axis(a, idx, axis=-1), idx.astype(np.int32)

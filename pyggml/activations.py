@@ -13,7 +13,9 @@ import math
 import numpy as np
 
 from pyggml import _scope, ops
+from pyggml.core import Tensor
 from pyggml.core import ops as core_ops
+from pyggml.variables import Variable
 
 __all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_relu", "softmax", "log_softmax",
            "linear", "get", "name_of", "serialize"]
@@ -21,6 +23,27 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_rel
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 
 
+def _eager_on_arrays(fn):
+    """Outside a graph, on arrays (or Variables), compute at once and return a float32 array,
+    as Keras's activations do eagerly (``keras.activations.softmax(logits[None])``)."""
+    import functools
+
+    @functools.wraps(fn)
+    def act(x, *args, **kwargs):
+        if _scope.current() is not None or isinstance(x, Tensor):
+            return fn(x, *args, **kwargs)
+        from pyggml import _eager
+        a = x.numpy() if isinstance(x, Variable) else np.asarray(x)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"{fn.__name__}: expected real numbers, got dtype {a.dtype}")
+        if a.ndim > 4:
+            raise ValueError(f"{fn.__name__}: at most 4 dimensions, got an array of shape {a.shape}")
+        out = _eager.evaluate(lambda t: fn(t, *args, **kwargs), [a.astype(np.float32).reshape(a.shape or (1,))])
+        return out.reshape(a.shape)
+    return act
+
+
+@_eager_on_arrays
 def relu(x):
     return ops.relu(ops.as_tensor(x))
 
@@ -30,6 +53,7 @@ def _plain(x):
     return x if x.is_contiguous else ops.cont(x)
 
 
+@_eager_on_arrays
 def sigmoid(x):
     if _scope.fused():
         return ops.sigmoid(_plain(x))
@@ -38,6 +62,7 @@ def sigmoid(x):
     return ops.exp(ops.neg(ops.softplus(ops.neg(x))))
 
 
+@_eager_on_arrays
 def tanh(x):
     if _scope.fused():
         return ops.tanh(_plain(x))
@@ -58,6 +83,7 @@ def _erf(x):
     return ops.mul(y, ops.sgn(x))
 
 
+@_eager_on_arrays
 def gelu(x, approximate=False):
     """Exact gelu (Keras's and PyTorch's default): x (1 + erf(x / sqrt 2)) / 2;
     ``approximate=True`` gives the tanh form."""
@@ -72,6 +98,7 @@ def gelu(x, approximate=False):
     return ops.mul(x, ops.scale_bias(_erf(ops.scale(x, _SQRT1_2)), 0.5, 0.5))
 
 
+@_eager_on_arrays
 def silu(x):
     return ops.silu(ops.as_tensor(x))
 
@@ -79,6 +106,7 @@ def silu(x):
 swish = silu
 
 
+@_eager_on_arrays
 def elu(x, alpha=1.0):
     if _scope.fused():
         x = _plain(x)
@@ -102,6 +130,7 @@ def _zero():
     return t
 
 
+@_eager_on_arrays
 def leaky_relu(x, negative_slope=0.2):
     if _scope.fused() and negative_slope >= 0:
         return core_ops.leaky_relu(_plain(x), float(negative_slope))
@@ -110,6 +139,7 @@ def leaky_relu(x, negative_slope=0.2):
     return ops.sub(ops.relu(x), ops.scale(ops.relu(ops.neg(x)), negative_slope))
 
 
+@_eager_on_arrays
 def softmax(x, axis=-1):
     x = ops.as_tensor(x)
     r = len(x.shape)
@@ -121,11 +151,13 @@ def softmax(x, axis=-1):
     return ops.soft_max(x if x.is_contiguous else ops.cont(x))
 
 
+@_eager_on_arrays
 def log_softmax(x, axis=-1):
     """log(softmax(x)), finite where softmax underflows (a floor of 1e-37)."""
     return ops.log(ops.scale_bias(softmax(x, axis), 1.0, 1e-37))
 
 
+@_eager_on_arrays
 def linear(x):
     return ops.as_tensor(x)
 

@@ -78,7 +78,9 @@ def constant(value, dtype="float32"):
         raise ValueError(f"constant: dtype must be 'float32' or 'int32', got {dtype!r}")
     if a.ndim > 4:
         raise ValueError(f"constant: at most 4 dimensions, got {a.shape}")
-    return _scope.require("ops.constant").constant(a.reshape(a.shape or (1,)), dtype)
+    t = _scope.require("ops.constant").constant(a.reshape(a.shape or (1,)), dtype)
+    _ops_numpy.remember_host_value(t, a.astype(np.int64 if dtype == "int32" else np.float32))
+    return t
 
 
 def arange(start, stop=None, step=1, dtype="int32"):

@@ -248,3 +248,78 @@ def _index(fn):
 def test_bad_arguments_are_clear_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_cast_to_keras_dtypes_on_arrays_and_in_a_graph():
+    a = np.array([[1.7, 0.0, -2.5], [0.25, -0.0, 3.0]])
+    np.testing.assert_array_equal(ops.cast(a, "bool"), a != 0)
+    assert ops.cast(a, "bool").dtype == np.bool_
+    np.testing.assert_array_equal(ops.cast(a, "int32"), np.trunc(a).astype(np.int32))
+    assert ops.cast(a, "float16").dtype == np.float16
+    # in a graph: a bool is a float 0/1 tensor, an int truncates toward zero
+    for dtype, want in (("bool", (a != 0).astype(np.float32)), ("int32", np.trunc(a)), ("float32", a)):
+        m = pg.Sequential([pg.Input((3,)), pg.layers.Lambda(lambda x, d=dtype: ops.cast(ops.cast(x, d), "float32"))])
+        m.compile(loss="mse")
+        np.testing.assert_allclose(m.predict(a, verbose=0), want, rtol=1e-6)
+        m.free()
+    with pytest.raises(TypeError, match="dtype"):
+        ops.cast(a, "string")
+    with pytest.raises(TypeError, match="unknown dtype"):
+        ops.cast(a, "no such type")
+
+
+def test_top_k_on_arrays_largest_first_and_refused_in_a_graph():
+    a = np.array([[0.1, 3.0, -1.0, 3.0, 2.0], [5.0, 4.0, 3.0, 2.0, 1.0]])
+    values, indices = ops.top_k(a, k=3, sorted=True)
+    np.testing.assert_array_equal(values, [[3.0, 3.0, 2.0], [5.0, 4.0, 3.0]])
+    np.testing.assert_array_equal(indices, [[1, 3, 4], [0, 1, 2]])     # ties: the lower index first
+    assert indices.dtype == np.int32
+    with pytest.raises(ValueError, match=r"k must be an int in \[1, 5\]"):
+        ops.top_k(a, k=6)
+    m = pg.Sequential([pg.Input((5,)), pg.layers.Lambda(lambda x: ops.top_k(x, 2)[0])])
+    with pytest.raises(TypeError, match="top_k works on arrays"):
+        m.compile(loss="mse")
+        m.predict(a, verbose=0)
+
+
+def test_layout_ops_move_strings_as_numpy_does():
+    """A text pipeline's map function calls them on a batch of strings (Keras's TensorFlow backend)."""
+    t = np.array(["a b", "c", "d e f"])
+    np.testing.assert_array_equal(ops.expand_dims(t, -1), t[:, None])
+    np.testing.assert_array_equal(ops.squeeze(t[:, None], axis=-1), t)
+    np.testing.assert_array_equal(ops.reshape(t, (3, 1)), t.reshape(3, 1))
+    np.testing.assert_array_equal(ops.concatenate([t, t], axis=0), np.concatenate([t, t]))
+    np.testing.assert_array_equal(ops.stack([t, t], axis=1), np.stack([t, t], 1))
+    np.testing.assert_array_equal(ops.tile(t, 2), np.tile(t, 2))
+    np.testing.assert_array_equal(ops.take(t, [2, 0]), t[[2, 0]])
+    with pytest.raises(TypeError, match="real numbers"):
+        ops.sum(t)                                    # arithmetic on strings stays refused
+
+
+def test_shape_arithmetic_on_constants_computes_on_the_host_in_a_graph():
+    """keras-io's causal masks: aranges compared, cast, reshaped, and tiled to the batch by a
+    repeats tensor built from ops.shape; all known when the graph is built."""
+    def causal(x):
+        b, t = ops.shape(x)[0], ops.shape(x)[1]
+        i = ops.expand_dims(ops.arange(t), -1)
+        m = ops.cast(ops.greater_equal(i, ops.add(ops.subtract(ops.arange(t), t), t)), "int32")
+        m = ops.reshape(m, [1, t, t])
+        mult = ops.concatenate([ops.expand_dims(b, -1), ops.convert_to_tensor([1, 1])], 0)
+        tiled = ops.tile(m, mult)                   # refused unless mult is known on the host
+        return ops.multiply(tiled, ops.sum(x, axis=-1, keepdims=True))
+
+    m = pg.Sequential([pg.Input((3, 2)), pg.layers.Lambda(causal)]).compile(loss="mse")
+    x = RNG.normal(size=(4, 3, 2))
+    want = np.tril(np.ones((3, 3)))[None] * x.sum(-1, keepdims=True)
+    np.testing.assert_allclose(m.predict(x, batch_size=4, verbose=0), want, rtol=1e-5)
+    np.testing.assert_allclose(m.predict(x, batch_size=3, verbose=0), want, rtol=1e-5)   # batches of 3 and 1
+    m.free()
+
+
+def test_tile_refuses_repeats_computed_in_the_graph():
+    def bad(x):
+        return ops.tile(x, ops.cast(ops.sum(x), "int32"))
+    m = pg.Sequential([pg.Input((2,)), pg.layers.Lambda(bad)])
+    with pytest.raises(ValueError, match="repeats must be known"):
+        m.compile(loss="mse")
+        m.predict(np.ones((1, 2)), verbose=0)

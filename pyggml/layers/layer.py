@@ -23,6 +23,7 @@ built.  Every op used must have a backward pass for the model to train;
 ``compile``/``fit`` name the op that lacks one.
 """
 
+import functools
 import inspect
 import re
 
@@ -104,6 +105,14 @@ def _compatible(built, given):
 
 def _as_float(t):
     return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
+
+
+def _keras_layout_shape(v):
+    """The shape of weight v in Keras's layout, or None where it is pyggml's."""
+    if v.keras_shape is None and v.keras_axes is None:
+        return None
+    base = tuple(v.keras_shape) if v.keras_shape is not None else tuple(v.shape)
+    return tuple(base[i] for i in v.keras_axes) if v.keras_axes is not None else base
 
 
 class Layer:
@@ -309,9 +318,31 @@ class Layer:
         return {n: v.numpy() for n, v in self.named_variables()}
 
     def set_weights(self, weights):
-        """Set weights by name, as get_weights names them."""
+        """Set weights by name, as get_weights names them; or, as Keras, from a list of
+        arrays in the order of ``layer.weights``, each in Keras's layout (a Dense kernel
+        ``(in, units)``, a Conv kernel ``(k..., in, filters)``) or in pyggml's."""
+        if isinstance(weights, (list, tuple)):
+            named = self.named_variables()
+            if len(weights) != len(named):
+                raise ValueError(f"{self.name}: set_weights got a list of {len(weights)} arrays; the layer has "
+                                 f"{len(named)} weights {[n for n, _ in named]} (built: {self.built})")
+            values = {}
+            for (n, v), a in zip(named, weights):
+                a = np.asarray(a)
+                if a.dtype == object or a.dtype.kind not in "biuf":
+                    raise TypeError(f"{self.name}: weight {n!r} must be an array of numbers, got dtype {a.dtype}")
+                keras_shape = _keras_layout_shape(v)
+                if keras_shape is not None and tuple(a.shape) == keras_shape:
+                    a = np.transpose(a, np.argsort(v.keras_axes)) if v.keras_axes is not None else a
+                    a = a.reshape(v.shape)
+                elif tuple(a.shape) != tuple(v.shape):
+                    want = f"{tuple(v.shape)}" + (f" (Keras's layout {keras_shape})" if keras_shape else "")
+                    raise ValueError(f"{self.name}: weight {n!r} must have shape {want}, got {a.shape}")
+                values[n] = a
+            weights = values
         if not isinstance(weights, dict):
-            raise TypeError("set_weights takes a dict {name: array}, as get_weights returns")
+            raise TypeError("set_weights takes a dict {name: array}, as get_weights returns, or a list of arrays "
+                            "in the order of layer.weights")
         mine = dict(self.named_variables())
         for k in weights:
             if k not in mine:
@@ -382,6 +413,21 @@ class Layer:
         """The batch size of the constructor's ``batch_input_shape`` (Keras's fixed batch), or None."""
         return self._batch_size
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("build")
+        if own is not None and not getattr(own, "_marks_built", False):
+            # as Keras: a layer built by hand (``embedding.build((1,))`` before ``set_weights``, a
+            # parent's build calling ``self.dense.build(shape)``) counts as built when first called
+            @functools.wraps(own)
+            def build(self, *args, **kw):
+                out = own(self, *args, **kw)
+                if not self.__dict__.get("built"):
+                    self.built = True
+                return out
+            build._marks_built = True
+            cls.build = build
+
     def _build_once(self, shape):
         if self.built:
             built = self.__dict__.get("_built_shape")
@@ -395,6 +441,9 @@ class Layer:
                                  f"{built}, got {shape}")
             return
         self.build(shape)
+        if getattr(_scope.current(), "shape_only", False):
+            from pyggml.layers import tracing
+            shape = tracing.generalized(shape)     # built while tracing: its variable lengths stay so
         self._built_shape = shape
         self.input_shape = shape
         self.built = True
@@ -407,10 +456,27 @@ class Layer:
             type.__setattr__(type(self), "_call_params", cache)
         return param in cache[0] or cache[1]
 
+    def _takes_positional(self, n):
+        """Whether call() takes n inputs as separate positional arguments (a custom layer's
+        ``call(self, inputs, encoder_outputs, mask=None)``)."""
+        try:
+            params = list(inspect.signature(type(self).call).parameters.values())[1:]
+        except (TypeError, ValueError):
+            return False
+        if any(p.kind == p.VAR_POSITIONAL for p in params):
+            return True
+        # the inputs call() requires (no default): optional ones are options (Attention's flags)
+        required = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    and p.default is p.empty and p.name not in ("training", "mask")]
+        return len(required) >= n > 1
+
     def __call__(self, *args, **kwargs):
         if not args:
             raise TypeError(f"{type(self).__name__} must be called on its inputs")
         inputs = args[0] if len(args) == 1 else list(args)
+        if len(args) > 1 and "_spread" not in kwargs and self._takes_positional(len(args)):
+            # Keras 3: layer(x, y) calls call(x, y) when call names that many inputs
+            kwargs = dict(kwargs, _spread=True)
         if "_input_keys" in kwargs and not isinstance(inputs, list):
             raise TypeError(f"{type(self).__name__}: '_input_keys' is not a call argument")
         if isinstance(inputs, dict):
@@ -452,9 +518,12 @@ class Layer:
             inputs = [_as_float(t) for t in inputs] if isinstance(inputs, list) else _as_float(inputs)
         if self._accepts("training"):
             kwargs["training"] = builder.training if training is None else bool(training)
+        spread = bool(kwargs.pop("_spread", False)) and isinstance(inputs, list)
+        if spread and isinstance(mask, list):
+            mask = mask[0]                    # as Keras: ``mask`` is the first input's
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
-        out = self.call(inputs, **kwargs)
+        out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
         if self.activity_regularizer is not None:
             self._add_activity_loss(builder, out)
         return out
@@ -483,20 +552,24 @@ class Layer:
             raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
         shapes = dict(zip(keys, shapes)) if keys is not None else shapes
         self._build_once(shapes)
+        from pyggml.layers import tracing
         if type(self).compute_output_shape is not Layer.compute_output_shape:
             out_shapes = self.compute_output_shape(shapes)
             dtypes = None
+            flags = tracing.output_mask_flags(self, inputs, kwargs,
+                                              len(out_shapes) if isinstance(out_shapes, list) else 1)
         else:
-            from pyggml.layers import tracing
-            out_shapes, dtypes = tracing.output_shapes(self, inputs, kwargs)
+            out_shapes, dtypes, flags = tracing.output_shapes(self, inputs, kwargs, with_masks=True)
         multi = isinstance(out_shapes, list)
         out_list = out_shapes if multi else [out_shapes]
         outs = []
         for i, s in enumerate(out_list):
             s = tuple(s)
             dt = dtypes[i] if dtypes else getattr(self, "output_dtype", "float32")
-            outs.append(Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
-                             dtype=dt, call_kwargs=kwargs, list_input=isinstance(inputs, list)))
+            node = Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
+                        dtype=dt, call_kwargs=kwargs, list_input=isinstance(inputs, list))
+            node.has_mask = bool(flags[i]) if flags and i < len(flags) else False   # its layer's output mask
+            outs.append(node)
         # the model's fixed batch size (Keras's Input(batch_size=...)) goes on with the data
         batch = next((n.batch_size for n in nodes if n.batch_size is not None), None)
         for o in outs:

@@ -11,7 +11,7 @@ from pyggml import _scope
 from pyggml.core import Context
 from pyggml.errors import ContextFullError
 
-__all__ = ["output_shapes"]
+__all__ = ["output_shapes", "output_mask_flags", "generalized"]
 
 _BATCH = 3
 _LENGTH = 113          # a prime no real feature dimension is likely to equal by chance
@@ -23,6 +23,7 @@ class _ShapeOnly:
 
     training = False
     fused_ok = True        # shapes only: the fused ops make the fewest tensors (pyggml._scope.fused)
+    shape_only = True      # Layer._build_once: a length of _LENGTH here is a variable one
 
     def __init__(self, n_tensors):
         self.ctx = Context(n_tensors=n_tensors, no_alloc=True)
@@ -54,12 +55,58 @@ class _ShapeOnly:
         self.ctx.free()
 
 
+def generalized(shape):
+    """A shape met while tracing with _LENGTH for its variable lengths written as None (a list
+    or dict of shapes too), as a sublayer built there records it."""
+    if isinstance(shape, dict):
+        return {k: generalized(v) for k, v in shape.items()}
+    if isinstance(shape, list):
+        return [generalized(v) for v in shape]
+    if isinstance(shape, tuple):
+        return tuple(None if (i > 0 and d == _LENGTH) else d for i, d in enumerate(shape))
+    return shape
+
+
 def _concrete(node):
     return (_BATCH,) + tuple(_LENGTH if d is None else d for d in node.feature_shape)
 
 
-def output_shapes(layer, inputs, kwargs):
-    """(Keras output shape, or a list of them; [dtype, ...]) of ``layer(inputs, **kwargs)``."""
+def _masks(b, nodes):
+    """Scratch padding masks (batch, steps) for the nodes that carry one (Node.has_mask), so
+    that a layer's call sees a mask at tracing time as it will in the graph; None if none do."""
+    masks = [b.ctx.new_tensor(_concrete(n)[:2]) if getattr(n, "has_mask", False) and n.feature_shape else None
+             for n in nodes]
+    return masks if any(m is not None for m in masks) else None
+
+
+def output_mask_flags(layer, inputs, kwargs, n_outputs):
+    """Whether each output of ``layer(inputs)`` carries a padding mask (Layer.output_mask on
+    scratch tensors: a layer's compute_mask, or masks passed through)."""
+    nodes = inputs if isinstance(inputs, list) else [inputs]
+    in_flags = [getattr(n, "has_mask", False) for n in nodes]
+    # the class that first defines compute_mask (Layer's pass-through) against the layer's own
+    root = next(c for c in reversed(type(layer).__mro__) if "compute_mask" in c.__dict__)
+    if type(layer).compute_mask is root.compute_mask:
+        return [bool(layer.supports_masking and any(in_flags))] * n_outputs
+    b = _ShapeOnly(4096)
+    try:
+        with _scope.entered(b):
+            xs = [b.ctx.new_tensor(_concrete(n), dtype="i32" if n.dtype == "int32" else "f32") for n in nodes]
+            masks = _masks(b, nodes)
+            arg = xs if isinstance(inputs, list) else xs[0]
+            m_arg = None if masks is None else (masks if isinstance(inputs, list) else masks[0])
+            om = layer.output_mask(arg, m_arg)
+    except Exception:       # a compute_mask that needs more than shapes: no mask known here
+        return [False] * n_outputs
+    finally:
+        b.free()
+    oms = list(om) if isinstance(om, (list, tuple)) else [om] * n_outputs
+    return [m is not None for m in oms][:n_outputs] + [False] * max(0, n_outputs - len(oms))
+
+
+def output_shapes(layer, inputs, kwargs, with_masks=False):
+    """(Keras output shape, or a list of them; [dtype, ...]) of ``layer(inputs, **kwargs)``;
+    with_masks: also whether each output carries a padding mask."""
     nodes = inputs if isinstance(inputs, list) else [inputs]
     variable = any(d is None for n in nodes for d in n.feature_shape)
     n_tensors = 4096
@@ -68,7 +115,22 @@ def output_shapes(layer, inputs, kwargs):
         try:
             with _scope.entered(b):
                 xs = [b.ctx.new_tensor(_concrete(n), dtype="i32" if n.dtype == "int32" else "f32") for n in nodes]
-                out = layer(xs if isinstance(inputs, list) else xs[0], **kwargs)
+                arg = xs if isinstance(inputs, list) else xs[0]
+                masks = _masks(b, nodes)
+                m_arg = None if masks is None else (masks if isinstance(inputs, list) else masks[0])
+                call_kwargs = dict(kwargs)
+                if m_arg is not None and "mask" not in call_kwargs:
+                    call_kwargs["mask"] = m_arg
+                out = layer(arg, **call_kwargs)
+                flags = None
+                if with_masks:
+                    n_out = len(out) if isinstance(out, (list, tuple)) else 1
+                    try:
+                        om = layer.output_mask(arg, m_arg)
+                        oms = list(om) if isinstance(om, (list, tuple)) else [om] * n_out
+                        flags = [m is not None for m in oms][:n_out] + [False] * max(0, n_out - len(oms))
+                    except Exception:     # a compute_mask that needs more than shapes
+                        flags = [False] * n_out
             outs = out if isinstance(out, (list, tuple)) else [out]
             shapes = []
             for t in outs:
@@ -78,7 +140,8 @@ def output_shapes(layer, inputs, kwargs):
                     s = [None if (i > 0 and d == _LENGTH) else d for i, d in enumerate(s)]
                 shapes.append(tuple(s))
             dtypes = [_DTYPES.get(t.dtype, "float32") for t in outs]
-            return (shapes if isinstance(out, (list, tuple)) else shapes[0]), dtypes
+            result = (shapes if isinstance(out, (list, tuple)) else shapes[0]), dtypes
+            return result + (flags,) if with_masks else result
         except ContextFullError:
             if n_tensors >= 1 << 22:
                 raise

@@ -220,7 +220,14 @@ def adapt_inputs(specs, x, what="x"):
 
 def adapt_targets(specs, y, n):
     """One array per output: float32 of the output's shape, or int32 class indices (n,)."""
-    ys = _split(y, [s.name for s in specs], "y")
+    with_loss = [i for i, s in enumerate(specs) if s.has_loss]
+    if len(specs) > 1 and len(with_loss) == 1 and y is not None and not isinstance(y, (list, tuple, dict)):
+        # as Keras: one target array for a model whose only trained output is one of several
+        # (the others compiled with the loss None) goes to that output
+        ys = [None] * len(specs)
+        ys[with_loss[0]] = y
+    else:
+        ys = _split(y, [s.name for s in specs], "y")
     out = []
     for a, spec in zip(ys, specs):
         if a is None:

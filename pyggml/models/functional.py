@@ -62,6 +62,8 @@ def cut_at_inputs(inputs, outputs, names=None):
         from pyggml.layers.input_layer import Input
         name = names[i] if names is not None else None
         new[id(n)] = Input(shape=n.feature_shape, dtype=n.dtype, name=name)
+        if getattr(n, "model_input", False):
+            continue                    # made to be a model's input (FeatureSpace's encoded features)
         import warnings
         what = n.layer.name or type(n.layer).__name__
         warnings.warn(f"the model input {name or i!r} is the output of layer {what!r}, not a pg.Input: as Keras "

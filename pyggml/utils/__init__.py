@@ -12,12 +12,15 @@
   folders as a ``Dataset`` of batches (images need Pillow); ``split_dataset(data, left_size, ...)``
 - ``load_img``, ``img_to_array``, ``array_to_img``, ``save_img`` (Pillow)
 - ``set_random_seed(seed)``
+- ``FeatureSpace(features, output_mode="concat", crosses=None, ...)``: Keras's preprocessing of
+  dicts of structured features (normalized, discretized, categorical, hashed, crossed) into one vector
 - ``plot_model(model, to_file="model.png", ...)`` and ``model_to_dot(model, ...)``:
   a picture of the layer graph (through graphviz's ``dot`` when it is installed;
   its DOT source and a text rendering otherwise)
 """
 
 from pyggml.utils.dataset_utils import Dataset
+from pyggml.utils.feature_space import FeatureSpace
 from pyggml.utils.directory_utils import image_dataset_from_directory, split_dataset, text_dataset_from_directory
 from pyggml.utils.image_utils import array_to_img, img_to_array, load_img, save_img
 from pyggml.utils.model_visualization import model_to_dot, plot_model
@@ -29,4 +32,5 @@ from pyggml.utils.timeseries_utils import timeseries_dataset_from_array
 
 __all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequence", "set_random_seed",
            "plot_model", "model_to_dot", "timeseries_dataset_from_array", "Dataset", "text_dataset_from_directory",
-           "image_dataset_from_directory", "split_dataset", "load_img", "img_to_array", "array_to_img", "save_img"]
+           "image_dataset_from_directory", "split_dataset", "load_img", "img_to_array", "array_to_img", "save_img",
+           "FeatureSpace"]

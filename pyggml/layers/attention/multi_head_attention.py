@@ -32,11 +32,15 @@ biases ``(H, k)``, the output kernel ``(H, v, out)`` and bias ``(out,)``.
 
 import math
 
+import numpy as np
+
 from pyggml import _scope, activations, ops
+from pyggml.core import Tensor
 from pyggml._validation import check_fraction, check_positive_int
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
+from pyggml.variables import Variable
 
 __all__ = ["MultiHeadAttention"]
 
@@ -68,13 +72,19 @@ class MultiHeadAttention(Layer):
         self.bias_initializer = bias_initializer
 
     # --- calling ---------------------------------------------------------------------
-    def __call__(self, query, value=None, key=None, **kwargs):
+    def __call__(self, query, value=None, key=None, attention_mask=None, use_causal_mask=False,
+                 return_attention_scores=False, **kwargs):
+        given_mask = bool(kwargs.pop("_attention_mask_input", False))
         if isinstance(query, (list, tuple)):
             if value is not None or key is not None:
                 raise TypeError("give either a list [query, value(, key)] or separate inputs, not both")
-            if not 1 <= len(query) <= 3:
-                raise ValueError(f"MultiHeadAttention takes 1 to 3 inputs (query, value, key), got {len(query)}")
             parts = list(query)
+            if given_mask:                        # a rebuilt graph: the mask is the last input
+                if attention_mask is not None or len(parts) < 2:
+                    raise TypeError("MultiHeadAttention: the attention mask was given twice")
+                attention_mask = parts.pop()
+            if not 1 <= len(parts) <= 3:
+                raise ValueError(f"MultiHeadAttention takes 1 to 3 inputs (query, value, key), got {len(parts)}")
         else:
             parts = [query]
             if key is not None and value is None:
@@ -86,10 +96,53 @@ class MultiHeadAttention(Layer):
         unsupported = set(kwargs) - {"training", "mask"}
         if unsupported:
             raise TypeError(f"MultiHeadAttention: unsupported call arguments {sorted(unsupported)}")
+        if not isinstance(use_causal_mask, (bool, np.bool_)):
+            raise TypeError(f"MultiHeadAttention: use_causal_mask must be True or False, got {use_causal_mask!r}")
+        if not isinstance(return_attention_scores, (bool, np.bool_)):
+            raise TypeError(f"MultiHeadAttention: return_attention_scores must be True or False, got "
+                            f"{return_attention_scores!r}")
+        if use_causal_mask:
+            kwargs["use_causal_mask"] = True
+        if return_attention_scores:
+            kwargs["return_attention_scores"] = True
+        # compute_output_shape reads it: one output, or (output, scores)
+        self._return_scores = bool(return_attention_scores)
+        self._masked = attention_mask is not None
+        if attention_mask is not None:
+            from pyggml.layers.node import Node
+            if isinstance(parts[0], Node) and not isinstance(attention_mask, Node):
+                raise TypeError("MultiHeadAttention: with symbolic inputs (pg.Input nodes) the attention_mask "
+                                "must be a node too (e.g. a pg.Input of shape (query_steps, value_steps)), got "
+                                f"{type(attention_mask).__name__}")
+            if not isinstance(parts[0], (Node, Tensor, Variable)) and isinstance(attention_mask, (Tensor, Variable)):
+                raise TypeError("MultiHeadAttention: on arrays the attention_mask must be an array too")
+            if isinstance(parts[0], (Tensor, Variable)) and not isinstance(attention_mask, (Tensor, Variable)):
+                # an array made in a layer's call (keras-io's causal masks): a constant of the graph
+                arr = np.asarray(attention_mask)
+                if arr.dtype == object or arr.dtype.kind not in "biuf":
+                    raise TypeError(f"MultiHeadAttention: attention_mask must hold booleans or 0/1 numbers, "
+                                    f"got dtype {arr.dtype}")
+                if arr.ndim > 4:
+                    raise ValueError(f"MultiHeadAttention: attention_mask must be of shape (batch, query steps, "
+                                     f"value steps), got {arr.shape}")
+                attention_mask = ops.constant((arr != 0).astype(np.float32))
+            elif not isinstance(parts[0], Node) and not isinstance(attention_mask, (Tensor, Variable)):
+                attention_mask = np.asarray(attention_mask)
+                if attention_mask.dtype == object or attention_mask.dtype.kind not in "biuf":
+                    raise TypeError(f"MultiHeadAttention: attention_mask must hold booleans or 0/1 numbers, "
+                                    f"got dtype {attention_mask.dtype}")
+                attention_mask = attention_mask.astype(np.float32)
+            if len(parts) == 1:
+                parts.append(parts[0])            # [query, value(=query), mask]: the mask stays last
+            parts.append(attention_mask)
+            kwargs["_attention_mask_input"] = True
+            return super().__call__(parts, **kwargs)
         return super().__call__(parts[0] if len(parts) == 1 else parts, **kwargs)
 
-    def _split_shapes(self, input_shape):
-        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+    def _split_shapes(self, input_shape, masked=False):
+        shapes = list(input_shape) if isinstance(input_shape, list) else [input_shape]
+        if masked:
+            shapes = shapes[:-1]
         if not 1 <= len(shapes) <= 3:
             raise ValueError(f"MultiHeadAttention takes 1 to 3 inputs (query, value, key), got {len(shapes)}")
         for s in shapes:
@@ -104,12 +157,32 @@ class MultiHeadAttention(Layer):
                              f"got {k[1]} and {v[1]}")
         return q, v, k
 
+    def _mask_shape_checked(self, input_shape):
+        """The attention mask's shape (the last input), checked against (query_steps, value_steps);
+        (0, 0, 0) when there is none."""
+        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+        if not getattr(self, "_masked", False) or len(shapes) < 3:
+            return None
+        q, v, _ = self._split_shapes(shapes, masked=True)
+        m = tuple(shapes[-1])
+        want = (q[1], v[1])
+        if len(m) not in (2, 3) or any(a is not None and b is not None and a != b and a != 1
+                                       for a, b in zip(m[-2:], want)):
+            raise ValueError(f"MultiHeadAttention: attention_mask must be of shape (batch, {want[0]}, {want[1]}) "
+                             f"(batch, query steps, value steps), got {m}")
+        return m
+
     def compute_output_shape(self, input_shape):
-        q, _, _ = self._split_shapes(input_shape)
-        return (q[0], q[1], self._out_dim or q[2])
+        masked = getattr(self, "_masked", False)
+        self._mask_shape_checked(input_shape)
+        q, v, _ = self._split_shapes(input_shape, masked)
+        out = (q[0], q[1], self._out_dim or q[2])
+        if getattr(self, "_return_scores", False):
+            return [out, (q[0], self.num_heads, q[1], v[1])]
+        return out
 
     def build(self, input_shape):
-        q, v, k = self._split_shapes(input_shape)
+        q, v, k = self._split_shapes(input_shape, getattr(self, "_masked", False))
         hk, hv = self.num_heads * self.key_dim, self.num_heads * self.value_dim
         out = self._out_dim or q[2]
         h, vd = self.num_heads, self.value_dim
@@ -140,10 +213,17 @@ class MultiHeadAttention(Layer):
         """The query's mask."""
         return mask[0] if isinstance(mask, list) else mask
 
-    def call(self, inputs, training=None, mask=None):
-        """A padding mask on the value (or key) keeps padded steps from being attended to."""
-        xs = inputs if isinstance(inputs, list) else [inputs]
-        masks = mask if isinstance(mask, list) else [mask] * len(xs)
+    def call(self, inputs, training=None, mask=None, use_causal_mask=False, return_attention_scores=False,
+             _attention_mask_input=False):
+        """A padding mask on the value (or key) keeps padded steps from being attended to, as do
+        the zeros of ``attention_mask`` (batch, query steps, value steps) and, with
+        ``use_causal_mask``, the later steps (query i sees value steps j <= i)."""
+        xs = list(inputs) if isinstance(inputs, list) else [inputs]
+        masks = list(mask) if isinstance(mask, list) else [mask] * len(xs)
+        attention_mask = None
+        if _attention_mask_input:
+            attention_mask = xs.pop()
+            masks = masks[:len(xs)]
         key_mask = masks[2] if len(masks) > 2 else (masks[1] if len(masks) > 1 else masks[0])
         query = xs[0]
         value = xs[1] if len(xs) > 1 else query
@@ -157,23 +237,61 @@ class MultiHeadAttention(Layer):
         q = ops.permute_axes(q, (0, 2, 1, 3))                 # (b, h, tq, kd)
         k = ops.permute_axes(k, (0, 2, 1, 3))                 # (b, h, tv, kd)
         vt = ops.permute_axes(v, (0, 2, 3, 1))                # (b, h, vd, tv)
+        allowed = self._allowed(b, tq, tv, key_mask, attention_mask, use_causal_mask)
         # scores[b, h, i, j] = q_i . k_j / sqrt(kd); softmax over the keys j
         if fused():
-            # the scale and the mask (0 for a real key, -1e9 for a padded one, one row per
-            # query: soft_max_ext's mask broadcasts over the heads, not over the queries) in one op
-            blocked = None
-            if key_mask is not None:
-                blocked = ops.scale_bias(ops.reshape(contiguous(ops.as_tensor(key_mask)), (b, 1, 1, tv)), 1e9, -1e9)
-                blocked = ops.repeat(blocked, _scope.require("MultiHeadAttention").ctx.new_tensor((b, 1, tq, tv)))
+            # the scale and the mask (0 for an allowed key, -1e9 for a blocked one, one row per
+            # query: soft_max_ext's mask broadcasts over the heads) in one op
+            blocked = None if allowed is None else ops.scale_bias(allowed, 1e9, -1e9)
             probs = ops.soft_max_ext(ops.mul_mat(k, q), blocked, 1.0 / math.sqrt(kd))
-            return self._attend(probs, vt, b, tq, h, vd, training)
-        scores = ops.scale(ops.mul_mat(k, q), 1.0 / math.sqrt(kd))   # (b, h, tq, tv)
+        else:
+            scores = ops.scale(ops.mul_mat(k, q), 1.0 / math.sqrt(kd))   # (b, h, tq, tv)
+            if allowed is not None:
+                # 0 for an allowed key, -1e9 for a blocked one, added to every head's scores
+                scores = ops.add(scores, ops.scale_bias(allowed, 1e9, -1e9))
+            probs = activations.softmax(scores)
+        out = self._attend(probs, vt, b, tq, h, vd, training)
+        if return_attention_scores:
+            return [out, probs]
+        return out
+
+    def _allowed(self, b, tq, tv, key_mask, attention_mask, causal):
+        """A (b, 1, tq, tv) float tensor: 1 where query i may attend to key j, 0 where not;
+        None when nothing is masked."""
+        parts = []
+        if attention_mask is not None:
+            am = attention_mask
+            if isinstance(am, (Tensor, Variable)):
+                am = ops.as_tensor(am)
+                if am.dtype != "f32":
+                    am = ops.cast(am, "f32")
+                am = ops.step(ops.abs(contiguous(am)))          # as Keras's bool: attend where not 0
+            else:
+                arr = np.asarray(am)
+                if arr.dtype == object or arr.dtype.kind not in "biuf":
+                    raise TypeError(f"MultiHeadAttention: attention_mask must hold booleans or 0/1 numbers, got "
+                                    f"dtype {arr.dtype}")
+                am = ops.constant((arr != 0).astype(np.float32))
+            shape = tuple(am.shape)
+            if len(shape) == 2:
+                shape = (1,) + shape
+            # as Keras: broadcast over the axes of length 1 ((batch, 1, value steps): a padding mask)
+            if len(shape) != 3 or any(d not in (1, want) for d, want in zip(shape, (b, tq, tv))):
+                raise ValueError(f"MultiHeadAttention: attention_mask must be of shape ({b}, {tq}, {tv}) "
+                                 f"(batch, query steps, value steps; 1 to broadcast) or ({tq}, {tv}), got "
+                                 f"{tuple(am.shape)}")
+            parts.append(ops.reshape(contiguous(am), (shape[0], 1, shape[1], shape[2])))
         if key_mask is not None:
-            # 0 for a real key, -1e9 for a padded one, added to every head's and query's scores
-            blocked = ops.scale_bias(ops.reshape(ops.as_tensor(key_mask), (b, 1, 1, tv)), 1e9, -1e9)
-            scores = ops.add(scores, blocked)
-        probs = activations.softmax(scores)
-        return self._attend(probs, vt, b, tq, h, vd, training)
+            parts.append(ops.reshape(contiguous(ops.as_tensor(key_mask)), (b, 1, 1, tv)))
+        if causal:
+            tril = (np.arange(tq)[:, None] >= np.arange(tv)[None, :]).astype(np.float32)
+            parts.append(ops.constant(tril.reshape(1, 1, tq, tv)))
+        if not parts:
+            return None
+        full = ops.repeat(parts[0], _scope.require("MultiHeadAttention").ctx.new_tensor((b, 1, tq, tv)))
+        for p in parts[1:]:
+            full = ops.mul(full, p)
+        return full
 
     def _attend(self, probs, vt, b, tq, h, vd, training):
         if self.dropout > 0:

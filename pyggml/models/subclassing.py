@@ -1,0 +1,185 @@
+"""Keras's model subclassing: a ``pg.Model`` subclass makes its layers in
+``__init__`` and writes the forward pass in ``call``, with no inputs given.
+
+Its graph is made on the first data (``fit``, ``evaluate``, ``predict``, calling
+it on arrays or on ``pg.Input`` nodes) or by ``build(input_shape)``: one Input per
+array (an int array gives an int32 Input, as Embedding indices need), then the
+model's ``call`` as the one layer of the graph (its weights are the model's own,
+named ``<model name>.<attribute>...``).  ``compile`` before that waits for the
+graph.  The architecture is code, not config: ``save_weights``/``load_weights``
+move the weights; ``save`` and ``get_config`` are refused, naming the class.
+
+``install(Model)`` adds this to the Model class (it keeps pyggml/models/model.py
+to the functional graph).
+"""
+
+import functools
+
+import numpy as np
+
+from pyggml import optimizers as optimizers_mod
+from pyggml.core import Tensor
+from pyggml.layers.input_layer import Input
+from pyggml.layers.layer import Layer, flatten_inputs, snake_case
+from pyggml.layers.node import Node
+from pyggml.models import functional
+from pyggml.variables import Variable
+
+__all__ = ["install", "SubclassedCall"]
+
+
+class SubclassedCall(Layer):
+    """A subclassed model's ``call`` as the one layer of its graph; its weights are the
+    model's own (its sublayers' and add_weight's)."""
+
+    def __init__(self, model):
+        super().__init__(name=model.name)
+        object.__setattr__(self, "_sublayers", model.__dict__["_sublayers"])
+        object.__setattr__(self, "_variables", model.__dict__["_variables"])
+        object.__setattr__(self, "_owner", model)
+
+    def call(self, inputs, training=None):
+        model = self.__dict__["_owner"]
+        user_call = type(model).call
+        if model._accepts("training"):
+            return user_call(model, inputs, training=training)
+        return user_call(model, inputs)
+
+    def get_config(self):
+        _refuse_config(self.__dict__["_owner"])
+
+
+def _defines_call(model):
+    """Whether the model's call is its subclass's own."""
+    owner = next(c for c in type(model).__mro__ if "call" in c.__dict__)
+    return not owner.__module__.startswith("pyggml.models")
+
+
+def _is_pending(model):
+    return model.__dict__.get("_subclassed", False) and model.__dict__.get("_topology") is None
+
+
+def _refuse_config(model):
+    raise TypeError(f"{type(model).__name__} is a subclassed model: save its weights (save_weights, then "
+                    f"load_weights on a model made by the same code); save() and get_config need the layer "
+                    f"graph of pg.Model(inputs, outputs) or pg.Sequential")
+
+
+def _spec_of(a, what="x"):
+    """(feature shape, dtype) of an Input for the array ``a`` (a batch of rows)."""
+    a = np.asarray(a)
+    if a.ndim < 1:
+        raise ValueError(f"{what}: arrays with a batch axis expected, got a scalar")
+    feature = a.shape[1:] or (1,)         # a column (n,) enters as (n, 1), as the data adapter takes it
+    if a.dtype.kind in "USO":
+        return feature, "string"
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{what}: expected numbers or strings, got dtype {a.dtype}")
+    return feature, ("int32" if a.dtype.kind in "biu" else "float32")
+
+
+def build_graph(model, specs, many):
+    """Make the graph for inputs of these (feature shape, dtype); compile if it waited."""
+    if model._topology is not None:
+        return
+    ins = [Input(shape=tuple(shape), dtype=dtype) for shape, dtype in specs]
+    out = SubclassedCall(model)(ins if many else ins[0])
+    model._multi_in = bool(many)
+    model._multi_out = isinstance(out, (list, tuple))
+    model._topology = functional.Topology(ins, list(out) if model._multi_out else [out])
+    model.built = True
+    pending = model.__dict__.pop("_pending_compile", None)
+    if pending is not None:
+        model.compile(**pending)
+
+
+def build_for(model, x):
+    """The graph from a first batch of data: arrays, a list of them, a dataset of (x, y)
+    batches or a PyDataset (its first batch)."""
+    if not _is_pending(model) or x is None:
+        return
+    first = x
+    if not isinstance(x, (np.ndarray, list, tuple, dict)) and not np.isscalar(x):
+        if hasattr(x, "__getitem__") and hasattr(x, "__len__"):
+            first = x[0]
+        elif hasattr(x, "__iter__") and not hasattr(x, "__next__"):
+            first = next(iter(x))
+        else:
+            raise ValueError(f"{type(model).__name__} is not built yet and a generator cannot be looked at "
+                             f"ahead: call model.build(input_shape) first")
+        if isinstance(first, tuple):
+            first = first[0]
+    if isinstance(first, dict):
+        raise TypeError(f"{type(model).__name__}: a subclassed model takes an array or a list of arrays")
+    many = isinstance(first, (list, tuple))
+    build_graph(model, [_spec_of(a) for a in (list(first) if many else [first])], many)
+
+
+def install(cls):
+    """Add model subclassing to ``cls`` (pg.Model)."""
+    init, ensure, compile_, call_, get_config = (cls.__init__, cls._ensure_graph, cls.compile, cls.__call__,
+                                                 cls.get_config)
+
+    @functools.wraps(init)
+    def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
+        init(self, inputs, outputs, name=name, **kwargs)
+        self._subclassed = inputs is None and outputs is None and _defines_call(self)
+        if self._subclassed and name is None:
+            self.name = snake_case(type(self).__name__)          # as Keras: "recommender_net"
+
+    @functools.wraps(ensure)
+    def _ensure_graph(self):
+        if _is_pending(self):
+            raise ValueError(f"{type(self).__name__} is not built yet: its graph is made on the first data "
+                             f"(fit, predict, evaluate, calling it) or by build(input_shape)")
+        return ensure(self)
+
+    def build(self, input_shape):
+        """A subclassed model's graph for float32 inputs of ``input_shape`` (the batch first;
+        a list of shapes for several inputs)."""
+        if not _is_pending(self):
+            return
+        many = isinstance(input_shape, list) and bool(input_shape) and isinstance(input_shape[0], (list, tuple))
+        build_graph(self, [(tuple(s)[1:], "float32") for s in (input_shape if many else [input_shape])], many)
+
+    @functools.wraps(compile_)
+    def compile(self, optimizer="adam", loss="categorical_crossentropy", metrics=None, loss_weights=None,
+                backend="auto", seed=None, weighted_metrics=None, **kwargs):
+        if _is_pending(self):
+            self.check_alive()
+            self.optimizer = optimizers_mod.get(optimizer)        # compiled once the graph is made
+            self._pending_compile = dict(optimizer=self.optimizer, loss=loss, metrics=metrics,
+                                         loss_weights=loss_weights, backend=backend, seed=seed,
+                                         weighted_metrics=weighted_metrics, **kwargs)
+            return self
+        return compile_(self, optimizer, loss, metrics, loss_weights, backend, seed, weighted_metrics, **kwargs)
+
+    @functools.wraps(call_)
+    def __call__(self, *args, **kwargs):
+        if args and _is_pending(self):
+            first = list(args[0].values()) if isinstance(args[0], dict) else args[0]
+            flat = flatten_inputs(first)
+            if all(isinstance(v, Node) for v in flat):              # model(pg.Input(...)): on its shape
+                build_graph(self, [(v.feature_shape, v.dtype) for v in flat], isinstance(first, list))
+            elif not any(isinstance(v, (Tensor, Variable)) for v in flat):
+                build_for(self, args[0])
+        return call_(self, *args, **kwargs)
+
+    @functools.wraps(get_config)
+    def _get_config(self):
+        if self.__dict__.get("_subclassed"):
+            _refuse_config(self)
+        return get_config(self)
+
+    def with_build(method):
+        @functools.wraps(method)
+        def run(self, *args, **kwargs):
+            build_for(self, args[0] if args else kwargs.get("x"))
+            return method(self, *args, **kwargs)
+        return run
+
+    cls.__init__, cls._ensure_graph, cls.build, cls.compile, cls.__call__, cls.get_config = (
+        __init__, _ensure_graph, build, compile, __call__, _get_config)
+    for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
+        setattr(cls, name, with_build(getattr(cls, name)))
+    return cls
