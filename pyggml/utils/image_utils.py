@@ -103,6 +103,8 @@ def array_to_img(x, data_format=None, scale=True, dtype=None):
         a = a.transpose(1, 2, 0)
     if a.shape[2] not in (1, 3, 4):
         raise ValueError(f"array_to_img takes 1, 3 or 4 channels, got {a.shape[2]}")
+    if a.size == 0:
+        raise ValueError(f"array_to_img: an image of shape {a.shape} has no pixels")
     if scale:
         a = a - a.min()
         top = a.max()
