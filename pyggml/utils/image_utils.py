@@ -33,11 +33,16 @@ def _data_format(data_format):
     return data_format
 
 
+MAX_PIXELS = 1 << 26       # per image: (10**5, 10**5) asked numpy for 112 GiB
+
+
 def _size(name, value):
     if value is None:
         return None
     if not isinstance(value, (tuple, list)) or len(value) != 2 or not all(is_int(v) and v > 0 for v in value):
         raise ValueError(f"{name} must be (height, width), two positive ints, got {value!r}")
+    if int(value[0]) * int(value[1]) > MAX_PIXELS:
+        raise ValueError(f"{name} {tuple(value)} is too large (at most {MAX_PIXELS} pixels, e.g. 8192 x 8192)")
     return int(value[0]), int(value[1])
 
 
