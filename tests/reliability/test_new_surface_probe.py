@@ -125,3 +125,52 @@ def test_unclear_errors_now_say_what_was_expected():
         raises(TypeError, lambda: L.GaussianNoise(0.1)({"a": X2}), "tensors")
         raises(ValueError, lambda: pg.utils.array_to_img(np.zeros((0, 4, 3))), "no pixels")
     """)
+
+
+@pytest.mark.parametrize("code, exc, words", [
+    ("L.TextVectorization(ngrams=10**9)", "ValueError", ["ngrams", "too large"]),
+    ("L.TextVectorization(ngrams=2**63)", "ValueError", ["ngrams", "too large"]),
+    ("L.TextVectorization(ngrams=(2, 10**9))", "ValueError", ["ngrams"]),
+    ("(lambda tv: (tv.adapt(T), tv(T)))(L.TextVectorization(max_tokens=10**9, output_mode='multi_hot', "
+     "pad_to_max_tokens=True))", "ValueError", ["multi_hot", "too large"]),
+    ("pg.utils.load_img(IMG, target_size=(10**5, 10**5))", "ValueError", ["target_size", "too large"]),
+    ("pg.utils.image_dataset_from_directory(DIR, image_size=(10**5, 10**5))", "ValueError",
+     ["image_size", "too large"]),
+    ("L.RNN(HugeStateCell())(np.ones((2, 3, 4), np.float32))", "ValueError", ["state_size", "too large"]),
+])
+def test_absurd_preprocessing_and_cell_sizes_fail_before_allocating(code, exc, words):
+    # each asked numpy for 7 to 112 GiB (a MemoryError at best, the OOM killer at worst)
+    run_py(LAYERS, """
+        import resource, tempfile
+        from PIL import Image
+        DIR = tempfile.mkdtemp()
+        for c in ("a", "b"):
+            os.makedirs(os.path.join(DIR, c))
+            Image.fromarray(np.zeros((5, 7, 3), np.uint8)).save(os.path.join(DIR, c, "0.png"))
+        IMG = os.path.join(DIR, "a", "0.png")
+        T = np.array(["the cat sat", "a dog", ""])
+        class HugeStateCell(L.Layer):
+            state_size = 10**9
+            def call(self, x, states):
+                return x, states
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    """, f"raises({exc}, lambda: {code}, *{words!r})")
+
+
+def test_adapt_on_a_dataset_that_repeats_forever():
+    # adapt ignored steps (TypeError from len) and, without steps, would read forever
+    run_py(LAYERS, """
+        T = np.array(["the cat sat", "a dog", ""])
+        ds = pg.data.Dataset.from_tensor_slices(T).repeat().batch(2)
+        tv = L.TextVectorization()
+        tv.adapt(ds, steps=2)                 # batches ['the cat sat', 'a dog'], ['', 'the cat sat']
+        assert set(tv.get_vocabulary()) == {"", "[UNK]", "the", "cat", "sat", "a", "dog"}
+        raises(ValueError, lambda: L.TextVectorization().adapt(ds), "repeats forever", "steps")
+        nums = pg.data.Dataset.from_tensor_slices(np.ones((4, 2), np.float32)).repeat().batch(2)
+        raises(ValueError, lambda: L.Normalization().adapt(nums), "repeats forever", "steps")
+        raises(TypeError, lambda: L.Normalization().adapt(np.ones((3, 2)), steps="x"), "steps")
+        n = L.Normalization()
+        n.adapt(pg.data.Dataset.from_tensor_slices(np.arange(8, dtype=np.float32).reshape(4, 2)).repeat().batch(2),
+                steps=2)
+        np.testing.assert_allclose(n(np.array([[3.0, 4.0]], np.float32)), [[0, 0]], atol=1e-6)
+    """)
