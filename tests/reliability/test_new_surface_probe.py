@@ -174,3 +174,12 @@ def test_adapt_on_a_dataset_that_repeats_forever():
                 steps=2)
         np.testing.assert_allclose(n(np.array([[3.0, 4.0]], np.float32)), [[0, 0]], atol=1e-6)
     """)
+
+
+def test_a_keras_argument_on_a_tensor_outside_a_graph_says_why():
+    # "mean() got an unexpected keyword argument 'axis'" did not say that ggml's form was taken
+    run_py(LAYERS, """
+        t = core.Context(n_tensors=8).new_tensor((2, 3))
+        raises(TypeError, lambda: ops.mean(t, axis=0), "outside any model's graph", "axis")
+        assert ops.mean(t).shape == (2, 1)          # ggml's form still works
+    """)
