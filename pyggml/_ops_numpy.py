@@ -481,9 +481,9 @@ def tile(x, repeats):
     if not all(is_int(k) and k >= 1 for k in reps):
         raise ValueError(f"tile: repeats must be positive ints, got {repeats!r}")
     r = builtins.max(len(reps), len(x.shape))
+    _check_dims((1,) * (r - len(x.shape)) + tuple(x.shape), "tile")
     reps = (1,) * (r - len(reps)) + tuple(int(k) for k in reps)
     y = _c.reshape(_cont(x), (1,) * (r - len(x.shape)) + tuple(x.shape))
-    _check_dims(y.shape, "tile")
     for ax, k in enumerate(reps):
         if k == 1:
             continue

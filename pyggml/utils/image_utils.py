@@ -4,6 +4,9 @@ does.  Decoding and encoding image files takes Pillow (``pip install pillow``),
 as in Keras; arrays are channels-last float32 unless ``data_format`` says
 otherwise."""
 
+import os
+import stat
+
 import numpy as np
 
 from pyggml._validation import is_int
@@ -60,6 +63,13 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", 
     if color_mode not in _COLOR_MODES:
         raise ValueError(f"color_mode must be one of {', '.join(_COLOR_MODES)}, got {color_mode!r}")
     size = _size("target_size", target_size)
+    if isinstance(path, (str, bytes, os.PathLike)):
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise FileNotFoundError(f"load_img: cannot read {path!r}: {e.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"load_img: {path!r} is not a regular file (a folder, a pipe or a device)")
     _interpolation(interpolation)
     with open(path, "rb") as f:
         img = Image.open(f)

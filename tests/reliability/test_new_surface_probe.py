@@ -183,3 +183,36 @@ def test_a_keras_argument_on_a_tensor_outside_a_graph_says_why():
         raises(TypeError, lambda: ops.mean(t, axis=0), "outside any model's graph", "axis")
         assert ops.mean(t).shape == (2, 1)          # ggml's form still works
     """)
+
+
+def test_directories_with_pipes_devices_and_symlink_cycles():
+    # a named pipe blocked the loader forever; a link to /dev/zero was read until memory ran
+    # out; a symlink cycle was walked until the OS refused the path (the same files many times)
+    run_py(LAYERS, """
+        import resource, tempfile
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        d = tempfile.mkdtemp()
+        for c in ("a", "b"):
+            os.makedirs(os.path.join(d, c))
+            with open(os.path.join(d, c, "0.txt"), "w") as f:
+                f.write(c)
+        os.mkfifo(os.path.join(d, "a", "pipe.txt"))
+        os.symlink("/dev/zero", os.path.join(d, "a", "zero.txt"))
+        os.symlink(d, os.path.join(d, "b", "loop"))
+        os.symlink(os.path.join(d, "a", "0.txt"), os.path.join(d, "b", "link.txt"))
+        texts = [list(b[0]) for b in pg.utils.text_dataset_from_directory(d, shuffle=False, verbose=False)][0]
+        assert texts == ["a", "b", "a"], texts              # a/0, b/0, b/link (a link to a file is read)
+        texts = [list(b[0]) for b in pg.utils.text_dataset_from_directory(d, shuffle=False, verbose=False,
+                                                                           follow_links=True)][0]
+        assert sorted(texts) == ["a", "a", "a", "b"], texts  # and b/loop/a/0.txt once
+        for p in (os.path.join(d, "a", "pipe.txt"), "/dev/zero", d):
+            raises(ValueError, lambda: pg.utils.load_img(p), "not a regular file")
+    """, timeout=60)
+
+
+def test_tile_past_four_dimensions_names_tile():
+    run_py(LAYERS, """
+        raises(ValueError, lambda: ops.tile(np.ones((2, 3), np.float32), (1, 1, 1, 1, 2)), "tile", "4 dimensions")
+        np.testing.assert_array_equal(ops.tile(np.arange(3, dtype=np.float32), (2, 1, 2)),
+                                      np.tile(np.arange(3, dtype=np.float32), (2, 1, 2)))
+    """)
