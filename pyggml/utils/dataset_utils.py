@@ -321,6 +321,9 @@ class Dataset(PyDataset):
 
     def enumerate(self, start=0, name=None):
         """``(position + start, element)`` pairs."""
+        if not is_int(start):
+            raise TypeError(f"enumerate: start must be an int, got {start!r}")
+        start = int(start)
         return Dataset(self._length, lambda i: (_eager(np.int64(i + start)), self._get(i)), [self])
 
     def reduce(self, initial_state, reduce_func, name=None):
@@ -337,6 +340,8 @@ class Dataset(PyDataset):
 
     # accepted for tf.data scripts; elements are made when read
     def prefetch(self, buffer_size=AUTOTUNE, name=None):
+        if buffer_size != AUTOTUNE and (not is_int(buffer_size) or buffer_size < 0):
+            raise ValueError(f"prefetch: buffer_size must be a non-negative int or AUTOTUNE, got {buffer_size!r}")
         return self
 
     def cache(self, filename="", name=None):

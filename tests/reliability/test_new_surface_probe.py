@@ -124,6 +124,10 @@ def test_unclear_errors_now_say_what_was_expected():
         # an identity layer given a dict handed the dict back to the graph: AttributeError 'op'
         raises(TypeError, lambda: L.GaussianNoise(0.1)({"a": X2}), "tensors")
         raises(ValueError, lambda: pg.utils.array_to_img(np.zeros((0, 4, 3))), "no pixels")
+        ds = pg.data.Dataset.range(3)
+        raises(ValueError, lambda: ds.prefetch("x"), "prefetch", "buffer_size")
+        raises(TypeError, lambda: ds.enumerate(2.5), "enumerate", "start")
+        assert [int(i) for i, _ in ds.enumerate(5).prefetch(pg.data.AUTOTUNE)] == [5, 6, 7]
     """)
 
 
