@@ -198,7 +198,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     target's aspect ratio first.  Needs Pillow."""
     from pyggml.utils.image_utils import _data_format, _size
     channels = {"grayscale": 1, "rgb": 3, "rgba": 4}
-    if color_mode not in channels:
+    if not isinstance(color_mode, str) or color_mode not in channels:
         raise ValueError(f"color_mode must be 'grayscale', 'rgb' or 'rgba', got {color_mode!r}")
     size = _size("image_size", image_size)
     if interpolation not in INTERPOLATIONS:

@@ -60,7 +60,7 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", 
     "rgba") and resized to ``target_size`` (height, width) when given (center-cropped to
     the target's aspect ratio first with ``keep_aspect_ratio``)."""
     Image = _pil()
-    if color_mode not in _COLOR_MODES:
+    if not isinstance(color_mode, str) or color_mode not in _COLOR_MODES:
         raise ValueError(f"color_mode must be one of {', '.join(_COLOR_MODES)}, got {color_mode!r}")
     size = _size("target_size", target_size)
     if isinstance(path, (str, bytes, os.PathLike)):
