@@ -16,7 +16,7 @@ from pyggml.core import reachable_count
 
 __all__ = ["Graph", "SMALL"]
 
-SMALL = 8000                      # tensors: a chain this long needs well under 1 MiB of stack
+SMALL = 2000                      # tensors: a chain this long needs about 160 KiB of stack (~80 B a link)
 _BYTES_PER_TENSOR = 512           # ggml's frames are about 100 bytes; a wide margin
 _MIN_STACK = 64 << 20
 _lock = threading.Lock()          # threading.stack_size is process-wide

@@ -47,13 +47,19 @@ def test_a_very_deep_graph_predicts_fits_and_runs_eagerly():
 def test_a_deep_graph_builds_on_a_thread_with_a_small_stack():
     # past SMALL tensors the build moves to a thread with its own large stack
     run_py(LAYERS, chain(30000), """
-        threading.stack_size(512 * 1024)
+        def short(t):                     # just under SMALL: built in place
+            for _ in range(1900):
+                t = t + 1.0
+            return t
+        threading.stack_size(256 * 1024)
         got = []
         def work():
             got.append(L.Lambda(chain)(X2))
+            got.append(L.Lambda(short)(X2))
         t = threading.Thread(target=work)
         t.start(); t.join()
         np.testing.assert_allclose(got[0], X2 + 30000, rtol=1e-6)
+        np.testing.assert_allclose(got[1], X2 + 1900, rtol=1e-6)
     """, timeout=240)
 
 
