@@ -20,6 +20,7 @@ import argparse
 import collections
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile

@@ -134,6 +134,10 @@ def test_unclear_errors_now_say_what_was_expected():
         raises(ValueError, lambda: ds.prefetch("x"), "prefetch", "buffer_size")
         raises(TypeError, lambda: ds.enumerate(2.5), "enumerate", "start")
         assert [int(i) for i, _ in ds.enumerate(5).prefetch(pg.data.AUTOTUNE)] == [5, 6, 7]
+        raises(ValueError, lambda: pg.data.Dataset.range(2**63), "int64")
+        raises(ValueError, lambda: pg.data.Dataset.range(-2**63, 2**63 - 1), "Dataset.range")
+        raises(TypeError, lambda: pg.data.Dataset.range(2.5), "Dataset.range")
+        raises(ValueError, lambda: ds.enumerate(2**63), "enumerate", "int64")
     """)
 
 
