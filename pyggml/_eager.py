@@ -11,7 +11,8 @@ import threading
 import numpy as np
 
 from pyggml import _scope
-from pyggml.core import Backend, BackendBuffer, Context, Graph, Scheduler, ops
+from pyggml._deep_graph import Graph
+from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops
 from pyggml.errors import ContextFullError
 
 __all__ = ["evaluate"]
@@ -128,6 +129,11 @@ def evaluate(fn, arrays, training=False, losses=None):
                 out = fn(*xs)
             many = isinstance(out, (list, tuple))
             outs = list(out) if many else [out]
+            bad = [o for o in outs if not isinstance(o, Tensor)]
+            if bad:
+                raise TypeError(f"an eager call must compute tensors from its inputs, got "
+                                f"{type(bad[0]).__name__} (a layer that takes one array was given a "
+                                f"dict or a nested structure?)")
             extra = b.losses if losses is not None else []
             states = b.state_updates
             res = b.run(outs + [t for _, t in extra] + [t for _, t in states])

@@ -378,6 +378,18 @@ def _check_dims(shape, what):
                          f"shape {tuple(shape)}")
 
 
+MAX_CONSTANT = 2 ** 30     # values: a constant past this (4 GiB) is refused before numpy fills it
+
+
+def _check_size(shape, what):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if n > MAX_CONSTANT:
+        raise ValueError(f"{what}: a result of shape {tuple(shape)} ({n} values) is too large "
+                         f"(at most 2**30 values)")
+
+
 @_eager("x")
 def transpose(x, axes=None):
     """numpy's transpose: the axes reversed, or in the order ``axes``."""
@@ -569,9 +581,9 @@ def tile(x, repeats):
     if not all(is_int(k) and k >= 1 for k in reps):
         raise ValueError(f"tile: repeats must be positive ints, got {repeats!r}")
     r = builtins.max(len(reps), len(x.shape))
+    _check_dims((1,) * (r - len(x.shape)) + tuple(x.shape), "tile")
     reps = (1,) * (r - len(reps)) + tuple(int(k) for k in reps)
     y = _c.reshape(_cont(x), (1,) * (r - len(x.shape)) + tuple(x.shape))
-    _check_dims(y.shape, "tile")
     for ax, k in enumerate(reps):
         if k == 1:
             continue
@@ -664,17 +676,19 @@ def one_hot(x, num_classes, axis=-1, dtype="float32", sparse=False):
         raise ValueError("one_hot: only axis=-1 (the classes last) is built")
     if sparse:
         raise ValueError("one_hot: sparse=True is not available (pyggml's tensors are dense)")
-    table = np.vstack([np.eye(num_classes, dtype=np.float32), np.zeros((1, num_classes), np.float32)])
     if not isinstance(x, Tensor):
         a = np.asarray(x)
         if a.dtype.kind not in "iu":
             raise TypeError(f"one_hot: class indices must be integers, got dtype {a.dtype}")
-        x = np.where((a < 0) | (a >= num_classes), num_classes, a)
+        x = np.where((a < 0) | (a >= num_classes), -1, a)
     idx = _indices(x, "one_hot")
     shape = tuple(idx.shape) if not (isinstance(x, np.ndarray) and x.ndim == 0) else ()
     _check_dims(shape + (num_classes,), "one_hot")
-    rows = _c.get_rows(_t(table), _c.reshape(_cont(idx), (idx.nelements,)))
-    return _c.reshape(rows, shape + (num_classes,))
+    _check_size(shape + (num_classes,), "one_hot")
+    # each index compared with 0..num_classes-1 (no num_classes x num_classes table: a
+    # vocabulary of 50,000 would need 10 GB); an index outside the range matches nothing
+    col = _c.reshape(_c.cast(_cont(idx), "f32"), shape + (1,))
+    return equal(col, _t(np.arange(num_classes, dtype=np.float32)))
 
 
 def _shape_arg(shape, what):
@@ -689,7 +703,11 @@ def _filled(shape, value, dtype, what):
     if dtype not in (None, "float32", "int32"):
         raise ValueError(f"{what}: dtype must be 'float32' or 'int32', got {dtype!r}")
     kind = dtype or "float32"
-    a = np.full(_shape_arg(shape, what), value, dtype=np.int32 if kind == "int32" else np.float32)
+    if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind not in "biuf":
+        raise TypeError(f"{what}: fill_value must be a number (or an array of numbers), got {value!r}")
+    shape = _shape_arg(shape, what)
+    _check_size(shape, what)
+    a = np.full(shape, value, dtype=np.int32 if kind == "int32" else np.float32)
     if _scope.current() is None:
         return a
     return _scope.current().constant(a, kind)
@@ -708,7 +726,13 @@ def full(shape, fill_value, dtype=None):
 
 
 def eye(N, M=None, k=0, dtype=None):
-    a = np.eye(N, M, k, dtype=np.float32)
+    if dtype not in (None, "float32", "int32"):
+        raise ValueError(f"eye: dtype must be 'float32' or 'int32', got {dtype!r}")
+    shape = _shape_arg((N, N if M is None else M), "eye")
+    if not is_int(k):
+        raise TypeError(f"eye: k (the diagonal's offset) must be an int, got {k!r}")
+    _check_size(shape, "eye")
+    a = np.eye(shape[0], shape[1], int(k), dtype=np.float32)
     return a if _scope.current() is None else _scope.current().constant(a, dtype or "float32")
 
 
@@ -992,6 +1016,9 @@ def log_softmax(x, axis=-1):
     return x - logsumexp(x, axis, keepdims=True)
 
 
+MAX_CUMSUM = 8192          # entries along the summed axis: the triangular matrix is 256 MiB
+
+
 @_eager("x")
 def cumsum(x, axis=None, dtype=None):
     """Running sums along ``axis`` (of the flattened x for None): a product with a
@@ -1003,6 +1030,10 @@ def cumsum(x, axis=None, dtype=None):
     r = len(x.shape)
     ax = _axis(axis, r, "cumsum")
     n = x.shape[ax]
+    if n > MAX_CUMSUM:
+        raise ValueError(f"cumsum: axis {axis} has {n} entries; this cumsum multiplies by an n x n "
+                         f"triangular matrix and takes at most {MAX_CUMSUM} (a {n} x {n} one would need "
+                         f"{4 * n * n / 2**30:.1f} GiB)")
     rows, kept = _to_last(x, (ax,))                         # (m, n)
     tri = np.triu(np.ones((n, n), dtype=np.float32))       # out[j] = sum_{i <= j} x[i]
     y = _c.reshape(rows @ _t(tri), kept + (n,))

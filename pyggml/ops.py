@@ -193,7 +193,14 @@ def _shared(ggml_op, keras_op):
     @functools.wraps(keras_op)
     def op(*args, ctx=None, **kwargs):
         if ctx is not None or (_scope.current() is None and args and isinstance(args[0], Tensor)):
-            return ggml_op(*args, ctx=ctx, **kwargs)
+            try:
+                return ggml_op(*args, ctx=ctx, **kwargs)
+            except TypeError as e:
+                if not kwargs or "keyword argument" not in str(e):
+                    raise
+                raise TypeError(f"{keras_op.__name__}: a graph Tensor outside any model's graph takes ggml's "
+                                f"low-level form ({e}); Keras's arguments ({', '.join(kwargs)}) work inside a "
+                                f"layer's call or a Lambda, or on numpy arrays") from None
         return keras_op(*args, **kwargs)
     op.__doc__ = (f"{keras_op.__doc__ or ''}\n\nLow-level form (a Tensor outside a model's graph, or ctx=): "
                   f"ggml's {ggml_op.__doc__ or ggml_op.__name__}")

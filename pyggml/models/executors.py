@@ -19,7 +19,8 @@ graph's memory.
 import numpy as np
 
 from pyggml import _random, _scope
-from pyggml.core import BackendBuffer, Context, Graph, Scheduler, ops, reachable_count
+from pyggml._deep_graph import Graph
+from pyggml.core import BackendBuffer, Context, Scheduler, ops, reachable_count
 from pyggml.errors import ContextFullError, GGMLError
 from pyggml.layers import weight_rules
 from pyggml.losses.loss import reduce_loss

@@ -26,6 +26,11 @@ def check_batch_size(batch_size, default=32):
     return int(batch_size)
 
 
+def _repeats_forever(x):
+    from pyggml.utils.dataset_utils import INFINITE_CARDINALITY, Dataset as DataPipeline
+    return isinstance(x, DataPipeline) and x.cardinality() == INFINITE_CARDINALITY
+
+
 def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
@@ -52,6 +57,10 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
             ys = da.adapt_targets(tspecs, by, n)
             ws = da.adapt_weights(tspecs, losses, bw, class_weight, ys, n)
             return da.Batch(xs, ys, ws)
+        if steps is None and _repeats_forever(x):
+            raise ValueError(f"{what}: the dataset repeats forever (repeat() with no count), so an epoch "
+                             f"never ends: pass the number of batches (steps_per_epoch to fit, "
+                             f"validation_steps for validation data, steps to evaluate and predict)")
         return da.GeneratorDataset(x, adapt, steps)
     stage = None
     if training and any(getattr(n.layer, "host_training", False) for n in model._ensure_graph().host_nodes):

@@ -119,8 +119,16 @@ class Dataset(PyDataset):
     @staticmethod
     def range(*args, dtype="int64"):
         """``range(stop)``, ``range(start, stop[, step])``: the integers, one per element."""
-        r = range(*args)
-        return Dataset(len(r), lambda i: _eager(np.asarray(r[i], dtype=dtype)))
+        if not 1 <= len(args) <= 3 or not all(is_int(a) for a in args):
+            raise TypeError(f"Dataset.range takes (stop) or (start, stop[, step]) as ints, got {args!r}")
+        if not all(-2**63 <= a < 2**63 for a in args):
+            raise ValueError(f"Dataset.range: {args!r} leave the int64 range")
+        try:
+            r = range(*(int(a) for a in args))
+            n = len(r)
+        except (ValueError, OverflowError) as e:          # step 0; more than 2**63 - 1 elements
+            raise ValueError(f"Dataset.range{args!r}: {e}") from None
+        return Dataset(n, lambda i: _eager(np.asarray(r[i], dtype=dtype)))
 
     @staticmethod
     def zip(*datasets):
@@ -321,6 +329,11 @@ class Dataset(PyDataset):
 
     def enumerate(self, start=0, name=None):
         """``(position + start, element)`` pairs."""
+        if not is_int(start):
+            raise TypeError(f"enumerate: start must be an int, got {start!r}")
+        start = int(start)
+        if not -2**63 <= start < 2**63:
+            raise ValueError(f"enumerate: start={start} leaves the int64 range")
         return Dataset(self._length, lambda i: (_eager(np.int64(i + start)), self._get(i)), [self])
 
     def reduce(self, initial_state, reduce_func, name=None):
@@ -337,6 +350,8 @@ class Dataset(PyDataset):
 
     # accepted for tf.data scripts; elements are made when read
     def prefetch(self, buffer_size=AUTOTUNE, name=None):
+        if buffer_size != AUTOTUNE and (not is_int(buffer_size) or buffer_size < 0):
+            raise ValueError(f"prefetch: buffer_size must be a non-negative int or AUTOTUNE, got {buffer_size!r}")
         return self
 
     def cache(self, filename="", name=None):

@@ -12,6 +12,7 @@ batch is made, not up front.
 """
 
 import os
+import stat
 
 import numpy as np
 
@@ -25,6 +26,16 @@ TEXT_EXTENSIONS = (".txt",)
 IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
 
 
+def _regular_file(path):
+    """Only regular files (or links to them) are read: a named pipe would block forever,
+    and a link to a device (/dev/zero) would be read until memory runs out."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode)
+
+
 def _list_files(directory, extensions, labels, class_names, follow_links):
     """(paths, integer labels or None, class names) in Keras's order (sorted)."""
     if not isinstance(directory, (str, os.PathLike)) or not os.path.isdir(directory):
@@ -32,9 +43,16 @@ def _list_files(directory, extensions, labels, class_names, follow_links):
 
     def files_under(root):
         found = []
+        seen = set()                     # folders by (device, inode): a symlink cycle is walked once
         for dirpath, dirnames, filenames in os.walk(root, followlinks=bool(follow_links)):
+            st = os.stat(dirpath)
+            if (st.st_dev, st.st_ino) in seen:
+                dirnames[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
             dirnames.sort()
-            found += [os.path.join(dirpath, f) for f in sorted(filenames) if f.lower().endswith(extensions)]
+            found += [p for p in (os.path.join(dirpath, f) for f in sorted(filenames) if f.lower().endswith(extensions))
+                      if _regular_file(p)]
         return sorted(found)
 
     if labels == "inferred":
@@ -180,7 +198,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     target's aspect ratio first.  Needs Pillow."""
     from pyggml.utils.image_utils import _data_format, _size
     channels = {"grayscale": 1, "rgb": 3, "rgba": 4}
-    if color_mode not in channels:
+    if not isinstance(color_mode, str) or color_mode not in channels:
         raise ValueError(f"color_mode must be 'grayscale', 'rgb' or 'rgba', got {color_mode!r}")
     size = _size("image_size", image_size)
     if interpolation not in INTERPOLATIONS:

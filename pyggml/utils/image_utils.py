@@ -4,6 +4,9 @@ does.  Decoding and encoding image files takes Pillow (``pip install pillow``),
 as in Keras; arrays are channels-last float32 unless ``data_format`` says
 otherwise."""
 
+import os
+import stat
+
 import numpy as np
 
 from pyggml._validation import is_int
@@ -33,11 +36,16 @@ def _data_format(data_format):
     return data_format
 
 
+MAX_PIXELS = 1 << 26       # per image: (10**5, 10**5) asked numpy for 112 GiB
+
+
 def _size(name, value):
     if value is None:
         return None
     if not isinstance(value, (tuple, list)) or len(value) != 2 or not all(is_int(v) and v > 0 for v in value):
         raise ValueError(f"{name} must be (height, width), two positive ints, got {value!r}")
+    if int(value[0]) * int(value[1]) > MAX_PIXELS:
+        raise ValueError(f"{name} {tuple(value)} is too large (at most {MAX_PIXELS} pixels, e.g. 8192 x 8192)")
     return int(value[0]), int(value[1])
 
 
@@ -52,9 +60,16 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", 
     "rgba") and resized to ``target_size`` (height, width) when given (center-cropped to
     the target's aspect ratio first with ``keep_aspect_ratio``)."""
     Image = _pil()
-    if color_mode not in _COLOR_MODES:
+    if not isinstance(color_mode, str) or color_mode not in _COLOR_MODES:
         raise ValueError(f"color_mode must be one of {', '.join(_COLOR_MODES)}, got {color_mode!r}")
     size = _size("target_size", target_size)
+    if isinstance(path, (str, bytes, os.PathLike)):
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise FileNotFoundError(f"load_img: cannot read {path!r}: {e.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"load_img: {path!r} is not a regular file (a folder, a pipe or a device)")
     _interpolation(interpolation)
     with open(path, "rb") as f:
         img = Image.open(f)
@@ -103,6 +118,8 @@ def array_to_img(x, data_format=None, scale=True, dtype=None):
         a = a.transpose(1, 2, 0)
     if a.shape[2] not in (1, 3, 4):
         raise ValueError(f"array_to_img takes 1, 3 or 4 channels, got {a.shape[2]}")
+    if a.size == 0:
+        raise ValueError(f"array_to_img: an image of shape {a.shape} has no pixels")
     if scale:
         a = a - a.min()
         top = a.max()

@@ -6,6 +6,8 @@ index), and, where a dataset yields ``(x, y)`` pairs, on their ``x``."""
 
 import numpy as np
 
+from pyggml._validation import check_int
+
 __all__ = ["adapt_batches"]
 
 
@@ -26,23 +28,41 @@ def _x_of(item):
     return item
 
 
-def adapt_batches(data, what):
-    """Yield the batches of ``data`` as numpy arrays (at least one, else ValueError)."""
+def _sized(data):
+    """len(data), or None where it has none (a pg.data.Dataset that repeats forever)."""
+    try:
+        return len(data)
+    except TypeError:
+        return None
+
+
+def adapt_batches(data, what, steps=None):
+    """Yield the batches of ``data`` as numpy arrays (at least one, else ValueError);
+    at most ``steps`` of them when given."""
     if data is None:
         raise ValueError(f"{what}: adapt needs data, got None")
+    if steps is not None:
+        steps = check_int(f"{what}: adapt's steps", steps, 1)
     if isinstance(data, (np.ndarray, list, tuple, str, bytes)) or np.isscalar(data):
         yield _as_array(data, what)
         return
     if isinstance(data, dict):
         _as_array(data, what)
     count = 0
-    if hasattr(data, "__getitem__") and hasattr(data, "__len__"):
-        items = (data[i] for i in range(len(data)))
+    n = _sized(data) if hasattr(data, "__getitem__") and hasattr(data, "__len__") else None
+    if n is not None:
+        items = (data[i] for i in range(n))
     elif hasattr(data, "__iter__"):
+        if steps is None and hasattr(data, "cardinality") and hasattr(data, "__len__") and \
+                _sized(data) is None:
+            raise ValueError(f"{what}: the dataset repeats forever (repeat() with no count), so adapt "
+                             f"would never end: pass steps (the number of batches to read)")
         items = iter(data)
     else:
         items = iter([data])
     for item in items:
+        if steps is not None and count >= steps:
+            break
         count += 1
         yield _as_array(_x_of(item), what)
     if count == 0:

@@ -19,6 +19,9 @@ def check_output_mode(output_mode, who, allowed=("int",) + ENCODINGS):
     return output_mode
 
 
+MAX_VALUES = 2 ** 30      # an encoding past this (4 GiB of float32) is refused before numpy allocates it
+
+
 def encoded_shape(shape, mode, depth):
     """The output shape of ``mode`` for inputs of ``shape`` (any leading None kept)."""
     shape = tuple(shape)
@@ -38,6 +41,10 @@ def encode(indices, mode, depth):
     a = np.asarray(indices, dtype=np.int64)
     if a.ndim == 0:
         a = a.reshape(1)
+    n_out = int(np.prod(encoded_shape(a.shape, mode, depth)))
+    if mode != "int" and n_out > MAX_VALUES:
+        raise ValueError(f"output_mode={mode!r}: the encoding of shape {encoded_shape(a.shape, mode, depth)} "
+                         f"({n_out} values) is too large (at most 2**30 values); lower max_tokens / num_tokens")
     if mode == "one_hot":
         if a.ndim > 1 and a.shape[-1] == 1:
             a = a[..., 0]

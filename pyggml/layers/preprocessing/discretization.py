@@ -103,7 +103,7 @@ class Discretization(HostLayer):
         if self.num_bins is None:
             raise ValueError("Discretization: a layer given bin_boundaries cannot adapt; use num_bins instead")
         summary = np.array([[], []], dtype="float32")
-        for k, batch in enumerate(adapt_batches(data, "Discretization")):
+        for k, batch in enumerate(adapt_batches(data, "Discretization", steps)):
             if steps is not None and k >= steps:
                 break
             if batch.dtype == object or batch.dtype.kind not in "biuf":

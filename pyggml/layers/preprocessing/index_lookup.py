@@ -204,7 +204,7 @@ class IndexLookup(HostLayer):
             raise ValueError(f"{who}: cannot adapt a layer given a vocabulary (vocabulary= or set_vocabulary)")
         counts, documents, n_docs = {}, {}, 0
         tf_idf = self.output_mode == "tf_idf"
-        for k, batch in enumerate(adapt_batches(data, who)):
+        for k, batch in enumerate(adapt_batches(data, who, steps)):
             if steps is not None and k >= steps:
                 break
             keys = self._as_keys(batch)

@@ -122,7 +122,7 @@ class Normalization(Layer):
         if self.input_mean is not None:
             raise ValueError("Normalization: this layer was given mean and variance; it cannot adapt")
         count, mean, m2 = 0, None, None
-        for k, batch in enumerate(adapt_batches(data, "Normalization")):
+        for k, batch in enumerate(adapt_batches(data, "Normalization", steps)):
             if steps is not None and k >= steps:
                 break
             if batch.dtype == object or batch.dtype.kind not in "biuf":

@@ -102,6 +102,9 @@ def _deserialize_callable(value, what):
     return fn
 
 
+MAX_NGRAM = 4096           # tokens in one n-gram: ngrams=10**9 built a billion-entry tuple
+
+
 def _ngram_widths(ngrams):
     if ngrams is None:
         return None
@@ -109,11 +112,16 @@ def _ngram_widths(ngrams):
         n = check_int("ngrams", ngrams)
         if n < 1:
             raise ValueError(f"{_WHO}: ngrams must be at least 1, got {ngrams}")
+        if n > MAX_NGRAM:
+            raise ValueError(f"{_WHO}: ngrams={n} is too large (at most {MAX_NGRAM} tokens per n-gram)")
         return tuple(range(1, n + 1))
     if isinstance(ngrams, (tuple, list)) and ngrams and all(is_int(w) for w in ngrams):
         widths = tuple(int(w) for w in ngrams)
         if min(widths) < 1:
             raise ValueError(f"{_WHO}: ngrams widths must be at least 1, got {ngrams}")
+        if max(widths) > MAX_NGRAM or len(widths) > MAX_NGRAM:
+            raise ValueError(f"{_WHO}: ngrams {ngrams!r} asks for too much (widths and their number at most "
+                             f"{MAX_NGRAM})")
         return widths
     raise ValueError(f"{_WHO}: ngrams must be None, an integer or a tuple of integers, got {ngrams!r}")
 
@@ -351,7 +359,7 @@ class TextVectorization(HostLayer):
             steps = check_int("steps", steps, 1)
         counts, documents, n_docs = {}, {}, 0
         tf_idf = self.output_mode == "tf_idf"
-        for k, batch in enumerate(adapt_batches(data, _WHO)):
+        for k, batch in enumerate(adapt_batches(data, _WHO, steps)):
             if steps is not None and k >= steps:
                 break
             for row in self._token_rows(batch):

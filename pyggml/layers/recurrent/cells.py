@@ -37,6 +37,9 @@ __all__ = ["SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells", "check_cel
 
 # --- what RNN and StackedRNNCells need of any cell ------------------------------------------
 
+MAX_STATE_SIZE = 1 << 20   # values per sample: a custom cell's 10**9 made a 7 GiB zero state
+
+
 def flat_state_sizes(state_size, owner="RNN"):
     """A cell's ``state_size`` (an int, or a list of ints or of such lists) as a flat list of ints."""
     if isinstance(state_size, bool):
@@ -44,6 +47,8 @@ def flat_state_sizes(state_size, owner="RNN"):
     if isinstance(state_size, int):
         if state_size < 1:
             raise ValueError(f"{owner}: a cell's state_size must be positive, got {state_size}")
+        if state_size > MAX_STATE_SIZE:
+            raise ValueError(f"{owner}: a cell's state_size={state_size} is too large (at most {MAX_STATE_SIZE})")
         return [int(state_size)]
     if isinstance(state_size, (list, tuple)) and state_size:
         out = []
