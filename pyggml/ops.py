@@ -23,6 +23,7 @@ import functools
 
 import numpy as np
 
+from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
 from pyggml import _ops_numpy, _scope
 from pyggml._ops_numpy import concatenate
 from pyggml._validation import is_int
@@ -66,6 +67,17 @@ def shape(x):
     if isinstance(x, (Tensor, Variable)):
         return tuple(int(d) for d in as_tensor(x).shape)
     return tuple(np.shape(x))
+
+
+def convert_to_numpy(x):
+    """Keras's ``ops.convert_to_numpy``: a numpy array of an array, a number or a Variable (its
+    current value); a graph tensor has no value until its graph runs, so it is refused."""
+    if isinstance(x, Variable):
+        return x.numpy()
+    if isinstance(x, Tensor):
+        raise TypeError("convert_to_numpy: a graph tensor has no value while its graph is being built; "
+                        "call it on arrays (the results of ops called outside a model's graph)")
+    return np.asarray(x)
 
 
 # --- constants ------------------------------------------------------------------------
@@ -166,6 +178,12 @@ def reduce_mean(x, axis=None, keepdims=False):
 
 
 def square(x):
+    """Keras's ops.square: x * x (an array outside a graph is computed at once)."""
+    if not isinstance(x, (Tensor, Variable)) and _scope.current() is None:
+        a = np.asarray(x)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"square: expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
+        return np.square(a.astype(np.float32))
     return _core_ops.sqr(as_tensor(x))
 
 
@@ -199,6 +217,59 @@ def _shared(ggml_op, keras_op):
     return op
 
 
+# ggml's unary ops that Keras's ``keras.ops`` also has under the same name: a Tensor takes ggml's op
+# as before; an array or a number is a constant inside a graph and is computed at once outside one
+_KERAS_UNARY = ("abs", "cos", "sin", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "silu", "softplus", "elu",
+                "gelu")
+
+
+def _keras_unary(name):
+    ggml_op = globals()[name]
+
+    def apply(t, kwargs):
+        if name == "gelu":
+            approximate = kwargs.pop("approximate", True)
+            if not isinstance(approximate, (bool, np.bool_)):
+                raise TypeError(f"gelu: approximate must be True or False, got {approximate!r}")
+            return ggml_op(t, **kwargs) if approximate else _core_ops.gelu_erf(t, **kwargs)
+        if name == "elu":
+            alpha = kwargs.pop("alpha", 1.0)
+            if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool):
+                raise TypeError(f"elu: alpha must be a number, got {alpha!r}")
+            y = ggml_op(t, **kwargs)
+            if float(alpha) == 1.0:
+                return y
+            # alpha * (exp(x) - 1) below zero: relu(x) - alpha * relu(-elu(x))
+            return _core_ops.sub(_core_ops.relu(t), _core_ops.scale(_core_ops.relu(_core_ops.neg(y)), float(alpha)))
+        if kwargs:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+        return ggml_op(t)
+
+    @functools.wraps(ggml_op)
+    def op(x, ctx=None, **kwargs):
+        if ctx is not None:
+            return apply(_resolve(x), dict(kwargs, ctx=ctx))
+        if isinstance(x, (Tensor, Variable)):
+            return apply(_resolve(x), dict(kwargs))
+        if _scope.current() is not None:
+            return apply(_ops_numpy._f(x), dict(kwargs))
+        a = np.asarray(x)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
+        if a.ndim > 4:
+            raise ValueError(f"{name}: at most 4 dimensions, got an array of shape {a.shape}")
+        from pyggml import _eager
+        out = _eager.evaluate(lambda t: apply(t, dict(kwargs)),
+                              [np.ascontiguousarray(a, dtype=np.float32).reshape(a.shape or (1,))])
+        return out.reshape(a.shape)
+    op.__doc__ = (f"Keras's ops.{name} on a tensor, an array or a number (computed at once outside a graph); "
+                  f"on a Tensor, ggml's {ggml_op.__doc__ or name}")
+    return op
+
+
+globals().update({n: _keras_unary(n) for n in _KERAS_UNARY})
+
+
 def _install_keras_ops():
     names = {}
     for n in _ops_numpy.__all__:
@@ -210,4 +281,4 @@ def _install_keras_ops():
 
 __all__ = sorted(set(_GGML_NAMES) | {
     "as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum", "reduce_mean",
-    "square", "concatenate", "dropout", "shape"} | _install_keras_ops())
+    "square", "concatenate", "dropout", "shape", "convert_to_numpy"} | _install_keras_ops())

@@ -48,7 +48,8 @@ class HostLayer(Layer):
         from pyggml.layers.node import Node
         if args and isinstance(args[0], Node):
             return super().__call__(*args, **kwargs)
+        # eager: on arrays, at once (numpy's, and ndarray subclasses such as a Dataset's EagerArray batches)
         if args and not isinstance(args[0], (list, tuple)) and not hasattr(args[0], "graph_tensor") and \
-                type(args[0]).__module__.split(".")[0] != "pyggml":
-            return self.host_apply(np.asarray(args[0]), kwargs.get("training"))   # eager: on arrays, at once
+                (isinstance(args[0], np.ndarray) or type(args[0]).__module__.split(".")[0] != "pyggml"):
+            return self.host_apply(np.asarray(args[0]), kwargs.get("training"))
         return super().__call__(*args, **kwargs)
