@@ -11,6 +11,7 @@ from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight
 from pyggml.layers.layer import Layer
 from pyggml.layers.normalization._moments import mean_rows, rsqrt
 from pyggml.saving.object_registration import register_builtin
+from pyggml.initializers import config_value as _init_config
 
 __all__ = ["LayerNormalization"]
 
@@ -65,7 +66,7 @@ class LayerNormalization(Layer):
         cfg = super().get_config()
         cfg.update(axis=self.axis, epsilon=self.epsilon, center=self.center, scale=self.scale)
         for k in ("beta_initializer", "gamma_initializer"):
-            if isinstance(getattr(self, k), str):
-                cfg[k] = getattr(self, k)
+            if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
+                cfg[k] = _init_config(getattr(self, k))
         cfg.update(weight_options_config(self, _OPTIONS))
         return cfg
