@@ -91,6 +91,13 @@ def _from_nhwc(x, data_format, ndim):
     return x
 
 
+
+def _constant(a):
+    """A float32 constant in the graph being built."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    return _scope.require("pyggml.ops").constant(a.reshape(a.shape or (1,)), "float32")
+
+
 # --- resize ----------------------------------------------------------------------------------------
 
 def _resize_plan(h, w, height, width, crop, pad):
@@ -171,15 +178,14 @@ def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspe
     if ndim == 3:
         t = _k.expand_dims(t, 0)
     n, c = int(t.shape[0]), int(t.shape[3])
-    from pyggml import ops
     # height: (n, w, c, h) @ (h, height)
-    y = _k.reshape(_k.transpose(t, (0, 2, 3, 1)), (n * w * c, h)) @ ops.constant(mh.T.astype(np.float32))
+    y = _k.reshape(_k.transpose(t, (0, 2, 3, 1)), (n * w * c, h)) @ _constant(mh.T.astype(np.float32))
     y = _k.reshape(y, (n, w, c, height))
     # width: (n, height, c, w) @ (w, width)
-    y = _k.reshape(_k.transpose(y, (0, 3, 2, 1)), (n * height * c, w)) @ ops.constant(mw.T.astype(np.float32))
+    y = _k.reshape(_k.transpose(y, (0, 3, 2, 1)), (n * height * c, w)) @ _constant(mw.T.astype(np.float32))
     y = _k.transpose(_k.reshape(y, (n, height, c, width)), (0, 1, 3, 2))
     if np.any(pad_term != 0):
-        y = y + ops.constant(pad_term[:, :, None].astype(np.float32))
+        y = y + _constant(pad_term[:, :, None].astype(np.float32))
     if ndim == 3:
         y = _k.squeeze(y, 0)
     return _from_nhwc(y, data_format, ndim)

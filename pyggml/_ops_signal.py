@@ -70,6 +70,13 @@ def slice(inputs, start_indices, shape):  # noqa: A001 - Keras's name
     return x
 
 
+
+def _constant(a):
+    """A float32 constant in the graph being built."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    return _scope.require("pyggml.ops").constant(a.reshape(a.shape or (1,)), "float32")
+
+
 # --- Fourier transforms ----------------------------------------------------------------------------
 
 def _complex_pair(x, what):
@@ -91,10 +98,9 @@ def _dft(n, inverse):
 
 def _matmul_last(t, m):
     """t (..., n) times a constant (n, k) along the last axis."""
-    from pyggml import ops
     shape = tuple(int(d) for d in t.shape)
     flat = _k.reshape(t, (int(np.prod(shape[:-1])) if len(shape) > 1 else 1, shape[-1]))
-    y = flat @ ops.constant(m)
+    y = flat @ _constant(m)
     return _k.reshape(y, shape[:-1] + (m.shape[1],))
 
 
