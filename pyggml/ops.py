@@ -228,23 +228,28 @@ def _keras_unary(name):
     ggml_op = globals()[name]
 
     def apply(t, kwargs):
+        ctx = kwargs.pop("ctx", None)
+        return _apply(t, kwargs, {"ctx": ctx} if ctx is not None else {})
+
+    def _apply(t, kwargs, extra):
         if name == "gelu":
             approximate = kwargs.pop("approximate", True)
             if not isinstance(approximate, (bool, np.bool_)):
                 raise TypeError(f"gelu: approximate must be True or False, got {approximate!r}")
-            return ggml_op(t, **kwargs) if approximate else _core_ops.gelu_erf(t, **kwargs)
+            return ggml_op(t, **extra) if approximate else _core_ops.gelu_erf(t, **extra)
         if name == "elu":
             alpha = kwargs.pop("alpha", 1.0)
             if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool):
                 raise TypeError(f"elu: alpha must be a number, got {alpha!r}")
-            y = ggml_op(t, **kwargs)
+            y = ggml_op(t, **extra)
             if float(alpha) == 1.0:
                 return y
             # alpha * (exp(x) - 1) below zero: relu(x) - alpha * relu(-elu(x))
-            return _core_ops.sub(_core_ops.relu(t), _core_ops.scale(_core_ops.relu(_core_ops.neg(y)), float(alpha)))
+            neg = _core_ops.relu(_core_ops.neg(y, **extra), **extra)
+            return _core_ops.sub(_core_ops.relu(t, **extra), _core_ops.scale(neg, float(alpha), **extra), **extra)
         if kwargs:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
-        return ggml_op(t)
+        return ggml_op(t, **extra)
 
     @functools.wraps(ggml_op)
     def op(x, ctx=None, **kwargs):
