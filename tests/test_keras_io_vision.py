@@ -1,0 +1,418 @@
+"""keras-io's vision examples as a Keras user ports them (``import pyggml as keras``): each
+test runs an example's own model-building and training code, shrunk to small sizes, on
+random data of the example's shapes for a step or two, and checks what can be checked
+against numpy: image_classification_from_scratch (a directory of JPEGs, augmentation
+mapped over the dataset, a small Xception, logits and ``ops.sigmoid`` on the prediction),
+image_classification_with_vision_transformer (Patches with ``ops.image.extract_patches``,
+a PatchEncoder, Normalization + Resizing + augmentation in front), mlp_image_classification
+(MLP-Mixer, FNet with ``ops.fft2``, gMLP), and siamese_contrastive (a Lambda distance with
+``keras.backend.epsilon()`` and a contrastive loss function)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import pyggml as keras
+from pyggml import layers, ops
+
+RNG = np.random.default_rng(5)
+
+
+# --- image_classification_from_scratch ---------------------------------------------------------------
+
+def _pet_images(root, per_class=12):
+    Image = pytest.importorskip("PIL.Image")
+    for k, cls in enumerate(("Cat", "Dog")):
+        d = os.path.join(root, "PetImages", cls)
+        os.makedirs(d)
+        for i in range(per_class):
+            a = RNG.integers(0, 256, (30, 34, 3)).astype(np.uint8)
+            a[..., 0] = np.clip(a[..., 0].astype(int) + 90 * k, 0, 255)
+            Image.fromarray(a).save(os.path.join(d, f"{i}.jpg"), "JPEG")
+    return os.path.join(root, "PetImages")
+
+
+def test_image_classification_from_scratch(tmp_path):
+    from pyggml import data as tf_data
+    pets = _pet_images(str(tmp_path))
+    image_size = (20, 20)
+    train_ds, val_ds = keras.utils.image_dataset_from_directory(
+        pets, validation_split=0.2, subset="both", seed=1337, image_size=image_size, batch_size=8)
+
+    data_augmentation_layers = [layers.RandomFlip("horizontal"), layers.RandomRotation(0.1)]
+
+    def data_augmentation(images):
+        for layer in data_augmentation_layers:
+            images = layer(images)
+        return images
+
+    # the example's eager look at augmented batches: the layers take the dataset's batches
+    for images, _ in train_ds.take(1):
+        augmented = data_augmentation(images)
+        assert np.asarray(augmented).shape == np.asarray(images).shape
+        np.testing.assert_array_equal(layers.RandomFlip("horizontal")(images, training=False), images)
+    train_ds = train_ds.map(lambda img, label: (data_augmentation(img), label),
+                            num_parallel_calls=tf_data.AUTOTUNE).prefetch(tf_data.AUTOTUNE)
+    val_ds = val_ds.prefetch(tf_data.AUTOTUNE)
+
+    def make_model(input_shape, num_classes):
+        inputs = keras.Input(shape=input_shape)
+        x = layers.Rescaling(1.0 / 255)(inputs)
+        x = layers.Conv2D(16, 3, strides=2, padding="same")(x)
+        x = layers.BatchNormalization()(x)
+        x = layers.Activation("relu")(x)
+        previous_block_activation = x
+        for size in [16, 32]:
+            x = layers.Activation("relu")(x)
+            x = layers.SeparableConv2D(size, 3, padding="same")(x)
+            x = layers.BatchNormalization()(x)
+            x = layers.MaxPooling2D(3, strides=2, padding="same")(x)
+            residual = layers.Conv2D(size, 1, strides=2, padding="same")(previous_block_activation)
+            x = layers.add([x, residual])
+            previous_block_activation = x
+        x = layers.GlobalAveragePooling2D()(x)
+        units = 1 if num_classes == 2 else num_classes
+        x = layers.Dropout(0.25)(x)
+        outputs = layers.Dense(units, activation=None)(x)
+        return keras.Model(inputs, outputs)
+
+    model = make_model(input_shape=image_size + (3,), num_classes=2)
+    model.compile(optimizer=keras.optimizers.Adam(3e-4), loss=keras.losses.BinaryCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.BinaryAccuracy(name="acc")])
+    ckpt = str(tmp_path / "save_at_{epoch}.keras")
+    history = model.fit(train_ds, epochs=1, callbacks=[keras.callbacks.ModelCheckpoint(ckpt)],
+                        validation_data=val_ds, verbose=0)
+    assert set(history.history) >= {"loss", "acc", "val_loss", "val_acc"}
+    assert np.isfinite(history.history["loss"][0])
+
+    img = keras.utils.load_img(os.path.join(pets, "Cat", "3.jpg"), target_size=image_size)
+    img_array = keras.utils.img_to_array(img)
+    img_array = keras.ops.expand_dims(img_array, 0)
+    predictions = model.predict(img_array, verbose=0)
+    score = float(keras.ops.sigmoid(predictions[0][0]))
+    assert abs(score - 1 / (1 + np.exp(-float(predictions[0][0])))) < 1e-6
+    saved = keras.load_model(str(tmp_path / "save_at_1.keras"))
+    np.testing.assert_allclose(saved.predict(img_array, verbose=0), predictions, rtol=1e-6)
+
+
+# --- image_classification_with_vision_transformer ----------------------------------------------------
+
+class Patches(layers.Layer):
+    def __init__(self, patch_size):
+        super().__init__()
+        self.patch_size = patch_size
+
+    def call(self, images):
+        input_shape = ops.shape(images)
+        batch_size, height, width, channels = input_shape[0], input_shape[1], input_shape[2], input_shape[3]
+        num_patches_h = height // self.patch_size
+        num_patches_w = width // self.patch_size
+        patches = keras.ops.image.extract_patches(images, size=self.patch_size)
+        return ops.reshape(patches, (batch_size, num_patches_h * num_patches_w,
+                                     self.patch_size * self.patch_size * channels))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"patch_size": self.patch_size})
+        return config
+
+
+class PatchEncoder(layers.Layer):
+    def __init__(self, num_patches, projection_dim):
+        super().__init__()
+        self.num_patches = num_patches
+        self.projection = layers.Dense(units=projection_dim)
+        self.position_embedding = layers.Embedding(input_dim=num_patches, output_dim=projection_dim)
+
+    def call(self, patch):
+        positions = ops.expand_dims(ops.arange(start=0, stop=self.num_patches, step=1), axis=0)
+        return self.projection(patch) + self.position_embedding(positions)
+
+
+def _mlp(x, hidden_units, dropout_rate):
+    for units in hidden_units:
+        x = layers.Dense(units, activation=keras.activations.gelu)(x)
+        x = layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def test_vision_transformer(tmp_path):
+    x_train = RNG.integers(0, 256, (48, 16, 16, 3)).astype("uint8")
+    y_train = RNG.integers(0, 10, (48, 1))
+    image_size, patch_size, projection_dim = 12, 4, 16
+    num_patches = (image_size // patch_size) ** 2
+    data_augmentation = keras.Sequential(
+        [layers.Normalization(), layers.Resizing(image_size, image_size), layers.RandomFlip("horizontal"),
+         layers.RandomRotation(factor=0.02), layers.RandomZoom(height_factor=0.2, width_factor=0.2)],
+        name="data_augmentation")
+    data_augmentation.layers[0].adapt(x_train)
+
+    # the example's look at one image's patches, eagerly
+    image = x_train[3]
+    resized_image = ops.image.resize(ops.convert_to_tensor([image]), size=(image_size, image_size))
+    patches = Patches(patch_size)(resized_image)
+    assert patches.shape == (1, num_patches, patch_size * patch_size * 3)
+    for i, patch in enumerate(patches[0]):
+        patch_img = ops.reshape(patch, (patch_size, patch_size, 3))
+        r, c = divmod(i, image_size // patch_size)
+        np.testing.assert_allclose(ops.convert_to_numpy(patch_img),
+                                   resized_image[0, r * 4:r * 4 + 4, c * 4:c * 4 + 4], rtol=1e-6)
+
+    inputs = keras.Input(shape=(16, 16, 3))
+    augmented = data_augmentation(inputs)
+    encoded = PatchEncoder(num_patches, projection_dim)(Patches(patch_size)(augmented))
+    x1 = layers.LayerNormalization(epsilon=1e-6)(encoded)
+    attention_output = layers.MultiHeadAttention(num_heads=2, key_dim=projection_dim, dropout=0.1)(x1, x1)
+    x2 = layers.Add()([attention_output, encoded])
+    x3 = _mlp(layers.LayerNormalization(epsilon=1e-6)(x2), [projection_dim * 2, projection_dim], 0.1)
+    encoded = layers.Add()([x3, x2])
+    representation = layers.Dropout(0.5)(layers.Flatten()(layers.LayerNormalization(epsilon=1e-6)(encoded)))
+    logits = layers.Dense(10)(_mlp(representation, [32], 0.5))
+    model = keras.Model(inputs=inputs, outputs=logits)
+    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=0.001, weight_decay=0.0001),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+                           keras.metrics.SparseTopKCategoricalAccuracy(5, name="top-5-accuracy")])
+    checkpoint_filepath = str(tmp_path / "checkpoint.weights.h5")
+    checkpoint_callback = keras.callbacks.ModelCheckpoint(checkpoint_filepath, monitor="val_accuracy",
+                                                          save_best_only=True, save_weights_only=True)
+    history = model.fit(x=x_train, y=y_train, batch_size=16, epochs=2, validation_split=0.25,
+                        callbacks=[checkpoint_callback], verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    model.load_weights(checkpoint_filepath)
+    _, accuracy, top_5_accuracy = model.evaluate(x_train[:16], y_train[:16], verbose=0)
+    assert 0 <= accuracy <= top_5_accuracy <= 1
+
+
+def test_normalization_runs_on_the_host_before_resizing_and_survives_save_load(tmp_path):
+    x = RNG.uniform(0, 255, (10, 6, 8, 3)).astype(np.float32)
+    prep = keras.Sequential([layers.Normalization(), layers.Resizing(4, 4), layers.RandomFlip("horizontal")])
+    prep.layers[0].adapt(x)
+    inputs = keras.Input(shape=(6, 8, 3))
+    outputs = layers.Dense(2)(layers.Flatten()(prep(inputs)))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse")
+    mean, var = x.mean(axis=(0, 1, 2), dtype=np.float64), x.var(axis=(0, 1, 2), dtype=np.float64)
+    normed = (x - mean) / np.sqrt(var)
+    w = model.get_weights()
+    dense = [k for k in w if k.endswith(".weight")][0]
+    want = ref_resize(normed, 4, 4).reshape(10, -1) @ w[dense].T.astype(np.float64) + w[dense[:-6] + "bias"]
+    got = model.predict(x, verbose=0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # the eager call of the preprocessing model, in inference, gives the same normalised, resized images
+    np.testing.assert_allclose(prep(x, training=False), ref_resize(normed, 4, 4), rtol=1e-4, atol=1e-4)
+    model.fit(x, RNG.normal(size=(10, 2)), epochs=1, batch_size=5, verbose=0)
+    got = model.predict(x, verbose=0)
+    for path in (tmp_path / "m.gguf", tmp_path / "m.keras"):
+        model.save(str(path))
+        back = keras.load_model(str(path))
+        np.testing.assert_allclose(back.predict(x, verbose=0), got, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="do not fit"):
+        prep.layers[0].host_apply(np.zeros((2, 6, 8, 4)))
+
+
+def ref_resize(a, h, w):
+    def axis(n_in, n_out):
+        m = np.zeros((n_out, n_in))
+        for j in range(n_out):
+            src = min(max((j + 0.5) * n_in / n_out - 0.5, 0.0), n_in - 1)
+            lo = int(np.floor(src))
+            m[j, lo] += 1 - (src - lo)
+            m[j, min(lo + 1, n_in - 1)] += src - lo
+        return m
+    return np.einsum("ih,nhwc,jw->nijc", axis(a.shape[1], h), a, axis(a.shape[2], w))
+
+
+# --- mlp_image_classification: MLP-Mixer, FNet, gMLP -------------------------------------------------
+
+class MixerPatches(layers.Layer):
+    def __init__(self, patch_size, **kwargs):
+        super().__init__(**kwargs)
+        self.patch_size = patch_size
+
+    def call(self, x):
+        patches = keras.ops.image.extract_patches(x, self.patch_size)
+        batch_size = keras.ops.shape(patches)[0]
+        num_patches = keras.ops.shape(patches)[1] * keras.ops.shape(patches)[2]
+        patch_dim = keras.ops.shape(patches)[3]
+        return keras.ops.reshape(patches, (batch_size, num_patches, patch_dim))
+
+
+class PositionEmbedding(layers.Layer):
+    def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = int(sequence_length)
+        self.initializer = keras.initializers.get(initializer)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"sequence_length": self.sequence_length,
+                       "initializer": keras.initializers.serialize(self.initializer)})
+        return config
+
+    def build(self, input_shape):
+        self.position_embeddings = self.add_weight(name="embeddings", shape=[self.sequence_length, input_shape[-1]],
+                                                   initializer=self.initializer, trainable=True)
+        super().build(input_shape)
+
+    def call(self, inputs, start_index=0):
+        shape = keras.ops.shape(inputs)
+        position_embeddings = keras.ops.convert_to_tensor(self.position_embeddings)
+        position_embeddings = keras.ops.slice(position_embeddings, (start_index, 0), (shape[-2], shape[-1]))
+        return keras.ops.broadcast_to(position_embeddings, shape)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+class MLPMixerLayer(layers.Layer):
+    def __init__(self, num_patches, hidden_units, dropout_rate, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mlp1 = keras.Sequential([layers.Dense(units=num_patches, activation="gelu"),
+                                      layers.Dense(units=num_patches), layers.Dropout(rate=dropout_rate)])
+        self.mlp2 = keras.Sequential([layers.Dense(units=num_patches, activation="gelu"),
+                                      layers.Dense(units=hidden_units), layers.Dropout(rate=dropout_rate)])
+        self.normalize = layers.LayerNormalization(epsilon=1e-6)
+
+    def call(self, inputs):
+        x = self.normalize(inputs)
+        mlp1_outputs = keras.ops.transpose(self.mlp1(keras.ops.transpose(x, axes=(0, 2, 1))), axes=(0, 2, 1))
+        x = mlp1_outputs + inputs
+        return x + self.mlp2(self.normalize(x))
+
+
+class FNetLayer(layers.Layer):
+    def __init__(self, embedding_dim, dropout_rate, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.ffn = keras.Sequential([layers.Dense(units=embedding_dim, activation="gelu"),
+                                     layers.Dropout(rate=dropout_rate), layers.Dense(units=embedding_dim)])
+        self.normalize1 = layers.LayerNormalization(epsilon=1e-6)
+        self.normalize2 = layers.LayerNormalization(epsilon=1e-6)
+
+    def call(self, inputs):
+        x = keras.ops.fft2((inputs, keras.ops.zeros_like(inputs)))[0]
+        x = self.normalize1(x + inputs)
+        return self.normalize2(x + self.ffn(x))
+
+
+class gMLPLayer(layers.Layer):
+    def __init__(self, num_patches, embedding_dim, dropout_rate, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.channel_projection1 = keras.Sequential([layers.Dense(units=embedding_dim * 2, activation="gelu"),
+                                                     layers.Dropout(rate=dropout_rate)])
+        self.channel_projection2 = layers.Dense(units=embedding_dim)
+        self.spatial_projection = layers.Dense(units=num_patches, bias_initializer="Ones")
+        self.normalize1 = layers.LayerNormalization(epsilon=1e-6)
+        self.normalize2 = layers.LayerNormalization(epsilon=1e-6)
+
+    def spatial_gating_unit(self, x):
+        u, v = keras.ops.split(x, indices_or_sections=2, axis=2)
+        v = self.normalize2(v)
+        v_projected = self.spatial_projection(keras.ops.transpose(v, axes=(0, 2, 1)))
+        return u * keras.ops.transpose(v_projected, axes=(0, 2, 1))
+
+    def call(self, inputs):
+        x = self.normalize1(inputs)
+        return x + self.channel_projection2(self.spatial_gating_unit(self.channel_projection1(x)))
+
+
+@pytest.mark.parametrize("kind", ["mixer", "fnet", "gmlp"])
+def test_mlp_image_classification(kind):
+    x_train = RNG.integers(0, 256, (32, 16, 16, 3)).astype("uint8")
+    y_train = RNG.integers(0, 10, (32, 1))
+    image_size, patch_size, embedding_dim, num_blocks = 16, 4, 12, 2
+    num_patches = (image_size // patch_size) ** 2
+    data_augmentation = keras.Sequential([layers.Normalization(), layers.Resizing(image_size, image_size),
+                                          layers.RandomFlip("horizontal"),
+                                          layers.RandomZoom(height_factor=0.2, width_factor=0.2)])
+    data_augmentation.layers[0].adapt(x_train)
+    blocks = keras.Sequential({
+        "mixer": lambda: [MLPMixerLayer(num_patches, embedding_dim, 0.2) for _ in range(num_blocks)],
+        "fnet": lambda: [FNetLayer(embedding_dim, 0.2) for _ in range(num_blocks)],
+        "gmlp": lambda: [gMLPLayer(num_patches, embedding_dim, 0.2) for _ in range(num_blocks)]}[kind]())
+    inputs = layers.Input(shape=(16, 16, 3))
+    x = layers.Dense(units=embedding_dim)(MixerPatches(patch_size)(data_augmentation(inputs)))
+    if kind == "fnet":
+        x = x + PositionEmbedding(sequence_length=num_patches)(x)
+    x = blocks(x)
+    representation = layers.Dropout(rate=0.2)(layers.GlobalAveragePooling1D()(x))
+    model = keras.Model(inputs=inputs, outputs=layers.Dense(10)(representation))
+    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=0.003, weight_decay=0.0001),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="acc"),
+                           keras.metrics.SparseTopKCategoricalAccuracy(5, name="top5-acc")])
+    reduce_lr = keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=5)
+    early_stopping = keras.callbacks.EarlyStopping(monitor="val_loss", patience=10, restore_best_weights=True)
+    history = model.fit(x=x_train, y=y_train, batch_size=8, epochs=2, validation_split=0.25,
+                        callbacks=[early_stopping, reduce_lr], verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    _, accuracy, top_5_accuracy = model.evaluate(x_train, y_train, verbose=0)
+    assert 0 <= accuracy <= top_5_accuracy <= 1
+
+
+def test_fnet_fourier_mixing_matches_numpy():
+    x = RNG.normal(size=(3, 5, 4)).astype(np.float32)
+    inputs = keras.Input((5, 4))
+    out = layers.Lambda(lambda t: keras.ops.fft2((t, keras.ops.zeros_like(t)))[0])(inputs)
+    model = keras.Model(inputs, out)
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.fft.fft2(x.astype(np.float64)).real, rtol=1e-5,
+                               atol=1e-5)
+
+
+# --- siamese_contrastive ---------------------------------------------------------------------------
+
+def euclidean_distance(vects):
+    x, y = vects
+    sum_square = ops.sum(ops.square(x - y), axis=1, keepdims=True)
+    return ops.sqrt(ops.maximum(sum_square, keras.backend.epsilon()))
+
+
+def loss(margin=1):
+    def contrastive_loss(y_true, y_pred):
+        square_pred = ops.square(y_pred)
+        margin_square = ops.square(ops.maximum(margin - (y_pred), 0))
+        return ops.mean((1 - y_true) * square_pred + (y_true) * margin_square)
+    return contrastive_loss
+
+
+def test_siamese_contrastive():
+    n = 40
+    x1 = RNG.uniform(0, 255, (n, 28, 28)).astype("float32")      # (n, 28, 28) into Input((28, 28, 1)), as Keras
+    x2 = RNG.uniform(0, 255, (n, 28, 28)).astype("float32")
+    labels = RNG.integers(0, 2, n).astype("float32")
+
+    input = keras.layers.Input((28, 28, 1))
+    x = keras.layers.BatchNormalization()(input)
+    x = keras.layers.Conv2D(4, (5, 5), activation="tanh")(x)
+    x = keras.layers.AveragePooling2D(pool_size=(2, 2))(x)
+    x = keras.layers.Conv2D(16, (5, 5), activation="tanh")(x)
+    x = keras.layers.AveragePooling2D(pool_size=(2, 2))(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.Dense(10, activation="tanh")(x)
+    embedding_network = keras.Model(input, x)
+
+    input_1 = keras.layers.Input((28, 28, 1))
+    input_2 = keras.layers.Input((28, 28, 1))
+    tower_1 = embedding_network(input_1)
+    tower_2 = embedding_network(input_2)
+    merge_layer = keras.layers.Lambda(euclidean_distance, output_shape=(1,))([tower_1, tower_2])
+    normal_layer = keras.layers.BatchNormalization()(merge_layer)
+    output_layer = keras.layers.Dense(1, activation="sigmoid")(normal_layer)
+    siamese = keras.Model(inputs=[input_1, input_2], outputs=output_layer)
+    siamese.compile(loss=loss(margin=1), optimizer="RMSprop", metrics=["accuracy"])
+    history = siamese.fit([x1, x2], labels, validation_data=([x1[:8], x2[:8]], labels[:8]), batch_size=16,
+                          epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    results = siamese.evaluate([x1, x2], labels, batch_size=n, verbose=0)
+    p = siamese.predict([x1, x2], verbose=0).astype(np.float64)
+    assert p.shape == (n, 1)
+    y = labels[:, None]
+    want = np.mean((1 - y) * p ** 2 + y * np.maximum(1 - p, 0) ** 2)
+    assert abs(results[0] - want) < 1e-5
+    assert abs(results[1] - np.mean((p > 0.5) == (y > 0.5))) < 1e-6
+    # the embedding tower's distance, eagerly: the Lambda's function on arrays
+    e1, e2 = embedding_network.predict(x1[:4], verbose=0), embedding_network.predict(x2[:4], verbose=0)
+    d = euclidean_distance((e1, e2))
+    np.testing.assert_allclose(d, np.sqrt(np.maximum(((e1 - e2) ** 2).sum(1, keepdims=True), 1e-7)), rtol=1e-5)
