@@ -298,13 +298,27 @@ class Layer:
         return int(sum(v.size for v in self.variables))
 
     def get_weights(self):
-        """{weight name: array} (copies)."""
-        return {n: v.numpy() for n, v in self.named_variables()}
+        """{weight name: array} (copies); an int index gives the weights in order in Keras's
+        layouts, as Keras's list (``layer.get_weights()[0]``: a Conv2D kernel (kh, kw, in, out))."""
+        from pyggml.layers._keras_weights import LayerWeights
+        return LayerWeights(self.named_variables())
 
     def set_weights(self, weights):
-        """Set weights by name, as get_weights names them."""
+        """Set weights by name, as get_weights names them; or, as Keras, a list of arrays in the
+        weights' order and Keras's layouts."""
+        if isinstance(weights, (list, tuple)):
+            from pyggml.layers._keras_weights import from_keras_value
+            named = self.named_variables()
+            if len(weights) != len(named):
+                raise ValueError(f"{self.name}: set_weights got a list of {len(weights)} arrays; the layer has "
+                                 f"{len(named)} weights ({', '.join(n for n, _ in named)}), in Keras's layouts")
+            values = [from_keras_value(v, a, f"{self.name}.set_weights") for (_, v), a in zip(named, weights)]
+            for (_, v), a in zip(named, values):
+                v.assign(a)
+            return
         if not isinstance(weights, dict):
-            raise TypeError("set_weights takes a dict {name: array}, as get_weights returns")
+            raise TypeError("set_weights takes a dict {name: array}, as get_weights returns, or a list of arrays "
+                            "in Keras's layouts")
         mine = dict(self.named_variables())
         for k in weights:
             if k not in mine:

@@ -4,6 +4,8 @@ does.  Decoding and encoding image files takes Pillow (``pip install pillow``),
 as in Keras; arrays are channels-last float32 unless ``data_format`` says
 otherwise."""
 
+import os
+
 import numpy as np
 
 from pyggml._validation import is_int
@@ -56,9 +58,20 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", 
         raise ValueError(f"color_mode must be one of {', '.join(_COLOR_MODES)}, got {color_mode!r}")
     size = _size("target_size", target_size)
     _interpolation(interpolation)
-    with open(path, "rb") as f:
-        img = Image.open(f)
+    if isinstance(path, np.ndarray) and path.ndim == 0 and path.dtype.kind in "US":
+        path = path.item()                      # one element of a dataset of paths (a 0-d string array)
+    if isinstance(path, bytes):
+        path = path.decode()
+    if hasattr(path, "read"):                   # a file object (io.BytesIO), as Keras takes
+        img = Image.open(path)
         img.load()
+    else:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"load_img: path must be a file path (str, bytes, os.PathLike, a 0-d string array) or "
+                            f"a file object, got {type(path).__name__}")
+        with open(path, "rb") as f:
+            img = Image.open(f)
+            img.load()
     if img.mode != _COLOR_MODES[color_mode]:
         img = img.convert(_COLOR_MODES[color_mode])
     if size is not None and (img.height, img.width) != size:
@@ -83,7 +96,7 @@ def _center_box(h, w, th, tw):
 def img_to_array(img, data_format=None, dtype="float32"):
     """A Pillow image as an array (height, width, channels), or channels first."""
     fmt = _data_format(data_format)
-    a = np.asarray(img, dtype=dtype)
+    a = np.array(img, dtype=dtype)           # a writable copy (Pillow hands out read-only views)
     if a.ndim == 2:
         a = a[:, :, None]
     elif a.ndim != 3:
