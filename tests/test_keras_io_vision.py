@@ -416,3 +416,133 @@ def test_siamese_contrastive():
     e1, e2 = embedding_network.predict(x1[:4], verbose=0), embedding_network.predict(x2[:4], verbose=0)
     d = euclidean_distance((e1, e2))
     np.testing.assert_allclose(d, np.sqrt(np.maximum(((e1 - e2) ** 2).sum(1, keepdims=True), 1e-7)), rtol=1e-5)
+
+
+# --- convmixer ------------------------------------------------------------------------------------
+
+def test_convmixer():
+    from pyggml import data as tf_data
+    x_train = RNG.integers(0, 256, (40, 16, 16, 3)).astype("uint8")
+    y_train = RNG.integers(0, 10, (40, 1)).astype("uint8")
+    augmentation_layers = [keras.layers.RandomCrop(16, 16), keras.layers.RandomFlip("horizontal")]
+
+    def augment_images(images):
+        for layer in augmentation_layers:
+            images = layer(images, training=True)
+        return images
+
+    train_dataset = (tf_data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(80).batch(16)
+                     .map(lambda x, y: (augment_images(x), y), num_parallel_calls=tf_data.AUTOTUNE)
+                     .prefetch(tf_data.AUTOTUNE))
+
+    def activation_block(x):
+        x = layers.Activation("gelu")(x)
+        return layers.BatchNormalization()(x)
+
+    inputs = keras.Input((16, 16, 3))
+    x = layers.Rescaling(scale=1.0 / 255)(inputs)
+    x = activation_block(layers.Conv2D(8, kernel_size=2, strides=2)(x))
+    for _ in range(2):
+        x0 = x
+        x = layers.DepthwiseConv2D(kernel_size=5, padding="same")(x)
+        x = layers.Add()([activation_block(x), x0])
+        x = activation_block(layers.Conv2D(8, kernel_size=1)(x))
+    x = layers.GlobalAvgPool2D()(x)
+    model = keras.Model(inputs, layers.Dense(10, activation="softmax")(x))
+    model.compile(optimizer=keras.optimizers.AdamW(learning_rate=0.001, weight_decay=0.0001),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    history = model.fit(train_dataset, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+    # the example's look at the weights: Keras's list by position, Keras's layouts
+    patch_embeddings = model.layers[2].get_weights()[0]
+    assert patch_embeddings.shape == (2, 2, 3, 8)
+    np.testing.assert_array_equal(patch_embeddings, model.layers[2].get_weights()["weight"].transpose(2, 3, 1, 0))
+    found = [i for i, layer in enumerate(model.layers) if isinstance(layer, layers.DepthwiseConv2D)
+             and layer.get_config()["kernel_size"] == (5, 5)]
+    assert len(found) == 2
+    kernel = model.layers[found[0]].get_weights()[0]
+    assert kernel.shape == (5, 5, 8, 1)
+    assert np.expand_dims(kernel.squeeze(), axis=2).shape == (5, 5, 1, 8)
+
+
+def test_layer_weights_as_keras_lists():
+    assert layers.GlobalAvgPool2D is layers.GlobalAveragePooling2D and layers.MaxPool2D is layers.MaxPooling2D
+    assert layers.Convolution2D is layers.Conv2D and layers.AvgPool1D is layers.AveragePooling1D
+    dense = layers.Dense(3)
+    model = keras.Sequential([keras.Input((4,)), dense])
+    model.compile(optimizer="sgd", loss="mse")
+    kernel, bias = RNG.normal(size=(4, 3)), RNG.normal(size=3)
+    dense.set_weights([kernel, bias])                       # Keras's (in, units) kernel
+    np.testing.assert_allclose(dense.get_weights()["weight"], kernel.T, rtol=1e-6)
+    np.testing.assert_allclose(dense.get_weights()[0], kernel, rtol=1e-6)
+    np.testing.assert_allclose(dense.get_weights()[-1], bias, rtol=1e-6)
+    assert [w.shape for w in dense.get_weights()[:]] == [(4, 3), (3,)]
+    x = RNG.normal(size=(5, 4)).astype(np.float32)
+    np.testing.assert_allclose(model.predict(x, verbose=0), x @ kernel + bias, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="2 weights"):
+        dense.set_weights([kernel])
+    with pytest.raises(ValueError, match=r"\(4, 3\)"):
+        dense.set_weights([kernel.T, bias])
+    with pytest.raises(IndexError, match="2 weights"):
+        dense.get_weights()[2]
+
+
+# --- oxford_pets_image_segmentation ------------------------------------------------------------------
+
+def test_oxford_pets_image_segmentation(tmp_path):
+    from pyggml import data as tf_data
+    from pyggml.utils import load_img
+    Image = pytest.importorskip("PIL.Image")
+    input_dir, target_dir = tmp_path / "images", tmp_path / "trimaps"
+    input_dir.mkdir()
+    target_dir.mkdir()
+    for i in range(8):
+        a = RNG.integers(0, 256, (20, 24, 3)).astype(np.uint8)
+        Image.fromarray(a).save(str(input_dir / f"p{i}.jpg"))
+        Image.fromarray((1 + (a[..., 0] > 128) + (a[..., 1] > 200)).astype(np.uint8)).save(str(target_dir / f"p{i}.png"))
+    input_img_paths = sorted(str(input_dir / f) for f in os.listdir(input_dir))
+    target_img_paths = sorted(str(target_dir / f) for f in os.listdir(target_dir))
+    img_size, num_classes = (16, 16), 3
+
+    def load_img_masks(input_img_path, target_img_path):
+        input_img = keras.utils.img_to_array(load_img(input_img_path, target_size=img_size))
+        target_img = keras.utils.img_to_array(load_img(target_img_path, target_size=img_size, color_mode="grayscale",
+                                                       interpolation="nearest"), dtype="uint8")
+        target_img -= 1
+        return input_img, target_img
+
+    dataset = tf_data.Dataset.from_tensor_slices((input_img_paths, target_img_paths))
+    dataset = dataset.map(load_img_masks, num_parallel_calls=tf_data.AUTOTUNE).batch(4)
+
+    inputs = keras.Input(shape=img_size + (3,))
+    x = layers.Activation("relu")(layers.BatchNormalization()(layers.Conv2D(8, 3, strides=2, padding="same")(inputs)))
+    previous_block_activation = x
+    x = layers.SeparableConv2D(16, 3, padding="same")(layers.Activation("relu")(x))
+    x = layers.MaxPooling2D(3, strides=2, padding="same")(layers.BatchNormalization()(x))
+    x = layers.add([x, layers.Conv2D(16, 1, strides=2, padding="same")(previous_block_activation)])
+    previous_block_activation = x
+    for filters in [16, 8]:
+        x = layers.Conv2DTranspose(filters, 3, padding="same")(layers.Activation("relu")(x))
+        x = layers.UpSampling2D(2)(layers.BatchNormalization()(x))
+        residual = layers.Conv2D(filters, 1, padding="same")(layers.UpSampling2D(2)(previous_block_activation))
+        x = layers.add([x, residual])
+        previous_block_activation = x
+    outputs = layers.Conv2D(num_classes, 3, activation="softmax", padding="same")(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(1e-4), loss="sparse_categorical_crossentropy")
+    ckpt = str(tmp_path / "oxford_segmentation.keras")
+    model.fit(dataset, epochs=2, validation_data=dataset,
+              callbacks=[keras.callbacks.ModelCheckpoint(ckpt, save_best_only=True)], verbose=0)
+    val_preds = model.predict(dataset, verbose=0)
+    assert val_preds.shape == (8, 16, 16, 3)
+    # the per-pixel sparse cross-entropy, against numpy
+    xs, ys = zip(*[load_img_masks(a, b) for a, b in zip(input_img_paths, target_img_paths)])
+    xs, ys = np.stack(xs), np.stack(ys)
+    assert ys.shape == (8, 16, 16, 1) and set(np.unique(ys)) <= {0, 1, 2}
+    p = model.predict(xs, verbose=0).astype(np.float64)
+    want = -np.mean(np.log(np.take_along_axis(p, ys.astype(int), axis=-1)))
+    assert abs(model.evaluate(xs, ys, batch_size=8, verbose=0) - want) < 1e-4 * max(1.0, want)
+    mask = np.expand_dims(np.argmax(val_preds[0], axis=-1), axis=-1)
+    assert keras.utils.array_to_img(mask).size == (16, 16)
+    assert os.path.exists(ckpt)
