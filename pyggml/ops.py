@@ -25,6 +25,7 @@ import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
 from pyggml import _ops_numpy, _scope
+from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._ops_numpy import concatenate
 from pyggml._validation import is_int
@@ -287,4 +288,4 @@ def _install_keras_ops():
 
 __all__ = sorted(set(_GGML_NAMES) | {
     "as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum", "reduce_mean",
-    "square", "concatenate", "dropout", "shape", "convert_to_numpy", "slice", "fft", "fft2", "ifft2"} | _install_keras_ops())
+    "square", "concatenate", "dropout", "shape", "convert_to_numpy", "slice", "fft", "fft2", "ifft2", "tensordot"} | _install_keras_ops())

@@ -546,3 +546,70 @@ def test_oxford_pets_image_segmentation(tmp_path):
     mask = np.expand_dims(np.argmax(val_preds[0], axis=-1), axis=-1)
     assert keras.utils.array_to_img(mask).size == (16, 16)
     assert os.path.exists(ckpt)
+
+
+# --- attention_mil_classification ---------------------------------------------------------------------
+
+class MILAttentionLayer(layers.Layer):
+    def __init__(self, weight_params_dim, kernel_initializer="glorot_uniform", kernel_regularizer=None,
+                 use_gated=False, **kwargs):
+        super().__init__(**kwargs)
+        self.weight_params_dim = weight_params_dim
+        self.use_gated = use_gated
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+
+    def build(self, input_shape):
+        input_dim = input_shape[0][1]
+        self.v_weight_params = self.add_weight(shape=(input_dim, self.weight_params_dim),
+                                               initializer=self.kernel_initializer, name="v",
+                                               regularizer=self.kernel_regularizer, trainable=True)
+        self.w_weight_params = self.add_weight(shape=(self.weight_params_dim, 1), initializer=self.kernel_initializer,
+                                               name="w", regularizer=self.kernel_regularizer, trainable=True)
+        self.u_weight_params = self.add_weight(shape=(input_dim, self.weight_params_dim),
+                                               initializer=self.kernel_initializer, name="u",
+                                               regularizer=self.kernel_regularizer, trainable=True)
+
+    def call(self, inputs):
+        instances = ops.stack([self.compute_attention_scores(instance) for instance in inputs])
+        alpha = ops.softmax(instances, axis=0)
+        return [alpha[i] for i in range(alpha.shape[0])]
+
+    def compute_attention_scores(self, instance):
+        original_instance = instance
+        instance = ops.tanh(ops.tensordot(instance, self.v_weight_params, axes=1))
+        instance = instance * ops.sigmoid(ops.tensordot(original_instance, self.u_weight_params, axes=1))
+        return ops.tensordot(instance, self.w_weight_params, axes=1)
+
+
+def test_attention_mil_classification():
+    bag_size, n = 3, 12
+    data = [RNG.uniform(0, 1, (n, 8, 8)) for _ in range(bag_size)]
+    labels = RNG.integers(0, 2, (n, 1))
+    inputs, embeddings = [], []
+    shared_dense_layer_1 = layers.Dense(16, activation="relu")
+    shared_dense_layer_2 = layers.Dense(8, activation="relu")
+    for _ in range(bag_size):
+        inp = layers.Input((8, 8))
+        embeddings.append(shared_dense_layer_2(shared_dense_layer_1(layers.Flatten()(inp))))
+        inputs.append(inp)
+    alpha = MILAttentionLayer(weight_params_dim=6, kernel_regularizer=keras.regularizers.L2(0.01), use_gated=True,
+                              name="alpha")(embeddings)
+    multiply_layers = [layers.multiply([alpha[i], embeddings[i]]) for i in range(len(alpha))]
+    output = layers.Dense(2, activation="softmax")(layers.concatenate(multiply_layers, axis=1))
+    model = keras.Model(inputs, output)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    negative, positive = int((labels == 0).sum()), int((labels == 1).sum())
+    model.fit(data, labels, validation_data=(data, labels), epochs=1, batch_size=1, verbose=0,
+              class_weight={0: n / 2 / max(negative, 1), 1: n / 2 / max(positive, 1)})
+    intermediate_model = keras.Model(model.input, model.get_layer("alpha").output)
+    attention_weights = np.squeeze(np.swapaxes(intermediate_model.predict(data, verbose=0), 1, 0))
+    assert attention_weights.shape == (n, bag_size)
+    np.testing.assert_allclose(attention_weights.sum(axis=1), 1.0, rtol=1e-5)
+    # the attention scores against numpy, from the layer's weights (Keras's layouts by position)
+    w = model.get_layer("alpha").get_weights()
+    v, wv, u = w[0].astype(np.float64), w[1].astype(np.float64), w[2].astype(np.float64)
+    emb = keras.Model(inputs, embeddings).predict(data, verbose=0)
+    scores = np.stack([(np.tanh(e @ v) * (1 / (1 + np.exp(-(e @ u))))) @ wv for e in emb])[..., 0]
+    want = np.exp(scores - scores.max(0)) / np.exp(scores - scores.max(0)).sum(0)
+    np.testing.assert_allclose(attention_weights, want.T, rtol=1e-4, atol=1e-5)

@@ -81,6 +81,11 @@ class OpLayer(pg.layers.Layer):
         return self.fn(x * self.w)
 
 
+TD_B = RNG.normal(size=(4, 5))
+TD_C = RNG.normal(size=(4, 3, 2))
+TD_D = RNG.normal(size=(2,))
+
+
 def _pair(t):
     r, i = t
     return r + i * 2.0
@@ -115,6 +120,10 @@ CASES = {
         (np.fft.fft(a + 0.5j * a).real, np.fft.fft(a + 0.5j * a).imag))),
     "ifft2": ((3, 3), lambda t: _pair(ops.ifft2((t, t * -1.0))), lambda a: _pair(
         (np.fft.ifft2(a - 1j * a).real, np.fft.ifft2(a - 1j * a).imag))),
+    "tensordot_1": ((3, 4), lambda t: ops.tensordot(t, TD_B, axes=1), lambda a: np.tensordot(a, TD_B, axes=1)),
+    "tensordot_pairs": ((3, 4), lambda t: ops.tensordot(t, TD_C, axes=([2, 1], [0, 1])),
+                        lambda a: np.tensordot(a, TD_C, axes=([2, 1], [0, 1]))),
+    "tensordot_0": ((3,), lambda t: ops.tensordot(t, TD_D, axes=0), lambda a: np.tensordot(a, TD_D, axes=0)),
     "unary_keras_args": ((3, 4), lambda t: ops.elu(t, alpha=0.5) + ops.gelu(t, approximate=False) + ops.sigmoid(t),
                          lambda a: np.where(a > 0, a, 0.5 * np.expm1(np.minimum(a, 0))) +
                          a * 0.5 * (1 + np.vectorize(__import__("math").erf)(a / np.sqrt(2))) + 1 / (1 + np.exp(-a))),
@@ -214,6 +223,21 @@ def test_slice_fft_and_unary_ops_on_arrays():
     np.testing.assert_array_equal(ops.convert_to_numpy([[1, 2]]), np.array([[1, 2]]))
     v = pg.Variable("v", (2,), "ones")
     np.testing.assert_array_equal(ops.convert_to_numpy(v), [1.0, 1.0])
+
+
+def test_tensordot_on_arrays():
+    a, b = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(4, 3, 5))
+    np.testing.assert_allclose(ops.tensordot(a, b, axes=([1, 2], [1, 0])), np.tensordot(a, b, ([1, 2], [1, 0])),
+                               rtol=1e-5)
+    np.testing.assert_allclose(ops.tensordot(a[0], b[:, 0], axes=1), a[0] @ b[:, 0], rtol=1e-5)
+    with pytest.raises(ValueError, match="differ"):
+        ops.tensordot(a, b, axes=2)
+    with pytest.raises(ValueError, match="between 0 and"):
+        ops.tensordot(a, b, axes=4)
+    with pytest.raises(TypeError, match="pair"):
+        ops.tensordot(a, b, axes="all")
+    with pytest.raises(ValueError, match="out of range"):
+        ops.tensordot(a, b, axes=([5], [0]))
 
 
 def test_backend_module():
