@@ -21,6 +21,7 @@ import inspect
 import numpy as np
 
 from pyggml import _scope
+from pyggml._tensor_arrays import refuse_tensor_array
 from pyggml._validation import is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
@@ -51,6 +52,7 @@ def _t(x):
     if isinstance(x, Variable):
         return x.graph_tensor()
     a = np.asarray(x)
+    refuse_tensor_array(a, "pyggml.ops")
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
     if a.ndim > MAX_DIMS:

@@ -27,6 +27,7 @@ from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
 from pyggml import _ops_numpy, _scope
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
+from pyggml._tensor_arrays import refuse_tensor_array
 from pyggml._ops_numpy import concatenate
 from pyggml._validation import is_int
 from pyggml.core import ops as _core_ops
@@ -87,6 +88,7 @@ def convert_to_numpy(x):
 def constant(value, dtype="float32"):
     """A tensor holding ``value`` (a number or an array) in the graph being built."""
     a = np.asarray(value)
+    refuse_tensor_array(a, "constant")
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"constant: expected real numbers, got dtype {a.dtype}")
     if dtype not in ("float32", "int32"):
@@ -261,6 +263,7 @@ def _keras_unary(name):
         if _scope.current() is not None:
             return apply(_ops_numpy._f(x), dict(kwargs))
         a = np.asarray(x)
+        refuse_tensor_array(a, name)
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"{name}: expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
         if a.ndim > 4:

@@ -613,3 +613,82 @@ def test_attention_mil_classification():
     scores = np.stack([(np.tanh(e @ v) * (1 / (1 + np.exp(-(e @ u))))) @ wv for e in emb])[..., 0]
     want = np.exp(scores - scores.max(0)) / np.exp(scores - scores.max(0)).sum(0)
     np.testing.assert_allclose(attention_weights, want.T, rtol=1e-4, atol=1e-5)
+
+
+# --- pointnet ---------------------------------------------------------------------------------------
+
+class OrthogonalRegularizer(keras.regularizers.Regularizer):
+    def __init__(self, num_features, l2reg=0.001, eye_as_tensor=True):
+        self.num_features = num_features
+        self.l2reg = l2reg
+        self.eye = keras.ops.eye(num_features)
+        self.eye_as_tensor = eye_as_tensor
+
+    def __call__(self, x):
+        x = keras.ops.reshape(x, (-1, self.num_features, self.num_features))
+        xxt = keras.ops.tensordot(x, x, axes=(2, 2))
+        xxt = keras.ops.reshape(xxt, (-1, self.num_features, self.num_features))
+        # the example writes `xxt - self.eye`: a graph tensor minus a numpy array (see the test below)
+        eye = keras.ops.convert_to_tensor(self.eye) if self.eye_as_tensor else self.eye
+        return keras.ops.sum(self.l2reg * keras.ops.square(xxt - eye))
+
+
+def _pointnet(num_points, eye_as_tensor=True):
+    def conv_bn(x, filters):
+        x = layers.Conv1D(filters, kernel_size=1, padding="valid")(x)
+        return layers.Activation("relu")(layers.BatchNormalization(momentum=0.0)(x))
+
+    def dense_bn(x, filters):
+        return layers.Activation("relu")(layers.BatchNormalization(momentum=0.0)(layers.Dense(filters)(x)))
+
+    def tnet(inputs, num_features):
+        bias = keras.initializers.Constant(np.eye(num_features).flatten())
+        reg = OrthogonalRegularizer(num_features, eye_as_tensor=eye_as_tensor)
+        x = conv_bn(conv_bn(inputs, 8), 16)
+        x = dense_bn(layers.GlobalMaxPooling1D()(x), 8)
+        x = layers.Dense(num_features * num_features, kernel_initializer="zeros", bias_initializer=bias,
+                         activity_regularizer=reg)(x)
+        feat_T = layers.Reshape((num_features, num_features))(x)
+        return layers.Dot(axes=(2, 1))([inputs, feat_T])
+
+    inputs = keras.Input(shape=(num_points, 3))
+    x = tnet(inputs, 3)
+    x = conv_bn(x, 8)
+    x = tnet(x, 8)
+    x = layers.GlobalMaxPooling1D()(conv_bn(x, 16))
+    x = layers.Dropout(0.3)(dense_bn(x, 8))
+    return keras.Model(inputs=inputs, outputs=layers.Dense(4, activation="softmax")(x), name="pointnet")
+
+
+def test_pointnet():
+    from pyggml import data as tf_data
+    points = RNG.normal(size=(24, 32, 3)).astype("float32")
+    labels = RNG.integers(0, 4, 24)
+
+    def augment(p, label):
+        p = p + np.random.uniform(-0.005, 0.005, p.shape)
+        return np.random.permutation(p), label
+
+    dataset = tf_data.Dataset.from_tensor_slices((points, labels)).shuffle(24).map(augment)
+    train_dataset, validation_dataset = dataset.take(16).batch(8), dataset.skip(16).batch(8)
+    model = _pointnet(32)
+    model.compile(loss="sparse_categorical_crossentropy", optimizer=keras.optimizers.Adam(learning_rate=0.001),
+                  metrics=["sparse_categorical_accuracy"])
+    # before training the T-nets are the identity (zero kernel, the identity as bias): the
+    # first Dot gives the points back, and the orthogonality penalty is zero
+    tnet_out = keras.Model(model.inputs, model.get_layer("dot").output)
+    np.testing.assert_allclose(tnet_out.predict(points[:4], verbose=0), points[:4], rtol=1e-6, atol=1e-6)
+    history = model.fit(train_dataset, epochs=2, validation_data=validation_dataset, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    batch_points, batch_labels = list(validation_dataset.take(1))[0]
+    preds = keras.ops.argmax(model.predict(batch_points, verbose=0), -1)
+    assert preds.shape == (8,) and set(np.asarray(preds).tolist()) <= {0, 1, 2, 3}
+
+
+def test_a_graph_tensor_minus_a_numpy_array_is_a_clear_error():
+    # Tensor arithmetic takes numbers and tensors; numpy turns `tensor - array` into an array of
+    # tensors.  The ops that meet such an array name the fix.
+    model = _pointnet(16, eye_as_tensor=False)
+    model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
+    with pytest.raises(TypeError, match="convert_to_tensor"):
+        model.fit(RNG.normal(size=(4, 16, 3)), np.arange(4), epochs=1, verbose=0)
