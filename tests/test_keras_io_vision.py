@@ -692,3 +692,55 @@ def test_a_graph_tensor_minus_a_numpy_array_is_a_clear_error():
     model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
     with pytest.raises(TypeError, match="convert_to_tensor"):
         model.fit(RNG.normal(size=(4, 16, 3)), np.arange(4), epochs=1, verbose=0)
+
+
+# --- learnable_resizer: Resizing after graph layers runs in the graph ------------------------------
+
+def test_resizing_after_graph_layers_runs_in_the_graph_and_trains(tmp_path):
+    x = RNG.normal(size=(4, 6, 8, 2)).astype(np.float32)
+    inputs = keras.Input((6, 8, 2))
+    conv = layers.Conv2D(2, 1, use_bias=False)
+    out = layers.Flatten()(layers.Resizing(3, 5, name="resize")(conv(inputs)))
+    model = keras.Model(inputs, out)
+    model.compile(optimizer="sgd", loss="mse")
+    model.set_weights({"conv2d.weight": np.eye(2, dtype=np.float32).reshape(2, 2, 1, 1)})
+    np.testing.assert_allclose(model.predict(x, verbose=0), ref_resize(x, 3, 5).reshape(4, -1), rtol=1e-5,
+                               atol=1e-5)
+    # the gradient reaches the convolution through the resize: numpy's, by the chain rule
+    y = RNG.normal(size=(4, 30)).astype(np.float32)
+    (g,) = model.gradients(x, y).values()
+    r = ref_resize(x, 3, 5)                              # (4, 3, 5, 2): the resized inputs
+    d = 2 * (r.reshape(4, -1) - y) / y.size              # d loss / d output
+    want = np.einsum("nijc,nijo->oc", r, d.reshape(4, 3, 5, 2)).reshape(2, 2, 1, 1)
+    np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-6)
+    path = tmp_path / "m.keras"
+    model.save(str(path))
+    np.testing.assert_allclose(keras.load_model(str(path)).predict(x, verbose=0), model.predict(x, verbose=0),
+                               rtol=1e-6)
+
+
+def test_learnable_resizer():
+    def get_learnable_resizer(filters=8, target=(6, 6)):
+        inputs = layers.Input(shape=[None, None, 3])
+        naive_resize = layers.Resizing(*target, interpolation="bilinear")(inputs)
+        x = layers.LeakyReLU(0.2)(layers.Conv2D(filters=filters, kernel_size=7, strides=1, padding="same")(inputs))
+        x = layers.BatchNormalization()(layers.LeakyReLU(0.2)(layers.Conv2D(filters, 1, padding="same")(x)))
+        bottleneck = layers.Resizing(*target, interpolation="bilinear")(x)
+        x = layers.BatchNormalization()(layers.Conv2D(filters, 3, padding="same", use_bias=False)(bottleneck))
+        x = layers.Add()([bottleneck, x])
+        x = layers.Conv2D(filters=3, kernel_size=7, strides=1, padding="same")(x)
+        return keras.Model(inputs, layers.Add()([naive_resize, x]), name="learnable_resizer")
+
+    learnable_resizer = get_learnable_resizer()
+    backbone = keras.Sequential([layers.Conv2D(4, 3, activation="relu"), layers.GlobalAveragePooling2D(),
+                                 layers.Dense(2)])
+    inputs = layers.Input((12, 12, 3))
+    outputs = backbone(learnable_resizer(layers.Rescaling(scale=1.0 / 255)(inputs)))
+    model = keras.Model(inputs, outputs)
+    model.compile(loss=keras.losses.CategoricalCrossentropy(label_smoothing=0.1), optimizer="sgd",
+                  metrics=["accuracy"])
+    x = RNG.uniform(0, 255, (8, 12, 12, 3)).astype("float32")
+    y = keras.utils.to_categorical(RNG.integers(0, 2, 8), 2)
+    history = model.fit(x, y, epochs=2, batch_size=4, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert learnable_resizer.predict(x[:2] / 255, verbose=0).shape == (2, 6, 6, 3)

@@ -4,9 +4,10 @@ is itself a host step: called on a node of another model it runs on the host
 before that model's graph (in training mode in ``fit``), and called on arrays it
 computes at once (augmenting, as Keras, unless ``training=False``).
 
-Layers that can run on either side (``host_capable``: Rescaling) count as host
-layers in such a model (TensorFlow's ``resize_and_rescale``), and run on the host
-in any model where they lie between the inputs and host layers.  A model that
+Layers that can run on either side (``host_capable``: Rescaling; host layers with a
+``graph_call``: Resizing) count as host layers in such a model (TensorFlow's
+``resize_and_rescale``), and run on the host in any model where they lie between
+the inputs and host layers; elsewhere (a Resizing after a Conv2D) in the graph.  A model that
 mixes host layers and graph layers can be the outer model, not a layer of
 another one: its host layers would sit inside the other's graph.
 """
@@ -20,15 +21,21 @@ def _is_input(node):
     return not node.inputs
 
 
+def _either_side(layer):
+    """Runs on the host or in the graph: ``host_capable`` (Rescaling), or a host layer with a
+    ``graph_call`` (Resizing: on the host before host layers, in the graph after graph layers)."""
+    return getattr(layer, "host_capable", False) or getattr(layer, "graph_call", None) is not None
+
+
 def host_node_ids(nodes, inputs):
     """The ids of the nodes computed on the host: host layers' calls, and the calls of layers
     that can run on either side (``host_capable``: Rescaling) that lie between the inputs and
     host layers (keras-io's ``Rescaling`` before ``RandomFlip``), so the graph starts after them."""
-    host = {id(n) for n in nodes if getattr(n.layer, "host", False)}
+    host = {id(n) for n in nodes if getattr(n.layer, "host", False) and not _either_side(n.layer)}
     before = {id(n) for n in inputs} | host
     maybe = set()
     for n in nodes:                      # fed only by the inputs, host layers or other such calls
-        if id(n) not in host and getattr(n.layer, "host_capable", False) and n.inputs and \
+        if id(n) not in host and _either_side(n.layer) and n.inputs and \
                 all(id(p) in before or id(p) in maybe for p in n.inputs):
             maybe.add(id(n))
     feeds_host = set()
@@ -76,7 +83,9 @@ class HostStage:
         """True when some of its layers run on the host (and it is not all host layers)."""
         if self._topology is None:
             return False
-        return any(getattr(n.layer, "host", False) or getattr(n.layer, "holds_host_layers", lambda: False)()
+        host_ids = getattr(self._topology, "host_ids", None)
+        return any((getattr(n.layer, "host", False) and (host_ids is None or id(n) in host_ids)) or
+                   getattr(n.layer, "holds_host_layers", lambda: False)()
                    for n in self._topology.nodes if not _is_input(n))
 
     def host_apply(self, inputs, training=None):

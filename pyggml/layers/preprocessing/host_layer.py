@@ -41,6 +41,9 @@ class HostLayer(Layer):
         return self.host_call(inputs)
 
     def call(self, inputs, training=None):
+        graph_call = getattr(self, "graph_call", None)
+        if graph_call is not None:           # a host layer that can also run in the graph (Resizing)
+            return graph_call(inputs, training=training)
         raise TypeError(f"{type(self).__name__} runs on the host before the graph: call it on pg.Input nodes "
                         f"(or on another preprocessing layer's output), not inside a layer's call")
 
