@@ -674,6 +674,11 @@ def multiply(x1, x2):
 @_eager("x1", "x2")
 def divide(x1, x2):
     a, b = _pair(x1, x2)
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if sb != sa and len(sb) <= len(sa) and all(d in (1, e) for d, e in zip(sb[::-1], sa[::-1])):
+        # ggml's division has no backward pass for a broadcast divisor: repeat it to x1's shape
+        # (x / ops.sum(x, axis=-1, keepdims=True) trains)
+        b = broadcast_to(b, sa)
     return a / b
 
 

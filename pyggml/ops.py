@@ -24,7 +24,7 @@ import functools
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import _ops_numpy, _scope
+from pyggml import _ops_numpy, _scope, _symbolic
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import refuse_tensor_array
@@ -292,3 +292,40 @@ def _install_keras_ops():
 __all__ = sorted(set(_GGML_NAMES) | {
     "as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum", "reduce_mean",
     "square", "concatenate", "dropout", "shape", "convert_to_numpy", "slice", "fft", "fft2", "ifft2", "tensordot"} | _install_keras_ops())
+
+
+# --- Keras's ops on symbolic nodes (a functional model's tensors) ------------------------------
+def _symbolic_aware(name, fn):
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
+            return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
+        return fn(*args, **kwargs)
+    return op
+
+
+def _install_symbolic():
+    g = globals()
+    for n in __all__:
+        fn = g.get(n)
+        if callable(fn) and not isinstance(fn, type) and n not in ("shape", "convert_to_numpy", "constant",
+                                                                   "as_tensor"):
+            g[n] = _symbolic_aware(n, fn)
+    g["image"] = _ImageOps()
+
+
+class _ImageOps:
+    """``ops.image``: its functions take symbolic nodes too."""
+
+    def __getattr__(self, name):
+        fn = getattr(image_module, name)
+        if name.startswith("_") or not callable(fn):
+            return fn
+        return _symbolic_aware(f"image.{name}", fn)
+
+    def __dir__(self):
+        return list(image_module.__all__)
+
+
+image_module = image
+_install_symbolic()

@@ -744,3 +744,107 @@ def test_learnable_resizer():
     history = model.fit(x, y, epochs=2, batch_size=4, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     assert learnable_resizer.predict(x[:2] / 255, verbose=0).shape == (2, 6, 6, 3)
+
+
+# --- eanet (Keras 3): keras.ops on a functional model's tensors ---------------------------------------
+
+class PatchExtract(layers.Layer):
+    def __init__(self, patch_size, **kwargs):
+        super().__init__(**kwargs)
+        self.patch_size = patch_size
+
+    def call(self, x):
+        B, C = ops.shape(x)[0], ops.shape(x)[-1]
+        x = ops.image.extract_patches(x, self.patch_size)
+        return ops.reshape(x, (B, -1, self.patch_size * self.patch_size * C))
+
+    def get_config(self):                 # (the example has none; its model is not saved)
+        return {**super().get_config(), "patch_size": self.patch_size}
+
+
+class PatchEmbedding(layers.Layer):
+    def __init__(self, num_patch, embed_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.num_patch = num_patch
+        self.proj = layers.Dense(embed_dim)
+        self.pos_embed = layers.Embedding(input_dim=num_patch, output_dim=embed_dim)
+
+    def call(self, patch):
+        pos = ops.arange(start=0, stop=self.num_patch, step=1)
+        return self.proj(patch) + self.pos_embed(pos)
+
+    def get_config(self):
+        return {**super().get_config(), "num_patch": self.num_patch, "embed_dim": self.proj.units}
+
+
+def external_attention(x, dim, num_heads, dim_coefficient=4, attention_dropout=0, projection_dropout=0):
+    _, num_patch, channel = x.shape
+    num_heads = num_heads * dim_coefficient
+    x = layers.Dense(dim * dim_coefficient)(x)
+    x = ops.reshape(x, (-1, num_patch, num_heads, dim * dim_coefficient // num_heads))
+    x = ops.transpose(x, axes=[0, 2, 1, 3])
+    attn = layers.Dense(dim // dim_coefficient)(x)
+    attn = layers.Softmax(axis=2)(attn)
+    attn = layers.Lambda(lambda attn: ops.divide(attn, ops.convert_to_tensor(1e-9) +
+                                                 ops.sum(attn, axis=-1, keepdims=True)))(attn)
+    attn = layers.Dropout(attention_dropout)(attn)
+    x = layers.Dense(dim * dim_coefficient // num_heads)(attn)
+    x = ops.transpose(x, axes=[0, 2, 1, 3])
+    x = ops.reshape(x, [-1, num_patch, dim * dim_coefficient])
+    x = layers.Dense(dim)(x)
+    return layers.Dropout(projection_dropout)(x)
+
+
+def test_eanet_keras_ops_on_symbolic_tensors():
+    x_train = RNG.integers(0, 256, (24, 8, 8, 3)).astype("float32")
+    y_train = keras.utils.to_categorical(RNG.integers(0, 5, 24), 5)
+    data_augmentation = keras.Sequential([layers.Normalization(), layers.RandomFlip("horizontal"),
+                                          layers.RandomRotation(factor=0.1), layers.RandomContrast(factor=0.1),
+                                          layers.RandomZoom(height_factor=0.2, width_factor=0.2)])
+    data_augmentation.layers[0].adapt(x_train)
+    inputs = layers.Input(shape=(8, 8, 3))
+    x = PatchEmbedding(16, 8)(PatchExtract(2)(data_augmentation(inputs)))
+    residual_1 = x
+    x = external_attention(layers.LayerNormalization(epsilon=1e-5)(x), 8, 2, 4, 0.2, 0.2)
+    x = layers.add([x, residual_1])
+    x = layers.GlobalAvgPool1D()(x)
+    model = keras.Model(inputs=inputs, outputs=layers.Dense(5, activation="softmax")(x))
+    model.compile(loss=keras.losses.CategoricalCrossentropy(label_smoothing=0.1),
+                  optimizer=keras.optimizers.AdamW(learning_rate=0.001, weight_decay=0.0001),
+                  metrics=[keras.metrics.CategoricalAccuracy(name="accuracy"),
+                           keras.metrics.TopKCategoricalAccuracy(5, name="top-5-accuracy")])
+    history = model.fit(x_train, y_train, batch_size=8, epochs=2, validation_split=0.25, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    loss, accuracy, top_5_accuracy = model.evaluate(x_train, y_train, verbose=0)
+    assert top_5_accuracy == 1.0 and 0 <= accuracy <= 1
+    # (its Lambda holds an unnamed function, which a saved model does not keep: the op layers'
+    # save/load is checked below)
+
+
+def test_ops_and_arithmetic_on_symbolic_tensors_match_numpy(tmp_path):
+    inp = keras.Input((4, 6))
+    x = layers.Dense(8)(inp)
+    y = ops.transpose(ops.reshape(x, (-1, 4, 2, 4)), axes=[0, 2, 1, 3])
+    y = -(ops.sum(y, axis=-1, keepdims=True) / 2.0 + 1.0) * 3
+    y = 1.0 - ops.sqrt(ops.square(y)) + ops.maximum(y, 0.5)
+    a, b = ops.split(x, 2, axis=-1)                      # several outputs: a tuple of nodes
+    z = ops.concatenate([b, a], axis=-1) * np.arange(8, dtype=np.float32)
+    model = keras.Model(inp, [y, z])
+    model.compile(optimizer="sgd", loss="mse")
+    xx = RNG.normal(size=(3, 4, 6)).astype(np.float32)
+    w = model.get_weights()
+    h = xx.astype(np.float64) @ w["dense.weight"].T + w["dense.bias"]
+    t = -(h.reshape(3, 4, 2, 4).transpose(0, 2, 1, 3).sum(-1, keepdims=True) / 2 + 1) * 3
+    got_y, got_z = model.predict(xx, verbose=0)
+    np.testing.assert_allclose(got_y, 1 - np.abs(t) + np.maximum(t, 0.5), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_z, np.concatenate([h[..., 4:], h[..., :4]], -1) * np.arange(8), rtol=1e-5,
+                               atol=1e-5)
+    model.save(str(tmp_path / "m.gguf"))
+    back = keras.load_model(str(tmp_path / "m.gguf"))
+    for g, want in zip(back.predict(xx, verbose=0), (got_y, got_z)):
+        np.testing.assert_allclose(g, want, rtol=1e-6)
+    with pytest.raises(TypeError, match="cannot go with symbolic tensors"):
+        ops.add(x, object())
+    with pytest.raises(ValueError, match="not a function of pyggml.ops"):
+        from pyggml.layers.core.symbolic_op import SymbolicOp
+        SymbolicOp("no_such_op")

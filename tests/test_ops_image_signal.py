@@ -1,4 +1,5 @@
-"""Keras's ops.image.resize / extract_patches, ops.slice, ops.fft / fft2 / ifft2, the
+"""Keras's ops.image.resize / extract_patches, ops.slice, ops.fft / fft2 / ifft2, tensordot,
+ops.divide by a broadcast divisor (which trains), the
 Keras-named unary ops on arrays and numbers, ops.convert_to_numpy and pg.backend:
 forward against float64 numpy references written here (and PyTorch where it has
 the op), gradients through a model against central differences of the reference,
@@ -124,6 +125,8 @@ CASES = {
     "tensordot_pairs": ((3, 4), lambda t: ops.tensordot(t, TD_C, axes=([2, 1], [0, 1])),
                         lambda a: np.tensordot(a, TD_C, axes=([2, 1], [0, 1]))),
     "tensordot_0": ((3,), lambda t: ops.tensordot(t, TD_D, axes=0), lambda a: np.tensordot(a, TD_D, axes=0)),
+    "divide_by_a_broadcast_sum": ((3, 4), lambda t: ops.divide(t, ops.sum(t * t, axis=-1, keepdims=True) + 1.0),
+                                  lambda a: a / ((a * a).sum(-1, keepdims=True) + 1.0)),
     "unary_keras_args": ((3, 4), lambda t: ops.elu(t, alpha=0.5) + ops.gelu(t, approximate=False) + ops.sigmoid(t),
                          lambda a: np.where(a > 0, a, 0.5 * np.expm1(np.minimum(a, 0))) +
                          a * 0.5 * (1 + np.vectorize(__import__("math").erf)(a / np.sqrt(2))) + 1 / (1 + np.exp(-a))),
