@@ -848,3 +848,17 @@ def test_ops_and_arithmetic_on_symbolic_tensors_match_numpy(tmp_path):
     with pytest.raises(ValueError, match="not a function of pyggml.ops"):
         from pyggml.layers.core.symbolic_op import SymbolicOp
         SymbolicOp("no_such_op")
+
+
+def test_resizing_on_the_inputs_stays_on_the_host_for_images_of_any_size():
+    inp = keras.Input((None, None, 3))
+    out = layers.Dense(2)(layers.Flatten()(layers.Rescaling(1 / 255.0)(layers.Resizing(4, 4)(inp))))
+    model = keras.Model(inp, out)
+    model.compile(optimizer="adam", loss="mse")
+    w = model.get_weights()
+    for shape in ((2, 9, 7, 3), (3, 4, 11, 3)):
+        x = RNG.uniform(0, 255, shape).astype(np.float32)
+        want = (ref_resize(x, 4, 4) / 255).reshape(len(x), -1) @ w["dense.weight"].T.astype(np.float64) + \
+            w["dense.bias"]
+        np.testing.assert_allclose(model.predict(x, verbose=0), want, rtol=1e-4, atol=1e-5)
+    model.fit(RNG.uniform(0, 255, (4, 6, 6, 3)), np.zeros((4, 2)), epochs=1, verbose=0)
