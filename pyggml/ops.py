@@ -27,7 +27,8 @@ from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
 from pyggml import _ops_numpy, _scope, _symbolic
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
-from pyggml._tensor_arrays import refuse_tensor_array
+from pyggml import _tensor_arrays
+from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
 from pyggml._ops_numpy import concatenate
 from pyggml._validation import is_int
 from pyggml.core import ops as _core_ops
@@ -300,7 +301,9 @@ def _symbolic_aware(name, fn):
     def op(*args, **kwargs):
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
-        return fn(*args, **kwargs)
+        out = fn(*args, **kwargs)
+        # computed at once: arrays that a graph tensor later meets become graph constants
+        return as_ops_result(out) if _scope.current() is None else out
     return op
 
 
@@ -329,3 +332,4 @@ class _ImageOps:
 
 image_module = image
 _install_symbolic()
+_tensor_arrays.UFUNC_OPS.update({u: globals()[n] for u, n in _tensor_arrays.UFUNC_NAMES.items()})

@@ -83,6 +83,8 @@ class OpLayer(pg.layers.Layer):
 
 
 TD_B = RNG.normal(size=(4, 5))
+OPS_EYE = ops.eye(3, 4)              # computed at once: arrays that become constants where a tensor meets them
+OPS_ONES = ops.ones((3, 4))
 TD_C = RNG.normal(size=(4, 3, 2))
 TD_D = RNG.normal(size=(2,))
 
@@ -125,6 +127,10 @@ CASES = {
     "tensordot_pairs": ((3, 4), lambda t: ops.tensordot(t, TD_C, axes=([2, 1], [0, 1])),
                         lambda a: np.tensordot(a, TD_C, axes=([2, 1], [0, 1]))),
     "tensordot_0": ((3,), lambda t: ops.tensordot(t, TD_D, axes=0), lambda a: np.tensordot(a, TD_D, axes=0)),
+    "eager_arrays_meet_tensors": ((3, 4), lambda t: (t - OPS_EYE) * OPS_EYE + (OPS_EYE - t) / (OPS_ONES * 2.0) +
+                                  np.maximum(t, OPS_EYE) + OPS_EYE ** 2 * t,
+                                  lambda a: (a - np.eye(3, 4)) * np.eye(3, 4) + (np.eye(3, 4) - a) / 2 +
+                                  np.maximum(a, np.eye(3, 4)) + np.eye(3, 4) * a),
     "divide_by_a_broadcast_sum": ((3, 4), lambda t: ops.divide(t, ops.sum(t * t, axis=-1, keepdims=True) + 1.0),
                                   lambda a: a / ((a * a).sum(-1, keepdims=True) + 1.0)),
     "unary_keras_args": ((3, 4), lambda t: ops.elu(t, alpha=0.5) + ops.gelu(t, approximate=False) + ops.sigmoid(t),
@@ -226,6 +232,15 @@ def test_slice_fft_and_unary_ops_on_arrays():
     np.testing.assert_array_equal(ops.convert_to_numpy([[1, 2]]), np.array([[1, 2]]))
     v = pg.Variable("v", (2,), "ones")
     np.testing.assert_array_equal(ops.convert_to_numpy(v), [1.0, 1.0])
+
+
+def test_eager_results_stay_numpy_arrays():
+    e = ops.eye(3)
+    assert isinstance(e, np.ndarray)
+    s = e + np.ones(3)                    # numpy with numpy: numbers as numpy's
+    assert isinstance(s, np.ndarray) and np.array_equal(s, np.eye(3) + 1)
+    assert np.array_equal(np.sqrt(e * 4), 2 * np.eye(3)) and (e.sum(), e.max()) == (3.0, 1.0)
+    assert np.array_equal(np.asarray(e), np.eye(3))
 
 
 def test_tensordot_on_arrays():
