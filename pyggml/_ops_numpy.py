@@ -21,6 +21,7 @@ import inspect
 import numpy as np
 
 from pyggml import _scope
+from pyggml._tensor_arrays import refuse_tensor_array
 from pyggml._validation import is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
@@ -51,6 +52,7 @@ def _t(x):
     if isinstance(x, Variable):
         return x.graph_tensor()
     a = np.asarray(x)
+    refuse_tensor_array(a, "pyggml.ops")
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
     if a.ndim > MAX_DIMS:
@@ -796,6 +798,11 @@ def multiply(x1, x2):
 @_eager("x1", "x2")
 def divide(x1, x2):
     a, b = _pair(x1, x2)
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if sb != sa and len(sb) <= len(sa) and all(d in (1, e) for d, e in zip(sb[::-1], sa[::-1])):
+        # ggml's division has no backward pass for a broadcast divisor: repeat it to x1's shape
+        # (x / ops.sum(x, axis=-1, keepdims=True) trains)
+        b = broadcast_to(b, sa)
     return a / b
 
 

@@ -1,20 +1,52 @@
-"""Weight initialisers, as Keras: glorot-uniform kernels, zero biases; Keras's others by
-name ("he_normal", "lecun_uniform", "random_normal", "truncated_normal", ...) and as objects
-(``HeNormal(seed=None)``, ``RandomNormal(mean, stddev)``, ``Constant(value)``,
-``VarianceScaling(scale, mode, distribution)``, ...).  Fans follow each weight's layout."""
+"""Weight initialisers, as Keras's ``keras.initializers``: names (``"glorot_uniform"``,
+``"he_normal"``, ``"Ones"``, ...), classes (``HeNormal()``, ``RandomNormal(stddev=0.02)``,
+``Constant(0.1)``), ``get``, ``serialize`` and ``deserialize``.
+
+Internally an initializer is called ``init(shape, rng, layout)``: ``shape`` in the
+weight's own layout (PyTorch's: (out, in) for Dense, (out, in, *kernel) for a
+convolution; ``layout="in_out"`` for (in, out) weights such as Embedding's), ``rng`` a
+numpy Generator.  A class instance may also be called as Keras's are, ``init(shape,
+dtype=None)``, with ``shape`` in Keras's layout (the kernel's last two axes (in, out)).
+"""
+
+import math
 
 import numpy as np
 
+__all__ = ["Initializer", "Constant", "Zeros", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",
+           "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal", "HeUniform", "LecunNormal",
+           "LecunUniform", "Orthogonal", "Identity", "glorot_uniform", "glorot_normal", "he_normal", "he_uniform",
+           "lecun_normal", "lecun_uniform", "orthogonal", "identity", "zeros", "ones", "constant", "random_normal",
+           "random_uniform", "truncated_normal", "variance_scaling", "get", "serialize", "deserialize",
+           "config_value"]
+
 
 def _fans(shape, kind):
-    # shapes are in PyTorch's layout: (out, in) for dense, (out, in, *kernel) for conv
+    shape = tuple(shape)
+    if len(shape) == 0:
+        return 1, 1
     if len(shape) == 1:
         return shape[0], shape[0]
+    if kind == "keras":           # Keras's layouts: (in, out), (*kernel, in, out)
+        receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+        return shape[-2] * receptive, shape[-1] * receptive
     receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
     if kind == "in_out":          # (in, out) layouts, e.g. Embedding
         return shape[0] * receptive, shape[1] * receptive
     return shape[1] * receptive, shape[0] * receptive
 
+
+def _truncated(rng, mean, stddev, shape):
+    """Normal draws, each beyond two standard deviations drawn again (Keras's truncated normal)."""
+    out = rng.standard_normal(size=shape)
+    bad = np.abs(out) > 2.0
+    while bad.any():
+        out[bad] = rng.standard_normal(size=int(bad.sum()))
+        bad = np.abs(out) > 2.0
+    return out * stddev + mean
+
+
+# --- the functions (the names layers take) ------------------------------------------------------
 
 def glorot_uniform(shape, rng, layout="out_in"):
     fan_in, fan_out = _fans(shape, layout)
@@ -44,53 +76,35 @@ def ones(shape, rng=None, layout=None):
     return np.ones(shape, dtype=np.float32)
 
 
-# --- Keras's other initializers ------------------------------------------------------------------
-
-def _truncated(rng, shape, std):
-    """Normal values of ``std`` redrawn until within two standard deviations, as Keras's."""
-    z = rng.standard_normal(size=shape)
-    bad = np.abs(z) > 2.0
-    while np.any(bad):
-        z[bad] = rng.standard_normal(size=int(bad.sum()))
-        bad = np.abs(z) > 2.0
-    return z * std
-
-
-def variance_scaling(shape, rng, layout="out_in", scale=1.0, mode="fan_in", distribution="truncated_normal"):
+def _variance_scaling(shape, rng, layout, scale, mode, distribution):
     fan_in, fan_out = _fans(shape, layout)
     n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[mode]
-    var = scale / max(1.0, float(n))
+    variance = scale / max(1.0, n)
+    if distribution == "uniform":
+        limit = math.sqrt(3.0 * variance)
+        return rng.uniform(-limit, limit, size=shape).astype(np.float32)
     if distribution == "truncated_normal":
-        # the truncation at two standard deviations shrinks the spread by this factor
-        return _truncated(rng, shape, np.sqrt(var) / 0.87962566103423978).astype(np.float32)
-    if distribution == "untruncated_normal":
-        return rng.normal(0.0, np.sqrt(var), size=shape).astype(np.float32)
-    limit = np.sqrt(3.0 * var)
-    return rng.uniform(-limit, limit, size=shape).astype(np.float32)
+        # the standard deviation of a unit normal truncated at two deviations
+        return _truncated(rng, 0.0, math.sqrt(variance) / 0.87962566103423978, shape).astype(np.float32)
+    return (rng.standard_normal(size=shape) * math.sqrt(variance)).astype(np.float32)
 
 
-def glorot_normal(shape, rng, layout="out_in"):
-    return variance_scaling(shape, rng, layout, 1.0, "fan_avg", "truncated_normal")
+def _scaling(scale, mode, distribution):
+    def fn(shape, rng, layout="out_in"):
+        return _variance_scaling(shape, rng, layout, scale, mode, distribution)
+    return fn
 
 
-def he_normal(shape, rng, layout="out_in"):
-    return variance_scaling(shape, rng, layout, 2.0, "fan_in", "truncated_normal")
-
-
-def he_uniform(shape, rng, layout="out_in"):
-    return variance_scaling(shape, rng, layout, 2.0, "fan_in", "uniform")
-
-
-def lecun_normal(shape, rng, layout="out_in"):
-    return variance_scaling(shape, rng, layout, 1.0, "fan_in", "truncated_normal")
-
-
-def lecun_uniform(shape, rng, layout="out_in"):
-    return variance_scaling(shape, rng, layout, 1.0, "fan_in", "uniform")
+glorot_normal = _scaling(1.0, "fan_avg", "truncated_normal")
+he_normal = _scaling(2.0, "fan_in", "truncated_normal")
+he_uniform = _scaling(2.0, "fan_in", "uniform")
+lecun_normal = _scaling(1.0, "fan_in", "truncated_normal")
+lecun_uniform = _scaling(1.0, "fan_in", "uniform")
+variance_scaling = _scaling(1.0, "fan_in", "truncated_normal")
 
 
 def random_normal(shape, rng, layout=None):
-    return rng.normal(0.0, 0.05, size=shape).astype(np.float32)
+    return (rng.standard_normal(size=shape) * 0.05).astype(np.float32)
 
 
 def random_uniform(shape, rng, layout=None):
@@ -98,120 +112,261 @@ def random_uniform(shape, rng, layout=None):
 
 
 def truncated_normal(shape, rng, layout=None):
-    return _truncated(rng, shape, 0.05).astype(np.float32)
+    return _truncated(rng, 0.0, 0.05, shape).astype(np.float32)
 
 
 def identity(shape, rng=None, layout=None):
     if len(shape) != 2:
-        raise ValueError(f"the identity initializer needs a 2-D weight, got shape {tuple(shape)}")
-    return np.eye(shape[0], shape[1], dtype=np.float32)
+        raise ValueError(f"the identity initializer takes 2-D weights, got shape {tuple(shape)}")
+    return np.eye(*shape, dtype=np.float32)
+
+
+def constant(shape, rng=None, layout=None):
+    return np.zeros(shape, dtype=np.float32)
+
+
+# --- the classes -----------------------------------------------------------------------------------
+
+def _number(v, name, cls, minimum=None, positive=False):
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+        raise TypeError(f"{cls}: {name} must be a finite number, got {v!r}")
+    if positive and not v > 0:
+        raise ValueError(f"{cls}: {name} must be positive, got {v!r}")
+    return float(v)
+
+
+def _seed(seed, cls):
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TypeError(f"{cls}: seed must be None or an int >= 0, got {seed!r}")
+    return int(seed)
 
 
 class Initializer:
-    """Keras's initializer objects: ``init(shape)`` draws values (``seed``: the same each
-    time); a layer calls ``init(shape, rng, layout)`` with the weight's layout."""
+    """Keras's base class: ``__call__(shape, dtype=None)`` returns the values (float32), and
+    ``get_config``/``from_config`` rebuild it.  Subclasses define ``draw(shape, rng, layout)``."""
 
-    def __init__(self, seed=None):
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise TypeError(f"{type(self).__name__}: seed must be an int or None, got {seed!r}")
-        self.seed = seed
+    def draw(self, shape, rng, layout):
+        raise NotImplementedError(f"{type(self).__name__} must define draw(shape, rng, layout)")
 
-    def __call__(self, shape, rng=None, layout="out_in", dtype=None):
-        if self.seed is not None or rng is None:
-            from pyggml import _random
-            rng = np.random.default_rng(self.seed) if self.seed is not None else _random.rng()
-        return self.draw(tuple(int(d) for d in shape), rng, layout)
+    def __call__(self, shape, rng=None, layout="keras", dtype=None):
+        from pyggml import _random
+        if isinstance(rng, str) or (rng is not None and not isinstance(rng, np.random.Generator)):
+            dtype, rng = rng, None                       # Keras's __call__(shape, dtype)
+        if dtype not in (None, "float32"):
+            raise ValueError(f"{type(self).__name__}: weights are float32, got dtype={dtype!r}")
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        seed = getattr(self, "seed", None)
+        if rng is None or seed is not None:
+            # a seeded initializer draws the same values each call, as Keras's (stateless) do
+            rng = np.random.default_rng(seed) if seed is not None else _random.rng()
+        return np.asarray(self.draw(shape, rng, layout), dtype=np.float32).reshape(shape)
 
     def get_config(self):
-        return {"seed": self.seed} if self.seed is not None else {}
+        return {}
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
-def _class(name, fn, doc):
-    cls = type(name, (Initializer,), {"draw": lambda self, shape, rng, layout: fn(shape, rng, layout), "__doc__": doc})
-    return cls
-
-
-GlorotUniform = _class("GlorotUniform", glorot_uniform, "Uniform in +-sqrt(6 / (fan_in + fan_out)).")
-GlorotNormal = _class("GlorotNormal", glorot_normal, "Truncated normal, variance 1 / fan_avg.")
-HeNormal = _class("HeNormal", he_normal, "Truncated normal, variance 2 / fan_in.")
-HeUniform = _class("HeUniform", he_uniform, "Uniform, variance 2 / fan_in.")
-LecunNormal = _class("LecunNormal", lecun_normal, "Truncated normal, variance 1 / fan_in.")
-LecunUniform = _class("LecunUniform", lecun_uniform, "Uniform, variance 1 / fan_in.")
-Orthogonal = _class("Orthogonal", orthogonal, "An orthogonal matrix (rows or columns).")
-Zeros = _class("Zeros", zeros, "Zeros.")
-Ones = _class("Ones", ones, "Ones.")
-Identity = _class("Identity", identity, "The identity matrix.")
-
-
-class RandomNormal(Initializer):
-    def __init__(self, mean=0.0, stddev=0.05, seed=None):
-        super().__init__(seed)
-        self.mean, self.stddev = float(mean), float(stddev)
-
-    def draw(self, shape, rng, layout):
-        return rng.normal(self.mean, self.stddev, size=shape).astype(np.float32)
-
-
-class RandomUniform(Initializer):
-    def __init__(self, minval=-0.05, maxval=0.05, seed=None):
-        super().__init__(seed)
-        if not maxval > minval:
-            raise ValueError(f"RandomUniform: maxval must be above minval, got {minval!r} and {maxval!r}")
-        self.minval, self.maxval = float(minval), float(maxval)
-
-    def draw(self, shape, rng, layout):
-        return rng.uniform(self.minval, self.maxval, size=shape).astype(np.float32)
-
-
-class TruncatedNormal(Initializer):
-    def __init__(self, mean=0.0, stddev=0.05, seed=None):
-        super().__init__(seed)
-        self.mean, self.stddev = float(mean), float(stddev)
-
-    def draw(self, shape, rng, layout):
-        return (self.mean + _truncated(rng, shape, self.stddev)).astype(np.float32)
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_config().items())})"
 
 
 class Constant(Initializer):
     def __init__(self, value=0.0):
-        super().__init__(None)
-        self.value = float(value)
+        if isinstance(value, (list, tuple, np.ndarray)):
+            a = np.asarray(value, dtype=np.float64)
+            if not np.all(np.isfinite(a)):
+                raise ValueError("Constant: value must be finite")
+            self.value = a.tolist()
+        else:
+            self.value = _number(value, "value", "Constant")
 
     def draw(self, shape, rng, layout):
-        return np.full(shape, self.value, dtype=np.float32)
+        return np.broadcast_to(np.asarray(self.value, dtype=np.float32), shape).copy()
+
+    def get_config(self):
+        return {"value": self.value}
+
+
+class Zeros(Initializer):
+    def draw(self, shape, rng, layout):
+        return np.zeros(shape, np.float32)
+
+
+class Ones(Initializer):
+    def draw(self, shape, rng, layout):
+        return np.ones(shape, np.float32)
+
+
+class RandomNormal(Initializer):
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        self.mean = _number(mean, "mean", "RandomNormal")
+        self.stddev = _number(stddev, "stddev", "RandomNormal", positive=True)
+        self.seed = _seed(seed, "RandomNormal")
+
+    def draw(self, shape, rng, layout):
+        return rng.standard_normal(size=shape) * self.stddev + self.mean
+
+    def get_config(self):
+        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
+
+
+class TruncatedNormal(RandomNormal):
+    def draw(self, shape, rng, layout):
+        return _truncated(rng, self.mean, self.stddev, shape)
+
+
+class RandomUniform(Initializer):
+    def __init__(self, minval=-0.05, maxval=0.05, seed=None):
+        self.minval = _number(minval, "minval", "RandomUniform")
+        self.maxval = _number(maxval, "maxval", "RandomUniform")
+        if self.maxval < self.minval:
+            raise ValueError(f"RandomUniform: maxval ({maxval}) must not be below minval ({minval})")
+        self.seed = _seed(seed, "RandomUniform")
+
+    def draw(self, shape, rng, layout):
+        return rng.uniform(self.minval, self.maxval, size=shape)
+
+    def get_config(self):
+        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
 
 
 class VarianceScaling(Initializer):
+    _MODES = ("fan_in", "fan_out", "fan_avg")
+    _DISTRIBUTIONS = ("truncated_normal", "untruncated_normal", "uniform")
+
     def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
-        super().__init__(seed)
-        if not scale > 0:
-            raise ValueError(f"VarianceScaling: scale must be positive, got {scale!r}")
-        if mode not in ("fan_in", "fan_out", "fan_avg"):
-            raise ValueError(f"VarianceScaling: mode must be 'fan_in', 'fan_out' or 'fan_avg', got {mode!r}")
-        if distribution not in ("truncated_normal", "untruncated_normal", "uniform"):
-            raise ValueError(f"VarianceScaling: distribution must be 'truncated_normal', 'untruncated_normal' or "
-                             f"'uniform', got {distribution!r}")
-        self.scale, self.mode, self.distribution = float(scale), mode, distribution
+        cls = type(self).__name__
+        self.scale = _number(scale, "scale", cls, positive=True)
+        if mode not in self._MODES:
+            raise ValueError(f"{cls}: mode must be one of {self._MODES}, got {mode!r}")
+        if distribution == "normal":
+            distribution = "truncated_normal"
+        if distribution not in self._DISTRIBUTIONS:
+            raise ValueError(f"{cls}: distribution must be one of {self._DISTRIBUTIONS}, got {distribution!r}")
+        self.mode, self.distribution = mode, distribution
+        self.seed = _seed(seed, cls)
 
     def draw(self, shape, rng, layout):
-        return variance_scaling(shape, rng, layout, self.scale, self.mode, self.distribution)
+        return _variance_scaling(shape, rng, layout, self.scale, self.mode, self.distribution)
 
+    def get_config(self):
+        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed}
+
+
+def _preset(name, scale, mode, distribution):
+    class Preset(VarianceScaling):
+        def __init__(self, seed=None):
+            super().__init__(scale, mode, distribution, seed)
+
+        def get_config(self):
+            return {"seed": self.seed}
+    Preset.__name__ = Preset.__qualname__ = name
+    Preset.__doc__ = f"Keras's {name}: VarianceScaling(scale={scale}, mode={mode!r}, distribution={distribution!r})."
+    return Preset
+
+
+GlorotUniform = _preset("GlorotUniform", 1.0, "fan_avg", "uniform")
+GlorotNormal = _preset("GlorotNormal", 1.0, "fan_avg", "truncated_normal")
+HeNormal = _preset("HeNormal", 2.0, "fan_in", "truncated_normal")
+HeUniform = _preset("HeUniform", 2.0, "fan_in", "uniform")
+LecunNormal = _preset("LecunNormal", 1.0, "fan_in", "truncated_normal")
+LecunUniform = _preset("LecunUniform", 1.0, "fan_in", "uniform")
+
+
+class Orthogonal(Initializer):
+    def __init__(self, gain=1.0, seed=None):
+        self.gain = _number(gain, "gain", "Orthogonal")
+        self.seed = _seed(seed, "Orthogonal")
+
+    def draw(self, shape, rng, layout):
+        if len(shape) < 2:
+            raise ValueError(f"Orthogonal takes weights of at least 2 dimensions, got shape {shape}")
+        return orthogonal(shape, rng) * self.gain
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed}
+
+
+class Identity(Initializer):
+    def __init__(self, gain=1.0):
+        self.gain = _number(gain, "gain", "Identity")
+
+    def draw(self, shape, rng, layout):
+        return identity(shape) * self.gain
+
+    def get_config(self):
+        return {"gain": self.gain}
+
+
+# --- lookup ------------------------------------------------------------------------------------------
 
 _BY_NAME = {"glorot_uniform": glorot_uniform, "orthogonal": orthogonal, "zeros": zeros, "ones": ones,
             "uniform": uniform_embedding, "glorot_normal": glorot_normal, "he_normal": he_normal,
             "he_uniform": he_uniform, "lecun_normal": lecun_normal, "lecun_uniform": lecun_uniform,
             "random_normal": random_normal, "random_uniform": random_uniform, "truncated_normal": truncated_normal,
-            "identity": identity, "variance_scaling": variance_scaling}
-# Keras's class names as strings too ("HeNormal")
-_BY_NAME.update({"GlorotUniform": glorot_uniform, "GlorotNormal": glorot_normal, "HeNormal": he_normal,
-                 "HeUniform": he_uniform, "LecunNormal": lecun_normal, "LecunUniform": lecun_uniform,
-                 "Orthogonal": orthogonal, "Zeros": zeros, "Ones": ones, "RandomNormal": random_normal,
-                 "RandomUniform": random_uniform, "TruncatedNormal": truncated_normal, "Identity": identity})
+            "identity": identity, "constant": constant, "variance_scaling": variance_scaling, "normal": random_normal}
+
+_CLASSES = {c.__name__: c for c in (Constant, Zeros, Ones, RandomNormal, RandomUniform, TruncatedNormal,
+                                    VarianceScaling, GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal,
+                                    LecunUniform, Orthogonal, Identity)}
+# Keras's class names as strings stand for the same initializer as the snake-case names
+_CLASS_ALIASES = {"GlorotUniform": "glorot_uniform", "GlorotNormal": "glorot_normal", "HeNormal": "he_normal",
+                  "HeUniform": "he_uniform", "LecunNormal": "lecun_normal", "LecunUniform": "lecun_uniform",
+                  "Zeros": "zeros", "Ones": "ones", "RandomNormal": "random_normal",
+                  "RandomUniform": "random_uniform", "TruncatedNormal": "truncated_normal",
+                  "Orthogonal": "orthogonal", "Identity": "identity", "Constant": "constant",
+                  "VarianceScaling": "variance_scaling", "zero": "zeros", "one": "ones"}
+
+
+def serialize(initializer):
+    """Keras's form: ``{"module", "class_name", "config", "registered_name"}`` for an
+    instance; a name stays a name."""
+    if isinstance(initializer, str) or initializer is None:
+        return initializer
+    if isinstance(initializer, Initializer):
+        return {"module": "keras.initializers", "class_name": type(initializer).__name__,
+                "config": initializer.get_config(), "registered_name": None}
+    raise TypeError(f"cannot serialize the initializer {initializer!r}: give a name or an Initializer instance")
+
+
+def deserialize(config):
+    if isinstance(config, str):
+        return get(config)
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"an initializer's config is a name or a dict with 'class_name', got {config!r}")
+    cls = _CLASSES.get(config["class_name"])
+    if cls is None:
+        raise ValueError(f"unknown initializer class {config['class_name']!r}; known: {sorted(_CLASSES)}")
+    return cls.from_config(dict(config.get("config") or {}))
 
 
 def get(name):
+    """The initializer for a name (Keras's snake-case or class name), a config dict, an
+    instance or a callable."""
     if callable(name):
         return name
-    if name not in _BY_NAME:
-        raise ValueError(f"unknown initializer {name!r}; known: {sorted(_BY_NAME)}")
-    return _BY_NAME[name]
+    if isinstance(name, dict):
+        return deserialize(name)
+    if not isinstance(name, str):
+        raise TypeError(f"an initializer is a name, a config dict or a callable, got {name!r}")
+    key = _CLASS_ALIASES.get(name, name)
+    if key not in _BY_NAME:
+        raise ValueError(f"unknown initializer {name!r}; known: {sorted(_BY_NAME)} (or their class names: "
+                         f"{sorted(_CLASSES)})")
+    return _BY_NAME[key]
+
+
+def config_value(initializer):
+    """What a layer's get_config keeps of an initializer argument: a name, an instance's
+    serialized dict, or None for another callable (which a config cannot hold)."""
+    if isinstance(initializer, str):
+        return initializer
+    if isinstance(initializer, Initializer):
+        return serialize(initializer)
+    if isinstance(initializer, dict):               # a config given back (from_config): kept as it is
+        return dict(initializer)
+    return None

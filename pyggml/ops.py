@@ -23,7 +23,11 @@ import functools
 
 import numpy as np
 
-from pyggml import _ops_numpy, _scope
+from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
+from pyggml import _ops_numpy, _scope, _symbolic, _tensor_arrays
+from pyggml._ops_linalg import tensordot  # noqa: F401
+from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
+from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
 from pyggml._validation import is_int
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor
@@ -67,11 +71,23 @@ def shape(x):
     return tuple(np.shape(x))
 
 
+def convert_to_numpy(x):
+    """Keras's ``ops.convert_to_numpy``: a numpy array of an array, a number or a Variable (its
+    current value); a graph tensor has no value until its graph runs, so it is refused."""
+    if isinstance(x, Variable):
+        return x.numpy()
+    if isinstance(x, Tensor):
+        raise TypeError("convert_to_numpy: a graph tensor has no value while its graph is being built; "
+                        "call it on arrays (the results of ops called outside a model's graph)")
+    return np.asarray(x)
+
+
 # --- constants ------------------------------------------------------------------------
 
 def constant(value, dtype="float32"):
     """A tensor holding ``value`` (a number or an array) in the graph being built."""
     a = np.asarray(value)
+    refuse_tensor_array(a, "constant")
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"constant: expected real numbers, got dtype {a.dtype}")
     if dtype not in ("float32", "int32"):
@@ -167,6 +183,12 @@ def reduce_mean(x, axis=None, keepdims=False):
 
 
 def square(x):
+    """Keras's ops.square: x * x (an array outside a graph is computed at once)."""
+    if not isinstance(x, (Tensor, Variable)) and _scope.current() is None:
+        a = np.asarray(x)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"square: expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
+        return np.square(a.astype(np.float32))
     return _core_ops.sqr(as_tensor(x))
 
 
@@ -207,6 +229,65 @@ def _shared(ggml_op, keras_op):
     return op
 
 
+# ggml's unary ops that Keras's ``keras.ops`` also has under the same name: a Tensor takes ggml's op
+# as before; an array or a number is a constant inside a graph and is computed at once outside one
+_KERAS_UNARY = ("abs", "cos", "sin", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "silu", "softplus", "elu",
+                "gelu")
+
+
+def _keras_unary(name):
+    ggml_op = globals()[name]
+
+    def apply(t, kwargs):
+        ctx = kwargs.pop("ctx", None)
+        return _apply(t, kwargs, {"ctx": ctx} if ctx is not None else {})
+
+    def _apply(t, kwargs, extra):
+        if name == "gelu":
+            approximate = kwargs.pop("approximate", True)
+            if not isinstance(approximate, (bool, np.bool_)):
+                raise TypeError(f"gelu: approximate must be True or False, got {approximate!r}")
+            return ggml_op(t, **extra) if approximate else _core_ops.gelu_erf(t, **extra)
+        if name == "elu":
+            alpha = kwargs.pop("alpha", 1.0)
+            if not isinstance(alpha, (int, float, np.number)) or isinstance(alpha, bool):
+                raise TypeError(f"elu: alpha must be a number, got {alpha!r}")
+            y = ggml_op(t, **extra)
+            if float(alpha) == 1.0:
+                return y
+            # alpha * (exp(x) - 1) below zero: relu(x) - alpha * relu(-elu(x))
+            neg = _core_ops.relu(_core_ops.neg(y, **extra), **extra)
+            return _core_ops.sub(_core_ops.relu(t, **extra), _core_ops.scale(neg, float(alpha), **extra), **extra)
+        if kwargs:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+        return ggml_op(t, **extra)
+
+    @functools.wraps(ggml_op)
+    def op(x, ctx=None, **kwargs):
+        if ctx is not None:
+            return apply(_resolve(x), dict(kwargs, ctx=ctx))
+        if isinstance(x, (Tensor, Variable)):
+            return apply(_resolve(x), dict(kwargs))
+        if _scope.current() is not None:
+            return apply(_ops_numpy._f(x), dict(kwargs))
+        a = np.asarray(x)
+        refuse_tensor_array(a, name)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
+        if a.ndim > 4:
+            raise ValueError(f"{name}: at most 4 dimensions, got an array of shape {a.shape}")
+        from pyggml import _eager
+        out = _eager.evaluate(lambda t: apply(t, dict(kwargs)),
+                              [np.ascontiguousarray(a, dtype=np.float32).reshape(a.shape or (1,))])
+        return out.reshape(a.shape)
+    op.__doc__ = (f"Keras's ops.{name} on a tensor, an array or a number (computed at once outside a graph); "
+                  f"on a Tensor, ggml's {ggml_op.__doc__ or name}")
+    return op
+
+
+globals().update({n: _keras_unary(n) for n in _KERAS_UNARY})
+
+
 def _install_keras_ops():
     names = {}
     for n in _ops_numpy.__all__:
@@ -218,4 +299,45 @@ def _install_keras_ops():
 
 __all__ = sorted(set(_GGML_NAMES) | {
     "as_tensor", "constant", "arange", "permute_axes", "swapaxes", "flatten_rows", "reduce_sum", "reduce_mean",
-    "square", "concatenate", "dropout", "shape"} | _install_keras_ops())
+    "square", "concatenate", "dropout", "shape", "convert_to_numpy", "slice", "fft", "fft2", "ifft2",
+    "tensordot"} | _install_keras_ops())
+
+
+# --- Keras's ops on symbolic nodes (a functional model's tensors) ------------------------------
+def _symbolic_aware(name, fn):
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
+            return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
+        out = fn(*args, **kwargs)
+        # computed at once: arrays that a graph tensor later meets become graph constants
+        return as_ops_result(out) if _scope.current() is None else out
+    return op
+
+
+def _install_symbolic():
+    g = globals()
+    for n in __all__:
+        fn = g.get(n)
+        if callable(fn) and not isinstance(fn, type) and n not in ("shape", "convert_to_numpy", "constant",
+                                                                   "as_tensor"):
+            g[n] = _symbolic_aware(n, fn)
+    g["image"] = _ImageOps()
+
+
+class _ImageOps:
+    """``ops.image``: its functions take symbolic nodes too."""
+
+    def __getattr__(self, name):
+        fn = getattr(image_module, name)
+        if name.startswith("_") or not callable(fn):
+            return fn
+        return _symbolic_aware(f"image.{name}", fn)
+
+    def __dir__(self):
+        return list(image_module.__all__)
+
+
+image_module = image
+_install_symbolic()
+_tensor_arrays.UFUNC_OPS.update({u: globals()[n] for u, n in _tensor_arrays.UFUNC_NAMES.items()})

@@ -68,9 +68,18 @@ class Variable:
         """Draw the initial values (once; a bound variable keeps its values)."""
         self._check_values()
         if self._value is None and self._tensor is None:
-            self._value = np.ascontiguousarray(
-                initializers.get(self.initializer)(self.shape, rng or _random.rng(), self.layout),
-                dtype=np.float32).reshape(self.shape)
+            init = initializers.get(self.initializer)
+            if isinstance(init, initializers.Initializer) and (self.keras_axes is not None or
+                                                                self.keras_shape is not None):
+                # an Initializer instance draws in Keras's layout (its fans and, seeded, its values
+                # are those of a direct call on Keras's shape), then goes to this weight's layout
+                base = tuple(self.keras_shape) if self.keras_shape is not None else self.shape
+                axes = tuple(self.keras_axes) if self.keras_axes is not None else tuple(range(len(base)))
+                k = np.asarray(init(tuple(base[a] for a in axes), rng or _random.rng(), "keras"), np.float32)
+                values = k.transpose(np.argsort(axes)).reshape(self.shape)
+            else:
+                values = init(self.shape, rng or _random.rng(), self.layout)
+            self._value = np.ascontiguousarray(values, dtype=np.float32).reshape(self.shape)
         return self
 
     def numpy(self):

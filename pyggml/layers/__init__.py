@@ -39,6 +39,17 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
+# Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
+AvgPool1D, AvgPool2D, MaxPool1D, MaxPool2D = AveragePooling1D, AveragePooling2D, MaxPooling1D, MaxPooling2D
+GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
+GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
+Convolution1D, Convolution2D = Conv1D, Conv2D
+Convolution1DTranspose, Convolution2DTranspose = Conv1DTranspose, Conv2DTranspose
+SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
+_ALIASES = ["AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
+            "GlobalMaxPool1D", "GlobalMaxPool2D", "Convolution1D", "Convolution2D", "Convolution1DTranspose",
+            "Convolution2DTranspose", "SeparableConvolution1D", "SeparableConvolution2D"]
+
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
            "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D", "MaxPooling2D",
@@ -53,4 +64,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "AdditiveAttention", "GroupNormalization", "EinsumDense", "TextVectorization", "Hashing", "HashedCrossing",
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
-           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"]
+           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"] + _ALIASES

@@ -314,8 +314,10 @@ class Layer:
         return int(sum(v.size for v in self.variables))
 
     def get_weights(self):
-        """{weight name: array} (copies)."""
-        return {n: v.numpy() for n, v in self.named_variables()}
+        """{weight name: array} (copies); an int index gives the weights in order in Keras's
+        layouts, as Keras's list (``layer.get_weights()[0]``: a Conv2D kernel (kh, kw, in, out))."""
+        from pyggml.layers._keras_weights import LayerWeights
+        return LayerWeights(self.named_variables())
 
     def set_weights(self, weights):
         """Set weights by name, as get_weights names them; or, as Keras, from a list of

@@ -8,6 +8,8 @@ layers (``a + b`` is ``layers.Add()([a, b])``).
 
 import numpy as np
 
+from pyggml import _symbolic
+
 __all__ = ["Node", "MERGING_LAYERS"]
 
 # the layers node arithmetic adds, by name; pyggml.layers.merging fills it in
@@ -48,9 +50,26 @@ class Node:
     # --- arithmetic adds merging layers ------------------------------------------------
     def _merge(self, kind, other, reflected=False):
         if not isinstance(other, Node):
+            if isinstance(other, (int, float, np.integer, np.floating, np.ndarray)) and not isinstance(other, bool):
+                # a number or an array: Keras's op on the node (pyggml.layers.core.symbolic_op)
+                op = {"Add": "add", "Subtract": "subtract", "Multiply": "multiply"}[kind]
+                return _symbolic.apply(op, (other, self) if reflected else (self, other), {})
             return NotImplemented
         pair = [other, self] if reflected else [self, other]
         return MERGING_LAYERS[kind]()(pair)
+
+    def __truediv__(self, other):
+        if isinstance(other, bool) or not isinstance(other, (Node, int, float, np.integer, np.floating, np.ndarray)):
+            return NotImplemented
+        return _symbolic.apply("divide", (self, other), {})
+
+    def __rtruediv__(self, other):
+        if isinstance(other, bool) or not isinstance(other, (int, float, np.integer, np.floating, np.ndarray)):
+            return NotImplemented
+        return _symbolic.apply("divide", (other, self), {})
+
+    def __neg__(self):
+        return _symbolic.apply("negative", (self,), {})
 
     def __add__(self, other):
         return self._merge("Add", other)
@@ -73,3 +92,6 @@ class Node:
     def __repr__(self):
         name = self.layer.name or type(self.layer).__name__
         return f"<Node {name} shape={self.shape} dtype={self.dtype}>"
+
+
+_symbolic.NODE_TYPES.append(Node)

@@ -4,16 +4,17 @@ is itself a host step: called on a node of another model it runs on the host
 before that model's graph (in training mode in ``fit``), and called on arrays it
 computes at once (augmenting, as Keras, unless ``training=False``).
 
-Layers that can run on either side (``host_capable``: Rescaling) count as host
-layers in such a model (TensorFlow's ``resize_and_rescale``), and run on the host
-in any model where they lie between the inputs and host layers.  A model that
+Layers that can run on either side (``host_capable``: Rescaling; host layers with a
+``graph_call``: Resizing) count as host layers in such a model (TensorFlow's
+``resize_and_rescale``), and run on the host in any model where they lie between
+the inputs and host layers; elsewhere (a Resizing after a Conv2D) in the graph.  A model that
 mixes host layers and graph layers can be the outer model, not a layer of
 another one: its host layers would sit inside the other's graph.
 """
 
 from pyggml.models import data_adapter as da
 
-__all__ = ["HostStage", "check_no_nested_host_layers", "host_node_ids"]
+__all__ = ["HostStage", "check_no_nested_host_layers", "host_node_ids", "graph_only_view", "nested_view"]
 
 
 def _is_input(node):
@@ -21,16 +22,21 @@ def _is_input(node):
 
 
 def host_node_ids(nodes, inputs):
-    """The ids of the nodes computed on the host: host layers' calls, and the calls of layers
-    that can run on either side (``host_capable``: Rescaling) that lie between the inputs and
-    host layers (keras-io's ``Rescaling`` before ``RandomFlip``), so the graph starts after them."""
-    host = {id(n) for n in nodes if getattr(n.layer, "host", False)}
-    before = {id(n) for n in inputs} | host
-    maybe = set()
-    for n in nodes:                      # fed only by the inputs, host layers or other such calls
-        if id(n) not in host and getattr(n.layer, "host_capable", False) and n.inputs and \
-                all(id(p) in before or id(p) in maybe for p in n.inputs):
-            maybe.add(id(n))
+    """The ids of the nodes computed on the host: host layers' calls, except those of host
+    layers that can also run in the graph (a ``graph_call``: Resizing) when graph layers feed
+    them; and the calls of layers that can run on either side (``host_capable``: Rescaling,
+    Normalization) that lie between the inputs and host layers (keras-io's ``Rescaling``
+    before ``RandomFlip``), so the graph starts after them."""
+    host, maybe = set(), set()
+    on_host = {id(n) for n in inputs}
+    for n in nodes:
+        layer = n.layer
+        fed_on_host = bool(n.inputs) and all(id(p) in on_host or id(p) in maybe for p in n.inputs)
+        if getattr(layer, "host", False) and (getattr(layer, "graph_call", None) is None or fed_on_host):
+            host.add(id(n))
+            on_host.add(id(n))
+        elif getattr(layer, "host_capable", False) and fed_on_host:
+            maybe.add(id(n))             # fed only by the inputs, host layers or other such calls
     feeds_host = set()
     for n in reversed(nodes):            # ... and feeding host layers
         if id(n) in host or id(n) in feeds_host:
@@ -76,7 +82,10 @@ class HostStage:
         """True when some of its layers run on the host (and it is not all host layers)."""
         if self._topology is None:
             return False
-        return any(getattr(n.layer, "host", False) or getattr(n.layer, "holds_host_layers", lambda: False)()
+        # a host layer that can also run in the graph (Resizing's graph_call) does so when the
+        # model is a layer of another (Model.call runs graph_only_view)
+        return any((getattr(n.layer, "host", False) and getattr(n.layer, "graph_call", None) is None) or
+                   getattr(n.layer, "holds_host_layers", lambda: False)()
                    for n in self._topology.nodes if not _is_input(n))
 
     def host_apply(self, inputs, training=None):
@@ -103,3 +112,30 @@ def check_no_nested_host_layers(node):
         raise ValueError(f"model {layer.name!r} mixes preprocessing layers (run on the host, in numpy) and graph "
                          f"layers, so it cannot be a layer of another model: make a model of its preprocessing "
                          f"layers alone (that one can be nested), or add its layers to the outer model directly")
+
+
+class _GraphOnlyView:
+    """A topology with no host stage: every node in the graph (for a model nested in another,
+    whose host layers all have a graph_call)."""
+
+    def __init__(self, topology):
+        self.nodes, self.outputs, self.inputs = topology.nodes, topology.outputs, topology.inputs
+        self.graph_inputs = list(topology.inputs)
+        self.host_ids = set()
+
+
+def graph_only_view(topology):
+    """``topology`` itself when it has no host stage; a view that runs its host layers in the
+    graph when each of them can (a graph_call); else None."""
+    host_ids = getattr(topology, "host_ids", None) or set()
+    if not host_ids:
+        return topology
+    if all(getattr(n.layer, "graph_call", None) is not None for n in topology.nodes if id(n) in host_ids):
+        return _GraphOnlyView(topology)
+    return None
+
+
+def nested_view(topology):
+    """What Model.call runs: inside another model's graph, host layers that can run in the
+    graph (Resizing) do so."""
+    return graph_only_view(topology) or topology

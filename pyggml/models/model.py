@@ -171,8 +171,8 @@ class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
         return shapes if self._multi_out else shapes[0]
 
     def call(self, inputs, training=None):
-        topo = self._ensure_graph()
-        outs = functional.run_nodes(topo, functional.ordered_inputs(topo, inputs), bool(training))
+        view = host_stage.nested_view(self._ensure_graph())       # nested: Resizing & co run in the graph
+        outs = functional.run_nodes(view, functional.ordered_inputs(view, inputs), bool(training))
         return outs if self._multi_out else outs[0]
 
     # --- state ---------------------------------------------------------------------------------

@@ -63,17 +63,28 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", 
     if not isinstance(color_mode, str) or color_mode not in _COLOR_MODES:
         raise ValueError(f"color_mode must be one of {', '.join(_COLOR_MODES)}, got {color_mode!r}")
     size = _size("target_size", target_size)
-    if isinstance(path, (str, bytes, os.PathLike)):
+    _interpolation(interpolation)
+    if isinstance(path, np.ndarray) and path.ndim == 0 and path.dtype.kind in "US":
+        path = path.item()                      # one element of a dataset of paths (a 0-d string array)
+    if isinstance(path, bytes):
+        path = path.decode()
+    if isinstance(path, (str, os.PathLike)):
         try:
             st = os.stat(path)
         except OSError as e:
             raise FileNotFoundError(f"load_img: cannot read {path!r}: {e.strerror}") from None
         if not stat.S_ISREG(st.st_mode):
             raise ValueError(f"load_img: {path!r} is not a regular file (a folder, a pipe or a device)")
-    _interpolation(interpolation)
-    with open(path, "rb") as f:
-        img = Image.open(f)
+    if hasattr(path, "read"):                   # a file object (io.BytesIO), as Keras takes
+        img = Image.open(path)
         img.load()
+    else:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"load_img: path must be a file path (str, bytes, os.PathLike, a 0-d string array) or "
+                            f"a file object, got {type(path).__name__}")
+        with open(path, "rb") as f:
+            img = Image.open(f)
+            img.load()
     if img.mode != _COLOR_MODES[color_mode]:
         img = img.convert(_COLOR_MODES[color_mode])
     if size is not None and (img.height, img.width) != size:
@@ -98,7 +109,7 @@ def _center_box(h, w, th, tw):
 def img_to_array(img, data_format=None, dtype="float32"):
     """A Pillow image as an array (height, width, channels), or channels first."""
     fmt = _data_format(data_format)
-    a = np.asarray(img, dtype=dtype)
+    a = np.array(img, dtype=dtype)           # a writable copy (Pillow hands out read-only views)
     if a.ndim == 2:
         a = a[:, :, None]
     elif a.ndim != 3:

@@ -642,6 +642,8 @@ GRAPH_HELPERS = {"as_tensor", "constant", "arange", "permute_axes", "swapaxes", 
                  "reduce_mean", "square", "concatenate", "dropout", "shape"}
 # Keras's ops (pyggml._ops_numpy), on numpy's axes: tests/test_ops_keras.py checks each (forward, gradient)
 KERAS_OPS = set(_ops_numpy.__all__)
+# Keras's slice, Fourier transforms, tensordot and convert_to_numpy (pyggml._ops_signal, _ops_linalg): tests/test_ops_image_signal.py
+KERAS_OPS |= {"slice", "fft", "fft2", "ifft2", "convert_to_numpy", "tensordot"}
 
 
 def test_every_op_is_covered():

@@ -12,6 +12,7 @@ import numpy as np
 from pyggml import _scope, ops
 from pyggml._validation import check_choice, int_tuple
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
+from pyggml.initializers import config_value as _init_config
 
 __all__ = ["same_pads", "pad_nchw", "to_chw", "to_hwc", "BaseConv"]
 
@@ -118,6 +119,6 @@ class BaseConv(Activated):
                    dilation_rate=self.dilation_rate)
         cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
-            if isinstance(getattr(self, k), str):
-                cfg[k] = getattr(self, k)
+            if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
+                cfg[k] = _init_config(getattr(self, k))
         return cfg

@@ -34,7 +34,7 @@ def drawn_with_fans(initializer, fan_shape):
     values are reshaped to the weight's (Keras's fans for a depthwise or pointwise
     kernel; the layouts differ only in order, and the draws are independent).
     A callable is used as it is."""
-    if not isinstance(initializer, str):
+    if not isinstance(initializer, (str, dict, initializers.Initializer)):
         return initializer
     fn = initializers.get(initializer)
 
@@ -197,7 +197,8 @@ class BaseDepthwise(Activated):
         return cfg
 
     def initializers_config(self, names):
-        return {k: getattr(self, k) for k in names if isinstance(getattr(self, k), str)}
+        return {k: initializers.config_value(getattr(self, k)) for k in names
+                if initializers.config_value(getattr(self, k)) is not None}
 
 
 class _DepthwiseConv(BaseDepthwise):

@@ -9,6 +9,7 @@ from pyggml.layers.core.einsum_dense import EinsumDense
 from pyggml.layers.core.embedding import Embedding
 from pyggml.layers.core.lambda_layer import Lambda
 from pyggml.layers.core.masking import Masking
+from pyggml.layers.core import symbolic_op  # noqa: F401  (Keras's ops on symbolic nodes)
 from pyggml.layers.core.noise import AlphaDropout, GaussianDropout, GaussianNoise
 from pyggml.layers.core.padding import Cropping1D, Cropping2D, ZeroPadding1D, ZeroPadding2D
 from pyggml.layers.core.prelu import PReLU

@@ -7,6 +7,7 @@ from pyggml import ops
 from pyggml._validation import check_positive_int
 from pyggml.layers._helpers import Activated, fused, rows_2d, set_weight_options, weight_options_config
 from pyggml.saving.object_registration import register_builtin
+from pyggml.initializers import config_value as _init_config
 
 __all__ = ["Dense"]
 
@@ -71,6 +72,6 @@ class Dense(Activated):
         c.update(units=self.units, activation=self.activation, use_bias=self.use_bias)
         c.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
-            if isinstance(getattr(self, k), str):
-                c[k] = getattr(self, k)
+            if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
+                c[k] = _init_config(getattr(self, k))
         return c

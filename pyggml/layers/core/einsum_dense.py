@@ -31,6 +31,7 @@ from pyggml import ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
 from pyggml.saving.object_registration import register_builtin
+from pyggml.initializers import config_value as _init_config
 
 __all__ = ["EinsumDense"]
 
@@ -267,6 +268,6 @@ class EinsumDense(Activated):
                  activation=self.activation, bias_axes=self.bias_axes)
         c.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
-            if isinstance(getattr(self, k), str):
-                c[k] = getattr(self, k)
+            if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
+                c[k] = _init_config(getattr(self, k))
         return c

@@ -79,6 +79,7 @@ class Embedding(Layer):
         c.update(input_dim=self.input_dim, output_dim=self.output_dim, mask_zero=self.mask_zero)
         from pyggml.layers._helpers import weight_options_config
         c.update(weight_options_config(self, ("embeddings_regularizer", "embeddings_constraint")))
-        if isinstance(self.embeddings_initializer, str):
-            c["embeddings_initializer"] = self.embeddings_initializer
+        from pyggml.initializers import config_value
+        if config_value(self.embeddings_initializer) is not None:   # a name or an Initializer instance
+            c["embeddings_initializer"] = config_value(self.embeddings_initializer)
         return c

@@ -56,6 +56,7 @@ class PReLU(Layer):
         cfg = super().get_config()
         cfg["shared_axes"] = None if self.shared_axes is None else list(self.shared_axes)
         cfg.update(weight_options_config(self, ("alpha_regularizer", "alpha_constraint")))
-        if isinstance(self.alpha_initializer, str):
-            cfg["alpha_initializer"] = self.alpha_initializer
+        from pyggml.initializers import config_value
+        if config_value(self.alpha_initializer) is not None:        # a name or an Initializer instance
+            cfg["alpha_initializer"] = config_value(self.alpha_initializer)
         return cfg

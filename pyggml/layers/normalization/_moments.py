@@ -3,6 +3,7 @@ the scale-and-centre options LayerNormalization and GroupNormalization share."""
 
 from pyggml import initializers, ops
 from pyggml._validation import check_bool, check_number
+from pyggml.initializers import config_value
 from pyggml.layers._helpers import set_weight_options, weight_options_config
 
 __all__ = ["mean_rows", "rsqrt", "set_affine_options", "affine_config"]
@@ -26,8 +27,8 @@ def affine_config(layer, options):
     """The config entries set_affine_options set (initializers given by name)."""
     cfg = dict(epsilon=layer.epsilon, center=layer.center, scale=layer.scale)
     for k in ("beta_initializer", "gamma_initializer"):
-        if isinstance(getattr(layer, k), str):
-            cfg[k] = getattr(layer, k)
+        if config_value(getattr(layer, k)) is not None:          # a name or an Initializer instance
+            cfg[k] = config_value(getattr(layer, k))
     cfg.update(weight_options_config(layer, options))
     return cfg
 

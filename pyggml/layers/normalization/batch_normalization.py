@@ -29,6 +29,7 @@ from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight
 from pyggml.layers.layer import Layer
 from pyggml.layers.normalization._moments import mean_rows, rsqrt
 from pyggml.saving.object_registration import register_builtin
+from pyggml.initializers import config_value as _init_config
 
 __all__ = ["BatchNormalization"]
 
@@ -127,7 +128,7 @@ class BatchNormalization(Layer):
         cfg = super().get_config()
         cfg.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon, center=self.center, scale=self.scale)
         for k in _INITIALIZERS:
-            if isinstance(getattr(self, k), str):
-                cfg[k] = getattr(self, k)
+            if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
+                cfg[k] = _init_config(getattr(self, k))
         cfg.update(weight_options_config(self, _OPTIONS))
         return cfg

@@ -41,6 +41,9 @@ class HostLayer(Layer):
         return self.host_call(inputs)
 
     def call(self, inputs, training=None):
+        graph_call = getattr(self, "graph_call", None)
+        if graph_call is not None:           # a host layer that can also run in the graph (Resizing)
+            return graph_call(inputs, training=training)
         raise TypeError(f"{type(self).__name__} runs on the host before the graph: call it on pg.Input nodes "
                         f"(or on another preprocessing layer's output), not inside a layer's call")
 
@@ -48,8 +51,8 @@ class HostLayer(Layer):
         from pyggml.layers.node import Node
         if args and isinstance(args[0], Node):
             return super().__call__(*args, **kwargs)
-        # arrays (numpy's, or a dataset's batch, an ndarray subclass of pyggml's) compute at once
+        # eager: on arrays, at once (numpy's, and ndarray subclasses such as a Dataset's EagerArray batches)
         if args and not isinstance(args[0], (list, tuple)) and not hasattr(args[0], "graph_tensor") and \
                 (isinstance(args[0], np.ndarray) or type(args[0]).__module__.split(".")[0] != "pyggml"):
-            return self.host_apply(np.asarray(args[0]), kwargs.get("training"))   # eager: on arrays, at once
+            return self.host_apply(np.asarray(args[0]), kwargs.get("training"))
         return super().__call__(*args, **kwargs)

@@ -51,6 +51,8 @@ class Normalization(Layer):
     the last axis; None: one for all.  Call ``adapt(data)`` (an array or a
     dataset of batches) to learn them, or pass ``mean`` and ``variance``."""
 
+    host_capable = True          # runs in the graph, or on the host before host layers (see host_apply)
+
     def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):
         super().__init__(**kwargs)
         self.axis = _axes(axis)
@@ -182,6 +184,29 @@ class Normalization(Layer):
         if self.invert:
             return x * std_t + mean
         return (x - mean) * inv_t
+
+    def host_apply(self, inputs, training=None):
+        """The same in numpy, for the host stage: where it lies between the inputs and host layers
+        (keras-io's ``Sequential([Normalization(), Resizing(...), RandomFlip(...)])``)."""
+        x = np.asarray(inputs)
+        if x.dtype == object or x.dtype.kind not in "biuf":
+            raise TypeError(f"Normalization takes numbers, got an array of dtype {x.dtype}")
+        if self._broadcast is None:
+            self.build((None,) + x.shape[1:])
+        if x.ndim != len(self._broadcast) or any(d != 1 and d != x.shape[a] for a, d in
+                                                 enumerate(self._broadcast) if a):
+            raise ValueError(f"Normalization: inputs of shape {x.shape} do not fit the layer, made for inputs of "
+                             f"shape {(None,) + tuple(self._broadcast[1:])} (axis={self._axis_arg})")
+        bshape = (1,) + tuple(self._broadcast[1:])
+        if self.input_mean is not None:
+            mean, variance = self._given(self.input_mean), self._given(self.input_variance)
+        else:
+            mean, variance = self.adapt_mean.numpy(), self.adapt_variance.numpy()
+        mean = np.asarray(mean, np.float32).reshape(bshape)
+        std = np.clip(np.sqrt(np.asarray(variance, np.float32).reshape(bshape)), _EPSILON, _FLOAT32_MAX)
+        x = x.astype(np.float32)
+        y = x * std + mean if self.invert else (x - mean) * (np.float32(1.0) / std)
+        return np.ascontiguousarray(y, dtype=np.float32)
 
     def get_config(self):
         cfg = super().get_config()

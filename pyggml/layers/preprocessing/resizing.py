@@ -61,6 +61,15 @@ class Resizing(ImagePreprocessingLayer):
         return _image_ops.resize(np.ascontiguousarray(images), self.height, self.width, self.interpolation,
                                  self.antialias)
 
+    def graph_call(self, inputs, training=None):
+        """The same resize as graph ops (called on graph layers' outputs, e.g. after a Conv2D):
+        two matrix products with the interpolation weights, which train."""
+        from pyggml import ops
+        return ops.image.resize(inputs, (self.height, self.width), interpolation=self.interpolation,
+                                antialias=self.antialias, crop_to_aspect_ratio=self.crop_to_aspect_ratio,
+                                pad_to_aspect_ratio=self.pad_to_aspect_ratio, fill_value=self.fill_value,
+                                data_format=self.data_format)
+
     def get_config(self):
         cfg = super().get_config()
         cfg.update(height=self.height, width=self.width, interpolation=self.interpolation,

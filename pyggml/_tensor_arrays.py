@@ -1,0 +1,63 @@
+"""Graph tensors and numpy arrays in one expression.
+
+``OpsArray``: what pyggml.ops return when they compute at once on arrays (Keras's eager
+tensors).  Such an array combined with a graph tensor by + - * / (``xxt - self.eye``
+inside a layer's call, where ``self.eye = ops.eye(n)`` was made outside any graph) gives
+the graph op, as Keras's tensors do.
+
+A clear error for numpy's array of graph tensors (a plain numpy array met a tensor):
+
+``tensor - numpy_array`` (or ``numpy_array * tensor``) inside a layer's call does not
+combine the two: ``Tensor`` takes numbers and tensors only, so numpy applies the
+operation element by element and makes an object array of tensors.  The ops that
+receive such an array say what happened and what to write instead."""
+
+import numpy as np
+
+__all__ = ["refuse_tensor_array", "OpsArray", "as_ops_result", "UFUNC_OPS", "UFUNC_NAMES"]
+
+
+def refuse_tensor_array(a, what):
+    """Raise TypeError when ``a`` is an object array holding graph tensors."""
+    if isinstance(a, np.ndarray) and a.dtype == object and a.size:
+        from pyggml.core import Tensor
+        if any(isinstance(e, Tensor) for e in a.flat[:8]):
+            raise TypeError(
+                f"{what}: got a numpy array of graph tensors: a graph tensor was combined with a numpy array by "
+                f"+, -, * or / (numpy then applies the operation element by element). Make the array a tensor "
+                f"first: ops.convert_to_tensor(array) inside the layer's call (e.g. x - "
+                f"ops.convert_to_tensor(self.eye)), or use ops.add/subtract/multiply/divide(x, array)")
+
+
+# ufunc -> the Keras op doing it on graph tensors; pyggml.ops fills it in (this module imports no ops)
+UFUNC_OPS = {}
+UFUNC_NAMES = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.true_divide: "divide",
+               np.power: "power", np.maximum: "maximum", np.minimum: "minimum"}
+
+
+class OpsArray(np.ndarray):
+    """A numpy array from pyggml.ops; with a graph tensor in a ufunc (``+ - * / **``, maximum,
+    minimum) it becomes a constant of that graph and the result a tensor."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from pyggml.core import Tensor
+        if any(isinstance(i, Tensor) for i in inputs):
+            fn = UFUNC_OPS.get(ufunc)
+            if method != "__call__" or kwargs or fn is None:
+                return NotImplemented
+            return fn(*[i.view(np.ndarray) if isinstance(i, OpsArray) else i for i in inputs])
+        args = [i.view(np.ndarray) if isinstance(i, OpsArray) else i for i in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, OpsArray) else o for o in kwargs["out"])
+            return getattr(ufunc, method)(*args, **kwargs)
+        # numpy on these arrays gives such arrays again (``ops.eye(3) ** 2`` still meets tensors)
+        return as_ops_result(getattr(ufunc, method)(*args, **kwargs))
+
+
+def as_ops_result(value):
+    """An eager op's result with its arrays as OpsArray (tuples and lists kept)."""
+    if type(value) is np.ndarray:
+        return value.view(OpsArray)
+    if isinstance(value, (tuple, list)) and any(type(v) is np.ndarray for v in value):
+        return type(value)(v.view(OpsArray) if type(v) is np.ndarray else v for v in value)
+    return value

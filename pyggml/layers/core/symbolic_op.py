@@ -1,0 +1,96 @@
+"""SymbolicOp: a Keras op applied to symbolic nodes, as Keras 3 lets ``keras.ops`` take a
+functional model's tensors (``x = ops.reshape(layers.Dense(8)(inp), (-1, 4, 2))``,
+``x = x + 1.0``).  The call becomes a layer holding the op's name and its other arguments
+(numbers, strings, shapes, arrays), so the model saves and loads; the nodes are its inputs."""
+
+import numpy as np
+
+from pyggml import _symbolic
+from pyggml._validation import is_number
+from pyggml.layers.layer import Layer
+from pyggml.layers.node import Node
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["SymbolicOp"]
+
+
+def _template(value, nodes, what):
+    """A JSON form of an argument: nodes become {"__node__": i} (i: their input index)."""
+    if isinstance(value, Node):
+        for i, n in enumerate(nodes):
+            if n is value:
+                return {"__node__": i}
+        nodes.append(value)
+        return {"__node__": len(nodes) - 1}
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if is_number(value):
+        return value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, (list, tuple)):
+        return {"__seq__": [_template(v, nodes, what) for v in value], "tuple": isinstance(value, tuple)}
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return {"__ndarray__": value.tolist(), "dtype": str(value.dtype)}
+    raise TypeError(f"{what}: an argument of type {type(value).__name__} cannot go with symbolic tensors (give "
+                    f"numbers, shapes, strings or arrays; tensors as layer outputs)")
+
+
+def _fill(template, tensors):
+    if isinstance(template, dict):
+        if "__node__" in template:
+            return tensors[template["__node__"]]
+        if "__seq__" in template:
+            items = [_fill(v, tensors) for v in template["__seq__"]]
+            return tuple(items) if template.get("tuple") else items
+        if "__ndarray__" in template:
+            return np.asarray(template["__ndarray__"], dtype=template["dtype"])
+    return template
+
+
+def _resolve(op):
+    """The pyggml.ops function named ``op`` ("reshape", "image.extract_patches"), or None."""
+    from pyggml import ops
+    fn = ops
+    for part in op.split(".") if isinstance(op, str) else [None]:
+        if not isinstance(part, str) or part.startswith("_"):
+            return None
+        fn = getattr(fn, part, None)
+    return fn if callable(fn) else None
+
+
+@register_builtin
+class SymbolicOp(Layer):
+    """``SymbolicOp(op, args, kwargs)``: ``pyggml.ops.<op>(*args, **kwargs)`` on its inputs (the
+    nodes the arguments held, in order of first appearance)."""
+
+    def __init__(self, op, args=None, kwargs=None, **kw):
+        super().__init__(**kw)
+        if _resolve(op) is None:
+            raise ValueError(f"SymbolicOp: {op!r} is not a function of pyggml.ops")
+        self.op = op
+        self.op_args = list(args or [])
+        self.op_kwargs = dict(kwargs or {})
+
+    def call(self, inputs, training=None):
+        tensors = inputs if isinstance(inputs, list) else [inputs]
+        args = [_fill(a, tensors) for a in self.op_args]
+        kwargs = {k: _fill(v, tensors) for k, v in self.op_kwargs.items()}
+        out = _resolve(self.op)(*args, **kwargs)
+        return list(out) if isinstance(out, (list, tuple)) else out
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg.update(op=self.op, args=self.op_args, kwargs=self.op_kwargs)
+        return cfg
+
+
+def apply_to_nodes(name, args, kwargs):
+    nodes = []
+    what = f"ops.{name}"
+    t_args = [_template(a, nodes, what) for a in args]
+    t_kwargs = {k: _template(v, nodes, what) for k, v in kwargs.items()}
+    layer = SymbolicOp(name, t_args, t_kwargs, name=None)
+    out = layer(nodes if len(nodes) > 1 else nodes[0])
+    return tuple(out) if isinstance(out, list) else out
+
+
+_symbolic.HANDLER[0] = apply_to_nodes
