@@ -7,14 +7,16 @@ the slice's strides and offset) copied into a contiguous tensor, so it trains:
 the gradient of a view goes back to the viewed entries.  Ints drop their axis
 and negative ints count from the end, as in numpy.  Index arrays, boolean
 masks and tensors as indices (numpy's advanced indexing) are refused with a
-TypeError pointing to ``pyggml.ops.take`` / ``where``.
+TypeError pointing to ``pyggml.ops.take`` / ``where``.  An int32 model input
+indexed (``inputs[:, 0]`` feeding an Embedding) becomes an input of its own,
+set from the input's values on the host.
 """
 
 import numpy as np
 
 from pyggml._validation import is_int
 
-__all__ = ["getitem"]
+__all__ = ["getitem", "encode_key", "decode_key"]
 
 MAX_DIMS = 4
 _F32 = 4
@@ -43,6 +45,22 @@ def _parts(key, ndim):
     if Ellipsis not in key:
         expanded += [slice(None)] * (ndim - used)
     return expanded
+
+
+def _int_getitem(x, key, out_shape):
+    """x[key] of an int32 tensor: a model input's indices (an Embedding's, ``inputs[:, 0]``)
+    become an input of their own, set from the input's values whenever it is set; other
+    int32 tensors go through float32 (exact for integers below 2**24)."""
+    from pyggml import _scope
+    from pyggml.core import ops as core_ops
+    b = _scope.current()
+    if x.op == "NONE" and b is not None and hasattr(b, "derived_input"):
+        try:
+            return b.derived_input(x, lambda a: np.ascontiguousarray(np.asarray(a)[key], dtype=np.int32),
+                                   out_shape, "int32")
+        except ValueError:
+            pass                                     # not one of the graph's inputs: computed below
+    return core_ops.cast(getitem(core_ops.cast(x, "f32"), key), "i32")
 
 
 def getitem(x, key):
@@ -85,8 +103,10 @@ def getitem(x, key):
     if offset < 0 or (step_neg := any(s < 0 for s in out_strides)):
         raise IndexError("negative slice steps (x[::-1]) are not available on graph tensors: ggml views go forward "
                          "only" if step_neg else "bad offset")
+    if x.dtype == "i32":
+        return _int_getitem(x, key, tuple(out_shape))
     if x.dtype != "f32":
-        raise TypeError(f"indexing takes float32 tensors, got {x.dtype} (cast it first: pyggml.ops.cast)")
+        raise TypeError(f"indexing takes float32 and int32 tensors, got {x.dtype}")
     # ggml's view takes the row strides (nb[1..3], bytes) of the result's ggml dims: numpy's reversed
     contiguous = all(out_strides[i] == _F32 * int(np.prod(out_shape[i + 1:])) for i in range(len(out_shape)))
     if contiguous:
@@ -101,3 +121,37 @@ def getitem(x, key):
             return core_ops.reshape(core_ops.cont(v), tuple(out_shape))
         v = core_ops.view(src, tuple(out_shape), strides=tuple(out_strides), offset=offset)
     return core_ops.cont(v)
+
+
+def encode_key(key):
+    """An index as plain lists (saved in a model's config when a functional model's node is
+    indexed): ["i", n], ["s", start, stop, step], ["e"] (...), ["n"] (None)."""
+    out = []
+    for k in key if isinstance(key, tuple) else (key,):
+        if k is None:
+            out.append(["n"])
+        elif k is Ellipsis:
+            out.append(["e"])
+        elif isinstance(k, slice):
+            for v in (k.start, k.stop, k.step):
+                if v is not None and not is_int(v):
+                    raise TypeError(f"slice bounds must be ints or None, got {v!r}")
+            out.append(["s", k.start, k.stop, k.step])
+        elif is_int(k):
+            out.append(["i", int(k)])
+        else:
+            raise TypeError(f"a tensor takes ints, slices, ... and None as indices, got {type(k).__name__}: use "
+                            f"pyggml.ops.take for index arrays")
+    return out
+
+
+def decode_key(spec):
+    """encode_key's lists back to an index (anything else is returned as it is)."""
+    if not (isinstance(spec, list) and all(isinstance(e, list) and e and e[0] in ("n", "e", "s", "i")
+                                           for e in spec)):
+        return spec
+    parts = []
+    for e in spec:
+        parts.append(None if e[0] == "n" else Ellipsis if e[0] == "e" else slice(*e[1:4]) if e[0] == "s"
+                     else int(e[1]))
+    return tuple(parts)

@@ -36,7 +36,7 @@ __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argm
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
-           "log_softmax", "cumsum", "norm", "dot", "concatenate", "cast", "top_k"]
+           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "top_k"]
 
 # the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
 # (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
@@ -1137,3 +1137,11 @@ def top_k(x, k, sorted=True):
     # a stable sort of the negated values: ties keep the lower index first, as TensorFlow's
     idx = np.argsort(-a, axis=-1, kind="stable")[..., :int(k)]
     return np.take_along_axis(a, idx, axis=-1), idx.astype(np.int32)
+
+
+@_eager("x")
+def getitem(x, key):
+    """``x[key]``: numpy's basic indexing (ints, slices, ``...``, None), which trains
+    (pyggml._indexing); ``key`` may also be the list form a saved model keeps."""
+    from pyggml._indexing import decode_key
+    return _t(x)[decode_key(key)]

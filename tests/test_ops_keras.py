@@ -85,6 +85,13 @@ CASES = {
     "getitem_last_axis_step": (lambda t: t[..., ::3], lambda a: a[..., ::3], False),
     "getitem_overlapping": (lambda t: t[:, 1:] * t[:, :-1], lambda a: a[:, 1:] * a[:, :-1], False),
     "pow_abs": (lambda t: abs(t) ** 3, lambda a: np.abs(a) ** 3, False),
+    "operators_with_arrays": (lambda t: (t - np.full((4,), 0.5, np.float32)) * np.arange(4.0) + 2.0 / (t * t + 1.0),
+                              lambda a: (a - 0.5) * np.arange(4.0) + 2.0 / (a * a + 1.0), False),
+    "broadcast_divisor": (lambda t: t / (ops.sum(t * t, axis=-1, keepdims=True) + 1.0),
+                          lambda a: a / ((a * a).sum(-1, keepdims=True) + 1.0), False),
+    "comparison_operators": (lambda t: t * (t >= 0.1) + t * t * (t < 0.1), lambda a: np.where(a >= 0.1, a, a * a),
+                             False),
+    "getitem_op": (lambda t: ops.getitem(t, (slice(None), 1)), lambda a: a[:, 1], False),
     "arith": (lambda t: ops.divide(ops.subtract(ops.multiply(t, 3.0), 1.0), ops.add(t, 2.0)),
               lambda a: (3 * a - 1) / (a + 2), True),
 }
@@ -323,3 +330,45 @@ def test_tile_refuses_repeats_computed_in_the_graph():
     with pytest.raises(ValueError, match="repeats must be known"):
         m.compile(loss="mse")
         m.predict(np.ones((1, 2)), verbose=0)
+
+
+def test_integer_tensors_compute_as_float_and_masks_build_from_aranges():
+    """keras-io's miniature GPT builds its causal mask from integer aranges with - + >=."""
+    from pyggml import _eager
+
+    def causal(t):
+        i = ops.arange(4)[:, None]
+        j = ops.arange(4)
+        m = i >= j - 4 + 4
+        return t * ops.cast(m, "float32")
+    got = _eager.evaluate(causal, [np.ones((4, 4), np.float32)])
+    np.testing.assert_array_equal(got, np.tril(np.ones((4, 4))))
+
+
+def test_indexed_integer_inputs_feed_embeddings():
+    """keras-io's collaborative filtering: ``self.user_embedding(inputs[:, 0])`` in a model's call."""
+    class Net(pg.Model):
+        def __init__(self):
+            super().__init__()
+            self.users = pg.layers.Embedding(5, 2)
+            self.items = pg.layers.Embedding(7, 2)
+
+        def call(self, inputs):
+            return ops.sum(self.users(inputs[:, 0]) * self.items(inputs[:, 1]), axis=-1, keepdims=True)
+    net = Net()
+    x = np.array([[4, 6], [0, 1], [2, 0]])
+    got = net.predict(x, verbose=0)
+    w_users = next(iter(net.users.get_weights().values()))
+    w_items = next(iter(net.items.get_weights().values()))
+    np.testing.assert_allclose(got[:, 0], (w_users[x[:, 0]] * w_items[x[:, 1]]).sum(-1), rtol=1e-5)
+
+
+def test_functional_nodes_take_indexing(tmp_path):
+    inp = pg.Input((3, 4))
+    out = pg.layers.Dense(2)(inp[:, -1, 1:])
+    m = pg.Model(inp, out)
+    x = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    w = m.layers[-1].get_weights()
+    np.testing.assert_allclose(m.predict(x, verbose=0), x[:, -1, 1:] @ w[0] + w[1], rtol=1e-5, atol=1e-6)
+    m.save(tmp_path / "m.keras")
+    np.testing.assert_array_equal(pg.load_model(tmp_path / "m.keras").predict(x, verbose=0), m.predict(x, verbose=0))

@@ -442,6 +442,26 @@ cdef class Tensor:
         from pyggml._ops_numpy import power
         return power(other, self)
 
+    # numpy hands `array (op) tensor` to the tensor's reflected operator instead of looping over the array
+    __array_ufunc__ = None
+
+    # comparisons are Keras's: float tensors of 0 and 1 (== and != stay identity: tensors are dict keys)
+    def __lt__(self, other):
+        from pyggml._ops_numpy import less
+        return less(self, other)
+
+    def __le__(self, other):
+        from pyggml._ops_numpy import less_equal
+        return less_equal(self, other)
+
+    def __gt__(self, other):
+        from pyggml._ops_numpy import greater
+        return greater(self, other)
+
+    def __ge__(self, other):
+        from pyggml._ops_numpy import greater_equal
+        return greater_equal(self, other)
+
     def __getitem__(self, key):
         """numpy's basic indexing (ints, slices, ..., None) as a contiguous copy of a
         strided view, which trains (pyggml._indexing)."""
@@ -539,10 +559,37 @@ cdef bint _divides(Tensor small, Tensor big):
     return True
 
 
+cdef object _graph_operand(object other):
+    """A numpy array (or a list of numbers) in arithmetic with a tensor: a constant of the
+    graph being built (None outside one)."""
+    from pyggml import _scope
+    b = _scope.current()
+    if b is None:
+        return None
+    arr = np.asarray(other)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        return None
+    if arr.ndim > 4:
+        raise ValueError(f"an array in arithmetic with a tensor has at most 4 dimensions, got shape {arr.shape}")
+    return b.constant(np.ascontiguousarray(arr.reshape(arr.shape or (1,)), dtype=np.float32), "float32")
+
+
 cdef object _arith(int which, Tensor a, object other, bint reflected):
     """a (op) other, or other (op) a when reflected: 0 add, 1 sub, 2 mul, 3 div."""
     a._check()
+    if a.ptr.type == GGML_TYPE_I32:
+        a = cast(a, "f32")                      # integer tensors (positions, aranges) compute as float32
+    if isinstance(other, (np.ndarray, list)):
+        converted = _graph_operand(other)
+        if converted is None:
+            return NotImplemented
+        other = converted
     if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
+        if reflected and which == 3:
+            from pyggml import _scope
+            if _scope.current() is not None:
+                from pyggml._ops_numpy import divide
+                return divide(float(other), a)
         s = float(other)
         if which == 0:
             return scale_bias(a, 1.0, s)
@@ -561,6 +608,10 @@ cdef object _arith(int which, Tensor a, object other, bint reflected):
     cdef Tensor x = other if reflected else a
     cdef Tensor y = a if reflected else other
     y._check()
+    if x.ptr.type == GGML_TYPE_I32:
+        x = cast(x, "f32")
+    if y.ptr.type == GGML_TYPE_I32:
+        y = cast(y, "f32")
     if x.ptr.type != GGML_TYPE_F32 or y.ptr.type != GGML_TYPE_F32:
         raise TypeError(f"Tensor arithmetic needs f32 tensors, got {x.dtype} and {y.dtype}")
     if not x.is_contiguous:
@@ -595,5 +646,6 @@ cdef object _arith(int which, Tensor a, object other, bint reflected):
         # x - y as x + (-y): add's backward handles a broadcast second argument, sub's does not
         return add(x, neg(y)) if y_in_x else add(neg(y), x)
     if y_in_x:
-        return div(x, y)
+        # a broadcast divisor is repeated first: div's backward takes same-shaped operands only
+        return div(x, y) if ggml_are_same_shape(x.ptr, y.ptr) else div(x, repeat(y, x))
     return div(repeat(x, y), y)

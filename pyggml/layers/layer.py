@@ -107,14 +107,6 @@ def _as_float(t):
     return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
 
 
-def _keras_layout_shape(v):
-    """The shape of weight v in Keras's layout, or None where it is pyggml's."""
-    if v.keras_shape is None and v.keras_axes is None:
-        return None
-    base = tuple(v.keras_shape) if v.keras_shape is not None else tuple(v.shape)
-    return tuple(base[i] for i in v.keras_axes) if v.keras_axes is not None else base
-
-
 class Layer:
     """Base class of every layer (Keras's names, arguments and defaults)."""
 
@@ -320,27 +312,22 @@ class Layer:
         return LayerWeights(self.named_variables())
 
     def set_weights(self, weights):
-        """Set weights by name, as get_weights names them; or, as Keras, from a list of
-        arrays in the order of ``layer.weights``, each in Keras's layout (a Dense kernel
-        ``(in, units)``, a Conv kernel ``(k..., in, filters)``) or in pyggml's."""
+        """Set weights by name, as get_weights names them; or, as Keras, a list of arrays in the
+        weights' order and Keras's layouts (a Dense kernel ``(in, units)``, a Conv kernel
+        ``(k..., in, filters)``)."""
         if isinstance(weights, (list, tuple)):
+            from pyggml.layers._keras_weights import from_keras_value
             named = self.named_variables()
             if len(weights) != len(named):
                 raise ValueError(f"{self.name}: set_weights got a list of {len(weights)} arrays; the layer has "
-                                 f"{len(named)} weights {[n for n, _ in named]} (built: {self.built})")
+                                 f"{len(named)} weights ({', '.join(n for n, _ in named)}), in Keras's layouts "
+                                 f"(built: {self.built})")
             values = {}
             for (n, v), a in zip(named, weights):
                 a = np.asarray(a)
                 if a.dtype == object or a.dtype.kind not in "biuf":
                     raise TypeError(f"{self.name}: weight {n!r} must be an array of numbers, got dtype {a.dtype}")
-                keras_shape = _keras_layout_shape(v)
-                if keras_shape is not None and tuple(a.shape) == keras_shape:
-                    a = np.transpose(a, np.argsort(v.keras_axes)) if v.keras_axes is not None else a
-                    a = a.reshape(v.shape)
-                elif tuple(a.shape) != tuple(v.shape):
-                    want = f"{tuple(v.shape)}" + (f" (Keras's layout {keras_shape})" if keras_shape else "")
-                    raise ValueError(f"{self.name}: weight {n!r} must have shape {want}, got {a.shape}")
-                values[n] = a
+                values[n] = from_keras_value(v, a, f"{self.name}.set_weights")
             weights = values
         if not isinstance(weights, dict):
             raise TypeError("set_weights takes a dict {name: array}, as get_weights returns, or a list of arrays "

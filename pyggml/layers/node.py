@@ -71,6 +71,11 @@ class Node:
     def __neg__(self):
         return _symbolic.apply("negative", (self,), {})
 
+    def __getitem__(self, key):
+        """``node[:, 0]``: the op ``getitem`` as a layer of the model (numpy's basic indexing)."""
+        from pyggml._indexing import encode_key
+        return _symbolic.apply("getitem", (self, encode_key(key)), {})
+
     def __add__(self, other):
         return self._merge("Add", other)
 
