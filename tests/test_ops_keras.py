@@ -370,5 +370,6 @@ def test_functional_nodes_take_indexing(tmp_path):
     x = RNG.normal(size=(2, 3, 4)).astype(np.float32)
     w = m.layers[-1].get_weights()
     np.testing.assert_allclose(m.predict(x, verbose=0), x[:, -1, 1:] @ w[0] + w[1], rtol=1e-5, atol=1e-6)
+    m.compile(loss="mse")
     m.save(tmp_path / "m.keras")
     np.testing.assert_array_equal(pg.load_model(tmp_path / "m.keras").predict(x, verbose=0), m.predict(x, verbose=0))
