@@ -5,16 +5,14 @@ tensors).  Such an array combined with a graph tensor by + - * / (``xxt - self.e
 inside a layer's call, where ``self.eye = ops.eye(n)`` was made outside any graph) gives
 the graph op, as Keras's tensors do.
 
-A clear error for numpy's array of graph tensors (a plain numpy array met a tensor):
-
-``tensor - numpy_array`` (or ``numpy_array * tensor``) inside a layer's call does not
-combine the two: ``Tensor`` takes numbers and tensors only, so numpy applies the
-operation element by element and makes an object array of tensors.  The ops that
-receive such an array say what happened and what to write instead."""
+A plain numpy array meets a graph tensor the same way: ``Tensor`` takes arrays in its
+operators (as constants of the graph being built) and numpy hands its ufuncs with a
+tensor operand to ``tensor_ufunc``.  ``refuse_tensor_array`` still names the fix when an
+object array of tensors reaches an op (an array built elsewhere by numpy's own loops)."""
 
 import numpy as np
 
-__all__ = ["refuse_tensor_array", "OpsArray", "as_ops_result", "UFUNC_OPS", "UFUNC_NAMES"]
+__all__ = ["refuse_tensor_array", "OpsArray", "as_ops_result", "tensor_ufunc", "UFUNC_OPS", "UFUNC_NAMES"]
 
 
 def refuse_tensor_array(a, what):
@@ -52,6 +50,16 @@ class OpsArray(np.ndarray):
             return getattr(ufunc, method)(*args, **kwargs)
         # numpy on these arrays gives such arrays again (``ops.eye(3) ** 2`` still meets tensors)
         return as_ops_result(getattr(ufunc, method)(*args, **kwargs))
+
+
+def tensor_ufunc(ufunc, method, inputs, kwargs):
+    """A ufunc called with a graph tensor among its operands: the Keras op of the same name on
+    the operands (arrays become constants of the graph), or NotImplemented (numpy then says
+    the ufunc does not apply)."""
+    fn = UFUNC_OPS.get(ufunc)
+    if method != "__call__" or kwargs or fn is None:
+        return NotImplemented
+    return fn(*[i.view(np.ndarray) if isinstance(i, OpsArray) else i for i in inputs])
 
 
 def as_ops_result(value):

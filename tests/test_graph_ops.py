@@ -85,8 +85,8 @@ def test_tensor_arithmetic_broadcasts_like_numpy():
                                rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="broadcast"):
         run(lambda a, b: a + b, A, R.normal(size=(5,)).astype(np.float32))
-    with pytest.raises(TypeError, match="number / Tensor"):
-        run(lambda a: 1.0 / a, A)
+    np.testing.assert_allclose(run(lambda a: 1.0 / (a * a + 1.0), A), 1.0 / (A * A + 1.0), rtol=1e-5)
+    np.testing.assert_allclose(run(lambda a: np.ones(A.shape[-1], np.float32) - a, A), 1.0 - A, rtol=1e-6)
 
 
 def test_dropout():

@@ -442,8 +442,12 @@ cdef class Tensor:
         from pyggml._ops_numpy import power
         return power(other, self)
 
-    # numpy hands `array (op) tensor` to the tensor's reflected operator instead of looping over the array
-    __array_ufunc__ = None
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy's ufuncs with a tensor among their operands (``array - tensor``,
+        ``np.maximum(tensor, array)``): the Keras op doing the same on graph tensors
+        (pyggml._tensor_arrays), instead of numpy looping over the array."""
+        from pyggml._tensor_arrays import tensor_ufunc
+        return tensor_ufunc(ufunc, method, inputs, kwargs)
 
     # comparisons are Keras's: float tensors of 0 and 1 (== and != stay identity: tensors are dict keys)
     def __lt__(self, other):
