@@ -11,6 +11,8 @@ import pytest
 import pyggml as pg
 from pyggml import ops
 
+from op_checks import OpLayer, check_op_in_model
+
 RNG = np.random.default_rng(11)
 
 
@@ -69,18 +71,6 @@ def _fft2(a):
 
 
 # --- in a model: forward and gradient ----------------------------------------------------------------
-
-class OpLayer(pg.layers.Layer):
-    def __init__(self, fn, **kw):
-        super().__init__(**kw)
-        self.fn = fn
-
-    def build(self, input_shape):
-        self.w = self.add_weight("w", tuple(input_shape[1:]), "ones")
-
-    def call(self, x):
-        return self.fn(x * self.w)
-
 
 TD_B = RNG.normal(size=(4, 5))
 OPS_EYE = ops.eye(3, 4)              # computed at once: arrays that become constants where a tensor meets them
@@ -146,24 +136,7 @@ def test_forward_and_gradient_in_a_model(name):
     shape, fn, ref = CASES[name]
     x = RNG.normal(size=(2,) + shape)
     w = RNG.uniform(0.6, 1.4, size=shape)
-    m = pg.Sequential([pg.Input(shape), OpLayer(fn)])
-    m.compile(loss="mse", optimizer="sgd")
-    m.set_weights({k: w.astype(np.float32) for k in m.get_weights()})
-    got = m.predict(x.astype(np.float32), verbose=0)
-    want = ref(x * w)
-    np.testing.assert_allclose(got, want, rtol=2e-5, atol=3e-5)
-    y = RNG.normal(size=want.shape)
-    (g,) = m.gradients(x.astype(np.float32), y.astype(np.float32)).values()
-
-    def loss(wv):
-        return np.mean((ref(x * wv) - y) ** 2)
-    num = np.zeros_like(w)
-    h = 1e-6
-    for i in np.ndindex(*w.shape):
-        d = np.zeros_like(w)
-        d[i] = h
-        num[i] = (loss(w + d) - loss(w - d)) / (2 * h)
-    np.testing.assert_allclose(g, num, rtol=2e-3, atol=2e-4)
+    check_op_in_model(fn, ref, x, w, RNG, atol=3e-5)
 
 
 # --- on arrays -----------------------------------------------------------------------------------

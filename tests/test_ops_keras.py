@@ -9,6 +9,8 @@ import pytest
 import pyggml as pg
 from pyggml import core, ops
 
+from op_checks import check_op_in_model
+
 RNG = np.random.default_rng(7)
 
 
@@ -97,18 +99,6 @@ CASES = {
 }
 
 
-class OpLayer(pg.layers.Layer):
-    def __init__(self, fn, **kw):
-        super().__init__(**kw)
-        self.fn = fn
-
-    def build(self, input_shape):
-        self.w = self.add_weight("w", tuple(input_shape[1:]), "ones")
-
-    def call(self, x):
-        return self.fn(x * self.w)
-
-
 def _inputs(positive):
     x = RNG.uniform(0.5, 1.5, size=(2, 3, 4)) if positive else RNG.normal(size=(2, 3, 4))
     w = RNG.uniform(0.6, 1.4, size=(3, 4))
@@ -119,25 +109,7 @@ def _inputs(positive):
 def test_forward_and_gradient_in_a_model(name):
     fn, ref, positive = CASES[name]
     x, w = _inputs(positive)
-    m = pg.Sequential([pg.Input((3, 4)), OpLayer(fn)])
-    m.compile(loss="mse", optimizer="sgd")
-    m.set_weights({k: w.astype(np.float32) for k in m.get_weights()})
-    got = m.predict(x.astype(np.float32), verbose=0)
-    want = ref(x * w)
-    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
-    y = RNG.normal(size=want.shape)
-    grads = m.gradients(x.astype(np.float32), y.astype(np.float32))
-    (g,) = grads.values()
-
-    def loss(wv):
-        return np.mean((ref(x * wv) - y) ** 2)
-    num = np.zeros_like(w)
-    h = 1e-6
-    for i in np.ndindex(*w.shape):
-        d = np.zeros_like(w)
-        d[i] = h
-        num[i] = (loss(w + d) - loss(w - d)) / (2 * h)
-    np.testing.assert_allclose(g, num, rtol=2e-3, atol=2e-4)
+    check_op_in_model(fn, ref, x, w, RNG)
 
 
 def test_eager_calls_on_arrays_match_numpy():
