@@ -14,10 +14,8 @@ from pyggml._validation import is_int
 __all__ = ["load_img", "img_to_array", "array_to_img", "save_img", "resize_images"]
 
 _COLOR_MODES = {"grayscale": "L", "rgb": "RGB", "rgba": "RGBA"}
-# Pillow's filters for the interpolations it computes; bilinear and nearest are computed here
-_PIL_FILTERS = {"bicubic": "BICUBIC", "area": "BOX", "lanczos3": "LANCZOS", "box": "BOX", "hamming": "HAMMING",
-                "lanczos": "LANCZOS"}
-INTERPOLATIONS = ("bilinear", "nearest") + tuple(_PIL_FILTERS)
+# Keras's resize methods but "gaussian" and "mitchellcubic": numpy's, "area" Pillow's box filter
+INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5", "area")
 
 
 def _pil():
@@ -90,12 +88,9 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", 
     if size is not None and (img.height, img.width) != size:
         if keep_aspect_ratio:
             img = img.crop(_center_box(img.height, img.width, *size))
-        if interpolation in ("bilinear", "nearest"):
-            arr = resize_images(np.asarray(img, dtype=np.float32).reshape(img.height, img.width, -1), size,
-                                interpolation)
-            img = array_to_img(arr, scale=False)
-        else:
-            img = img.resize((size[1], size[0]), getattr(Image, _PIL_FILTERS[interpolation]))
+        arr = resize_images(np.asarray(img, dtype=np.float32).reshape(img.height, img.width, -1), size,
+                            interpolation)
+        img = array_to_img(arr, scale=False)
     return img
 
 
@@ -151,40 +146,31 @@ def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
 
 
 def resize_images(images, size, interpolation="bilinear"):
-    """Images (..., height, width, channels) resized to ``size``: "bilinear" and "nearest"
-    with pixel centers aligned (the half-pixel rule) and no antialiasing, computed here;
-    the other interpolations by Pillow, channel by channel in float32."""
+    """Images (..., height, width, channels) resized to ``size``: Keras's methods ("bilinear",
+    "nearest", "bicubic", "lanczos3", "lanczos5", pixel centres aligned, no antialiasing) by
+    the image layers' resampling (pyggml.layers.preprocessing._image_ops); "area" by Pillow's
+    box filter, channel by channel in float32."""
+    from pyggml.layers.preprocessing import _image_ops
     a = np.asarray(images, dtype=np.float32)
     th, tw = _size("size", size)
     if a.ndim < 3:
         raise ValueError(f"resize_images takes (..., height, width, channels), got shape {a.shape}")
-    h, w = a.shape[-3], a.shape[-2]
-    if interpolation == "nearest":
-        rows = np.minimum(np.floor((np.arange(th) + 0.5) * h / th).astype(np.int64), h - 1)
-        cols = np.minimum(np.floor((np.arange(tw) + 0.5) * w / tw).astype(np.int64), w - 1)
-        return a[..., rows, :, :][..., :, cols, :]
-    if interpolation != "bilinear":
-        return _resize_with_pillow(a, th, tw, _interpolation(interpolation))
-
-    def taps(n_out, n_in):
-        pos = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0, n_in - 1)
-        lo = np.floor(pos).astype(np.int64)
-        hi = np.minimum(lo + 1, n_in - 1)
-        return lo, hi, (pos - lo).astype(np.float32)
-    r0, r1, fr = taps(th, h)
-    c0, c1, fc = taps(tw, w)
-    top = a[..., r0, :, :] * (1 - fr)[:, None, None] + a[..., r1, :, :] * fr[:, None, None]
-    return top[..., :, c0, :] * (1 - fc)[:, None] + top[..., :, c1, :] * fc[:, None]
-
-
-def _resize_with_pillow(a, th, tw, interpolation):
-    Image = _pil()
-    flt = getattr(Image, _PIL_FILTERS[interpolation])
+    _interpolation(interpolation)
     h, w, c = a.shape[-3:]
     flat = a.reshape(-1, h, w, c)
-    out = np.empty((flat.shape[0], th, tw, c), dtype=np.float32)
-    for i in range(flat.shape[0]):
+    if interpolation == "area":
+        out = _resize_with_pillow(flat, th, tw)
+    else:
+        out = _image_ops.resize(flat, th, tw, method=interpolation)
+    return out.reshape(a.shape[:-3] + (th, tw, c))
+
+
+def _resize_with_pillow(flat, th, tw):
+    Image = _pil()
+    n, h, w, c = flat.shape
+    out = np.empty((n, th, tw, c), dtype=np.float32)
+    for i in range(n):
         for ch in range(c):
             img = Image.fromarray(np.ascontiguousarray(flat[i, :, :, ch]), mode="F")
-            out[i, :, :, ch] = np.asarray(img.resize((tw, th), flt), dtype=np.float32)
-    return out.reshape(a.shape[:-3] + (th, tw, c))
+            out[i, :, :, ch] = np.asarray(img.resize((tw, th), Image.BOX), dtype=np.float32)
+    return out

@@ -41,11 +41,12 @@ import numpy as np
 
 from pyggml import _scope, activations, initializers, ops
 from pyggml._validation import check_bool, check_fraction, check_positive_int
+from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.layers.recurrent.stateful import Stateful
 
-__all__ = ["BaseRNN", "CellMath", "TakesInitialState", "stack_steps", "stack_fused"]
+__all__ = ["BaseRNN", "CellMath", "TakesInitialState", "SequenceMask", "padding_mask", "stack_steps", "stack_fused"]
 
 _OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
             "recurrent_constraint", "bias_constraint")
@@ -90,6 +91,25 @@ def stack_fused(hs):
             joined.append(parts[-1])
         parts = joined
     return parts[0]
+
+
+def padding_mask(mask, batch, steps, what):
+    """A padding mask as a contiguous (batch, steps) tensor, its shape checked."""
+    m = contiguous(ops.as_tensor(mask))
+    if tuple(m.shape) not in ((batch, steps), (batch, steps, 1)):
+        raise ValueError(f"{what}: mask must have shape (batch, steps) = {(batch, steps)}, got {tuple(m.shape)}")
+    return ops.reshape(m, (batch, steps))
+
+
+class SequenceMask:
+    """The output mask of a recurrent layer: the sequence's with return_sequences, none for
+    the states (a base of BaseRNN and RNN)."""
+
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]                        # the sequence's; the states have none
+        out = mask if self.return_sequences else None
+        return [out] + [None] * self.n_states if self.return_state else out
 
 
 class TakesInitialState:
@@ -349,13 +369,9 @@ class CellMath:
         p = self.fused_projection(inputs if projected_in is None else projected_in)
         step_masks = None
         if mask is not None:
-            m = contiguous(ops.as_tensor(mask))
-            if tuple(m.shape) not in ((batch, steps), (batch, steps, 1)):
-                raise ValueError(f"{type(self).__name__}: mask must have shape (batch, steps) = "
-                                 f"{(batch, steps)}, got {tuple(m.shape)}")
+            m = padding_mask(mask, batch, steps, type(self).__name__)
             # time-major, so that each step's (batch,) column is contiguous
-            m = ops.reshape(m, (batch, steps))
-            step_masks = ops.cont(ops.transpose(m)) if batch > 1 and steps > 1 else m
+            step_masks = ops.cont(core_ops.transpose(m)) if batch > 1 and steps > 1 else m
         state = self.fused_initial_state(batch, mask is not None) if states is None else states
         outputs = []
         order = range(steps - 1, -1, -1) if go_backwards else range(steps)
@@ -371,7 +387,7 @@ class CellMath:
         return (self.stack_fused(outputs) if return_sequences else state[0]), state
 
 
-class BaseRNN(Stateful, TakesInitialState, CellMath, Layer):
+class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
     """A recurrent layer over a sequence, with its cell's maths (CellMath) built in."""
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
@@ -427,12 +443,6 @@ class BaseRNN(Stateful, TakesInitialState, CellMath, Layer):
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
         self.build_weights(input_shape[-1])
-
-    def compute_mask(self, inputs, mask=None):
-        if isinstance(mask, (list, tuple)):
-            mask = mask[0]                        # the sequence's; the states have none
-        out = mask if self.return_sequences else None
-        return [out] + [None] * self.n_states if self.return_state else out
 
     def call(self, inputs, training=None, mask=None):
         """With a padding mask (batch, steps), a padded step leaves the state as it was

@@ -28,7 +28,8 @@ from pyggml import ops
 from pyggml._validation import check_bool
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
-from pyggml.layers.recurrent.base_rnn import CellMath, TakesInitialState, _several, stack_fused, stack_steps
+from pyggml.layers.recurrent.base_rnn import (CellMath, SequenceMask, TakesInitialState, _several, padding_mask,
+                                              stack_fused, stack_steps)
 from pyggml.layers.recurrent.stateful import Stateful
 from pyggml.layers.recurrent.cells import (StackedRNNCells, call_cell, check_cell, end_sequence, flat_state_sizes,
                                            flatten_states, output_size_of, start_sequence, structure_states)
@@ -39,7 +40,7 @@ __all__ = ["RNN"]
 
 
 @register_builtin
-class RNN(Stateful, TakesInitialState, Layer):
+class RNN(Stateful, TakesInitialState, SequenceMask, Layer):
     float_inputs = True
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
@@ -106,12 +107,6 @@ class RNN(Stateful, TakesInitialState, Layer):
             raise ValueError(f"RNN expects inputs of shape (steps, features), got {shape[1:]}")
         self.cell._build_once((None, shape[-1]))
 
-    def compute_mask(self, inputs, mask=None):
-        if isinstance(mask, (list, tuple)):
-            mask = mask[0]                        # the sequence's; the states have none
-        out = mask if self.return_sequences else None
-        return [out] + [None] * self.n_states if self.return_state else out
-
     # --- the computation ----------------------------------------------------------------------
     def call(self, inputs, training=None, mask=None):
         x, states = self.split_inputs(inputs)
@@ -125,11 +120,7 @@ class RNN(Stateful, TakesInitialState, Layer):
         if states is None and kept is not None:
             states = kept
         if mask is not None:
-            mask = contiguous(ops.as_tensor(mask))
-            if tuple(mask.shape) not in ((batch, steps), (batch, steps, 1)):
-                raise ValueError(f"RNN: mask must have shape (batch, steps) = {(batch, steps)}, "
-                                 f"got {tuple(mask.shape)}")
-            mask = ops.reshape(mask, (batch, steps))
+            mask = padding_mask(mask, batch, steps, "RNN")
         if isinstance(self.cell, CellMath):
             out, final = self._run_builtin(x, mask, states, training)
         else:
