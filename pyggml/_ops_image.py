@@ -132,6 +132,15 @@ def _axis_matrix(n_in, n_out, interpolation, antialias, kind, offset, span):
     return m, np.zeros(n_out)
 
 
+def _images(images, what):
+    """(in a graph?, the images as a tensor or an array, their shape), the shape checked."""
+    graph = _in_graph(images)
+    x = images if graph else _as_array(images, what)
+    shape = _shape_of(x)
+    _check_images(shape, what)
+    return graph, x, shape
+
+
 def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspect_ratio=False,
            pad_to_aspect_ratio=False, fill_mode="constant", fill_value=0.0, data_format=None):
     """Keras's ``ops.image.resize``: images resized to ``size = (height, width)``."""
@@ -149,10 +158,7 @@ def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspe
     if not is_number(fill_value):
         raise TypeError(f"{what}: fill_value must be a number, got {fill_value!r}")
     data_format = _data_format(data_format, what)
-    graph = _in_graph(images)
-    x = images if graph else _as_array(images, what)
-    shape = _shape_of(x)
-    _check_images(shape, what)
+    graph, x, shape = _images(images, what)
     ndim = len(shape)
     hw = shape[-3:-1] if data_format == "channels_last" else shape[-2:]
     h, w = int(hw[0]), int(hw[1])
@@ -229,10 +235,7 @@ def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid"
         raise ValueError(f"{what}: padding must be 'valid' or 'same', got {padding!r}")
     padding = padding.lower()
     data_format = _data_format(data_format, what)
-    graph = _in_graph(images)
-    x = images if graph else _as_array(images, what)
-    shape = _shape_of(x)
-    _check_images(shape, what)
+    graph, x, shape = _images(images, what)
     ndim = len(shape)
     if data_format == "channels_last":
         h, w, c = (int(d) for d in shape[-3:])
