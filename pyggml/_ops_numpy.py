@@ -481,6 +481,8 @@ def concatenate(tensors, axis=-1):
     xs = [_t(t) for t in tensors]
     if len(xs) < 2:
         raise ValueError("concatenate needs at least two tensors")
+    if len({t.dtype for t in xs}) > 1:
+        xs = [_c.cast(t, "f32") if t.dtype == "i32" else t for t in xs]     # ints with floats: float32
     r = len(xs[0].shape)
     if any(len(t.shape) != r for t in xs):
         raise ValueError(f"concatenate: tensors of different ranks {[t.shape for t in xs]}")

@@ -156,6 +156,8 @@ def test_the_rest_eagerly():
     np.testing.assert_allclose(m, a.mean(1), rtol=1e-6)
     np.testing.assert_allclose(v, a.var(1), rtol=1e-5)
     np.testing.assert_allclose(ops.concatenate([a, a], axis=0), np.concatenate([a, a]), rtol=0)
+    np.testing.assert_array_equal(ops.concatenate([np.arange(3), np.ones(2)]), [0, 1, 2, 1, 1])   # promoted
+    np.testing.assert_array_equal(ops.stack([np.arange(2), np.ones(2)]), [[0, 1], [1, 1]])
 
 
 def test_every_keras_op_is_tested_here():
