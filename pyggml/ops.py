@@ -24,7 +24,7 @@ import functools
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import _ops_numpy, _scope, _symbolic, _tensor_arrays
+from pyggml import _ops_control, _ops_math, _ops_nn, _ops_numpy, _scope, _symbolic, _tensor_arrays
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
@@ -288,11 +288,21 @@ def _keras_unary(name):
 globals().update({n: _keras_unary(n) for n in _KERAS_UNARY})
 
 
+# the modules of Keras's functions; a name that is also ggml's must be in its module's SHARED_WITH_GGML
+_KERAS_MODULES = (_ops_numpy, _ops_math, _ops_nn, _ops_control)
+
+
 def _install_keras_ops():
     names = {}
-    for n in _ops_numpy.__all__:
-        keras_op = getattr(_ops_numpy, n)
-        names[n] = _shared(globals()[n], keras_op) if n in _ops_numpy.SHARED_WITH_GGML else keras_op
+    for module in _KERAS_MODULES:
+        shared = getattr(module, "SHARED_WITH_GGML", ())
+        for n in module.__all__:
+            if n in names:
+                raise ImportError(f"pyggml.ops: {n} is defined by two modules")
+            if n in _GGML_NAMES and n not in shared:
+                raise ImportError(f"pyggml.ops: {module.__name__}.{n} is also ggml's op: list it in SHARED_WITH_GGML")
+            keras_op = getattr(module, n)
+            names[n] = _shared(globals()[n], keras_op) if n in shared else keras_op
     globals().update(names)
     return set(names)
 
