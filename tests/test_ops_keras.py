@@ -373,3 +373,28 @@ def test_stop_gradient_passes_the_value_and_no_gradient():
     np.testing.assert_array_equal(ops.stop_gradient(np.arange(3.0)), [0.0, 1.0, 2.0])
     with pytest.raises(TypeError, match="stop_gradient"):
         ops.stop_gradient(np.array(["a"]))
+
+
+def test_functional_nodes_of_one_number_per_sample(tmp_path):
+    """inp[:, 0] and ops.sum over the features are (batch,) nodes, as in Keras: they combine,
+    train, save and load; a Dense on one is refused with the reason."""
+    inp = pg.Input((2,))
+    first = inp[:, 0]
+    assert first.shape == (None,)
+    out = ops.expand_dims(first, -1) * pg.layers.Dense(1, kernel_initializer="ones", name="d")(inp)
+    m = pg.Model(inp, [out, ops.sum(inp, axis=-1)])
+    x = RNG.normal(size=(3, 2)).astype(np.float32)
+    got, total = m.predict(x, verbose=0)
+    np.testing.assert_allclose(got[:, 0], x[:, 0] * x.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(total, x.sum(1), rtol=1e-6)
+    assert total.shape == (3,)
+    lines = []
+    m.summary(print_fn=lines.append)
+    assert any("(None,)" in ln for ln in lines)
+    m.compile(loss="mse", optimizer="adam")
+    m.fit(x, [np.ones((3, 1), np.float32), np.ones(3, np.float32)], epochs=2, verbose=0)
+    m.save(str(tmp_path / "m.gguf"))
+    np.testing.assert_allclose(pg.models.load_model(str(tmp_path / "m.gguf")).predict(x, verbose=0)[0],
+                               m.predict(x, verbose=0)[0], rtol=1e-6)
+    with pytest.raises(ValueError, match="last dimension"):
+        pg.layers.Dense(3)(first)
