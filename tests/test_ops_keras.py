@@ -398,3 +398,26 @@ def test_functional_nodes_of_one_number_per_sample(tmp_path):
                                m.predict(x, verbose=0)[0], rtol=1e-6)
     with pytest.raises(ValueError, match="last dimension"):
         pg.layers.Dense(3)(first)
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (lambda t: ops.norm(t, axis=-1), lambda a: np.linalg.norm(a, axis=-1)),
+    (lambda t: ops.std(t, axis=-1), lambda a: a.std(-1)),
+    (lambda t: ops.power(abs(t), 2.5), lambda a: np.abs(a) ** 2.5),
+], ids=["norm", "std", "power"])
+def test_gradients_at_zero_are_finite(fn, ref):
+    """A norm, std or power of zeros (a padded row) has value 0 and gradient 0, not NaN,
+    and the other rows keep theirs."""
+    from op_checks import OpLayer
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    x[0] = 0.0
+    m = pg.Sequential([pg.Input((4,)), OpLayer(fn)])
+    m.compile(loss="mse", optimizer="sgd")
+    got = m.predict(x, verbose=0)
+    np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+    assert np.all(got[0] == 0)
+    g_all = next(iter(m.gradients(x, np.ones_like(got)).values()))
+    g_rest = next(iter(m.gradients(x[1:], np.ones_like(got[1:])).values()))
+    assert np.isfinite(g_all).all()
+    # the zero row adds nothing: the mean over 3 rows is 2/3 of the mean over the other 2
+    np.testing.assert_allclose(g_all, g_rest * 2 / 3, rtol=1e-4, atol=1e-6)
