@@ -421,3 +421,16 @@ def test_gradients_at_zero_are_finite(fn, ref):
     assert np.isfinite(g_all).all()
     # the zero row adds nothing: the mean over 3 rows is 2/3 of the mean over the other 2
     np.testing.assert_allclose(g_all, g_rest * 2 / 3, rtol=1e-4, atol=1e-6)
+
+
+def test_a_loss_that_reaches_no_weight_is_a_clear_error():
+    """A model whose output is a constant (ops.zeros_like of its input), or reaches its
+    weight only through stop_gradient: fit and gradients raise, where ggml's backward pass
+    would have aborted the process (found by tools/probe_new_surface.py's auto_ops set)."""
+    from op_checks import OpLayer
+    x = np.ones((4, 3), np.float32)
+    for fn in (lambda z: ops.zeros_like(z), lambda z: ops.ones_like(z) * 2.0, lambda z: ops.stop_gradient(z)):
+        m = pg.Sequential([pg.Input((3,)), OpLayer(fn)])
+        m.compile(loss="mse", optimizer="adam")
+        with pytest.raises(ValueError, match="does not depend on any trainable weight"):
+            m.fit(x, x, verbose=0)
