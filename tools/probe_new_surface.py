@@ -1073,6 +1073,64 @@ def cases_auto_ops():
     return cases
 
 
+# --- every layer class, from its signature -------------------------------------------------------
+_LAYER_ARGS = {"activation": "'relu'", "axes": "1", "cell": "L.SimpleRNNCell(2)", "cells": "[L.SimpleRNNCell(2)]",
+               "dims": "(2, 1)", "equation": "'ab,bc->ac'", "factor": "0.2", "filters": "2", "function": "lambda t: t * 2",
+               "height": "2", "width": "2", "height_factor": "0.2", "width_factor": "0.2", "input_dim": "5",
+               "output_dim": "3", "kernel_size": "2", "key_dim": "2", "num_heads": "2", "layer": "L.Dense(2)", "n": "2",
+               "num_bins": "4", "output_shape": "3", "rate": "0.5", "scale": "0.5", "stddev": "0.1",
+               "target_shape": "(-1,)", "units": "2", "head_dim": "2", "num_query_heads": "2", "num_key_value_heads": "1",
+               "layers": "[L.Dense(2)]", "num_mel_bins": "4", "sampling_rate": "8000", "fft_length": "8",
+               "sequence_length": "8", "sequence_stride": "4", "frame_length": "8", "frame_step": "4",
+               "value_range": "(0, 1)", "num_classes": "3"}
+_LAYER_FEEDS = {"2d": ((4,), "rng.random((2, 4)).astype(np.float32)"),
+                "3d": ((3, 4), "rng.random((2, 3, 4)).astype(np.float32)"),
+                "4d": ((4, 4, 3), "rng.random((2, 4, 4, 3)).astype(np.float32)"),
+                "int2d": ((4,), "rng.integers(0, 5, (2, 4)).astype(np.int32)")}
+
+
+def cases_auto_layers():
+    """Each layer class of pg.layers built from its signature: on arrays and in a model
+    (predict, fit, save/load) at several input ranks, and with each constructor argument in
+    turn given hostile values."""
+    import inspect
+    import pyggml as pg
+    hostile = {"neg1": "-1", "zero": "0", "e9": "10**9", "float": "2.5", "str": "'x'", "none": "None", "nan": "float('nan')",
+               "inf": "float('inf')", "list": "[1, 2]", "tuple": "(0, 0)", "dict": "{'a': 1}", "shape_huge": "(100000, 100000)",
+               "array": "np.ones((2, 2))", "lam": "lambda *a: 1/0", "true": "True", "e5": "100000"}
+    skip = {"Layer", "InputLayer", "Input", "HostLayer", "Wrapper"}
+    cases = []
+    for name in pg.layers.__all__:
+        cls = getattr(pg.layers, name, None)
+        if name in skip or not (isinstance(cls, type) and issubclass(cls, pg.layers.Layer)):
+            continue
+        try:
+            params = [q for q in inspect.signature(cls.__init__).parameters.values()
+                      if q.name != "self" and q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)]
+        except (TypeError, ValueError):
+            continue
+        base = {q.name: _LAYER_ARGS.get(q.name, "2") for q in params if q.default is inspect.Parameter.empty}
+
+        def ctor(kw):
+            return f"L.{name}(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")"
+        for fname, (shape, feed) in _LAYER_FEEDS.items():
+            cases.append((f"layers.{name}.eager.{fname}", f"R = np.shape({ctor(base)}({feed}))"))
+            cases.append((f"layers.{name}.model.{fname}",
+                          f"m = pg.Sequential([pg.Input({shape}, dtype={'int32' if fname.startswith('int') else 'float32'!r}), "
+                          f"{ctor(base)}]); x = {feed}; y = m.predict(x, verbose=0)\n"
+                          f"m.compile(loss='mse', optimizer='adam')\n"
+                          f"try:\n    m.fit(x, y, verbose=0)\nexcept ValueError as e:\n"
+                          f"    assert 'trainable' in str(e) or 'depend' in str(e), e\nR = roundtrip(m, x).count_params()"))
+        for q in params:
+            for hn, hv in hostile.items():
+                kw = dict(base)
+                kw[q.name] = hv
+                cases.append((f"layers.{name}.{q.name}={hn}",
+                              f"m = pg.Sequential([pg.Input((3, 4)), {ctor(kw)}]); x = rng.random((2, 3, 4)).astype(np.float32)\n"
+                              f"R = m.predict(x, verbose=0).shape"))
+    return cases
+
+
 SETS = {name[len("cases_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("cases_")}
 
 
