@@ -43,7 +43,10 @@ class AugMix(RandomImageLayer):
         check_policy_images(images, "AugMix")
         rng = self.rng()
         n = len(images)
-        weights = rng.dirichlet([self.alpha] * self.num_chains, size=n).astype(np.float32)     # (n, chains)
+        weights = rng.dirichlet([self.alpha] * self.num_chains, size=n)                        # (n, chains)
+        # a tiny alpha can underflow every gamma draw of a row: such a row mixes the chains equally
+        weights = np.where(np.isfinite(weights).all(axis=1, keepdims=True), weights, 1.0 / self.num_chains)
+        weights = weights.astype(np.float32)
         keep = rng.beta(self.alpha, self.alpha, size=n).astype(np.float32)[:, None, None, None]
         mix = np.zeros_like(images)
         for c in range(self.num_chains):

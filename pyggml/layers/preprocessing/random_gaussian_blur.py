@@ -31,8 +31,9 @@ def _kernel_size(value):
 
 def gaussian_blur(image, kernel_size, sigma):
     """One image (1, h, w, c) blurred; kernel_size and sigma are (across, down), as Keras's gaussian_blur."""
-    kernel = np.outer(gaussian_kernel(kernel_size[1], sigma[1]), gaussian_kernel(kernel_size[0], sigma[0]))
-    return depthwise_filter(image, kernel)
+    # the 2-D kernel is the outer product of two 1-D ones: filter down, then across (the same sums, zero padded)
+    down = depthwise_filter(image, gaussian_kernel(kernel_size[1], sigma[1])[:, None])
+    return depthwise_filter(down, gaussian_kernel(kernel_size[0], sigma[0])[None, :])
 
 
 @register_builtin
