@@ -524,9 +524,15 @@ def test_keras_io_augmentation_sequential_in_a_functional_model_saves_and_loads(
     hist = model.fit(x_train, y_train, epochs=2, batch_size=8, verbose=0)
     assert np.all(np.isfinite(hist.history["loss"]))
     p = model.predict(x_train)
-    # inference: only AutoContrast acts
-    head_in = L.AutoContrast()(x_train)
-    assert not np.allclose(head_in, x_train)
+    # inference: of the augmentations only AutoContrast acts
+    head = pg.Sequential([pg.Input((10, 10, 3)), L.Rescaling(1.0 / 255), L.Conv2D(2, 3), L.Flatten(),
+                          L.Dense(2, activation="softmax")])
+    head.compile(loss="mse")
+    head.set_weights(model.get_weights())
+    contrasted = L.AutoContrast()(x_train)
+    assert not np.allclose(contrasted, x_train)
+    np.testing.assert_allclose(head.predict(contrasted), p, rtol=1e-4, atol=1e-6)
+    head.free()
     for name in ("colour.gguf", "colour.keras"):
         path = str(tmp_path / name)
         model.save(path)
