@@ -634,3 +634,18 @@ def test_bad_inputs_are_refused(make):
 def test_colour_layers_need_rgb_images(make):
     with pytest.raises(ValueError, match="3 channels"):
         make()(_images(2, c=2))
+
+
+@pytest.mark.parametrize("make", [lambda: L.RandomHue(0.2), lambda: L.RandomSaturation(0.2),
+                                  lambda: L.RandomGrayscale(), lambda: L.RandomColorDegeneration(0.2),
+                                  lambda: L.RandAugment(), lambda: L.AugMix(),
+                                  lambda: L.RandomColorJitter(saturation_factor=0.1)])
+def test_models_refuse_inputs_of_the_wrong_channel_count_when_built(make):
+    with pytest.raises(ValueError, match="3 channels"):
+        make()(pg.Input((6, 6, 2)))
+    with pytest.raises(ValueError, match="3 channels"):
+        L.RandomHue(0.1, data_format="channels_first")(pg.Input((2, 6, 6)))
+    assert make()(pg.Input((6, 6, 3))).shape[1:] == (6, 6, 3)
+    # brightness and contrast alone take any channel count
+    assert L.RandomColorJitter(brightness_factor=0.1)(pg.Input((6, 6, 2))).shape[1:] == (6, 6, 2)
+    assert L.RandomColorJitter(brightness_factor=0.1)(_images(2, c=2)).shape == (2, 6, 7, 2)

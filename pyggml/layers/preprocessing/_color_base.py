@@ -8,7 +8,7 @@ the images' values span."""
 from pyggml.layers.preprocessing.image_layer import factor_range
 from pyggml.layers.preprocessing.random_brightness import check_value_range
 
-__all__ = ["bounded_factor", "check_color_range", "draw_from"]
+__all__ = ["bounded_factor", "check_color_range", "draw_from", "ColorChannels"]
 
 
 def bounded_factor(value, name, owner, low=0.0, high=1.0):
@@ -32,3 +32,19 @@ def draw_from(layer, owner):
     ``seed`` decides every draw."""
     object.__setattr__(layer, "rng", owner.rng)
     return layer
+
+
+class ColorChannels:
+    """Mixed in before an image layer whose maths needs RGB (or grey) images: a model refuses an input of
+    another channel count when it is built, not at the first batch."""
+
+    color_channels = (1, 3)            # None: any count
+
+    def compute_output_shape(self, input_shape):
+        out = super().compute_output_shape(input_shape)
+        c = tuple(input_shape)[1 if self.data_format == "channels_first" else -1]
+        if self.color_channels and c is not None and c not in self.color_channels:
+            grey = " or grey ones (1 channel)" if 1 in self.color_channels else ""
+            raise ValueError(f"{type(self).__name__} takes RGB images (3 channels){grey}, got inputs of shape "
+                             f"{tuple(input_shape)}")
+        return out

@@ -16,6 +16,7 @@ import numpy as np
 from pyggml._validation import check_bool, check_int, check_number
 from pyggml.layers.preprocessing._augment_policies import (ALL_OPS, GEOMETRIC_AND_TONE_OPS, apply_per_image,
                                                           check_policy_args, check_policy_images, policy_ops)
+from pyggml.layers.preprocessing._color_base import ColorChannels
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer
 from pyggml.saving.object_registration import register_builtin
 
@@ -23,7 +24,7 @@ __all__ = ["AugMix"]
 
 
 @register_builtin
-class AugMix(RandomImageLayer):
+class AugMix(ColorChannels, RandomImageLayer):
     """``AugMix(value_range=(0, 255), num_chains=3, chain_depth=3, factor=0.3, alpha=1.0, all_ops=True,
     interpolation="bilinear", seed=None, data_format=None)``."""
 

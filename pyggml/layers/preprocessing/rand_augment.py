@@ -13,6 +13,7 @@ import numpy as np
 from pyggml._validation import check_int
 from pyggml.layers.preprocessing._augment_policies import (ALL_OPS, apply_per_image, check_policy_args,
                                                           check_policy_images, policy_ops)
+from pyggml.layers.preprocessing._color_base import ColorChannels
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer
 from pyggml.saving.object_registration import register_builtin
 
@@ -25,7 +26,7 @@ assert set(_ORDER) == set(ALL_OPS)
 
 
 @register_builtin
-class RandAugment(RandomImageLayer):
+class RandAugment(ColorChannels, RandomImageLayer):
     """``RandAugment(value_range=(0, 255), num_ops=2, factor=0.5, interpolation="bilinear", seed=None,
     data_format=None)``."""
 

@@ -5,7 +5,7 @@ clipped to ``value_range`` (``f = 1``: grey).  The identity in inference."""
 
 import numpy as np
 
-from pyggml.layers.preprocessing._color_base import bounded_factor, check_color_range
+from pyggml.layers.preprocessing._color_base import ColorChannels, bounded_factor, check_color_range
 from pyggml.layers.preprocessing._color_ops import check_channels, rgb_to_grayscale
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer
 from pyggml.saving.object_registration import register_builtin
@@ -14,7 +14,7 @@ __all__ = ["RandomColorDegeneration"]
 
 
 @register_builtin
-class RandomColorDegeneration(RandomImageLayer):
+class RandomColorDegeneration(ColorChannels, RandomImageLayer):
     """``RandomColorDegeneration(factor, value_range=(0, 255), data_format=None, seed=None)``; ``factor`` in
     [0, 1] (a number f: draws from [0, f]) or a (lower, upper) pair."""
 

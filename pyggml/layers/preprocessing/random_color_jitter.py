@@ -4,7 +4,8 @@ contrast, saturation and hue changed at random, in that order, by the layers
 with the factors given (a factor left None skips its step).  The identity in
 inference."""
 
-from pyggml.layers.preprocessing._color_base import check_color_range, draw_from
+from pyggml.layers.preprocessing._color_base import ColorChannels, check_color_range, draw_from
+from pyggml.layers.preprocessing._color_ops import check_channels
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer
 from pyggml.layers.preprocessing.random_brightness import RandomBrightness
 from pyggml.layers.preprocessing.random_contrast import RandomContrast
@@ -23,7 +24,7 @@ def _plain(value):
 
 
 @register_builtin
-class RandomColorJitter(RandomImageLayer):
+class RandomColorJitter(ColorChannels, RandomImageLayer):
     """``RandomColorJitter(value_range=(0, 255), brightness_factor=None, contrast_factor=None,
     saturation_factor=None, hue_factor=None, seed=None, data_format=None)``; each factor takes the form of
     the layer it drives."""
@@ -45,12 +46,16 @@ class RandomColorJitter(RandomImageLayer):
                 raise type(e)(f"RandomColorJitter: {name}: {e}") from None
             steps.append(draw_from(step, self))
         self._steps = steps
+        # saturation and hue need RGB; brightness and contrast take any channels
+        self.color_channels = (3,) if saturation_factor is not None or hue_factor is not None else None
         self.brightness_factor = _plain(brightness_factor)
         self.contrast_factor = _plain(contrast_factor)
         self.saturation_factor = _plain(saturation_factor)
         self.hue_factor = _plain(hue_factor)
 
     def augment(self, images):
+        if self.color_channels:
+            check_channels(images, "RandomColorJitter (saturation_factor, hue_factor)", self.color_channels)
         for step in self._steps:
             images = step.augment(images)
         return images

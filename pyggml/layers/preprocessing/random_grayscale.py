@@ -6,6 +6,7 @@ The identity in inference."""
 import numpy as np
 
 from pyggml._validation import check_fraction
+from pyggml.layers.preprocessing._color_base import ColorChannels
 from pyggml.layers.preprocessing._color_ops import check_channels, rgb_to_grayscale
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer
 from pyggml.saving.object_registration import register_builtin
@@ -14,7 +15,7 @@ __all__ = ["RandomGrayscale"]
 
 
 @register_builtin
-class RandomGrayscale(RandomImageLayer):
+class RandomGrayscale(ColorChannels, RandomImageLayer):
     """``RandomGrayscale(factor=0.5, data_format=None, seed=None)``; ``factor``: the probability, in [0, 1]."""
 
     def __init__(self, factor=0.5, data_format=None, seed=None, **kwargs):

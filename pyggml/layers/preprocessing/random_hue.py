@@ -6,7 +6,7 @@ in inference."""
 
 import numpy as np
 
-from pyggml.layers.preprocessing._color_base import bounded_factor, check_color_range
+from pyggml.layers.preprocessing._color_base import ColorChannels, bounded_factor, check_color_range
 from pyggml.layers.preprocessing._color_ops import check_channels, from_unit, hsv_to_rgb, rgb_to_hsv, to_unit
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer
 from pyggml.saving.object_registration import register_builtin
@@ -23,9 +23,11 @@ def shift_hue(images, turns, value_range):
 
 
 @register_builtin
-class RandomHue(RandomImageLayer):
+class RandomHue(ColorChannels, RandomImageLayer):
     """``RandomHue(factor, value_range=(0, 255), data_format=None, seed=None)``; ``factor`` in [0, 1] (a number
     f: draws from [0, f]) or a (lower, upper) pair."""
+
+    color_channels = (3,)
 
     def __init__(self, factor, value_range=(0, 255), data_format=None, seed=None, **kwargs):
         super().__init__(seed=seed, data_format=data_format, **kwargs)
