@@ -594,6 +594,7 @@ def test_integer_images_and_nested_lists():
     (lambda: L.AutoContrast(value_range=None), "value_range"),
     (lambda: L.Equalization(bins=1), "bins"),
     (lambda: L.Equalization(bins=2.5), "bins"),
+    (lambda: L.Equalization(seed=1), "seed"),
     (lambda: L.RandomGaussianBlur(kernel_size=4), "kernel_size"),
     (lambda: L.RandomGaussianBlur(kernel_size=(3, 5, 7)), "kernel_size"),
     (lambda: L.RandomGaussianBlur(kernel_size=0), "kernel_size"),

@@ -19,7 +19,8 @@ from pyggml.layers.preprocessing.random_sharpness import RandomSharpness
 from pyggml.layers.preprocessing.random_translation import RandomTranslation
 from pyggml.layers.preprocessing.solarization import Solarization
 
-__all__ = ["GEOMETRIC_AND_TONE_OPS", "ALL_OPS", "policy_ops", "check_policy_args", "apply_per_image"]
+__all__ = ["GEOMETRIC_AND_TONE_OPS", "ALL_OPS", "policy_ops", "check_policy_args", "check_policy_images",
+           "apply_per_image"]
 
 # Keras 3's lists (AugMix without all_ops takes the first seven)
 GEOMETRIC_AND_TONE_OPS = ("random_shear", "random_translation", "random_rotation", "random_posterization",

@@ -46,6 +46,8 @@ class Equalization(RandomImageLayer):
     """``Equalization(value_range=(0, 255), bins=256, data_format=None)``."""
 
     def __init__(self, value_range=(0, 255), bins=256, data_format=None, **kwargs):
+        if "seed" in kwargs:
+            raise TypeError("Equalization takes no seed: it draws nothing")
         super().__init__(data_format=data_format, **kwargs)
         self.value_range = check_color_range(value_range, "Equalization")
         self.bins = check_int("Equalization: bins", bins, 2, 1 << 16)

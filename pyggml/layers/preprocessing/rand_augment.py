@@ -8,8 +8,6 @@ the strength ``factor`` (a number f: (0, f); or a (lower, upper) pair in [0,
 Keras 3 draws one list of operations for the whole batch; here every image
 draws its own (as in the RandAugment paper), so images of one batch differ."""
 
-import numpy as np
-
 from pyggml._validation import check_int
 from pyggml.layers.preprocessing._augment_policies import (ALL_OPS, apply_per_image, check_policy_args,
                                                           check_policy_images, policy_ops)
