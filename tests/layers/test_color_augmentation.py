@@ -650,3 +650,25 @@ def test_models_refuse_inputs_of_the_wrong_channel_count_when_built(make):
     # brightness and contrast alone take any channel count
     assert L.RandomColorJitter(brightness_factor=0.1)(pg.Input((6, 6, 2))).shape[1:] == (6, 6, 2)
     assert L.RandomColorJitter(brightness_factor=0.1)(_images(2, c=2)).shape == (2, 6, 7, 2)
+
+
+# --- parity with Pillow's ImageOps on uint8 images -----------------------------------------------------------------
+
+def _pil_rgb(seed=0):
+    return (np.random.default_rng(seed).random((9, 11, 3)) * 256).astype(np.uint8)
+
+
+def test_posterize_solarize_and_auto_contrast_match_pillow():
+    Image = pytest.importorskip("PIL.Image")
+    ImageOps = pytest.importorskip("PIL.ImageOps")
+    img = _pil_rgb()
+    for bits in (1, 3, 6):
+        ref = np.asarray(ImageOps.posterize(Image.fromarray(img), bits), np.float32)
+        np.testing.assert_array_equal(L.RandomPosterization((bits, bits))(img[None])[0], ref)
+    for threshold in (0, 100, 200):
+        ref = np.asarray(ImageOps.solarize(Image.fromarray(img), threshold), np.float32)
+        out = L.Solarization(threshold_factor=(threshold / 255, threshold / 255))(img[None])[0]
+        np.testing.assert_allclose(out, ref, atol=1e-3)
+    low_contrast = (img // 3 + 60).astype(np.uint8)
+    ref = np.asarray(ImageOps.autocontrast(Image.fromarray(low_contrast)), np.float32)
+    np.testing.assert_allclose(L.AutoContrast()(low_contrast[None])[0], ref, atol=1.0)   # Pillow truncates
