@@ -672,3 +672,20 @@ def test_posterize_solarize_and_auto_contrast_match_pillow():
     low_contrast = (img // 3 + 60).astype(np.uint8)
     ref = np.asarray(ImageOps.autocontrast(Image.fromarray(low_contrast)), np.float32)
     np.testing.assert_allclose(L.AutoContrast()(low_contrast[None])[0], ref, atol=1.0)   # Pillow truncates
+
+
+def test_library_seed_decides_unseeded_draws_and_a_dataset_map_augments():
+    x = _images(8, 6, 6)
+    pg.set_seed(3)
+    first = L.RandAugment()(x)
+    pg.set_seed(3)
+    np.testing.assert_array_equal(L.RandAugment()(x), first)
+    aug = L.RandomColorJitter(brightness_factor=(0.5, 0.5), value_range=(0, 1))
+    ds = pg.data.Dataset.from_tensor_slices((x / 255, np.ones((8, 1), np.float32))).batch(4)
+    batches = list(ds.map(lambda a, b: (aug(a), b)))
+    np.testing.assert_allclose(np.concatenate([np.asarray(a) for a, _ in batches]), np.clip(x / 255 + 0.5, 0, 1),
+                               atol=1e-6)
+    model = pg.Sequential([pg.Input((6, 6, 3)), L.Flatten(), L.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(ds.map(lambda a, b: (aug(a), b)), epochs=1, verbose=0)
+    model.free()
