@@ -25,8 +25,8 @@ from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, Discretiz
                                          HostLayer, IntegerLookup, Normalization, RandomBrightness, RandomContrast,
                                          RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
                                          Rescaling, Resizing, StringLookup, TextVectorization)
-from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
-                                     StackedRNNCells)
+from pyggml.layers.recurrent import (Bidirectional, ConvLSTM1D, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN,
+                                     SimpleRNNCell, StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
 
 for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, SpatialDropout1D, SpatialDropout2D,
@@ -37,7 +37,7 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
-             GroupedQueryAttention):
+             GroupedQueryAttention, ConvLSTM1D):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -66,4 +66,5 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "AdditiveAttention", "GroupNormalization", "EinsumDense", "TextVectorization", "Hashing", "HashedCrossing",
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
-           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "GroupedQueryAttention"] + _ALIASES
+           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "GroupedQueryAttention",
+           "ConvLSTM1D"] + _ALIASES
