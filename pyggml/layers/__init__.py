@@ -27,7 +27,7 @@ from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, Discretiz
                                          Rescaling, Resizing, StringLookup, TextVectorization)
 from pyggml.layers.recurrent import (Bidirectional, ConvLSTM1D, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN,
                                      SimpleRNNCell, StackedRNNCells)
-from pyggml.layers.wrappers import TimeDistributed
+from pyggml.layers.wrappers import SpectralNormalization, TimeDistributed, Wrapper
 
 for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, SpatialDropout1D, SpatialDropout2D,
              ZeroPadding1D, ZeroPadding2D, Cropping1D, Cropping2D, Conv1D, Conv2D, Conv1DTranspose, Conv2DTranspose,
@@ -37,7 +37,7 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
-             GroupedQueryAttention, ConvLSTM1D):
+             GroupedQueryAttention, ConvLSTM1D, SpectralNormalization):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -67,4 +67,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
            "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "GroupedQueryAttention",
-           "ConvLSTM1D"] + _ALIASES
+           "ConvLSTM1D", "SpectralNormalization", "Wrapper"] + _ALIASES
