@@ -37,7 +37,7 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
-             GroupedQueryAttention, ConvLSTM1D, SpectralNormalization):
+             GroupedQueryAttention, ConvLSTM1D):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)

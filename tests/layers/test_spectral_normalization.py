@@ -153,3 +153,26 @@ def test_bad_arguments():
         SN(pg.layers.Flatten())(np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="layer"):
         SN.from_config({"name": "x"})
+
+
+def test_a_zero_kernel_is_used_as_it_is_and_keeps_u():
+    model = pg.Sequential([pg.Input((3,)), SN(pg.layers.Dense(2, kernel_initializer="zeros"))]).compile(loss="mse")
+    u0 = model.get_weights()["spectral_normalization.vector_u"]
+    x = np.ones((4, 3), np.float32)
+    np.testing.assert_array_equal(model.predict(x, verbose=0), np.zeros((4, 2)))
+    model.fit(x, np.ones((4, 2)), epochs=1, verbose=0)
+    w = model.get_weights()
+    assert np.all(np.isfinite(w["spectral_normalization.vector_u"]))
+    assert np.abs(w["spectral_normalization.layer.weight"]).max() > 0          # it trained from zero
+    np.testing.assert_allclose(w["spectral_normalization.vector_u"], u0, rtol=1e-6)
+    model.free()
+
+
+def test_integer_inputs_reach_a_wrapped_embedding_as_integers():
+    model = pg.Sequential([pg.Input((3,), dtype="int32"), SN(pg.layers.Embedding(5, 4), power_iterations=30)])
+    model.compile(loss="mse")
+    table = model.get_weights()["spectral_normalization.layer.weight"].astype(np.float64)      # (5, 4)
+    top = np.linalg.svd(table, compute_uv=False)[0]
+    x = np.array([[0, 4, 2]])
+    np.testing.assert_allclose(model.predict(x, verbose=0)[0], table[[0, 4, 2]] / top, rtol=1e-3, atol=1e-6)
+    model.free()

@@ -51,8 +51,7 @@ def _normalize(x):
 
 @register_builtin
 class SpectralNormalization(Wrapper):
-    float_inputs = True
-
+    # integer inputs go to the wrapped layer as they are: it converts them if it computes in float
     def __init__(self, layer, power_iterations=1, **kwargs):
         super().__init__(layer, **kwargs)
         if isinstance(power_iterations, bool) or not is_int(power_iterations):
@@ -105,13 +104,18 @@ class SpectralNormalization(Wrapper):
         w = v_kernel.graph_tensor()
         m = self._matrix(w, v_kernel)                                       # (n, rest)
         mt = ops.cont(core_ops.transpose(m))                                # (rest, n)
-        u = self.vector_u.graph_tensor()                                    # (1, n)
+        u_old = u = self.vector_u.graph_tensor()                            # (1, n)
         for _ in range(self.power_iterations):
             v = _normalize(ops.mul_mat(mt, u))                              # u W^T: (1, rest)
             u = _normalize(ops.mul_mat(m, v))                               # v W: (1, n)
         u, v = ops.stop_gradient(u), ops.stop_gradient(v)
         sigma = core_ops.sum(ops.mul(ops.mul_mat(m, v), u))                 # v W u^T
-        like = _scope.require("SpectralNormalization").ctx.new_tensor(tuple(w.shape))
+        # as Keras: an all-zero kernel (sigma 0) is used as it is and keeps its u
+        zero = ops.stop_gradient(ops.sub(ops.constant(np.ones((1,), np.float32)), ops.step(ops.abs(sigma))))
+        sigma = ops.add(sigma, zero)
+        u = ops.add(u, ops.mul(ops.repeat(ops.reshape(zero, (1, 1)), u), u_old))
+        builder = _scope.require("SpectralNormalization")
+        like = builder.ctx.new_tensor(tuple(w.shape))
         return ops.div(w, ops.repeat(ops.reshape(sigma, (1,) * len(w.shape)), like)), u
 
     def call(self, inputs, training=None):
