@@ -62,6 +62,20 @@ def conv_lstm_ref(filters, stride=1, dilation=1, padding="valid", activation="ta
     return ref
 
 
+def bidirectional_ref(filters, **kw):
+    """Bidirectional(ConvLSTM1D(..., return_sequences=True)), merge "concat": the backward
+    layer's sequence turned back to forward time, joined on the last axis."""
+    fw, bw = conv_lstm_ref(filters, return_sequences=True, **kw), \
+        conv_lstm_ref(filters, return_sequences=True, go_backwards=True, **kw)
+
+    def ref(hs, w, training):
+        part = {p: {k.split(".", 1)[1]: a for k, a in w.items() if k.startswith(p + ".")}
+                for p in ("forward_layer", "backward_layer")}
+        return np.concatenate([fw(hs, part["forward_layer"], training),
+                               bw(hs, part["backward_layer"], training)[:, ::-1]], axis=-1)
+    return ref
+
+
 CASES = [
     LayerCase("convlstm1d_valid", lambda: CL(2, 3), [(3, 5, 2)], conv_lstm_ref(2)),
     LayerCase("convlstm1d_same_even_kernel_sequences_backwards",
@@ -73,6 +87,9 @@ CASES = [
               conv_lstm_ref(2, stride=2, padding="same", activation="relu", channels_first=True,
                             return_sequences=True)),
     LayerCase("convlstm1d_dilated", lambda: CL(3, 2, dilation_rate=2), [(2, 5, 1)], conv_lstm_ref(3, dilation=2)),
+    LayerCase("convlstm1d_bidirectional_concat",
+              lambda: pg.layers.Bidirectional(CL(2, 2, padding="same", return_sequences=True)), [(3, 3, 2)],
+              bidirectional_ref(2, padding="same")),
 ]
 
 test_forward, test_gradient, test_config, test_training_step = harness_tests(CASES)
