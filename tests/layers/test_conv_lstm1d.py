@@ -147,6 +147,9 @@ def test_stateful_carries_states_between_batches():
     layer.reset_states()
     np.testing.assert_allclose(model.predict(x2, batch_size=2, verbose=0), conv_lstm_ref(2)([x2], w, False),
                                rtol=2e-4, atol=2e-5)
+    layer.reset_states([h, c])                      # Keras's shapes (batch, out_steps, filters)
+    np.testing.assert_allclose(model.predict(x2, batch_size=2, verbose=0),
+                               conv_lstm_ref(2)([x2], w, False, states=[h, c]), rtol=2e-4, atol=2e-5)
     model.free()
 
 

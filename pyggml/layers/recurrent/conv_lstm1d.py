@@ -126,6 +126,23 @@ class ConvLSTM1D(Stateful, TakesInitialState, SequenceMask, LSTMMath, Layer):
             raise ValueError("ConvLSTM1D: the state sizes are known once the layer is built")
         return [self._out_steps * self.filters] * 2
 
+    def reset_states(self, states=None):
+        """Zeros, or the given [h, c], each (batch, out_steps, filters) (channels_first: (batch,
+        filters, out_steps)); kept flat, (batch, out_steps * filters)."""
+        if states is not None and self.stateful and self._out_steps is not None:
+            values = list(states) if isinstance(states, (list, tuple)) else [states]
+            flat = []
+            for a in values:
+                a = np.asarray(a)
+                if a.ndim == 3 and a.dtype != object and a.shape[1:] == self._state_shape(None, self._out_steps)[1:]:
+                    a = a.transpose(0, 2, 1) if self.data_format == "channels_first" else a
+                    a = a.reshape(a.shape[0], -1)
+                flat.append(a)
+            states = flat
+        return super().reset_states(states)
+
+    reset_state = reset_states
+
     def split_inputs(self, inputs):
         if not isinstance(inputs, (list, tuple)):
             return inputs, None
