@@ -198,3 +198,16 @@ def test_bad_arguments():
         CL(2, 5)(np.zeros((2, 3, 4, 1), np.float32))
     with pytest.raises(ValueError, match="initial state"):
         CL(2, 3)(pg.Input((3, 5, 2)), initial_state=[pg.Input((5, 2)), pg.Input((5, 2))])
+
+
+def test_regularizers_and_constraints_see_keras_weights():
+    layer = CL(2, 3, kernel_regularizer=pg.regularizers.L2(0.1), recurrent_regularizer=pg.regularizers.L1(0.2),
+               bias_regularizer=pg.regularizers.L2(0.3), recurrent_constraint="non_neg")
+    model = pg.Sequential([pg.Input((2, 5, 2)), layer]).compile(optimizer=pg.optimizers.SGD(0.5), loss="mse")
+    w = {k.split(".", 1)[1]: v.astype(np.float64) for k, v in model.get_weights().items()}
+    want = 0.1 * np.sum(w["weight_ih"] ** 2) + 0.2 * np.sum(np.abs(w["weight_hh"])) + 0.3 * np.sum(w["bias"] ** 2)
+    np.testing.assert_allclose(sum(layer.losses), want, rtol=1e-5)
+    rng = np.random.default_rng(7)
+    model.fit(rng.normal(size=(4, 2, 5, 2)), rng.normal(size=(4, 3, 2)), epochs=1, verbose=0)
+    assert model.get_weights()["conv_lstm1d.weight_hh"].min() >= 0.0
+    model.free()

@@ -253,3 +253,12 @@ def test_gradients_reach_every_projection_through_grouped_heads():
     case = LayerCase("gqa_grouped_grad", lambda: GQA(2, 6, 3, use_bias=False), [(3, 4)],
                      gqa_ref(2, 6, 3, causal=True), call=lambda layer, hs: layer(hs[0], use_causal_mask=True))
     harness.check_gradient(case, "functional")
+
+
+def test_regularizers_see_keras_layouts():
+    g = GQA(2, 4, 2, kernel_regularizer=pg.regularizers.L2(0.1), bias_regularizer=pg.regularizers.L1(0.2))
+    g(np.zeros((1, 3, 5), np.float32))
+    w = {k: v.astype(np.float64) for k, v in g.get_weights().items()}
+    kernels = sum(np.sum(w[f"{p}_proj.weight"] ** 2) for p in "qkv") + np.sum(w["out_proj.weight"] ** 2)
+    biases = sum(np.sum(np.abs(w[f"{p}_proj.bias"])) for p in "qkv") + np.sum(np.abs(w["out_proj.bias"]))
+    np.testing.assert_allclose(sum(g.losses), 0.1 * kernels + 0.2 * biases, rtol=1e-5)
