@@ -176,3 +176,29 @@ def test_integer_inputs_reach_a_wrapped_embedding_as_integers():
     x = np.array([[0, 4, 2]])
     np.testing.assert_allclose(model.predict(x, verbose=0)[0], table[[0, 4, 2]] / top, rtol=1e-3, atol=1e-6)
     model.free()
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: pg.layers.Conv2DTranspose(3, 2), (4, 4, 2)),
+    (lambda: pg.layers.DepthwiseConv2D(2, depth_multiplier=2), (4, 4, 3)),
+    (lambda: pg.layers.EinsumDense("ab,bc->ac", output_shape=3), (5,)),
+    (lambda: pg.layers.Conv1DTranspose(2, 3), (4, 3)),
+], ids=["conv2d_transpose", "depthwise_conv2d", "einsum_dense", "conv1d_transpose"])
+def test_other_kernels_divided_by_their_keras_matrix_norm(make, shape):
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(2,) + shape).astype(np.float32)
+    inner = make()
+    sn = SN(inner, power_iterations=300)
+    got = sn(x)
+    keras_kernel = np.asarray(inner.get_weights()[0])
+    top = np.linalg.svd(keras_kernel.reshape(-1, keras_kernel.shape[-1]), compute_uv=False)[0]
+    plain = type(inner).from_config(inner.get_config())
+    plain(x)
+    weights = dict(inner.get_weights())
+    name = next(n for n in weights if n in ("weight", "kernel"))
+    plain.set_weights(weights)
+    raw = plain(x)
+    weights[name] = weights[name] / top
+    plain.set_weights(weights)
+    np.testing.assert_allclose(got, plain(x), rtol=1e-4, atol=1e-5)
+    assert abs(top - 1.0) > 0.05 and np.abs(raw - got).max() > 1e-3         # it did normalize

@@ -41,6 +41,20 @@ __all__ = ["SpectralNormalization"]
 _EPS = 1e-12
 
 
+class _StandIn(Variable):
+    """The normalized kernel standing in for the wrapped layer's kernel Variable while its call
+    builds the graph: whatever reads the kernel (ops, arithmetic, ``graph_tensor()``) gets the
+    normalized tensor."""
+
+    def __init__(self, base, tensor):
+        super().__init__(base.name, base.shape, base.initializer, trainable=base.trainable, layout=base.layout)
+        self.keras_shape, self.keras_axes = base.keras_shape, base.keras_axes
+        self._standin = tensor
+
+    def graph_tensor(self):
+        return self._standin
+
+
 def _normalize(x):
     """x / sqrt(sum(x^2) + eps) for a (1, n) tensor."""
     ss = core_ops.sum(ops.sqr(x))                                            # (1,)
@@ -125,7 +139,7 @@ class SpectralNormalization(Wrapper):
         attr = self._kernel_attr
         old = self.layer.__dict__[attr]
         # the wrapped layer's call reads its kernel attribute: the normalized tensor stands in for it
-        object.__setattr__(self.layer, attr, kernel)
+        object.__setattr__(self.layer, attr, _StandIn(old, kernel))
         try:
             return self.layer(inputs, training=training)
         finally:
