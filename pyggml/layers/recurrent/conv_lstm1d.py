@@ -27,8 +27,9 @@ recurrent projection one convolution of the state per time.  As LSTM:
 ``dropout``/``recurrent_dropout`` (masks drawn once per sequence, one per
 gate, on the inputs ``(batch, steps, channels)`` and on the state), padding masks over
 the times, ``go_backwards``, ``initial_state=[h, c]``, ``stateful`` (its
-states kept flat, ``(batch, out_steps * filters)``), ``unroll`` (accepted: the
-graph is always unrolled).
+states kept flat, ``(batch, out_steps * filters)``; ``reset_states`` takes Keras's
+shapes too), ``unroll`` (accepted: the graph is always unrolled), and
+``Bidirectional(ConvLSTM1D(...))``.
 """
 
 from types import SimpleNamespace
