@@ -36,11 +36,12 @@ __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argm
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
-           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "top_k"]
+           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "top_k", "stop_gradient"]
 
 # the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
 # (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
-SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add", "cast")
+SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add", "cast",
+                    "stop_gradient")
 
 
 # --- tensors, eager calls ----------------------------------------------------------------------------
@@ -1099,6 +1100,19 @@ def _dtype_kind(dtype, what):
     if dt.kind == "f":
         return "float", dt
     raise TypeError(f"{what}: dtype must be a bool, int or float type, got {dtype!r}")
+
+
+def stop_gradient(variable):
+    """Keras's ``ops.stop_gradient``: ``variable``'s value, through which training passes no
+    gradient (the backward pass treats it as a constant); an array is returned as it is."""
+    if _scope.current() is None and not isinstance(variable, Tensor):
+        a = variable.numpy() if isinstance(variable, Variable) else np.asarray(variable)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"stop_gradient: expected a tensor or real numbers, got dtype {a.dtype}")
+        return a
+    if host_value(variable) is not None and not isinstance(variable, Tensor):
+        return _t(variable)                                  # a constant has no gradient anyway
+    return _c.stop_gradient(_t(variable))
 
 
 def cast(x, dtype):
