@@ -515,7 +515,8 @@ def _ranked(x, axis, descending, k, what):
 
 
 def _as_int(t):
-    return _c.cast(_np_ops._cont(t), "i32")
+    """Float indices as int32, behind stop_gradient (indices pass no gradient)."""
+    return _c.cast(_np_ops.stop_gradient(t), "i32")
 
 
 def _sortable(x, what):
