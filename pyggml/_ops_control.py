@@ -449,26 +449,87 @@ def associative_scan(f, elems, reverse=False, axis=0):
     return _pack(elems, leaves)
 
 
+# a custom gradient in a graph evaluates the gradient function once per output entry (the rows of
+# the Jacobian's transpose): bounded so that a graph stays small
+MAX_CUSTOM_GRADIENT_OUTPUTS = 4096
+MAX_CUSTOM_GRADIENT_MATRIX = 1 << 24
+
+
 def custom_gradient(f):
-    """Keras's ``ops.custom_gradient`` decorator: ``f(*args)`` returns ``(y, grad_fn)``;
-    the decorated function returns ``y``.  On arrays (which have no gradient) that is the
-    whole of it.  Inside a model's graph ggml derives gradients from the ops themselves and
-    has no hook for a Python gradient function, so the call is refused (TypeError) rather
-    than silently training with the wrong gradient."""
+    """Keras's ``ops.custom_gradient`` decorator: ``f(*args)`` returns ``(y, grad_fn)``, where
+    ``grad_fn(upstream)`` gives the gradient for each argument (one value for one argument,
+    a tuple for several; None for an argument without one).  On arrays it returns ``y``.
+
+    Inside a model's graph (ggml derives gradients from the ops, with no Python hook) the
+    result is ``stop_gradient(y) + G @ (x - stop_gradient(x))``, whose value is y and whose
+    gradient is ``grad_fn(upstream)`` exactly for any gradient function (which is linear in
+    ``upstream``): the rows of G are ``grad_fn(e_j)`` for each entry j of y, computed while
+    the graph is built (so y may have at most MAX_CUSTOM_GRADIENT_OUTPUTS entries, batch
+    included).  y must be one tensor there."""
     _check_callable(f, "custom_gradient")
 
     def wrapper(*args, **kwargs):
-        if _in_graph(list(args), list(kwargs.values())):
-            raise TypeError(f"custom_gradient: {getattr(f, '__name__', 'the function')} was called inside a model's "
-                            f"graph, where ggml computes gradients from the ops and cannot call a Python gradient "
-                            f"function; write the forward with ops whose gradients are right (or call it on arrays)")
         out = f(*args, **kwargs)
         if not isinstance(out, (list, tuple)) or len(out) != 2 or not callable(out[1]):
             raise ValueError("custom_gradient: the decorated function must return (output, grad_fn)")
-        return out[0]
+        y, grad_fn = out
+        if not _in_graph(list(args), list(kwargs.values()), y):
+            return y
+        return _custom_gradient_graph(getattr(f, "__name__", "the function"), args, y, grad_fn)
     wrapper.__name__ = getattr(f, "__name__", "custom_gradient")
     wrapper.__doc__ = getattr(f, "__doc__", None)
     return wrapper
+
+
+def _custom_gradient_graph(name, args, y, grad_fn):
+    if not _is_graph(y):
+        if isinstance(y, (list, tuple, dict)):
+            raise TypeError(f"custom_gradient: {name} returned a {type(y).__name__}; inside a model's graph the "
+                            f"output must be one tensor")
+        return y
+    y = _np_ops._f(_graph_tensor(y))
+    ny = int(y.nelements)
+    if ny > MAX_CUSTOM_GRADIENT_OUTPUTS:
+        raise TypeError(f"custom_gradient: {name}'s output has {ny} entries; inside a model's graph the gradient "
+                        f"function is evaluated once per entry, at most {MAX_CUSTOM_GRADIENT_OUTPUTS} (use a smaller "
+                        f"batch or write the forward with ops whose gradients are right)")
+    inputs = [(k, _graph_tensor(a)) for k, a in enumerate(args) if _is_graph(a)]
+    if not inputs:
+        return y
+    rows = {k: [] for k, _ in inputs}
+    yshape = tuple(int(d) for d in y.shape)
+    for j in range(ny):
+        basis = np.zeros(ny, np.float32)          # a new array each time: a graph constant keeps its array
+        basis[j] = 1.0
+        grads = grad_fn(basis.reshape(yshape))
+        grads = tuple(grads) if isinstance(grads, (list, tuple)) else (grads,)
+        if len(grads) != len(args):
+            raise ValueError(f"custom_gradient: {name}'s gradient function returned {len(grads)} gradients for "
+                             f"{len(args)} arguments")
+        for k, x in inputs:
+            g = grads[k]
+            if g is None:
+                continue
+            gshape = tuple(g.shape) if _is_graph(g) else np.shape(g)
+            if int(np.prod(gshape)) != int(x.nelements):
+                g = _np_ops.broadcast_to(g, tuple(int(d) for d in x.shape))
+            rows[k].append((j, g))
+    total = _np_ops.stop_gradient(y)
+    for k, x in inputs:
+        if not rows[k]:
+            continue
+        nx = int(x.nelements)
+        if ny * nx > MAX_CUSTOM_GRADIENT_MATRIX:
+            raise TypeError(f"custom_gradient: {name}'s Jacobian would hold {ny} x {nx} entries inside the graph, "
+                            f"more than {MAX_CUSTOM_GRADIENT_MATRIX}")
+        got = dict(rows[k])
+        flat = [_c.reshape(_np_ops._cont(_np_ops._f(got[j])), (1, nx)) if j in got else
+                _np_ops._t(np.zeros((1, nx), np.float32)) for j in range(ny)]
+        jac = _np_ops.stop_gradient(flat[0] if ny == 1 else _np_ops.concatenate(flat, axis=0))   # (ny, nx)
+        x = _np_ops._f(x)
+        zero = _c.reshape(_np_ops._cont(x - _np_ops.stop_gradient(x)), (nx, 1))
+        total = total + _c.reshape(_np_ops._cont(_np_ops.dot(jac, zero)), yshape)
+    return total
 
 
 # --- sorting ------------------------------------------------------------------------------------------------
