@@ -868,12 +868,15 @@ def nonzero(x):
 
 # --- linear algebra -----------------------------------------------------------------------------------------
 
-def _on_arrays(name, compute, *args):
+def _on_arrays(name, compute, *args, graph=None):
     """compute(*arrays) on arrays; inside a graph on the values known there (results become
-    constants), refused for computed tensors."""
+    constants); for computed graph tensors ``graph(*args)`` (the small unrolled forms) or a
+    TypeError."""
     if _in_graph(*args):
         known = [_known(a) for a in args]
         if builtins.any(k is None for k in known):
+            if graph is not None:
+                return graph(*args)
             raise TypeError(f"{name}: linear algebra is computed on arrays, not on graph tensors computed in a "
                             f"model's graph (ggml has no {name}); call it on arrays, e.g. the results of predict")
         out = compute(*known)
@@ -884,6 +887,186 @@ def _on_arrays(name, compute, *args):
                                                  else np.float32)) for o in outs)
         return consts if isinstance(out, tuple) else consts[0]
     return compute(*args)
+
+
+# --- small matrices inside a graph: unrolled from element-wise ops (they train) ----------------------------
+
+MAX_GRAPH_MATRIX = 8
+
+
+def _graph_matrix(x, what, name="a"):
+    t = _np_ops._f(_graph_tensor(x) if _is_graph(x) else _float_array(x, what, name))
+    shape = tuple(int(d) for d in t.shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"{what}: {name} must be square (..., n, n), got shape {shape}")
+    n = shape[-1]
+    if n > MAX_GRAPH_MATRIX:
+        raise TypeError(f"{what}: inside a model's graph it is unrolled for matrices up to {MAX_GRAPH_MATRIX} x "
+                        f"{MAX_GRAPH_MATRIX}, got {n} x {n}; compute it on arrays")
+    return t, n
+
+
+def _entry(t, i, j):
+    """t[..., i, j] keeping a last axis of 1."""
+    return t[..., i, j:j + 1]
+
+
+def _stack_rows(rows):
+    return rows[0][..., None, :] if len(rows) == 1 else _np_ops.stack(rows, axis=-2)
+
+
+def _batch_shape(t):
+    return tuple(int(d) for d in t.shape[:-2])
+
+
+def _eliminate(rows, n, full):
+    """Gaussian elimination with partial pivoting on ``rows`` (tensors (..., m), m >= n): the
+    pivot of each column is picked by comparisons (the first largest magnitude, a 0/1 choice
+    without gradient) and swapped in by masks.  ``full``: Gauss-Jordan (every other row is
+    cleared).  Returns the rows, the pivots (..., 1) and the sign of the row swaps (None when
+    there was no choice)."""
+    sign = None
+    pivots = []
+    for k in range(n):
+        cand = list(range(k, n))
+        if len(cand) > 1:
+            mags = {i: _c.abs(_np_ops._cont(rows[i][..., k:k + 1])) for i in cand}
+            first = {}
+            for i in cand:
+                mask = None
+                for j in cand:
+                    if j != i:
+                        c = _np_ops.greater_equal(mags[i], mags[j]) if j > i else _np_ops.greater(mags[i], mags[j])
+                        mask = c if mask is None else mask * c
+                first[i] = mask
+            pivot_row = None
+            for i in cand:
+                part = first[i] * rows[i]
+                pivot_row = part if pivot_row is None else pivot_row + part
+            old = rows[k]
+            for i in cand[1:]:
+                rows[i] = rows[i] + first[i] * (old - rows[i])
+            rows[k] = pivot_row
+            flip = first[k] * 2.0 - 1.0                    # -1 where another row came up
+            sign = flip if sign is None else sign * flip
+        piv = rows[k][..., k:k + 1]
+        pivots.append(piv)
+        # a zero pivot has a zero column below it (the largest magnitude is 0): nothing to clear
+        safe = piv + _np_ops.equal(piv, 0.0)
+        for i in (range(n) if full else range(k + 1, n)):
+            if i != k:
+                rows[i] = rows[i] - (rows[i][..., k:k + 1] / safe) * rows[k]
+    return rows, pivots, sign
+
+
+def _to_batch(t, batch):
+    return _c.reshape(_np_ops._cont(t), batch or (1,))
+
+
+def _det_graph(x):
+    t, n = _graph_matrix(x, "det", "x")
+    _, pivots, sign = _eliminate([t[..., i, :] for i in range(n)], n, False)
+    out = pivots[0]
+    for p in pivots[1:]:
+        out = out * p
+    if sign is not None:
+        out = out * sign
+    return _to_batch(out, _batch_shape(t))
+
+
+def _slogdet_graph(x):
+    t, n = _graph_matrix(x, "slogdet", "x")
+    _, pivots, sign = _eliminate([t[..., i, :] for i in range(n)], n, False)
+    sgn = sign
+    logabs = None
+    for p in pivots:
+        s = _np_ops.sign(p)
+        sgn = s if sgn is None else sgn * s
+        la = _c.log(_c.abs(_np_ops._cont(p)))
+        logabs = la if logabs is None else logabs + la
+    batch = _batch_shape(t)
+    return _to_batch(sgn, batch), _to_batch(logabs, batch)
+
+
+def _solve_graph(a, b, what="solve"):
+    t, n = _graph_matrix(a, what)
+    batch = _batch_shape(t)
+    bt = _np_ops._f(_graph_tensor(b) if _is_graph(b) else _float_array(b, what, "b"))
+    bshape = tuple(int(d) for d in bt.shape)
+    vector = len(bshape) == len(batch) + 1
+    if not (vector and bshape == batch + (n,)) and not (len(bshape) == len(batch) + 2 and bshape[:-1] ==
+                                                         batch + (n,)):
+        if len(bshape) in (1, 2) and bshape[0] == n and batch:
+            bt = _np_ops.broadcast_to(bt, batch + bshape)             # one right-hand side for every matrix
+            bshape = batch + bshape
+            vector = len(bshape) == len(batch) + 1
+        else:
+            raise ValueError(f"{what}: b of shape {bshape} does not match a of shape {tuple(t.shape)} (b needs {n} "
+                             f"rows and a's leading axes)")
+    if vector:
+        bt = _c.reshape(_np_ops._cont(bt), bshape + (1,))
+    if len(bt.shape) > MAX_DIMS:
+        raise ValueError(f"{what}: b needs {len(bt.shape)} dimensions as a matrix; a graph tensor has at most "
+                         f"{MAX_DIMS}")
+    aug = _np_ops.concatenate([t, bt], axis=-1)
+    rows, _, _ = _eliminate([aug[..., i, :] for i in range(n)], n, True)
+    xs = [rows[i][..., n:] / rows[i][..., i:i + 1] for i in range(n)]
+    out = _stack_rows(xs)
+    return _c.reshape(_np_ops._cont(out), bshape) if vector else out
+
+
+def _inv_graph(x):
+    t, n = _graph_matrix(x, "inv", "x")
+    eye = np.broadcast_to(np.eye(n, dtype=np.float32), tuple(t.shape)).copy()
+    return _solve_graph(t, eye, "inv")
+
+
+def _cholesky_graph(x, upper):
+    t, n = _graph_matrix(x, "cholesky", "x")
+    low = [[None] * n for _ in range(n)]
+    for j in range(n):
+        s = _entry(t, j, j)
+        for k in range(j):
+            s = s - low[j][k] * low[j][k]
+        low[j][j] = _c.sqrt(_np_ops._cont(s))
+        for i in range(j + 1, n):
+            v = _entry(t, i, j)
+            for k in range(j):
+                v = v - low[i][k] * low[j][k]
+            low[i][j] = v / low[j][j]
+    batch = _batch_shape(t)
+    rows = []
+    for i in range(n):
+        parts = low[i][:i + 1]
+        if i < n - 1:
+            parts = parts + [_np_ops._t(np.zeros(batch + (n - 1 - i,), np.float32))]
+        rows.append(parts[0] if len(parts) == 1 else _np_ops.concatenate(parts, axis=-1))
+    out = _stack_rows(rows)
+    if not upper:
+        return out
+    r = len(out.shape)
+    return _np_ops.transpose(out, tuple(range(r - 2)) + (r - 1, r - 2))
+
+
+def _solve_triangular_graph(a, b, lower):
+    t, n = _graph_matrix(a, "solve_triangular")
+    batch = _batch_shape(t)
+    bt = _np_ops._f(_graph_tensor(b) if _is_graph(b) else _float_array(b, "solve_triangular", "b"))
+    bshape = tuple(int(d) for d in bt.shape)
+    vector = bshape == batch + (n,)
+    if not vector and not (len(bshape) == len(batch) + 2 and bshape[:-1] == batch + (n,)):
+        raise ValueError(f"solve_triangular: b of shape {bshape} does not match a of shape {tuple(t.shape)} (b needs "
+                         f"{n} rows and a's leading axes)")
+    if vector:
+        bt = _c.reshape(_np_ops._cont(bt), bshape + (1,))
+    xs = [None] * n
+    for i in (range(n) if lower else range(n - 1, -1, -1)):
+        v = bt[..., i, :]
+        for k in (range(i) if lower else range(i + 1, n)):
+            v = v - _entry(t, i, k) * xs[k]
+        xs[i] = v / _entry(t, i, i)
+    out = _stack_rows(xs)
+    return _c.reshape(_np_ops._cont(out), bshape) if vector else out
 
 
 def _matrices(x, what, square=True, name="x"):
@@ -912,17 +1095,18 @@ def cholesky(x, upper=False):
         a = _matrices(a, "cholesky")
         low = _linalg_errors("cholesky", lambda: np.linalg.cholesky(a))
         return np.swapaxes(low, -1, -2).conj() if upper else low
-    return _on_arrays("cholesky", compute, x)
+    return _on_arrays("cholesky", compute, x, graph=lambda t: _cholesky_graph(t, upper))
 
 
 def det(x):
     """Keras's ``ops.det``: the determinant of each square matrix."""
-    return _on_arrays("det", lambda a: np.linalg.det(_matrices(a, "det")), x)
+    return _on_arrays("det", lambda a: np.linalg.det(_matrices(a, "det")), x, graph=_det_graph)
 
 
 def slogdet(x):
     """Keras's ``ops.slogdet``: ``(sign, log|det|)`` of each square matrix."""
-    return _on_arrays("slogdet", lambda a: tuple(np.linalg.slogdet(_matrices(a, "slogdet"))), x)
+    return _on_arrays("slogdet", lambda a: tuple(np.linalg.slogdet(_matrices(a, "slogdet"))), x,
+                      graph=_slogdet_graph)
 
 
 def eig(x):
@@ -940,7 +1124,8 @@ def eigh(x):
 
 def inv(x):
     """Keras's ``ops.inv``: the inverse of each square matrix (ValueError when singular)."""
-    return _on_arrays("inv", lambda a: _linalg_errors("inv", lambda: np.linalg.inv(_matrices(a, "inv"))), x)
+    return _on_arrays("inv", lambda a: _linalg_errors("inv", lambda: np.linalg.inv(_matrices(a, "inv"))), x,
+                      graph=_inv_graph)
 
 
 def qr(x, mode="reduced"):
@@ -981,7 +1166,7 @@ def solve(a, b):
         if b.ndim == a.ndim - 1:
             return _linalg_errors("solve", lambda: np.linalg.solve(a, b[..., None]))[..., 0]
         return _linalg_errors("solve", lambda: np.linalg.solve(a, b))
-    return _on_arrays("solve", compute, a, b)
+    return _on_arrays("solve", compute, a, b, graph=_solve_graph)
 
 
 def lstsq(a, b, rcond=None):
@@ -1047,4 +1232,4 @@ def solve_triangular(a, b, lower=False):
         if b.ndim == a.ndim - 1:
             return np.linalg.solve(tri, b[..., None])[..., 0]
         return np.linalg.solve(tri, b)
-    return _on_arrays("solve_triangular", compute, a, b)
+    return _on_arrays("solve_triangular", compute, a, b, graph=lambda a, b: _solve_triangular_graph(a, b, lower))

@@ -348,12 +348,69 @@ def test_linear_algebra_on_arrays_matches_numpy():
     np.testing.assert_array_equal(piv[0], want_piv)
 
 
+RHS = RNG.normal(size=(3, 2))
+
+
+def _spd(a):
+    return a @ np.swapaxes(a, -1, -2) + np.eye(3)
+
+
+def _spd_graph(t):
+    return t @ ops.transpose(t, (0, 2, 1)) + np.eye(3, dtype=np.float32)
+
+
+# id: (op on a (batch=2, 3, 3) tensor of matrices, float64 numpy reference)
+LINALG_GRAPH_CASES = {
+    "det": (lambda t: ops.expand_dims(ops.det(t), -1), lambda a: np.linalg.det(a)[:, None]),
+    "slogdet": (lambda t: ops.stack(ops.slogdet(t), axis=-1), lambda a: np.stack(np.linalg.slogdet(a), -1)),
+    "inv": (lambda t: ops.inv(t), np.linalg.inv),
+    "solve_matrix": (lambda t: ops.solve(t, RHS), lambda a: np.linalg.solve(a, np.broadcast_to(RHS, (2, 3, 2)))),
+    "solve_vector": (lambda t: ops.solve(t, t[:, 0]), lambda a: np.linalg.solve(a, a[:, 0][..., None])[..., 0]),
+    "cholesky": (lambda t: ops.cholesky(_spd_graph(t)), lambda a: np.linalg.cholesky(_spd(a))),
+    "cholesky_upper": (lambda t: ops.cholesky(_spd_graph(t), upper=True),
+                       lambda a: np.swapaxes(np.linalg.cholesky(_spd(a)), -1, -2)),
+    "solve_triangular_lower": (lambda t: ops.solve_triangular(t, t[:, :, :2], lower=True),
+                               lambda a: np.linalg.solve(np.tril(a), a[:, :, :2])),
+    "solve_triangular_upper_vector": (lambda t: ops.solve_triangular(t, t[:, 1]),
+                                      lambda a: np.linalg.solve(np.triu(a), a[:, 1][..., None])[..., 0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG_GRAPH_CASES))
+def test_small_linear_algebra_in_a_model(name):
+    fn, ref = LINALG_GRAPH_CASES[name]
+    x = RNG.normal(size=(2, 3, 3)) + 2.0 * np.eye(3)
+    w = RNG.uniform(0.6, 1.4, size=(3, 3))
+    check_op_in_model(fn, ref, x, w, RNG, atol=1e-4)
+
+
+def test_graph_linear_algebra_pivots_and_singular_matrices():
+    """Row swaps (a zero in the corner), a singular matrix (det 0, not nan) and 8 x 8."""
+    mats = np.array([[[0.0, 1, 0], [1, 0, 0], [0, 0, 2]], [[1.0, 2, 3], [2, 4, 6], [1, 0, 1]],
+                     [[0.0, 0, 1], [0, 2, 0], [3, 0, 0]]])
+    np.testing.assert_allclose(_predict(lambda t: ops.expand_dims(ops.det(t), -1), mats)[:, 0],
+                               np.linalg.det(mats), atol=1e-6)
+    sign, logdet = np.moveaxis(_predict(lambda t: ops.stack(ops.slogdet(t), -1), mats), -1, 0)
+    want_sign, want_log = np.linalg.slogdet(mats)
+    np.testing.assert_array_equal(sign, want_sign)
+    np.testing.assert_allclose(logdet[[0, 2]], want_log[[0, 2]], rtol=1e-6)
+    assert logdet[1] == -np.inf
+    np.testing.assert_allclose(_predict(lambda t: ops.inv(t), mats[[0, 2]]), np.linalg.inv(mats[[0, 2]]), atol=1e-6)
+    big = RNG.normal(size=(2, 8, 8))
+    np.testing.assert_allclose(_predict(lambda t: ops.inv(t), big), np.linalg.inv(big), atol=1e-4)
+
+
 def test_linear_algebra_in_a_graph_on_known_values_and_refused_on_computed_ones():
     m = np.array([[2.0, 1.0], [1.0, 3.0]])
-    got = _predict(lambda t: t * ops.det(m) + ops.inv(m)[0], np.ones((2, 2)))
-    np.testing.assert_allclose(got, np.ones((2, 2)) * 5.0 + np.linalg.inv(m)[0], rtol=1e-6)
-    with pytest.raises(TypeError, match="inv: linear algebra is computed on arrays"):
-        _predict(lambda t: ops.inv(ops.reshape(t, (-1, 2, 2))), np.ones((2, 4)))
+    got = _predict(lambda t: t * ops.det(m) + ops.inv(m)[0] + ops.svd(m, compute_uv=False), np.ones((2, 2)))
+    np.testing.assert_allclose(got, np.ones((2, 2)) * 5.0 + np.linalg.inv(m)[0] + np.linalg.svd(m, compute_uv=False),
+                               rtol=1e-6)
+    with pytest.raises(TypeError, match="qr: linear algebra is computed on arrays"):
+        _predict(lambda t: ops.qr(ops.reshape(t, (-1, 2, 2)))[0], np.ones((2, 4)))
+    with pytest.raises(TypeError, match="up to 8 x 8"):
+        _predict(lambda t: ops.inv(ops.reshape(t, (-1, 9, 9))), np.ones((2, 81)))
+    with pytest.raises(TypeError, match="eig: the result is complex"):
+        _predict(lambda t: t * ops.eig(np.array([[0.0, -1.0], [1.0, 0.0]]))[0], np.ones((2, 2)))
     with pytest.raises(TypeError, match="nonzero"):
         _predict(lambda t: ops.nonzero(t)[0], np.ones((2, 2)))
 
