@@ -14,14 +14,19 @@ static, so control flow is built when the graph is built:
 - ``fori_loop``, ``while_loop`` (whose condition is known while unrolling, or
   with ``maximum_iterations``: masked steps), ``scan``, ``map``,
   ``vectorized_map`` and ``associative_scan`` unroll over static sizes.
-- ``sort``/``argsort``/``argpartition`` (and the graph ``top_k``, private here
-  as ``top_k_graph``) rank by comparisons: a permutation of 0/1 masks times the
-  values, so sorted values train (O(n^2) memory along the sorted axis).
+- ``sort``/``argsort``/``argpartition`` (and ``top_k``'s graph form, private here as
+  ``_top_k`` until it replaces _ops_numpy's arrays-only one) rank by comparisons: a
+  permutation of 0/1 masks times the values, so sorted values train (O(n^2) memory along
+  the sorted axis).  Their int32 indices come from ggml's argmax over the permutation.
 - ``scatter``/``scatter_update``/``slice_update`` take indices known when the
   graph is built and place the values with ``get_rows`` and masks (they train).
-- ``nonzero``, the linear algebra and ``custom_gradient`` compute on arrays;
-  inside a graph they compute on the host when every argument is known there
-  and are refused (TypeError) on computed tensors.
+- ``det``, ``slogdet``, ``inv``, ``solve``, ``cholesky`` and ``solve_triangular`` are
+  unrolled for matrices up to 8 x 8 (partial pivoting by comparisons; they train).
+- ``custom_gradient`` adds the gradient function's Jacobian (built row by row while the
+  graph is built) behind ``stop_gradient``: exact, for outputs of up to 4096 entries.
+- ``nonzero`` and the other linear algebra compute on arrays; inside a graph they compute
+  on the host when every argument is known there and are refused (TypeError) on computed
+  tensors.
 """
 
 import builtins
@@ -90,7 +95,9 @@ def _structure(tree):
 
 
 def _in_graph(*values):
-    return _scope.current() is not None or builtins.any(_is_graph(v) for v in _flatten(list(values)))
+    """True inside a model's graph, or when a graph tensor is among the values (a Variable
+    outside any graph is its current value, an array)."""
+    return _scope.current() is not None or builtins.any(isinstance(v, Tensor) for v in _flatten(list(values)))
 
 
 def _known(v):
@@ -567,17 +574,14 @@ def _ranked(x, axis, descending, k, what):
     places = np.arange(k, dtype=np.float32).reshape(k, 1)
     perm = _np_ops.equal(_c.reshape(_np_ops._cont(rank), (m, 1, n)), places)   # (m, k, n): [p, i, j] = rank_j == i
     values = _np_ops.sum(perm * row, axis=-1)
-    index = _np_ops.sum(perm * np.arange(n, dtype=np.float32), axis=-1)
+    # the indices: where each row of the permutation has its 1, by ggml's argmax (int32, and
+    # bounded by n, so take/get_rows accepts them as indices)
+    index = _c.reshape(_c.argmax(_c.reshape(_np_ops._cont(perm), (m * k, n))), (m, k))
     out_shape = shape[:-1] + (k,)
 
     def back(t):
         return _np_ops._swap_last(_c.reshape(_np_ops._cont(t), out_shape), ax)
     return back(values), back(index)
-
-
-def _as_int(t):
-    """Float indices as int32, behind stop_gradient (indices pass no gradient)."""
-    return _c.cast(_np_ops.stop_gradient(t), "i32")
 
 
 def _sortable(x, what):
@@ -608,7 +612,7 @@ def argsort(x, axis=-1):
     equal values keep their order)."""
     if _in_graph(x) and _known(x) is None:
         ax = _check_axis(axis, len(x.shape), "argsort")
-        return _as_int(_ranked(x, ax, False, int(_graph_tensor(x).shape[ax]), "argsort")[1])
+        return _ranked(x, ax, False, int(_graph_tensor(x).shape[ax]), "argsort")[1]
     a = _sortable(_known(x) if _in_graph(x) else x, "argsort")
     out = np.argsort(a, axis=_check_axis(axis, a.ndim, "argsort"), kind="stable").astype(np.int32)
     return host_constant(out) if _in_graph(x) else out
@@ -629,13 +633,13 @@ def argpartition(x, kth, axis=-1):
     if kths.min() < -n or kths.max() >= n:
         raise ValueError(f"argpartition: kth {kth!r} is out of range for an axis of {n}")
     if _in_graph(x) and _known(x) is None:
-        return _as_int(_ranked(x, ax, False, n, "argpartition")[1])
+        return _ranked(x, ax, False, n, "argpartition")[1]
     a = _sortable(_known(x) if _in_graph(x) else x, "argpartition")
     out = np.argpartition(a, kth, axis=ax).astype(np.int32)
     return host_constant(out) if _in_graph(x) else out
 
 
-def top_k_graph(x, k, sorted=True, is_stable=True):
+def _top_k(x, k, sorted=True, is_stable=True):
     """Keras's ``ops.top_k`` in a graph and on arrays: the ``k`` largest values along the last
     axis, largest first (ties: the lower index first), and their int32 indices.  In a
     model's graph the values train.  ``sorted=False`` still gives them sorted (any order is
@@ -649,8 +653,7 @@ def top_k_graph(x, k, sorted=True, is_stable=True):
         if not isinstance(v, (bool, np.bool_)):
             raise TypeError(f"top_k: {name} must be True or False, got {v!r}")
     if _in_graph(x) and _known(x) is None:
-        values, index = _ranked(x, -1, True, int(k), "top_k")
-        return values, _as_int(index)
+        return _ranked(x, -1, True, int(k), "top_k")
     a = _sortable(_known(x) if _in_graph(x) else x, "top_k")
     idx = np.argsort(-a.astype(np.float64), axis=-1, kind="stable")[..., :int(k)]
     values, idx = np.take_along_axis(a, idx, axis=-1), idx.astype(np.int32)
