@@ -553,6 +553,10 @@ def _check_axis(axis, ndim, what):
     return int(axis) % ndim
 
 
+# a sort in a graph holds a few tensors of rows x n x n floats (n: the sorted axis)
+MAX_SORT_COMPARISONS = 1 << 25
+
+
 def _ranked(x, axis, descending, k, what):
     """Sorted values and their indices (float) of graph tensor x along ``axis``, the first
     ``k`` of them: each entry's rank counts the entries before it in the order (ties by
@@ -565,6 +569,10 @@ def _ranked(x, axis, descending, k, what):
     shape = tuple(int(d) for d in moved.shape)
     n = shape[-1]
     m = int(np.prod(shape[:-1])) if r > 1 else 1
+    if m * n * n > MAX_SORT_COMPARISONS:
+        raise ValueError(f"{what}: inside a model's graph a sort compares every pair along the axis: {m} rows of "
+                         f"{n} need {m * n * n} comparisons, more than {MAX_SORT_COMPARISONS}; sort fewer values "
+                         f"(or compute on arrays)")
     rows = _c.reshape(_np_ops._cont(moved), (m, n))
     col = _c.reshape(rows, (m, n, 1))           # [p, j] = x_j
     row = _c.reshape(rows, (m, 1, n))           # [p, k] = x_k
