@@ -308,6 +308,26 @@ def test_sort_and_top_k_agree_with_torch():
     np.testing.assert_array_equal(got, torch.topk(torch.tensor(a), 3).values.numpy())
 
 
+
+def test_graph_linear_algebra_agrees_with_torch():
+    torch = pytest.importorskip("torch")
+    a = (RNG.normal(size=(3, 4, 4)) + 3.0 * np.eye(4)).astype(np.float32)
+    ta = torch.tensor(a, dtype=torch.float64)
+    flat = a.reshape(3, 16)
+
+    def run(fn):
+        return _predict(lambda t: fn(ops.reshape(t, (-1, 4, 4))), flat)
+    np.testing.assert_allclose(run(ops.inv), torch.linalg.inv(ta).numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(run(lambda m: ops.expand_dims(ops.det(m), -1))[:, 0], torch.linalg.det(ta).numpy(),
+                               rtol=1e-4)
+    spd = ta @ ta.transpose(-1, -2)
+    np.testing.assert_allclose(run(lambda m: ops.cholesky(m @ ops.transpose(m, (0, 2, 1)))),
+                               torch.linalg.cholesky(spd).numpy(), rtol=1e-4, atol=1e-4)
+    want = torch.linalg.solve_triangular(ta, ta[..., :2], upper=False).numpy()
+    np.testing.assert_allclose(run(lambda m: ops.solve_triangular(m, m[..., :2], lower=True)), want, rtol=1e-4,
+                               atol=1e-5)
+
+
 def test_scatter_on_arrays():
     np.testing.assert_array_equal(ops.scatter([[0, 1], [1, 1]], np.array([1.0, 1.0]), (2, 2)), [[0, 1], [0, 1]])
     np.testing.assert_array_equal(ops.scatter([[1], [1], [-1]], np.ones((3, 2)), (4, 2)),
