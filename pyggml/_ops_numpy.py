@@ -323,10 +323,20 @@ def var(x, axis=None, keepdims=False):
     return _reduce(_c.sqr(_cont(centred)), axis, keepdims, "var", "mean")
 
 
+_TINY = 1e-30
+_SQRT_TINY = float(np.sqrt(np.float32(_TINY)))
+
+
+def _sqrt_of_sum(v):
+    """sqrt(v) of a sum of squares (v >= 0) whose gradient at v = 0 is 0, not 0 * inf = NaN
+    (a norm or std of zeros, as PyTorch's): sqrt(v + tiny) - sqrt(tiny), exact at 0."""
+    return _c.scale_bias(_cont(_c.sqrt(_c.scale_bias(_cont(v), 1.0, _TINY))), 1.0, -_SQRT_TINY)
+
+
 @_eager("x")
 def std(x, axis=None, keepdims=False):
     """The standard deviation (population) over ``axis``."""
-    return _c.sqrt(var(x, axis, keepdims))
+    return _sqrt_of_sum(var(x, axis, keepdims))
 
 
 @_eager("x")
@@ -948,7 +958,9 @@ def power(x1, x2):
             y = y * a
         return reciprocal(y) if k < 0 else y
     b = _f(x2)
-    return _c.exp(_cont(b * _c.log(a)))
+    # log(x1 + tiny): at x1 = 0 the value is tiny ** x2 (0 in float32 for x2 > 1.5) and the
+    # gradient finite, where log(0) made it 0 * inf = NaN
+    return _c.exp(_cont(b * _c.log(_c.scale_bias(_cont(a), 1.0, _TINY))))
 
 
 @_eager("x")
@@ -1058,7 +1070,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     ``pyggml.core.ops.norm``.)"""
     x = _f(x)
     if ord in (None, 2, "fro", "euclidean"):
-        return _c.sqrt(sum(_c.sqr(x), axis, keepdims))
+        return _sqrt_of_sum(sum(_c.sqr(x), axis, keepdims))
     if ord == 1:
         return sum(_c.abs(x), axis, keepdims)
     if is_number(ord) and ord > 0:

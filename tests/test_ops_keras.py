@@ -398,3 +398,39 @@ def test_functional_nodes_of_one_number_per_sample(tmp_path):
                                m.predict(x, verbose=0)[0], rtol=1e-6)
     with pytest.raises(ValueError, match="last dimension"):
         pg.layers.Dense(3)(first)
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (lambda t: ops.norm(t, axis=-1), lambda a: np.linalg.norm(a, axis=-1)),
+    (lambda t: ops.std(t, axis=-1), lambda a: a.std(-1)),
+    (lambda t: ops.power(abs(t), 2.5), lambda a: np.abs(a) ** 2.5),
+], ids=["norm", "std", "power"])
+def test_gradients_at_zero_are_finite(fn, ref):
+    """A norm, std or power of zeros (a padded row) has value 0 and gradient 0, not NaN,
+    and the other rows keep theirs."""
+    from op_checks import OpLayer
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    x[0] = 0.0
+    m = pg.Sequential([pg.Input((4,)), OpLayer(fn)])
+    m.compile(loss="mse", optimizer="sgd")
+    got = m.predict(x, verbose=0)
+    np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+    assert np.all(got[0] == 0)
+    g_all = next(iter(m.gradients(x, np.ones_like(got)).values()))
+    g_rest = next(iter(m.gradients(x[1:], np.ones_like(got[1:])).values()))
+    assert np.isfinite(g_all).all()
+    # the zero row adds nothing: the mean over 3 rows is 2/3 of the mean over the other 2
+    np.testing.assert_allclose(g_all, g_rest * 2 / 3, rtol=1e-4, atol=1e-6)
+
+
+def test_a_loss_that_reaches_no_weight_is_a_clear_error():
+    """A model whose output is a constant (ops.zeros_like of its input), or reaches its
+    weight only through stop_gradient: fit and gradients raise, where ggml's backward pass
+    would have aborted the process (found by tools/probe_new_surface.py's auto_ops set)."""
+    from op_checks import OpLayer
+    x = np.ones((4, 3), np.float32)
+    for fn in (lambda z: ops.zeros_like(z), lambda z: ops.ones_like(z) * 2.0, lambda z: ops.stop_gradient(z)):
+        m = pg.Sequential([pg.Input((3,)), OpLayer(fn)])
+        m.compile(loss="mse", optimizer="adam")
+        with pytest.raises(ValueError, match="does not depend on any trainable weight"):
+            m.fit(x, x, verbose=0)
