@@ -574,10 +574,14 @@ def _ranked(x, axis, descending, k, what):
                          f"{n} need {m * n * n} comparisons, more than {MAX_SORT_COMPARISONS}; sort fewer values "
                          f"(or compute on arrays)")
     rows = _c.reshape(_np_ops._cont(moved), (m, n))
-    col = _c.reshape(rows, (m, n, 1))           # [p, j] = x_j
     row = _c.reshape(rows, (m, 1, n))           # [p, k] = x_k
-    ahead = _np_ops.greater(row, col) if descending else _np_ops.less(row, col)
-    earlier_tie = _np_ops.equal(row, col) * np.tril(np.ones((n, n), np.float32), -1)
+    # the order is built behind stop_gradient (it has no gradient): the indices made from it
+    # are then no node of the backward pass (an int32 tensor there is refused)
+    fixed = _np_ops.stop_gradient(rows)
+    col_s = _c.reshape(fixed, (m, n, 1))        # [p, j] = x_j
+    row_s = _c.reshape(fixed, (m, 1, n))
+    ahead = _np_ops.greater(row_s, col_s) if descending else _np_ops.less(row_s, col_s)
+    earlier_tie = _np_ops.equal(row_s, col_s) * np.tril(np.ones((n, n), np.float32), -1)
     rank = _np_ops.sum(ahead + earlier_tie, axis=-1)                      # (m, n): where x_j goes
     places = np.arange(k, dtype=np.float32).reshape(k, 1)
     perm = _np_ops.equal(_c.reshape(_np_ops._cont(rank), (m, 1, n)), places)   # (m, k, n): [p, i, j] = rank_j == i

@@ -116,6 +116,10 @@ GRAPH_CASES = {
     "sort_last": (lambda t: ops.sort(t), lambda a: np.sort(a, -1)),
     "sort_middle": (lambda t: ops.sort(t, axis=1) * np.arange(1.0, 5.0), lambda a: np.sort(a, 1) * np.arange(1, 5)),
     "top_k_values": (lambda t: _ops_control._top_k(t, 2)[0], lambda a: -np.sort(-a, -1)[..., :2]),
+    "top_k_indices_take": (lambda t: ops.take(t, _ops_control._top_k(t[0, 0], 2)[1], axis=-1),
+                           lambda a: a[..., np.argsort(-a[0, 0], kind="stable")[:2]]),
+    "argsort_rows_take": (lambda t: ops.take(t, ops.argsort(t[1, :, 2]), axis=1),
+                          lambda a: a[:, np.argsort(a[1, :, 2], kind="stable")]),
     "scatter": (lambda t: ops.scatter(SCATTER_IDX, t[0, :3, :3], (2, 3, 3)), _scatter_ref),
     "scatter_update": (lambda t: ops.scatter_update(t, UPDATE_IDX, t[0, :3, :] * 5.0 - 1.0), _update_ref(None)),
     "scatter_update_add": (lambda t: ops.scatter_update(t, UPDATE_IDX, t[0, :3, :] * 5.0 - 1.0, reduction="add"),
@@ -169,9 +173,6 @@ def test_argsort_and_top_k_indices_feed_take_in_a_graph():
     np.testing.assert_allclose(got, x[:, np.argsort(-x[0])[:2]].astype(np.float32), rtol=1e-6)
 
 
-@pytest.mark.xfail(raises=TypeError, strict=True, reason="pyggml.core's backward check (_check_backward in "
-                   "core/graph.pxi) refuses any int32 node downstream of a weight (argmax's too) and does not stop "
-                   "at stop_gradient's flag")
 def test_argsort_indices_feed_take_in_a_training_graph():
     def gather_sorted(t):
         return ops.take(t, ops.argsort(t[0]), axis=-1)
