@@ -211,6 +211,8 @@ def cond(pred, true_fn, false_fn):
     structure of broadcast-compatible tensors (gradients reach the chosen branch only)."""
     _check_callable(true_fn, "cond", "true_fn")
     _check_callable(false_fn, "cond", "false_fn")
+    if pred is None or callable(pred):
+        raise TypeError(f"cond: pred must be a boolean value or tensor, got {type(pred).__name__}")
     known = _known(pred)
     if known is not None:
         return true_fn() if _truth(known, "cond") else false_fn()
@@ -234,6 +236,8 @@ def switch(index, branches, *operands):
         raise TypeError(f"switch: branches must be a non-empty list of callables, got {branches!r}")
     for k, b in enumerate(branches):
         _check_callable(b, "switch", f"branches[{k}]")
+    if index is None:
+        raise TypeError("switch: index must be an integer or a tensor holding one, got None")
     known = _known(index)
     last = len(branches) - 1
     if known is not None:
@@ -426,6 +430,8 @@ def associative_scan(f, elems, reverse=False, axis=0):
     which is called on whole arrays (element-wise over ``axis``).  Built as ceil(log2 n)
     rounds of ``f`` (Hillis-Steele), in a graph as on arrays."""
     _check_callable(f, "associative_scan")
+    if not isinstance(reverse, (bool, np.bool_)):
+        raise TypeError(f"associative_scan: reverse must be True or False, got {reverse!r}")
     leaves = _flatten(elems)
     if not leaves or builtins.any(x is None for x in leaves):
         raise ValueError("associative_scan: elems must be arrays or tensors")
@@ -746,7 +752,7 @@ def _graph_values(v):
 def _reduction(reduction):
     if isinstance(reduction, str):
         reduction = reduction.lower()
-    if reduction not in _REDUCTIONS:
+    if not (reduction is None or isinstance(reduction, str)) or reduction not in _REDUCTIONS:
         raise ValueError(f"scatter_update: reduction must be None, 'add', 'max', 'min' or 'mul', got {reduction!r}")
     return reduction
 
@@ -1146,7 +1152,7 @@ def inv(x):
 def qr(x, mode="reduced"):
     """Keras's ``ops.qr``: ``(q, r)`` with ``mode`` "reduced" (q: (..., m, k), k = min(m, n))
     or "complete" (q: (..., m, m))."""
-    if mode not in ("reduced", "complete"):
+    if not isinstance(mode, str) or mode not in ("reduced", "complete"):
         raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
     return _on_arrays("qr", lambda a: tuple(np.linalg.qr(_matrices(a, "qr", square=False), mode=mode)), x)
 
@@ -1158,8 +1164,11 @@ def svd(x, full_matrices=True, compute_uv=True):
             raise TypeError(f"svd: {name} must be True or False, got {v!r}")
 
     def compute(a):
-        out = _linalg_errors("svd", lambda: np.linalg.svd(_matrices(a, "svd", square=False),
-                                                          full_matrices=full_matrices, compute_uv=compute_uv))
+        a = _matrices(a, "svd", square=False)
+        if compute_uv and full_matrices and builtins.max(a.shape[-2:]) ** 2 * int(np.prod(a.shape[:-2])) > 1 << 28:
+            raise ValueError(f"svd: full_matrices=True for x of shape {a.shape} would make square factors of "
+                             f"{builtins.max(a.shape[-2:])} x {builtins.max(a.shape[-2:])}; pass full_matrices=False")
+        out = _linalg_errors("svd", lambda: np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv))
         return tuple(out) if compute_uv else out
     return _on_arrays("svd", compute, x)
 
