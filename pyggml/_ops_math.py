@@ -139,7 +139,7 @@ def _last(x, ax):
 
 # --- rounding (zero gradient) ----------------------------------------------------------------------
 
-_MAGIC = 1.5 * 2.0 ** 23          # x + 1.5 * 2**23 - 1.5 * 2**23 rounds |x| < 2**22 to an integer (half to even)
+_MAGIC = 2.0 ** 23            # |x| + 2**23 - 2**23 rounds |x| < 2**23 to a whole number (half to even)
 
 
 def _stop(t):
@@ -148,15 +148,12 @@ def _stop(t):
     return stop(t) if stop is not None else None
 
 
-def _is_integral_big(a):
-    return _c.step(_cont(_c.abs(a) - 2.0 ** 22))        # |x| > 2**22: already a whole number in float32
-
-
 def _rint(x):
-    """x rounded half to even, with a zero gradient.  Float32 values past 2**22 are whole already."""
-    big = _is_integral_big(x)
+    """x rounded half to even, with a zero gradient.  Float32 values from 2**23 on are whole."""
     if getattr(_c, "stop_gradient", None) is not None:
-        r = _cont((x + _MAGIC) - _MAGIC)
+        a = _c.abs(x)
+        big = _c.step(_cont(a - _MAGIC))
+        r = _c.sgn(x) * _cont((a + _MAGIC) - _MAGIC)
         return _stop(_cont(r + big * (x - r)))
     # without stop_gradient: |x| taken apart bit by bit with ggml's step (it passes no gradient),
     # and put together again from the bits alone
@@ -212,7 +209,9 @@ def trunc(x):
 
 
 def _round_host(x, decimals=0):
-    return np.round(x, decimals)
+    if not is_int(decimals):
+        raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+    return np.round(x, int(decimals))
 
 
 @_dual(_round_host, "x")
@@ -229,7 +228,7 @@ def round(x, decimals=0):
 
 # --- elementwise ---------------------------------------------------------------------------------
 
-@_dual(np.absolute, "x")
+@_dual(lambda x: np.absolute(x), "x")
 def absolute(x):
     """|x| (Keras's ``absolute``; the gradient is sign(x))."""
     return _c.abs(_f(x))
@@ -1407,14 +1406,16 @@ def _saturate_host(x, dtype):
 
 @_dual(_saturate_host, "x")
 def saturate_cast(x, dtype):
-    """x cast to ``dtype`` with values beyond its range clipped to the range first."""
+    """x cast to ``dtype`` with values beyond its range clipped to the range first.  In a graph
+    an integer dtype gives the clipped values truncated toward zero as floats (integer tensors
+    compute as float; zero gradient), so the result can go on into a training graph."""
     kind, dt = _np_ops._dtype_kind(dtype, "saturate_cast")
     x = _f(x)
     if kind == "int":
         info = np.iinfo(dt)
         lo = builtins.max(float(info.min), -2.0 ** 31)
         hi = builtins.min(float(info.max), 2.0 ** 31 - 128)       # float32's largest below 2**31
-        return _np_ops.cast(_np_ops.clip(x, lo, hi), "int32")
+        return _trunc(_np_ops.clip(x, lo, hi))
     if kind == "float" and dt.itemsize < 4:
         info = np.finfo(dt)
         return _np_ops.clip(x, float(info.min), float(info.max))
@@ -1499,9 +1500,10 @@ def _bitwise(name, np_fn, n_args):
             raise TypeError(f"{name} takes {n_args} argument{'s' if n_args > 1 else ''}, got {len(args)}")
         if _scope.current() is not None or builtins.any(isinstance(a, (Tensor, Variable)) for a in args):
             _arrays_only(name, "integer tensors compute as float in a graph, which has no bits to work on")
-        arrays = [np.asarray(a) for a in args]
+        # a Python int stays one (numpy keeps the array's dtype beside it)
+        arrays = [a if isinstance(a, (int, bool)) else np.asarray(a) for a in args]
         for a in arrays:
-            if a.dtype.kind not in "biu":
+            if not isinstance(a, (int, bool)) and a.dtype.kind not in "biu":
                 raise TypeError(f"{name}: expected integers or booleans, got dtype {a.dtype}")
         return np_fn(*arrays)
     op.__name__ = op.__qualname__ = name
