@@ -1361,6 +1361,8 @@ def imag(x):
 def _shape_any(x):
     if isinstance(x, (Tensor, Variable)):
         return tuple(int(d) for d in x.shape)
+    if not isinstance(x, np.ndarray) and hasattr(x, "shape") and hasattr(x, "dtype"):
+        return tuple(x.shape)               # a functional model's node: the batch is None
     return np.shape(x)
 
 
@@ -1370,8 +1372,11 @@ def ndim(x):
 
 
 def size(x):
-    """The number of values (an int)."""
-    return int(np.prod(_shape_any(x), dtype=np.int64))
+    """The number of values (an int; None while a dim is unknown, as a functional node's batch)."""
+    shape = _shape_any(x)
+    if builtins.any(d is None for d in shape):
+        return None
+    return int(np.prod(shape, dtype=np.int64))
 
 
 _TENSOR_DTYPES = {"f32": "float32", "i32": "int32", "f16": "float16"}
@@ -1383,6 +1388,8 @@ def dtype(x):
         return _TENSOR_DTYPES.get(x.dtype, str(x.dtype))
     if isinstance(x, Variable):
         return "float32"
+    if not isinstance(x, np.ndarray) and isinstance(getattr(x, "dtype", None), str):
+        return x.dtype
     return np.asarray(x).dtype.name
 
 
