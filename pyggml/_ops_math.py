@@ -142,36 +142,14 @@ def _last(x, ax):
 _MAGIC = 2.0 ** 23            # |x| + 2**23 - 2**23 rounds |x| < 2**23 to a whole number (half to even)
 
 
-def _stop(t):
-    """t's value without a gradient (ggml's stop_gradient where the build has it)."""
-    stop = getattr(_c, "stop_gradient", None)
-    return stop(t) if stop is not None else None
-
-
 def _rint(x):
-    """x rounded half to even, with a zero gradient.  Float32 values from 2**23 on are whole."""
-    if getattr(_c, "stop_gradient", None) is not None:
-        a = _c.abs(x)
-        big = _c.step(_cont(a - _MAGIC))
-        r = _c.sgn(x) * _cont((a + _MAGIC) - _MAGIC)
-        return _stop(_cont(r + big * (x - r)))
-    # without stop_gradient: |x| taken apart bit by bit with ggml's step (it passes no gradient),
-    # and put together again from the bits alone
-    a = _c.abs(x)
-    rem, whole = a, None
-    bit = None
-    for k in range(30, -1, -1):
-        bit = _one() - _c.step(_cont(2.0 ** k - rem))          # rem >= 2**k
-        part = _c.scale(bit, 2.0 ** k)
-        rem = _cont(rem - part)
-        whole = part if whole is None else whole + part
-    # rem is the fraction in [0, 1): up above one half, or at one half when the whole part is odd
-    half = _t(np.float32(0.5))
-    up = _c.step(_cont(rem - half))
-    at_half = _one() - _c.step(_cont(rem - half)) - _c.step(_cont(half - rem))
-    rounded = whole + up + at_half * bit
-    small = _c.sgn(x) * rounded
-    return _cont(small)                     # |x| >= 2**31 (beyond int32) saturates
+    """x rounded half to even, with a zero gradient: everything after ggml's stop_gradient.
+    Float32 values from 2**23 on are whole already; nan and +-inf stay."""
+    xs = _c.stop_gradient(_cont(x))
+    a = _c.abs(xs)
+    big = _c.step(_cont(a - _MAGIC))
+    r = _c.sgn(xs) * _cont((_c.clamp(a, 0.0, _MAGIC) + _MAGIC) - _MAGIC)
+    return _cont((_one() - big) * r + big * xs)          # nan: 0 * r + nan
 
 
 def _floor(x):
@@ -185,9 +163,7 @@ def _ceil(x):
 
 
 def _trunc(x):
-    pos = _c.step(x)
-    f, c = _floor(x), _ceil(x)
-    return _cont(c + pos * (f - c))
+    return _cont(_c.sgn(x) * _floor(_c.abs(x)))
 
 
 @_dual(lambda x: np.floor(x), "x")

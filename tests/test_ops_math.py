@@ -206,7 +206,7 @@ def test_forward_and_gradient_in_a_model(name):
 
 
 def test_rounding_ties_and_large_values_in_a_graph():
-    a = np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.49999, -3.7, 1e6 + 0.5, -7e6 - 0.5, 6e6 + 0.5, 2e9, -1e-8]],
+    a = np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.49999, -3.7, 1e6 + 0.5, -7e6 - 0.5, 6e6 + 0.5, 2e9, -1e-8, 3e38, np.inf, -np.inf, np.nan]],
                  np.float32)
     for op, ref in ((ops.round, np.round), (ops.floor, np.floor), (ops.ceil, np.ceil), (ops.trunc, np.trunc)):
         np.testing.assert_array_equal(_graph(op, a), ref(a))
