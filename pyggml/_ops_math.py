@@ -244,20 +244,25 @@ def _atan_unit(u):
     return _cont(mid * a_mid + pos * a_pos + neg * a_neg)
 
 
+def _pick(mask, a, b):
+    """a where the 0/1 mask is 1, b elsewhere, exactly (no a - b rounding, as in b + relu(a - b))."""
+    return _cont(mask * a + (_one() - mask) * b)
+
+
 def _atan(x):
     big = _c.step(_cont(_c.abs(x) - 1.0))                # |x| > 1: arctan(x) = sign(x) pi/2 - arctan(1/x)
-    u = x / _np_ops.maximum(_c.sqr(x), 1.0)              # x inside [-1, 1], 1/x outside
+    u = x / _pick(big, _c.sqr(x), _one())                # x inside [-1, 1], 1/x outside
     a = _atan_unit(u)
     return _cont(a + big * (_c.scale(_c.sgn(x), math.pi / 2) - _c.scale(a, 2.0)))
 
 
 def _atan2(y, x):
     ax, ay = _c.abs(x), _c.abs(y)
-    hi = _np_ops.maximum(ax, ay)
-    lo = _np_ops.minimum(ax, ay)
+    steep = _c.step(_cont(ay - ax))
+    hi = _pick(steep, ay, ax)
+    lo = _pick(steep, ax, ay)
     den = hi + (_one() - _c.step(hi))                    # 1 at the origin (0 / 1 = 0)
     a = _atan_unit(_cont(lo / den))                      # in [0, pi/4]
-    steep = _c.step(_cont(ay - ax))
     a = _cont(a + steep * (_t(np.float32(math.pi / 2)) - _c.scale(a, 2.0)))
     left = _c.step(_c.neg(x))
     a = _cont(a + left * (_t(np.float32(math.pi)) - _c.scale(a, 2.0)))
@@ -330,7 +335,18 @@ def exp2(x):
 
 @_dual(lambda x: np.expm1(x), "x")
 def expm1(x):
-    return _cont(_c.exp(_f(x)) - 1.0)
+    """exp(x) - 1, accurate near 0 too: there (u - 1) * x / log(u) with u = exp(x) (Kahan's
+    form, whose rounding errors cancel), exp(x) - 1 beyond |x| = 1/2."""
+    x = _f(x)
+    near = _c.step(_cont(0.5 - _c.abs(x)))
+    xc = _cont(x * near)                                 # 0 where not near (no precision lost)
+    u = _c.exp(xc)
+    u1 = _cont(u - 1.0)
+    log_u = _c.log(u)
+    exact = _one() - _c.step(_c.abs(u1))                # u rounds to 1: x itself
+    kahan = _cont(u1 * xc / _cont(log_u + exact))
+    small = _cont(kahan + exact * (xc - kahan))
+    return _cont(near * small + (_one() - near) * (_c.exp(x) - 1.0))
 
 
 @_dual(lambda x: np.log10(x), "x")
@@ -347,7 +363,8 @@ def log2(x):
 def logaddexp(x1, x2):
     """log(exp(x1) + exp(x2)), computed stably: the larger plus softplus(-|x1 - x2|)."""
     a, b = _f(x1), _f(x2)
-    return _np_ops.maximum(a, b) + _c.softplus(_c.neg(_c.abs(_cont(a - b))))
+    d = _cont(a - b)
+    return _pick(_c.step(d), a, b) + _c.softplus(_c.neg(_c.abs(d)))
 
 
 def _bool01(x):
@@ -1477,34 +1494,56 @@ def bincount(x, weights=None, minlength=0, sparse=False):
 
 # --- bitwise (integer arrays only) ----------------------------------------------------------------
 
-def _bitwise(name, np_fn, n_args):
-    def op(*args):
-        if len(args) != n_args:
-            raise TypeError(f"{name} takes {n_args} argument{'s' if n_args > 1 else ''}, got {len(args)}")
-        if _scope.current() is not None or builtins.any(isinstance(a, (Tensor, Variable)) for a in args):
-            _arrays_only(name, "integer tensors compute as float in a graph, which has no bits to work on")
-        # a Python int stays one (numpy keeps the array's dtype beside it)
-        arrays = [a if isinstance(a, (int, bool)) else np.asarray(a) for a in args]
-        for a in arrays:
-            if not isinstance(a, (int, bool)) and a.dtype.kind not in "biu":
-                raise TypeError(f"{name}: expected integers or booleans, got dtype {a.dtype}")
-        return np_fn(*arrays)
-    op.__name__ = op.__qualname__ = name
-    return op
+def _integer_arrays(name, *args):
+    if _scope.current() is not None or builtins.any(isinstance(a, (Tensor, Variable)) for a in args):
+        _arrays_only(name, "integer tensors compute as float in a graph, which has no bits to work on")
+    # a Python int stays one (numpy keeps the array's dtype beside it)
+    arrays = [a if isinstance(a, (int, bool, np.integer, np.bool_)) else np.asarray(a) for a in args]
+    for a in arrays:
+        if isinstance(a, np.ndarray) and a.dtype.kind not in "biu":
+            raise TypeError(f"{name}: expected integers or booleans, got dtype {a.dtype}")
+        if isinstance(a, float):
+            raise TypeError(f"{name}: expected integers or booleans, got {a!r}")
+    return arrays
 
 
-def _shift(np_fn):
-    def shifted(x, y):
-        if np.any(np.asarray(y) < 0):
-            raise ValueError("shift amounts must be >= 0")
-        return np_fn(x, y)
-    return shifted
+def bitwise_and(x, y):
+    """x & y, bit by bit, on integer (or bool) arrays."""
+    return np.bitwise_and(*_integer_arrays("bitwise_and", x, y))
 
 
-bitwise_and = _bitwise("bitwise_and", np.bitwise_and, 2)
-bitwise_or = _bitwise("bitwise_or", np.bitwise_or, 2)
-bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor, 2)
-bitwise_not = _bitwise("bitwise_not", np.invert, 1)
-bitwise_invert = _bitwise("bitwise_invert", np.invert, 1)
-left_shift = _bitwise("left_shift", _shift(np.left_shift), 2)
-right_shift = _bitwise("right_shift", _shift(np.right_shift), 2)
+def bitwise_or(x, y):
+    """x | y, bit by bit, on integer (or bool) arrays."""
+    return np.bitwise_or(*_integer_arrays("bitwise_or", x, y))
+
+
+def bitwise_xor(x, y):
+    """x ^ y, bit by bit, on integer (or bool) arrays."""
+    return np.bitwise_xor(*_integer_arrays("bitwise_xor", x, y))
+
+
+def bitwise_not(x):
+    """~x, bit by bit (logical not for bools), on integer (or bool) arrays."""
+    return np.invert(*_integer_arrays("bitwise_not", x))
+
+
+def bitwise_invert(x):
+    """~x (the same as bitwise_not)."""
+    return np.invert(*_integer_arrays("bitwise_invert", x))
+
+
+def _shift_amounts(name, x, y):
+    x, y = _integer_arrays(name, x, y)
+    if np.any(np.asarray(y) < 0):
+        raise ValueError(f"{name}: shift amounts must be >= 0, got {y!r}")
+    return x, y
+
+
+def left_shift(x, y):
+    """x shifted left by y bits, on integer arrays."""
+    return np.left_shift(*_shift_amounts("left_shift", x, y))
+
+
+def right_shift(x, y):
+    """x shifted right by y bits (the sign kept), on integer arrays."""
+    return np.right_shift(*_shift_amounts("right_shift", x, y))

@@ -240,6 +240,14 @@ def test_predicates_and_nan_to_num_in_a_graph():
                                   [0, 1])
 
 
+def test_expm1_keeps_its_precision_near_zero_in_a_graph():
+    x = np.array([-3.0, -0.5, -1e-3, -3e-7, 0.0, 1e-9, 2e-6, 0.1, 0.49, 0.51, 20.0, 100.0], np.float32)
+    got = _graph(ops.expm1, x)
+    want = np.expm1(x.astype(np.float64))
+    np.testing.assert_allclose(got[:-1], want[:-1], rtol=3e-7)
+    assert got[-1] == np.inf
+
+
 def test_arctan_family_over_their_whole_domains_in_a_graph():
     x = np.linspace(-50, 50, 1001, dtype=np.float32)
     np.testing.assert_allclose(_graph(ops.arctan, x), np.arctan(x.astype(np.float64)), atol=3e-7)
@@ -249,6 +257,10 @@ def test_arctan_family_over_their_whole_domains_in_a_graph():
     yy, xx = np.meshgrid(np.array([-2.0, -1e-3, 0.0, 0.7, 3.0], np.float32),
                          np.array([-5.0, -0.5, 0.0, 1e-3, 2.0], np.float32))
     np.testing.assert_allclose(_graph(ops.arctan2, yy, xx), np.arctan2(yy, xx), atol=5e-7)
+    tiny = np.array([1e-9, -3e-8, 2.5e-6], np.float32)
+    np.testing.assert_allclose(_graph(ops.arctan2, tiny, np.ones(3)), tiny, rtol=3e-7)
+    np.testing.assert_allclose(_graph(ops.arctan, tiny), tiny, rtol=3e-7)
+    np.testing.assert_allclose(_graph(ops.arcsin, tiny), tiny, rtol=3e-7)
 
 
 def test_sorting_statistics_on_ties_in_a_graph():
@@ -327,7 +339,7 @@ EAGER = [
     (lambda: ops.bitwise_and(EI, 2), EI & 2), (lambda: ops.bitwise_or(EI, 4), EI | 4),
     (lambda: ops.bitwise_xor(EI, 1), EI ^ 1), (lambda: ops.bitwise_not(EI), ~EI),
     (lambda: ops.bitwise_invert(np.array([True, False])), [False, True]), (lambda: ops.left_shift(EI, 2), EI << 2),
-    (lambda: ops.right_shift(EI, 1), EI >> 1),
+    (lambda: ops.right_shift(EI, 1), EI >> 1), (lambda: ops.bitwise_and(x=EI, y=EI[::-1]), EI & EI[::-1]),
 ]
 
 
@@ -421,6 +433,7 @@ def test_array_only_functions_refuse_graph_tensors(fn, match):
     (lambda: ops.bincount(np.array([-1, 2])), ValueError, "negative"),
     (lambda: ops.bincount(EI, sparse=True), ValueError, "sparse"),
     (lambda: ops.bitwise_and(E, 1), TypeError, "integers or booleans"),
+    (lambda: ops.left_shift(EI, 1.5), TypeError, "integers or booleans"),
     (lambda: ops.right_shift(EI, -1), ValueError, ">= 0"),
     (lambda: ops.identity(0), ValueError, "positive"),
     (lambda: ops.floor(np.array(["a"])), TypeError, "real numbers"),
