@@ -438,7 +438,7 @@ def _nan_to_num_host(x, nan=0.0, posinf=None, neginf=None):
 @_dual(_nan_to_num_host, "x")
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """nan replaced by ``nan``, +-inf by ``posinf``/``neginf`` (float32's largest by default).
-    The gradient is 1 at finite values (but 0 at exactly 0) and 0 at the replaced ones."""
+    The gradient is 1 at finite values and 0 at the replaced ones."""
     for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if v is not None and not is_number(v):
             raise TypeError(f"nan_to_num: {name} must be a number, got {v!r}")
@@ -449,6 +449,10 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     finite = _cont(_c.step(_cont(_c.abs(x) + 1.0)) - _isinf(x))
     y = _cont(x * finite)                                  # nan at nan and at +-inf
     clean = _cont(_c.relu(y) - _c.relu(_c.neg(y)))        # relu turns nan into 0
+    # relu's gradient is 0 at exactly 0: there a term worth 0 with gradient 1 (the same, shifted)
+    shifted = _cont(_c.relu(_cont(y + 1.0)) - _c.relu(_c.neg(_cont(y + 1.0))))
+    at_zero = _one() - _bool01(y)
+    clean = _cont(clean + at_zero * _cont(shifted - _c.stop_gradient(shifted)))
     inf = _isinf(x)
     pos = inf * _c.step(x)
     neg = inf * _c.step(_c.neg(x))
@@ -616,7 +620,7 @@ def cumprod(x, axis=None, dtype=None):
 
 # --- sorting-based statistics ------------------------------------------------------------------
 
-MAX_SORT = 2 ** 24           # rows x n x n comparisons for the graph's sort
+MAX_SORT = 2 ** 22           # rows x n x n comparisons for the graph's sort (16 MiB a step)
 
 
 def _sorted_rows(rows, what):
@@ -759,13 +763,11 @@ def _diag_graph(x, k, what):
     if r == 1:
         n = int(x.shape[0])
         size = n + builtins.abs(k)
-        _check_size((n, size * size), what)
-        place = np.zeros((n, size * size), np.float32)
-        i = np.arange(n)
-        rows, cols = (i, i + k) if k >= 0 else (i - k, i)
-        place[i, rows * size + cols] = 1.0
-        flat = _c.reshape(_cont(x), (1, n)) @ _t(place)
-        return _c.reshape(_cont(flat), (size, size))
+        _check_size((size, size), what)
+        # x as a column padded to the matrix's rows (above for k < 0), times diagonal k of ones
+        zeros = [_t(np.zeros(builtins.abs(k), np.float32))] if k else []
+        col = _np_ops.concatenate(zeros + [x] if k < 0 else [x] + zeros, axis=0) if k else x
+        return _c.reshape(_cont(col), (size, 1)) * _t(np.eye(size, size, k, dtype=np.float32))
     if r == 2:
         return _diagonal(x, k, 0, 1, what)
     raise ValueError(f"{what}: x must be 1-D or 2-D, got shape {_shape(x)}")
@@ -1174,6 +1176,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     y = _np_ops.broadcast_to(y, full) if _shape(y) != full else y
     if len(shape) and axis != 0:
         y = moveaxis(y, 0, axis)
+    if dtype is not None and _np_ops._dtype_kind(dtype, "linspace")[0] == "int":
+        y = _floor(y)                                  # numpy's int linspace floors (an int tensor computes as float)
     if retstep:
         return y, _c.scale(delta, 1.0 / div) if div > 0 else delta
     return y
