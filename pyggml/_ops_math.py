@@ -91,7 +91,6 @@ def _dual(host, *tensor_params):
                 return out
             return [_constant(o, fn.__name__) for o in out] if isinstance(out, (list, tuple)) else \
                 _constant(out, fn.__name__)
-        op.host = host
         return op
     return deco
 
@@ -132,7 +131,7 @@ def _restore(y, x_shape, ax):
 
 
 def _last(x, ax):
-    """x with axis ``ax`` moved last, as (m, n) rows, and x's shape."""
+    """x with axis ``ax`` moved last, as (m, n) rows."""
     rows, _ = _to_last(x, (ax,))
     return rows
 
@@ -949,6 +948,7 @@ def correlate(x1, x2, mode="valid"):
             ([_t(np.zeros(right, np.float32))] if right else [])
         a = _np_ops.concatenate(parts, axis=0)
     length = n + pad + right - m + 1
+    _check_size((length, m), "correlate")
     idx = (np.arange(length)[:, None] + np.arange(m)[None, :]).astype(np.int32)
     windows = _np_ops.take(a, idx)                    # (length, m)
     y = _np_ops.sum(windows * _c.reshape(_cont(v), (1, m)), axis=1)
@@ -1138,6 +1138,7 @@ def meshgrid(*x, indexing="xy"):
     if indexing == "xy" and len(ts) >= 2:
         sizes[0], sizes[1] = sizes[1], sizes[0]
     _check_dims(sizes, "meshgrid")
+    _check_size(sizes, "meshgrid")
     out = []
     for i, t in enumerate(ts):
         pos = i
@@ -1169,6 +1170,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     steps = np.arange(num, dtype=np.float64) / (div if div > 0 else 1)
     full = (num,) + shape
     _check_dims(full, "linspace")
+    _check_size(full, "linspace")
     t = _t(steps.astype(np.float32).reshape((num,) + (1,) * len(shape)))
     a, b = _np_ops.broadcast_to(a, shape), _np_ops.broadcast_to(b, shape)
     delta = _cont(b - a)
@@ -1440,6 +1442,7 @@ def digitize(x, bins):
     x = _f(x)
     shape = _shape(x)
     _check_dims(shape + (b.size,), "digitize")
+    _check_size(shape + (b.size,), "digitize")
     col = _c.reshape(_cont(x), shape + (1,))
     at_or_above = _np_ops.greater_equal(col, _t(b.astype(np.float32)))
     return _np_ops.sum(at_or_above, axis=-1)
@@ -1486,6 +1489,7 @@ def bincount(x, weights=None, minlength=0, sparse=False):
     if len(t.shape) > 2:
         raise ValueError(f"bincount: x must be 1-D or 2-D, got shape {_shape(t)}")
     shape = _shape(t)
+    _check_size(shape + (int(minlength),), "bincount")
     col = _c.reshape(_cont(t), shape + (1,))
     hits = _np_ops.equal(col, _t(np.arange(int(minlength), dtype=np.float32)))     # (..., n, L)
     if weights is not None:

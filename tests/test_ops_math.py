@@ -208,8 +208,8 @@ def test_forward_and_gradient_in_a_model(name):
 
 
 def test_rounding_ties_and_large_values_in_a_graph():
-    a = np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.49999, -3.7, 1e6 + 0.5, -7e6 - 0.5, 6e6 + 0.5, 2e9, -1e-8, 3e38, np.inf, -np.inf, np.nan]],
-                 np.float32)
+    a = np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.49999, -3.7, 1e6 + 0.5, -7e6 - 0.5, 6e6 + 0.5, 2e9, -1e-8,
+                   3e38, np.inf, -np.inf, np.nan]], np.float32)
     for op, ref in ((ops.round, np.round), (ops.floor, np.floor), (ops.ceil, np.ceil), (ops.trunc, np.trunc)):
         np.testing.assert_array_equal(_graph(op, a), ref(a))
 
@@ -331,7 +331,8 @@ EAGER = [
     (lambda: ops.inner(E, E), np.inner(E, E)), (lambda: ops.vdot(E, E), np.vdot(E, E)),
     (lambda: ops.kron(E, EV), np.kron(E, EV)), (lambda: ops.meshgrid(EV, EV[:2])[0], np.meshgrid(EV, EV[:2])[0]),
     (lambda: ops.linspace(0, 1, 5), np.linspace(0, 1, 5)),
-    (lambda: ops.linspace(-3, 4, 5, dtype="int32"), np.linspace(-3, 4, 5, dtype="int32")), (lambda: ops.logspace(0, 2, 3), np.logspace(0, 2, 3)),
+    (lambda: ops.linspace(-3, 4, 5, dtype="int32"), np.linspace(-3, 4, 5, dtype="int32")),
+    (lambda: ops.logspace(0, 2, 3), np.logspace(0, 2, 3)),
     (lambda: ops.median(E, axis=0), np.median(E, 0)), (lambda: ops.quantile(E, 0.25), np.quantile(E, 0.25)),
     (lambda: ops.tan(E), np.tan(E)), (lambda: ops.take_along_axis(E, EI.T, 1), np.take_along_axis(E, EI.T, 1)),
     (lambda: ops.unstack(E)[1], E[1]), (lambda: ops.select([E > 1], [E], 9.0), np.where(E > 1, E, 9.0)),
@@ -363,7 +364,8 @@ def test_on_arrays_matches_numpy(k):
     want = np.asarray(want)
     assert isinstance(got, np.ndarray) or np.isscalar(got)
     np.testing.assert_allclose(np.asarray(got, np.float64), want.astype(np.float64), rtol=1e-12)
-    assert np.asarray(got).dtype.kind == want.dtype.kind or want.dtype.kind in "i" and np.asarray(got).dtype.kind in "iu"
+    kind = np.asarray(got).dtype.kind
+    assert kind == want.dtype.kind or (want.dtype.kind == "i" and kind in "iu")
 
 
 def test_integer_results_on_arrays_have_numpy_s_dtypes():
