@@ -380,6 +380,22 @@ def test_integer_results_on_arrays_have_numpy_s_dtypes():
     np.testing.assert_array_equal(ops.tril(v), np.tril(np.ones((2, 2))))
 
 
+def test_shape_questions_on_graph_tensors_and_functional_nodes():
+    from pyggml import _ops_math
+    inp = pg.Input((3, 4))
+    # (pyggml.ops wraps every op for nodes; these four answer for a node at once)
+    assert (_ops_math.ndim(inp), _ops_math.size(inp), _ops_math.dtype(inp)) == (3, None, "float32")
+    seen = []
+
+    def probe(t):
+        seen.append((ops.ndim(t), ops.size(t), ops.dtype(t), ops.is_tensor(t)))
+        return t
+    m = _lambda_model(probe, (3, 4))
+    m.predict(np.ones((2, 3, 4), np.float32), verbose=0)
+    assert seen[-1][0] == 3 and seen[-1][2:] == ("float32", True)
+    assert seen[-1][1] % 12 == 0                     # batch x 12 values
+
+
 def _lambda_model(fn, shape=(3,)):
     m = pg.Sequential([pg.Input(shape), pg.layers.Lambda(fn)])
     m.compile(loss="mse")
