@@ -1454,13 +1454,17 @@ def _bincount_host(x, weights=None, minlength=0, sparse=False):
         raise TypeError(f"bincount: x must hold integers, got dtype {x.dtype}")
     if x.size and x.min() < 0:
         raise ValueError("bincount: x must not hold negative values")
-    if x.ndim == 1:
-        return np.bincount(x, weights, minlength)
-    if x.ndim != 2:
+    if x.ndim not in (1, 2):
         raise ValueError(f"bincount: x must be 1-D or 2-D (one count per row), got shape {x.shape}")
+    w = None if weights is None else np.asarray(weights)
+    if w is not None and w.shape != x.shape:
+        raise ValueError(f"bincount: weights of shape {w.shape} must have x's shape {x.shape}")
+    out_type = np.int32 if w is None else w.dtype         # Keras: int32 counts, or the weights' type
+    if x.ndim == 1:
+        return np.bincount(x, w, minlength).astype(out_type)
     length = builtins.max(int(x.max()) + 1 if x.size else 0, int(minlength))
-    rows = [np.bincount(r, None if weights is None else np.asarray(weights)[i], length) for i, r in enumerate(x)]
-    return np.stack(rows)
+    rows = [np.bincount(r, None if w is None else w[i], length) for i, r in enumerate(x)]
+    return np.stack(rows).astype(out_type)
 
 
 def bincount(x, weights=None, minlength=0, sparse=False):

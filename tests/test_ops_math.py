@@ -375,6 +375,8 @@ def test_integer_results_on_arrays_have_numpy_s_dtypes():
     assert ops.count_nonzero(E).dtype == np.int32
     assert ops.saturate_cast(E, "int8").dtype == np.int8
     assert ops.bitwise_and(EI.astype(np.int32), 3).dtype == np.int32
+    assert ops.bincount(np.array([0, 3])).dtype == np.int32
+    assert ops.bincount(np.array([0, 3]), weights=np.ones(2, np.float32)).dtype == np.float32
     v = pg.Variable("v", (2, 2), "ones")
     np.testing.assert_array_equal(ops.prod(v), 1.0)
     np.testing.assert_array_equal(ops.tril(v), np.tril(np.ones((2, 2))))
@@ -460,6 +462,8 @@ def test_array_only_functions_refuse_graph_tensors(fn, match):
     (lambda: ops.bincount(E), TypeError, "integers"),
     (lambda: ops.bincount(np.array([-1, 2])), ValueError, "negative"),
     (lambda: ops.bincount(EI, sparse=True), ValueError, "sparse"),
+    (lambda: ops.bincount(EI, weights=np.ones(3)), ValueError, "weights of shape"),
+    (lambda: ops.bincount(np.zeros((2, 2, 2), int)), ValueError, "1-D or 2-D"),
     (lambda: ops.bitwise_and(E, 1), TypeError, "integers or booleans"),
     (lambda: ops.left_shift(EI, 1.5), TypeError, "integers or booleans"),
     (lambda: ops.right_shift(EI, -1), ValueError, ">= 0"),
