@@ -1400,6 +1400,8 @@ def is_tensor(x):
 def _saturate_host(x, dtype):
     kind, dt = _np_ops._dtype_kind(dtype, "saturate_cast")
     a = np.asarray(x)
+    if kind == "bool":
+        return np.clip(a, 0, 1).astype(dt)                  # Keras: [0, 1] first (a negative is False)
     if kind == "int":
         info = np.iinfo(dt)
         with np.errstate(invalid="ignore"):
@@ -1417,6 +1419,8 @@ def saturate_cast(x, dtype):
     compute as float; zero gradient), so the result can go on into a training graph."""
     kind, dt = _np_ops._dtype_kind(dtype, "saturate_cast")
     x = _f(x)
+    if kind == "bool":
+        return _np_ops.cast(_np_ops.clip(x, 0.0, 1.0), "bool")
     if kind == "int":
         info = np.iinfo(dt)
         lo = builtins.max(float(info.min), -2.0 ** 31)

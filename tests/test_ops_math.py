@@ -73,6 +73,8 @@ CASES = {
     "digitize": (lambda t: ops.digitize(t, [-1.0, 0.0, 0.5]) + t, lambda a: np.digitize(a, [-1.0, 0.0, 0.5]) + a, "n"),
     "saturate_cast": (lambda t: ops.saturate_cast(t * 200.0, "int8") + t,
                       lambda a: np.clip(np.trunc(200 * a), -128, 127) + a, "n"),
+    "saturate_cast_bool_half": (lambda t: ops.saturate_cast(t, "bool") * t + ops.saturate_cast(t * 1e5, "float16"),
+                                lambda a: (a > 0) * a + np.clip(1e5 * a, -65504, 65504), "n"),
     # elementwise
     "absolute": (lambda t: ops.absolute(t), np.abs, "n"),
     "tan": (lambda t: ops.tan(t), np.tan, "u"),
@@ -341,6 +343,7 @@ EAGER = [
     (lambda: ops.is_tensor(E), True), (lambda: ops.is_tensor(3.0), False),
     (lambda: ops.count_nonzero(E, axis=0), np.count_nonzero(E, 0)),
     (lambda: ops.saturate_cast(E * 100, "uint8"), np.clip(E * 100, 0, 255).astype(np.uint8)),
+    (lambda: ops.saturate_cast(E, "bool"), E > 0),
     (lambda: ops.digitize(E, [0.0, 1.0, 2.0]), np.digitize(E, [0.0, 1.0, 2.0])),
     (lambda: ops.bincount(np.array([1, 1, 3])), [0, 2, 0, 1]),
     (lambda: ops.bincount(EI, weights=np.ones(EI.shape) * 0.5, minlength=5),
