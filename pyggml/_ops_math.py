@@ -117,6 +117,13 @@ def _shape(x):
     return tuple(int(d) for d in x.shape)
 
 
+def _broadcast(sa, sb, what):
+    try:
+        return tuple(np.broadcast_shapes(sa, sb))
+    except ValueError:
+        raise ValueError(f"{what}: shapes {sa} and {sb} do not broadcast") from None
+
+
 def _rows(t):
     """t as (rows, last) contiguous."""
     s = _shape(t)
@@ -279,7 +286,7 @@ def arctan2(x1, x2):
     """The angle of the point (x2, x1) in (-pi, pi] (numpy's argument order: y first)."""
     y, x = _f(x1), _f(x2)
     if _shape(y) != _shape(x):
-        shape = np.broadcast_shapes(_shape(y), _shape(x))
+        shape = _broadcast(_shape(y), _shape(x), "arctan2")
         y, x = _np_ops.broadcast_to(y, shape), _np_ops.broadcast_to(x, shape)
     return _atan2(y, x)
 
@@ -475,7 +482,7 @@ def divide_no_nan(x1, x2):
     """x1 / x2, and 0 where x2 is 0."""
     a, b = _f(x1), _f(x2)
     zero = _one() - _bool01(b)
-    shape = np.broadcast_shapes(_shape(a), _shape(b))
+    shape = _broadcast(_shape(a), _shape(b), "divide_no_nan")
     b = _np_ops.broadcast_to(_cont(b + zero), shape)
     return _cont((a / b) * (_one() - zero))
 
@@ -1165,7 +1172,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     stop may be tensors (then the values' axis is ``axis``; the gradient reaches both)."""
     _check_num(num, "linspace")
     a, b = _f(start), _f(stop)
-    shape = np.broadcast_shapes(_shape(a), _shape(b))
+    shape = _broadcast(_shape(a), _shape(b), "linspace")
     div = (num - 1) if endpoint else num
     steps = np.arange(num, dtype=np.float64) / (div if div > 0 else 1)
     full = (num,) + shape
