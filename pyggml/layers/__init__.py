@@ -21,10 +21,11 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization, UnitNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
-from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, Discretization, HashedCrossing, Hashing,
-                                         HostLayer, IntegerLookup, Normalization, RandomBrightness, RandomContrast,
-                                         RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
-                                         Rescaling, Resizing, StringLookup, TextVectorization)
+from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, CutMix, Discretization, HashedCrossing,
+                                         Hashing, HostLayer, IntegerLookup, MixUp, Normalization, RandomBrightness,
+                                         RandomContrast, RandomCrop, RandomElasticTransform, RandomErasing, RandomFlip,
+                                         RandomPerspective, RandomRotation, RandomShear, RandomTranslation,
+                                         RandomZoom, Rescaling, Resizing, StringLookup, TextVectorization)
 from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
                                      StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
@@ -64,4 +65,5 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "AdditiveAttention", "GroupNormalization", "EinsumDense", "TextVectorization", "Hashing", "HashedCrossing",
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
-           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"] + _ALIASES
+           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomShear", "RandomPerspective",
+           "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix"] + _ALIASES

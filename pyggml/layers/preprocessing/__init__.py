@@ -6,23 +6,30 @@ In the graph (their state is non-trainable weights or config): ``Normalization``
 ``IntegerLookup``, ``Discretization``, ``TextVectorization``, ``Hashing``,
 ``HashedCrossing``, and the image layers ``Resizing``, ``CenterCrop`` and the
 augmentations ``RandomCrop``, ``RandomFlip``, ``RandomRotation``, ``RandomZoom``,
-``RandomTranslation``, ``RandomContrast``, ``RandomBrightness`` (random in training
-only)."""
+``RandomTranslation``, ``RandomContrast``, ``RandomBrightness``, ``RandomShear``,
+``RandomPerspective``, ``RandomErasing``, ``RandomElasticTransform``, ``MixUp``,
+``CutMix`` (random in training only)."""
 
 from pyggml.layers.preprocessing.category_encoding import CategoryEncoding
 from pyggml.layers.preprocessing.center_crop import CenterCrop
+from pyggml.layers.preprocessing.cut_mix import CutMix
 from pyggml.layers.preprocessing.discretization import Discretization
 from pyggml.layers.preprocessing.hashed_crossing import HashedCrossing
 from pyggml.layers.preprocessing.hashing import Hashing
 from pyggml.layers.preprocessing.host_layer import HostLayer
 from pyggml.layers.preprocessing.image_layer import ImagePreprocessingLayer
 from pyggml.layers.preprocessing.integer_lookup import IntegerLookup
+from pyggml.layers.preprocessing.mix_up import MixUp
 from pyggml.layers.preprocessing.normalization import Normalization
 from pyggml.layers.preprocessing.random_brightness import RandomBrightness
 from pyggml.layers.preprocessing.random_contrast import RandomContrast
 from pyggml.layers.preprocessing.random_crop import RandomCrop
+from pyggml.layers.preprocessing.random_elastic_transform import RandomElasticTransform
+from pyggml.layers.preprocessing.random_erasing import RandomErasing
 from pyggml.layers.preprocessing.random_flip import RandomFlip
+from pyggml.layers.preprocessing.random_perspective import RandomPerspective
 from pyggml.layers.preprocessing.random_rotation import RandomRotation
+from pyggml.layers.preprocessing.random_shear import RandomShear
 from pyggml.layers.preprocessing.random_translation import RandomTranslation
 from pyggml.layers.preprocessing.random_zoom import RandomZoom
 from pyggml.layers.preprocessing.rescaling import Rescaling
@@ -33,4 +40,5 @@ from pyggml.layers.preprocessing.text_vectorization import TextVectorization
 __all__ = ["HostLayer", "Normalization", "Rescaling", "CategoryEncoding", "StringLookup", "IntegerLookup",
            "Discretization", "TextVectorization", "Hashing", "HashedCrossing", "ImagePreprocessingLayer",
            "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation", "RandomZoom",
-           "RandomTranslation", "RandomContrast", "RandomBrightness"]
+           "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomShear", "RandomPerspective", "RandomErasing",
+           "RandomElasticTransform", "MixUp", "CutMix"]
