@@ -22,10 +22,11 @@ from pyggml.layers.normalization import BatchNormalization, GroupNormalization, 
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, CutMix, Discretization, HashedCrossing,
-                                         Hashing, HostLayer, IntegerLookup, MixUp, Normalization, RandomBrightness,
-                                         RandomContrast, RandomCrop, RandomElasticTransform, RandomErasing, RandomFlip,
-                                         RandomPerspective, RandomRotation, RandomShear, RandomTranslation,
-                                         RandomZoom, Rescaling, Resizing, StringLookup, TextVectorization)
+                                         Hashing, HostLayer, IntegerLookup, MixUp, Normalization, Pipeline,
+                                         RandomBrightness, RandomContrast, RandomCrop, RandomElasticTransform,
+                                         RandomErasing, RandomFlip, RandomPerspective, RandomRotation, RandomShear,
+                                         RandomTranslation, RandomZoom, Rescaling, Resizing, StringLookup,
+                                         TextVectorization)
 from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
                                      StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
@@ -66,4 +67,4 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
            "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomShear", "RandomPerspective",
-           "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix"] + _ALIASES
+           "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix", "Pipeline"] + _ALIASES

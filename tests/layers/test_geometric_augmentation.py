@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pyggml as pg
+from harness import LayerCase, harness_tests
 from pyggml.layers.preprocessing import _image_ops
 
 L = pg.layers
@@ -490,3 +491,101 @@ def test_bad_inputs_are_refused(make):
 def test_erasing_a_per_channel_fill_on_images_of_other_channels_is_refused():
     with pytest.raises(ValueError, match="channels"):
         L.RandomErasing(fill_value=[1, 2, 3])(np.zeros((2, 4, 4, 1)))
+
+
+# --- Pipeline --------------------------------------------------------------------------------------------------------
+
+def _pipeline_dense_relu_tanh(hs, w, training):
+    h = np.maximum(hs[0] @ w["pipeline_layers.0.weight"].T + w["pipeline_layers.0.bias"], 0.0)
+    return np.tanh(h @ w["pipeline_layers.2.weight"].T + w["pipeline_layers.2.bias"])
+
+
+def _pipeline_rescale_dense(hs, w, training):
+    return (hs[0] * 0.5 + 1.0) @ w["pipeline_layers.1.weight"].T + w["pipeline_layers.1.bias"]
+
+
+# a Pipeline of graph layers is a graph layer: the harness checks it (its layers' weights are its own)
+CASES = [
+    LayerCase("pipeline_dense_relu_dense", lambda: L.Pipeline([L.Dense(3), L.ReLU(), L.Dense(2, activation="tanh")]),
+              [(4,)], _pipeline_dense_relu_tanh),
+    LayerCase("pipeline_rescaling_dense", lambda: L.Pipeline([L.Rescaling(0.5, offset=1.0), L.Dense(2)]),
+              [(3,)], _pipeline_rescale_dense),
+]
+
+test_forward, test_gradient, test_config, test_training_step = harness_tests(CASES)
+
+
+def test_pipeline_of_augmentations_applies_them_in_order_on_the_host():
+    x = _images(4, 8, 8, 3)
+    pipe = L.Pipeline([L.RandomShear(0.3, seed=1), L.RandomErasing((1.0, 1.0), fill_value=0.0, seed=2),
+                       L.Resizing(4, 4)])
+    steps = [L.RandomShear(0.3, seed=1), L.RandomErasing((1.0, 1.0), fill_value=0.0, seed=2), L.Resizing(4, 4)]
+    ref = x
+    for s in steps:
+        ref = s(ref)
+    np.testing.assert_array_equal(pipe(x), ref)
+    assert pipe.host and pipe.host_training and pipe.layers[2] is pipe.pipeline_layers[2]
+    np.testing.assert_array_equal(pipe(x, training=False), L.Resizing(4, 4)(x))
+    assert pipe(pg.Input((8, 8, 3))).shape == (None, 4, 4, 3)
+    assert pipe(x[0]).shape == (4, 4, 3)                            # one image
+
+
+def test_pipeline_on_a_dict_mixes_labels_through_mixing_layers():
+    x, y = _images(6, 5, 5, 3), np.eye(6, dtype=np.float32)
+    pipe = L.Pipeline([L.RandomFlip(seed=0), L.MixUp(seed=1), L.Rescaling(1 / 255)])
+    out = pipe({"images": x, "labels": y})
+    ref_images = L.RandomFlip(seed=0)(x)
+    ref = L.MixUp(seed=1)({"images": ref_images, "labels": y})
+    np.testing.assert_allclose(out["images"], ref["images"] / 255, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(out["labels"], ref["labels"])
+
+
+def test_pipeline_in_models_trains_saves_and_loads(tmp_path):
+    aug = L.Pipeline([L.RandomFlip("horizontal"), L.RandomShear(0.2), L.CutMix()], name="augment")
+    inp = pg.Input((6, 6, 3))
+    head = L.Pipeline([L.Flatten(), L.Dense(4, activation="relu"), L.Dense(1)], name="head")
+    model = pg.Model(inp, head(L.Rescaling(1 / 255)(aug(inp))))
+    model.compile(optimizer="adam", loss="mse")
+    calls = []
+    real = aug.pipeline_layers[2].augment
+    aug.pipeline_layers[2].augment = lambda images: calls.append(len(images)) or real(images)
+    x, y = _images(12, 6, 6, 3), np.random.default_rng(0).random((12, 1)).astype(np.float32)
+    model.fit(x, y, epochs=2, batch_size=6, verbose=0)
+    assert calls == [6, 6, 6, 6]
+    p = model.predict(x)
+    assert len(calls) == 4
+    w = model.get_weights()
+    h = np.maximum((x / 255).reshape(12, -1) @ w["head.pipeline_layers.1.weight"].T +
+                   w["head.pipeline_layers.1.bias"], 0)
+    np.testing.assert_allclose(p, h @ w["head.pipeline_layers.2.weight"].T + w["head.pipeline_layers.2.bias"],
+                               rtol=1e-4, atol=1e-5)
+    for name in ("pipe.gguf", "pipe.keras"):
+        path = str(tmp_path / name)
+        model.save(path)
+        loaded = pg.load_model(path)
+        np.testing.assert_array_equal(loaded.predict(x), p)
+        assert [type(l).__name__ for l in loaded.get_layer("augment").layers] == ["RandomFlip", "RandomShear",
+                                                                                 "CutMix"]
+        loaded.free()
+    seq = pg.Sequential([pg.Input((6, 6, 3)), L.Pipeline([L.RandomFlip(), L.RandomErasing()]), L.Flatten(),
+                         L.Dense(1)])
+    seq.compile(optimizer="adam", loss="mse")
+    seq.fit(x, y, epochs=1, batch_size=4, verbose=0)
+    assert seq.predict(x).shape == (12, 1)
+    model.free()
+    seq.free()
+
+
+def test_pipeline_config_round_trip_and_bad_arguments():
+    pipe = L.Pipeline([L.RandomFlip("vertical", seed=3), L.MixUp(0.4, seed=2)], name="p")
+    cfg = json.loads(json.dumps(pipe.get_config()))
+    again = L.Pipeline.from_config(cfg)
+    assert json.loads(json.dumps(again.get_config())) == cfg
+    x = _images(4)
+    np.testing.assert_array_equal(again(x), pipe(x))
+    with pytest.raises(TypeError, match="list of layers"):
+        L.Pipeline(L.RandomFlip())
+    with pytest.raises(TypeError, match=r"layers\[1\]"):
+        L.Pipeline([L.RandomFlip(), "flip"])
+    with pytest.raises(ValueError, match="mixes preprocessing layers"):
+        L.Pipeline([L.RandomFlip(), L.Conv2D(2, 3)])

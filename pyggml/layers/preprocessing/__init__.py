@@ -21,6 +21,7 @@ from pyggml.layers.preprocessing.image_layer import ImagePreprocessingLayer
 from pyggml.layers.preprocessing.integer_lookup import IntegerLookup
 from pyggml.layers.preprocessing.mix_up import MixUp
 from pyggml.layers.preprocessing.normalization import Normalization
+from pyggml.layers.preprocessing.pipeline import Pipeline
 from pyggml.layers.preprocessing.random_brightness import RandomBrightness
 from pyggml.layers.preprocessing.random_contrast import RandomContrast
 from pyggml.layers.preprocessing.random_crop import RandomCrop
@@ -41,4 +42,4 @@ __all__ = ["HostLayer", "Normalization", "Rescaling", "CategoryEncoding", "Strin
            "Discretization", "TextVectorization", "Hashing", "HashedCrossing", "ImagePreprocessingLayer",
            "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation", "RandomZoom",
            "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomShear", "RandomPerspective", "RandomErasing",
-           "RandomElasticTransform", "MixUp", "CutMix"]
+           "RandomElasticTransform", "MixUp", "CutMix", "Pipeline"]
