@@ -22,11 +22,11 @@ from pyggml.layers.normalization import BatchNormalization, GroupNormalization, 
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, CutMix, Discretization, HashedCrossing,
-                                         Hashing, HostLayer, IntegerLookup, MixUp, Normalization, Pipeline,
-                                         RandomBrightness, RandomContrast, RandomCrop, RandomElasticTransform,
-                                         RandomErasing, RandomFlip, RandomPerspective, RandomRotation, RandomShear,
-                                         RandomTranslation, RandomZoom, Rescaling, Resizing, StringLookup,
-                                         TextVectorization)
+                                         Hashing, HostLayer, IntegerLookup, MelSpectrogram, MixUp, Normalization,
+                                         Pipeline, RandomBrightness, RandomContrast, RandomCrop,
+                                         RandomElasticTransform, RandomErasing, RandomFlip, RandomPerspective,
+                                         RandomRotation, RandomShear, RandomTranslation, RandomZoom, Rescaling,
+                                         Resizing, STFTSpectrogram, StringLookup, TextVectorization)
 from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
                                      StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
@@ -38,7 +38,8 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average, Maximum, Minimum,
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
-             GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot):
+             GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
+             STFTSpectrogram):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -67,4 +68,5 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
            "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomShear", "RandomPerspective",
-           "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix", "Pipeline"] + _ALIASES
+           "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix", "Pipeline", "MelSpectrogram",
+           "STFTSpectrogram"] + _ALIASES

@@ -10,6 +10,7 @@ from harness import LayerCase
 
 import test_attention
 import test_attention_extras
+import test_audio_layers
 import test_bidirectional
 import test_conv_extras
 import test_conv_transpose
@@ -35,7 +36,8 @@ ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalizat
              test_pooling.CASES + test_conv_transpose.CASES + test_up_sampling.CASES + test_bidirectional.CASES +
              test_time_distributed.CASES + test_prelu.CASES + test_extrema.CASES + test_fused_paths.CASES +
              test_rnn_cells.CASES + test_conv_extras.CASES + test_attention_extras.CASES + test_core_extras.CASES +
-             test_mha_masks.CASES + test_geometric_augmentation.CASES)
+             test_mha_masks.CASES + test_geometric_augmentation.CASES +
+             test_audio_layers.CASES)
 
 # HostLayers run in numpy before the graph: they have no tensors and no gradient for the harness to
 # check; tests/layers/test_preprocessing.py tests them (host_call, eager calls, configs, adapt, models)

@@ -1,10 +1,10 @@
 """Preprocessing layers (Keras's).
 
 In the graph (their state is non-trainable weights or config): ``Normalization``,
-``Rescaling``, ``CategoryEncoding``.  On the host, in numpy, before the graph
+``Rescaling``, ``CategoryEncoding``, ``STFTSpectrogram`` (its kernels are weights).  On the host, in numpy, before the graph
 (``HostLayer``s; their state is in their config): ``StringLookup``,
 ``IntegerLookup``, ``Discretization``, ``TextVectorization``, ``Hashing``,
-``HashedCrossing``, and the image layers ``Resizing``, ``CenterCrop`` and the
+``HashedCrossing``, ``MelSpectrogram``, and the image layers ``Resizing``, ``CenterCrop`` and the
 augmentations ``RandomCrop``, ``RandomFlip``, ``RandomRotation``, ``RandomZoom``,
 ``RandomTranslation``, ``RandomContrast``, ``RandomBrightness``, ``RandomShear``,
 ``RandomPerspective``, ``RandomErasing``, ``RandomElasticTransform``, ``MixUp``,
@@ -19,6 +19,7 @@ from pyggml.layers.preprocessing.hashing import Hashing
 from pyggml.layers.preprocessing.host_layer import HostLayer
 from pyggml.layers.preprocessing.image_layer import ImagePreprocessingLayer
 from pyggml.layers.preprocessing.integer_lookup import IntegerLookup
+from pyggml.layers.preprocessing.mel_spectrogram import MelSpectrogram
 from pyggml.layers.preprocessing.mix_up import MixUp
 from pyggml.layers.preprocessing.normalization import Normalization
 from pyggml.layers.preprocessing.pipeline import Pipeline
@@ -35,6 +36,7 @@ from pyggml.layers.preprocessing.random_translation import RandomTranslation
 from pyggml.layers.preprocessing.random_zoom import RandomZoom
 from pyggml.layers.preprocessing.rescaling import Rescaling
 from pyggml.layers.preprocessing.resizing import Resizing
+from pyggml.layers.preprocessing.stft_spectrogram import STFTSpectrogram
 from pyggml.layers.preprocessing.string_lookup import StringLookup
 from pyggml.layers.preprocessing.text_vectorization import TextVectorization
 
@@ -42,4 +44,5 @@ __all__ = ["HostLayer", "Normalization", "Rescaling", "CategoryEncoding", "Strin
            "Discretization", "TextVectorization", "Hashing", "HashedCrossing", "ImagePreprocessingLayer",
            "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation", "RandomZoom",
            "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomShear", "RandomPerspective", "RandomErasing",
-           "RandomElasticTransform", "MixUp", "CutMix", "Pipeline"]
+           "RandomElasticTransform", "MixUp", "CutMix", "Pipeline",
+           "MelSpectrogram", "STFTSpectrogram"]
