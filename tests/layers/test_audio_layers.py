@@ -299,6 +299,25 @@ def test_stft_spectrogram_against_numpy_rfft_of_hand_cut_frames():
     np.testing.assert_allclose(mag[:, :, :17], np.abs(spec[..., 0]), atol=1e-4)
 
 
+@pytest.mark.parametrize("periodic", [False, True])
+def test_stft_spectrogram_against_torch_stft(periodic):
+    torch = pytest.importorskip("torch")
+    x = _signals(3, 200)
+    win = torch.hann_window(32, periodic=periodic, dtype=torch.float64)
+    ref = torch.stft(torch.tensor(x, dtype=torch.float64), n_fft=32, hop_length=12, window=win, center=False,
+                     return_complex=True).numpy()                               # (3, 17, frames)
+    scale = float(np.sqrt((win.numpy() ** 2).sum()))
+    out = L.STFTSpectrogram(mode="stft", frame_length=32, frame_step=12, periodic=periodic,
+                            data_format="channels_first")(x[:, None, :])          # density scaling
+    np.testing.assert_allclose(out[:, :17], ref.real / scale, atol=1e-5)
+    np.testing.assert_allclose(out[:, 17:], ref.imag / scale, atol=1e-5)
+    log = L.STFTSpectrogram(frame_length=32, frame_step=12, periodic=periodic)(x[:, :, None])
+    # the power is floored at 1e-7 (Keras's epsilon); float32 logs of tiny magnitudes drift, so compare
+    # the magnitudes they give back
+    magnitude = np.sqrt(np.maximum((np.abs(ref) / scale) ** 2, 1e-7)).transpose(0, 2, 1)
+    np.testing.assert_allclose(np.exp(log), magnitude, rtol=1e-4, atol=1e-6)
+
+
 def test_stft_spectrogram_keras_shapes_and_defaults():
     layer = L.STFTSpectrogram(mode="log", frame_length=256, frame_step=128, fft_length=512, padding="valid",
                               trainable=False)
