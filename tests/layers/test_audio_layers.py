@@ -16,7 +16,7 @@ import pytest
 import pyggml as pg
 from harness import LayerCase, harness_tests
 from pyggml.layers.preprocessing import _audio
-from pyggml.layers.preprocessing.stft_spectrogram import stft_kernels
+from pyggml.layers.preprocessing.stft_spectrogram import _atan2, stft_kernels
 
 L = pg.layers
 
@@ -207,6 +207,15 @@ def test_stft_kernels_are_the_windowed_fourier_basis():
     np.testing.assert_allclose(real[:, 0, 0], wp / wp.sum())
     real, _ = stft_kernels(4, 4, None, False, "density")
     np.testing.assert_allclose(real[:, 0, 0], 1.0)                   # no window: no scaling
+
+
+def test_the_polynomial_atan2_over_every_quadrant_and_the_axes():
+    t = np.linspace(-np.pi + 1e-6, np.pi, 4001)
+    r = np.random.default_rng(0).uniform(1e-3, 1e3, size=t.shape)
+    y, x = (r * np.sin(t)).astype(np.float32), (r * np.cos(t)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(_atan2(y, x)), np.arctan2(y, x), atol=1e-6)
+    axes = np.asarray(_atan2(np.array([0, 1, 0, -1, 0], np.float32), np.array([1, 0, -1, 0, 0], np.float32)))
+    np.testing.assert_allclose(axes, [0, np.pi / 2, np.pi, -np.pi / 2, 0], atol=1e-6)
 
 
 def _stft_reference(mode, frame_length, frame_step, fft_length, padding, expand_dims, data_format):
