@@ -329,6 +329,8 @@ def test_dict_calls_keep_labels_for_geometric_layers_and_refuse_other_keys():
         L.MixUp()({"images": x, "labels": y[:2]})
     with pytest.raises(TypeError, match="labels"):
         L.MixUp()({"images": x, "labels": np.array(["a", "b", "c"])})
+    with pytest.raises(TypeError, match="node alone"):
+        L.CutMix()({"images": pg.Input((4, 4, 3)), "labels": pg.Input((2,))})
 
 
 # --- every layer: seeds, inference, channels_first, models ----------------------------------------------------------

@@ -5,6 +5,7 @@ RandomErasing, RandomElasticTransform, MixUp and CutMix: Keras's probability
 
 import numpy as np
 
+from pyggml.layers.node import Node
 from pyggml.layers.preprocessing.image_layer import RandomImageLayer, factor_range
 
 __all__ = ["probability_range", "DictAugmentation"]
@@ -30,6 +31,9 @@ class DictAugmentation(RandomImageLayer):
 
     def __call__(self, *args, **kwargs):
         if args and isinstance(args[0], dict):
+            if any(isinstance(v, Node) for v in args[0].values()):
+                raise TypeError(f"{type(self).__name__}: a dict of images and labels is for arrays (a dataset's "
+                                f"map); in a model, call it on the images' node alone")
             return self._call_on_dict(args[0], kwargs.get("training"))
         return super().__call__(*args, **kwargs)
 
