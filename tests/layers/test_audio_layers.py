@@ -71,7 +71,8 @@ def test_mel_filter_bank_against_the_formula():
 def _mel_layer_reference(x, fft, stride, length, window, rate, mels, low, high, mag_exp, to_db, top_db, min_power,
                          ref_power):
     torch = pytest.importorskip("torch")
-    win = torch.hann_window(length, dtype=torch.float64) if window == "hann" else torch.ones(length, dtype=torch.float64)
+    win = torch.hann_window(length, dtype=torch.float64) if window == "hann" else \
+        torch.ones(length, dtype=torch.float64)
     spec = torch.stft(torch.tensor(x, dtype=torch.float64), n_fft=fft, hop_length=stride, win_length=length,
                       window=win, center=True, pad_mode="reflect", return_complex=True).abs().numpy() ** mag_exp
     out = np.einsum("...ft,fm->...mt", spec, _mel_reference(mels, fft // 2 + 1, rate, low, high))

@@ -134,9 +134,10 @@ class STFTSpectrogram(Layer):
     def _split(self, input_shape):
         shape = tuple(input_shape)
         if len(shape) != 3:
-            raise ValueError(f"STFTSpectrogram takes signals of shape (batch, time, channels)"
-                             f"{' (channels_first: (batch, channels, time))' if self.data_format == 'channels_first' else ''}"
-                             f", got {shape}")
+            expected = "(batch, channels, time)" if self.data_format == "channels_first" else \
+                "(batch, time, channels)"
+            raise ValueError(f"STFTSpectrogram takes signals of shape {expected} (data_format="
+                             f"{self.data_format!r}), got {shape}")
         time, channels = (shape[1], shape[2]) if self.data_format == "channels_last" else (shape[2], shape[1])
         return time, channels
 
@@ -194,10 +195,12 @@ class STFTSpectrogram(Layer):
             y = imag
         elif self.mode == "angle":
             y = _atan2(imag, real)
-        elif self.mode == "stft":            # [real | imag] along the bins, by constant matrices (concat lacks a backward)
+        elif self.mode == "stft":
+            # [real | imag] along the bins, by constant matrices (ggml's concat has no backward pass)
             eye = np.eye(self.bins, dtype=np.float32)
             zero = np.zeros_like(eye)
-            y = real @ ops.constant(np.concatenate([eye, zero], 1)) + imag @ ops.constant(np.concatenate([zero, eye], 1))
+            y = real @ ops.constant(np.concatenate([eye, zero], 1)) + \
+                imag @ ops.constant(np.concatenate([zero, eye], 1))
         else:
             power = real * real + imag * imag
             if self.mode == "psd":
