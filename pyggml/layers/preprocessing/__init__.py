@@ -8,7 +8,8 @@ In the graph (their state is non-trainable weights or config): ``Normalization``
 augmentations ``RandomCrop``, ``RandomFlip``, ``RandomRotation``, ``RandomZoom``,
 ``RandomTranslation``, ``RandomContrast``, ``RandomBrightness``, ``RandomShear``,
 ``RandomPerspective``, ``RandomErasing``, ``RandomElasticTransform``, ``MixUp``,
-``CutMix`` (random in training only)."""
+``CutMix`` (random in training only), and ``Pipeline`` (layers in order, on the
+host or in the graph as its layers are)."""
 
 from pyggml.layers.preprocessing.category_encoding import CategoryEncoding
 from pyggml.layers.preprocessing.center_crop import CenterCrop

@@ -12,8 +12,9 @@ __all__ = ["probability_range", "DictAugmentation"]
 
 
 def probability_range(value, name, owner):
-    """Keras's ``factor`` of the layers that apply to each image with a probability: a number p gives
-    (0, p), a pair (low, high) in [0, 1] a per-image probability drawn between them."""
+    """Keras's ``factor`` of the layers that apply to each image with a probability: each image draws its
+    probability uniformly from (low, high); a number p gives (0, p), so ``factor=1.0`` (the default)
+    applies to about half of the images, as Keras's code does, and ``(1.0, 1.0)`` to every image."""
     low, high = factor_range(value, name, owner, 0.0, 1.0)
     return max(low, 0.0), high
 
