@@ -1,10 +1,10 @@
 """RandomElasticTransform (Keras's layer): in training, each image (with a
-probability drawn per image uniformly from ``factor``: a number p means from 0 to
-p, as Keras; (1, 1): every image) resampled along a smooth random displacement field:
-uniform noise in [-1, 1] per pixel and axis, blurred by a Gaussian of
-``sigma = 0.05 s min(h, w)`` pixels and scaled by ``alpha = 0.1 s max(h, w)``,
-``s`` drawn once a batch uniformly from ``scale``; then clipped to
-``value_range``.  The identity in inference."""
+probability drawn per image uniformly from ``factor``: a number p means from 0
+to p, as Keras; (1, 1): every image) resampled along a smooth random
+displacement field: uniform noise in [-1, 1] per pixel and axis, blurred by a
+Gaussian of ``sigma = 0.05 s min(h, w)`` pixels and scaled by ``alpha = 0.1 s
+max(h, w)``, ``s`` drawn once a batch uniformly from ``scale``; then clipped to
+``value_range``. The identity in inference."""
 
 from pyggml._validation import check_number
 from pyggml.layers.preprocessing import _image_ops

@@ -1,10 +1,11 @@
-"""RandomErasing (Keras's layer): in training, each image (with a
-probability drawn per image uniformly from ``factor``: a number p means from 0 to
-p, so the default 1.0 erases about half of them, as Keras; (1, 1): all) has a box filled with ``fill_value`` (a number, one
-per channel, or ``None``: Gaussian noise times the top of ``value_range``),
-clipped to ``value_range``.  The box's sides are the square roots of two
-fractions drawn uniformly from ``scale`` times the image's width and height,
-at a uniform place inside the image.  The identity in inference."""
+"""RandomErasing (Keras's layer): in training, each image (with a probability drawn
+per image uniformly from ``factor``: a number p means from 0 to p, so the
+default 1.0 erases about half of them, as Keras; (1, 1): all) has a box filled
+with ``fill_value`` (a number, one per channel, or ``None``: Gaussian noise
+times the top of ``value_range``), clipped to ``value_range``. The box's sides
+are the square roots of two fractions drawn uniformly from ``scale`` times the
+image's width and height, at a uniform place inside the image. The identity in
+inference."""
 
 import numpy as np
 

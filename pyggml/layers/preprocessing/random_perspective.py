@@ -1,10 +1,10 @@
-"""RandomPerspective (Keras's layer): in training, each image (with a
-probability drawn per image uniformly from ``factor``: a number p means from 0 to
-p, so the default 1.0 warps about half of them, as Keras; (1, 1): all) warped by a perspective transform that moves its
-corners: the corner at (x, y) goes to (x + x dx, y + y dy), dx and dy drawn per
-corner uniformly in [-scale/2, scale/2] (so the top-left corner stays, as in
-Keras).  Points from outside the image take ``fill_value``.  The identity in
-inference."""
+"""RandomPerspective (Keras's layer): in training, each image (with a probability
+drawn per image uniformly from ``factor``: a number p means from 0 to p, so the
+default 1.0 warps about half of them, as Keras; (1, 1): all) warped by a
+perspective transform that moves its corners: the corner at (x, y) goes to (x +
+x dx, y + y dy), dx and dy drawn per corner uniformly in [-scale/2, scale/2] (so
+the top-left corner stays, as in Keras). Points from outside the image take
+``fill_value``. The identity in inference."""
 
 import numpy as np
 
