@@ -578,6 +578,24 @@ def test_pipeline_in_models_trains_saves_and_loads(tmp_path):
     seq.free()
 
 
+def test_pipeline_holding_keras_ios_augmentation_sequential(tmp_path):
+    data_augmentation = pg.Sequential([L.RandomFlip("horizontal"), L.RandomRotation(0.1)])
+    pipe = L.Pipeline([data_augmentation, L.MixUp(seed=0)])
+    x, y = _images(6, 6, 6, 3), np.random.default_rng(0).random((6, 1)).astype(np.float32)
+    assert pipe.host and pipe(x).shape == x.shape
+    np.testing.assert_array_equal(pipe(x, training=False), x)
+    inp = pg.Input((6, 6, 3))
+    model = pg.Model(inp, L.Dense(1)(L.Flatten()(pipe(inp))))
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, y, epochs=1, batch_size=3, verbose=0)
+    path = str(tmp_path / "nested.keras")
+    model.save(path)
+    loaded = pg.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
+    loaded.free()
+    model.free()
+
+
 def test_pipeline_config_round_trip_and_bad_arguments():
     pipe = L.Pipeline([L.RandomFlip("vertical", seed=3), L.MixUp(0.4, seed=2)], name="p")
     cfg = json.loads(json.dumps(pipe.get_config()))

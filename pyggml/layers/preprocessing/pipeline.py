@@ -93,8 +93,7 @@ class Pipeline(Layer):
     def build(self, input_shape):
         shape = tuple(input_shape)
         for layer in self.pipeline_layers:
-            if not _on_host(layer):
-                build_sublayer(layer, shape)
+            build_sublayer(layer, shape)          # a nested Sequential learns its input shape here
             shape = tuple(sublayer_output_shape(layer, shape))
 
     def compute_output_shape(self, input_shape):
