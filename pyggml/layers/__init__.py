@@ -21,13 +21,15 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization, UnitNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
-from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding, CenterCrop, Discretization,
+from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding, CenterCrop, CutMix, Discretization,
                                          Equalization, HashedCrossing, Hashing, HostLayer, IntegerLookup,
-                                         Normalization, RandAugment, RandomBrightness, RandomColorDegeneration,
-                                         RandomColorJitter, RandomContrast, RandomCrop, RandomFlip, RandomGaussianBlur,
-                                         RandomGrayscale, RandomHue, RandomInvert, RandomPosterization, RandomRotation,
-                                         RandomSaturation, RandomSharpness, RandomTranslation, RandomZoom, Rescaling,
-                                         Resizing, Solarization, StringLookup, TextVectorization)
+                                         MelSpectrogram, MixUp, Normalization, Pipeline, RandAugment, RandomBrightness,
+                                         RandomColorDegeneration, RandomColorJitter, RandomContrast, RandomCrop,
+                                         RandomElasticTransform, RandomErasing, RandomFlip, RandomGaussianBlur,
+                                         RandomGrayscale, RandomHue, RandomInvert, RandomPerspective,
+                                         RandomPosterization, RandomRotation, RandomSaturation, RandomSharpness,
+                                         RandomShear, RandomTranslation, RandomZoom, Rescaling, Resizing,
+                                         STFTSpectrogram, Solarization, StringLookup, TextVectorization)
 from pyggml.layers.recurrent import (Bidirectional, ConvLSTM1D, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN,
                                      SimpleRNNCell, StackedRNNCells)
 from pyggml.layers.wrappers import SpectralNormalization, TimeDistributed, Wrapper
@@ -40,7 +42,7 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
-             GroupedQueryAttention, ConvLSTM1D):
+             GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -72,5 +74,6 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomGrayscale", "RandomHue",
            "RandomSaturation", "RandomSharpness", "Solarization", "RandomInvert", "RandomPosterization",
            "RandomColorDegeneration", "RandomColorJitter", "AutoContrast", "Equalization", "RandomGaussianBlur",
-           "RandAugment", "AugMix", "GroupedQueryAttention", "ConvLSTM1D", "SpectralNormalization", "Wrapper"
-           ] + _ALIASES
+           "RandAugment", "AugMix", "GroupedQueryAttention", "ConvLSTM1D", "SpectralNormalization", "Wrapper",
+           "RandomShear", "RandomPerspective", "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix",
+           "Pipeline", "MelSpectrogram", "STFTSpectrogram"] + _ALIASES
