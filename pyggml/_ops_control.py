@@ -14,8 +14,7 @@ static, so control flow is built when the graph is built:
 - ``fori_loop``, ``while_loop`` (whose condition is known while unrolling, or
   with ``maximum_iterations``: masked steps), ``scan``, ``map``,
   ``vectorized_map`` and ``associative_scan`` unroll over static sizes.
-- ``sort``/``argsort``/``argpartition`` (and ``top_k``'s graph form, private here as
-  ``_top_k`` until it replaces _ops_numpy's arrays-only one) rank by comparisons: a
+- ``sort``/``argsort``/``argpartition`` and ``top_k`` rank by comparisons: a
   permutation of 0/1 masks times the values, so sorted values train (O(n^2) memory along
   the sorted axis).  Their int32 indices come from ggml's argmax over the permutation.
 - ``scatter``/``scatter_update``/``slice_update`` take indices known when the
@@ -42,7 +41,7 @@ from pyggml.core import Tensor
 from pyggml.core import ops as _c
 from pyggml.variables import Variable
 
-__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "vectorized_map", "associative_scan",
+__all__ = ["top_k", "cond", "switch", "while_loop", "fori_loop", "scan", "map", "vectorized_map", "associative_scan",
            "custom_gradient", "sort", "argsort", "argpartition", "scatter", "scatter_update", "slice_update",
            "nonzero", "qr", "svd", "eig", "eigh", "inv", "det", "slogdet", "solve", "lstsq", "lu_factor", "cholesky",
            "solve_triangular"]
@@ -657,7 +656,7 @@ def argpartition(x, kth, axis=-1):
     return host_constant(out) if _in_graph(x) else out
 
 
-def _top_k(x, k, sorted=True, is_stable=True):
+def top_k(x, k, sorted=True, is_stable=True):
     """Keras's ``ops.top_k`` in a graph and on arrays: the ``k`` largest values along the last
     axis, largest first (ties: the lower index first), and their int32 indices.  In a
     model's graph the values train.  ``sorted=False`` still gives them sorted (any order is

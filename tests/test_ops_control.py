@@ -115,8 +115,8 @@ GRAPH_CASES = {
                                          lambda a: np.flip(np.cumprod(np.flip(a, 1), 1), 1)),
     "sort_last": (lambda t: ops.sort(t), lambda a: np.sort(a, -1)),
     "sort_middle": (lambda t: ops.sort(t, axis=1) * np.arange(1.0, 5.0), lambda a: np.sort(a, 1) * np.arange(1, 5)),
-    "top_k_values": (lambda t: _ops_control._top_k(t, 2)[0], lambda a: -np.sort(-a, -1)[..., :2]),
-    "top_k_indices_take": (lambda t: ops.take(t, _ops_control._top_k(t[0, 0], 2)[1], axis=-1),
+    "top_k_values": (lambda t: ops.top_k(t, 2)[0], lambda a: -np.sort(-a, -1)[..., :2]),
+    "top_k_indices_take": (lambda t: ops.take(t, ops.top_k(t[0, 0], 2)[1], axis=-1),
                            lambda a: a[..., np.argsort(-a[0, 0], kind="stable")[:2]]),
     "argsort_rows_take": (lambda t: ops.take(t, ops.argsort(t[1, :, 2]), axis=1),
                           lambda a: a[:, np.argsort(a[1, :, 2], kind="stable")]),
@@ -158,7 +158,7 @@ def test_indices_in_a_graph_match_numpy():
     np.testing.assert_array_equal(got, np.argsort(x.astype(np.float32), -1, kind="stable"))
     got = _predict(lambda t: ops.cast(ops.argsort(t, axis=1), "float32"), x)
     np.testing.assert_array_equal(got, np.argsort(x.astype(np.float32), 1, kind="stable"))
-    got = _predict(lambda t: ops.cast(_ops_control._top_k(-t, 3)[1], "float32"), x)
+    got = _predict(lambda t: ops.cast(ops.top_k(-t, 3)[1], "float32"), x)
     np.testing.assert_array_equal(got, np.argsort(x.astype(np.float32), -1, kind="stable")[..., :3])
     part = _predict(lambda t: ops.cast(ops.argpartition(t, 2), "float32"), x).astype(int)
     vals = np.take_along_axis(x.astype(np.float32), part, -1)
@@ -169,7 +169,7 @@ def test_argsort_and_top_k_indices_feed_take_in_a_graph():
     x = RNG.normal(size=(3, 5))
     got = _predict(lambda t: ops.take(t[0], ops.argsort(t[0]), axis=-1) + t * 0.0, x)
     np.testing.assert_allclose(got, np.broadcast_to(np.sort(x[0]).astype(np.float32), x.shape), rtol=1e-6)
-    got = _predict(lambda t: ops.take(t, _ops_control._top_k(t[0], 2)[1], axis=1), x)
+    got = _predict(lambda t: ops.take(t, ops.top_k(t[0], 2)[1], axis=1), x)
     np.testing.assert_allclose(got, x[:, np.argsort(-x[0])[:2]].astype(np.float32), rtol=1e-6)
 
 
@@ -295,7 +295,7 @@ def test_sorting_on_arrays():
     part = ops.argpartition(a, 1)
     assert part.dtype == np.int32
     np.testing.assert_array_equal(np.take_along_axis(a, part, -1)[:, 1], np.sort(a, -1)[:, 1])
-    values, idx = _ops_control._top_k(a, 2)
+    values, idx = ops.top_k(a, 2)
     np.testing.assert_array_equal(values, [[3.0, 2.0], [9.0, 4.0]])
     np.testing.assert_array_equal(idx, [[0, 2], [2, 3]])
     np.testing.assert_array_equal(ops.sort(np.array([3, 1, 2])), [1, 2, 3])          # ints stay ints
@@ -305,7 +305,7 @@ def test_sort_and_top_k_agree_with_torch():
     torch = pytest.importorskip("torch")
     a = RNG.normal(size=(4, 6)).astype(np.float32)
     np.testing.assert_array_equal(_predict(lambda t: ops.sort(t, axis=-1), a), torch.sort(torch.tensor(a))[0].numpy())
-    got = _predict(lambda t: _ops_control._top_k(t, 3)[0], a)
+    got = _predict(lambda t: ops.top_k(t, 3)[0], a)
     np.testing.assert_array_equal(got, torch.topk(torch.tensor(a), 3).values.numpy())
 
 
@@ -528,7 +528,7 @@ def _in_graph(fn):
     (_in_graph(lambda t: ops.sort(ops.reshape(ops.tile(t, (1, 3000)), (-1, 9000)))), ValueError, "comparisons"),
     (lambda: ops.argpartition(np.ones(3), 3), ValueError, "kth"),
     (lambda: ops.argpartition(np.ones(3), 1.5), TypeError, "kth"),
-    (lambda: _ops_control._top_k(np.ones((2, 3)), 4), ValueError, r"k must be an int in \[1, 3\]"),
+    (lambda: ops.top_k(np.ones((2, 3)), 4), ValueError, r"k must be an int in \[1, 3\]"),
     (lambda: ops.scatter([[0, 5]], np.ones(1), (2, 2)), IndexError, "out of bounds"),
     (lambda: ops.scatter([[0, 0, 0]], np.ones(1), (2, 2)), ValueError, "3 entries"),
     (lambda: ops.scatter([[0]], np.ones(3), (2, 2)), ValueError, "one entry of shape"),

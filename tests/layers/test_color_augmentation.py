@@ -349,17 +349,6 @@ def test_aug_mix_mixes_chains_with_the_original():
     assert out.shape == x.shape and np.isfinite(out).all() and out.max() <= 1.0
 
 
-def test_shear_matrices_shear_about_the_centre():
-    from pyggml.layers.preprocessing import _image_ops
-    m = _image_ops.shear_matrices([0.5], [0.0], 5, 5)[0]
-    # the centre (2, 2) reads itself; the row above it reads 0.5 pixel to the left
-    assert np.allclose(m[0] * 2 + m[1] * 2 + m[2], 2) and np.allclose(m[3] * 2 + m[4] * 2 + m[5], 2)
-    assert np.allclose(m[0] * 2 + m[1] * 1 + m[2], 1.5)
-    img = np.arange(25, dtype=np.float32).reshape(1, 5, 5, 1)
-    out = _image_ops.affine_sample(img, _image_ops.shear_matrices([1.0], [0.0], 5, 5), "nearest", "wrap", 0.0)
-    np.testing.assert_array_equal(out[0, :, :, 0], [np.roll(img[0, r, :, 0], 2 - r) for r in range(5)])
-
-
 # --- common behaviour ---------------------------------------------------------------------------------------------
 
 RANDOM = [
