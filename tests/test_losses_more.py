@@ -336,3 +336,23 @@ def test_dice_save_load_keeps_settings(tmp_path):
     assert m.evaluate(x, y, batch_size=16, verbose=0) == pytest.approx(_tversky(y, p, 0.8, 0.1, 1).mean(), rel=1e-5)
     m.free()
     back.free()
+
+
+def test_in_a_functional_model_with_two_heads():
+    # a segmentation-like head trained with Dice over its pixels and an embedding head with Circle
+    x = rng.normal(size=(16, 3)).astype(np.float32)
+    y_mask = (rng.random((16, 4)) < 0.5).astype(np.float32)
+    labels = rng.integers(0, 3, 16)
+    inp = pg.Input(shape=3)
+    h = pg.layers.Dense(8, activation="tanh")(inp)
+    seg = pg.layers.Dense(4, activation="sigmoid", name="seg")(h)
+    emb = pg.layers.UnitNormalization(name="emb")(pg.layers.Dense(5)(h))
+    m = pg.Model(inp, [seg, emb]).compile(optimizer=pg.optimizers.Adam(0.02),
+                                          loss=[L.Dice(axis=-1), L.Circle(gamma=8.0)], seed=2)
+    logs = m.evaluate(x, [y_mask, labels], batch_size=16, return_dict=True, verbose=0)
+    p_seg, p_emb = (a.astype(np.float64) for a in m.predict(x, verbose=0))
+    assert logs["seg_loss"] == pytest.approx(_dice(y_mask, p_seg, -1).mean(), rel=1e-5)
+    assert logs["emb_loss"] == pytest.approx(_circle_mean(labels, p_emb, gamma=8.0), rel=1e-4)
+    h = m.fit(x, [y_mask, labels], epochs=15, batch_size=16, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+    m.free()

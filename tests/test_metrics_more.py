@@ -249,6 +249,8 @@ def test_sum_streams_weights_and_resets():
         m.update_state(np.ones((4, 3)), sample_weight=np.ones(5))
     with pytest.raises(TypeError):
         m.update_state(["x"])
+    with pytest.raises(TypeError, match="values"):
+        m.update_state(np.ones(3), np.ones(3), None)           # as compile's metrics would call it
 
 
 # --- correlations ---------------------------------------------------------------------------------------

@@ -212,6 +212,16 @@ class Circle(Loss):
         self.margin = check_number("margin", margin)
         self.remove_diagonal = check_bool("remove_diagonal", remove_diagonal)
 
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if not isinstance(y_pred, Tensor) and not isinstance(y_true, Tensor):
+            e = np.asarray(y_pred)
+            if e.ndim != 2:
+                raise ValueError(f"circle: y_pred must be embeddings of shape (batch, dim), got {e.shape}")
+            if np.size(y_true) != len(e):
+                raise ValueError(f"circle: {np.size(y_true)} labels for {len(e)} embeddings")
+            _label_array(y_true, "y_true")
+        return super().__call__(y_true, y_pred, sample_weight)
+
     def call(self, y_true, y_pred):
         return _circle_values(y_true, y_pred, None, None, self.remove_diagonal, self.gamma, self.margin)
 

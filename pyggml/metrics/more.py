@@ -238,7 +238,10 @@ class Sum(Metric):
     def reset_state(self):
         self.total = 0.0
 
-    def update_state(self, values, sample_weight=None):
+    def update_state(self, values, sample_weight=None, *more):
+        if more:
+            raise TypeError("Sum.update_state takes (values, sample_weight=None), not (y_true, y_pred, ...): as "
+                            "Keras's Sum it adds up values you give it, in your own loop, not a model's outputs")
         v = _numbers(values, "values", "Sum").astype(np.float64)
         if sample_weight is not None:
             w = _numbers(sample_weight, "sample_weight", "Sum").astype(np.float64)
