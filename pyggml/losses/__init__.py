@@ -2,6 +2,7 @@
 
 from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, Huber, MeanAbsoluteError,
                                    MeanSquaredError, SparseCategoricalCrossentropy)
+from pyggml.losses.ctc import CTC, ctc
 from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge,
                                  CosineSimilarity, Hinge, KLDivergence, LogCosh, MeanAbsolutePercentageError,
                                  MeanSquaredLogarithmicError, Poisson, SquaredHinge)
@@ -13,7 +14,7 @@ __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError
            "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "KLDivergence", "Poisson", "LogCosh", "CosineSimilarity",
            "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Hinge", "SquaredHinge", "CategoricalHinge",
            "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice", "Tversky", "Circle", "dice", "tversky",
-           "circle", "get", "serialize", "deserialize", "LOSSES"]
+           "circle", "CTC", "ctc", "get", "serialize", "deserialize", "LOSSES"]
 
 LOSSES = {
     "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "MeanSquaredError": MeanSquaredError,
@@ -37,9 +38,10 @@ LOSSES = {
     "categorical_focal_crossentropy": CategoricalFocalCrossentropy,
     "CategoricalFocalCrossentropy": CategoricalFocalCrossentropy,
     "dice": Dice, "Dice": Dice, "tversky": Tversky, "Tversky": Tversky, "circle": Circle, "Circle": Circle,
+    "ctc": CTC, "CTC": CTC,
 }
 # Keras's loss functions whose class compile needs (Circle takes labels, not targets shaped as the output)
-_FUNCTIONS = {dice: Dice, tversky: Tversky, circle: Circle}
+_FUNCTIONS = {dice: Dice, tversky: Tversky, circle: Circle, ctc: CTC}
 
 
 def get(identifier):
