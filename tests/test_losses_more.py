@@ -442,3 +442,33 @@ def test_ctc_gradient_against_torch_and_training(weighted, tmp_path):
         m.fit(CX, CLAB + CK, epochs=1, verbose=0)
     m.free()
     back.free()
+
+
+@pytest.mark.parametrize("composed", [False, True])
+def test_ctc_long_sequences_against_torch(composed):
+    # 80 steps: path scores far below 0 (about -200) next to the -1e30 that stands for log 0
+    torch = pytest.importorskip("torch")
+    from pyggml import _scope
+    old = _scope.FORCE_COMPOSED
+    _scope.FORCE_COMPOSED = composed
+    try:
+        r = np.random.default_rng(5)
+        logits = r.normal(size=(3, 80, 12)) * 2
+        labels = r.integers(1, 12, (3, 20))
+        labels[1, 12:] = 0
+        labels[2, 5:9] = labels[2, 4]                     # a run of repeats
+        want = _torch_ctc(labels, logits).numpy()
+        assert want.min() > 150
+        np.testing.assert_allclose(L.ctc(labels, logits), want, rtol=2e-5)
+        m = pg.Sequential([pg.layers.Dense(12)], input_shape=(80, 4)).compile(optimizer="sgd", loss="ctc", seed=2)
+        x = r.normal(size=(3, 80, 4)).astype(np.float32)
+        w = m.get_weights()
+        got = m.gradients(x, labels)
+        W = torch.tensor(w["dense.weight"], dtype=torch.float64, requires_grad=True)
+        b = torch.tensor(w["dense.bias"], dtype=torch.float64, requires_grad=True)
+        _torch_ctc(labels, torch.tensor(x, dtype=torch.float64) @ W.T + b).mean().backward()
+        np.testing.assert_allclose(got["dense.weight"], W.grad.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got["dense.bias"], b.grad.numpy(), rtol=1e-4, atol=1e-5)
+        m.free()
+    finally:
+        _scope.FORCE_COMPOSED = old

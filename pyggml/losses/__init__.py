@@ -2,7 +2,7 @@
 
 from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, Huber, MeanAbsoluteError,
                                    MeanSquaredError, SparseCategoricalCrossentropy)
-from pyggml.losses.ctc import CTC, ctc
+from pyggml.losses.ctc_loss import CTC, ctc
 from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge,
                                  CosineSimilarity, Hinge, KLDivergence, LogCosh, MeanAbsolutePercentageError,
                                  MeanSquaredLogarithmicError, Poisson, SquaredHinge)

@@ -9,9 +9,10 @@ here).  Every sample uses all ``steps``.  In ``fit`` the labels are padded
 with blanks to ``steps`` columns (a padding Keras ignores too).
 
 The recursion runs in log space over the extended label (blanks between and
-around the labels, ``2 L + 1`` states): per step a (batch, states, states) sum of
-the previous scores and a transition mask made on the host from the labels,
-then a logsumexp; "log 0" is -1e30, finite so the backward pass has no NaN."""
+around the labels, ``2 L + 1`` states): per step each state's score is the
+logsumexp of its own, its predecessor's and (where the labels allow the skip,
+a mask made on the host) the one before; "log 0" is -1e30, finite so the
+backward pass has no NaN."""
 
 import numpy as np
 
@@ -33,31 +34,36 @@ def _label_rows(a):
 
 def _tables(labels, width, classes):
     """From (batch, width) labels: one-hot rows of the extended labels (batch, S, classes),
-    the transition log-mask (batch, S, S) [to, from], the start and the end log-masks (batch, S)."""
+    the log-masks of the skip transition s-2 -> s (batch, S), of the start and of the end states."""
     labels = _label_rows(labels)
     batch = labels.shape[0]
     s_max = 2 * width + 1
+    idx = np.arange(s_max)
     onehot = np.zeros((batch, s_max, classes), np.float32)
-    trans = np.full((batch, s_max, s_max), _LOG0, np.float32)
+    skip = np.full((batch, s_max), _LOG0, np.float32)
     start = np.full((batch, s_max), _LOG0, np.float32)
     end = np.full((batch, s_max), _LOG0, np.float32)
-    idx = np.arange(s_max)
-    trans[:, idx, idx] = 0.0
-    trans[:, idx[1:], idx[:-1]] = 0.0
     for b in range(batch):
         n = int(np.count_nonzero(labels[b]))
         ext = np.zeros(s_max, np.int64)
         ext[1:2 * n:2] = labels[b, :n]
         onehot[b, idx, ext] = 1.0
-        for s in range(2, 2 * n + 1):
-            if ext[s] != 0 and ext[s] != ext[s - 2]:
-                trans[b, s, s - 2] = 0.0
+        # a label may follow the previous label directly when the two differ
+        ok = (idx >= 2) & (ext != 0) & (ext != np.roll(ext, 2))
+        skip[b, ok] = 0.0
         start[b, 0] = 0.0
         end[b, 2 * n] = 0.0
         if n:
             start[b, 1] = 0.0
             end[b, 2 * n - 1] = 0.0
-    return onehot, trans, start, end
+    return onehot, skip, start, end
+
+
+def _shift(s_max, k):
+    """The (S, S) matrix a with mul_mat(a, x) = x shifted right by k along its last axis."""
+    a = np.zeros((s_max, s_max), np.float32)
+    a[np.arange(k, s_max), np.arange(s_max - k)] = 1.0
+    return a
 
 
 def _check_labels(a, classes, steps, what="ctc"):
@@ -102,27 +108,42 @@ def ctc_values(y_true, y_pred):
         b = _scope.require("ctc")
         s_max = 2 * width + 1
 
+        made = {}
+
         def table(i):
-            return lambda a: _tables(_check_labels(np.asarray(a).reshape(batch, width), classes, steps),
-                                     width, classes)[i]
+            def fn(a):
+                # the four tables of one batch's labels, made once
+                key = np.asarray(a).tobytes()
+                if made.get("key") != key:
+                    made["key"] = key
+                    made["tables"] = _tables(_check_labels(np.asarray(a).reshape(batch, width), classes, steps),
+                                             width, classes)
+                return made["tables"][i]
+            return fn
         onehot = b.derived_input(y_true, table(0), (batch, s_max, classes), "float32")
-        trans = b.derived_input(y_true, table(1), (batch, s_max, s_max), "float32")
-        start = b.derived_input(y_true, table(2), (batch, s_max), "float32")
-        end = b.derived_input(y_true, table(3), (batch, s_max), "float32")
+        skip, start, end = (b.derived_input(y_true, table(i), (batch, s_max), "float32") for i in (1, 2, 3))
     else:
         labels = _check_labels(y_true, classes, steps)
         if labels.shape[0] != batch:
             raise ValueError(f"ctc: {labels.shape[0]} label rows for {batch} samples")
         width = labels.shape[1]
         s_max = 2 * width + 1
-        onehot, trans, start, end = (ops.constant(t) for t in _tables(labels, width, classes))
+        onehot, skip, start, end = (ops.constant(t) for t in _tables(labels, width, classes))
     logp = ops.log_softmax(y_pred if y_pred.is_contiguous else ops.cont(y_pred), axis=-1)
     # emission scores of each state at each step: logp_b (steps, classes) @ onehot_b^T
     emit = ops.mul_mat(onehot, logp)                                   # (batch, steps, S)
+    by_one, by_two = ops.constant(_shift(s_max, 1)), ops.constant(_shift(s_max, 2))
+    first = np.zeros((1, s_max), np.float32)
+    first[0, 0] = _LOG0
+    no_prev = ops.constant(first)                                      # state 0 has no predecessor
     alpha = ops.add(emit[:, 0, :], start)
     for t in range(1, steps):
-        prev = ops.reshape(alpha, (batch, 1, s_max))
-        alpha = ops.add(ops.logsumexp(ops.add(trans, prev), axis=-1), emit[:, t, :])
+        # stay, come from s - 1, or skip from s - 2: a logsumexp of the three
+        c0 = alpha
+        c1 = ops.add(ops.mul_mat(by_one, alpha), no_prev)
+        c2 = ops.add(ops.mul_mat(by_two, alpha), skip)
+        # (an exact max inside: a max as b + relu(a - b) rounds -87 against -1e30 to 0, and exp underflows)
+        alpha = ops.add(ops.logsumexp(ops.stack([c0, c1, c2], axis=-1), axis=-1), emit[:, t, :])
     return ops.neg(ops.logsumexp(ops.add(alpha, end), axis=-1))
 
 
