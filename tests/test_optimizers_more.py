@@ -242,3 +242,21 @@ def test_bad_arguments():
         pg.optimizers.Muon(nesterov="yes")
     with pytest.raises(ValueError, match="adam_weight_decay"):
         pg.optimizers.Muon(adam_weight_decay=-0.1)
+
+
+@pytest.mark.parametrize("name", ["lamb", "muon"])
+def test_apply_gradients_takes_the_same_step(name):
+    # Keras's custom-loop form: the same rule as fit's step (Muon tells the weights apart by name there too)
+    lr = 0.02
+    opt = pg.optimizers.Lamb(lr) if name == "lamb" else pg.optimizers.Muon(lr, exclude_layers=["dense_1"])
+    rule = _lamb_rule(lr) if name == "lamb" else _muon_rule(lr, adamw_names=("dense_1",))
+    m = _model(opt)
+    ws = {k: v.astype(np.float64) for k, v in m.get_weights().items()}
+    state = {}
+    for t in (1, 2):
+        gs = m.gradients(X, Y)
+        ws = {k: rule(k, ws[k], gs[k].astype(np.float64), state.setdefault(k, {}), t) for k in ws}
+        m.optimizer.apply_gradients(zip(gs.values(), m.trainable_variables))
+        for k, v in m.get_weights().items():
+            np.testing.assert_allclose(v, ws[k], rtol=2e-4, atol=2e-6, err_msg=f"{k} step {t}")
+    m.free()
