@@ -245,6 +245,9 @@ def test_sum_streams_weights_and_resets():
     m.update_state(v, sample_weight=np.ones_like(v) * 0.5)
     assert m.result() == pytest.approx(8.0 + 0.5 * v.sum(), rel=1e-12)
     assert M.Sum.from_config(m.get_config()).name == "sum"
+    before = m.result()
+    assert m([1.0, 2.0, 4.0], sample_weight=[1, 0.5, 0.25]) == 3.0       # one-off: the state is kept
+    assert m.result() == before
     with pytest.raises(ValueError, match="sample_weight"):
         m.update_state(np.ones((4, 3)), sample_weight=np.ones(5))
     with pytest.raises(TypeError):
@@ -373,3 +376,19 @@ def test_correlations_and_one_hot_iou_in_compile():
     assert logs["one_hot_mean_io_u"] == pytest.approx(metrics.jaccard_score(t, q, labels=labels, average="macro"),
                                                       rel=1e-5)
     m.free()
+
+
+def test_one_off_calls_keep_the_state():
+    y = np.array([0, 1, 1, 0, 1])
+    p = np.array([0.2, 0.7, 0.4, 0.6, 0.9])
+    for m in (M.PrecisionAtRecall(0.6), M.RecallAtPrecision(0.6), M.SensitivityAtSpecificity(0.5),
+              M.SpecificityAtSensitivity(0.5), M.BinaryIoU(), M.PearsonCorrelation(), M.ConcordanceCorrelation()):
+        m.update_state(y[:2], p[:2])
+        kept = m.result()
+        fresh = type(m).from_config(m.get_config())
+        fresh.update_state(y, p)
+        assert m(y, p) == pytest.approx(fresh.result())
+        assert m.result() == kept
+    one = M.OneHotMeanIoU(2)
+    assert one(np.eye(2)[y], np.stack([1 - p, p], 1)) == pytest.approx(
+        M.BinaryIoU(threshold=0.5000001)(y, p), rel=1e-12)
