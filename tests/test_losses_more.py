@@ -313,7 +313,7 @@ def test_circle_trains_and_saves(tmp_path):
     assert after < 0.7 * before
     m.save(tmp_path / "c.gguf")
     back = pg.load_model(tmp_path / "c.gguf")
-    assert type(back.loss) is L.Circle if hasattr(back, "loss") and isinstance(back.loss, L.Loss) else True
+    # the same loss after loading: its gamma (16, not the default 80) came back with it
     assert back.evaluate(x, labels, batch_size=16, verbose=0) == pytest.approx(after, rel=1e-6)
     m.free()
     back.free()
