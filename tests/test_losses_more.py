@@ -472,3 +472,20 @@ def test_ctc_long_sequences_against_torch(composed):
         m.free()
     finally:
         _scope.FORCE_COMPOSED = old
+
+
+def test_per_sample_losses_with_a_padding_mask():
+    # a Masking layer's step mask reaches the loss: CTC and a Dice over the steps take each sequence
+    # whole (one loss per sample), so the mask leaves them as they are
+    r = np.random.default_rng(9)
+    x = r.normal(size=(4, 6, 3)).astype(np.float32)
+    x[:, 4:] = 0
+    labels = np.array([[1, 2, 0], [2, 0, 0], [1, 1, 0], [3, 2, 1]])
+    y = (r.random((4, 6, 4)) < 0.5).astype(np.float32)
+    for loss, target in (("ctc", labels), (L.Dice(axis=(1, 2)), y)):
+        m = pg.Sequential([pg.layers.Masking(0.0), pg.layers.Dense(4)], input_shape=(6, 3)).compile(loss=loss, seed=1)
+        p = m.predict(x, verbose=0).astype(np.float64)
+        want = L.ctc(labels, p).mean() if loss == "ctc" else _dice(y, p, (1, 2)).mean()
+        assert m.evaluate(x, target, batch_size=4, verbose=0) == pytest.approx(float(want), rel=1e-5)
+        m.fit(x, target, epochs=1, verbose=0)
+        m.free()

@@ -46,6 +46,9 @@ def reduce_loss(values, weights=None, mask=None):
             return v
         w = weights if weights.is_contiguous else ops.cont(weights)
         return ops.mul(v, ops.scale(ops.sum(w), 1.0 / w.nelements))
+    if mask is not None and n == batch and mask.shape[1] > 1:
+        # one loss per sample (CTC, a Dice over the steps): it took the sequence as a whole
+        mask = None
     if mask is not None:
         steps = mask.shape[1]
         per_step = n // (batch * steps)
