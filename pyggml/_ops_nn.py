@@ -288,7 +288,7 @@ def psnr(x1, x2, max_val):
     mv = _number(max_val, "psnr", "max_val")
     if mv <= 0:
         raise ValueError(f"psnr: max_val must be positive, got {max_val}")
-    if _shape(x1) != _shape(x2):
+    if not (_broadcasts(_shape(x1), _shape(x2)) or _broadcasts(_shape(x2), _shape(x1))):
         raise ValueError(f"psnr: x1 and x2 must have one shape, got {_shape(x1)} and {_shape(x2)}")
     a, b = _f(x1), _f(x2)
     mse = _k.mean(_c.sqr(_cont(a - b)))
@@ -368,7 +368,9 @@ def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilo
 # --- losses ---------------------------------------------------------------------------------------
 
 def _check_same(target, output, what):
-    if _shape(target) != _shape(output):
+    """Keras wants one shape; a target that broadcasts to the output's (one per sample
+    of a batch built later) is taken too."""
+    if not _broadcasts(_shape(target), _shape(output)):
         raise ValueError(f"{what}: target and output must have one shape, got {_shape(target)} and "
                          f"{_shape(output)}")
 
@@ -404,9 +406,7 @@ def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     if tshape != want:
         raise ValueError(f"sparse_categorical_crossentropy: target must have the shape {want} (output {oshape} "
                          f"without axis {axis}), got {_shape(target)}")
-    if isinstance(target, Tensor) and target.dtype != "i32":
-        target = _c.cast(_cont(target), "i32")
-    hot = _k.one_hot(target, oshape[ax])                           # classes last
+    hot = _class_rows(target, oshape[ax])                          # classes last
     if ax != len(oshape) - 1:
         hot = _k.transpose(hot, [i for i in range(ax)] + [len(oshape) - 1] +
                            [i for i in range(ax, len(oshape) - 1)])
@@ -423,6 +423,24 @@ def binary_crossentropy(target, output, from_logits=False):
         return _c.softplus(o) - t * o                              # = -(t log s + (1-t) log(1-s))
     p = _k.clip(o, EPSILON, 1.0 - EPSILON)
     return _c.neg(t * _c.log(_cont(p)) + (_one() - t) * _c.log(_cont(_one() - p)))
+
+
+def _class_rows(target, n):
+    """One-hot rows (a new last axis of n) of class indices: ints, or a float tensor of
+    whole numbers (a loss's targets), compared with 0..n-1 without an int32 node, so that
+    a training graph keeps only float tensors."""
+    if isinstance(target, (Tensor, Variable)):
+        t = target.graph_tensor() if isinstance(target, Variable) else target
+        if t.dtype == "f32":
+            col = _c.reshape(_cont(t), tuple(int(d) for d in t.shape) + (1,))
+            return _k.equal(col, _k._t(np.arange(n, dtype=np.float32)))
+        return _k.one_hot(t, n)
+    a = np.asarray(target)
+    if a.dtype.kind == "f" and np.all(a == np.round(a)):
+        a = a.astype(np.int64)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"class indices must be integers, got dtype {a.dtype}")
+    return _k.one_hot(a, n)
 
 
 # --- attention ------------------------------------------------------------------------------------
@@ -911,7 +929,7 @@ def in_top_k(targets, predictions, k):
         own = p[np.arange(ps[0]), np.clip(t, 0, ps[1] - 1)]
         return valid & ((p > own[:, None]).sum(-1) < k) & np.isfinite(own)
     p = _f(predictions)
-    hot = _k.one_hot(targets, ps[1])
+    hot = _class_rows(targets, ps[1])
     own = _k.sum(hot * p, axis=-1, keepdims=True)
     above = _k.sum(_k.greater(p, own), axis=-1)
     return _k.less(above, float(k)) * _k.sum(hot, axis=-1)

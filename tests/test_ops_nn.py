@@ -1,0 +1,369 @@
+"""pyggml.ops's neural-network functions (pyggml._ops_nn): forward against float64 numpy
+references and gradients against central differences through a model (check_op_in_model),
+PyTorch parity for the convolutions, pooling, attention and CTC, eager calls on arrays,
+functional nodes, and bad arguments."""
+
+import math
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+from pyggml import ops
+
+from op_checks import check_op_in_model
+
+RNG = np.random.default_rng(11)
+
+
+# --- float64 numpy references --------------------------------------------------------------------
+
+def _softmax(z, axis=-1):
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def _sparsemax(z, axis=-1):
+    z = np.moveaxis(z, axis, -1)
+    s = -np.sort(-z, axis=-1)
+    k = np.arange(1, z.shape[-1] + 1)
+    cs = np.cumsum(s, -1)
+    support = 1 + k * s > cs
+    kz = support.sum(-1, keepdims=True)
+    tau = (np.take_along_axis(cs, kz - 1, -1) - 1) / kz
+    return np.moveaxis(np.maximum(z - tau, 0), -1, axis)
+
+
+_erf = np.vectorize(math.erf)
+
+
+def _conv_ref(x, k, stride=1, padding="valid", dilation=1):
+    """x (N, *spatial, C), k (*ks, Cin, O), Keras's 'same' (the odd cell after)."""
+    rank = x.ndim - 2
+    st = (stride,) * rank if np.isscalar(stride) else stride
+    dl = (dilation,) * rank if np.isscalar(dilation) else dilation
+    ks = k.shape[:rank]
+    pads = []
+    outs = []
+    for n, kk, s, d in zip(x.shape[1:-1], ks, st, dl):
+        span = (kk - 1) * d + 1
+        if padding == "same":
+            out = -(-n // s)
+            tot = max((out - 1) * s + span - n, 0)
+            pads.append((tot // 2, tot - tot // 2))
+        else:
+            out = (n - span) // s + 1
+            pads.append((0, 0))
+        outs.append(out)
+    xp = np.pad(x, [(0, 0)] + pads + [(0, 0)])
+    groups = x.shape[-1] // k.shape[-2]
+    og = k.shape[-1] // groups
+    y = np.zeros((x.shape[0],) + tuple(outs) + (k.shape[-1],))
+    for tap in np.ndindex(*ks):
+        idx = tuple(slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dl, outs, st))
+        patch = xp[(slice(None),) + idx]
+        for g in range(groups):
+            cin = slice(g * k.shape[-2], (g + 1) * k.shape[-2])
+            y[..., g * og:(g + 1) * og] += patch[..., cin] @ k[tap][:, g * og:(g + 1) * og]
+    return y
+
+
+def _conv_transpose_ref(x, k, stride, padding="valid", output_padding=None, dilation=1):
+    """The scatter definition, then Keras's output window (x (N, *sp, C), k (*ks, O, C))."""
+    rank = x.ndim - 2
+    ks = k.shape[:rank]
+    full = [(n - 1) * stride + (kk - 1) * dilation + 1 for n, kk in zip(x.shape[1:-1], ks)]
+    y = np.zeros((x.shape[0],) + tuple(full) + (k.shape[-2],))
+    for pos in np.ndindex(*x.shape[1:-1]):
+        for tap in np.ndindex(*ks):
+            at = tuple(p * stride + t * dilation for p, t in zip(pos, tap))
+            y[(slice(None),) + at] += x[(slice(None),) + pos] @ k[tap].T
+    out = []
+    for n, kk in zip(x.shape[1:-1], ks):
+        # Keras's rule (its JAX backend's): the zero-inserted input padded by (left, right)
+        span = (kk - 1) * dilation + 1
+        if padding == "valid":
+            left = span - 1
+            right = span - 1 + (max(span, stride) - span if output_padding is None else output_padding)
+        else:
+            total = stride + span - 2 if output_padding is None else span + span % 2 - 2 + output_padding
+            left = min(total // 2 + total % 2, span - 1)
+            right = total - left
+        length = (n - 1) * stride + 1 + left + right - span + 1
+        out.append((span - 1 - left, length))
+    res = np.zeros((x.shape[0],) + tuple(L for _, L in out) + (k.shape[-2],))
+    src = tuple(slice(c, min(c + L, f)) for (c, L), f in zip(out, full))
+    dst = tuple(slice(0, min(c + L, f) - c) for (c, L), f in zip(out, full))
+    res[(slice(None),) + dst] = y[(slice(None),) + src]
+    return res
+
+
+def _depthwise_ref(x, k, stride=1, padding="valid", dilation=1):
+    c, m = k.shape[-2], k.shape[-1]
+    full = np.zeros(k.shape[:-2] + (c, c * m))
+    for ci in range(c):
+        full[..., ci, ci * m:(ci + 1) * m] = k[..., ci, :]
+    return _conv_ref(x, full, stride, padding, dilation)
+
+
+def _pool_ref(x, size, stride, padding, op):
+    rank = x.ndim - 2
+    size = (size,) * rank if np.isscalar(size) else size
+    stride = size if stride is None else ((stride,) * rank if np.isscalar(stride) else stride)
+    outs, pads = [], []
+    for n, k, s in zip(x.shape[1:-1], size, stride):
+        if padding == "same":
+            out = -(-n // s)
+            tot = max((out - 1) * s + k - n, 0)
+            pads.append(tot // 2)
+        else:
+            out = (n - k) // s + 1
+            pads.append(0)
+        outs.append(out)
+    y = np.zeros((x.shape[0],) + tuple(outs) + (x.shape[-1],))
+    for o in np.ndindex(*outs):
+        idx = tuple(slice(max(i * s - p, 0), min(i * s - p + k, n))
+                    for i, s, p, k, n in zip(o, stride, pads, size, x.shape[1:-1]))
+        win = x[(slice(None),) + idx + (slice(None),)].reshape(x.shape[0], -1, x.shape[-1])
+        y[(slice(None),) + o] = win.max(1) if op == "max" else win.mean(1)
+    return y
+
+
+def _attention_ref(q, k, v, bias=None, mask=None, scale=None, causal=False):
+    group = q.shape[2] // k.shape[2]
+    k, v = np.repeat(k, group, axis=2), np.repeat(v, group, axis=2)
+    s = (1 / np.sqrt(q.shape[-1])) if scale is None else scale
+    logits = np.einsum("bthd,bshd->bhts", q, k) * s
+    if bias is not None:
+        logits = logits + bias
+    keep = np.ones(logits.shape, dtype=bool)
+    if mask is not None:
+        keep &= np.broadcast_to(mask.astype(bool), logits.shape)
+    if causal:
+        keep &= np.tril(np.ones(logits.shape[-2:], dtype=bool))
+    logits = np.where(keep, logits, -1e9)
+    return np.einsum("bhts,bshd->bthd", _softmax(logits), v)
+
+
+def _stft_ref(x, length, stride, fft_length, window="hann", center=True):
+    if center:
+        x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(fft_length // 2,) * 2], mode="reflect")
+    n = length
+    win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n) if window == "hann" else np.ones(n)
+    left = (fft_length - n) // 2
+    win = np.pad(win, (left, fft_length - n - left))
+    count = 1 + (x.shape[-1] - fft_length) // stride
+    frames = np.stack([x[..., i * stride:i * stride + fft_length] for i in range(count)], -2)
+    y = np.fft.rfft(frames * win, n=fft_length)
+    return y.real, y.imag
+
+
+# --- constants for the cases (the batch is 2 in check_op_in_model) ----------------------------------
+
+C34 = RNG.normal(size=(3, 4))
+P34 = _softmax(RNG.normal(size=(3, 4)))
+B34 = (RNG.uniform(size=(3, 4)) > 0.5).astype(np.float64)
+IDS = np.array([[0, 2], [1, 1], [3, 3]])
+OFF4 = np.array([0.3, -0.2, 0.5, 0.0])
+K2D = RNG.normal(size=(3, 3, 2, 3))
+K2D_G = RNG.normal(size=(2, 2, 1, 4))
+K1D = RNG.normal(size=(3, 2, 3))
+KT2D = RNG.normal(size=(3, 3, 3, 2))
+KT1D = RNG.normal(size=(2, 3, 2))
+DW = RNG.normal(size=(3, 3, 2, 2))
+PW = RNG.normal(size=(1, 1, 4, 3))
+GAMMA, BETA = RNG.uniform(0.5, 1.5, size=4), RNG.normal(size=4)
+MEAN4, VAR4 = RNG.normal(size=4), RNG.uniform(0.5, 2, size=4)
+KEYC = RNG.normal(size=(3, 2, 4))
+BIAS = RNG.normal(size=(1, 2, 3, 3))
+MASK = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]], dtype=bool)
+E45 = RNG.normal(size=(4, 5))
+SEG = np.array([1, 0, 1])
+WIN = RNG.uniform(0.5, 1.5, size=6)
+
+
+def _cat(pair):
+    return ops.concatenate(list(pair), axis=-1)
+
+
+def _np_cat(pair):
+    return np.concatenate(pair, axis=-1)
+
+
+def _irfft_in(a, n):
+    return np.fft.irfft(a[..., :a.shape[-1] // 2] + 1j * a[..., a.shape[-1] // 2:], n=n)
+
+
+def _istft_ref(a, length, stride, fft_length):
+    re, im = a[..., :a.shape[-1] // 2], a[..., a.shape[-1] // 2:]
+    n = length
+    win = np.pad(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n), ((fft_length - n) // 2,
+                                                                     fft_length - n - (fft_length - n) // 2))
+    seg = np.fft.irfft(re + 1j * im, n=fft_length) * win
+    frames = seg.shape[-2]
+    total = fft_length + stride * (frames - 1)
+    y = np.zeros(seg.shape[:-2] + (total,))
+    norm = np.zeros(total)
+    for f in range(frames):
+        y[..., f * stride:f * stride + fft_length] += seg[..., f, :]
+        norm[f * stride:f * stride + fft_length] += win ** 2
+    y = y / np.where(norm > 1e-10, norm, 1.0)
+    return y[..., fft_length // 2:total - fft_length // 2]
+
+
+# id: (op on the (batch, *shape) tensor, float64 numpy reference, the input's shape without the batch,
+#      positive inputs only)
+CASES = {
+    "celu": (lambda t: ops.celu(t, alpha=0.7), lambda a: np.maximum(a, 0) + 0.7 * np.expm1(np.minimum(a, 0) / 0.7),
+             (3, 4), False),
+    "glu": (lambda t: ops.glu(t), lambda a: a[..., :2] * _sigmoid(a[..., 2:]), (3, 4), False),
+    "glu_axis": (lambda t: ops.glu(t, axis=1), lambda a: a[:, :2] * _sigmoid(a[:, 2:]), (4, 3), False),
+    "hard_shrink": (lambda t: ops.hard_shrink(t, threshold=0.4), lambda a: np.where(np.abs(a) > 0.4, a, 0), (3, 4),
+                    False),
+    "hard_silu": (lambda t: ops.hard_silu(t * 3.0), lambda a: 3 * a * np.clip(3 * a + 3, 0, 6) / 6, (3, 4), False),
+    "hard_tanh": (lambda t: ops.hard_tanh(t * 2.0), lambda a: np.clip(2 * a, -1, 1), (3, 4), False),
+    "soft_shrink": (lambda t: ops.soft_shrink(t), lambda a: np.sign(a) * np.maximum(np.abs(a) - 0.5, 0), (3, 4),
+                    False),
+    "sparse_plus": (lambda t: ops.sparse_plus(t * 2.0),
+                    lambda a: np.where(2 * a <= -1, 0, np.where(2 * a >= 1, 2 * a, (2 * a + 1) ** 2 / 4)), (3, 4),
+                    False),
+    "sparsemax": (lambda t: ops.sparsemax(t), lambda a: _sparsemax(a), (3, 4), False),
+    "sparsemax_axis": (lambda t: ops.sparsemax(t * 2.0, axis=1), lambda a: _sparsemax(2 * a, axis=1), (3, 4), False),
+    "squareplus": (lambda t: ops.squareplus(t, b=2), lambda a: (a + np.sqrt(a * a + 2)) / 2, (3, 4), False),
+    "tanh_shrink": (lambda t: ops.tanh_shrink(t * 2.0), lambda a: 2 * a - np.tanh(2 * a), (3, 4), False),
+    "threshold": (lambda t: ops.threshold(t, 0.1, -2.0), lambda a: np.where(a > 0.1, a, -2.0), (3, 4), False),
+    "erf": (lambda t: ops.erf(t * 1.5), lambda a: _erf(1.5 * a), (3, 4), False),
+    "multi_hot": (lambda t: t * ops.multi_hot(IDS, 4), lambda a: a * (IDS[..., None] == np.arange(4)).any(1),
+                  (3, 4), False),
+    "normalize": (lambda t: ops.normalize(t), lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True), (3, 4),
+                  False),
+    "normalize_l1": (lambda t: ops.normalize(t, axis=1, order=1), lambda a: a / np.abs(a).sum(1, keepdims=True),
+                     (3, 4), False),
+    "psnr": (lambda t: t * ops.psnr(t, C34, 3.0),
+             lambda a: a * (20 * np.log10(3.0) - 10 * np.log10(np.mean((a - C34) ** 2))), (3, 4), False),
+    "layer_normalization": (lambda t: ops.layer_normalization(t, GAMMA, BETA, epsilon=1e-3),
+                            lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-3)
+                            * GAMMA + BETA, (3, 4), False),
+    "layer_normalization_axes": (lambda t: ops.layer_normalization(t, axis=(1, 2)),
+                                 lambda a: (a - a.mean((1, 2), keepdims=True)) /
+                                 np.sqrt(a.var((1, 2), keepdims=True) + 1e-7), (3, 4), False),
+    "rms_normalization": (lambda t: ops.rms_normalization(t, GAMMA, epsilon=1e-4),
+                          lambda a: a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-4) * GAMMA, (3, 4), False),
+    "batch_normalization": (lambda t: ops.batch_normalization(t, MEAN4, VAR4, axis=-1, offset=BETA, scale=GAMMA),
+                            lambda a: (a - MEAN4) / np.sqrt(VAR4 + 1e-3) * GAMMA + BETA, (3, 4), False),
+    "categorical_crossentropy_logits": (lambda t: ops.categorical_crossentropy(P34, t, from_logits=True),
+                                        lambda a: -(P34 * np.log(_softmax(a))).sum(-1), (3, 4), False),
+    "categorical_crossentropy_probs": (lambda t: ops.categorical_crossentropy(P34, t, axis=1),
+                                       lambda a: -(P34 * np.log(np.clip(a / a.sum(1, keepdims=True), 1e-7,
+                                                                        1 - 1e-7))).sum(1), (3, 4), True),
+    "sparse_categorical_crossentropy": (
+        lambda t: ops.sparse_categorical_crossentropy(ops.greater(t[..., 0], 0.0) * 2.0, t, from_logits=True),
+        lambda a: -np.log(np.take_along_axis(_softmax(a), 2 * (a[..., :1] > 0), -1))[..., 0], (3, 4),
+        False),
+    "sparse_categorical_crossentropy_probs": (
+        lambda t: ops.sparse_categorical_crossentropy(ops.greater(t[..., 0], 1.0) * 3.0, t),
+        lambda a: -np.log(np.take_along_axis(a / a.sum(-1, keepdims=True), 3 * (a[..., :1] > 1),
+                                             -1))[..., 0], (3, 4), True),
+    "binary_crossentropy_logits": (lambda t: ops.binary_crossentropy(B34, t, from_logits=True),
+                                   lambda a: -(B34 * np.log(_sigmoid(a)) + (1 - B34) * np.log(1 - _sigmoid(a))),
+                                   (3, 4), False),
+    "binary_crossentropy_probs": (lambda t: ops.binary_crossentropy(B34, t * 0.5),
+                                  lambda a: -(B34 * np.log(a / 2) + (1 - B34) * np.log(1 - a / 2)), (3, 4), True),
+    "dot_product_attention": (lambda t: ops.dot_product_attention(t, t * 0.5 + KEYC, t),
+                              lambda a: _attention_ref(a, a * 0.5 + KEYC, a), (3, 2, 4), False),
+    "dot_product_attention_bias_mask_causal": (
+        lambda t: ops.dot_product_attention(t, t + KEYC, t * 2.0, bias=BIAS, mask=MASK, scale=0.3, is_causal=True),
+        lambda a: _attention_ref(a, a + KEYC, 2 * a, BIAS, MASK, 0.3, True), (3, 2, 4), False),
+    "dot_product_attention_grouped": (
+        lambda t: ops.dot_product_attention(t, (t + KEYC)[:, :, :1], t[:, :, 1:]),
+        lambda a: _attention_ref(a, (a + KEYC)[:, :, :1], a[:, :, 1:]), (3, 2, 4), False),
+    "conv2d_valid": (lambda t: ops.conv(t, K2D), lambda a: _conv_ref(a, K2D), (5, 4, 2), False),
+    "conv2d_same_strided": (lambda t: ops.conv(t, K2D, strides=2, padding="same"),
+                            lambda a: _conv_ref(a, K2D, 2, "same"), (5, 4, 2), False),
+    "conv2d_dilated_same": (lambda t: ops.conv(t, K2D, padding="same", dilation_rate=2),
+                            lambda a: _conv_ref(a, K2D, 1, "same", 2), (5, 4, 2), False),
+    "conv2d_groups": (lambda t: ops.conv(t, K2D_G, strides=(1, 2)), lambda a: _conv_ref(a, K2D_G, (1, 2)),
+                      (4, 4, 2), False),
+    "conv2d_channels_first": (lambda t: ops.conv(t, K2D, data_format="channels_first"),
+                              lambda a: _conv_ref(a.transpose(0, 2, 3, 1), K2D).transpose(0, 3, 1, 2), (2, 4, 5),
+                              False),
+    "conv1d_same": (lambda t: ops.conv(t, K1D, padding="same"), lambda a: _conv_ref(a, K1D, 1, "same"), (6, 2),
+                    False),
+    "conv_transpose2d": (lambda t: ops.conv_transpose(t, KT2D, strides=2),
+                         lambda a: _conv_transpose_ref(a, KT2D, 2), (3, 2, 2), False),
+    "conv_transpose2d_same": (lambda t: ops.conv_transpose(t, KT2D, strides=2, padding="same"),
+                              lambda a: _conv_transpose_ref(a, KT2D, 2, "same"), (3, 2, 2), False),
+    "conv_transpose2d_output_padding": (
+        lambda t: ops.conv_transpose(t, KT2D, strides=2, padding="same", output_padding=1),
+        lambda a: _conv_transpose_ref(a, KT2D, 2, "same", 1), (3, 2, 2), False),
+    "conv_transpose1d": (lambda t: ops.conv_transpose(t, KT1D, strides=3),
+                         lambda a: _conv_transpose_ref(a, KT1D, 3), (4, 2), False),
+    "depthwise_conv": (lambda t: ops.depthwise_conv(t, DW, padding="same"),
+                       lambda a: _depthwise_ref(a, DW, 1, "same"), (4, 5, 2), False),
+    "depthwise_conv_strided": (lambda t: ops.depthwise_conv(t, DW, strides=2),
+                               lambda a: _depthwise_ref(a, DW, 2), (5, 5, 2), False),
+    "separable_conv": (lambda t: ops.separable_conv(t, DW, PW, padding="same"),
+                       lambda a: _depthwise_ref(a, DW, 1, "same") @ PW[0, 0], (4, 4, 2), False),
+    "max_pool": (lambda t: ops.max_pool(t, 2), lambda a: _pool_ref(a, 2, None, "valid", "max"), (4, 5, 2), False),
+    "max_pool_same": (lambda t: ops.max_pool(t, 3, strides=2, padding="same"),
+                      lambda a: _pool_ref(a, 3, 2, "same", "max"), (5, 4, 2), False),
+    "average_pool_same": (lambda t: ops.average_pool(t, (2, 3), strides=(2, 2), padding="same"),
+                          lambda a: _pool_ref(a, (2, 3), (2, 2), "same", "avg"), (5, 4, 2), False),
+    "average_pool1d": (lambda t: ops.average_pool(t, 2, strides=1), lambda a: _pool_ref(a, 2, 1, "valid", "avg"),
+                       (5, 3), False),
+    "max_pool1d_channels_first": (lambda t: ops.max_pool(t, 2, data_format="channels_first"),
+                                  lambda a: _pool_ref(a.transpose(0, 2, 1), 2, None, "valid", "max").transpose(0, 2, 1),
+                                  (3, 6), False),
+    "einsum_matmul": (lambda t: ops.einsum("bij,jk->bik", t, E45), lambda a: a @ E45, (3, 4), False),
+    "einsum_transpose": (lambda t: ops.einsum("bij->bji", t), lambda a: a.transpose(0, 2, 1), (3, 4), False),
+    "einsum_gram": (lambda t: ops.einsum("bij,bik->bjk", t, t * 2.0), lambda a: np.einsum("bij,bik->bjk", a, 2 * a),
+                    (3, 4), False),
+    "einsum_sum_implicit": (lambda t: ops.einsum("bij", t), lambda a: a, (3, 4), False),
+    "einsum_ellipsis_outer": (lambda t: ops.einsum("...i,j->...ij", t, E45[0]),
+                              lambda a: np.einsum("...i,j->...ij", a, E45[0]), (3, 4), False),
+    "einsum_reduce": (lambda t: ops.einsum("bij,ij->bi", t, C34), lambda a: (a * C34).sum(-1), (3, 4), False),
+    "in_top_k": (lambda t: t * ops.expand_dims(ops.expand_dims(
+        ops.in_top_k(ops.greater(t[:, 0, 0], 0.0) * 3.0, ops.sum(t, axis=1), 2), -1), -1),
+        lambda a: a * (np.argsort(-a.sum(1), -1)[:, :2] == 3 * (a[:, :1, 0] > 0)).any(-1)[:, None, None],
+        (3, 4), False),
+    "segment_sum": (lambda t: ops.transpose(ops.segment_sum(ops.transpose(t, (1, 0, 2)), SEG, num_segments=3),
+                                            (1, 0, 2)),
+                    lambda a: np.stack([a[:, SEG == s].sum(1) for s in range(3)], 1), (3, 4), False),
+    "segment_max": (lambda t: ops.transpose(ops.segment_max(ops.transpose(t, (1, 0, 2)), SEG, num_segments=2),
+                                            (1, 0, 2)),
+                    lambda a: np.stack([a[:, SEG == s].max(1) for s in range(2)], 1), (3, 4), False),
+    "extract_sequences": (lambda t: ops.extract_sequences(t, 3, 2),
+                          lambda a: np.stack([a[..., i * 2:i * 2 + 3] for i in range(3)], -2), (2, 8), False),
+    "rfft": (lambda t: _cat(ops.rfft(t)), lambda a: _np_cat((np.fft.rfft(a).real, np.fft.rfft(a).imag)), (3, 8),
+             False),
+    "rfft_length": (lambda t: _cat(ops.rfft(t, fft_length=6)),
+                    lambda a: _np_cat((np.fft.rfft(a, 6).real, np.fft.rfft(a, 6).imag)), (3, 8), False),
+    "irfft": (lambda t: ops.irfft((t[..., :5], t[..., 5:])), lambda a: _irfft_in(a, 8), (3, 10), False),
+    "irfft_odd": (lambda t: ops.irfft((t[..., :5], t[..., 5:]), fft_length=9), lambda a: _irfft_in(a, 9), (3, 10),
+                  False),
+    "stft": (lambda t: _cat(ops.stft(t, 6, 3, 8)), lambda a: _np_cat(_stft_ref(a, 6, 3, 8)), (14,), False),
+    "stft_no_center": (lambda t: _cat(ops.stft(t, 8, 4, 8, window=None, center=False)),
+                       lambda a: _np_cat(_stft_ref(a, 8, 4, 8, None, False)), (2, 16), False),
+    "istft": (lambda t: ops.istft((t[..., :5], t[..., 5:]), 6, 2, 8), lambda a: _istft_ref(a, 6, 2, 8), (5, 10),
+              False),
+    "polar": (lambda t: _cat(ops.polar(t, t * 2.0)), lambda a: _np_cat((a * np.cos(2 * a), a * np.sin(2 * a))),
+              (3, 4), False),
+    "pad_constant": (lambda t: ops.pad(t, [(0, 0), (1, 2), (0, 1)], constant_values=0.5),
+                     lambda a: np.pad(a, [(0, 0), (1, 2), (0, 1)], constant_values=0.5), (3, 4), False),
+    "pad_reflect": (lambda t: ops.pad(t, [(0, 0), (2, 1), (1, 3)], mode="reflect"),
+                    lambda a: np.pad(a, [(0, 0), (2, 1), (1, 3)], mode="reflect"), (3, 4), False),
+    "pad_symmetric": (lambda t: ops.pad(t, [(0, 0), (1, 1), (2, 0)], mode="symmetric"),
+                      lambda a: np.pad(a, [(0, 0), (1, 1), (2, 0)], mode="symmetric"), (3, 4), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_forward_and_gradient_in_a_model(name):
+    fn, ref, shape, positive = CASES[name]
+    x = RNG.uniform(0.5, 1.5, size=(2,) + shape) if positive else RNG.normal(size=(2,) + shape)
+    w = RNG.uniform(0.6, 1.4, size=shape)
+    check_op_in_model(fn, ref, x, w, RNG, atol=5e-5)
