@@ -367,3 +367,188 @@ def test_forward_and_gradient_in_a_model(name):
     x = RNG.uniform(0.5, 1.5, size=(2,) + shape) if positive else RNG.normal(size=(2,) + shape)
     w = RNG.uniform(0.6, 1.4, size=shape)
     check_op_in_model(fn, ref, x, w, RNG, atol=5e-5)
+
+
+# --- gradients with respect to a kernel (a layer's weight) -------------------------------------------
+
+class _KernelLayer(pg.layers.Layer):
+    def __init__(self, fn, kernel_shape, **kw):
+        super().__init__(**kw)
+        self.fn, self.kernel_shape = fn, kernel_shape
+
+    def build(self, input_shape):
+        self.k = self.add_weight("k", self.kernel_shape, "ones")
+
+    def call(self, x):
+        return self.fn(x, self.k)
+
+
+@pytest.mark.parametrize("name, fn, ref, x_shape, k_shape", [
+    ("conv", lambda x, k: ops.conv(x, k, strides=2, padding="same"), lambda x, k: _conv_ref(x, k, 2, "same"),
+     (5, 4, 2), (3, 3, 2, 3)),
+    ("conv1d_dilated", lambda x, k: ops.conv(x, k, dilation_rate=2), lambda x, k: _conv_ref(x, k, 1, "valid", 2),
+     (7, 2), (2, 2, 3)),
+    ("conv_transpose", lambda x, k: ops.conv_transpose(x, k, strides=2, padding="same"),
+     lambda x, k: _conv_transpose_ref(x, k, 2, "same"), (3, 2, 2), (3, 3, 3, 2)),
+    ("depthwise_conv", lambda x, k: ops.depthwise_conv(x, k, padding="same"),
+     lambda x, k: _depthwise_ref(x, k, 1, "same"), (4, 4, 2), (3, 3, 2, 2)),
+    ("separable_pointwise", lambda x, k: ops.separable_conv(x, DW[:2, :2], k),
+     lambda x, k: _depthwise_ref(x, DW[:2, :2]) @ k[0, 0], (4, 4, 2), (1, 1, 4, 3)),
+])
+def test_kernel_gradients_through_a_model(name, fn, ref, x_shape, k_shape):
+    x = RNG.normal(size=(2,) + x_shape)
+    k = RNG.normal(size=k_shape)
+    m = pg.Sequential([pg.Input(x_shape), _KernelLayer(fn, k_shape)])
+    m.compile(loss="mse", optimizer="sgd")
+    m.set_weights({n: k.astype(np.float32) for n in m.get_weights()})
+    want = ref(x, k)
+    np.testing.assert_allclose(m.predict(x.astype(np.float32), verbose=0), want, rtol=1e-4, atol=1e-4)
+    y = RNG.normal(size=want.shape)
+    (g,) = m.gradients(x.astype(np.float32), y.astype(np.float32)).values()
+    num = np.zeros_like(k)
+    h = 1e-6
+    for i in np.ndindex(*k.shape):
+        d = np.zeros_like(k)
+        d[i] = h
+        num[i] = (np.mean((ref(x, k + d) - y) ** 2) - np.mean((ref(x, k - d) - y) ** 2)) / (2 * h)
+    np.testing.assert_allclose(g, num, rtol=2e-3, atol=2e-4)
+    m.free()
+
+
+def test_a_model_with_a_kernel_from_ops_conv_trains():
+    x = RNG.normal(size=(16, 6, 6, 1)).astype(np.float32)
+    k_true = RNG.normal(size=(3, 3, 1, 2))
+    y = _conv_ref(x.astype(np.float64), k_true, 1, "same").astype(np.float32)
+    m = pg.Sequential([pg.Input((6, 6, 1)), _KernelLayer(lambda t, k: ops.conv(t, k, padding="same"), (3, 3, 1, 2))])
+    m.compile(loss="mse", optimizer=pg.optimizers.Adam(0.1))
+    before = m.evaluate(x, y, verbose=0)
+    m.fit(x, y, epochs=100, batch_size=16, verbose=0)
+    assert m.evaluate(x, y, verbose=0) < 0.01 * before          # the kernel is recovered
+    m.free()
+
+
+# --- PyTorch parity -----------------------------------------------------------------------------------
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("strides, padding, dilation, groups", [
+    (1, "valid", 1, 1), (2, "valid", 1, 1), (1, "same", 1, 1), (1, "same", 2, 1), (2, "valid", 1, 2), (1, "valid", 2, 2),
+])
+def test_conv_matches_pytorch(strides, padding, dilation, groups):
+    torch = _torch()
+    x = RNG.normal(size=(2, 7, 6, 4)).astype(np.float32)
+    k = RNG.normal(size=(3, 2, 4 // groups, 6)).astype(np.float32)
+    got = ops.conv(x, k, strides=strides, padding=padding, dilation_rate=dilation)
+    want = torch.nn.functional.conv2d(torch.tensor(x).permute(0, 3, 1, 2), torch.tensor(k).permute(3, 2, 0, 1),
+                                      stride=strides, padding=padding, dilation=dilation, groups=groups)
+    np.testing.assert_allclose(got, want.permute(0, 2, 3, 1).numpy(), rtol=1e-4, atol=1e-4)
+    x1 = RNG.normal(size=(2, 9, 4)).astype(np.float32)
+    k1 = RNG.normal(size=(3, 4 // groups, 5 if groups == 1 else 4)).astype(np.float32)
+    got = ops.conv(x1, k1, strides=strides, padding=padding, dilation_rate=dilation)
+    want = torch.nn.functional.conv1d(torch.tensor(x1).permute(0, 2, 1), torch.tensor(k1).permute(2, 1, 0),
+                                      stride=strides, padding=padding, dilation=dilation, groups=groups)
+    np.testing.assert_allclose(got, want.permute(0, 2, 1).numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("k, strides, padding, output_padding", [
+    (3, 2, "valid", None), (3, 2, "same", None), (4, 2, "same", None), (2, 3, "valid", None), (3, 2, "same", 1),
+    (3, 1, "same", None), (3, 2, "valid", 1),
+])
+def test_conv_transpose_matches_pytorch(k, strides, padding, output_padding):
+    torch = _torch()
+    x = RNG.normal(size=(2, 4, 3, 3)).astype(np.float32)
+    w = RNG.normal(size=(k, k, 2, 3)).astype(np.float32)                 # (kh, kw, out, in)
+    got = ops.conv_transpose(x, w, strides=strides, padding=padding, output_padding=output_padding)
+    full = torch.nn.functional.conv_transpose2d(torch.tensor(x).permute(0, 3, 1, 2),
+                                                torch.tensor(w).permute(3, 2, 0, 1), stride=strides)
+    full = full.permute(0, 2, 3, 1).numpy()
+    # Keras's window of the full transposed convolution (left pad of the zero-inserted input)
+    if padding == "valid":
+        left = k - 1
+    else:
+        total = strides + k - 2 if output_padding is None else k + k % 2 - 2 + output_padding
+        left = min(total // 2 + total % 2, k - 1)
+    crop = k - 1 - left
+    want = np.zeros_like(got)
+    h = min(got.shape[1], full.shape[1] - crop)
+    wd = min(got.shape[2], full.shape[2] - crop)
+    want[:, :h, :wd] = full[:, crop:crop + h, crop:crop + wd]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_depthwise_and_separable_conv_match_pytorch():
+    torch = _torch()
+    x = RNG.normal(size=(2, 6, 5, 3)).astype(np.float32)
+    dw = RNG.normal(size=(3, 3, 3, 2)).astype(np.float32)
+    pw = RNG.normal(size=(1, 1, 6, 4)).astype(np.float32)
+    tx = torch.tensor(x).permute(0, 3, 1, 2)
+    tdw = torch.tensor(dw).reshape(3, 3, 6).permute(2, 0, 1)[:, None]
+    want = torch.nn.functional.conv2d(tx, tdw, stride=2, groups=3)
+    np.testing.assert_allclose(ops.depthwise_conv(x, dw, strides=2), want.permute(0, 2, 3, 1).numpy(), rtol=1e-4,
+                               atol=1e-4)
+    mid = torch.nn.functional.conv2d(tx, tdw, padding=1, groups=3)
+    want = torch.nn.functional.conv2d(mid, torch.tensor(pw).permute(3, 2, 0, 1))
+    np.testing.assert_allclose(ops.separable_conv(x, dw, pw, padding="same"), want.permute(0, 2, 3, 1).numpy(),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_pooling_matches_pytorch():
+    torch = _torch()
+    F = torch.nn.functional
+    x = RNG.normal(size=(2, 6, 5, 3)).astype(np.float32)
+    tx = torch.tensor(x).permute(0, 3, 1, 2)
+
+    def back(t):
+        return t.permute(0, 2, 3, 1).numpy()
+    np.testing.assert_allclose(ops.max_pool(x, 2), back(F.max_pool2d(tx, 2)), rtol=1e-6)
+    np.testing.assert_allclose(ops.average_pool(x, (3, 2), strides=(1, 2)), back(F.avg_pool2d(tx, (3, 2), (1, 2))),
+                               rtol=1e-5, atol=1e-6)
+    # "same" with a window of 3 and stride 1 pads one cell each side; the average counts real cells only
+    np.testing.assert_allclose(ops.max_pool(x, 3, strides=1, padding="same"),
+                               back(F.max_pool2d(tx, 3, 1, padding=1)), rtol=1e-6)
+    np.testing.assert_allclose(ops.average_pool(x, 3, strides=1, padding="same"),
+                               back(F.avg_pool2d(tx, 3, 1, padding=1, count_include_pad=False)), rtol=1e-5, atol=1e-6)
+    x1 = RNG.normal(size=(2, 7, 3)).astype(np.float32)
+    np.testing.assert_allclose(ops.max_pool(x1, 3, strides=2),
+                               F.max_pool1d(torch.tensor(x1).permute(0, 2, 1), 3, 2).permute(0, 2, 1).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["plain", "mask", "causal", "grouped", "scale"])
+def test_dot_product_attention_matches_pytorch(kind):
+    torch = _torch()
+    q = RNG.normal(size=(2, 4, 4, 8)).astype(np.float32)
+    k = RNG.normal(size=(2, 5, 2 if kind == "grouped" else 4, 8)).astype(np.float32)
+    v = RNG.normal(size=k.shape[:3] + (6,)).astype(np.float32)
+    mask = RNG.uniform(size=(2, 1, 4, 5)) > 0.3
+    mask[..., 0] = True
+    kwargs = {"mask": mask} if kind == "mask" else {"is_causal": True} if kind == "causal" else \
+        {"scale": 0.2} if kind == "scale" else {}
+    got = ops.dot_product_attention(q, k, v, **kwargs)
+    tq, tk, tv = (torch.tensor(a).permute(0, 2, 1, 3) for a in (q, k, v))
+    tkw = {"attn_mask": torch.tensor(mask)} if kind == "mask" else {"scale": 0.2} if kind == "scale" else {}
+    if kind == "causal":
+        tkw = {"attn_mask": torch.tril(torch.ones(4, 5, dtype=torch.bool))}      # Keras's: top-left aligned
+    if kind == "grouped":
+        tkw = {"enable_gqa": True}
+    want = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, **tkw).permute(0, 2, 1, 3).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_ctc_loss_matches_pytorch():
+    torch = _torch()
+    logits = RNG.normal(size=(3, 8, 5)).astype(np.float32)
+    target = np.array([[1, 2, 2, 0], [3, 1, 0, 0], [4, 4, 4, 1]])
+    tlen = np.array([3, 2, 4])
+    olen = np.array([8, 6, 8])
+    got = ops.ctc_loss(target, logits, tlen, olen, mask_index=0)
+    want = torch.nn.functional.ctc_loss(torch.log_softmax(torch.tensor(logits), -1).permute(1, 0, 2),
+                                        torch.tensor(target), torch.tensor(olen), torch.tensor(tlen), blank=0,
+                                        reduction="none", zero_infinity=False).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    got = ops.ctc_loss(np.where(target == 0, 4, target - 1) % 4, logits, tlen, olen, mask_index=4)
+    want = torch.nn.functional.ctc_loss(torch.log_softmax(torch.tensor(logits), -1).permute(1, 0, 2),
+                                        torch.tensor(np.where(target == 0, 4, target - 1) % 4), torch.tensor(olen),
+                                        torch.tensor(tlen), blank=4, reduction="none").numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
