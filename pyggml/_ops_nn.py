@@ -310,13 +310,11 @@ def _along_axes(v, shape, axes, what, name):
 
 
 @_eager("x", "gamma", "beta")
-def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=None, **kwargs):
+def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=None, rms_scaling=False):
     """(x - mean) / sqrt(var + epsilon) over ``axis`` (an int or a tuple), times ``gamma``
     plus ``beta``; ``rms_scaling=True`` (Keras's older argument) divides by the root mean
     square instead.  epsilon defaults to 1e-7."""
-    rms = kwargs.pop("rms_scaling", False)
-    if kwargs:
-        raise TypeError(f"layer_normalization: unexpected keyword arguments {sorted(kwargs)}")
+    rms = bool(rms_scaling)
     eps = EPSILON if epsilon is None else _number(epsilon, "layer_normalization", "epsilon")
     x = _f(x)
     shape = tuple(int(d) for d in x.shape)
@@ -1239,8 +1237,6 @@ def pad(x, pad_width, mode="constant", constant_values=None):
     for i, (d, (b, a)) in enumerate(zip(shape, widths)):
         if not (b or a):
             continue
-        if mode == "reflect" and (b >= d or a >= d) and d == 1:
-            raise ValueError(f"{what}: mode='reflect' cannot pad an axis of length 1")
         idx = np.pad(np.arange(d), (b, a), mode=mode).astype(np.int32)
         y = _k.take(y, idx, axis=i)
     return y

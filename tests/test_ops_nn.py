@@ -552,3 +552,294 @@ def test_ctc_loss_matches_pytorch():
                                         torch.tensor(np.where(target == 0, 4, target - 1) % 4), torch.tensor(olen),
                                         torch.tensor(tlen), blank=4, reduction="none").numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+# --- eager calls on arrays ------------------------------------------------------------------------------
+
+def test_activations_and_norms_on_arrays():
+    a = RNG.normal(size=(3, 5)) * 2
+    np.testing.assert_allclose(ops.celu(a), np.maximum(a, 0) + np.expm1(np.minimum(a, 0)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.glu(a[:, :4]), a[:, :2] * _sigmoid(a[:, 2:4]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.hard_silu(a), ops.hard_swish(a), rtol=1e-6)
+    np.testing.assert_allclose(ops.hard_tanh(a), np.clip(a, -1, 1), rtol=1e-6)
+    np.testing.assert_allclose(ops.soft_shrink(a, 1.0), np.sign(a) * np.maximum(np.abs(a) - 1, 0), atol=1e-6)
+    np.testing.assert_allclose(ops.hard_shrink(a), np.where(np.abs(a) > 0.5, a, 0), atol=1e-6)
+    np.testing.assert_allclose(ops.sparse_plus(a), np.where(a <= -1, 0, np.where(a >= 1, a, (a + 1) ** 2 / 4)),
+                               atol=1e-6)
+    s = ops.sparsemax(a)
+    np.testing.assert_allclose(s, _sparsemax(a), atol=1e-6)
+    np.testing.assert_allclose(s.sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(ops.squareplus(a), (a + np.sqrt(a * a + 4)) / 2, rtol=1e-5)
+    np.testing.assert_allclose(ops.tanh_shrink(a), a - np.tanh(a), atol=1e-6)
+    np.testing.assert_allclose(ops.threshold(a, 0.0, 7.0), np.where(a > 0, a, 7.0), rtol=1e-6)
+    np.testing.assert_allclose(ops.normalize(a, axis=0), a / np.linalg.norm(a, axis=0), rtol=1e-5)
+    np.testing.assert_allclose(ops.normalize(a, order=3), a / (np.abs(a) ** 3).sum(-1, keepdims=True) ** (1 / 3),
+                               rtol=1e-4)
+    np.testing.assert_allclose(ops.psnr(a, a + 0.1, 1.0), 20.0, rtol=1e-4)
+    np.testing.assert_allclose(ops.layer_normalization(a, rms_scaling=True),
+                               a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-7), rtol=1e-5)
+    np.testing.assert_allclose(ops.rms_normalization(a), a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-7),
+                               rtol=1e-5)
+    np.testing.assert_allclose(ops.batch_normalization(a, a.mean(0), a.var(0), axis=1),
+                               (a - a.mean(0)) / np.sqrt(a.var(0) + 1e-3), rtol=1e-4, atol=1e-5)
+
+
+def test_erf_and_erfinv_on_arrays():
+    y = np.array([-0.999, -0.5, 0.0, 0.1, 0.5, 0.9, 0.999999])
+    np.testing.assert_allclose(ops.erf(np.array([0.5, -1.0, 3.0])), _erf(np.array([0.5, -1.0, 3.0])), rtol=1e-7)
+    z = ops.erfinv(y)
+    assert z.dtype == np.float32
+    np.testing.assert_allclose(z[4], 0.4769362762044699, rtol=1e-6)
+    np.testing.assert_allclose(_erf(z.astype(np.float64)), y, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(ops.erfinv(np.array([1.0, -1.0])), [np.inf, -np.inf])
+    assert np.isnan(ops.erfinv(np.array([1.5]))).all()
+    m = pg.Sequential([pg.Input((3,)), pg.layers.Lambda(lambda t: ops.erfinv(t))])
+    with pytest.raises(TypeError, match="erfinv works on arrays"):
+        m.compile(loss="mse")
+        m.predict(np.zeros((1, 3)), verbose=0)
+
+
+def test_losses_on_arrays_follow_keras():
+    t = np.eye(3)[[0, 2, 1, 1]]
+    p = _softmax(RNG.normal(size=(4, 3)))
+    np.testing.assert_allclose(ops.categorical_crossentropy(t, p), -(t * np.log(p)).sum(-1), rtol=1e-5)
+    np.testing.assert_allclose(ops.sparse_categorical_crossentropy(np.array([0, 2, 1, 1]), p),
+                               -(t * np.log(p)).sum(-1), rtol=1e-5)
+    np.testing.assert_allclose(ops.sparse_categorical_crossentropy(np.array([[0], [2], [1], [1]]), np.log(p),
+                                                                   from_logits=True), -(t * np.log(p)).sum(-1),
+                               rtol=1e-5)
+    # a probability of 0 is clipped to 1e-7 (Keras's epsilon), not -log(0)
+    np.testing.assert_allclose(ops.binary_crossentropy(np.array([1.0, 0.0]), np.array([0.0, 0.0])),
+                               [-np.log(1e-7), -np.log(1 - 1e-7)], rtol=1e-4, atol=3e-8)
+    z = np.array([-30.0, 0.5, 30.0])
+    np.testing.assert_allclose(ops.binary_crossentropy(np.array([1.0, 1.0, 0.0]), z, from_logits=True),
+                               [30.0, np.log1p(np.exp(-0.5)), 30.0], rtol=1e-5)
+
+
+def test_multi_hot_in_top_k_and_segments_on_arrays():
+    np.testing.assert_array_equal(ops.multi_hot(np.array([[0, 3, 3], [1, 2, 1]]), 4), [[1, 0, 0, 1], [0, 1, 1, 0]])
+    np.testing.assert_array_equal(ops.multi_hot(np.array([2, 0]), num_classes=3), [1, 0, 1])
+    np.testing.assert_array_equal(ops.multi_hot(np.array([[1]]), num_tokens=2, dtype="int32"), [[0, 1]])
+    p = np.array([[0.1, 0.5, 0.5, 0.2], [0.9, 0.0, 0.3, 0.3]])
+    got = ops.in_top_k(np.array([2, 3]), p, 1)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, [True, False])                # a tie with the largest counts in
+    np.testing.assert_array_equal(ops.in_top_k(np.array([2, 3]), p, 2), [True, True])
+    d = RNG.normal(size=(5, 2))
+    ids = np.array([2, 0, 2, 2, 5])
+    want = np.zeros((3, 2))
+    for i, s in enumerate(ids):
+        if s < 3:
+            want[s] += d[i]
+    np.testing.assert_allclose(ops.segment_sum(d, ids, num_segments=3), want, rtol=1e-6)
+    got = ops.segment_max(d[:4], ids[:4])
+    assert got.shape == (3, 2)
+    np.testing.assert_allclose(got[0], d[1], rtol=1e-6)
+    np.testing.assert_allclose(got[2], d[[0, 2, 3]].max(0), rtol=1e-6)
+    assert (got[1] == np.finfo(np.float32).min).all()                 # an empty segment
+
+
+def test_einsum_on_arrays_is_numpy_s():
+    a, b = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(4, 5))
+    for eq, args in [("ijk,kl->ijl", (a, b)), ("ii->i", (b[:4, :4],)), ("ijk->", (a,)), ("...k,kl", (a, b)),
+                     ("bij,bkj->bik", (a, a)), ("i,j,k->ijk", (b[0], b[1], b[2]))]:
+        np.testing.assert_allclose(ops.einsum(eq, *args), np.einsum(eq, *args), rtol=1e-5, atol=1e-6)
+
+
+def test_sequences_and_fourier_transforms_on_arrays():
+    x = RNG.normal(size=(2, 20))
+    np.testing.assert_array_equal(ops.extract_sequences(np.arange(7.0), 3, 2), [[0, 1, 2], [2, 3, 4], [4, 5, 6]])
+    re, im = ops.rfft(x, fft_length=16)
+    np.testing.assert_allclose(re + 1j * im, np.fft.rfft(x, 16), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ops.irfft((re, im)), np.fft.irfft(np.fft.rfft(x, 16)), rtol=1e-5, atol=1e-5)
+    sr, si = ops.stft(x, 10, 4, 16)
+    wr, wi = _stft_ref(x, 10, 4, 16)
+    np.testing.assert_allclose(sr, wr, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(si, wi, rtol=1e-5, atol=1e-5)
+    # istft undoes stft (the overlapped windows cover every sample)
+    np.testing.assert_allclose(ops.istft((sr, si), 10, 4, 16, length=20), x, rtol=1e-4, atol=1e-5)
+    sr, si = ops.stft(x, 8, 2, 8, window="hamming", center=False)
+    np.testing.assert_allclose(ops.istft((sr, si), 8, 2, 8, window="hamming", center=False), x, rtol=1e-4,
+                               atol=1e-5)
+    r, i = ops.polar(np.array([2.0, 1.0]), np.array([0.0, np.pi / 2]))
+    np.testing.assert_allclose(r + 1j * i, [2.0, 1j], atol=1e-7)
+
+
+def test_pad_on_arrays_and_ggml_s_pad_on_low_level_tensors():
+    a = np.arange(6.0).reshape(2, 3)
+    for mode in ("constant", "reflect", "symmetric"):
+        np.testing.assert_array_equal(ops.pad(a, [(1, 0), (2, 2)], mode=mode), np.pad(a, [(1, 0), (2, 2)], mode=mode))
+    np.testing.assert_array_equal(ops.pad(a, 1, constant_values=-1), np.pad(a, 1, constant_values=-1))
+    np.testing.assert_array_equal(ops.pad(a, (0, 2)), np.pad(a, (0, 2)))
+    from pyggml import core
+    backend = core.Backend("cpu")
+    lctx = core.Context(n_tensors=2)
+    t = lctx.new_tensor((2, 3))
+    buf = core.BackendBuffer(lctx, backend)
+    t.set(a.astype(np.float32))
+    cctx = core.Context(n_tensors=8, graph_size=16)
+    out = ops.pad(t, 1, 0, 0, 0, ctx=cctx)                            # ggml's: ne0 (the last axis) grows by 1
+    g = core.Graph(cctx, 16)
+    g.build_forward(out)
+    sched = core.Scheduler([backend], graph_size=32)
+    sched.compute(g)
+    np.testing.assert_array_equal(out.numpy(), np.pad(a, [(0, 0), (0, 1)]))
+    for o in (sched, g, cctx, buf, lctx, backend):
+        o.free()
+
+
+def _paths_best(logp, blank):
+    """Every labelling's probability by brute force over all alignments, best first."""
+    from itertools import product
+    probs = {}
+    for path in product(range(logp.shape[1]), repeat=logp.shape[0]):
+        lab, prev = [], None
+        for c in path:
+            if c != prev and c != blank:
+                lab.append(c)
+            prev = c
+        p = np.exp(sum(logp[t, c] for t, c in enumerate(path)))
+        probs[tuple(lab)] = probs.get(tuple(lab), 0.0) + p
+    return sorted(probs.items(), key=lambda kv: -kv[1])
+
+
+def test_ctc_decode_greedy_and_beam_search():
+    x = np.log(np.array([[[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.1, 0.7, 0.2], [0.5, 0.1, 0.4], [0.1, 0.2, 0.7]],
+                         [[0.1, 0.8, 0.1], [0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.9, 0.05, 0.05]]]))
+    decoded, scores = ops.ctc_decode(x, np.array([5, 4]))
+    np.testing.assert_array_equal(decoded, [[[1, 2, -1, -1, -1], [1, 1, 2, -1, -1]]])
+    np.testing.assert_allclose(scores[:, 0], -np.array([np.log([0.6, 0.7, 0.7, 0.5, 0.7]).sum(),
+                                                        np.log([0.8, 0.7, 0.8, 0.6]).sum()]), rtol=1e-5)
+    decoded, _ = ops.ctc_decode(x, np.array([5, 5]), merge_repeated=False, mask_index=2)
+    np.testing.assert_array_equal(decoded[0, 0], [0, 1, 1, 0, -1])
+    decoded, scores = ops.ctc_decode(x, np.array([5, 5]), strategy="beam_search", beam_width=50, top_paths=2)
+    assert decoded.shape == (2, 2, 5) and scores.shape == (2, 2)
+    for i in range(2):
+        best = _paths_best(x[i], 0)[:2]
+        for p, (lab, prob) in enumerate(best):
+            np.testing.assert_array_equal(decoded[p, i, :len(lab)], lab)
+            np.testing.assert_allclose(scores[i, p], np.log(prob), rtol=1e-5)
+
+
+# --- functional models, bad arguments, coverage -----------------------------------------------------------
+
+def test_functional_nodes_take_the_nn_ops(tmp_path):
+    inp = pg.Input((6, 5, 2))
+    y = ops.conv(inp, K2D, padding="same")
+    y = ops.celu(ops.layer_normalization(y), alpha=0.5)
+    y = ops.max_pool(ops.pad(y, [(0, 0), (1, 1), (0, 1), (0, 0)], mode="reflect"), 2)
+    m = pg.Model(inp, y)
+    x = RNG.normal(size=(3, 6, 5, 2))
+    h = _conv_ref(x, K2D, 1, "same")
+    h = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-7)
+    h = np.maximum(h, 0) + 0.5 * np.expm1(np.minimum(h, 0) / 0.5)
+    want = _pool_ref(np.pad(h, [(0, 0), (1, 1), (0, 1), (0, 0)], mode="reflect"), 2, None, "valid", "max")
+    np.testing.assert_allclose(m.predict(x.astype(np.float32), verbose=0), want, rtol=1e-4, atol=1e-4)
+    m.compile(loss="mse")
+    m.save(tmp_path / "m.keras")
+    np.testing.assert_allclose(pg.load_model(tmp_path / "m.keras").predict(x, verbose=0), m.predict(x, verbose=0),
+                               rtol=1e-6)
+
+
+def test_lambda_layers_in_sequential_models_train_with_the_nn_ops():
+    x = RNG.normal(size=(32, 4, 6)).astype(np.float32)
+    y = RNG.normal(size=(32, 4, 3)).astype(np.float32)
+    m = pg.Sequential([pg.Input((4, 6)), pg.layers.Dense(6),
+                       pg.layers.Lambda(lambda t: ops.glu(ops.sparse_plus(t))), pg.layers.Dense(3)])
+    m.compile(loss="mse", optimizer=pg.optimizers.Adam(0.02))
+    before = m.evaluate(x, y, verbose=0)
+    m.fit(x, y, epochs=20, batch_size=8, verbose=0)
+    assert m.evaluate(x, y, verbose=0) < 0.9 * before
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: ops.glu(np.zeros((2, 3))), ValueError, "even length"),
+    (lambda: ops.celu(np.zeros(3), alpha=0.0), ValueError, "alpha"),
+    (lambda: ops.threshold(np.zeros(3), "a", 0.0), TypeError, "threshold must be a number"),
+    (lambda: ops.squareplus(np.zeros(3), b=-1), ValueError, "b must be"),
+    (lambda: ops.multi_hot(np.array([0.5]), 3), TypeError, "integers"),
+    (lambda: ops.multi_hot(np.array([1]), 0), ValueError, "num_classes"),
+    (lambda: ops.multi_hot(np.array([1]), 3, sparse=True), ValueError, "sparse"),
+    (lambda: ops.normalize(np.zeros(3), order=0), ValueError, "order"),
+    (lambda: ops.psnr(np.zeros(3), np.zeros(4), 1.0), ValueError, "one shape"),
+    (lambda: ops.psnr(np.zeros(3), np.zeros(3), 0.0), ValueError, "max_val"),
+    (lambda: ops.layer_normalization(np.zeros((2, 3)), gamma=np.ones(4)), ValueError, "gamma"),
+    (lambda: ops.batch_normalization(np.zeros((2, 3)), np.zeros(2), np.ones(3), axis=1), ValueError, "mean"),
+    (lambda: ops.categorical_crossentropy(np.zeros((2, 3)), np.zeros((2, 4))), ValueError, "one shape"),
+    (lambda: ops.sparse_categorical_crossentropy(np.zeros((3,), int), np.zeros((2, 4))), ValueError, "target"),
+    (lambda: ops.dot_product_attention(np.zeros((1, 2, 2, 4)), np.zeros((1, 3, 2, 5)), np.zeros((1, 3, 2, 4))),
+     ValueError, "key must be"),
+    (lambda: ops.dot_product_attention(np.zeros((1, 2, 3, 4)), np.zeros((1, 3, 2, 4)), np.zeros((1, 3, 2, 4))),
+     ValueError, "multiple"),
+    (lambda: ops.dot_product_attention(np.zeros((1, 2, 2, 4)), np.zeros((1, 3, 2, 4)), np.zeros((1, 3, 2, 4)),
+                                       mask=np.ones((3, 2), bool)), ValueError, "does not broadcast"),
+    (lambda: ops.dot_product_attention(np.zeros((1, 2, 4)), np.zeros((1, 3, 4)), np.zeros((1, 3, 2, 4))),
+     ValueError, "3-D or 4-D"),
+    (lambda: ops.conv(np.zeros((1, 4, 4, 4, 2)), np.zeros((1, 1, 1, 2, 2))), ValueError, "4 dimensions"),
+    (lambda: ops.conv(np.zeros((1, 4, 4, 3)), np.zeros((3, 3, 2, 4))), ValueError, "multiple"),
+    (lambda: ops.conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 2, 4))), ValueError, "kernel must be 4-D"),
+    (lambda: ops.conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 2, 4)), padding="causal"), ValueError, "padding"),
+    (lambda: ops.conv(np.zeros((1, 2, 2, 2)), np.zeros((3, 3, 2, 4))), ValueError, "smaller than"),
+    (lambda: ops.conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 2, 4)), strides=0), ValueError, "strides"),
+    (lambda: ops.conv(np.zeros((1, 8, 8, 2)), np.zeros((3, 3, 2, 4)), strides=2, dilation_rate=2), ValueError,
+     "together"),
+    (lambda: ops.conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 2, 4)), data_format="nhwc"), ValueError,
+     "data_format"),
+    (lambda: ops.conv_transpose(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 4, 3)), 2), ValueError, "last axis"),
+    (lambda: ops.conv_transpose(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 4, 2)), 2, output_padding=2), ValueError,
+     "output_padding"),
+    (lambda: ops.depthwise_conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 3, 1))), ValueError, "input channels"),
+    (lambda: ops.separable_conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 2, 2)), np.zeros((1, 1, 3, 2))),
+     ValueError, "pointwise_kernel"),
+    (lambda: ops.max_pool(np.zeros((1, 2, 2, 1)), 3), ValueError, "smaller than"),
+    (lambda: ops.average_pool(np.zeros((1, 4, 1)), (2, 2)), ValueError, "pool_size"),
+    (lambda: ops.einsum("ij,jk->ik", np.zeros((2, 3)), np.zeros((4, 5))), ValueError, "sizes"),
+    (lambda: ops.einsum("ij->k", np.zeros((2, 3))), ValueError, "output"),
+    (lambda: ops.einsum("ij,jk", np.zeros((2, 3))), ValueError, "operands"),
+    (lambda: ops.einsum(3, np.zeros(2)), TypeError, "string"),
+    (lambda: ops.in_top_k(np.array([0]), np.zeros((1, 3)), 0), ValueError, "k must"),
+    (lambda: ops.in_top_k(np.array([0, 1]), np.zeros((1, 3)), 1), ValueError, "targets"),
+    (lambda: ops.segment_sum(np.zeros((3, 2)), np.array([0, 1])), ValueError, "one id per row"),
+    (lambda: ops.segment_max(np.zeros((2, 2)), np.array([0.5, 1.0]), 2), TypeError, "integers"),
+    (lambda: ops.extract_sequences(np.zeros(4), 5, 1), ValueError, "shorter"),
+    (lambda: ops.extract_sequences(np.zeros(4), 2, 0), ValueError, "positive"),
+    (lambda: ops.rfft(np.zeros(4), fft_length=0), ValueError, "fft_length"),
+    (lambda: ops.irfft(np.zeros(4)), TypeError, "pair"),
+    (lambda: ops.stft(np.zeros(16), 10, 4, 8), ValueError, "sequence_length"),
+    (lambda: ops.stft(np.zeros(16), 8, 4, 8, window="kaiser"), ValueError, "window"),
+    (lambda: ops.stft(np.zeros(16), 8, 4, 8, window=np.ones(3)), ValueError, "window array"),
+    (lambda: ops.istft((np.zeros((3, 5)), np.zeros((3, 5))), 8, 2, 8, length=100), ValueError, "result"),
+    (lambda: ops.polar(np.zeros(3), np.zeros(2)), ValueError, "broadcast"),
+    (lambda: ops.pad(np.zeros((2, 3)), [(1, 1)] * 3), ValueError, "pad_width"),
+    (lambda: ops.pad(np.zeros((2, 3)), -1), ValueError, "pad_width"),
+    (lambda: ops.pad(np.zeros((2, 3)), 1, mode="wrap"), ValueError, "mode"),
+    (lambda: ops.pad(np.zeros((2, 3)), 1, mode="reflect", constant_values=1.0), ValueError, "constant_values"),
+    (lambda: ops.pad(np.zeros((2, 3, 4, 5)), [(0, 0)] * 4 + [(1, 1)]), ValueError, "pad_width"),
+    (lambda: ops.ctc_loss(np.zeros((1, 2), int), np.zeros((1, 4, 3)), np.array([2]), np.array([4]), mask_index=3),
+     ValueError, "mask_index"),
+    (lambda: ops.ctc_loss(np.zeros((1, 2)), np.zeros((1, 4, 3)), np.array([2]), np.array([4])), TypeError,
+     "integers"),
+    (lambda: ops.ctc_decode(np.zeros((1, 4, 3)), np.array([4]), strategy="best"), ValueError, "strategy"),
+    (lambda: ops.ctc_decode(np.zeros((1, 4, 3)), np.array([4]), strategy="beam_search", top_paths=3, beam_width=2),
+     ValueError, "top_paths"),
+])
+def test_bad_arguments_are_clear_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_array_only_ops_are_refused_in_a_graph():
+    for fn in (lambda t: ops.ctc_loss(np.zeros((2, 1), int), t, np.ones(2, int), np.full(2, 3)),
+               lambda t: ops.ctc_decode(t, np.full(2, 3))[1]):
+        m = pg.Sequential([pg.Input((3, 4)), pg.layers.Lambda(fn)])
+        with pytest.raises(TypeError, match="works on arrays"):
+            m.compile(loss="mse")
+            m.predict(np.zeros((2, 3, 4)), verbose=0)
+
+
+def test_every_op_here_is_tested():
+    import pathlib
+    import pyggml._ops_nn as nn_ops
+    text = pathlib.Path(__file__).read_text()
+    missing = [n for n in nn_ops.__all__ if f"ops.{n}(" not in text]
+    assert missing == []
