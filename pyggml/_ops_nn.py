@@ -582,24 +582,29 @@ def _conv_geometry(spatial, kernel, strides, dilation, padding, what):
     return pads, outs
 
 
+def _pad_hw(xc, pads, fill=0.0):
+    """(N, C, H, W) padded by pads ((top, bottom), (left, right)) with ``fill``; trains (acc)."""
+    (t, b), (l, r) = pads
+    if not (t or b or l or r):
+        return xc
+    return pad(xc, [(0, 0), (0, 0), (t, b), (l, r)], constant_values=fill)
+
+
 def _conv_cl(x, w, rank, strides, dilation, padding, what):
-    """x channels-last (N, *spatial, C), w (*kernel, C, O) -> (N, *out, O): im2col and mul_mat."""
-    from pyggml.layers.convolutional.base_conv import pad_nchw
+    """x channels-last (N, *spatial, C), w (*kernel, C, O) -> (N, *out, O): an f32 im2col (its
+    kernel argument only a shape: never a weight, which ggml's backward pass cannot take) and
+    one mul_mat."""
     kernel = tuple(int(d) for d in w.shape[:rank])
-    cin, cout = int(w.shape[-2]), int(w.shape[-1])
+    cout = int(w.shape[-1])
     xc = _to_nchw(x, rank)                                          # (N, C, H, W)
     n, c, h, wd = (int(d) for d in xc.shape)
     kh, kw = (1,) + kernel if rank == 1 else kernel
     sh, sw = (1,) + strides if rank == 1 else strides
     dh, dw = (1,) + dilation if rank == 1 else dilation
-    pads, outs = _conv_geometry((h, wd), (kh, kw), (sh, sw), (dh, dw), padding, what)
-    (t, b), (l, r) = pads
-    ph = pw = 0
-    if t == b and l == r:
-        ph, pw = t, l
-    else:
-        xc = pad_nchw(xc, t, b, l, r)
-    shape_only = _scope.require(what).ctx.new_tensor((cout, c, kh, kw))     # im2col reads its shape only
+    pads, _ = _conv_geometry((h, wd), (kh, kw), (sh, sw), (dh, dw), padding, what)
+    ph, pw = _symmetric_part(pads)
+    xc = _pad_hw(xc, ((pads[0][0] - ph, pads[0][1] - ph), (pads[1][0] - pw, pads[1][1] - pw)))
+    shape_only = _scope.require(what).ctx.new_tensor((cout, c, kh, kw))
     cols = _c.im2col(shape_only, xc, sw, sh, pw, ph, dw, dh, True, "f32")  # (N, OH, OW, C*kh*kw)
     oh, ow = int(cols.shape[1]), int(cols.shape[2])
     kk = c * kh * kw
@@ -608,6 +613,11 @@ def _conv_cl(x, w, rank, strides, dilation, padding, what):
     wm = _c.reshape(_cont(wm), (cout, kk))
     y = _c.mul_mat(wm, cols)                                        # (N*OH*OW, O)
     return _c.reshape(y, (n, ow, cout) if rank == 1 else (n, oh, ow, cout))
+
+
+def _symmetric_part(pads):
+    """The padding im2col applies itself (equal on both sides of an axis), per axis."""
+    return tuple(b if b == a else 0 for b, a in pads)
 
 
 @_eager("inputs", "kernel")
@@ -669,7 +679,6 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
                    dilation_rate=1):
     """Keras's ``ops.conv_transpose`` in 1-D and 2-D: kernel (*kernel_size, filters, in_channels);
     the output size follows Keras's rule for padding "valid"/"same" and ``output_padding``."""
-    from pyggml.layers.convolutional.conv_transpose import transpose_pads
     what = "conv_transpose"
     x, rank, first = _layout(inputs, data_format, what)
     w = _f(kernel)
@@ -692,8 +701,8 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
     y = x
     for i in range(rank):
         span = (kernel_size[i] - 1) * dilation[i] + 1
-        before, after = transpose_pads(span, strides[i], padding, None if output_padding is None
-                                       else output_padding[i])
+        before, after = _transpose_pads(span, strides[i], padding, None if output_padding is None
+                                        else output_padding[i])
         y = _dilate_and_pad(y, 1 + i, strides[i], before, after)
     # a stride-1 valid convolution with the flipped kernel, its in/out axes swapped
     flipped = w
@@ -706,6 +715,17 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
     return _restore(out, first)
 
 
+def _transpose_pads(span, stride, padding, output_padding):
+    """Keras's rule (its JAX backend's) for a transposed convolution: the zeros (before, after)
+    around the zero-inserted input of the equivalent stride-1 convolution with the flipped kernel."""
+    if padding == "valid":
+        extra = max(span, stride) - span if output_padding is None else output_padding
+        return span - 1, span - 1 + extra
+    total = stride + span - 2 if output_padding is None else span + span % 2 - 2 + output_padding
+    before = min(total // 2 + total % 2, span - 1)
+    return before, total - before
+
+
 def _spatial_ints_zero(v, rank, what):
     vals = (v,) * rank if is_int(v) else tuple(v) if isinstance(v, (list, tuple)) else None
     if vals is None or len(vals) != rank or not all(is_int(e) and e >= 0 for e in vals):
@@ -714,17 +734,30 @@ def _spatial_ints_zero(v, rank, what):
 
 
 def _depthwise(x, w, rank, strides, dilation, padding, what):
-    from pyggml.layers.convolutional.depthwise_conv import depthwise_rows, rows_to_output
-    kernel_size = tuple(int(d) for d in w.shape[:rank])
+    """x channels-last (N, *spatial, C), w (*kernel, C, M) -> (N, *out, C * M): the C * N
+    one-channel images unfolded by one im2col, each channel's windows times its M taps."""
+    kernel = tuple(int(d) for d in w.shape[:rank])
     c, m = int(w.shape[-2]), int(w.shape[-1])
     if c != int(x.shape[-1]):
         raise ValueError(f"{what}: the kernel's input channels ({c}) must be the inputs' {int(x.shape[-1])}")
-    spatial = tuple(int(d) for d in x.shape[1:-1])
-    _conv_geometry(spatial, kernel_size, strides, dilation, padding, what)      # checks the sizes
-    cmk = _k.transpose(w, (rank, rank + 1) + tuple(range(rank)))   # (C, M, *kernel)
-    cmk = _c.reshape(_cont(cmk), (c, m, int(np.prod(kernel_size))))
-    rows, out = depthwise_rows(x, cmk, rank, False, kernel_size, strides, dilation, padding)
-    return rows_to_output(rows, int(x.shape[0]), out, c * m, False)
+    xc = _to_nchw(x, rank)                                          # (N, C, H, W)
+    n, _, h, wd = (int(d) for d in xc.shape)
+    kh, kw = (1,) + kernel if rank == 1 else kernel
+    sh, sw = (1,) + strides if rank == 1 else strides
+    dh, dw = (1,) + dilation if rank == 1 else dilation
+    pads, _ = _conv_geometry((h, wd), (kh, kw), (sh, sw), (dh, dw), padding, what)
+    images = _c.reshape(_cont(_k.transpose(xc, (1, 0, 2, 3))), (c * n, 1, h, wd))
+    ph, pw = _symmetric_part(pads)
+    images = _pad_hw(images, ((pads[0][0] - ph, pads[0][1] - ph), (pads[1][0] - pw, pads[1][1] - pw)))
+    shape_only = _scope.require(what).ctx.new_tensor((1, 1, kh, kw))
+    cols = _c.im2col(shape_only, images, sw, sh, pw, ph, dw, dh, True, "f32")   # (C*N, OH, OW, kh*kw)
+    oh, ow = int(cols.shape[1]), int(cols.shape[2])
+    taps = kh * kw
+    cols = _c.reshape(cols, (c, n * oh * ow, taps))
+    cmk = _c.reshape(_cont(_k.transpose(w, (rank, rank + 1) + tuple(range(rank)))), (c, m, taps))
+    y = _c.mul_mat(cmk, cols)                                       # (C, N*OH*OW, M)
+    y = _k.transpose(y, (1, 0, 2))                                  # (N*OH*OW, C, M)
+    return _c.reshape(_cont(y), (n, ow, c * m) if rank == 1 else (n, oh, ow, c * m))
 
 
 @_eager("inputs", "kernel")
@@ -766,7 +799,6 @@ def separable_conv(inputs, depthwise_kernel, pointwise_kernel, strides=1, paddin
 
 
 def _pool(inputs, pool_size, strides, padding, data_format, op, what):
-    from pyggml.layers.pooling.base_pooling import pool_last_two, pool_pads
     x, rank, first = _layout(inputs, data_format, what)
     size = _spatial_ints(pool_size, rank, what, "pool_size")
     strides = size if strides is None else _spatial_ints(strides, rank, what, "strides")
@@ -776,11 +808,17 @@ def _pool(inputs, pool_size, strides, padding, data_format, op, what):
         if padding == "valid" and n < k:
             raise ValueError(f"{what}: an input of size {n} is smaller than the pool's {k} with padding='valid'")
     xc = _to_nchw(x, rank)                                          # (N, C, H, W)
-    kernel = (1,) + size if rank == 1 else size
-    st = (1,) + strides if rank == 1 else strides
+    (kh, kw), (sh, sw) = ((1,) + size, (1,) + strides) if rank == 1 else (size, strides)
     hw = (1,) + spatial if rank == 1 else spatial
-    pads = [pool_pads(n, k, s, padding) for n, k, s in zip(hw, kernel, st)]
-    y = pool_last_two(xc, op, kernel, st, pads)                     # (N, C, OH, OW)
+    pads, outs = _conv_geometry(hw, (kh, kw), (sh, sw), (1, 1), padding, what)
+    # padding explicit (the lowest float for max), so that ggml's pool_2d takes whole windows
+    xc = _pad_hw(xc, pads, _LOWEST if op == "max" else 0.0)
+    y = _c.pool_2d(_cont(xc), op, kw, kh, sw, sh, 0, 0)             # (N, C, OH, OW)
+    if op == "avg" and any(b or a for b, a in pads):
+        # Keras's average counts only the window's cells inside the input
+        cells = [np.minimum(np.arange(o) * s - b + k, n) - np.maximum(np.arange(o) * s - b, 0)
+                 for o, s, (b, _), k, n in zip(outs, (sh, sw), pads, (kh, kw), hw)]
+        y = y * _k._t((kh * kw / np.outer(cells[0], cells[1])).astype(np.float32))
     if rank == 1:
         n, c, _, ow = (int(d) for d in y.shape)
         y = _k.transpose(_c.reshape(_cont(y), (n, c, ow)), (0, 2, 1))

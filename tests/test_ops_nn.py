@@ -433,6 +433,7 @@ def _torch():
     return pytest.importorskip("torch")
 
 
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("strides, padding, dilation, groups", [
     (1, "valid", 1, 1), (2, "valid", 1, 1), (1, "same", 1, 1), (1, "same", 2, 1), (2, "valid", 1, 2), (1, "valid", 2, 2),
 ])
@@ -742,14 +743,15 @@ def test_functional_nodes_take_the_nn_ops(tmp_path):
 
 
 def test_lambda_layers_in_sequential_models_train_with_the_nn_ops():
-    x = RNG.normal(size=(32, 4, 6)).astype(np.float32)
-    y = RNG.normal(size=(32, 4, 3)).astype(np.float32)
-    m = pg.Sequential([pg.Input((4, 6)), pg.layers.Dense(6),
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(64, 4, 6)).astype(np.float32)
+    y = np.abs(x[..., :3]) * 0.5 + x[..., 3:]                       # a function the layers can fit
+    m = pg.Sequential([pg.Input((4, 6)), pg.layers.Dense(16),
                        pg.layers.Lambda(lambda t: ops.glu(ops.sparse_plus(t))), pg.layers.Dense(3)])
     m.compile(loss="mse", optimizer=pg.optimizers.Adam(0.02))
     before = m.evaluate(x, y, verbose=0)
-    m.fit(x, y, epochs=20, batch_size=8, verbose=0)
-    assert m.evaluate(x, y, verbose=0) < 0.9 * before
+    m.fit(x, y, epochs=40, batch_size=16, verbose=0)
+    assert m.evaluate(x, y, verbose=0) < 0.3 * before
 
 
 @pytest.mark.parametrize("call, error, match", [
