@@ -36,11 +36,12 @@ __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argm
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
-           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "top_k"]
+           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "top_k", "stop_gradient"]
 
 # the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
 # (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
-SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add", "cast")
+SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add", "cast",
+                    "stop_gradient")
 
 
 # --- tensors, eager calls ----------------------------------------------------------------------------
@@ -322,10 +323,20 @@ def var(x, axis=None, keepdims=False):
     return _reduce(_c.sqr(_cont(centred)), axis, keepdims, "var", "mean")
 
 
+_TINY = 1e-30
+_SQRT_TINY = float(np.sqrt(np.float32(_TINY)))
+
+
+def _sqrt_of_sum(v):
+    """sqrt(v) of a sum of squares (v >= 0) whose gradient at v = 0 is 0, not 0 * inf = NaN
+    (a norm or std of zeros, as PyTorch's): sqrt(v + tiny) - sqrt(tiny), exact at 0."""
+    return _c.scale_bias(_cont(_c.sqrt(_c.scale_bias(_cont(v), 1.0, _TINY))), 1.0, -_SQRT_TINY)
+
+
 @_eager("x")
 def std(x, axis=None, keepdims=False):
     """The standard deviation (population) over ``axis``."""
-    return _c.sqrt(var(x, axis, keepdims))
+    return _sqrt_of_sum(var(x, axis, keepdims))
 
 
 @_eager("x")
@@ -947,7 +958,9 @@ def power(x1, x2):
             y = y * a
         return reciprocal(y) if k < 0 else y
     b = _f(x2)
-    return _c.exp(_cont(b * _c.log(a)))
+    # log(x1 + tiny): at x1 = 0 the value is tiny ** x2 (0 in float32 for x2 > 1.5) and the
+    # gradient finite, where log(0) made it 0 * inf = NaN
+    return _c.exp(_cont(b * _c.log(_c.scale_bias(_cont(a), 1.0, _TINY))))
 
 
 @_eager("x")
@@ -1057,7 +1070,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     ``pyggml.core.ops.norm``.)"""
     x = _f(x)
     if ord in (None, 2, "fro", "euclidean"):
-        return _c.sqrt(sum(_c.sqr(x), axis, keepdims))
+        return _sqrt_of_sum(sum(_c.sqr(x), axis, keepdims))
     if ord == 1:
         return sum(_c.abs(x), axis, keepdims)
     if is_number(ord) and ord > 0:
@@ -1099,6 +1112,19 @@ def _dtype_kind(dtype, what):
     if dt.kind == "f":
         return "float", dt
     raise TypeError(f"{what}: dtype must be a bool, int or float type, got {dtype!r}")
+
+
+def stop_gradient(variable):
+    """Keras's ``ops.stop_gradient``: ``variable``'s value, through which training passes no
+    gradient (the backward pass treats it as a constant); an array is returned as it is."""
+    if _scope.current() is None and not isinstance(variable, Tensor):
+        a = variable.numpy() if isinstance(variable, Variable) else np.asarray(variable)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"stop_gradient: expected a tensor or real numbers, got dtype {a.dtype}")
+        return a
+    if host_value(variable) is not None and not isinstance(variable, Tensor):
+        return _t(variable)                                  # a constant has no gradient anyway
+    return _c.stop_gradient(_t(variable))
 
 
 def cast(x, dtype):

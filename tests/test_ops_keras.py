@@ -347,3 +347,90 @@ def test_functional_nodes_take_indexing(tmp_path):
     m.compile(loss="mse")
     m.save(tmp_path / "m.keras")
     np.testing.assert_array_equal(pg.load_model(tmp_path / "m.keras").predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_stop_gradient_passes_the_value_and_no_gradient():
+    """o = z + stop_gradient(z) * z with z = x * w: the value is z + z^2, the gradient
+    through o is (1 + z) dz (not 1 + 2z); ggml/patches/0037's flag."""
+    from op_checks import OpLayer
+    x = RNG.normal(size=(5, 4))
+    y = RNG.normal(size=(5, 4))
+    w = RNG.uniform(0.5, 1.5, size=(4,))
+    m = pg.Sequential([pg.Input((4,)), OpLayer(lambda z: z + ops.stop_gradient(z) * z)])
+    m.compile(loss="mse", optimizer="sgd")
+    m.set_weights({k: w.astype(np.float32) for k in m.get_weights()})
+    z = x * w
+    np.testing.assert_allclose(m.predict(x.astype(np.float32), verbose=0), z + z * z, rtol=1e-5, atol=1e-6)
+    (g,) = m.gradients(x.astype(np.float32), y.astype(np.float32)).values()
+    d_o = 2 * (z + z * z - y) / y.size
+    np.testing.assert_allclose(g, (d_o * (1 + z) * x).sum(0), rtol=1e-4, atol=1e-6)
+    assert not np.allclose(g, (d_o * (1 + 2 * z) * x).sum(0), rtol=1e-2)
+    # a model whose only path to the weight is stopped gets a zero gradient
+    m2 = pg.Sequential([pg.Input((4,)), OpLayer(lambda z: ops.stop_gradient(z) * 2.0)])
+    m2.compile(loss="mse", optimizer="sgd")
+    (g2,) = m2.gradients(x.astype(np.float32), y.astype(np.float32)).values()
+    np.testing.assert_array_equal(g2, 0.0)
+    np.testing.assert_array_equal(ops.stop_gradient(np.arange(3.0)), [0.0, 1.0, 2.0])
+    with pytest.raises(TypeError, match="stop_gradient"):
+        ops.stop_gradient(np.array(["a"]))
+
+
+def test_functional_nodes_of_one_number_per_sample(tmp_path):
+    """inp[:, 0] and ops.sum over the features are (batch,) nodes, as in Keras: they combine,
+    train, save and load; a Dense on one is refused with the reason."""
+    inp = pg.Input((2,))
+    first = inp[:, 0]
+    assert first.shape == (None,)
+    out = ops.expand_dims(first, -1) * pg.layers.Dense(1, kernel_initializer="ones", name="d")(inp)
+    m = pg.Model(inp, [out, ops.sum(inp, axis=-1)])
+    x = RNG.normal(size=(3, 2)).astype(np.float32)
+    got, total = m.predict(x, verbose=0)
+    np.testing.assert_allclose(got[:, 0], x[:, 0] * x.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(total, x.sum(1), rtol=1e-6)
+    assert total.shape == (3,)
+    lines = []
+    m.summary(print_fn=lines.append)
+    assert any("(None,)" in ln for ln in lines)
+    m.compile(loss="mse", optimizer="adam")
+    m.fit(x, [np.ones((3, 1), np.float32), np.ones(3, np.float32)], epochs=2, verbose=0)
+    m.save(str(tmp_path / "m.gguf"))
+    np.testing.assert_allclose(pg.models.load_model(str(tmp_path / "m.gguf")).predict(x, verbose=0)[0],
+                               m.predict(x, verbose=0)[0], rtol=1e-6)
+    with pytest.raises(ValueError, match="last dimension"):
+        pg.layers.Dense(3)(first)
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (lambda t: ops.norm(t, axis=-1), lambda a: np.linalg.norm(a, axis=-1)),
+    (lambda t: ops.std(t, axis=-1), lambda a: a.std(-1)),
+    (lambda t: ops.power(abs(t), 2.5), lambda a: np.abs(a) ** 2.5),
+], ids=["norm", "std", "power"])
+def test_gradients_at_zero_are_finite(fn, ref):
+    """A norm, std or power of zeros (a padded row) has value 0 and gradient 0, not NaN,
+    and the other rows keep theirs."""
+    from op_checks import OpLayer
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    x[0] = 0.0
+    m = pg.Sequential([pg.Input((4,)), OpLayer(fn)])
+    m.compile(loss="mse", optimizer="sgd")
+    got = m.predict(x, verbose=0)
+    np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+    assert np.all(got[0] == 0)
+    g_all = next(iter(m.gradients(x, np.ones_like(got)).values()))
+    g_rest = next(iter(m.gradients(x[1:], np.ones_like(got[1:])).values()))
+    assert np.isfinite(g_all).all()
+    # the zero row adds nothing: the mean over 3 rows is 2/3 of the mean over the other 2
+    np.testing.assert_allclose(g_all, g_rest * 2 / 3, rtol=1e-4, atol=1e-6)
+
+
+def test_a_loss_that_reaches_no_weight_is_a_clear_error():
+    """A model whose output is a constant (ops.zeros_like of its input), or reaches its
+    weight only through stop_gradient: fit and gradients raise, where ggml's backward pass
+    would have aborted the process (found by tools/probe_new_surface.py's auto_ops set)."""
+    from op_checks import OpLayer
+    x = np.ones((4, 3), np.float32)
+    for fn in (lambda z: ops.zeros_like(z), lambda z: ops.ones_like(z) * 2.0, lambda z: ops.stop_gradient(z)):
+        m = pg.Sequential([pg.Input((3,)), OpLayer(fn)])
+        m.compile(loss="mse", optimizer="adam")
+        with pytest.raises(ValueError, match="does not depend on any trainable weight"):
+            m.fit(x, x, verbose=0)

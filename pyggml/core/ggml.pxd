@@ -34,6 +34,7 @@ cdef extern from "ggml.h" nogil:
         GGML_TENSOR_FLAG_OUTPUT
         GGML_TENSOR_FLAG_PARAM
         GGML_TENSOR_FLAG_LOSS
+        GGML_TENSOR_FLAG_NO_GRAD
 
     cdef enum ggml_op:
         GGML_OP_NONE

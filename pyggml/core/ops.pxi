@@ -385,6 +385,17 @@ def cont(Tensor a not None, ctx=None):
     return _out(c, ggml_cont(c.ptr, a.ptr), _nd(a), (a,))
 
 
+def stop_gradient(Tensor a not None, ctx=None):
+    """A copy of a that passes no gradient back to a (patch 0037's flag): the backward pass
+    treats it as a constant."""
+    cdef Context c = _pick_ctx(a, ctx)
+    _prep(c, ggml_nbytes(a.ptr))
+    cdef ggml_tensor* r = ggml_cont(c.ptr, a.ptr)
+    if r != NULL:
+        r.flags = r.flags | GGML_TENSOR_FLAG_NO_GRAD
+    return _out(c, r, _nd(a), (a,))
+
+
 def dup(Tensor a not None, ctx=None):
     cdef Context c = _pick_ctx(a, ctx)
     _prep(c, ggml_nbytes(a.ptr))

@@ -9,7 +9,8 @@ from pyggml.core._core import (  # noqa: F401
     abs, acc, add, argmax, cast, clamp, concat, cont, cos, cpy, cross_entropy_loss, diag_mask_inf, div,
     dup, elu, exp, gelu, get_rows, im2col, leaky_relu, log, matmul, mean, mul, mul_mat, neg, norm,
     opt_step_adamw, opt_step_sgd, out_prod, pad, permute, pool_2d, relu, repeat, reshape, rms_norm,
-    scale, scale_bias, sgn, sigmoid, silu, sin, soft_max, soft_max_ext, softplus, sqr, sqrt, step, sub, sum,
+    scale, scale_bias, sgn, sigmoid, silu, sin, soft_max, soft_max_ext, softplus, sqr, sqrt, step, stop_gradient,
+    sub, sum,
     sum_rows, tanh, transpose, view,
     # ggml/patches/0020: backward passes and fused CPU kernels
     batch_norm, batch_norm_back, bias_act, conv_2d_cl, conv_2d_cl_back_filter, conv_transpose_2d_cl, gelu_erf,

@@ -24,7 +24,10 @@ from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAve
 from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, Discretization, HashedCrossing, Hashing,
                                          HostLayer, IntegerLookup, Normalization, RandomBrightness, RandomContrast,
                                          RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
-                                         Rescaling, Resizing, StringLookup, TextVectorization)
+                                         Rescaling, Resizing, StringLookup, TextVectorization, AugMix, AutoContrast,
+                                         Equalization, RandAugment, RandomColorDegeneration, RandomColorJitter,
+                                         RandomGaussianBlur, RandomGrayscale, RandomHue, RandomInvert,
+                                         RandomPosterization, RandomSaturation, RandomSharpness, Solarization)
 from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
                                      StackedRNNCells)
 from pyggml.layers.wrappers import TimeDistributed
@@ -64,4 +67,7 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "AdditiveAttention", "GroupNormalization", "EinsumDense", "TextVectorization", "Hashing", "HashedCrossing",
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
-           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"] + _ALIASES
+           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness",
+           "RandomGrayscale", "RandomHue", "RandomSaturation", "RandomSharpness", "Solarization", "RandomInvert",
+           "RandomPosterization", "RandomColorDegeneration", "RandomColorJitter", "AutoContrast", "Equalization",
+           "RandomGaussianBlur", "RandAugment", "AugMix"] + _ALIASES

@@ -54,16 +54,17 @@ def snake_case(name):
     return s
 
 
-def feature_shape_of(shape, what="shape", allow_none=False):
+def feature_shape_of(shape, what="shape", allow_none=False, allow_empty=False):
     """A shape without the batch (an int or a sequence) as a tuple of positive ints
-    (or None where lengths vary, with ``allow_none``)."""
+    (or None where lengths vary, with ``allow_none``; ``()`` for one number per sample with
+    ``allow_empty``)."""
     if is_int(shape):
         shape = (int(shape),)
     try:
         t = tuple(shape)
     except TypeError:
         raise TypeError(f"{what} must be an int or a tuple of ints, got {shape!r}") from None
-    if not t:
+    if not t and not allow_empty:
         raise ValueError(f"{what} must not be empty")
     out = []
     for d in t:
@@ -555,7 +556,7 @@ class Layer:
         for i, s in enumerate(out_list):
             s = tuple(s)
             dt = dtypes[i] if dtypes else getattr(self, "output_dtype", "float32")
-            node = Node(feature_shape_of(s[1:], "output shape", allow_none=True), self, nodes, index=i,
+            node = Node(feature_shape_of(s[1:], "output shape", allow_none=True, allow_empty=True), self, nodes, index=i,
                         dtype=dt, call_kwargs=kwargs, list_input=isinstance(inputs, list))
             node.has_mask = bool(flags[i]) if flags and i < len(flags) else False   # its layer's output mask
             outs.append(node)

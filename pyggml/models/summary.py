@@ -6,7 +6,7 @@ __all__ = ["print_summary"]
 def _shape(s):
     if isinstance(s, list):
         return ", ".join(_shape(x) for x in s)
-    return "(" + ", ".join("None" if d is None else str(d) for d in s) + ")"
+    return str(tuple(s))                                  # (None, 4); (None,) for one number per sample
 
 
 def print_summary(model, print_fn=print):

@@ -55,7 +55,7 @@ class _Names:
 
 
 def _write(model, path, with_config, with_state):
-    model.check_compiled("saving")
+    model.check_alive()
     path = _path(path)
     weights = model.get_weights()
     names = _Names()
@@ -68,7 +68,8 @@ def _write(model, path, with_config, with_state):
         if with_config:
             f.set("pyggml.model_class", get_registered_name(type(model)))
             f.set("pyggml.config", json.dumps(model.get_config()))
-            f.set("pyggml.compile", json.dumps(model.get_compile_config()))
+            if model.compiled:                    # an uncompiled model saves without (Keras's too)
+                f.set("pyggml.compile", json.dumps(model.get_compile_config()))
         for k, v in weights.items():
             f.add_tensor(names(k), np.ascontiguousarray(v, dtype=np.float32))
         state = model.get_optimizer_state() if with_state else None
@@ -230,7 +231,8 @@ def _upgrade_v1(cfg, comp):
 
 
 def load_model(path, backend="auto", custom_objects=None, compile=True):
-    """A compiled model from a file written by ``model.save``; classes (and functions:
+    """The model of a file written by ``model.save``, compiled as it was saved (a model saved
+    uncompiled loads uncompiled, as does ``compile=False``); classes (and functions:
     regularizers, constraints, ...) of your own come from ``@register_serializable``
     or ``custom_objects``."""
     if custom_objects is not None and not isinstance(custom_objects, dict):
@@ -244,10 +246,12 @@ def _load_model(path, backend, custom_objects, compile):
     p = fl.path
     try:
         cfg = _json(fl.f, "pyggml.config", p)
-        comp = _json(fl.f, "pyggml.compile", p)
-        if not isinstance(cfg, dict) or not isinstance(comp, dict):
+        comp = _json(fl.f, "pyggml.compile", p, required=False)   # absent: saved uncompiled
+        if not isinstance(cfg, dict) or not isinstance(comp, (dict, type(None))):
             raise GGUFError(f"{p!r}: the model config is not a JSON object")
         if fl.version == 1:
+            if comp is None:
+                raise GGUFError(f"{p!r}: the file has no pyggml.compile")
             cfg, comp = _upgrade_v1(cfg, comp)
         try:
             cls_name = fl.f.get("pyggml.model_class") or ("Sequential" if cfg.get("sequential") else "Model")
@@ -265,7 +269,7 @@ def _load_model(path, backend, custom_objects, compile):
         values = {n: fl.array(n, v.shape) for n, v in named}
         for n, v in named:
             v.assign(values[n])
-        if not compile:
+        if not compile or comp is None:
             return model
         try:
             model.compile_from_config(comp, backend=backend, custom_objects=custom_objects)

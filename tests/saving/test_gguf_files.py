@@ -214,3 +214,24 @@ def test_unknown_versions_and_other_files_are_refused(tmp_path):
         pg.load_model(tmp_path / "empty.gguf")
     with pytest.raises(FileNotFoundError):
         pg.load_model(tmp_path / "absent.gguf")
+
+
+@pytest.mark.parametrize("suffix", [".gguf", ".keras"])
+def test_an_uncompiled_model_saves_and_loads_uncompiled(tmp_path, suffix):
+    """As in Keras: save before compile, predict after load, compile and train the loaded model."""
+    inp = pg.Input((4,))
+    m = pg.Model(inp, pg.layers.Dense(2)(pg.layers.Dense(3, activation="relu")(inp)))
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    path = str(tmp_path / f"m{suffix}")
+    m.save(path)
+    loaded = pg.models.load_model(path)
+    assert not loaded.compiled
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), m.predict(x, verbose=0))
+    loaded.compile(loss="mse", optimizer="adam")
+    before = loaded.evaluate(x, np.zeros((5, 2), np.float32), verbose=0)
+    loaded.fit(x, np.zeros((5, 2), np.float32), epochs=20, verbose=0)
+    assert loaded.evaluate(x, np.zeros((5, 2), np.float32), verbose=0) < before
+    loaded.save(path)
+    assert pg.models.load_model(path).compiled
+    m.save_weights(str(tmp_path / "w.gguf"))
+    m.load_weights(str(tmp_path / "w.gguf"))

@@ -18,7 +18,7 @@ Two kinds of resampling:
 import numpy as np
 
 __all__ = ["RESIZE_METHODS", "FILL_MODES", "AFFINE_INTERPOLATIONS", "resize", "aspect_crop_box", "affine_sample",
-           "rotation_matrices", "zoom_matrices", "translation_matrices"]
+           "rotation_matrices", "zoom_matrices", "translation_matrices", "shear_matrices"]
 
 RESIZE_METHODS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
 FILL_MODES = ("reflect", "wrap", "constant", "nearest")
@@ -164,3 +164,12 @@ def translation_matrices(dy, dx):
     dy, dx = np.asarray(dy, np.float64), np.asarray(dx, np.float64)
     one, zero = np.ones_like(dx), np.zeros_like(dx)
     return np.stack([one, zero, -dx, zero, one, -dy], axis=1)
+
+
+def shear_matrices(sx, sy, h, w):
+    """Shears about the image centre: the output pixel (x, y) reads the input at (x + sx * (y - cy),
+    y + sy * (x - cx)), so row y slides sideways by sx * (y - cy) and column x up or down by sy * (x - cx)."""
+    sx, sy = np.asarray(sx, np.float64), np.asarray(sy, np.float64)
+    one = np.ones_like(sx)
+    cx, cy = (w - 1) / 2.0, (h - 1) / 2.0
+    return np.stack([one, sx, -sx * cy, sy, one, -sy * cx], axis=1)
