@@ -1288,14 +1288,15 @@ def _log_softmax_np(z):
 
 
 def ctc_loss(target, output, target_length, output_length, mask_index=0):
-    """The connectionist temporal classification loss per sequence, on arrays: target
-    (batch, max_label_length) ints, output (batch, time, classes) logits, their lengths
-    (batch,), and the blank class ``mask_index``.  Returns (batch,) negative
-    log-likelihoods (inf where no alignment exists).  Inside a model's graph it is refused."""
+    """The connectionist temporal classification loss per sequence: target (batch,
+    max_label_length) class ids (padded past each length), output (batch, time, classes)
+    logits (log_softmax is applied), target_length and output_length (batch,), and the blank
+    class ``mask_index``.  Returns (batch,) negative log-likelihoods (inf on arrays where no
+    alignment exists).  In a graph the forward (alpha) recursion is unrolled over the static
+    time axis in log space (logsumexp), so it trains; the targets may be float class ids."""
     what = "ctc_loss"
     if _in_graph(target, output, target_length, output_length):
-        raise TypeError("ctc_loss works on arrays, not inside a model's graph: compute the loss on the model's "
-                        "predictions")
+        return _ctc_loss_graph(target, output, target_length, output_length, mask_index, what)
     y = _array(output, what).astype(np.float64)
     t = _array(target, what)
     tl, ol = _array(target_length, what), _array(output_length, what)
@@ -1335,6 +1336,69 @@ def ctc_loss(target, output, target_length, output_length, mask_index=0):
         final = np.logaddexp(alpha[-1], alpha[-2]) if n else alpha[-1]
         out[i] = -final
     return out.astype(np.float32)
+
+
+_NEG = 1e30          # log(0) in the graph's recursion: finite, so that products with 0/1 matrices stay exact
+
+
+def _lengths(v, b, what, name):
+    """A (batch, 1) float tensor of per-sequence lengths (an array, a (batch,) or (batch, 1) tensor)."""
+    shape = _shape(v)
+    if shape not in ((b,), (b, 1)):
+        raise ValueError(f"{what}: {name} must have shape (batch,) = ({b},), got {shape}")
+    return _c.reshape(_cont(_f(v)), (b, 1))
+
+
+def _ctc_loss_graph(target, output, target_length, output_length, blank, what):
+    y = _f(output)
+    if len(y.shape) != 3:
+        raise ValueError(f"{what}: output must be (batch, time, classes), got {tuple(y.shape)}")
+    b, steps, classes = (int(d) for d in y.shape)
+    tshape = _shape(target)
+    if len(tshape) != 2 or tshape[0] != b:
+        raise ValueError(f"{what}: target must be (batch, max_label_length) = ({b}, ...), got {tshape}")
+    if not is_int(blank) or not 0 <= blank < classes:
+        raise ValueError(f"{what}: mask_index must be a class in [0, {classes}), got {blank!r}")
+    n = tshape[1]
+    s = 2 * n + 1
+    logp = _k.log_softmax(y, axis=-1)
+    labels = _class_rows(target, classes)                           # (b, n, classes)
+    place = np.zeros((s, n), dtype=np.float32)
+    place[2 * np.arange(n) + 1, np.arange(n)] = 1.0
+    blanks = np.zeros((s, classes), dtype=np.float32)
+    blanks[0::2, blank] = 1.0
+    ext = einsum("sl,blc->bsc", place, labels) + _k._t(blanks)     # (b, s, classes): the extended labels
+    emit = einsum("btc,bsc->bts", logp, ext)                        # (b, time, s): log p of each state's label
+    if n > 1:
+        # a label may follow the one two states back (skipping a blank) unless it repeats it
+        same = _k.sum(labels[:, 1:] * labels[:, :-1], axis=-1)      # (b, n - 1)
+        to_state = np.zeros((n - 1, s), dtype=np.float32)
+        to_state[np.arange(n - 1), 2 * np.arange(1, n) + 1] = 1.0
+        skip = _k.dot(_one() - same, _k._t(to_state))              # (b, s)
+        skip_penalty = (skip - 1.0) * _NEG
+    else:
+        skip_penalty = None
+    shift1 = np.eye(s, k=1, dtype=np.float32)                        # alpha[s - 1] -> s
+    shift2 = np.eye(s, k=2, dtype=np.float32)
+    fill1 = np.where(np.arange(s) < 1, -_NEG, 0.0).astype(np.float32)
+    fill2 = np.where(np.arange(s) < 2, -_NEG, 0.0).astype(np.float32)
+    start = np.where(np.arange(s) < 2, 0.0, -_NEG).astype(np.float32)
+    out_len = _lengths(output_length, b, what, "output_length")
+    alpha = emit[:, 0] + _k._t(start)                                 # (b, s)
+    for t in range(1, steps):
+        a1 = _k.dot(alpha, _k._t(shift1)) + _k._t(fill1)
+        a2 = _k.dot(alpha, _k._t(shift2)) + _k._t(fill2)
+        if skip_penalty is not None:
+            a2 = a2 + skip_penalty
+        top = _k.maximum(_k.maximum(alpha, a1), a2)
+        total = _c.exp(_cont(alpha - top)) + _c.exp(_cont(a1 - top)) + _c.exp(_cont(a2 - top))
+        new = top + _c.log(total) + emit[:, t]
+        running = _k.greater(out_len, float(t))                      # (b, 1): sequences still going
+        alpha = new * running + alpha * (_one() - running)
+    tl = _lengths(target_length, b, what, "target_length")
+    tl = _c.reshape(_cont(tl), (b,))
+    last = _class_rows(_c.scale(tl, 2.0), s) + _class_rows(_c.scale(tl, 2.0) - 1.0, s)   # the two end states
+    return _c.neg(_k.logsumexp(alpha + (last - 1.0) * _NEG, axis=-1))
 
 
 def ctc_decode(inputs, sequence_lengths, strategy="greedy", beam_width=100, top_paths=1, merge_repeated=True,

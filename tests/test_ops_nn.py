@@ -754,6 +754,11 @@ def test_lambda_layers_in_sequential_models_train_with_the_nn_ops():
     assert m.evaluate(x, y, verbose=0) < 0.3 * before
 
 
+def _eager_call(fn, *arrays):
+    from pyggml import _eager
+    return _eager.evaluate(fn, [np.asarray(a, np.float32) for a in arrays])
+
+
 @pytest.mark.parametrize("call, error, match", [
     (lambda: ops.glu(np.zeros((2, 3))), ValueError, "even length"),
     (lambda: ops.celu(np.zeros(3), alpha=0.0), ValueError, "alpha"),
@@ -821,6 +826,12 @@ def test_lambda_layers_in_sequential_models_train_with_the_nn_ops():
      ValueError, "mask_index"),
     (lambda: ops.ctc_loss(np.zeros((1, 2)), np.zeros((1, 4, 3)), np.array([2]), np.array([4])), TypeError,
      "integers"),
+    (lambda: _eager_call(lambda y: ops.ctc_loss(np.zeros((2, 2), int), y, np.ones(2, int), np.ones(3, int)),
+                         np.zeros((2, 4, 3))), ValueError, "output_length must have shape"),
+    (lambda: _eager_call(lambda y: ops.ctc_loss(np.zeros((2, 2), int), y, np.ones(2, int), np.ones(2, int),
+                                                mask_index=5), np.zeros((2, 4, 3))), ValueError, "mask_index"),
+    (lambda: _eager_call(lambda y: ops.einsum("ij,jk,kl->il", y, y, y), np.zeros((2, 2))), ValueError,
+     "one or two"),
     (lambda: ops.ctc_decode(np.zeros((1, 4, 3)), np.array([4]), strategy="best"), ValueError, "strategy"),
     (lambda: ops.ctc_decode(np.zeros((1, 4, 3)), np.array([4]), strategy="beam_search", top_paths=3, beam_width=2),
      ValueError, "top_paths"),
@@ -830,13 +841,42 @@ def test_bad_arguments_are_clear_errors(call, error, match):
         call()
 
 
-def test_array_only_ops_are_refused_in_a_graph():
-    for fn in (lambda t: ops.ctc_loss(np.zeros((2, 1), int), t, np.ones(2, int), np.full(2, 3)),
-               lambda t: ops.ctc_decode(t, np.full(2, 3))[1]):
-        m = pg.Sequential([pg.Input((3, 4)), pg.layers.Lambda(fn)])
-        with pytest.raises(TypeError, match="works on arrays"):
-            m.compile(loss="mse")
-            m.predict(np.zeros((2, 3, 4)), verbose=0)
+def test_ctc_decode_is_refused_in_a_graph():
+    m = pg.Sequential([pg.Input((3, 4)), pg.layers.Lambda(lambda t: ops.ctc_decode(t, np.full(2, 3))[1])])
+    with pytest.raises(TypeError, match="works on arrays"):
+        m.compile(loss="mse")
+        m.predict(np.zeros((2, 3, 4)), verbose=0)
+
+
+def test_ctc_loss_in_a_model_matches_pytorch_forward_and_gradient():
+    """keras-io's OCR/ASR pattern: logits from a Dense layer, the CTC loss computed in the graph
+    (targets, their lengths and the output lengths as model inputs); the Dense kernel's
+    gradient against PyTorch's autograd through its ctc_loss."""
+    torch = _torch()
+    F = torch.nn.functional
+    rng = np.random.default_rng(5)
+    steps, feats, classes = 7, 3, 5
+    x = rng.normal(size=(3, steps, feats)).astype(np.float32)
+    target = np.array([[1, 2, 2, 0], [3, 1, 0, 0], [4, 4, 4, 1]])
+    tl, ol = np.array([3, 2, 4]), np.array([7, 5, 7])
+    ins = [pg.Input((steps, feats)), pg.Input((4,)), pg.Input((1,)), pg.Input((1,))]
+    logits = pg.layers.Dense(classes, use_bias=False)(ins[0])
+    out = ops.expand_dims(ops.ctc_loss(ins[1], logits, ins[2], ins[3], mask_index=0), -1)
+    m = pg.Model(ins, out)
+    m.compile(loss="mse", optimizer="sgd")
+    w = rng.normal(size=(feats, classes)).astype(np.float32)
+    dense = [layer for layer in m.layers if isinstance(layer, pg.layers.Dense)][0]
+    dense.set_weights([w])
+    inputs = [x, target.astype(np.float32), tl[:, None].astype(np.float32), ol[:, None].astype(np.float32)]
+    tw = torch.tensor(w, requires_grad=True)
+    lp = torch.log_softmax(torch.tensor(x) @ tw, -1).permute(1, 0, 2)
+    want = F.ctc_loss(lp, torch.tensor(target), torch.tensor(ol), torch.tensor(tl), blank=0, reduction="none")
+    np.testing.assert_allclose(m.predict(inputs, verbose=0)[:, 0], want.detach().numpy(), rtol=1e-5)
+    y = rng.normal(size=(3, 1)).astype(np.float32)
+    torch.mean((want[:, None] - torch.tensor(y)) ** 2).backward()
+    (g,) = m.gradients(inputs, y).values()
+    np.testing.assert_allclose(g.reshape(classes, feats).T, tw.grad.numpy(), rtol=1e-4, atol=1e-5)  # (out, in)
+    m.free()
 
 
 def test_every_op_here_is_tested():
