@@ -886,9 +886,10 @@ def _parse_einsum(subscripts, shapes):
 
 
 def einsum(subscripts, *operands, **kwargs):
-    """numpy's einsum.  In a graph: any one- or two-operand equation without repeated indices
-    within an operand (no diagonals), as sums, transposes, reshapes and one batched matrix
-    product; intermediate and result tensors have at most 4 dimensions."""
+    """numpy's einsum.  In a graph: diagonals (an index repeated within an operand) taken with
+    get_rows, indices of one operand only summed, then each pair of operands (left to right) as
+    transposes, reshapes and one batched matrix product; every intermediate and the result have
+    at most 4 dimensions."""
     if kwargs:
         raise TypeError(f"einsum: unexpected keyword arguments {sorted(kwargs)}")
     if not operands:
@@ -898,13 +899,39 @@ def einsum(subscripts, *operands, **kwargs):
     if not _in_graph(*operands):
         arrays = [_array(o, "einsum") for o in operands]
         return np.einsum(",".join(terms) + "->" + out, *arrays).astype(np.float32)
-    if len(operands) > 2:
-        raise ValueError("einsum: in a graph, one or two operands (chain two-operand einsums for more)")
-    for t in terms:
-        if len(set(t)) != len(t):
-            raise ValueError(f"einsum: a repeated index within one operand ({t!r}, a diagonal) is not built in a "
-                             f"graph")
     ts = [_f(o) for o in operands]
+    terms = list(terms)
+    for i in range(len(ts)):
+        ts[i], terms[i] = _diagonals(ts[i], terms[i], sizes)
+    while len(ts) > 2:
+        # the first two operands contracted, keeping the indices the others or the output use
+        rest = "".join(terms[2:]) + out
+        keep = "".join(dict.fromkeys(c for c in terms[0] + terms[1] if c in rest))
+        ts[:2] = [_einsum_graph(terms[:2], keep, sizes, ts[:2])]
+        terms[:2] = [keep]
+    return _einsum_graph(terms, out, sizes, ts)
+
+
+def _diagonals(x, term, sizes):
+    """x's diagonal over each index its term repeats ("ii->i"): the two axes moved last, merged,
+    and every (n + 1)-th entry taken."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        p = term.index(c)
+        q = term.index(c, p + 1)
+        others = [j for j in range(len(term)) if j not in (p, q)]
+        n = sizes[c]
+        moved = _k.transpose(x, others + [p, q]) if others + [p, q] != list(range(len(term))) else x
+        lead = tuple(int(moved.shape[j]) for j in range(len(others)))
+        flat = _c.reshape(_cont(moved), lead + (n * n,))
+        x = _k.take(flat, (np.arange(n) * (n + 1)).astype(np.int32), axis=-1)
+        term = "".join(term[j] for j in others) + c
+    return x, term
+
+
+def _einsum_graph(terms, out, sizes, ts):
+    """One- or two-operand einsum of graph tensors (no repeated index within an operand)."""
+    terms, ts = list(terms), list(ts)
     # indices of one operand only that the output drops: summed first
     for i, t in enumerate(terms):
         others = "".join(terms[:i] + terms[i + 1:]) + out
