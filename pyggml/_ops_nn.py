@@ -1204,7 +1204,9 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
 def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="hann", center=True):
     """The inverse of stft: each frame's irfft times the window, overlapped and added, divided
     by the overlapped squared window (where it is not ~0); ``length`` cuts the result
-    (after the centre padding is removed)."""
+    (after the centre padding is removed).  With ``window=None``, Keras's scaling: the
+    overlapped frames times fft_length / (sequence_stride * their count), which is
+    TensorFlow's plain overlap-add wherever every frame position is covered."""
     what = "istft"
     real, imag = _complex_pair(x, what)
     win, _ = _window(window, sequence_length, fft_length, what)
@@ -1222,6 +1224,8 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
         norm[s:s + fft_length] += win * win
         place[f * fft_length + np.arange(fft_length), s + np.arange(fft_length)] = 1.0
     scale = np.where(norm > 1e-10, 1.0 / np.where(norm > 1e-10, norm, 1.0), 1.0)
+    if window is None:
+        scale = scale * fft_length / sequence_stride                  # Keras's scaling without a window
     start = fft_length // 2 if center else 0
     if length is not None:
         if not is_int(length) or length < 1:

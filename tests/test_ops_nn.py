@@ -198,11 +198,15 @@ def _irfft_in(a, n):
     return np.fft.irfft(a[..., :a.shape[-1] // 2] + 1j * a[..., a.shape[-1] // 2:], n=n)
 
 
-def _istft_ref(a, length, stride, fft_length):
+def _istft_ref(a, length, stride, fft_length, window="hann"):
     re, im = a[..., :a.shape[-1] // 2], a[..., a.shape[-1] // 2:]
     n = length
     win = np.pad(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n), ((fft_length - n) // 2,
                                                                      fft_length - n - (fft_length - n) // 2))
+    if window is None:
+        return _istft_ref(a, fft_length, stride, fft_length, "ones") * fft_length / stride
+    if window == "ones":
+        win = np.ones(fft_length)
     seg = np.fft.irfft(re + 1j * im, n=fft_length) * win
     frames = seg.shape[-2]
     total = fft_length + stride * (frames - 1)
@@ -356,6 +360,8 @@ CASES = {
                        lambda a: _np_cat(_stft_ref(a, 8, 4, 8, None, False)), (2, 16), False),
     "istft": (lambda t: ops.istft((t[..., :5], t[..., 5:]), 6, 2, 8), lambda a: _istft_ref(a, 6, 2, 8), (5, 10),
               False),
+    "istft_no_window": (lambda t: ops.istft((t[..., :5], t[..., 5:]), 8, 4, 8, window=None),
+                        lambda a: _istft_ref(a, 8, 4, 8, None), (5, 10), False),
     "polar": (lambda t: _cat(ops.polar(t, t * 2.0)), lambda a: _np_cat((a * np.cos(2 * a), a * np.sin(2 * a))),
               (3, 4), False),
     "pad_constant": (lambda t: ops.pad(t, [(0, 0), (1, 2), (0, 1)], constant_values=0.5),
@@ -668,6 +674,9 @@ def test_sequences_and_fourier_transforms_on_arrays():
     sr, si = ops.stft(x, 8, 2, 8, window="hamming", center=False)
     np.testing.assert_allclose(ops.istft((sr, si), 8, 2, 8, window="hamming", center=False), x, rtol=1e-4,
                                atol=1e-5)
+    # no window: Keras's scaling, the plain overlap-add (here two frames cover every sample)
+    plain = ops.stft(x, 8, 4, 8, window=None)
+    np.testing.assert_allclose(ops.istft(plain, 8, 4, 8, window=None, length=20), 2 * x, rtol=1e-4, atol=1e-5)
     r, i = ops.polar(np.array([2.0, 1.0]), np.array([0.0, np.pi / 2]))
     np.testing.assert_allclose(r + 1j * i, [2.0, 1j], atol=1e-7)
 
