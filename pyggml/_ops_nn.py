@@ -312,28 +312,28 @@ def _along_axes(v, shape, axes, what, name):
 @_eager("x", "gamma", "beta")
 def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=None, rms_scaling=False):
     """(x - mean) / sqrt(var + epsilon) over ``axis`` (an int or a tuple), times ``gamma``
-    plus ``beta``; ``rms_scaling=True`` (Keras's older argument) divides by the root mean
-    square instead.  epsilon defaults to 1e-7."""
+    plus ``beta``; ``rms_scaling=True`` (Keras's argument) gives x / sqrt(var + epsilon) *
+    gamma (x not centred, no beta).  epsilon defaults to 1e-7."""
     rms = bool(rms_scaling)
     eps = EPSILON if epsilon is None else _number(epsilon, "layer_normalization", "epsilon")
     x = _f(x)
     shape = tuple(int(d) for d in x.shape)
     axes = _k._axes(axis, len(shape), "layer_normalization")
-    if rms:
-        y = x * _k.rsqrt(_k.mean(_c.sqr(x), axes, keepdims=True) + eps)
-    else:
-        centred = x - _k.mean(x, axes, keepdims=True)
-        y = centred * _k.rsqrt(_k.mean(_c.sqr(_cont(centred)), axes, keepdims=True) + eps)
+    centred = x - _k.mean(x, axes, keepdims=True)
+    inv = _k.rsqrt(_k.mean(_c.sqr(_cont(centred)), axes, keepdims=True) + eps)
+    # rms_scaling (Keras's): x itself over the standard deviation, times gamma, no beta
+    y = x * inv if rms else centred * inv
     if gamma is not None:
         y = y * _along_axes(gamma, shape, axes, "layer_normalization", "gamma")
-    if beta is not None:
+    if beta is not None and not rms:
         y = y + _along_axes(beta, shape, axes, "layer_normalization", "beta")
     return y
 
 
 @_eager("x", "scale")
 def rms_normalization(x, scale=1, axis=-1, epsilon=None):
-    """x / sqrt(mean(x^2) + epsilon) over ``axis``, times ``scale``; epsilon defaults to 1e-7."""
+    """x / sqrt(mean(x^2) + epsilon) over ``axis``, times ``scale`` (broadcast as numpy's);
+    epsilon defaults to 1e-7."""
     eps = EPSILON if epsilon is None else _number(epsilon, "rms_normalization", "epsilon")
     x = _f(x)
     shape = tuple(int(d) for d in x.shape)
@@ -341,7 +341,12 @@ def rms_normalization(x, scale=1, axis=-1, epsilon=None):
     y = x * _k.rsqrt(_k.mean(_c.sqr(x), axes, keepdims=True) + eps)
     if scale is None or (is_number(scale) and float(scale) == 1.0):
         return y
-    return y * _along_axes(scale, shape, axes, "rms_normalization", "scale")
+    if is_number(scale):
+        return y * float(scale)
+    sc = _f(scale)
+    if not _broadcasts(tuple(int(d) for d in sc.shape), shape):
+        raise ValueError(f"rms_normalization: scale of shape {tuple(sc.shape)} does not broadcast to x's {shape}")
+    return y * sc                                                   # numpy's broadcasting, as Keras
 
 
 @_eager("x", "mean", "variance", "offset", "scale")

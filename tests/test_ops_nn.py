@@ -589,8 +589,10 @@ def test_activations_and_norms_on_arrays():
     np.testing.assert_allclose(ops.normalize(a, order=3), a / (np.abs(a) ** 3).sum(-1, keepdims=True) ** (1 / 3),
                                rtol=1e-4)
     np.testing.assert_allclose(ops.psnr(a, a + 0.1, 1.0), 20.0, rtol=1e-4)
-    np.testing.assert_allclose(ops.layer_normalization(a, rms_scaling=True),
-                               a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-7), rtol=1e-5)
+    np.testing.assert_allclose(ops.layer_normalization(a, np.arange(5.0), np.ones(5), rms_scaling=True),
+                               a / np.sqrt(a.var(-1, keepdims=True) + 1e-7) * np.arange(5.0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.rms_normalization(a, (10,)), 10 * a / np.sqrt((a * a).mean(-1, keepdims=True)
+                                                                                   + 1e-7), rtol=1e-5)
     np.testing.assert_allclose(ops.rms_normalization(a), a / np.sqrt((a * a).mean(-1, keepdims=True) + 1e-7),
                                rtol=1e-5)
     np.testing.assert_allclose(ops.batch_normalization(a, a.mean(0), a.var(0), axis=1),
@@ -786,6 +788,7 @@ def _eager_call(fn, *arrays):
     (lambda: ops.psnr(np.zeros(3), np.zeros(4), 1.0), ValueError, "one shape"),
     (lambda: ops.psnr(np.zeros(3), np.zeros(3), 0.0), ValueError, "max_val"),
     (lambda: ops.layer_normalization(np.zeros((2, 3)), gamma=np.ones(4)), ValueError, "gamma"),
+    (lambda: ops.rms_normalization(np.zeros((2, 3)), scale=np.ones(4)), ValueError, "broadcast"),
     (lambda: ops.batch_normalization(np.zeros((2, 3)), np.zeros(2), np.ones(3), axis=1), ValueError, "mean"),
     (lambda: ops.categorical_crossentropy(np.zeros((2, 3)), np.zeros((2, 4))), ValueError, "one shape"),
     (lambda: ops.sparse_categorical_crossentropy(np.zeros((3,), int), np.zeros((2, 4))), ValueError, "target"),
