@@ -49,7 +49,9 @@ def _graph_value(x):
 
 
 def _in_graph(*xs):
-    return _scope.current() is not None or any(_graph_value(x) for x in xs)
+    """Inside a graph being built, or given a graph tensor (a Variable outside a graph is
+    its current value, as in Keras's eager calls)."""
+    return _scope.current() is not None or any(isinstance(x, Tensor) for x in xs)
 
 
 def _shape(x):

@@ -333,7 +333,8 @@ CASES = {
     "einsum_diagonal": (lambda t: ops.einsum("bii->bi", t), lambda a: np.einsum("bii->bi", a), (3, 3), False),
     "einsum_trace_product": (lambda t: ops.einsum("bij,bji->b", t, t), lambda a: np.einsum("bij,bji->b", a, a),
                              (3, 3), False),
-    "einsum_three_operands": (lambda t: ops.einsum("bij,jk,bkl->bil", t, E45[:, :1], ops.transpose(t, (0, 2, 1))[:, :1]),
+    "einsum_three_operands": (lambda t: ops.einsum("bij,jk,bkl->bil", t, E45[:, :1],
+                                                   ops.transpose(t, (0, 2, 1))[:, :1]),
                               lambda a: np.einsum("bij,jk,bkl->bil", a, E45[:, :1], a.transpose(0, 2, 1)[:, :1]),
                               (3, 4), False),
     "in_top_k": (lambda t: t * ops.expand_dims(ops.expand_dims(
@@ -447,7 +448,8 @@ def _torch():
 
 @pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("strides, padding, dilation, groups", [
-    (1, "valid", 1, 1), (2, "valid", 1, 1), (1, "same", 1, 1), (1, "same", 2, 1), (2, "valid", 1, 2), (1, "valid", 2, 2),
+    (1, "valid", 1, 1), (2, "valid", 1, 1), (1, "same", 1, 1), (1, "same", 2, 1), (2, "valid", 1, 2),
+    (1, "valid", 2, 2),
 ])
 def test_conv_matches_pytorch(strides, padding, dilation, groups):
     torch = _torch()
@@ -525,7 +527,8 @@ def test_pooling_matches_pytorch():
                                back(F.avg_pool2d(tx, 3, 1, padding=1, count_include_pad=False)), rtol=1e-5, atol=1e-6)
     x1 = RNG.normal(size=(2, 7, 3)).astype(np.float32)
     np.testing.assert_allclose(ops.max_pool(x1, 3, strides=2),
-                               F.max_pool1d(torch.tensor(x1).permute(0, 2, 1), 3, 2).permute(0, 2, 1).numpy(), rtol=1e-6)
+                               F.max_pool1d(torch.tensor(x1).permute(0, 2, 1), 3, 2).permute(0, 2, 1).numpy(),
+                               rtol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["plain", "mask", "causal", "grouped", "scale"])
@@ -652,6 +655,14 @@ def test_multi_hot_in_top_k_and_segments_on_arrays():
     np.testing.assert_allclose(got[0], d[1], rtol=1e-6)
     np.testing.assert_allclose(got[2], d[[0, 2, 3]].max(0), rtol=1e-6)
     assert (got[1] == np.finfo(np.float32).min).all()                 # an empty segment
+
+
+def test_variables_outside_a_graph_are_their_values():
+    v = pg.Variable("v", (3, 4), "ones")
+    np.testing.assert_allclose(ops.einsum("ij->j", v), np.full(4, 3.0))
+    np.testing.assert_allclose(ops.celu(v), np.ones((3, 4)))
+    np.testing.assert_allclose(ops.rfft(v)[0][:, 0], np.full(3, 4.0))
+    np.testing.assert_allclose(ops.segment_sum(v, np.array([0, 0, 1])), [[2.0] * 4, [1.0] * 4])
 
 
 def test_einsum_on_arrays_is_numpy_s():
