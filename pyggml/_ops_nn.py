@@ -245,7 +245,9 @@ def erfinv(x):
 
 def multi_hot(inputs, num_classes=None, axis=-1, dtype=None, sparse=False, **kwargs):
     """Integer class indices (batch, k) as multi-hot rows (batch, num_classes): 1 for each class
-    present (a 1-D input gives one row).  ``num_tokens`` is Keras's older name for num_classes."""
+    present (a 1-D input gives one row).  As Keras's: the one-hot axis goes to ``axis``, then
+    axis 1 (axis 0 for a 1-D input) is reduced.  ``num_tokens`` is Keras's older name for
+    num_classes."""
     if num_classes is None:
         num_classes = kwargs.pop("num_tokens", None)
     if kwargs:
@@ -254,19 +256,24 @@ def multi_hot(inputs, num_classes=None, axis=-1, dtype=None, sparse=False, **kwa
         raise ValueError(f"multi_hot: num_classes must be a positive int, got {num_classes!r}")
     if sparse:
         raise ValueError("multi_hot: sparse=True is not available (pyggml's tensors are dense)")
-    if axis != -1:
-        raise ValueError("multi_hot: only axis=-1 (the classes last) is built")
     if dtype not in (None, "float32", "int32", "bool"):
         raise ValueError(f"multi_hot: dtype must be float32, int32 or bool, got {dtype!r}")
+    r = len(_shape(inputs))
+    ax = _k._axis(axis, r + 1, "multi_hot")
+    order = list(range(r))
+    order.insert(ax, r)                                            # the classes (last) moved to axis
+    reduce_axis = 1 if r > 1 else 0
     if not _in_graph(inputs):
         a = _array(inputs, "multi_hot")
         if a.dtype.kind not in "iu":
             raise TypeError(f"multi_hot: class indices must be integers, got dtype {a.dtype}")
-        hot = (a[..., None] == np.arange(int(num_classes))).any(axis=1 if a.ndim > 1 else 0)
+        hot = np.transpose(a[..., None] == np.arange(int(num_classes)), order).any(axis=reduce_axis)
         return hot.astype(np.dtype(dtype or "float32"))
     x = inputs.graph_tensor() if isinstance(inputs, Variable) else inputs
-    oh = _k.one_hot(x, int(num_classes))
-    return _k.max(oh, axis=1 if len(_shape(x)) > 1 else 0)
+    oh = _class_rows(x, int(num_classes))
+    if order != list(range(r + 1)):
+        oh = _k.transpose(oh, order)
+    return _k.max(oh, axis=reduce_axis)
 
 
 @_eager("x")
@@ -640,8 +647,6 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
                          f"{rank}-D inputs, got shape {tuple(w.shape)}")
     strides = _spatial_ints(strides, rank, what, "strides")
     dilation = _spatial_ints(dilation_rate, rank, what, "dilation_rate")
-    if max(strides) > 1 and max(dilation) > 1:
-        raise ValueError("conv: strides > 1 together with dilation_rate > 1 is not allowed (as in Keras)")
     padding = _padding_arg(padding, what)
     c, kin, cout = int(x.shape[-1]), int(w.shape[-2]), int(w.shape[-1])
     if c % kin or cout % (c // kin):

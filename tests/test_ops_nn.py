@@ -4,6 +4,7 @@ PyTorch parity for the convolutions, pooling, attention and CTC, eager calls on 
 functional nodes, and bad arguments."""
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -243,6 +244,8 @@ CASES = {
     "erf": (lambda t: ops.erf(t * 1.5), lambda a: _erf(1.5 * a), (3, 4), False),
     "multi_hot": (lambda t: t * ops.multi_hot(IDS, 4), lambda a: a * (IDS[..., None] == np.arange(4)).any(1),
                   (3, 4), False),
+    "multi_hot_axis": (lambda t: t[:, :2] * ops.transpose(ops.multi_hot(IDS, 4, axis=0)),
+                       lambda a: a[:, :2] * (IDS[None] == np.arange(4)[:, None, None]).any(1).T, (3, 4), False),
     "normalize": (lambda t: ops.normalize(t), lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True), (3, 4),
                   False),
     "normalize_l1": (lambda t: ops.normalize(t, axis=1, order=1), lambda a: a / np.abs(a).sum(1, keepdims=True),
@@ -377,9 +380,10 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_forward_and_gradient_in_a_model(name):
     fn, ref, shape, positive = CASES[name]
-    x = RNG.uniform(0.5, 1.5, size=(2,) + shape) if positive else RNG.normal(size=(2,) + shape)
-    w = RNG.uniform(0.6, 1.4, size=shape)
-    check_op_in_model(fn, ref, x, w, RNG, atol=5e-5)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))          # the same values in any test order
+    x = rng.uniform(0.5, 1.5, size=(2,) + shape) if positive else rng.normal(size=(2,) + shape)
+    w = rng.uniform(0.6, 1.4, size=shape)
+    check_op_in_model(fn, ref, x, w, rng, atol=5e-5)
 
 
 # --- gradients with respect to a kernel (a layer's weight) -------------------------------------------
@@ -449,7 +453,7 @@ def _torch():
 @pytest.mark.filterwarnings("ignore:Using padding='same'")
 @pytest.mark.parametrize("strides, padding, dilation, groups", [
     (1, "valid", 1, 1), (2, "valid", 1, 1), (1, "same", 1, 1), (1, "same", 2, 1), (2, "valid", 1, 2),
-    (1, "valid", 2, 2),
+    (1, "valid", 2, 2), (2, "valid", 2, 1),
 ])
 def test_conv_matches_pytorch(strides, padding, dilation, groups):
     torch = _torch()
@@ -576,15 +580,15 @@ def test_activations_and_norms_on_arrays():
     a = RNG.normal(size=(3, 5)) * 2
     np.testing.assert_allclose(ops.celu(a), np.maximum(a, 0) + np.expm1(np.minimum(a, 0)), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ops.glu(a[:, :4]), a[:, :2] * _sigmoid(a[:, 2:4]), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(ops.hard_silu(a), ops.hard_swish(a), rtol=1e-6)
-    np.testing.assert_allclose(ops.hard_tanh(a), np.clip(a, -1, 1), rtol=1e-6)
+    np.testing.assert_allclose(ops.hard_silu(a), ops.hard_swish(a), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.hard_tanh(a), np.clip(a, -1, 1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ops.soft_shrink(a, 1.0), np.sign(a) * np.maximum(np.abs(a) - 1, 0), atol=1e-6)
     np.testing.assert_allclose(ops.hard_shrink(a), np.where(np.abs(a) > 0.5, a, 0), atol=1e-6)
     np.testing.assert_allclose(ops.sparse_plus(a), np.where(a <= -1, 0, np.where(a >= 1, a, (a + 1) ** 2 / 4)),
                                atol=1e-6)
     s = ops.sparsemax(a)
     np.testing.assert_allclose(s, _sparsemax(a), atol=1e-6)
-    np.testing.assert_allclose(s.sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(s.sum(-1), 1.0, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ops.squareplus(a), (a + np.sqrt(a * a + 4)) / 2, rtol=1e-5)
     np.testing.assert_allclose(ops.tanh_shrink(a), a - np.tanh(a), atol=1e-6)
     np.testing.assert_allclose(ops.threshold(a, 0.0, 7.0), np.where(a > 0, a, 7.0), rtol=1e-5)
@@ -638,6 +642,8 @@ def test_multi_hot_in_top_k_and_segments_on_arrays():
     np.testing.assert_array_equal(ops.multi_hot(np.array([[0, 3, 3], [1, 2, 1]]), 4), [[1, 0, 0, 1], [0, 1, 1, 0]])
     np.testing.assert_array_equal(ops.multi_hot(np.array([2, 0]), num_classes=3), [1, 0, 1])
     np.testing.assert_array_equal(ops.multi_hot(np.array([[1]]), num_tokens=2, dtype="int32"), [[0, 1]])
+    # Keras's axis: the one-hot axis placed there, then axis 1 reduced
+    np.testing.assert_array_equal(ops.multi_hot(np.array([[0, 2], [1, 1]]), 3, axis=0), [[1, 0], [1, 1], [0, 1]])
     p = np.array([[0.1, 0.5, 0.5, 0.2], [0.9, 0.0, 0.3, 0.3]])
     got = ops.in_top_k(np.array([2, 3]), p, 1)
     assert got.dtype == np.bool_
@@ -795,6 +801,7 @@ def _eager_call(fn, *arrays):
     (lambda: ops.multi_hot(np.array([0.5]), 3), TypeError, "integers"),
     (lambda: ops.multi_hot(np.array([1]), 0), ValueError, "num_classes"),
     (lambda: ops.multi_hot(np.array([1]), 3, sparse=True), ValueError, "sparse"),
+    (lambda: ops.multi_hot(np.array([1]), 3, axis=2), ValueError, "axis"),
     (lambda: ops.normalize(np.zeros(3), order=0), ValueError, "order"),
     (lambda: ops.psnr(np.zeros(3), np.zeros(4), 1.0), ValueError, "one shape"),
     (lambda: ops.psnr(np.zeros(3), np.zeros(3), 0.0), ValueError, "max_val"),
@@ -817,8 +824,6 @@ def _eager_call(fn, *arrays):
     (lambda: ops.conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 2, 4)), padding="causal"), ValueError, "padding"),
     (lambda: ops.conv(np.zeros((1, 2, 2, 2)), np.zeros((3, 3, 2, 4))), ValueError, "smaller than"),
     (lambda: ops.conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 2, 4)), strides=0), ValueError, "strides"),
-    (lambda: ops.conv(np.zeros((1, 8, 8, 2)), np.zeros((3, 3, 2, 4)), strides=2, dilation_rate=2), ValueError,
-     "together"),
     (lambda: ops.conv(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 2, 4)), data_format="nhwc"), ValueError,
      "data_format"),
     (lambda: ops.conv_transpose(np.zeros((1, 4, 4, 2)), np.zeros((3, 3, 4, 3)), 2), ValueError, "last axis"),
