@@ -6,9 +6,9 @@ installs them (its ``_KERAS_MODULES``).
 Inside a model's graph every function here is composed of ops with a backward pass
 (``relu``, ``step``, ``exp``, ``log``, ``mul_mat``, ``im2col``, ``get_rows``, ``acc``,
 ``pool_2d``, ``soft_max``), so a layer's ``call`` or a ``Lambda`` that uses them trains.
-Called outside a graph on arrays they compute at once and return numpy arrays.  A few
-are for arrays only (``erfinv``, ``ctc_loss``, ``ctc_decode``): ggml has nothing to build
-them from that trains, and they say so with a TypeError inside a graph.
+Called outside a graph on arrays they compute at once and return numpy arrays.
+``ctc_decode`` is for arrays only (a search over label sequences, not a function that
+trains); it says so with a TypeError inside a graph.
 
 Complex values are pairs ``(real, imag)`` as in ``ops.fft``.  Graph tensors have at most
 four dimensions, the batch included.
@@ -219,12 +219,32 @@ def erf(x):
 _erf_exact = np.vectorize(math.erf, otypes=[np.float64])
 
 
+# Giles's single-precision erfinv ("Approximating the erfinv function", 2010): a polynomial in
+# w - 2.5 for w = -log(1 - x^2) < 5, in sqrt(w) - 3 beyond
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _horner(coefs, v):
+    p = _c.scale(v, 0.0) + coefs[0]
+    for c in coefs[1:]:
+        p = p * v + c
+    return p
+
+
 def erfinv(x):
-    """The inverse error function, on arrays (float64 Newton steps from an estimate);
-    inside a model's graph it is refused (there is no ggml op to build it from that trains)."""
+    """The inverse error function.  On arrays: float64 Newton steps from an estimate; in a
+    graph: Giles's polynomial approximation (erf of the result within 5e-8 of x), which
+    trains; |x| >= 1 gives inf/nan."""
     if _in_graph(x):
-        raise TypeError("erfinv works on arrays, not inside a model's graph (no ggml op computes it); "
-                        "compute it on the data before the model")
+        t = _f(x)
+        w = _c.neg(_c.log(_cont((_one() - t) * (t + 1.0))))       # (1 - x)(1 + x): exact near |x| = 1
+        central = _horner(_ERFINV_CENTRAL, w - 2.5)
+        tail = _horner(_ERFINV_TAIL, _c.sqrt(w) - 3.0)
+        inner = _c.step(_cont(_c.neg(w) + 5.0))                     # 1 where w < 5
+        return (central * inner + tail * (_one() - inner)) * t
     a = _array(x, "erfinv").astype(np.float64)
     out = np.full(a.shape, np.nan)
     out[a == 1] = np.inf
