@@ -564,6 +564,18 @@ def test_dot_product_attention_matches_pytorch(kind):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_dot_product_attention_three_d_inputs_and_soft_cap():
+    q, k, v = (RNG.normal(size=(2, n, 4)) for n in (3, 5, 5))
+    np.testing.assert_allclose(ops.dot_product_attention(q, k, v),
+                               _attention_ref(q[:, :, None], k[:, :, None], v[:, :, None])[:, :, 0], rtol=1e-5,
+                               atol=1e-6)
+    q, k, v = (RNG.normal(size=(1, n, 2, 4)) * 3 for n in (3, 5, 5))
+    logits = np.einsum("bthd,bshd->bhts", q, k) / 2.0
+    want = np.einsum("bhts,bshd->bthd", _softmax(1.5 * np.tanh(logits / 1.5)), v)
+    np.testing.assert_allclose(ops.dot_product_attention(q, k, v, attn_logits_soft_cap=1.5), want, rtol=1e-5,
+                               atol=1e-5)
+
+
 def test_ctc_loss_matches_pytorch():
     torch = _torch()
     logits = RNG.normal(size=(3, 8, 5)).astype(np.float32)
