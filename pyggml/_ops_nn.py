@@ -44,10 +44,6 @@ _f = _k._f
 _cont = _k._cont
 
 
-def _graph_value(x):
-    return isinstance(x, (Tensor, Variable))
-
-
 def _in_graph(*xs):
     """Inside a graph being built, or given a graph tensor (a Variable outside a graph is
     its current value, as in Keras's eager calls)."""
