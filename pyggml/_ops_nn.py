@@ -1246,11 +1246,8 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
     frames = shape[-2]
     total = fft_length + sequence_stride * (frames - 1)
     norm = np.zeros(total)
-    place = np.zeros((frames * fft_length, total), dtype=np.float32)
     for f in range(frames):
-        s = f * sequence_stride
-        norm[s:s + fft_length] += win * win
-        place[f * fft_length + np.arange(fft_length), s + np.arange(fft_length)] = 1.0
+        norm[f * sequence_stride:f * sequence_stride + fft_length] += win * win
     scale = np.where(norm > 1e-10, 1.0 / np.where(norm > 1e-10, norm, 1.0), 1.0)
     if window is None:
         scale = scale * fft_length / sequence_stride                  # Keras's scaling without a window
@@ -1266,12 +1263,36 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
     if not _in_graph(real, imag):
         z = _array(real, what).astype(np.float64) + 1j * _array(imag, what).astype(np.float64)
         seg = np.fft.irfft(z, n=fft_length) * win                 # (..., frames, fft_length)
-        y = seg.reshape(seg.shape[:-2] + (frames * fft_length,)) @ place.astype(np.float64)
+        y = np.zeros(seg.shape[:-2] + (total,))
+        for f in range(frames):
+            y[..., f * sequence_stride:f * sequence_stride + fft_length] += seg[..., f, :]
         return (y * scale)[..., start:end].astype(np.float32)
     seg = irfft((real, imag), fft_length) * _k._t(win.astype(np.float32))
-    flat = _k.reshape(seg, tuple(shape[:-2]) + (frames * fft_length,))
-    y = _matmul_last(flat, place) * _k._t(scale.astype(np.float32))
-    return _k.take(y, np.arange(start, end, dtype=np.int32), axis=-1)
+    y = _overlap_add(seg, sequence_stride, total)
+    return _k.take(y, np.arange(start, end, dtype=np.int32), axis=-1) * _k._t(scale[start:end].astype(np.float32))
+
+
+def _overlap_add(seg, stride, total):
+    """Frames seg (..., F, n) added at offsets f * stride: each frame cut into k = ceil(n / stride)
+    chunks of one stride, and chunk i of every frame shifted i chunks down (padding) and
+    summed; memory stays k times the result's."""
+    shape = tuple(int(d) for d in seg.shape)
+    lead, frames, n = shape[:-2], shape[-2], shape[-1]
+    k = -(-n // stride)
+    rows = int(np.prod(lead)) if lead else 1
+    seg = _c.reshape(_cont(seg), (rows, frames, n))
+    if k * stride > n:
+        seg = pad(seg, [(0, 0), (0, 0), (0, k * stride - n)])
+    chunks = _c.reshape(_cont(seg), (rows, frames, k, stride))
+    out = None
+    for i in range(k):
+        part = _k.take(chunks, np.array([i], dtype=np.int32), axis=2)              # (rows, F, 1, stride)
+        part = _c.reshape(_cont(part), (rows, frames, stride))
+        part = pad(part, [(0, 0), (i, k - 1 - i), (0, 0)])                        # (rows, F + k - 1, stride)
+        out = part if out is None else out + part
+    y = _c.reshape(_cont(out), (rows, (frames + k - 1) * stride))
+    y = _k.take(y, np.arange(total, dtype=np.int32), axis=-1)
+    return _c.reshape(_cont(y), lead + (total,))
 
 
 def polar(abs_, angle):

@@ -372,6 +372,8 @@ CASES = {
                        lambda a: _np_cat(_stft_ref(a, 8, 4, 8, None, False)), (2, 16), False),
     "istft": (lambda t: ops.istft((t[..., :5], t[..., 5:]), 6, 2, 8), lambda a: _istft_ref(a, 6, 2, 8), (5, 10),
               False),
+    "istft_stride_not_dividing": (lambda t: ops.istft((t[..., :5], t[..., 5:]), 7, 3, 8, length=9),
+                                  lambda a: _istft_ref(a, 7, 3, 8)[..., :9], (5, 10), False),
     "istft_no_window": (lambda t: ops.istft((t[..., :5], t[..., 5:]), 8, 4, 8, window=None),
                         lambda a: _istft_ref(a, 8, 4, 8, None), (5, 10), False),
     "polar": (lambda t: _cat(ops.polar(t, t * 2.0)), lambda a: _np_cat((a * np.cos(2 * a), a * np.sin(2 * a))),
