@@ -39,6 +39,7 @@ SHARED_WITH_GGML = ("pad",)
 
 EPSILON = 1e-7                          # Keras's backend.epsilon()
 _LOWEST = float(np.finfo(np.float32).min)
+MAX_PAIRS = 2 ** 27                     # sparsemax's pairwise comparisons (512 MiB of float32)
 _eager = _k._eager
 _f = _k._f
 _cont = _k._cont
@@ -155,6 +156,9 @@ def sparsemax(x, axis=-1):
     ax = _k._axis(axis, r, "sparsemax")
     rows, kept = _k._to_last(x, (ax,))                             # (m, n)
     m, n = int(rows.shape[0]), int(rows.shape[1])
+    if m * n * n > MAX_PAIRS:
+        raise ValueError(f"sparsemax: {m} rows of {n} entries compare {m * n * n} pairs, more than {MAX_PAIRS} "
+                         f"(this sparsemax compares every pair instead of sorting)")
     zi = _c.reshape(rows, (m, 1, n))                               # z_i along the last axis
     zj = _c.reshape(rows, (m, n, 1))                               # z_j along the middle
     ge = _k.greater_equal(zi, zj)                                  # [z_i >= z_j], (m, n, n)

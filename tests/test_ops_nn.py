@@ -820,6 +820,7 @@ def _eager_call(fn, *arrays):
     (lambda: ops.celu(np.zeros(3), alpha=0.0), ValueError, "alpha"),
     (lambda: ops.threshold(np.zeros(3), "a", 0.0), TypeError, "threshold must be a number"),
     (lambda: ops.squareplus(np.zeros(3), b=-1), ValueError, "b must be"),
+    (lambda: ops.sparsemax(np.zeros((600, 6000))), ValueError, "pairs"),
     (lambda: ops.multi_hot(np.array([0.5]), 3), TypeError, "integers"),
     (lambda: ops.multi_hot(np.array([1]), 0), ValueError, "num_classes"),
     (lambda: ops.multi_hot(np.array([1]), 3, sparse=True), ValueError, "sparse"),
