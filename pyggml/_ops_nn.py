@@ -80,6 +80,22 @@ def _tanh(x):
     return _one() - _c.scale(_cont(_k.reciprocal(_c.exp(_c.scale(_cont(x), 2.0)) + 1.0)), 2.0)
 
 
+def _flag(v, what, name):
+    """A bool argument (True/False, numpy's bools, 0 or 1)."""
+    if isinstance(v, (bool, np.bool_)) or (is_int(v) and int(v) in (0, 1)):
+        return bool(v)
+    raise TypeError(f"{what}: {name} must be True or False, got {v!r}")
+
+
+def _choice(v, choices, what, name):
+    if not isinstance(v, str) or v not in choices:
+        raise ValueError(f"{what}: {name} must be one of {', '.join(repr(c) for c in choices)}, got {v!r}")
+    return v
+
+
+MAX_INT = 2 ** 31 - 1                   # sizes, strides and lengths ggml takes as C ints
+
+
 def _number(v, what, name):
     if not is_number(v) or isinstance(v, bool):
         raise TypeError(f"{what}: {name} must be a number, got {v!r}")
@@ -302,10 +318,12 @@ def normalize(x, axis=-1, order=2, epsilon=None):
     if not is_int(order) or order < 1:
         raise ValueError(f"normalize: order must be an int >= 1, got {order!r}")
     eps = EPSILON if epsilon is None else _number(epsilon, "normalize", "epsilon")
+    if eps < 0:
+        raise ValueError(f"normalize: epsilon must be >= 0, got {epsilon!r}")
     x = _f(x)
     if order == 2:
         inv = _k.rsqrt(_k.sum(_c.sqr(x), axis, keepdims=True))
-        return x * _k.minimum(inv, 1.0 / eps)
+        return x * _k.minimum(inv, 1.0 / eps) if eps > 0 else x * inv
     n = _k.norm(x, ord=int(order), axis=axis, keepdims=True)
     return _k.divide(x, _k.maximum(n, eps))
 
@@ -343,7 +361,7 @@ def layer_normalization(x, gamma=None, beta=None, axis=-1, epsilon=None, rms_sca
     """(x - mean) / sqrt(var + epsilon) over ``axis`` (an int or a tuple), times ``gamma``
     plus ``beta``; ``rms_scaling=True`` (Keras's argument) gives x / sqrt(var + epsilon) *
     gamma (x not centred, no beta).  epsilon defaults to 1e-7."""
-    rms = bool(rms_scaling)
+    rms = _flag(rms_scaling, "layer_normalization", "rms_scaling")
     eps = EPSILON if epsilon is None else _number(epsilon, "layer_normalization", "epsilon")
     x = _f(x)
     shape = tuple(int(d) for d in x.shape)
@@ -413,9 +431,7 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
     rescaled to sum to 1 and clipped to [1e-7, 1 - 1e-7] (Keras's)."""
     _check_same(target, output, "categorical_crossentropy")
     t, o = _f(target), _f(output)
-    if len(o.shape) < 1:
-        raise ValueError("categorical_crossentropy: output needs a class axis")
-    if from_logits:
+    if _flag(from_logits, "categorical_crossentropy", "from_logits"):
         logp = _k.log_softmax(o, axis=axis)
     else:
         p = _k.divide(o, _k.sum(o, axis=axis, keepdims=True))
@@ -451,7 +467,7 @@ def binary_crossentropy(target, output, from_logits=False):
     (computed stably), else output clipped to [1e-7, 1 - 1e-7]."""
     _check_same(target, output, "binary_crossentropy")
     t, o = _f(target), _f(output)
-    if from_logits:
+    if _flag(from_logits, "binary_crossentropy", "from_logits"):
         return _c.softplus(o) - t * o                              # = -(t log s + (1-t) log(1-s))
     p = _k.clip(o, EPSILON, 1.0 - EPSILON)
     return _c.neg(t * _c.log(_cont(p)) + (_one() - t) * _c.log(_cont(_one() - p)))
@@ -508,8 +524,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
         cap = _number(attn_logits_soft_cap, what, "attn_logits_soft_cap")
         if cap <= 0:
             raise ValueError(f"{what}: attn_logits_soft_cap must be positive, got {cap}")
-    if flash_attention not in (None, True, False):
-        raise TypeError(f"{what}: flash_attention must be None, True or False, got {flash_attention!r}")
+    if flash_attention is not None:
+        _flag(flash_attention, what, "flash_attention")
     tk = ks[1]
     sc = 1.0 / math.sqrt(dh) if scale is None else _number(scale, what, "scale")
     group = nh // ks[2]
@@ -532,7 +548,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None, i
         if not _broadcasts(tuple(mt.shape), full):
             raise ValueError(f"{what}: mask of shape {tuple(mt.shape)} does not broadcast to {full}")
         keep = _c.step(_c.abs(mt))
-    if is_causal:
+    if _flag(is_causal, what, "is_causal"):
         tri = np.tril(np.ones((tq, tk), dtype=np.float32))
         keep = _k._t(tri) if keep is None else keep * _k._t(tri)
     if keep is not None:
@@ -554,15 +570,15 @@ def _broadcasts(src, dst):
 
 def _spatial_ints(v, rank, what, name):
     vals = (v,) * rank if is_int(v) else tuple(v) if isinstance(v, (list, tuple)) else None
-    if vals is None or len(vals) != rank or not all(is_int(e) and e >= 1 for e in vals):
+    if vals is None or len(vals) != rank or not all(is_int(e) and 1 <= e <= MAX_INT for e in vals):
         raise ValueError(f"{what}: {name} must be a positive int or {rank} of them, got {v!r}")
     return tuple(int(e) for e in vals)
 
 
 def _layout(inputs, data_format, what):
     """x channels-last (N, *spatial, C), its rank (1 or 2), and whether it came channels-first."""
-    if data_format not in (None, "channels_last", "channels_first"):
-        raise ValueError(f"{what}: data_format must be 'channels_last' or 'channels_first', got {data_format!r}")
+    if data_format is not None:
+        _choice(data_format, ("channels_last", "channels_first"), what, "data_format")
     x = _f(inputs)
     r = len(x.shape)
     if r not in (3, 4):
@@ -584,9 +600,7 @@ def _restore(y, first):
 
 def _padding_arg(padding, what):
     p = padding.lower() if isinstance(padding, str) else padding
-    if p not in ("valid", "same"):
-        raise ValueError(f"{what}: padding must be 'valid' or 'same', got {padding!r}")
-    return p
+    return _choice(p, ("valid", "same"), what, "padding")
 
 
 def _to_nchw(x, rank):
@@ -691,6 +705,8 @@ def _dilate_and_pad(x, axis, stride, before, after):
     total = z + before + after
     if total < 1:
         raise ValueError("conv_transpose: the output would be empty")
+    if total * n > _k.MAX_CONSTANT:
+        raise ValueError(f"conv_transpose: an output axis of {total} values is too large")
     place = np.zeros((total, n), dtype=np.float32)
     for i in range(n):
         j = i * stride + before
@@ -1042,6 +1058,7 @@ def _segment_args(data, segment_ids, num_segments, what):
         num_segments = int(np.max(known)) + 1 if np.size(known) else 0
     if not is_int(num_segments) or num_segments < 1:
         raise ValueError(f"{what}: num_segments must be a positive int, got {num_segments!r}")
+    _k._check_size((int(num_segments),) + tuple(ds[1:]) + ((ds[0],) if what == "segment_max" else ()), what)
     return int(num_segments)
 
 
@@ -1120,6 +1137,8 @@ def _fft_length(n, fft_length, what):
         return n
     if not is_int(fft_length) or fft_length < 1:
         raise ValueError(f"{what}: fft_length must be a positive int, got {fft_length!r}")
+    if int(fft_length) * max(n, 1) > _k.MAX_CONSTANT:
+        raise ValueError(f"{what}: fft_length {fft_length} is too large (its DFT matrices would pass 2**30 values)")
     return int(fft_length)
 
 
@@ -1178,8 +1197,8 @@ def irfft(x, fft_length=None):
 
 def _window(window, sequence_length, fft_length, what):
     """Keras's window, padded to fft_length in the middle (None: ones)."""
-    if not is_int(fft_length) or fft_length < 1:
-        raise ValueError(f"{what}: fft_length must be a positive int, got {fft_length!r}")
+    if not is_int(fft_length) or not 1 <= fft_length <= 2 ** 20:
+        raise ValueError(f"{what}: fft_length must be a positive int (at most 2**20), got {fft_length!r}")
     if not is_int(sequence_length) or not 1 <= sequence_length <= fft_length:
         raise ValueError(f"{what}: sequence_length must be an int in [1, fft_length={fft_length}], got "
                          f"{sequence_length!r}")
@@ -1213,6 +1232,7 @@ def stft(x, sequence_length, sequence_stride, fft_length, window="hann", center=
     shape = _shape(x)
     if not shape:
         raise ValueError(f"{what}: x needs a last axis")
+    center = _flag(center, what, "center")
     if center and shape[-1] <= fft_length // 2:
         raise ValueError(f"{what}: with center=True the last axis ({shape[-1]}) must be longer than "
                          f"fft_length // 2 = {fft_length // 2} (reflect padding)")
@@ -1240,6 +1260,7 @@ def istft(x, sequence_length, sequence_stride, fft_length, length=None, window="
     overlapped frames times fft_length / (sequence_stride * their count), which is
     TensorFlow's plain overlap-add wherever every frame position is covered."""
     what = "istft"
+    center = _flag(center, what, "center")
     real, imag = _complex_pair(x, what)
     win, _ = _window(window, sequence_length, fft_length, what)
     if not is_int(sequence_stride) or sequence_stride < 1:
@@ -1333,8 +1354,7 @@ def pad(x, pad_width, mode="constant", constant_values=None):
     """numpy's pad: ``mode`` "constant" (``constant_values``, 0 by default), "reflect" or
     "symmetric".  (ggml's ``pad(a, p0, p1, p2, p3)`` is ``pyggml.core.ops.pad``.)"""
     what = "pad"
-    if mode not in ("constant", "reflect", "symmetric"):
-        raise ValueError(f"{what}: mode must be 'constant', 'reflect' or 'symmetric', got {mode!r}")
+    _choice(mode, ("constant", "reflect", "symmetric"), what, "mode")
     if constant_values is not None and mode != "constant":
         raise ValueError(f"{what}: constant_values is only for mode='constant', got mode={mode!r}")
     fill = 0.0 if constant_values is None else _number(constant_values, what, "constant_values")
