@@ -1494,9 +1494,9 @@ def _ctc_loss_graph(target, output, target_length, output_length, blank, what):
         a2 = _k.dot(alpha, _k._t(shift2)) + _k._t(fill2)
         if skip_penalty is not None:
             a2 = a2 + skip_penalty
-        top = _k.maximum(_k.maximum(alpha, a1), a2)
-        total = _c.exp(_cont(alpha - top)) + _c.exp(_cont(a1 - top)) + _c.exp(_cont(a2 - top))
-        new = top + _c.log(total) + emit[:, t]
+        # logsumexp over the three predecessors; its max is a max pool (exact), not b + relu(a - b),
+        # which would lose a finite log-probability next to the -1e30 of an unreachable state
+        new = _k.logsumexp(_k.stack([alpha, a1, a2], axis=-1), axis=-1) + emit[:, t]
         running = _k.greater(out_len, float(t))                      # (b, 1): sequences still going
         alpha = new * running + alpha * (_one() - running)
     tl = _lengths(target_length, b, what, "target_length")

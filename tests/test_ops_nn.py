@@ -915,6 +915,19 @@ def test_ctc_decode_is_refused_in_a_graph():
         m.predict(np.zeros((2, 3, 4)), verbose=0)
 
 
+def test_ctc_loss_in_a_graph_keeps_long_sequences_finite():
+    """Log-likelihoods of -100 and below beside the -1e30 of unreachable states (a max as
+    b + relu(a - b) lost them and gave nan)."""
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(2, 60, 12)).astype(np.float32) * 2
+    target = rng.integers(1, 12, size=(2, 9))
+    tl, ol = np.array([9, 6]), np.array([60, 41])
+    want = ops.ctc_loss(target, logits, tl, ol)
+    assert (want > 100).all()
+    got = _eager_call(lambda y, t, a, b: ops.ctc_loss(t, y, a, b), logits, target, tl, ol)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
 def test_ctc_loss_in_a_model_matches_pytorch_forward_and_gradient():
     """keras-io's OCR/ASR pattern: logits from a Dense layer, the CTC loss computed in the graph
     (targets, their lengths and the output lengths as model inputs); the Dense kernel's
