@@ -517,6 +517,15 @@ def test_depthwise_and_separable_conv_match_pytorch():
     want = torch.nn.functional.conv2d(tx, tdw, stride=2, groups=3)
     np.testing.assert_allclose(ops.depthwise_conv(x, dw, strides=2), want.permute(0, 2, 3, 1).numpy(), rtol=1e-4,
                                atol=1e-4)
+    want = torch.nn.functional.conv2d(tx, tdw, dilation=2, groups=3)
+    np.testing.assert_allclose(ops.depthwise_conv(x, dw, dilation_rate=2), want.permute(0, 2, 3, 1).numpy(),
+                               rtol=1e-4, atol=1e-4)
+    x1 = RNG.normal(size=(2, 9, 3)).astype(np.float32)
+    dw1 = RNG.normal(size=(3, 3, 2)).astype(np.float32)
+    want = torch.nn.functional.conv1d(torch.tensor(x1).permute(0, 2, 1),
+                                      torch.tensor(dw1).reshape(3, 6).permute(1, 0)[:, None], stride=2, groups=3)
+    np.testing.assert_allclose(ops.depthwise_conv(x1, dw1, strides=2), want.permute(0, 2, 1).numpy(), rtol=1e-4,
+                               atol=1e-4)
     mid = torch.nn.functional.conv2d(tx, tdw, padding=1, groups=3)
     want = torch.nn.functional.conv2d(mid, torch.tensor(pw).permute(3, 2, 0, 1))
     np.testing.assert_allclose(ops.separable_conv(x, dw, pw, padding="same"), want.permute(0, 2, 3, 1).numpy(),
