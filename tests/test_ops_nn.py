@@ -507,6 +507,16 @@ def test_conv_transpose_matches_pytorch(k, strides, padding, output_padding):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_dilated_conv_transpose_matches_pytorch():
+    torch = _torch()
+    x = RNG.normal(size=(2, 4, 3, 3)).astype(np.float32)
+    w = RNG.normal(size=(3, 2, 2, 3)).astype(np.float32)
+    want = torch.nn.functional.conv_transpose2d(torch.tensor(x).permute(0, 3, 1, 2),
+                                                torch.tensor(w).permute(3, 2, 0, 1), dilation=2)
+    np.testing.assert_allclose(ops.conv_transpose(x, w, dilation_rate=2), want.permute(0, 2, 3, 1).numpy(),
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_depthwise_and_separable_conv_match_pytorch():
     torch = _torch()
     x = RNG.normal(size=(2, 6, 5, 3)).astype(np.float32)
