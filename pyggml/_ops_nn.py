@@ -32,7 +32,7 @@ __all__ = ["celu", "glu", "hard_shrink", "hard_silu", "hard_tanh", "soft_shrink"
            "sparse_categorical_crossentropy", "binary_crossentropy", "dot_product_attention", "conv",
            "conv_transpose", "depthwise_conv", "separable_conv", "max_pool", "average_pool", "erf", "erfinv",
            "einsum", "in_top_k", "segment_sum", "segment_max", "extract_sequences", "rfft", "irfft", "stft",
-           "istft", "polar", "pad", "ctc_loss", "ctc_decode"]
+           "istft", "polar", "pad", "ctc_loss", "ctc_decode", "sparse_sigmoid", "unfold"]
 
 # names that are also ggml ops of pyggml.core.ops: ggml's form for a Tensor outside a model's graph
 SHARED_WITH_GGML = ("pad",)
@@ -160,6 +160,12 @@ def sparse_plus(x):
     x = _f(x)
     inner = _k.clip(x, -1.0, 1.0) + 1.0
     return _c.scale(_c.sqr(_cont(inner)), 0.25) + _c.relu(_cont(x - 1.0))
+
+
+@_eager("x")
+def sparse_sigmoid(x):
+    """0 for x <= -1, (x + 1) / 2 between, 1 for x >= 1."""
+    return _c.scale(_cont(_k.clip(_f(x), -1.0, 1.0) + 1.0), 0.5)
 
 
 @_eager("x")
@@ -885,6 +891,33 @@ def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None)
 def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """The mean of each window (with padding "same", over the window's cells inside the input)."""
     return _pool(inputs, pool_size, strides, padding, data_format, "avg", "average_pool")
+
+
+@_eager("input")
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002 - Keras's name
+    """Keras's (and PyTorch's) ``unfold``: the sliding blocks of channels-first images (N, C, H,
+    W) as columns (N, C * kh * kw, L), each column channel-major then row-major over the
+    window, L the number of blocks; ``padding`` zeros on both sides of each axis."""
+    what = "unfold"
+    x = _f(input)
+    if len(x.shape) != 4:
+        raise ValueError(f"{what}: input must be 4-D (batch, channels, height, width), got {tuple(x.shape)}")
+    (kh, kw) = _spatial_ints(kernel_size, 2, what, "kernel_size")
+    (dh, dw) = _spatial_ints(dilation, 2, what, "dilation")
+    (sh, sw) = _spatial_ints(stride, 2, what, "stride")
+    pads = (padding,) * 2 if is_int(padding) else tuple(padding) if isinstance(padding, (list, tuple)) else None
+    if pads is None or len(pads) != 2 or not all(is_int(p) and 0 <= p <= MAX_INT for p in pads):
+        raise ValueError(f"{what}: padding must be an int >= 0 or 2 of them, got {padding!r}")
+    n, c, h, w = (int(d) for d in x.shape)
+    for size, p, k, d in zip((h, w), pads, (kh, kw), (dh, dw)):
+        if size + 2 * p < (k - 1) * d + 1:
+            raise ValueError(f"{what}: a padded size of {size + 2 * p} is smaller than the (dilated) kernel's "
+                             f"{(k - 1) * d + 1}")
+    shape_only = _scope.require(what).ctx.new_tensor((1, c, kh, kw))
+    cols = _c.im2col(shape_only, _cont(x), sw, sh, int(pads[1]), int(pads[0]), dw, dh, True, "f32")
+    oh, ow = int(cols.shape[1]), int(cols.shape[2])
+    cols = _c.reshape(cols, (n, oh * ow, c * kh * kw))
+    return _k.transpose(cols, (0, 2, 1))
 
 
 # --- einsum ---------------------------------------------------------------------------------------

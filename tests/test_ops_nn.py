@@ -110,6 +110,19 @@ def _conv_transpose_ref(x, k, stride, padding="valid", output_padding=None, dila
     return res
 
 
+def _unfold_ref(x, k, d, p, s):
+    """x (N, C, H, W) -> (N, C * kh * kw, L), PyTorch's order."""
+    xp = np.pad(x, [(0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])])
+    oh = (xp.shape[2] - (k[0] - 1) * d[0] - 1) // s[0] + 1
+    ow = (xp.shape[3] - (k[1] - 1) * d[1] - 1) // s[1] + 1
+    out = np.zeros((x.shape[0], x.shape[1], k[0], k[1], oh, ow))
+    for i in range(k[0]):
+        for j in range(k[1]):
+            out[:, :, i, j] = xp[:, :, i * d[0]:i * d[0] + (oh - 1) * s[0] + 1:s[0],
+                                 j * d[1]:j * d[1] + (ow - 1) * s[1] + 1:s[1]]
+    return out.reshape(x.shape[0], -1, oh * ow)
+
+
 def _depthwise_ref(x, k, stride=1, padding="valid", dilation=1):
     c, m = k.shape[-2], k.shape[-1]
     full = np.zeros(k.shape[:-2] + (c, c * m))
@@ -237,6 +250,11 @@ CASES = {
     "hard_shrink": (lambda t: ops.hard_shrink(t, threshold=0.4), lambda a: np.where(np.abs(a) > 0.4, a, 0), (3, 4),
                     False),
     "hard_silu": (lambda t: ops.hard_silu(t * 3.0), lambda a: 3 * a * np.clip(3 * a + 3, 0, 6) / 6, (3, 4), False),
+    "sparse_sigmoid": (lambda t: ops.sparse_sigmoid(t * 2.0), lambda a: np.clip(2 * a + 1, 0, 2) / 2, (3, 4), False),
+    "unfold": (lambda t: ops.unfold(t, 2, stride=(1, 2), padding=1),
+               lambda a: _unfold_ref(a, (2, 2), (1, 1), (1, 1), (1, 2)), (2, 4, 5), False),
+    "unfold_dilated": (lambda t: ops.unfold(t, (2, 3), dilation=2),
+                       lambda a: _unfold_ref(a, (2, 3), (2, 2), (0, 0), (1, 1)), (2, 4, 5), False),
     "hard_tanh": (lambda t: ops.hard_tanh(t * 2.0), lambda a: np.clip(2 * a, -1, 1), (3, 4), False),
     "soft_shrink": (lambda t: ops.soft_shrink(t), lambda a: np.sign(a) * np.maximum(np.abs(a) - 0.5, 0), (3, 4),
                     False),
@@ -542,6 +560,14 @@ def test_depthwise_and_separable_conv_match_pytorch():
                                rtol=1e-4, atol=1e-4)
 
 
+def test_unfold_matches_pytorch():
+    torch = _torch()
+    x = RNG.normal(size=(2, 3, 6, 5)).astype(np.float32)
+    for kw in ({"kernel_size": 3}, {"kernel_size": (2, 3), "dilation": (2, 1), "padding": 1, "stride": 2}):
+        want = torch.nn.functional.unfold(torch.tensor(x), **kw).numpy()
+        np.testing.assert_allclose(ops.unfold(x, **kw), want, rtol=1e-6)
+
+
 def test_pooling_matches_pytorch():
     torch = _torch()
     F = torch.nn.functional
@@ -836,6 +862,9 @@ def _eager_call(fn, *arrays):
 
 @pytest.mark.parametrize("call, error, match", [
     (lambda: ops.glu(np.zeros((2, 3))), ValueError, "even length"),
+    (lambda: ops.unfold(np.zeros((2, 3, 4)), 2), ValueError, "4-D"),
+    (lambda: ops.unfold(np.zeros((1, 1, 2, 2)), 3), ValueError, "smaller than"),
+    (lambda: ops.unfold(np.zeros((1, 1, 4, 4)), 2, padding=-1), ValueError, "padding"),
     (lambda: ops.celu(np.zeros(3), alpha=0.0), ValueError, "alpha"),
     (lambda: ops.threshold(np.zeros(3), "a", 0.0), TypeError, "threshold must be a number"),
     (lambda: ops.squareplus(np.zeros(3), b=-1), ValueError, "b must be"),
