@@ -32,7 +32,8 @@ __all__ = ["celu", "glu", "hard_shrink", "hard_silu", "hard_tanh", "soft_shrink"
            "sparse_categorical_crossentropy", "binary_crossentropy", "dot_product_attention", "conv",
            "conv_transpose", "depthwise_conv", "separable_conv", "max_pool", "average_pool", "erf", "erfinv",
            "einsum", "in_top_k", "segment_sum", "segment_max", "extract_sequences", "rfft", "irfft", "stft",
-           "istft", "polar", "pad", "ctc_loss", "ctc_decode", "sparse_sigmoid", "unfold"]
+           "istft", "polar", "pad", "ctc_loss", "ctc_decode", "sparse_sigmoid", "unfold",
+           "adaptive_average_pool", "adaptive_max_pool"]
 
 # names that are also ggml ops of pyggml.core.ops: ggml's form for a Tensor outside a model's graph
 SHARED_WITH_GGML = ("pad",)
@@ -918,6 +919,62 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002 -
     oh, ow = int(cols.shape[1]), int(cols.shape[2])
     cols = _c.reshape(cols, (n, oh * ow, c * kh * kw))
     return _k.transpose(cols, (0, 2, 1))
+
+
+def _adaptive_bins(n, out):
+    """PyTorch's (and Keras's) adaptive bins: bin i covers [floor(i n / out), ceil((i + 1) n / out))."""
+    starts = (np.arange(out) * n) // out
+    ends = -((-(np.arange(out) + 1) * n) // out)
+    return starts, ends
+
+
+def _adaptive_axis(x, axis, out, op):
+    """x pooled along ``axis`` into ``out`` adaptive bins: the mean as a product with a constant
+    averaging matrix, the max as a max over each bin's entries (gathered; a shorter bin repeats
+    its last entry, which leaves its max unchanged)."""
+    n = int(x.shape[axis])
+    starts, ends = _adaptive_bins(n, out)
+    r = len(x.shape)
+    moved = _k._swap_last(x, axis)
+    shape = tuple(int(d) for d in moved.shape)
+    rows = _c.reshape(_cont(moved), (int(np.prod(shape[:-1])), n))
+    if op == "avg":
+        avg = np.zeros((out, n), dtype=np.float32)
+        for i, (a, b) in enumerate(zip(starts, ends)):
+            avg[i, a:b] = 1.0 / (b - a)
+        y = _c.mul_mat(_k._t(avg), rows)                            # (rows, out)
+    else:
+        width = int((ends - starts).max())
+        idx = np.minimum(starts[:, None] + np.arange(width)[None, :], ends[:, None] - 1).astype(np.int32)
+        y = _k.max(_k.take(rows, idx, axis=-1), axis=-1)            # (rows, out)
+    y = _c.reshape(_cont(y), shape[:-1] + (out,))
+    return _k._swap_last(y, axis) if axis != r - 1 else y
+
+
+def _adaptive_pool(inputs, output_size, data_format, op, what):
+    x, rank, first = _layout(inputs, data_format, what)
+    size = _spatial_ints(output_size, rank, what, "output_size")
+    spatial = tuple(int(d) for d in x.shape[1:-1])
+    for n, o in zip(spatial, size):
+        if o > n:
+            raise ValueError(f"{what}: an output size of {o} is larger than the input's {n}")
+    for i, o in enumerate(size):
+        if o != spatial[i] or op == "max":
+            x = _adaptive_axis(x, 1 + i, o, op)
+    return _restore(x, first)
+
+
+@_eager("inputs")
+def adaptive_average_pool(inputs, output_size, data_format=None):
+    """Keras's ``adaptive_average_pool`` (1-D, 2-D): the mean over PyTorch's adaptive bins, so
+    that each spatial axis becomes ``output_size`` long."""
+    return _adaptive_pool(inputs, output_size, data_format, "avg", "adaptive_average_pool")
+
+
+@_eager("inputs")
+def adaptive_max_pool(inputs, output_size, data_format=None):
+    """Keras's ``adaptive_max_pool`` (1-D, 2-D): the largest value of each adaptive bin."""
+    return _adaptive_pool(inputs, output_size, data_format, "max", "adaptive_max_pool")
 
 
 # --- einsum ---------------------------------------------------------------------------------------

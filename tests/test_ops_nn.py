@@ -123,6 +123,19 @@ def _unfold_ref(x, k, d, p, s):
     return out.reshape(x.shape[0], -1, oh * ow)
 
 
+def _adaptive_ref(x, out, op):
+    """Channels-last x pooled over PyTorch's adaptive bins, one spatial axis after the other."""
+    for ax, o in enumerate(out, start=1):
+        n = x.shape[ax]
+        parts = []
+        for i in range(o):
+            a, b = (i * n) // o, -(-(i + 1) * n // o)
+            win = np.take(x, np.arange(a, b), axis=ax)
+            parts.append(win.max(ax) if op == "max" else win.mean(ax))
+        x = np.stack(parts, ax)
+    return x
+
+
 def _depthwise_ref(x, k, stride=1, padding="valid", dilation=1):
     c, m = k.shape[-2], k.shape[-1]
     full = np.zeros(k.shape[:-2] + (c, c * m))
@@ -255,6 +268,12 @@ CASES = {
                lambda a: _unfold_ref(a, (2, 2), (1, 1), (1, 1), (1, 2)), (2, 4, 5), False),
     "unfold_dilated": (lambda t: ops.unfold(t, (2, 3), dilation=2),
                        lambda a: _unfold_ref(a, (2, 3), (2, 2), (0, 0), (1, 1)), (2, 4, 5), False),
+    "adaptive_average_pool": (lambda t: ops.adaptive_average_pool(t, (3, 2)),
+                              lambda a: _adaptive_ref(a, (3, 2), "avg"), (5, 4, 2), False),
+    "adaptive_max_pool": (lambda t: ops.adaptive_max_pool(t, (2, 3)), lambda a: _adaptive_ref(a, (2, 3), "max"),
+                          (5, 4, 2), False),
+    "adaptive_max_pool1d": (lambda t: ops.adaptive_max_pool(t, 4), lambda a: _adaptive_ref(a, (4,), "max"), (7, 2),
+                            False),
     "hard_tanh": (lambda t: ops.hard_tanh(t * 2.0), lambda a: np.clip(2 * a, -1, 1), (3, 4), False),
     "soft_shrink": (lambda t: ops.soft_shrink(t), lambda a: np.sign(a) * np.maximum(np.abs(a) - 0.5, 0), (3, 4),
                     False),
@@ -568,6 +587,21 @@ def test_unfold_matches_pytorch():
         np.testing.assert_allclose(ops.unfold(x, **kw), want, rtol=1e-6)
 
 
+def test_adaptive_pooling_matches_pytorch():
+    torch = _torch()
+    F = torch.nn.functional
+    x = RNG.normal(size=(2, 7, 5, 3)).astype(np.float32)
+    tx = torch.tensor(x).permute(0, 3, 1, 2)
+    for size in ((3, 2), (7, 4), 1):
+        np.testing.assert_allclose(ops.adaptive_average_pool(x, size),
+                                   F.adaptive_avg_pool2d(tx, size).permute(0, 2, 3, 1).numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ops.adaptive_max_pool(x, size),
+                                   F.adaptive_max_pool2d(tx, size).permute(0, 2, 3, 1).numpy(), rtol=1e-6)
+    x1 = np.ascontiguousarray(x[:, :, 0].transpose(0, 2, 1))         # (batch, channels, 7)
+    np.testing.assert_allclose(ops.adaptive_average_pool(x1, 3, data_format="channels_first"),
+                               F.adaptive_avg_pool1d(torch.tensor(x1), 3).numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_pooling_matches_pytorch():
     torch = _torch()
     F = torch.nn.functional
@@ -863,6 +897,8 @@ def _eager_call(fn, *arrays):
 @pytest.mark.parametrize("call, error, match", [
     (lambda: ops.glu(np.zeros((2, 3))), ValueError, "even length"),
     (lambda: ops.unfold(np.zeros((2, 3, 4)), 2), ValueError, "4-D"),
+    (lambda: ops.adaptive_max_pool(np.zeros((1, 3, 3, 2)), 4), ValueError, "larger"),
+    (lambda: ops.adaptive_average_pool(np.zeros((1, 3, 3, 2)), (0, 1)), ValueError, "output_size"),
     (lambda: ops.unfold(np.zeros((1, 1, 2, 2)), 3), ValueError, "smaller than"),
     (lambda: ops.unfold(np.zeros((1, 1, 4, 4)), 2, padding=-1), ValueError, "padding"),
     (lambda: ops.celu(np.zeros(3), alpha=0.0), ValueError, "alpha"),
