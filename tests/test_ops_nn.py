@@ -872,9 +872,19 @@ def test_functional_nodes_take_the_nn_ops(tmp_path):
     want = _pool_ref(np.pad(h, [(0, 0), (1, 1), (0, 1), (0, 0)], mode="reflect"), 2, None, "valid", "max")
     np.testing.assert_allclose(m.predict(x.astype(np.float32), verbose=0), want, rtol=1e-4, atol=1e-4)
     m.compile(loss="mse")
-    m.save(tmp_path / "m.keras")
-    np.testing.assert_allclose(pg.load_model(tmp_path / "m.keras").predict(x, verbose=0), m.predict(x, verbose=0),
-                               rtol=1e-6)
+    for name in ("m.keras", "m.gguf"):
+        m.save(tmp_path / name)
+        np.testing.assert_allclose(pg.load_model(tmp_path / name).predict(x, verbose=0), m.predict(x, verbose=0),
+                                   rtol=1e-6)
+    # an op that returns a pair (real, imag) and attention on the result, as functional nodes
+    re, im = ops.rfft(inp)
+    q = ops.concatenate([re, im], -1)
+    y = ops.dot_product_attention(q, q, inp, is_causal=True)
+    m2 = pg.Model(inp, y)
+    spec = np.fft.rfft(x, axis=-1)
+    q = np.concatenate([spec.real, spec.imag], -1)
+    np.testing.assert_allclose(m2.predict(x.astype(np.float32), verbose=0), _attention_ref(q, q, x, causal=True),
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_lambda_layers_in_sequential_models_train_with_the_nn_ops():
