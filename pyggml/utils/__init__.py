@@ -17,8 +17,14 @@
 - ``plot_model(model, to_file="model.png", ...)`` and ``model_to_dot(model, ...)``:
   a picture of the layer graph (through graphviz's ``dot`` when it is installed;
   its DOT source and a text rendering otherwise)
+- Keras's serialization names (the same functions as ``pg.saving``'s): ``register_keras_serializable``,
+  ``serialize_keras_object``, ``deserialize_keras_object``, ``custom_object_scope`` (``CustomObjectScope``),
+  ``get_custom_objects``, ``get_registered_name``, ``get_registered_object``
 """
 
+from pyggml.saving.object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,
+                                               get_registered_name, register_keras_serializable)
+from pyggml.saving.serialization_lib import deserialize_keras_object, get_registered_object, serialize_keras_object
 from pyggml.utils.dataset_utils import Dataset
 from pyggml.utils.feature_space import FeatureSpace
 from pyggml.utils.directory_utils import image_dataset_from_directory, split_dataset, text_dataset_from_directory
@@ -33,4 +39,6 @@ from pyggml.utils.timeseries_utils import timeseries_dataset_from_array
 __all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequence", "set_random_seed",
            "plot_model", "model_to_dot", "timeseries_dataset_from_array", "Dataset", "text_dataset_from_directory",
            "image_dataset_from_directory", "split_dataset", "load_img", "img_to_array", "array_to_img", "save_img",
-           "FeatureSpace"]
+           "FeatureSpace", "register_keras_serializable", "serialize_keras_object", "deserialize_keras_object",
+           "custom_object_scope", "CustomObjectScope", "get_custom_objects", "get_registered_name",
+           "get_registered_object"]
