@@ -232,3 +232,269 @@ def test_deserialize_refuses_lambdas_and_bad_input():
         s.deserialize_keras_object({"class_name": "Dense", "config": {}}, custom_objects=[1])
     with pytest.raises(TypeError):
         s.get_registered_object(3)
+
+
+# ---------------------------------------------------------------- get_file
+
+import hashlib  # noqa: E402
+import http.server  # noqa: E402
+import io  # noqa: E402
+import os  # noqa: E402
+import tarfile  # noqa: E402
+import threading  # noqa: E402
+import zipfile  # noqa: E402
+
+
+def _url(path):
+    return "file://" + os.path.abspath(path)
+
+
+def _make_tar(path, members, mode="w:gz"):
+    """members: {name: bytes} regular files, or {name: ("sym"|"hard", target)} links."""
+    with tarfile.open(path, mode) as tf:
+        for name, content in members.items():
+            info = tarfile.TarInfo(name)
+            if isinstance(content, tuple):
+                info.type = tarfile.SYMTYPE if content[0] == "sym" else tarfile.LNKTYPE
+                info.linkname = content[1]
+                tf.addfile(info)
+            else:
+                info.size = len(content)
+                tf.addfile(info, io.BytesIO(content))
+
+
+def test_get_file_downloads_caches_and_checks_hashes(tmp_path, capsys):
+    src = tmp_path / "src" / "data.bin"
+    src.parent.mkdir()
+    payload = os.urandom(200_000)
+    src.write_bytes(payload)
+    cache = tmp_path / "cache"
+    path = pg.utils.get_file(origin=_url(src), cache_dir=str(cache))
+    assert path == str(cache / "datasets" / "data.bin")
+    assert open(path, "rb").read() == payload
+    assert "Downloading data from" in capsys.readouterr().out
+    # cached: no second download even when the source changes
+    src.write_bytes(b"changed")
+    assert pg.utils.get_file("data.bin", _url(src), cache_dir=str(cache)) == path
+    assert open(path, "rb").read() == payload
+    assert "Downloading" not in capsys.readouterr().out
+    sha = hashlib.sha256(payload).hexdigest()
+    assert pg.utils.get_file("data.bin", _url(src), file_hash=sha, cache_dir=str(cache)) == path
+    # a stale cached file (wrong hash) is downloaded again, and then checked
+    new_sha = hashlib.sha256(b"changed").hexdigest()
+    pg.utils.get_file("data.bin", _url(src), file_hash=new_sha, cache_dir=str(cache))
+    assert open(path, "rb").read() == b"changed"
+    assert "downloading it again" in capsys.readouterr().out
+    md5 = hashlib.md5(b"changed").hexdigest()
+    pg.utils.get_file("data.bin", _url(src), md5_hash=md5, cache_dir=str(cache))
+    pg.utils.get_file("data.bin", _url(src), file_hash=md5, hash_algorithm="md5", cache_dir=str(cache),
+                      force_download=True)
+    assert "Downloading" in capsys.readouterr().out
+    # the download does not match: a ValueError, and nothing is left in the cache
+    with pytest.raises(ValueError, match="hash does not match"):
+        pg.utils.get_file("other.bin", _url(src), file_hash=sha, cache_dir=str(cache))
+    assert sorted(os.listdir(cache / "datasets")) == ["data.bin"]
+    # an absolute cache_subdir is used as it is
+    out = tmp_path / "abs"
+    assert pg.utils.get_file("x.bin", _url(src), cache_subdir=str(out), cache_dir=str(cache)) == str(out / "x.bin")
+
+
+def test_get_file_default_cache_is_keras_home(tmp_path, monkeypatch):
+    src = tmp_path / "f.txt"
+    src.write_text("hi")
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "kh"))
+    assert pg.utils.get_file(origin=_url(src)) == str(tmp_path / "kh" / "datasets" / "f.txt")
+    monkeypatch.delenv("KERAS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert pg.utils.get_file(origin=_url(src)) == str(tmp_path / "home" / ".keras" / "datasets" / "f.txt")
+
+
+def test_get_file_bad_arguments(tmp_path):
+    src = tmp_path / "f.txt"
+    src.write_text("hi")
+    with pytest.raises(ValueError, match="origin"):
+        pg.utils.get_file("f.txt")
+    with pytest.raises(ValueError, match="http"):
+        pg.utils.get_file("f.txt", "gopher://x/f.txt", cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="not a path"):
+        pg.utils.get_file("a/b.txt", _url(src), cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="file name"):
+        pg.utils.get_file(origin="file:///", cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="hash_algorithm"):
+        pg.utils.get_file("f.txt", _url(src), hash_algorithm="sha1", cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="hex"):
+        pg.utils.get_file("f.txt", _url(src), file_hash="xyz", cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="archive_format"):
+        pg.utils.get_file("f.txt", _url(src), extract=True, archive_format="rar", cache_dir=str(tmp_path))
+    with pytest.raises(OSError, match="URL fetch failure"):
+        pg.utils.get_file("g.txt", _url(tmp_path / "missing.txt"), cache_dir=str(tmp_path / "c"))
+    assert os.listdir(tmp_path / "c" / "datasets") == []
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"x" * 5000
+        self.send_response(200)
+        if self.path == "/short":                # promises more than it sends, then hangs up
+            self.send_header("Content-Length", str(len(body) * 4))
+        else:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_get_file_over_http_and_a_download_failing_midway(tmp_path, http_server):
+    path = pg.utils.get_file("ok.bin", http_server + "/ok", cache_dir=str(tmp_path))
+    assert open(path, "rb").read() == b"x" * 5000
+    with pytest.raises(Exception):
+        pg.utils.get_file("short.bin", http_server + "/short", cache_dir=str(tmp_path))
+    assert sorted(os.listdir(tmp_path / "datasets")) == ["ok.bin"]     # no half file, no temp file
+
+
+def test_get_file_interrupted_download_leaves_nothing(tmp_path, monkeypatch):
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(300_000))
+    import pyggml.utils.file_utils as fu
+    real = fu.urllib.request.urlopen
+
+    class Breaking:
+        def __init__(self, resp):
+            self.resp, self.headers, self.n = resp, resp.headers, 0
+
+        def read(self, n):
+            self.n += 1
+            if self.n == 3:
+                raise KeyboardInterrupt
+            return self.resp.read(n)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            self.resp.close()
+    monkeypatch.setattr(fu.urllib.request, "urlopen", lambda url: Breaking(real(url)))
+    with pytest.raises(KeyboardInterrupt):
+        pg.utils.get_file("big.bin", _url(src), cache_dir=str(tmp_path / "c"))
+    assert os.listdir(tmp_path / "c" / "datasets") == []
+
+
+def test_get_file_extracts_tar_and_zip(tmp_path):
+    tgz = tmp_path / "pack.tar.gz"
+    _make_tar(tgz, {"pack/a.txt": b"A", "pack/sub/b.txt": b"B", "pack/link": ("sym", "a.txt")})
+    cache = tmp_path / "cache"
+    out = pg.utils.get_file("pack.tar.gz", _url(tgz), extract=True, cache_dir=str(cache))
+    assert out == str(cache / "datasets" / "pack_extracted")
+    assert open(os.path.join(out, "pack", "sub", "b.txt")).read() == "B"
+    assert open(os.path.join(out, "pack", "link")).read() == "A"
+    assert os.path.isfile(cache / "datasets" / "pack.tar.gz")
+    # no fname: Keras's names, the archive kept as <name>_archive
+    out = pg.utils.get_file(origin=_url(tgz), extract=True, cache_dir=str(cache))
+    assert out == str(cache / "datasets" / "pack.tar.gz")
+    assert os.path.isfile(cache / "datasets" / "pack.tar.gz_archive")
+    out = pg.utils.get_file("flowers", _url(tgz), untar=True, cache_dir=str(cache))
+    assert out == str(cache / "datasets" / "flowers") and os.path.isdir(os.path.join(out, "pack"))
+    z = tmp_path / "z.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("d/one.txt", "1")
+    out = pg.utils.get_file("z.zip", _url(z), extract=True, cache_dir=str(cache))
+    assert open(os.path.join(out, "d", "one.txt")).read() == "1"
+    # a plain file with extract: a warning, the folder path
+    plain = tmp_path / "p.txt"
+    plain.write_text("no archive")
+    with pytest.warns(UserWarning, match="not an archive"):
+        pg.utils.get_file("p.txt", _url(plain), extract=True, cache_dir=str(cache))
+
+
+@pytest.mark.parametrize("members, why", [
+    ({"../evil.txt": b"x"}, "'..'"),
+    ({"ok/../../evil.txt": b"x"}, "'..'"),
+    ({"/tmp/evil_abs.txt": b"x"}, "absolute"),
+    ({"ok.txt": b"1", "esc": ("sym", "../../outside")}, "outside"),
+    ({"esc": ("sym", "/etc/passwd")}, "absolute"),
+    ({"ok.txt": b"1", "hard": ("hard", "../x")}, "outside"),
+])
+def test_get_file_refuses_hostile_tar(tmp_path, members, why):
+    bad = tmp_path / "bad.tar"
+    _make_tar(bad, members, mode="w")
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError, match=why):
+        pg.utils.get_file("bad.tar", _url(bad), extract=True, cache_dir=str(cache))
+    # nothing was written outside, and no extraction folder was left
+    assert not (tmp_path / "evil.txt").exists() and not (cache / "evil.txt").exists()
+    assert sorted(os.listdir(cache / "datasets")) == ["bad.tar"]
+
+
+def test_get_file_refuses_hostile_zip(tmp_path):
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("fine.txt", "1")
+        zf.writestr("../../evil.txt", "x")
+    with pytest.raises(ValueError, match="'..'"):
+        pg.utils.get_file("bad.zip", _url(bad), extract=True, cache_dir=str(tmp_path / "c"))
+    assert not (tmp_path / "evil.txt").exists()
+    assert sorted(os.listdir(tmp_path / "c" / "datasets")) == ["bad.zip"]
+
+
+# ---------------------------------------------------------------- Progbar
+
+def test_progbar_averages_and_stateful_metrics(capsys):
+    bar = pg.utils.Progbar(4, width=8, stateful_metrics=["acc"], interval=0)
+    bar.update(1, [("loss", 4.0), ("acc", 0.5)])
+    bar.update(3, [("loss", 1.0), ("acc", 0.75)])       # covers 2 steps: weight 2
+    bar.add(1, [("loss", 2.0), ("acc", 0.25)])
+    out = capsys.readouterr().out
+    last = out.strip().splitlines()[-1]
+    # (4*1 + 1*2 + 2*1) / 4 = 2.0 ; acc as given
+    assert "4/4 [========]" in last and "loss: 2.0000" in last and "acc: 0.2500" in last
+    assert "1/4 [=>......]" in out and "ETA" in out
+
+
+def test_progbar_verbose_2_unknown_target_and_logging(capsys, caplog):
+    bar = pg.utils.Progbar(3, verbose=2)
+    bar.update(1, [("loss", 1.0)])
+    bar.update(2, [("loss", 1.0)])
+    assert capsys.readouterr().out == ""
+    bar.update(3, [("loss", 4.0)])
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "3/3" in out and "loss: 2.0000" in out and "[" not in out
+    open_bar = pg.utils.Progbar(None, interval=0)
+    open_bar.update(5)
+    assert capsys.readouterr().out.startswith("5 ")
+    pg.config.disable_interactive_logging()
+    try:
+        with caplog.at_level(logging.INFO, logger="pyggml"):
+            pg.utils.Progbar(2, verbose=2, unit_name="sample").update(2, [("loss", 1e-5)])
+    finally:
+        pg.config.enable_interactive_logging()
+    assert capsys.readouterr().out == ""
+    assert "loss: 1.0000e-05" in caplog.text and "/sample" in caplog.text
+    pg.utils.Progbar(2, verbose=0).update(2)
+    assert capsys.readouterr().out == ""
+
+
+def test_progbar_bad_arguments():
+    with pytest.raises(ValueError, match="verbose"):
+        pg.utils.Progbar(3, verbose=3)
+    with pytest.raises(ValueError, match="width"):
+        pg.utils.Progbar(3, width=0)
+    with pytest.raises(TypeError, match="target"):
+        pg.utils.Progbar("3")
+    with pytest.raises(ValueError, match="pairs"):
+        pg.utils.Progbar(3).update(1, [("loss",)])
+    with pytest.raises(TypeError, match="current"):
+        pg.utils.Progbar(3).update(None)

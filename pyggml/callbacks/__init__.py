@@ -3,6 +3,8 @@
 from pyggml.callbacks.builtin import (BackupAndRestore, CSVLogger, EarlyStopping, LambdaCallback,
                                       LearningRateScheduler, ModelCheckpoint, ReduceLROnPlateau, TerminateOnNaN)
 from pyggml.callbacks.callback import Callback, CallbackList, History
+from pyggml.callbacks.progbar_logger import ProgbarLogger
 
 __all__ = ["Callback", "CallbackList", "History", "EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler",
-           "ModelCheckpoint", "LambdaCallback", "TerminateOnNaN", "CSVLogger", "BackupAndRestore"]
+           "ModelCheckpoint", "LambdaCallback", "TerminateOnNaN", "CSVLogger", "BackupAndRestore",
+           "ProgbarLogger"]

@@ -17,6 +17,9 @@
 - ``plot_model(model, to_file="model.png", ...)`` and ``model_to_dot(model, ...)``:
   a picture of the layer graph (through graphviz's ``dot`` when it is installed;
   its DOT source and a text rendering otherwise)
+- ``get_file(fname=None, origin=None, ..., extract=False, cache_dir=None, force_download=False)``: a
+  download into ``$KERAS_HOME`` or ``~/.keras``, atomic, hash-checked, safely unpacked
+- ``Progbar(target, width=20, verbose=1, interval=0.05, stateful_metrics=None, unit_name="step")``
 - Keras's serialization names (the same functions as ``pg.saving``'s): ``register_keras_serializable``,
   ``serialize_keras_object``, ``deserialize_keras_object``, ``custom_object_scope`` (``CustomObjectScope``),
   ``get_custom_objects``, ``get_registered_name``, ``get_registered_object``
@@ -27,10 +30,12 @@ from pyggml.saving.object_registration import (CustomObjectScope, custom_object_
 from pyggml.saving.serialization_lib import deserialize_keras_object, get_registered_object, serialize_keras_object
 from pyggml.utils.dataset_utils import Dataset
 from pyggml.utils.feature_space import FeatureSpace
+from pyggml.utils.file_utils import get_file
 from pyggml.utils.directory_utils import image_dataset_from_directory, split_dataset, text_dataset_from_directory
 from pyggml.utils.image_utils import array_to_img, img_to_array, load_img, save_img
 from pyggml.utils.model_visualization import model_to_dot, plot_model
 from pyggml.utils.numerical_utils import normalize, to_categorical
+from pyggml.utils.progbar import Progbar
 from pyggml.utils.py_dataset import PyDataset, Sequence
 from pyggml.utils.rng_utils import set_random_seed
 from pyggml.utils.sequence_utils import pad_sequences
@@ -41,4 +46,4 @@ __all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequenc
            "image_dataset_from_directory", "split_dataset", "load_img", "img_to_array", "array_to_img", "save_img",
            "FeatureSpace", "register_keras_serializable", "serialize_keras_object", "deserialize_keras_object",
            "custom_object_scope", "CustomObjectScope", "get_custom_objects", "get_registered_name",
-           "get_registered_object"]
+           "get_registered_object", "Progbar", "get_file"]
