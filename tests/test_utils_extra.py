@@ -498,3 +498,139 @@ def test_progbar_bad_arguments():
         pg.utils.Progbar(3).update(1, [("loss",)])
     with pytest.raises(TypeError, match="current"):
         pg.utils.Progbar(3).update(None)
+
+
+# ---------------------------------------------------------------- pack / unpack
+
+def test_pack_and_unpack_x_y_sample_weight():
+    x, y, w = np.ones(2), np.zeros(2), np.full(2, 0.5)
+    assert pg.utils.pack_x_y_sample_weight(x) is x
+    assert pg.utils.pack_x_y_sample_weight((x, x)) == ((x, x),)
+    assert pg.utils.pack_x_y_sample_weight(x, y) == (x, y)
+    assert pg.utils.pack_x_y_sample_weight(x, y, w) == (x, y, w)
+    with pytest.raises(ValueError, match="sample_weight"):
+        pg.utils.pack_x_y_sample_weight(x, None, w)
+    un = pg.utils.unpack_x_y_sample_weight
+    assert un(x)[0] is x and un(x)[1:] == (None, None)
+    assert un((x,))[0] is x and un([x, y])[1] is y and un((x, y, w))[2] is w
+    packed = pg.utils.pack_x_y_sample_weight((x, x))
+    assert un(packed)[0] == (x, x)
+    with pytest.raises(ValueError, match="4 parts"):
+        un((x, y, w, w))
+
+
+# ---------------------------------------------------------------- audio_dataset_from_directory
+
+import wave  # noqa: E402
+
+
+def _write_wav(path, data, rate=8000, width=2):
+    """data: float array (samples, channels) in [-1, 1)."""
+    data = np.asarray(data, dtype=np.float64)
+    if data.ndim == 1:
+        data = data[:, None]
+    if width == 1:
+        raw = np.clip(np.round(data * 128 + 128), 0, 255).astype(np.uint8).tobytes()
+    elif width == 3:
+        v = np.round(data * (1 << 23)).astype(np.int64) & 0xFFFFFF
+        raw = np.stack([v & 255, (v >> 8) & 255, v >> 16], axis=-1).astype(np.uint8).tobytes()
+    else:
+        dt = {2: "<i2", 4: "<i4"}[width]
+        raw = np.round(data * (1 << (8 * width - 1))).astype(dt).tobytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(data.shape[1])
+        w.setsampwidth(width)
+        w.setframerate(rate)
+        w.writeframes(raw)
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_read_wav_decodes_every_pcm_width(tmp_path, width):
+    from pyggml.utils.audio_dataset_utils import read_wav
+    q = 1 << (8 * width - 1)
+    ints = np.array([[-q, q - 1], [0, 1], [q // 2, -q // 3]])
+    data = ints / q
+    _write_wav(tmp_path / "a.wav", data, rate=11025, width=width)
+    audio, rate = read_wav(tmp_path / "a.wav")
+    assert rate == 11025 and audio.dtype == np.float32 and audio.shape == (3, 2)
+    np.testing.assert_allclose(audio, data, atol=1e-7)
+
+
+def test_audio_dataset_pads_batches_and_labels(tmp_path):
+    lengths = {"cat": [5, 9], "dog": [3, 7, 4]}
+    rng = np.random.default_rng(1)
+    clips = {}
+    for cls, ls in lengths.items():
+        for k, n in enumerate(ls):
+            d = np.round(rng.uniform(-0.9, 0.9, size=(n, 1)) * 32768) / 32768
+            _write_wav(tmp_path / cls / f"{k}.wav", d)
+            clips[str(tmp_path / cls / f"{k}.wav")] = d
+    (tmp_path / "cat" / "notes.txt").write_text("not audio")
+    ds = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=2, shuffle=False, verbose=False)
+    assert ds.class_names == ["cat", "dog"] and len(ds) == 3
+    batches = list(ds)
+    audio, labels = batches[0]
+    assert audio.shape == (2, 9, 1) and audio.dtype == np.float32 and list(labels) == [0, 0]
+    paths = ds.file_paths
+    np.testing.assert_allclose(audio[0, :5], clips[paths[0]], atol=1e-7)
+    np.testing.assert_array_equal(audio[0, 5:], 0)
+    assert batches[1][0].shape == (2, 7, 1) and batches[2][0].shape == (1, 4, 1)
+    assert [int(v) for b in batches for v in b[1]] == [0, 0, 1, 1, 1]
+    fixed = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=5, output_sequence_length=6,
+                                                  label_mode="categorical", shuffle=False, verbose=False)
+    audio, labels = next(iter(fixed))
+    assert audio.shape == (5, 6, 1) and labels.shape == (5, 2)
+    np.testing.assert_allclose(audio[1], clips[fixed.file_paths[1]][:6], atol=1e-7)
+    ragged = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=5, ragged=True, shuffle=False,
+                                                   label_mode=None, verbose=False)
+    audio = next(iter(ragged))
+    assert audio.dtype == object and [a.shape[0] for a in audio] == [5, 9, 3, 7, 4]
+    train, val = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=None, validation_split=0.4,
+                                                       subset="both", seed=3, verbose=False)
+    assert len(train) == 3 and len(val) == 2
+    assert not set(train.file_paths) & set(val.file_paths)
+    a, lab = train[0]
+    assert a.ndim == 2 and a.shape[1] == 1
+
+
+def test_audio_dataset_resamples_a_sine(tmp_path):
+    rate_in, rate_out, f = 8000, 16000, 440.0
+    t = np.arange(800) / rate_in
+    _write_wav(tmp_path / "c" / "s.wav", 0.5 * np.sin(2 * np.pi * f * t), rate=rate_in)
+    ds = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=1, sampling_rate=rate_out,
+                                               verbose=False, shuffle=False)
+    audio = next(iter(ds))[0][0, :, 0]
+    assert audio.shape == (1600,)
+    t2 = np.arange(1600) / rate_out
+    # 440 Hz over 800 samples at 8 kHz is exactly 44 periods: the FFT resampling is exact
+    np.testing.assert_allclose(audio, 0.5 * np.sin(2 * np.pi * f * t2), atol=2e-4)
+    ds = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=1, sampling_rate=4000, verbose=False)
+    down = next(iter(ds))[0][0, :, 0]
+    np.testing.assert_allclose(down, 0.5 * np.sin(2 * np.pi * f * np.arange(400) / 4000), atol=2e-4)
+
+
+def test_audio_dataset_bad_arguments_and_files(tmp_path):
+    _write_wav(tmp_path / "a" / "x.wav", np.zeros((4, 1)))
+    _write_wav(tmp_path / "b" / "y.wav", np.zeros((4, 2)))
+    f = pg.utils.audio_dataset_from_directory
+    with pytest.raises(ValueError, match="ragged"):
+        f(str(tmp_path), ragged=True, output_sequence_length=4)
+    with pytest.raises(ValueError, match="sampling_rate"):
+        f(str(tmp_path), sampling_rate=0)
+    with pytest.raises(ValueError, match="output_sequence_length"):
+        f(str(tmp_path), output_sequence_length=2.5)
+    with pytest.raises(TypeError, match="ragged"):
+        f(str(tmp_path), ragged="yes")
+    with pytest.raises(ValueError, match="label_mode"):
+        f(str(tmp_path), label_mode="sparse")
+    with pytest.raises(ValueError, match="channel"):
+        list(f(str(tmp_path), batch_size=2, shuffle=False, verbose=False))
+    (tmp_path / "a" / "bad.wav").write_bytes(b"RIFF\x00\x00junk")
+    ds = f(str(tmp_path / "a"), labels=None, batch_size=1, shuffle=False, verbose=False)
+    with pytest.raises(ValueError, match="bad.wav"):
+        list(ds)
+    empty = tmp_path / "empty" / "k"
+    empty.mkdir(parents=True)
+    with pytest.raises(ValueError, match="no audio files"):
+        f(str(tmp_path / "empty"))

@@ -19,6 +19,9 @@
   its DOT source and a text rendering otherwise)
 - ``get_file(fname=None, origin=None, ..., extract=False, cache_dir=None, force_download=False)``: a
   download into ``$KERAS_HOME`` or ``~/.keras``, atomic, hash-checked, safely unpacked
+- ``audio_dataset_from_directory(directory, ..., sampling_rate=None, output_sequence_length=None,
+  ragged=False, ...)``: WAV files in class folders (the stdlib's ``wave``)
+- ``pack_x_y_sample_weight(x, y=None, sample_weight=None)``, ``unpack_x_y_sample_weight(data)``
 - ``Progbar(target, width=20, verbose=1, interval=0.05, stateful_metrics=None, unit_name="step")``
 - Keras's serialization names (the same functions as ``pg.saving``'s): ``register_keras_serializable``,
   ``serialize_keras_object``, ``deserialize_keras_object``, ``custom_object_scope`` (``CustomObjectScope``),
@@ -28,6 +31,8 @@
 from pyggml.saving.object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,
                                                get_registered_name, register_keras_serializable)
 from pyggml.saving.serialization_lib import deserialize_keras_object, get_registered_object, serialize_keras_object
+from pyggml.utils.audio_dataset_utils import audio_dataset_from_directory
+from pyggml.utils.data_packing import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from pyggml.utils.dataset_utils import Dataset
 from pyggml.utils.feature_space import FeatureSpace
 from pyggml.utils.file_utils import get_file
@@ -46,4 +51,5 @@ __all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequenc
            "image_dataset_from_directory", "split_dataset", "load_img", "img_to_array", "array_to_img", "save_img",
            "FeatureSpace", "register_keras_serializable", "serialize_keras_object", "deserialize_keras_object",
            "custom_object_scope", "CustomObjectScope", "get_custom_objects", "get_registered_name",
-           "get_registered_object", "Progbar", "get_file"]
+           "get_registered_object", "Progbar", "get_file",
+           "pack_x_y_sample_weight", "unpack_x_y_sample_weight", "audio_dataset_from_directory"]

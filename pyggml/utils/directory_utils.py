@@ -141,8 +141,9 @@ def _check_label_mode(label_mode, labels, num_classes):
 
 
 def _build(directory, extensions, what, labels, label_mode, class_names, batch_size, shuffle, seed,
-           validation_split, subset, follow_links, verbose, read):
-    """The datasets of a *_dataset_from_directory call: read(path) -> one sample's array."""
+           validation_split, subset, follow_links, verbose, read, batch=None):
+    """The datasets of a *_dataset_from_directory call: read(path) -> one sample's array;
+    batch(dataset, batch_size) -> its batches (default: ``dataset.batch``)."""
     if batch_size is not None and (not is_int(batch_size) or batch_size <= 0):
         raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
     paths, ids, names = _list_files(directory, extensions, labels, class_names, follow_links)
@@ -162,7 +163,7 @@ def _build(directory, extensions, what, labels, label_mode, class_names, batch_s
         if shuffle:
             samples = samples.shuffle(8 * (batch_size or 1), seed=seed + k)
         if batch_size is not None:
-            samples = samples.batch(batch_size)
+            samples = samples.batch(batch_size) if batch is None else batch(samples, batch_size)
         samples.class_names = names
         samples.file_paths = list(ps)
         datasets.append(samples)
