@@ -60,3 +60,249 @@ def test_progbar_logger_in_predict_and_single_epoch(capsys):
         logger.on_predict_batch_end(b, {"outputs": None})
     logger.on_predict_end()
     assert capsys.readouterr().out.splitlines()[-1].lstrip("\r").startswith("3/3 [====================]")
+
+
+# ---------------------------------------------------------------- TensorBoard
+
+import glob  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import struct  # noqa: E402
+
+from pyggml.callbacks import event_file  # noqa: E402
+
+
+def _varint(b, i):
+    shift = n = 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if not c & 0x80:
+            return n, i
+
+
+def _fields(b):
+    """A protobuf message as [(field, value)]: ints, 8-byte and 4-byte raw values, bytes."""
+    out, i = [], 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(b, i)
+        elif wire == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wire == 5:
+            v, i = b[i:i + 4], i + 4
+        elif wire == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        else:
+            raise AssertionError(f"wire type {wire}")
+        out.append((field, v))
+    return out
+
+
+def _events(logdir):
+    """[(step, {tag: value})] of every event file in logdir, the file_version event first."""
+    files = sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*")))
+    assert files, f"no event file in {logdir}"
+    out = []
+    for path in files:
+        records = event_file.read_records(path)
+        first = dict(_fields(records[0]))
+        assert first[3] == b"brain.Event:2"
+        for data in records[1:]:
+            ev = dict(_fields(data))
+            assert struct.unpack("<d", ev[1])[0] > 1.6e9          # wall_time, seconds
+            values = {}
+            for f, v in _fields(ev[5]):
+                assert f == 1
+                val = dict(_fields(v))
+                tag = val[1].decode()
+                if 2 in val:
+                    values[tag] = struct.unpack("<f", val[2])[0]
+                elif 5 in val:
+                    values[tag] = dict(_fields(val[5]))
+                else:
+                    values[tag] = val
+            out.append((ev.get(2, 0), values))
+    return out
+
+
+def test_crc32c_and_record_format(tmp_path):
+    assert event_file.crc32c(b"123456789") == 0xE3069283        # the standard CRC-32C check value
+    assert event_file.crc32c(b"") == 0
+    w = event_file.EventFileWriter(str(tmp_path))
+    w.scalar("x", 1.5, 7)
+    w.close()
+    blob = open(w.path, "rb").read()
+    data = event_file.read_records(w.path)
+    assert len(data) == 2
+    n = struct.unpack("<Q", blob[:8])[0]
+    assert n == len(data[0]) and struct.unpack("<I", blob[8:12])[0] == event_file.masked_crc32c(blob[:8])
+    corrupt = bytearray(blob)
+    corrupt[14] ^= 1
+    (tmp_path / "bad").write_bytes(bytes(corrupt))
+    with pytest.raises(ValueError, match="checksum"):
+        event_file.read_records(str(tmp_path / "bad"))
+
+
+def test_tensorboard_writes_epoch_scalars_train_and_validation(tmp_path):
+    m = _model()
+    x, y = _data()
+    tb = pg.callbacks.TensorBoard(log_dir=str(tmp_path / "logs"), write_steps_per_second=True)
+    h = m.fit(x, y, epochs=3, batch_size=8, validation_split=0.25, callbacks=[tb], verbose=0)
+    train = _events(tmp_path / "logs" / "train")
+    graph = [v for _, v in train if "keras" in v]
+    assert len(graph) == 1                                        # write_graph: the model's config
+    tensor = dict(_fields(graph[0]["keras"][8]))
+    assert tensor[1] == 7 and json.loads(tensor[8])["class_name"] == "Sequential"
+    meta = dict(_fields(dict(_fields(graph[0]["keras"][9]))[1]))
+    assert meta[1] == b"graph_keras_model"
+    scalars = [(s, v) for s, v in train if "epoch_loss" in v]
+    assert [s for s, _ in scalars] == [0, 1, 2]
+    for (step, v) in scalars:
+        assert v["epoch_loss"] == pytest.approx(h.history["loss"][step], rel=1e-6)
+        assert v["epoch_mae"] == pytest.approx(h.history["mae"][step], rel=1e-6)
+        assert v["epoch_learning_rate"] == pytest.approx(0.05)
+        assert v["epoch_steps_per_second"] > 0
+        assert not any(k.startswith("epoch_val") for k in v)
+    val = _events(tmp_path / "logs" / "validation")
+    assert [s for s, _ in val] == [0, 1, 2]
+    for step, v in val:
+        assert v["epoch_loss"] == pytest.approx(h.history["val_loss"][step], rel=1e-6)
+        assert v["epoch_mae"] == pytest.approx(h.history["val_mae"][step], rel=1e-6)
+    # evaluate outside fit: evaluation_<metric>_vs_iterations at the iteration count
+    loss = m.evaluate(x, y, batch_size=8, verbose=0, callbacks=[tb])[0]
+    ev = [(s, v) for s, v in _events(tmp_path / "logs" / "validation") if "evaluation_loss_vs_iterations" in v]
+    assert ev == [(m.optimizer.iterations, pytest.approx({"evaluation_loss_vs_iterations": loss,
+                                                         "evaluation_mae_vs_iterations": ev[0][1][
+                                                             "evaluation_mae_vs_iterations"]}))]
+    assert ev[0][1]["evaluation_loss_vs_iterations"] == pytest.approx(loss, rel=1e-6)
+
+
+def test_tensorboard_batch_updates_and_histograms(tmp_path):
+    m = _model()
+    x, y = _data()
+    seen = []
+    rec = pg.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(logs["loss"]))
+    tb = pg.callbacks.TensorBoard(log_dir=str(tmp_path), update_freq=3, histogram_freq=2, write_graph=False)
+    m.fit(x, y, epochs=3, batch_size=8, callbacks=[rec, tb], verbose=0)    # 4 batches an epoch, 12 in all
+    train = _events(tmp_path / "train")
+    batch = [(s, v["batch_loss"]) for s, v in train if "batch_loss" in v]
+    assert [s for s, _ in batch] == [3, 6, 9, 12]
+    for s, v in batch:
+        assert v == pytest.approx(seen[s - 1], rel=1e-6)
+    assert not any("keras" in v for _, v in train)
+    hist = [(s, v) for s, v in train if any(k.endswith("/histogram") for k in v)]
+    assert [s for s, _ in hist] == [0, 2]
+    weights = dict(m.named_variables())
+    step, v = hist[-1]
+    for name, var in weights.items():
+        h = v[f"{name}/histogram"]
+        w = var.numpy().astype(np.float64)
+        d = {k: struct.unpack("<d", h[k])[0] for k in (1, 2, 3, 4, 5)}
+        assert d[1] == pytest.approx(w.min()) and d[2] == pytest.approx(w.max()) and d[3] == w.size
+        assert d[4] == pytest.approx(w.sum(), abs=1e-6) and d[5] == pytest.approx((w * w).sum(), rel=1e-6)
+        counts = struct.unpack(f"<{len(h[7]) // 8}d", h[7])
+        assert sum(counts) == w.size
+
+
+def test_tensorboard_files_read_by_tensorboard_if_installed(tmp_path):
+    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    m = _model()
+    x, y = _data()
+    h = m.fit(x, y, epochs=2, batch_size=8, verbose=0, callbacks=[pg.callbacks.TensorBoard(str(tmp_path))])
+    acc = ea.EventAccumulator(str(tmp_path / "train"))
+    acc.Reload()
+    losses = [e.value for e in acc.Scalars("epoch_loss")]
+    assert losses == pytest.approx(h.history["loss"], rel=1e-6)
+
+
+def test_tensorboard_bad_arguments():
+    TB = pg.callbacks.TensorBoard
+    with pytest.raises(ValueError, match="update_freq"):
+        TB(update_freq="step")
+    with pytest.raises(ValueError, match="update_freq"):
+        TB(update_freq=0)
+    with pytest.raises(ValueError, match="histogram_freq"):
+        TB(histogram_freq=-1)
+    with pytest.raises(ValueError, match="write_images"):
+        TB(write_images=True)
+    with pytest.raises(ValueError, match="profile_batch"):
+        TB(profile_batch=(2, 4))
+    with pytest.raises(ValueError, match="embeddings_freq"):
+        TB(embeddings_freq=1)
+    with pytest.raises(TypeError, match="log_dir"):
+        TB(log_dir=3)
+    assert TB(update_freq="batch").update_freq == 1
+
+
+# ---------------------------------------------------------------- RemoteMonitor
+
+import http.server  # noqa: E402
+import threading  # noqa: E402
+import urllib.parse  # noqa: E402
+
+
+@pytest.fixture
+def post_server():
+    got = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            n = int(self.headers["Content-Length"])
+            got.append((self.path, dict(self.headers), self.rfile.read(n)))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", got
+    server.shutdown()
+    server.server_close()
+
+
+def test_remote_monitor_posts_each_epoch(post_server):
+    root, got = post_server
+    m = _model()
+    x, y = _data()
+    h = m.fit(x, y, epochs=2, batch_size=8, verbose=0,
+              callbacks=[pg.callbacks.RemoteMonitor(root=root, headers={"X-Run": "r1"})])
+    assert len(got) == 2
+    path, headers, body = got[1]
+    assert path == "/publish/epoch/end/" and headers["X-Run"] == "r1"
+    assert headers["Content-Type"] == "application/x-www-form-urlencoded"
+    data = json.loads(urllib.parse.parse_qs(body.decode())["data"][0])
+    assert data["epoch"] == 1 and data["loss"] == pytest.approx(h.history["loss"][1])
+    got.clear()
+    m.fit(x, y, epochs=1, batch_size=8, verbose=0,
+          callbacks=[pg.callbacks.RemoteMonitor(root=root, path="/p", send_as_json=True)])
+    path, headers, body = got[0]
+    assert path == "/p" and headers["Content-Type"] == "application/json"
+    assert set(json.loads(body)) == {"epoch", "loss", "mae", "learning_rate"}
+
+
+def test_remote_monitor_unreachable_warns_and_bad_arguments():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                          # nothing listens there now
+    m = _model()
+    x, y = _data()
+    with pytest.warns(UserWarning, match="could not reach"):
+        m.fit(x, y, epochs=1, batch_size=8, verbose=0,
+              callbacks=[pg.callbacks.RemoteMonitor(root=f"http://127.0.0.1:{port}")])
+    with pytest.raises(ValueError, match="http"):
+        pg.callbacks.RemoteMonitor(root="ftp://x")
+    with pytest.raises(TypeError, match="headers"):
+        pg.callbacks.RemoteMonitor(headers={"a": 1})
+    with pytest.raises(TypeError, match="path"):
+        pg.callbacks.RemoteMonitor(path=3)

@@ -215,7 +215,11 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             raise ValueError("fit: the data gave no batches for this epoch (a generator that ran out?)")
         logs = avg.logs()
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
-            for k, v in run_evaluation(model, val).items():
+            # Keras's test hooks around the validation (SwapEMAWeights evaluates with the averages)
+            cl.call("on_test_begin", {})
+            val_logs = run_evaluation(model, val, cl)
+            cl.call("on_test_end", val_logs)
+            for k, v in val_logs.items():
                 logs["val_" + k] = v
         logs["learning_rate"] = model.optimizer.learning_rate
         cl.call("on_epoch_end", epoch, logs)
