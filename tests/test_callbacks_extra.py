@@ -306,3 +306,95 @@ def test_remote_monitor_unreachable_warns_and_bad_arguments():
         pg.callbacks.RemoteMonitor(headers={"a": 1})
     with pytest.raises(TypeError, match="path"):
         pg.callbacks.RemoteMonitor(path=3)
+
+
+# ---------------------------------------------------------------- SwapEMAWeights
+
+def _ema_model():
+    m = pg.Sequential([pg.Input((3,)), pg.layers.Dense(1)])
+    m.compile(pg.optimizers.SGD(0.05, use_ema=True, ema_momentum=0.8), "mse")
+    return m
+
+
+class _Recorder(pg.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.after_step, self.at_eval, self.at_epoch_end = [], [], []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.after_step.append(list(self.model.get_weights().values()))
+
+    def on_test_batch_begin(self, batch, logs=None):
+        if batch == 0:
+            self.at_eval.append(list(self.model.get_weights().values()))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.at_epoch_end.append(list(self.model.get_weights().values()))
+
+
+def _ema_of(steps, momentum=0.8):
+    """The optimizer's average, in float64: ema = m * ema + (1 - m) * w after each step, m = 0 at the first."""
+    ema = None
+    for ws in steps:
+        ema = [np.asarray(w, np.float64) for w in ws] if ema is None else \
+            [momentum * e + (1 - momentum) * np.asarray(w, np.float64) for e, w in zip(ema, ws)]
+    return ema
+
+
+def test_swap_ema_weights_validates_with_the_averages(tmp_path):
+    x, y = _data(32)
+    xv, yv = _data(12)
+    m = _ema_model()
+    rec = _Recorder()
+    h = m.fit(x, y, epochs=2, batch_size=8, validation_data=(xv + 1, yv), verbose=0,
+              callbacks=[pg.callbacks.SwapEMAWeights(), rec])
+    for epoch in range(2):
+        ema = _ema_of(rec.after_step[:4 * (epoch + 1)])
+        for got, want in zip(rec.at_eval[epoch], ema):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        # training went on from the raw weights: they are back after the validation
+        for got, want in zip(rec.at_epoch_end[epoch], rec.after_step[4 * (epoch + 1) - 1]):
+            np.testing.assert_array_equal(got, want)
+        k, b = [np.asarray(w, np.float64) for w in rec.at_eval[epoch]]
+        ref = np.mean(((xv + 1) @ k.reshape(3, 1) + b - yv) ** 2)
+        assert h.history["val_loss"][epoch] == pytest.approx(ref, rel=1e-4)
+    # fit leaves the averages in the model (use_ema), as without the callback
+    for got, want in zip(m.get_weights().values(), _ema_of(rec.after_step)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # evaluate with the callback also uses (and then puts back) the ema slots' values
+    before = list(m.get_weights().values())
+    m.evaluate(xv, yv, verbose=0, callbacks=[pg.callbacks.SwapEMAWeights()])
+    for got, want in zip(m.get_weights().values(), before):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_swap_ema_weights_on_epoch(tmp_path):
+    x, y = _data(32)
+    m = _ema_model()
+    rec = _Recorder()
+    m.fit(x, y, epochs=3, batch_size=8, verbose=0, shuffle=False,
+          callbacks=[pg.callbacks.SwapEMAWeights(swap_on_epoch=True), rec])
+    for epoch in range(3):                     # callbacks after it see the averages at each epoch's end
+        for got, want in zip(rec.at_epoch_end[epoch], _ema_of(rec.after_step[:4 * (epoch + 1)])):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # each epoch's first step starts from the raw weights of the last epoch's end, not the averages:
+    # it is the SGD step (lr 0.05, mse) from those raw weights on the first batch
+    for epoch in (1, 2):
+        k, b = [np.asarray(w, np.float64) for w in rec.after_step[4 * epoch - 1]]
+        k = k.reshape(3, 1)
+        err = x[:8] @ k + b - y[:8]
+        k_new = k - 0.05 * 2 / 8 * x[:8].T @ err
+        b_new = b - 0.05 * 2 / 8 * err.sum()
+        np.testing.assert_allclose(rec.after_step[4 * epoch][0].reshape(3, 1), k_new, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(rec.after_step[4 * epoch][1], b_new, rtol=1e-5, atol=1e-6)
+    for got, want in zip(m.get_weights().values(), _ema_of(rec.after_step)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_swap_ema_weights_needs_use_ema():
+    m = _model()
+    x, y = _data(8)
+    with pytest.raises(ValueError, match="use_ema"):
+        m.fit(x, y, epochs=1, verbose=0, callbacks=[pg.callbacks.SwapEMAWeights()])
+    with pytest.raises(TypeError, match="swap_on_epoch"):
+        pg.callbacks.SwapEMAWeights(swap_on_epoch=1)
