@@ -17,7 +17,10 @@ pyggml.backend's own functions, so ``pg.config.set_epsilon`` and
 - ``enable/disable_traceback_filtering`` and ``is_traceback_filtering_enabled``:
   Keras's switch, kept as a flag (pyggml does not shorten tracebacks, so there is
   nothing to filter either way);
-- ``dtype_policy()`` / ``set_dtype_policy``: ``"float32"``, the only policy pyggml computes in.
+- ``dtype_policy()`` / ``set_dtype_policy``: ``"float32"``, the only policy pyggml computes in;
+- flash attention: pyggml's attention layers compute attention with plain ggml ops, so
+  ``is_flash_attention_enabled()`` is False, ``disable_flash_attention()`` is accepted and
+  ``enable_flash_attention()`` raises a ValueError that says so.
 """
 
 import logging
@@ -30,7 +33,8 @@ __all__ = ["backend", "set_backend", "floatx", "set_floatx", "epsilon", "set_eps
            "set_image_data_format", "enable_interactive_logging", "disable_interactive_logging",
            "is_interactive_logging_enabled", "enable_unsafe_deserialization", "in_safe_mode",
            "enable_traceback_filtering", "disable_traceback_filtering", "is_traceback_filtering_enabled",
-           "dtype_policy", "set_dtype_policy"]
+           "dtype_policy", "set_dtype_policy", "enable_flash_attention", "disable_flash_attention",
+           "is_flash_attention_enabled"]
 
 _STATE = {"interactive_logging": True, "safe_mode": True, "traceback_filtering": True}
 
@@ -102,3 +106,17 @@ def set_dtype_policy(policy):
     name = policy if isinstance(policy, str) else getattr(policy, "name", None)
     if name != "float32":
         raise ValueError(f"set_dtype_policy: pyggml computes in 'float32' only, got {policy!r}")
+
+
+def enable_flash_attention():
+    raise ValueError("enable_flash_attention: pyggml's attention layers have no flash attention kernel; "
+                     "they compute attention with plain ops (leave it disabled)")
+
+
+def disable_flash_attention():
+    """Accepted: pyggml never uses flash attention."""
+    return None
+
+
+def is_flash_attention_enabled():
+    return False

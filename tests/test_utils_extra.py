@@ -141,6 +141,22 @@ def test_config_flags_toggle():
     assert not pg.config.is_traceback_filtering_enabled()
     pg.config.enable_traceback_filtering()
     assert pg.config.in_safe_mode()
+    assert pg.utils.disable_interactive_logging is pg.config.disable_interactive_logging
+    assert pg.utils.clear_session is pg.backend.clear_session
+    assert pg.config.is_flash_attention_enabled() is False
+    pg.config.disable_flash_attention()
+    with pytest.raises(ValueError, match="flash attention"):
+        pg.config.enable_flash_attention()
+
+
+def test_enable_unsafe_deserialization_turns_safe_mode_off(monkeypatch):
+    from pyggml import config
+    monkeypatch.setitem(config._STATE, "safe_mode", True)
+    pg.config.enable_unsafe_deserialization()
+    assert not pg.config.in_safe_mode()
+    lam = pg.saving.serialize_keras_object(lambda v: v)
+    with pytest.raises(ValueError, match="never runs code"):
+        pg.saving.deserialize_keras_object(lam)
 
 
 # ---------------------------------------------------------------- serialization names

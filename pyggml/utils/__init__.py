@@ -23,11 +23,15 @@
   ragged=False, ...)``: WAV files in class folders (the stdlib's ``wave``)
 - ``pack_x_y_sample_weight(x, y=None, sample_weight=None)``, ``unpack_x_y_sample_weight(data)``
 - ``Progbar(target, width=20, verbose=1, interval=0.05, stateful_metrics=None, unit_name="step")``
+- ``clear_session``, ``enable_interactive_logging``, ``disable_interactive_logging``,
+  ``is_interactive_logging_enabled``: the same functions as ``pg.backend``'s and ``pg.config``'s
 - Keras's serialization names (the same functions as ``pg.saving``'s): ``register_keras_serializable``,
   ``serialize_keras_object``, ``deserialize_keras_object``, ``custom_object_scope`` (``CustomObjectScope``),
   ``get_custom_objects``, ``get_registered_name``, ``get_registered_object``
 """
 
+from pyggml.backend import clear_session
+from pyggml.config import disable_interactive_logging, enable_interactive_logging, is_interactive_logging_enabled
 from pyggml.saving.object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,
                                                get_registered_name, register_keras_serializable)
 from pyggml.saving.serialization_lib import deserialize_keras_object, get_registered_object, serialize_keras_object
@@ -52,4 +56,6 @@ __all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequenc
            "FeatureSpace", "register_keras_serializable", "serialize_keras_object", "deserialize_keras_object",
            "custom_object_scope", "CustomObjectScope", "get_custom_objects", "get_registered_name",
            "get_registered_object", "Progbar", "get_file",
-           "pack_x_y_sample_weight", "unpack_x_y_sample_weight", "audio_dataset_from_directory"]
+           "pack_x_y_sample_weight", "unpack_x_y_sample_weight", "audio_dataset_from_directory",
+           "clear_session", "enable_interactive_logging", "disable_interactive_logging",
+           "is_interactive_logging_enabled"]
