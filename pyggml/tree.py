@@ -1,21 +1,23 @@
 """``pg.tree``: Keras's ``keras.tree``, functions over nested structures.
 
 A structure is a leaf, or a container of structures: a list, a tuple, a
-namedtuple, or a mapping (dict, OrderedDict, ...).  Everything else is a leaf,
+namedtuple, a deque, or a mapping (dict, OrderedDict, defaultdict, ...).  Everything else is a leaf,
 ``None`` and strings included (Keras's rules).  Flattening visits a dict's items in
 sorted key order and an OrderedDict's in its own order; rebuilding gives back the
 same container types.
 
 - ``is_nested``, ``flatten``, ``flatten_with_path``, ``unflatten_as`` /
   ``pack_sequence_as``, ``map_structure``, ``map_structure_up_to``,
-  ``map_shape_structure``, ``assert_same_structure``, ``traverse`` (with
+  ``map_shape_structure``, ``assert_same_structure``, ``assert_same_paths``, ``traverse`` (with
   ``MAP_TO_NONE``), ``lists_to_tuples``.
 """
 
+import collections
 import collections.abc
+import warnings
 
 __all__ = ["is_nested", "flatten", "flatten_with_path", "unflatten_as", "pack_sequence_as", "map_structure",
-           "map_structure_up_to", "map_shape_structure", "assert_same_structure", "traverse", "lists_to_tuples",
+           "map_structure_up_to", "map_shape_structure", "assert_same_structure", "assert_same_paths", "traverse", "lists_to_tuples",
            "MAP_TO_NONE"]
 
 
@@ -34,8 +36,8 @@ def _is_namedtuple(x):
 
 
 def is_nested(structure):
-    """Whether ``structure`` is a container (list, tuple, namedtuple or mapping), not a leaf."""
-    return isinstance(structure, (list, tuple, collections.abc.Mapping))
+    """Whether ``structure`` is a container (list, tuple, namedtuple, deque or mapping), not a leaf."""
+    return isinstance(structure, (list, tuple, collections.deque, collections.abc.Mapping))
 
 
 def _keys(mapping):
@@ -104,13 +106,11 @@ def flatten_with_path(structure):
     return out
 
 
-def pack_sequence_as(structure, flat_sequence, sequence_fn=None):
-    """The leaves of ``flat_sequence`` put into the shape of ``structure``.
-    ``sequence_fn(node, values)``, if given, builds each container instead."""
+def pack_sequence_as(structure, flat_sequence):
+    """The leaves of ``flat_sequence`` put into the shape of ``structure``."""
     if not isinstance(flat_sequence, (list, tuple)) and not is_nested(flat_sequence):
         raise TypeError(f"pack_sequence_as: flat_sequence must be a list or tuple, got {type(flat_sequence).__name__}")
     flat = list(flat_sequence)
-    build = sequence_fn or _rebuild
     n = len(flatten(structure))
     if len(flat) != n:
         raise ValueError(f"pack_sequence_as: the structure has {n} leaves but flat_sequence has {len(flat)} "
@@ -119,7 +119,7 @@ def pack_sequence_as(structure, flat_sequence, sequence_fn=None):
 
     def make(node):
         if is_nested(node):
-            return build(node, [make(v) for v in _children(node)[1]])
+            return _rebuild(node, [make(v) for v in _children(node)[1]])
         return next(it)
     return make(structure)
 
@@ -150,23 +150,42 @@ def _same(a, b, path, check_types=True):
         _same(x, b[k] if a_map else vb[k], path + (k,), check_types)
 
 
-def assert_same_structure(a, b, check_types=True):
-    """Raise a ValueError saying where, unless ``a`` and ``b`` have the same nesting (the same
-    container types, dict keys and lengths; the leaves may differ).  ``check_types=False``
-    lets a list match a tuple."""
-    _same(a, b, (), check_types)
+def assert_same_structure(a, b, check_types=None):
+    """Raise a ValueError saying where, unless ``a`` and ``b`` have the same nesting: the same
+    container types (a list is not a tuple, two namedtuple classes differ; dict, OrderedDict and
+    defaultdict match when their keys do), the same lengths; the leaves may differ.
+    ``check_types`` is deprecated in Keras and has no effect (a DeprecationWarning); use
+    ``assert_same_paths`` for the looser check."""
+    if check_types is not None:
+        warnings.warn("assert_same_structure: check_types is deprecated and has no effect; "
+                      "assert_same_paths is the looser check", DeprecationWarning, stacklevel=2)
+    _same(a, b, (), True)
 
 
-def map_structure(func, *structures):
-    """``func`` applied to the leaves of the structures in lockstep, in a structure like the first."""
+def assert_same_paths(a, b):
+    """Raise a ValueError naming the paths that differ, unless ``a`` and ``b`` have the same
+    paths to their leaves (container types are not compared: a list matches a tuple)."""
+    pa = [p for p, _ in flatten_with_path(a)]
+    pb = [p for p, _ in flatten_with_path(b)]
+    if set(pa) != set(pb):
+        only_a = sorted(set(pa) - set(pb), key=repr)
+        only_b = sorted(set(pb) - set(pa), key=repr)
+        raise ValueError(f"the structures have different paths: only in the first {only_a}, "
+                         f"only in the second {only_b}")
+
+
+def map_structure(func, *structures, none_is_leaf=True):
+    """``func`` applied to the leaves of the structures in lockstep, in a structure like the first.
+    ``none_is_leaf=False``: a None is an empty container, kept as None and not given to func."""
     if not callable(func):
         raise TypeError(f"map_structure: func must be callable, got {func!r}")
     if not structures:
-        raise ValueError("map_structure needs at least one structure")
+        raise TypeError("map_structure needs at least one structure")
     for s in structures[1:]:
         assert_same_structure(structures[0], s)
     flats = [flatten(s) for s in structures]
-    return pack_sequence_as(structures[0], [func(*xs) for xs in zip(*flats)])
+    results = [None if not none_is_leaf and xs[0] is None else func(*xs) for xs in zip(*flats)]
+    return pack_sequence_as(structures[0], results)
 
 
 def map_structure_up_to(shallow_structure, func, *structures):
@@ -175,7 +194,7 @@ def map_structure_up_to(shallow_structure, func, *structures):
     if not callable(func):
         raise TypeError(f"map_structure_up_to: func must be callable, got {func!r}")
     if not structures:
-        raise ValueError("map_structure_up_to needs at least one structure")
+        raise TypeError("map_structure_up_to needs at least one structure")
 
     def cut(shallow, node, path):
         if not is_nested(shallow):

@@ -54,7 +54,23 @@ def test_tree_map_structure_and_assert_same_structure():
         tree.assert_same_structure([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="list and tuple"):
         tree.assert_same_structure([1, 2], (1, 2))
-    tree.assert_same_structure([1, 2], (1, 2), check_types=False)
+    with pytest.warns(DeprecationWarning, match="check_types"):
+        with pytest.raises(ValueError, match="list and tuple"):
+            tree.assert_same_structure([1, 2], (1, 2), check_types=False)
+    tree.assert_same_paths([1, 2], (1, 2))
+    tree.assert_same_paths(Point(1, 2), [3, 4])
+    with pytest.raises(ValueError, match="only in the second"):
+        tree.assert_same_paths([1, 2], [1, [2, 3]])
+    tree.assert_same_structure({"a": 1}, collections.OrderedDict(a=2))
+    Other = collections.namedtuple("Point", ["x", "y"])
+    with pytest.raises(ValueError, match="differ"):
+        tree.assert_same_structure(Point(1, 2), Other(1, 2))
+    assert tree.map_structure(lambda v: v * 2, [1, None], none_is_leaf=False) == [2, None]
+    assert tree.map_structure(lambda v: v is None, [1, None]) == [False, True]
+    with pytest.raises(TypeError):
+        tree.map_structure(len)
+    dq = collections.deque([1, [2]])
+    assert tree.flatten(dq) == [1, 2] and isinstance(tree.map_structure(str, dq), collections.deque)
     with pytest.raises(ValueError, match="keys"):
         tree.assert_same_structure({"a": 1}, {"b": 1})
     with pytest.raises(ValueError, match="nested"):
