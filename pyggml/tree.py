@@ -17,8 +17,8 @@ import collections.abc
 import warnings
 
 __all__ = ["is_nested", "flatten", "flatten_with_path", "unflatten_as", "pack_sequence_as", "map_structure",
-           "map_structure_up_to", "map_shape_structure", "assert_same_structure", "assert_same_paths", "traverse", "lists_to_tuples",
-           "MAP_TO_NONE"]
+           "map_structure_up_to", "map_shape_structure", "assert_same_structure", "assert_same_paths", "traverse",
+           "lists_to_tuples", "MAP_TO_NONE"]
 
 
 class _MapToNone:

@@ -30,7 +30,7 @@ def _format_value(v):
     return f" {v:.4f}" if abs(v) > 1e-3 or v == 0 else f" {v:.4e}"
 
 
-def _format_time(seconds, per_unit_of=None):
+def _format_time(seconds):
     if seconds >= 3600:
         return f"{int(seconds // 3600)}:{int(seconds % 3600 // 60):02d}:{int(seconds % 60):02d}"
     if seconds >= 60:
