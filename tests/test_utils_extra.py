@@ -202,6 +202,12 @@ def test_serialize_round_trip_of_builtins():
     assert fn == {"module": "keras.activations", "class_name": "function", "config": "relu",
                   "registered_name": None}
     assert s.deserialize_keras_object(fn) is pg.activations.relu
+    # models: nested configs (Input's batch_shape tuple, a regularizer object) come back
+    inp = pg.Input((4,))
+    model = pg.Model(inp, pg.layers.Dense(1)(pg.layers.Dense(3, kernel_regularizer=pg.regularizers.L2(0.1))(inp)))
+    back = s.deserialize_keras_object(json.loads(json.dumps(s.serialize_keras_object(model))))
+    assert isinstance(back, pg.Model) and back.count_params() == model.count_params() == 19
+    assert [l.get_config() for l in back.layers] == [l.get_config() for l in model.layers]
     value = {"a": (1, 2), "b": np.arange(3.0), "c": b"\x00\xff", "d": [None, "s", 2.5]}
     back = s.deserialize_keras_object(json.loads(json.dumps(s.serialize_keras_object(value))))
     assert back["a"] == (1, 2) and back["c"] == b"\x00\xff" and back["d"] == [None, "s", 2.5]

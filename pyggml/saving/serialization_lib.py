@@ -190,10 +190,13 @@ def deserialize_keras_object(config, custom_objects=None, safe_mode=None, **kwar
 
 
 def _inner(value, custom_objects, safe_mode):
-    """A config's own values: only Keras's special forms (tuples, arrays, bytes) are turned back;
-    nested object dicts are left for the class's from_config, as Keras does."""
-    if isinstance(value, dict) and value.get("class_name") in ("__tuple__", "__numpy__", "__bytes__"):
-        return deserialize_keras_object(value, custom_objects, safe_mode)
+    """A config's own values, at any depth: only Keras's special forms (tuples, arrays, bytes)
+    are turned back; the dicts of nested objects stay dicts for the class's from_config, as Keras
+    leaves them."""
+    if isinstance(value, dict):
+        if value.get("class_name") in ("__tuple__", "__numpy__", "__bytes__"):
+            return deserialize_keras_object(value, custom_objects, safe_mode)
+        return {k: _inner(v, custom_objects, safe_mode) for k, v in value.items()}
     if isinstance(value, list):
         return [_inner(v, custom_objects, safe_mode) for v in value]
     return value
