@@ -118,7 +118,11 @@ class Progbar:
             else:
                 config.print_msg(line)
         elif self.verbose == 2 and finalize:
-            config.print_msg(self._counter(current) + self._info(current, now, True))
+            # Keras's one-line form: "4/4 - 0s - 5ms/step - loss: ..."
+            elapsed = now - self._start
+            per_unit = elapsed / current if current else 0.0
+            config.print_msg(f"{self._counter(current)} - {_format_time(elapsed)} - "
+                             f"{_format_per_unit(per_unit, self.unit_name)}" + self._values_text())
         self._last_update = now
 
     def add(self, n, values=None):
@@ -150,8 +154,12 @@ class Progbar:
             info = f" {_format_time(elapsed)} {_format_per_unit(per_unit, self.unit_name)}"
         else:
             info = f" ETA: {_format_time(per_unit * (self.target - current))}"
+        return info + self._values_text()
+
+    def _values_text(self):
+        text = ""
         for k in self._values_order:
             total, steps = self._values[k]
             value = total if k in self.stateful_metrics else total / max(steps, 1)
-            info += f" - {k}:{_format_value(value)}"
-        return info
+            text += f" - {k}:{_format_value(value)}"
+        return text
