@@ -36,7 +36,7 @@ __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argm
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
-           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "top_k", "stop_gradient"]
+           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "stop_gradient"]
 
 # the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
 # (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
@@ -863,16 +863,25 @@ def cosh(x):
 
 
 @_eager("x1", "x2")
+def _pick(a, b, m):
+    """a where the 0/1 mask m is 1, else b, exactly (b + relu(a - b) rounded small values
+    away next to large ones); the gradient goes to the one picked."""
+    return a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0)
+
+
+@_eager("x1", "x2")
 def maximum(x1, x2):
-    """The larger of the two, entry by entry (broadcast); the gradient goes to the larger."""
+    """The larger of the two, entry by entry (broadcast); the gradient goes to the larger
+    (to x2 at ties)."""
     a, b = _pair(x1, x2)
-    return b + _c.relu(_cont(a - b))
+    return _pick(a, b, _c.step(_cont(a - b)))
 
 
 @_eager("x1", "x2")
 def minimum(x1, x2):
+    """The smaller of the two (broadcast); the gradient goes to the smaller (to x1 at ties)."""
     a, b = _pair(x1, x2)
-    return a - _c.relu(_cont(a - b))
+    return _pick(b, a, _c.step(_cont(a - b)))
 
 
 @_eager("x")
@@ -1146,25 +1155,6 @@ def cast(x, dtype):
         return _c.step(_c.abs(_cont(f)))
     want = "f32" if kind == "float" else "i32"
     return t if t.dtype == want else _c.cast(_cont(t), want)
-
-
-def top_k(x, k, sorted=True):
-    """Keras's ``ops.top_k``: the ``k`` largest values along the last axis and their indices
-    (int32), largest first.  On arrays (sampling after ``predict``): ggml has no sort
-    with a gradient, so inside a model's graph it is refused."""
-    if _scope.current() is not None or isinstance(x, (Tensor, Variable)):
-        raise TypeError("top_k works on arrays (e.g. predictions), not inside a model's graph: ggml's sort has "
-                        "no backward pass")
-    a = np.asarray(x)
-    if a.dtype == object or a.dtype.kind not in "biuf":
-        raise TypeError(f"top_k: expected real numbers, got dtype {a.dtype}")
-    if a.ndim < 1:
-        raise ValueError("top_k: x needs at least one axis")
-    if not is_int(k) or not 1 <= k <= a.shape[-1]:
-        raise ValueError(f"top_k: k must be an int in [1, {a.shape[-1]}] (the last axis), got {k!r}")
-    # a stable sort of the negated values: ties keep the lower index first, as TensorFlow's
-    idx = np.argsort(-a, axis=-1, kind="stable")[..., :int(k)]
-    return np.take_along_axis(a, idx, axis=-1), idx.astype(np.int32)
 
 
 @_eager("x")

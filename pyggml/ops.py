@@ -19,6 +19,7 @@ Besides ggml's operations, with numpy's axes:
 - ``dropout(x, rate)`` (inside a training graph only; identity otherwise)
 """
 
+import builtins
 import functools
 
 import numpy as np
@@ -39,7 +40,7 @@ _GGML_NAMES = [n for n in dir(_core_ops) if not n.startswith("_")]
 def _resolve(v):
     if isinstance(v, Variable):
         return v.graph_tensor()
-    if isinstance(v, (list, tuple)) and any(isinstance(e, Variable) for e in v):
+    if isinstance(v, (list, tuple)) and builtins.any(isinstance(e, Variable) for e in v):   # ops.any shadows it
         return type(v)(_resolve(e) for e in v)
     return v
 
@@ -330,7 +331,8 @@ def _install_symbolic():
     for n in __all__:
         fn = g.get(n)
         if callable(fn) and not isinstance(fn, type) and n not in ("shape", "convert_to_numpy", "constant",
-                                                                   "as_tensor"):
+                                                                   "as_tensor", "ndim", "size", "dtype",
+                                                                   "is_tensor"):
             g[n] = _symbolic_aware(n, fn)
     g["image"] = _ImageOps()
 

@@ -43,6 +43,14 @@ def roundtrip(m, x):
     p = os.path.join(TMP, "m.keras"); m.save(p); m3 = pg.models.load_model(p)
     np.testing.assert_allclose(m3.predict(x), m.predict(x), rtol=1e-5, atol=1e-6)
     return m2
+class _Scale(L.Layer):
+    def build(self, input_shape):
+        self.w = self.add_weight("w", tuple(input_shape[1:]), "ones")
+    def call(self, x):
+        return x * self.w
+def op_model(fn, shape):
+    # fn on a graph tensor times a trainable weight: predict and fit run its backward pass
+    return pg.Sequential([pg.Input(shape), _Scale(), L.Lambda(fn)]).compile(loss="mse")
 X4 = rng.random((2, 4, 4, 2)).astype(np.float32)
 X5 = rng.random((2, 5, 4)).astype(np.float32)
 """
@@ -984,6 +992,142 @@ def cases_configs():
                                     f"x = np.random.default_rng(0).random((3, 4, 2)).astype(np.float32); x[0, 2:] = 0\n"
                                     f"y = m.predict(x)\nR = m.fit(x, np.zeros_like(y), verbose=0).history['loss']")
                             cases.append((f"rnn.{cell}.{rs}{st}{gb}{un}{masked}", code))
+    return cases
+
+
+# --- every Keras function of pyggml.ops, from its signature ---------------------------------------
+_TENSOR_PARAMS = {"x", "x1", "x2", "a", "b", "y", "tensor", "variable", "inputs", "query", "key", "value", "target",
+                  "output", "y_true", "y_pred", "logits", "labels", "condition", "data", "images", "kernel", "lhs",
+                  "rhs", "arr", "values", "updates", "ary", "elements", "xs", "tensors", "arrays", "x0", "operand",
+                  "input", "inputs", "mask", "bias", "scale", "offset", "mean", "variance", "init", "initial",
+                  "loop_vars", "real", "imag", "sequences", "z", "q", "k", "v", "m", "weights", "probabilities"}
+_NAMED = {"axis": "1", "axes": "(0, 1)", "shape": "(2, 3)", "newshape": "(3, 2)", "indices": "np.array([0, 1])",
+          "num_classes": "3", "k": "2", "N": "3", "M": "3", "num_segments": "2", "segment_ids": "np.array([0, 1])",
+          "dtype": "'float32'", "fn": "lambda *a: a[0]", "f": "lambda *a: a[0]", "body": "lambda i, v: v",
+          "cond": "lambda *a: False", "pred": "True", "branches": "[lambda v: v, lambda v: v * 2]",
+          "true_fn": "lambda: X", "false_fn": "lambda: X * 2", "index": "0", "lower": "0", "upper": "2",
+          "start": "0", "stop": "3", "num": "3", "subscripts": "'ij,jk->ik'", "operands": "(X2, X2.T)",
+          "pad_width": "((0, 0), (1, 1))", "sequence_length": "2", "sequence_stride": "1", "fft_length": "4",
+          "strides": "1", "pool_size": "2", "padding": "'valid'", "q": "0.5", "bins": "np.array([0.2, 0.5])",
+          "start_indices": "(0, 0)", "repeats": "2", "shift": "1", "reps": "2", "sizes": "(1, 2)",
+          "x_min": "0.0", "x_max": "1.0", "ord": "None", "threshold": "0.5", "default_value": "0.0",
+          "frame_length": "2", "frame_step": "1", "max_val": "1.0", "fill_value": "1.0", "maximum_iterations": "3",
+          "num_iter": "2", "alpha": "1.0", "beta": "1.0", "eps": "1e-5", "epsilon": "1e-5", "n": "2", "d": "1"}
+_SPECIAL = ["nan", "inf", "0d", "1d", "5d", "zero_rows", "str", "obj", "none", "bool", "big_i64", "4d", "wide", "dict"]
+
+
+def cases_auto_ops():
+    """Each Keras function of pyggml.ops called from its signature: every argument in turn
+    replaced by hostile values (arrays of odd ranks, sizes and dtypes; odd ints and shapes),
+    and, through a Lambda, on graph tensors of odd shapes."""
+    import inspect
+    from pyggml import _ops_control, _ops_math, _ops_nn, _ops_numpy
+    arr = {
+     "0d": "np.float32(2.0)", "1d": "np.arange(3, dtype=np.float32)", "5d": "np.ones((1,2,1,2,3), np.float32)",
+     "zero_rows": "np.zeros((0,3), np.float32)", "zero_1d": "np.zeros((0,), np.float32)",
+     "nan": "np.full((2,3), np.nan, np.float32)", "inf": "np.full((2,3), -np.inf, np.float32)",
+     "str": "np.array([['a','b','c']])", "obj": "np.array([[object(),1,2]], dtype=object)", "bool": "np.ones((2,3), bool)",
+     "complex": "np.ones((2,3), complex)", "i64": "np.ones((2,3), np.int64)", "none": "None", "ragged": "[[1,2],[3]]",
+     "pystr": "'abc'", "big_i64": "np.array([[2**40, -2**40, 3]])", "f16": "np.ones((2,3), np.float16)",
+     "4d": "np.ones((2,3,4,5), np.float32)", "wide": "np.ones((1, 70000), np.float32)", "dict": "{'a': 1}",
+     "u64max": "np.array([[2**64-1, 0, 1]], dtype=np.uint64)", "neg": "-X2", "huge": "np.full((2,3), 3e38, np.float32)",
+    }
+    ints = {"neg1": "-1", "neg100": "-100", "zero": "0", "e9": "10**9", "2p40": "2**40", "minint": "-2**63",
+            "float": "2.5", "str": "'2'", "none": "None", "true": "True", "list00": "[0, 0]", "tuple05": "(0, 5)",
+            "nan": "float('nan')", "inf": "float('inf')", "emptylist": "[]", "nested": "[[0]]",
+            "shape_e9": "(10**9,)", "shape_huge": "(100000, 100000)", "shape_neg": "(-1, 3)", "lam": "lambda *a: 1/0"}
+    cases = []
+    for module in (_ops_numpy, _ops_math, _ops_nn, _ops_control):
+        for name in module.__all__:
+            fn = getattr(module, name)
+            try:
+                params = [q for q in inspect.signature(fn).parameters.values()
+                          if q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)]
+            except (TypeError, ValueError):
+                continue
+            base = {q.name: _NAMED.get(q.name, "X" if q.name in _TENSOR_PARAMS else "X2")
+                    for q in params if q.default is inspect.Parameter.empty}
+
+            def call(kw):
+                return f"R = ops.{name}(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")"
+            cases.append((f"auto.{name}.base", call(base)))
+            for q in params:
+                tensorish = q.name in _TENSOR_PARAMS
+                values = arr if tensorish else dict(ints, **{k: arr[k] for k in _SPECIAL if k in arr})
+                for vn, v in values.items():
+                    kw = dict(base)
+                    kw[q.name] = v
+                    cases.append((f"auto.{name}.{q.name}={vn}", call(kw)))
+            tensors = [q.name for q in params if q.name in _TENSOR_PARAMS and q.name in base]
+            if tensors:
+                for shp, feed in (("(3,)", "np.ones((2,3), np.float32)"), ("(3,4)", "rng.random((2,3,4)).astype(np.float32)"),
+                                  ("(2,2,2)", "np.ones((2,2,2,2), np.float32)"), ("(0,)", "np.ones((2,0), np.float32)"),
+                                  ("(2,2,2,2)", "np.ones((2,2,2,2,2), np.float32)")):
+                    kw = dict(base)
+                    for t in tensors:
+                        kw[t] = "t"
+                    body = call(kw)[4:]
+                    cases.append((f"auto.graph.{name}.in{shp}",
+                                  f"m = op_model(lambda t: {body}, {shp}); y = m.predict({feed}); "
+                                  f"R = m.fit({feed}, y, verbose=0).history['loss']"))
+    return cases
+
+
+# --- every layer class, from its signature -------------------------------------------------------
+_LAYER_ARGS = {"activation": "'relu'", "axes": "1", "cell": "L.SimpleRNNCell(2)", "cells": "[L.SimpleRNNCell(2)]",
+               "dims": "(2, 1)", "equation": "'ab,bc->ac'", "factor": "0.2", "filters": "2", "function": "lambda t: t * 2",
+               "height": "2", "width": "2", "height_factor": "0.2", "width_factor": "0.2", "input_dim": "5",
+               "output_dim": "3", "kernel_size": "2", "key_dim": "2", "num_heads": "2", "layer": "L.Dense(2)", "n": "2",
+               "num_bins": "4", "output_shape": "3", "rate": "0.5", "scale": "0.5", "stddev": "0.1",
+               "target_shape": "(-1,)", "units": "2", "head_dim": "2", "num_query_heads": "2", "num_key_value_heads": "1",
+               "layers": "[L.Dense(2)]", "num_mel_bins": "4", "sampling_rate": "8000", "fft_length": "8",
+               "sequence_length": "8", "sequence_stride": "4", "frame_length": "8", "frame_step": "4",
+               "value_range": "(0, 1)", "num_classes": "3"}
+_LAYER_FEEDS = {"2d": ((4,), "rng.random((2, 4)).astype(np.float32)"),
+                "3d": ((3, 4), "rng.random((2, 3, 4)).astype(np.float32)"),
+                "4d": ((4, 4, 3), "rng.random((2, 4, 4, 3)).astype(np.float32)"),
+                "int2d": ((4,), "rng.integers(0, 5, (2, 4)).astype(np.int32)")}
+
+
+def cases_auto_layers():
+    """Each layer class of pg.layers built from its signature: on arrays and in a model
+    (predict, fit, save/load) at several input ranks, and with each constructor argument in
+    turn given hostile values."""
+    import inspect
+    import pyggml as pg
+    hostile = {"neg1": "-1", "zero": "0", "e9": "10**9", "float": "2.5", "str": "'x'", "none": "None", "nan": "float('nan')",
+               "inf": "float('inf')", "list": "[1, 2]", "tuple": "(0, 0)", "dict": "{'a': 1}", "shape_huge": "(100000, 100000)",
+               "array": "np.ones((2, 2))", "lam": "lambda *a: 1/0", "true": "True", "e5": "100000"}
+    skip = {"Layer", "InputLayer", "Input", "HostLayer", "Wrapper"}
+    cases = []
+    for name in pg.layers.__all__:
+        cls = getattr(pg.layers, name, None)
+        if name in skip or not (isinstance(cls, type) and issubclass(cls, pg.layers.Layer)):
+            continue
+        try:
+            params = [q for q in inspect.signature(cls.__init__).parameters.values()
+                      if q.name != "self" and q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)]
+        except (TypeError, ValueError):
+            continue
+        base = {q.name: _LAYER_ARGS.get(q.name, "2") for q in params if q.default is inspect.Parameter.empty}
+
+        def ctor(kw):
+            return f"L.{name}(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")"
+        for fname, (shape, feed) in _LAYER_FEEDS.items():
+            cases.append((f"layers.{name}.eager.{fname}", f"R = np.shape({ctor(base)}({feed}))"))
+            cases.append((f"layers.{name}.model.{fname}",
+                          f"m = pg.Sequential([pg.Input({shape}, dtype={'int32' if fname.startswith('int') else 'float32'!r}), "
+                          f"{ctor(base)}]); x = {feed}; y = m.predict(x, verbose=0)\n"
+                          f"m.compile(loss='mse', optimizer='adam')\n"
+                          f"try:\n    m.fit(x, y, verbose=0)\nexcept ValueError as e:\n"
+                          f"    assert 'trainable' in str(e) or 'depend' in str(e), e\nR = roundtrip(m, x).count_params()"))
+        for q in params:
+            for hn, hv in hostile.items():
+                kw = dict(base)
+                kw[q.name] = hv
+                cases.append((f"layers.{name}.{q.name}={hn}",
+                              f"m = pg.Sequential([pg.Input((3, 4)), {ctor(kw)}]); x = rng.random((2, 3, 4)).astype(np.float32)\n"
+                              f"R = m.predict(x, verbose=0).shape"))
     return cases
 
 

@@ -212,7 +212,7 @@ cdef bint _needs_grad(ggml_tensor * t, dict memo):
     memo[key] = False
     cdef bint r = (t.flags & GGML_TENSOR_FLAG_PARAM) != 0
     cdef int i
-    if not r:
+    if not r and not (t.flags & GGML_TENSOR_FLAG_NO_GRAD):       # a stop-gradient passes none
         for i in range(GGML_MAX_SRC):
             if t.src[i] != NULL and _needs_grad(t.src[i], memo):
                 r = True
@@ -235,6 +235,13 @@ cdef int _check_backward(ggml_cgraph * g) except -1:
                 raise ValueError("the loss must be a scalar f32 tensor")
     if not has_loss:
         raise ValueError("the graph has no loss: mark a scalar with Tensor.set_loss() before build_backward")
+    for i in range(n):
+        if ggml_graph_node(g, i).flags & GGML_TENSOR_FLAG_PARAM:
+            break
+    else:
+        # ggml asserts on it; Keras says "no gradients provided for any variable"
+        raise ValueError("the loss does not depend on any trainable weight (no parameter in its graph: "
+                         "is the output a constant, or made of zeros_like/ones_like?)")
     for i in range(n):
         t = ggml_graph_node(g, i)
         needs = [t.src[j] != NULL and _needs_grad(t.src[j], memo) for j in range(GGML_MAX_SRC)]

@@ -5,7 +5,7 @@ contract); register it with ``@pyggml.saving.register_serializable()`` so
 that saved models holding it load.
 """
 
-from pyggml.layers.attention import AdditiveAttention, Attention, MultiHeadAttention
+from pyggml.layers.attention import AdditiveAttention, Attention, GroupedQueryAttention, MultiHeadAttention
 from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, DepthwiseConv1D,
                                          DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout, Cropping1D, Cropping2D, Dense,
@@ -21,13 +21,18 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization, UnitNormalization
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
-from pyggml.layers.preprocessing import (CategoryEncoding, CenterCrop, Discretization, HashedCrossing, Hashing,
-                                         HostLayer, IntegerLookup, Normalization, RandomBrightness, RandomContrast,
-                                         RandomCrop, RandomFlip, RandomRotation, RandomTranslation, RandomZoom,
-                                         Rescaling, Resizing, StringLookup, TextVectorization)
-from pyggml.layers.recurrent import (Bidirectional, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN, SimpleRNNCell,
-                                     StackedRNNCells)
-from pyggml.layers.wrappers import TimeDistributed
+from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding, CenterCrop, CutMix, Discretization,
+                                         Equalization, HashedCrossing, Hashing, HostLayer, IntegerLookup,
+                                         MelSpectrogram, MixUp, Normalization, Pipeline, RandAugment, RandomBrightness,
+                                         RandomColorDegeneration, RandomColorJitter, RandomContrast, RandomCrop,
+                                         RandomElasticTransform, RandomErasing, RandomFlip, RandomGaussianBlur,
+                                         RandomGrayscale, RandomHue, RandomInvert, RandomPerspective,
+                                         RandomPosterization, RandomRotation, RandomSaturation, RandomSharpness,
+                                         RandomShear, RandomTranslation, RandomZoom, Rescaling, Resizing,
+                                         STFTSpectrogram, Solarization, StringLookup, TextVectorization)
+from pyggml.layers.recurrent import (Bidirectional, ConvLSTM1D, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN,
+                                     SimpleRNNCell, StackedRNNCells)
+from pyggml.layers.wrappers import SpectralNormalization, TimeDistributed, Wrapper
 
 for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, SpatialDropout1D, SpatialDropout2D,
              ZeroPadding1D, ZeroPadding2D, Cropping1D, Cropping2D, Conv1D, Conv2D, Conv1DTranspose, Conv2DTranspose,
@@ -36,7 +41,8 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              GlobalMaxPooling2D, UpSampling1D, UpSampling2D, Add, Subtract, Multiply, Average, Maximum, Minimum,
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
-             GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot):
+             GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
+             GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -46,9 +52,10 @@ GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
 Convolution1D, Convolution2D = Conv1D, Conv2D
 Convolution1DTranspose, Convolution2DTranspose = Conv1DTranspose, Conv2DTranspose
 SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
+GroupQueryAttention = GroupedQueryAttention
 _ALIASES = ["AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
             "GlobalMaxPool1D", "GlobalMaxPool2D", "Convolution1D", "Convolution2D", "Convolution1DTranspose",
-            "Convolution2DTranspose", "SeparableConvolution1D", "SeparableConvolution2D"]
+            "Convolution2DTranspose", "SeparableConvolution1D", "SeparableConvolution2D", "GroupQueryAttention"]
 
 __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
@@ -64,4 +71,9 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "AdditiveAttention", "GroupNormalization", "EinsumDense", "TextVectorization", "Hashing", "HashedCrossing",
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
            "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
-           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness"] + _ALIASES
+           "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomGrayscale", "RandomHue",
+           "RandomSaturation", "RandomSharpness", "Solarization", "RandomInvert", "RandomPosterization",
+           "RandomColorDegeneration", "RandomColorJitter", "AutoContrast", "Equalization", "RandomGaussianBlur",
+           "RandAugment", "AugMix", "GroupedQueryAttention", "ConvLSTM1D", "SpectralNormalization", "Wrapper",
+           "RandomShear", "RandomPerspective", "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix",
+           "Pipeline", "MelSpectrogram", "STFTSpectrogram"] + _ALIASES

@@ -10,8 +10,10 @@ from harness import LayerCase
 
 import test_attention
 import test_attention_extras
+import test_audio_layers
 import test_bidirectional
 import test_conv_extras
+import test_conv_lstm1d
 import test_conv_transpose
 import test_convolutional
 import test_core_extras
@@ -19,6 +21,8 @@ import test_core_layers
 import test_embedding
 import test_extrema
 import test_fused_paths
+import test_geometric_augmentation
+import test_grouped_query_attention
 import test_mha_masks
 import test_normalization
 import test_pooling
@@ -26,6 +30,7 @@ import test_prelu
 import test_preprocessing
 import test_recurrent
 import test_rnn_cells
+import test_spectral_normalization
 import test_time_distributed
 import test_up_sampling
 
@@ -34,7 +39,8 @@ ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalizat
              test_pooling.CASES + test_conv_transpose.CASES + test_up_sampling.CASES + test_bidirectional.CASES +
              test_time_distributed.CASES + test_prelu.CASES + test_extrema.CASES + test_fused_paths.CASES +
              test_rnn_cells.CASES + test_conv_extras.CASES + test_attention_extras.CASES + test_core_extras.CASES +
-             test_mha_masks.CASES)
+             test_mha_masks.CASES + test_grouped_query_attention.CASES + test_conv_lstm1d.CASES +
+             test_spectral_normalization.CASES + test_geometric_augmentation.CASES + test_audio_layers.CASES)
 
 # HostLayers run in numpy before the graph: they have no tensors and no gradient for the harness to
 # check; tests/layers/test_preprocessing.py tests them (host_call, eager calls, configs, adapt, models)

@@ -18,7 +18,8 @@ Two kinds of resampling:
 import numpy as np
 
 __all__ = ["RESIZE_METHODS", "FILL_MODES", "AFFINE_INTERPOLATIONS", "resize", "aspect_crop_box", "affine_sample",
-           "rotation_matrices", "zoom_matrices", "translation_matrices"]
+           "sample_points", "rotation_matrices", "zoom_matrices", "translation_matrices", "shear_matrices",
+           "homographies", "projective_sample", "gaussian_blur_2d", "elastic_sample"]
 
 RESIZE_METHODS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
 FILL_MODES = ("reflect", "wrap", "constant", "nearest")
@@ -116,6 +117,14 @@ def affine_sample(images, matrices, interpolation, fill_mode, fill_value):
     xs = np.arange(w, dtype=np.float32)[None, None, :]
     sx = m[:, 0, None, None] * xs + m[:, 1, None, None] * ys + m[:, 2, None, None]      # (n, h, w)
     sy = m[:, 3, None, None] * xs + m[:, 4, None, None] * ys + m[:, 5, None, None]
+    return sample_points(images, sx, sy, interpolation, fill_mode, fill_value)
+
+
+def sample_points(images, sx, sy, interpolation, fill_mode, fill_value):
+    """images (n, h, w, c) float32 read at source columns ``sx`` and rows ``sy`` (n, h, w) per output
+    pixel, by bilinear or nearest sampling, outside points by ``fill_mode``."""
+    n, h, w, c = images.shape
+    sx, sy = np.asarray(sx, np.float32), np.asarray(sy, np.float32)
     flat = images.reshape(n * h * w, c)
     base = (np.arange(n, dtype=np.int64) * (h * w))[:, None, None]
     fill = np.float32(fill_value)
@@ -164,3 +173,75 @@ def translation_matrices(dy, dx):
     dy, dx = np.asarray(dy, np.float64), np.asarray(dx, np.float64)
     one, zero = np.ones_like(dx), np.zeros_like(dx)
     return np.stack([one, zero, -dx, zero, one, -dy], axis=1)
+
+
+# --- shear, perspective and elastic warps (RandomShear, RandomPerspective, RandomElasticTransform) ----------------
+
+def shear_matrices(sx, sy, h, w):
+    """Shears about the top-left corner (as Keras's RandomShear): output pixel (x, y) reads the input at
+    (x + sx * y, y + sy * x).  ``h`` and ``w`` (the image size) do not change a shear about the corner;
+    they are taken so that every matrix helper here has the image's size in the same place."""
+    sx, sy = np.asarray(sx, np.float64), np.asarray(sy, np.float64)
+    one, zero = np.ones_like(sx), np.zeros_like(sx)
+    return np.stack([one, sx, zero, sy, one, zero], axis=1)
+
+
+def homographies(source, target):
+    """(n, 8) projective maps [a0, a1, a2, b0, b1, b2, c0, c1] taking each of 4 ``target`` points (x, y) to
+    its ``source`` point: (x, y) -> ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1.
+    ``source``, ``target``: (n, 4, 2)."""
+    src, dst = np.asarray(source, np.float64), np.asarray(target, np.float64)
+    n = len(src)
+    a = np.zeros((n, 8, 8))
+    b = np.zeros((n, 8))
+    x, y, u, v = dst[..., 0], dst[..., 1], src[..., 0], src[..., 1]
+    for i in range(4):                     # u (c0 x + c1 y + 1) = a0 x + a1 y + a2, and the same for v
+        a[:, 2 * i, 0], a[:, 2 * i, 1], a[:, 2 * i, 2] = x[:, i], y[:, i], 1.0
+        a[:, 2 * i, 6], a[:, 2 * i, 7] = -u[:, i] * x[:, i], -u[:, i] * y[:, i]
+        a[:, 2 * i + 1, 3], a[:, 2 * i + 1, 4], a[:, 2 * i + 1, 5] = x[:, i], y[:, i], 1.0
+        a[:, 2 * i + 1, 6], a[:, 2 * i + 1, 7] = -v[:, i] * x[:, i], -v[:, i] * y[:, i]
+        b[:, 2 * i], b[:, 2 * i + 1] = u[:, i], v[:, i]
+    return np.linalg.solve(a, b[..., None])[..., 0]
+
+
+def projective_sample(images, matrices, interpolation, fill_mode, fill_value):
+    """images (n, h, w, c) float32; matrices (n, 8): output pixel (x, y) reads the input at
+    ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1."""
+    n, h, w, c = images.shape
+    m = np.asarray(matrices, np.float64)[:, :, None, None]
+    ys = np.arange(h, dtype=np.float64)[None, :, None]
+    xs = np.arange(w, dtype=np.float64)[None, None, :]
+    k = m[:, 6] * xs + m[:, 7] * ys + 1.0
+    k = np.where(np.abs(k) < 1e-12, 1e-12, k)          # a point sent to infinity reads the fill
+    sx = (m[:, 0] * xs + m[:, 1] * ys + m[:, 2]) / k
+    sy = (m[:, 3] * xs + m[:, 4] * ys + m[:, 5]) / k
+    far = 4.0 * (h + w)                                   # keep the indices finite and in int64's range
+    return sample_points(images, np.clip(sx, -far, w + far), np.clip(sy, -far, h + far), interpolation,
+                         fill_mode, fill_value)
+
+
+def gaussian_blur_2d(fields, sigma):
+    """(n, h, w) float64 blurred by a Gaussian of ``sigma`` pixels along both axes (edges mirrored)."""
+    if sigma <= 0:
+        return fields
+    radius = max(1, int(np.ceil(3.0 * sigma)))
+    t = np.arange(-radius, radius + 1, dtype=np.float64)
+    kernel = np.exp(-0.5 * (t / sigma) ** 2)
+    kernel /= kernel.sum()
+    out = fields
+    for axis in (1, 2):
+        pad = [(0, 0)] * 3
+        pad[axis] = (radius, radius)
+        padded = np.pad(out, pad, mode="symmetric")
+        size = out.shape[axis]
+        out = sum(kernel[i] * np.take(padded, np.arange(i, i + size), axis=axis) for i in range(2 * radius + 1))
+    return out
+
+
+def elastic_sample(images, dx, dy, interpolation, fill_mode, fill_value):
+    """images (n, h, w, c) float32: output pixel (x, y) reads the input at (x + dx, y + dy), dx and dy
+    (n, h, w) displacement fields in pixels."""
+    n, h, w, c = images.shape
+    ys = np.arange(h, dtype=np.float64)[None, :, None]
+    xs = np.arange(w, dtype=np.float64)[None, None, :]
+    return sample_points(images, xs + dx, ys + dy, interpolation, fill_mode, fill_value)

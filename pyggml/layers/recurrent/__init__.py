@@ -1,6 +1,7 @@
 """Recurrent layers and cells."""
 
 from pyggml.layers.recurrent.bidirectional import Bidirectional
+from pyggml.layers.recurrent.conv_lstm1d import ConvLSTM1D
 from pyggml.layers.recurrent.cells import GRUCell, LSTMCell, SimpleRNNCell, StackedRNNCells
 from pyggml.layers.recurrent.gru import GRU
 from pyggml.layers.recurrent.lstm import LSTM
@@ -8,4 +9,4 @@ from pyggml.layers.recurrent.rnn import RNN
 from pyggml.layers.recurrent.simple_rnn import SimpleRNN
 
 __all__ = ["LSTM", "GRU", "SimpleRNN", "Bidirectional", "RNN", "SimpleRNNCell", "LSTMCell", "GRUCell",
-           "StackedRNNCells"]
+           "StackedRNNCells", "ConvLSTM1D"]

@@ -32,11 +32,12 @@ _MERGE_MODES = ("concat", "sum", "mul", "ave", None)
 
 
 def reverse_steps(x):
-    """(N, steps, F) with its steps in reverse order (get_rows, which trains)."""
-    n, steps, f = x.shape
+    """(N, steps, ...) with its steps in reverse order (get_rows, which trains)."""
+    n, steps = x.shape[:2]
+    f = int(np.prod(x.shape[2:]))
     rows = (np.arange(n)[:, None] * steps + np.arange(steps - 1, -1, -1)[None, :]).reshape(-1)
     y = ops.get_rows(ops.reshape(contiguous(x), (n * steps, f)), ops.constant(rows, "int32"))
-    return ops.reshape(y, (n, steps, f))
+    return ops.reshape(y, tuple(x.shape))
 
 
 def join_features(a, b):
@@ -149,7 +150,7 @@ class Bidirectional(TakesInitialState, Layer):
 
     def compute_output_shape(self, input_shape):
         x_shape, _, _ = self._split(input_shape)
-        if len(x_shape) != 3:
+        if len(x_shape) < 3:            # (steps, features); ConvLSTM1D's (time, steps, channels) too
             raise ValueError(f"Bidirectional expects inputs of shape (steps, features), "
                              f"got {tuple(x_shape[1:])}")
         f = sublayer_output_shape(self.forward_layer, x_shape)
