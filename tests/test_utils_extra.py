@@ -595,7 +595,7 @@ def test_read_wav_decodes_every_pcm_width(tmp_path, width):
     np.testing.assert_allclose(audio, data, atol=1e-7)
 
 
-def test_audio_dataset_pads_batches_and_labels(tmp_path):
+def test_audio_dataset_pads_batches_and_labels(tmp_path, capsys, caplog):
     lengths = {"cat": [5, 9], "dog": [3, 7, 4]}
     rng = np.random.default_rng(1)
     clips = {}
@@ -624,9 +624,16 @@ def test_audio_dataset_pads_batches_and_labels(tmp_path):
                                                    label_mode=None, verbose=False)
     audio = next(iter(ragged))
     assert audio.dtype == object and [a.shape[0] for a in audio] == [5, 9, 3, 7, 4]
-    train, val = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=None, validation_split=0.4,
-                                                       subset="both", seed=3, verbose=False)
+    caplog.set_level(logging.INFO, logger="pyggml")
+    pg.config.disable_interactive_logging()           # the loaders' messages go to the "pyggml" logger
+    try:
+        train, val = pg.utils.audio_dataset_from_directory(str(tmp_path), batch_size=None, validation_split=0.4,
+                                                           subset="both", seed=3)
+    finally:
+        pg.config.enable_interactive_logging()
     assert len(train) == 3 and len(val) == 2
+    assert capsys.readouterr().out == ""
+    assert "Found 5 files belonging to 2 classes." in caplog.text and "Using 2 files for validation." in caplog.text
     assert not set(train.file_paths) & set(val.file_paths)
     a, lab = train[0]
     assert a.ndim == 2 and a.shape[1] == 1

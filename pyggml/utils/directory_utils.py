@@ -16,6 +16,7 @@ import stat
 
 import numpy as np
 
+from pyggml import config
 from pyggml._validation import is_int, is_number
 from pyggml.utils.dataset_utils import Dataset
 from pyggml.utils.image_utils import INTERPOLATIONS, img_to_array, load_img, resize_images
@@ -113,9 +114,9 @@ def _select(paths, ids, shuffle, seed, validation_split, subset, verbose):
     val = (paths[len(paths) - n_val:], None if ids is None else ids[len(paths) - n_val:])
     if verbose:
         if subset in ("training", "both"):
-            print(f"Using {len(train[0])} files for training.")
+            config.print_msg(f"Using {len(train[0])} files for training.")
         if subset in ("validation", "both"):
-            print(f"Using {len(val[0])} files for validation.")
+            config.print_msg(f"Using {len(val[0])} files for validation.")
     parts = {"training": [train], "validation": [val], "both": [train, val]}[subset]
     return parts, seed
 
@@ -150,7 +151,7 @@ def _build(directory, extensions, what, labels, label_mode, class_names, batch_s
     num_classes = len(names) if names is not None else (int(ids.max()) + 1 if ids is not None and len(ids) else 0)
     label_mode = _check_label_mode(label_mode, ids, num_classes)
     if verbose:
-        print(f"Found {len(paths)} files" + (f" belonging to {num_classes} classes." if ids is not None else "."))
+        config.print_msg(f"Found {len(paths)} files" + (f" belonging to {num_classes} classes." if ids is not None else "."))
     if not paths:
         raise ValueError(f"no {what} files found in {directory} (allowed: {', '.join(extensions)})")
     parts, seed = _select(paths, ids, shuffle, seed, validation_split, subset, verbose)
