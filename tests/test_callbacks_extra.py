@@ -210,6 +210,40 @@ def test_tensorboard_batch_updates_and_histograms(tmp_path):
         assert sum(counts) == w.size
 
 
+def _decode_png(data):
+    import zlib
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, {}
+    while pos < len(data):
+        n = struct.unpack(">I", data[pos:pos + 4])[0]
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        assert struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0] == zlib.crc32(kind + body)
+        chunks[kind] = chunks.get(kind, b"") + body
+        pos += 12 + n
+    w, h, depth, color = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    c = {0: 1, 2: 3, 6: 4}[color]
+    raw = zlib.decompress(chunks[b"IDAT"])
+    rows = [raw[r * (w * c + 1):(r + 1) * (w * c + 1)] for r in range(h)]
+    assert all(row[0] == 0 for row in rows)
+    return np.frombuffer(b"".join(row[1:] for row in rows), np.uint8).reshape(h, w, c)
+
+
+def test_tensorboard_write_images(tmp_path):
+    m = pg.Sequential([pg.Input((5,)), pg.layers.Dense(2)])
+    m.compile("sgd", "mse")
+    x = np.random.default_rng(0).normal(size=(8, 5)).astype("float32")
+    m.fit(x, x[:, :2], epochs=1, verbose=0,
+          callbacks=[pg.callbacks.TensorBoard(str(tmp_path), histogram_freq=1, write_images=True)])
+    (_, values), = [(s, v) for s, v in _events(tmp_path / "train") if any("/image/" in k for k in v)]
+    kernel = m.layers[0].get_weights()[0]                     # Keras's (5, 2): shown as 2 x 5
+    img = dict(_fields(values["dense.weight/image/0"][4]))
+    assert (img[1], img[2], img[3]) == (2, 5, 1)
+    pixels = _decode_png(img[4])[:, :, 0]
+    np.testing.assert_array_equal(pixels, np.round(np.clip(kernel.T, 0, 1) * 255).astype(np.uint8))
+    bias = dict(_fields(values["dense.bias/image/0"][4]))
+    assert (bias[1], bias[2]) == (2, 1)
+
+
 def test_tensorboard_files_read_by_tensorboard_if_installed(tmp_path):
     ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
     m = _model()
@@ -229,8 +263,6 @@ def test_tensorboard_bad_arguments():
         TB(update_freq=0)
     with pytest.raises(ValueError, match="histogram_freq"):
         TB(histogram_freq=-1)
-    with pytest.raises(ValueError, match="write_images"):
-        TB(write_images=True)
     with pytest.raises(ValueError, match="profile_batch"):
         TB(profile_batch=(2, 4))
     with pytest.raises(ValueError, match="embeddings_freq"):

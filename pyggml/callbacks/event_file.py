@@ -9,8 +9,9 @@ TensorFlow's event.proto and summary.proto):
 - Event: wall_time (1, double), step (2, int64), file_version (3, string),
   summary (5, Summary)
 - Summary: value (1, repeated Value)
-- Summary.Value: tag (1, string), simple_value (2, float), histo (5, HistogramProto),
-  tensor (8, TensorProto), metadata (9, SummaryMetadata)
+- Summary.Value: tag (1, string), simple_value (2, float), image (4, Image), histo (5,
+  HistogramProto), tensor (8, TensorProto), metadata (9, SummaryMetadata)
+- Summary.Image: height (1), width (2), colorspace (3) (ints), encoded_image_string (4, a PNG)
 - HistogramProto: min (1), max (2), num (3), sum (4), sum_squares (5) (doubles),
   bucket_limit (6, packed doubles), bucket (7, packed doubles)
 - SummaryMetadata: plugin_data (1, PluginData: plugin_name (1), content (2));
@@ -22,6 +23,7 @@ import socket
 import struct
 import threading
 import time
+import zlib
 
 import numpy as np
 
@@ -148,6 +150,26 @@ def scalar_value(tag, value):
 
 def histogram_value(tag, values):
     return _f_bytes(1, tag) + _f_bytes(5, _histogram(values))
+
+
+def png(image):
+    """A PNG file of an (height, width, channels) uint8 array, channels 1 (gray), 3 (RGB) or 4 (RGBA)."""
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    h, w, c = image.shape
+    color = {1: 0, 3: 2, 4: 6}[c]
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = b"".join(b"\x00" + image[r].tobytes() for r in range(h))       # filter type 0 on every row
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def image_value(tag, image):
+    """An image summary of an (height, width, channels) uint8 array."""
+    h, w, c = np.shape(image)
+    img = _f_varint(1, h) + _f_varint(2, w) + _f_varint(3, c) + _f_bytes(4, png(image))
+    return _f_bytes(1, tag) + _f_bytes(4, img)
 
 
 def text_value(tag, text, plugin_name, content=b""):

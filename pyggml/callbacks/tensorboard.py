@@ -5,24 +5,28 @@ As Keras writes them: ``<log_dir>/train`` gets ``epoch_<metric>`` (and
 ``epoch_learning_rate``) at each epoch's end, ``batch_<metric>`` every
 ``update_freq`` batches (a global batch count as the step) when update_freq is
 "batch" or an int, ``epoch_steps_per_second`` with ``write_steps_per_second``,
-weight histograms (``<weight name>/histogram``) every ``histogram_freq`` epochs,
-and with ``write_graph`` the model's config (TensorBoard's Graphs tab shows it as
+weight histograms (``<weight name>/histogram``) every ``histogram_freq`` epochs
+(with ``write_images``, also the weights as images, ``<weight name>/image/<i>``, made
+Keras's way from its layouts: values clipped to [0, 1], a 2-D kernel with its longer
+side across, a bias as a column, a 3-D kernel one image per last-axis channel, at most
+3 images a weight), and with ``write_graph`` the model's config (TensorBoard's Graphs tab shows it as
 Keras's conceptual graph); ``<log_dir>/validation`` gets the ``val_`` metrics
 as ``epoch_<metric>``, and ``evaluate`` outside ``fit`` writes
 ``evaluation_<metric>_vs_iterations`` there, at the optimizer's iteration count.
 
-Not available: ``write_images=True`` (weights as images), ``profile_batch``
-(TensorFlow's profiler) and ``embeddings_freq`` (the projector) raise a
-ValueError that names them.
+Not available: ``profile_batch`` (TensorFlow's profiler) and ``embeddings_freq``
+(the projector) raise a ValueError that names them.
 """
 
 import json
 import os
 import time
 
+import numpy as np
+
 from pyggml._validation import is_int
 from pyggml.callbacks.callback import Callback
-from pyggml.callbacks.event_file import EventFileWriter, histogram_value, scalar_value, text_value
+from pyggml.callbacks.event_file import EventFileWriter, histogram_value, image_value, scalar_value, text_value
 
 __all__ = ["TensorBoard"]
 
@@ -41,9 +45,6 @@ class TensorBoard(Callback):
         if update_freq not in ("epoch", "batch") and (not is_int(update_freq) or update_freq < 1):
             raise ValueError(f"TensorBoard: update_freq must be 'epoch', 'batch' or a positive int, "
                              f"got {update_freq!r}")
-        if write_images:
-            raise ValueError("TensorBoard: write_images=True (weights as images) is not available in pyggml; "
-                             "use histogram_freq for the weights' distributions")
         if profile_batch not in (0, None, (0, 0)) and profile_batch != [0, 0]:
             raise ValueError("TensorBoard: profile_batch needs TensorFlow's profiler, which pyggml does not have; "
                              "leave it 0")
@@ -53,7 +54,7 @@ class TensorBoard(Callback):
         self.log_dir = os.fspath(log_dir)
         self.histogram_freq = int(histogram_freq)
         self.write_graph = bool(write_graph)
-        self.write_images = False
+        self.write_images = bool(write_images)
         self.write_steps_per_second = bool(write_steps_per_second)
         self.update_freq = 1 if update_freq == "batch" else update_freq
         self.profile_batch = profile_batch
@@ -133,8 +134,25 @@ class TensorBoard(Callback):
         if named is None:
             return
         values = [histogram_value(f"{name}/histogram", v.numpy()) for name, v in named()]
+        if self.write_images:
+            for name, w in self._keras_weights():
+                for i, img in enumerate(_weight_images(w)[:3]):
+                    values.append(image_value(f"{name}/image/{i}", img))
         if values:
             self._writer("train").add_values(epoch, values)
+
+    def _keras_weights(self):
+        """(model weight name, value in Keras's layout) of every layer's weights."""
+        out = []
+        prefix = {id(v): n for n, v in self.model.named_variables()}
+        for layer in getattr(self.model, "layers", []):
+            named = layer.named_variables()
+            if not named:
+                continue
+            keras_values = layer.get_weights()            # an int index: Keras's layout
+            for k, (n, v) in enumerate(named):
+                out.append((prefix.get(id(v), f"{layer.name}.{n}"), np.asarray(keras_values[k])))
+        return out
 
     def on_train_end(self, logs=None):
         self._in_fit = False
@@ -149,6 +167,22 @@ class TensorBoard(Callback):
         if values:
             self._writer("validation").add_values(step, values)
         self._close()
+
+
+def _weight_images(w):
+    """Keras's images of one weight: uint8 (height, width, 1) arrays, values clipped to [0, 1]."""
+    w = np.squeeze(np.asarray(w, dtype=np.float64))
+    if w.ndim == 1:                                       # a bias: one column
+        imgs = w.reshape(1, -1, 1, 1)
+    elif w.ndim == 2:                                     # a Dense kernel, its longer side across
+        imgs = (w.T if w.shape[0] > w.shape[1] else w)[None, :, :, None]
+    elif w.ndim == 3:                                     # a 1-D conv kernel: one image per channel
+        imgs = np.transpose(w, (2, 0, 1))[..., None]
+    elif w.ndim == 4 and w.shape[-1] in (1, 3, 4):       # as Keras: its first axis as the images,
+        imgs = w                                          # its last as their channels
+    else:
+        return []
+    return [np.round(np.clip(im, 0.0, 1.0) * 255).astype(np.uint8) for im in imgs]
 
 
 def _is_number(v):
