@@ -233,11 +233,12 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
 
 
 def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict):
-    data = make_dataset(model, x, y, sample_weight, None, batch_size, steps, "evaluate")
     if verbose not in (0, 1, 2, True, False, "auto"):
         raise ValueError("verbose must be 0, 1, 2 or 'auto'")
     verbose = 1 if verbose in ("auto", True) else int(verbose)
-    cl = CallbackList(_with_progbar(list(callbacks or []), verbose), model, {"steps": data.steps, "verbose": verbose})
+    data = make_dataset(model, x, y, sample_weight, None, batch_size, steps, "evaluate")
+    cl = CallbackList(_with_progbar(list(callbacks or []), verbose), model,
+                      {"steps": data.steps, "verbose": verbose})
     cl.call("on_test_begin", {})
     logs = run_evaluation(model, data, cl)
     cl.call("on_test_end", logs)
