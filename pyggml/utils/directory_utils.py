@@ -151,7 +151,8 @@ def _build(directory, extensions, what, labels, label_mode, class_names, batch_s
     num_classes = len(names) if names is not None else (int(ids.max()) + 1 if ids is not None and len(ids) else 0)
     label_mode = _check_label_mode(label_mode, ids, num_classes)
     if verbose:
-        config.print_msg(f"Found {len(paths)} files" + (f" belonging to {num_classes} classes." if ids is not None else "."))
+        config.print_msg(f"Found {len(paths)} files" +
+                         (f" belonging to {num_classes} classes." if ids is not None else "."))
     if not paths:
         raise ValueError(f"no {what} files found in {directory} (allowed: {', '.join(extensions)})")
     parts, seed = _select(paths, ids, shuffle, seed, validation_split, subset, verbose)
