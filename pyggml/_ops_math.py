@@ -1280,6 +1280,9 @@ def take_along_axis(x, indices, axis=None):
 
 
 def _diff_host(a, n=1, axis=-1):
+    a = np.asarray(a)
+    if is_int(n) and a.ndim and n > a.shape[axis if is_int(axis) and -a.ndim <= axis < a.ndim else -1]:
+        n = a.shape[axis if is_int(axis) and -a.ndim <= axis < a.ndim else -1]   # numpy loops n times: all empty
     return np.diff(a, n, axis)
 
 

@@ -2,16 +2,19 @@
 
 from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, Huber, MeanAbsoluteError,
                                    MeanSquaredError, SparseCategoricalCrossentropy)
+from pyggml.losses.ctc_loss import CTC, ctc
 from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge,
                                  CosineSimilarity, Hinge, KLDivergence, LogCosh, MeanAbsolutePercentageError,
                                  MeanSquaredLogarithmicError, Poisson, SquaredHinge)
 from pyggml.losses.loss import Loss, LossFunctionWrapper
+from pyggml.losses.more import Circle, Dice, Tversky, circle, dice, tversky
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
 __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber", "BinaryCrossentropy",
            "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "KLDivergence", "Poisson", "LogCosh", "CosineSimilarity",
            "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Hinge", "SquaredHinge", "CategoricalHinge",
-           "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "get", "serialize", "deserialize", "LOSSES"]
+           "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice", "Tversky", "Circle", "dice", "tversky",
+           "circle", "CTC", "ctc", "get", "serialize", "deserialize", "LOSSES"]
 
 LOSSES = {
     "mse": MeanSquaredError, "mean_squared_error": MeanSquaredError, "MeanSquaredError": MeanSquaredError,
@@ -34,7 +37,11 @@ LOSSES = {
     "binary_focal_crossentropy": BinaryFocalCrossentropy, "BinaryFocalCrossentropy": BinaryFocalCrossentropy,
     "categorical_focal_crossentropy": CategoricalFocalCrossentropy,
     "CategoricalFocalCrossentropy": CategoricalFocalCrossentropy,
+    "dice": Dice, "Dice": Dice, "tversky": Tversky, "Tversky": Tversky, "circle": Circle, "Circle": Circle,
+    "ctc": CTC, "CTC": CTC,
 }
+# Keras's loss functions whose class compile needs (Circle takes labels, not targets shaped as the output)
+_FUNCTIONS = {dice: Dice, tversky: Tversky, circle: Circle, ctc: CTC}
 
 
 def get(identifier):
@@ -46,6 +53,9 @@ def get(identifier):
         return LOSSES[identifier]()
     if isinstance(identifier, type) and issubclass(identifier, Loss):
         return identifier()
+    for fn, cls in _FUNCTIONS.items():
+        if identifier is fn:
+            return cls()
     if callable(identifier) and not isinstance(identifier, str):
         return LossFunctionWrapper(identifier)
     raise ValueError(f"unknown loss {identifier!r}; known: {sorted(set(LOSSES))}, a Loss or a function")

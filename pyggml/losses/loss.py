@@ -39,6 +39,16 @@ def reduce_loss(values, weights=None, mask=None):
     v = values if values.is_contiguous else ops.cont(values)
     n = v.nelements
     batch = v.shape[0]
+    if n == 1 and (mask is not None or (weights is not None and weights.nelements > 1)):
+        # one loss for the whole batch (a Dice loss over every axis): Keras weights it by the
+        # weights' mean; a padding mask leaves it as it is
+        if weights is None:
+            return v
+        w = weights if weights.is_contiguous else ops.cont(weights)
+        return ops.mul(v, ops.scale(ops.sum(w), 1.0 / w.nelements))
+    if mask is not None and n == batch and mask.shape[1] > 1:
+        # one loss per sample (CTC, a Dice over the steps): it took the sequence as a whole
+        mask = None
     if mask is not None:
         steps = mask.shape[1]
         per_step = n // (batch * steps)
@@ -75,7 +85,8 @@ class Loss:
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
         if reduction not in ("sum_over_batch_size", "auto", None, "none", "sum"):
             raise ValueError(f"unknown reduction {reduction!r}")
-        self.reduction = "sum_over_batch_size" if reduction in ("auto", None) else reduction
+        # Keras 3: None is no reduction (as "none"); "auto" the default
+        self.reduction = "sum_over_batch_size" if reduction == "auto" else ("none" if reduction is None else reduction)
         if name is not None:
             self.name = name
 
@@ -117,14 +128,21 @@ class Loss:
             return self._reduce(v, t[2] if len(t) > 2 else None)
         out = np.asarray(_eager.evaluate(graph, arrays), dtype=np.float32)
         if self.reduction == "none":
-            return out.reshape(arrays[1].shape[:-1]) if arrays[1].ndim > 1 else out
+            lead = arrays[1].shape[:-1]
+            if arrays[1].ndim > 1 and out.size == int(np.prod(lead)):
+                return out.reshape(lead)
+            return out.reshape(()) if out.size == 1 and arrays[1].size > 1 else out
         return float(out.reshape(-1)[0])
 
     def _reduce(self, values, weights):
         if self.reduction == "sum_over_batch_size":
             return reduce_loss(values, weights)
         v = values if values.is_contiguous else ops.cont(values)
-        if weights is not None:
+        if weights is not None and v.nelements == 1 and weights.nelements > 1:
+            # one loss for the whole batch, times each sample's weight (Keras's broadcast)
+            w = weights if weights.is_contiguous else ops.cont(weights)
+            v = ops.mul(ops.reshape(w, (w.nelements,)), ops.reshape(v, (1,)))
+        elif weights is not None:
             v = ops.mul(ops.reshape(v, (v.shape[0], v.nelements // v.shape[0])), weights)
         return ops.sum(v) if self.reduction == "sum" else v
 

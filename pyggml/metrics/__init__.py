@@ -11,7 +11,11 @@ from pyggml.metrics.extra import (IoU, BinaryCrossentropy, CategoricalCrossentro
                                   F1Score, FBetaScore, Hinge, KLDivergence, LogCoshError, MeanIoU,
                                   MeanSquaredLogarithmicError, Poisson, R2Score, SparseCategoricalCrossentropy,
                                   SquaredHinge)
+from pyggml.metrics import more as _m
 from pyggml.metrics.metric import Mean, MeanMetricWrapper, Metric
+from pyggml.metrics.more import (BinaryIoU, ConcordanceCorrelation, OneHotIoU, OneHotMeanIoU, PearsonCorrelation,
+                                 PrecisionAtRecall, RecallAtPrecision, SensitivityAtSpecificity,
+                                 SpecificityAtSensitivity, Sum, concordance_correlation, pearson_correlation)
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
 __all__ = ["Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", "CategoricalAccuracy",
@@ -21,6 +25,9 @@ __all__ = ["Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", 
            "KLDivergence", "Poisson", "LogCoshError", "CosineSimilarity", "MeanSquaredLogarithmicError", "Hinge",
            "SquaredHinge", "CategoricalHinge", "BinaryCrossentropy", "CategoricalCrossentropy",
            "SparseCategoricalCrossentropy", "R2Score", "FBetaScore", "F1Score", "IoU", "MeanIoU",
+           "PrecisionAtRecall", "RecallAtPrecision", "SensitivityAtSpecificity", "SpecificityAtSensitivity",
+           "BinaryIoU", "OneHotIoU", "OneHotMeanIoU", "Sum", "PearsonCorrelation", "ConcordanceCorrelation",
+           "pearson_correlation", "concordance_correlation",
            "get", "serialize", "deserialize"]
 
 _BY_NAME = {
@@ -42,6 +49,7 @@ _BY_NAME = {
     "binary_crossentropy": _x.BinaryCrossentropy, "categorical_crossentropy": _x.CategoricalCrossentropy,
     "sparse_categorical_crossentropy": _x.SparseCategoricalCrossentropy,
     "r2_score": _x.R2Score,
+    "pearson_correlation": _m.PearsonCorrelation, "concordance_correlation": _m.ConcordanceCorrelation,
 }
 KNOWN = sorted(set(_BY_NAME) | {"accuracy", "acc"})
 

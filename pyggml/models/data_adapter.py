@@ -37,11 +37,12 @@ class InputSpec:
 
 
 class TargetSpec:
-    def __init__(self, name, feature_shape, sparse=False, has_loss=True):
+    def __init__(self, name, feature_shape, sparse=False, has_loss=True, pads_labels=False):
         self.name = name
         self.feature_shape = tuple(feature_shape)
         self.sparse = sparse                    # class indices in [0, classes)
         self.has_loss = has_loss
+        self.pads_labels = pads_labels          # label rows padded with 0 to the output's steps (CTC)
 
     @property
     def classes(self):
@@ -104,7 +105,8 @@ def graph_specs(topology, raw_specs):
 
 
 def target_specs(names, outputs, losses):
-    return [TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse), has_loss=l is not None)
+    return [TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse), has_loss=l is not None,
+                       pads_labels=bool(getattr(l, "pads_labels", False)))
             for nm, o, l in zip(names, outputs, losses)]
 
 
@@ -241,6 +243,8 @@ def adapt_targets(specs, y, n):
         a = as_real_array(a, "y")
         if a.ndim == 0 or a.shape[0] != n:
             raise ValueError(f"y for output {spec.name!r} has {a.shape[0] if a.ndim else 0} rows, x has {n}")
+        if spec.sparse and spec.pads_labels:
+            a = _padded_labels(a, spec)
         if spec.sparse:
             # one class index per row of the output's last axis
             lead = spec.feature_shape[:-1]
@@ -272,6 +276,21 @@ def adapt_targets(specs, y, n):
             raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
         out.append(np.ascontiguousarray(a, dtype=np.float32))
     return out
+
+
+def _padded_labels(a, spec):
+    """(n, width) label rows of a loss that pads them (CTC: 0 is the blank and the padding)
+    as (n, steps): zeros added, or trailing zeros cut."""
+    steps = spec.feature_shape[0] if len(spec.feature_shape) == 2 else None
+    if steps is None or a.ndim != 2:
+        raise ValueError(f"{spec.name!r}: this loss takes labels of shape (n, max_label_length) for an output "
+                         f"of shape (n, steps, classes), got labels {a.shape} for an output (n, {spec.feature_shape})")
+    if a.shape[1] < steps:
+        return np.pad(a, ((0, 0), (0, steps - a.shape[1])))
+    if a.shape[1] > steps and np.any(a[:, steps:]):
+        raise ValueError(f"labels for output {spec.name!r} have more than {steps} (the output's steps) entries "
+                         "before their padding")
+    return a[:, :steps]
 
 
 def _class_of_rows(y, spec):

@@ -1,21 +1,24 @@
 """Optimizers (Keras's names and defaults): Adam, AdamW, SGD (momentum,
-Nesterov), RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl; learning-rate
-schedules in ``schedules``."""
+Nesterov), RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl, Lamb, Muon;
+learning-rate schedules in ``schedules``."""
 
 from pyggml.optimizers import schedules
 from pyggml.optimizers.adam import Adam, AdamW
+from pyggml.optimizers.lamb import Lamb
 from pyggml.optimizers.more import Adadelta, Adamax, Ftrl, Lion
+from pyggml.optimizers.muon import Muon
 from pyggml.optimizers.optimizer import Optimizer
 from pyggml.optimizers.rmsprop import Adagrad, Nadam, RMSprop
 from pyggml.optimizers.sgd import SGD
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
 __all__ = ["Optimizer", "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Lion", "Ftrl",
-           "schedules", "get", "serialize",
+           "Lamb", "Muon", "schedules", "get", "serialize",
            "deserialize"]
 
 _BY_NAME = {"adam": Adam, "adamw": AdamW, "sgd": SGD, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,
-            "adamax": Adamax, "adadelta": Adadelta, "lion": Lion, "ftrl": Ftrl}
+            "adamax": Adamax, "adadelta": Adadelta, "lion": Lion, "ftrl": Ftrl,
+            "lamb": Lamb, "muon": Muon}
 
 
 def get(identifier):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pyggml import _ops_numpy, core, ops
+from pyggml import _ops_nn, _ops_numpy, core, ops
 from pyggml.errors import GGMLError
 
 RNG_SEED = 1234
@@ -644,6 +644,8 @@ GRAPH_HELPERS = {"as_tensor", "constant", "arange", "permute_axes", "swapaxes", 
 KERAS_OPS = set(_ops_numpy.__all__)
 # Keras's slice, Fourier transforms, tensordot and convert_to_numpy (pyggml._ops_signal, _ops_linalg): tests/test_ops_image_signal.py
 KERAS_OPS |= {"slice", "fft", "fft2", "ifft2", "convert_to_numpy", "tensordot"}
+# Keras's neural-network functions (pyggml._ops_nn): tests/test_ops_nn.py
+KERAS_OPS |= set(_ops_nn.__all__)
 
 
 def test_every_op_is_covered():
