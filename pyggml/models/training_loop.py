@@ -10,7 +10,7 @@ import numpy as np
 
 from pyggml import _random
 from pyggml._validation import check_fraction, check_int, check_positive_int, is_int
-from pyggml.callbacks import Callback, CallbackList, History
+from pyggml.callbacks import Callback, CallbackList, History, ProgbarLogger
 from pyggml.models import data_adapter as da
 
 __all__ = ["fit", "evaluate", "predict", "make_dataset", "check_batch_size"]
@@ -148,15 +148,12 @@ def run_evaluation(model, dataset, callbacks=None):
     return avg.logs()
 
 
-def _progress(verbose, total, desc):
-    if verbose != 1:
-        return None
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc=desc, unit="batch", leave=True)
-
-
-def _print_epoch(epoch, epochs, logs):
-    print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v:.4g}" for k, v in logs.items()))
+def _with_progbar(cbs, verbose):
+    """The callbacks plus Keras's ProgbarLogger when verbose asks for progress and none was given
+    (it prints fit's and evaluate's progress: one place for it)."""
+    if verbose in (1, 2) and not any(isinstance(c, ProgbarLogger) for c in cbs):
+        return cbs + [ProgbarLogger()]
+    return cbs
 
 
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
@@ -193,7 +190,8 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             raise ValueError("validation_split needs arrays; give a generator's validation set as validation_data")
         data, val = data.split(validation_split)
     history = History()
-    cl = CallbackList(cbs + [history], model, {"epochs": epochs, "steps": data.steps, "verbose": verbose})
+    cl = CallbackList(_with_progbar(cbs, verbose) + [history], model,
+                      {"epochs": epochs, "steps": data.steps, "verbose": verbose})
     model.stop_training = False
     rng = _random.rng()
     logs = {}
@@ -204,7 +202,6 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     for epoch in range(start, epochs):
         cl.call("on_epoch_begin", epoch, {})
         avg = _Averages(model)
-        bar = _progress(verbose, data.steps, f"Epoch {epoch + 1}/{epochs}")
         for bi, batch in enumerate(data.batches(epoch, shuffle, rng)):
             cl.call("on_train_batch_begin", bi, {})
             step = model._train_step_for(batch, _weight_kinds(batch))
@@ -212,25 +209,19 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             avg.add(batch.n, loss, heads, outs, batch.ys, step.last_masks, batch.ws)
             blogs = avg.logs()
             cl.call("on_train_batch_end", bi, blogs)
-            if bar is not None:
-                bar.set_postfix({k: f"{v:.4g}" for k, v in blogs.items()}, refresh=False)
-                bar.update(1)
             if model.stop_training:
                 break
         if avg.seen == 0:
-            if bar is not None:
-                bar.close()
             raise ValueError("fit: the data gave no batches for this epoch (a generator that ran out?)")
         logs = avg.logs()
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
-            for k, v in run_evaluation(model, val).items():
+            # Keras's test hooks around the validation (SwapEMAWeights evaluates with the averages)
+            cl.call("on_test_begin", {})
+            val_logs = run_evaluation(model, val, cl)
+            cl.call("on_test_end", val_logs)
+            for k, v in val_logs.items():
                 logs["val_" + k] = v
         logs["learning_rate"] = model.optimizer.learning_rate
-        if bar is not None:
-            bar.set_postfix({k: f"{v:.4g}" for k, v in logs.items() if k != "learning_rate"})
-            bar.close()
-        elif verbose == 2:
-            _print_epoch(epoch, epochs, logs)
         cl.call("on_epoch_end", epoch, logs)
         if model.stop_training:
             break
@@ -242,8 +233,12 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
 
 
 def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict):
+    if verbose not in (0, 1, 2, True, False, "auto"):
+        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
+    verbose = 1 if verbose in ("auto", True) else int(verbose)
     data = make_dataset(model, x, y, sample_weight, None, batch_size, steps, "evaluate")
-    cl = CallbackList(list(callbacks or []), model, {"steps": data.steps, "verbose": verbose})
+    cl = CallbackList(_with_progbar(list(callbacks or []), verbose), model,
+                      {"steps": data.steps, "verbose": verbose})
     cl.call("on_test_begin", {})
     logs = run_evaluation(model, data, cl)
     cl.call("on_test_end", logs)

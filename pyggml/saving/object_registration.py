@@ -15,12 +15,13 @@ is active; ``load_model(..., custom_objects=)`` opens one around the rebuild.
 import threading
 
 __all__ = ["register_serializable", "register_keras_serializable", "get_registered_object",
-           "get_registered_name", "custom_object_scope", "CustomObjectScope"]
+           "get_registered_name", "custom_object_scope", "CustomObjectScope", "get_custom_objects"]
 
 _scopes = threading.local()
 
 _BY_NAME = {}          # registered name -> class
 _NAME_OF = {}          # class -> registered name
+_GLOBAL_CUSTOM = {}    # Keras's global custom objects: the user's registrations, and what they add by hand
 
 
 def register_serializable(package="Custom", name=None):
@@ -37,6 +38,7 @@ def register_serializable(package="Custom", name=None):
             raise ValueError(f"{key!r} is already registered to {_BY_NAME[key].__qualname__}")
         _BY_NAME[key] = cls
         _NAME_OF[cls] = key
+        _GLOBAL_CUSTOM[key] = cls
         return cls
     return decorator
 
@@ -53,6 +55,14 @@ def register_builtin(cls):
     _BY_NAME[key] = cls
     _NAME_OF[cls] = key
     return cls
+
+
+def get_custom_objects():
+    """Keras's global dict of custom objects, ``{name: class or function}``: what
+    ``register_serializable`` registered (under ``package>name``), and what you put in it
+    yourself (``get_custom_objects()["my_fn"] = my_fn``), which is then found by name
+    when loading and deserializing.  The dict itself, not a copy."""
+    return _GLOBAL_CUSTOM
 
 
 def get_registered_name(cls):
@@ -97,6 +107,8 @@ def get_registered_object(name, custom_objects=None):
     for scope in reversed(getattr(_scopes, "stack", None) or ()):
         if name in scope:
             return scope[name]
+    if name in _GLOBAL_CUSTOM:
+        return _GLOBAL_CUSTOM[name]
     if name in _BY_NAME:
         return _BY_NAME[name]
     # a class registered under a package is also found by its plain name, when unambiguous

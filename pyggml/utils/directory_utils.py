@@ -16,6 +16,7 @@ import stat
 
 import numpy as np
 
+from pyggml import config
 from pyggml._validation import is_int, is_number
 from pyggml.utils.dataset_utils import Dataset
 from pyggml.utils.image_utils import INTERPOLATIONS, img_to_array, load_img, resize_images
@@ -113,9 +114,9 @@ def _select(paths, ids, shuffle, seed, validation_split, subset, verbose):
     val = (paths[len(paths) - n_val:], None if ids is None else ids[len(paths) - n_val:])
     if verbose:
         if subset in ("training", "both"):
-            print(f"Using {len(train[0])} files for training.")
+            config.print_msg(f"Using {len(train[0])} files for training.")
         if subset in ("validation", "both"):
-            print(f"Using {len(val[0])} files for validation.")
+            config.print_msg(f"Using {len(val[0])} files for validation.")
     parts = {"training": [train], "validation": [val], "both": [train, val]}[subset]
     return parts, seed
 
@@ -141,15 +142,17 @@ def _check_label_mode(label_mode, labels, num_classes):
 
 
 def _build(directory, extensions, what, labels, label_mode, class_names, batch_size, shuffle, seed,
-           validation_split, subset, follow_links, verbose, read):
-    """The datasets of a *_dataset_from_directory call: read(path) -> one sample's array."""
+           validation_split, subset, follow_links, verbose, read, batch=None):
+    """The datasets of a *_dataset_from_directory call: read(path) -> one sample's array;
+    batch(dataset, batch_size) -> its batches (default: ``dataset.batch``)."""
     if batch_size is not None and (not is_int(batch_size) or batch_size <= 0):
         raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
     paths, ids, names = _list_files(directory, extensions, labels, class_names, follow_links)
     num_classes = len(names) if names is not None else (int(ids.max()) + 1 if ids is not None and len(ids) else 0)
     label_mode = _check_label_mode(label_mode, ids, num_classes)
     if verbose:
-        print(f"Found {len(paths)} files" + (f" belonging to {num_classes} classes." if ids is not None else "."))
+        config.print_msg(f"Found {len(paths)} files" +
+                         (f" belonging to {num_classes} classes." if ids is not None else "."))
     if not paths:
         raise ValueError(f"no {what} files found in {directory} (allowed: {', '.join(extensions)})")
     parts, seed = _select(paths, ids, shuffle, seed, validation_split, subset, verbose)
@@ -162,7 +165,7 @@ def _build(directory, extensions, what, labels, label_mode, class_names, batch_s
         if shuffle:
             samples = samples.shuffle(8 * (batch_size or 1), seed=seed + k)
         if batch_size is not None:
-            samples = samples.batch(batch_size)
+            samples = samples.batch(batch_size) if batch is None else batch(samples, batch_size)
         samples.class_names = names
         samples.file_paths = list(ps)
         datasets.append(samples)

@@ -1,0 +1,122 @@
+"""``pg.config``: Keras's ``keras.config`` settings.
+
+The numeric settings (``floatx``, ``epsilon``, ``image_data_format``) are
+pyggml.backend's own functions, so ``pg.config.set_epsilon`` and
+``pg.backend.set_epsilon`` change one and the same value.  The rest:
+
+- ``backend()`` is ``"pyggml"`` (``set_backend`` accepts only that name);
+- interactive logging (Keras's ``enable/disable_interactive_logging``,
+  ``is_interactive_logging_enabled``): when enabled, progress bars and messages
+  (``pg.utils.Progbar``, ``pg.callbacks.ProgbarLogger``) are written to stdout;
+  when disabled they go to ``logging.getLogger("pyggml")`` at INFO level, one
+  line per update, without terminal control characters;
+- ``enable_unsafe_deserialization()`` turns off safe mode for
+  ``pg.saving.deserialize_keras_object`` (its ``safe_mode=None`` then means False).
+  pyggml never stores or runs code from a file (see ``pg.layers.Lambda``), so safe
+  mode only decides whether a config that names a ``lambda`` function is refused;
+- ``enable/disable_traceback_filtering`` and ``is_traceback_filtering_enabled``:
+  Keras's switch, kept as a flag (pyggml does not shorten tracebacks, so there is
+  nothing to filter either way);
+- ``dtype_policy()`` / ``set_dtype_policy``: ``"float32"``, the only policy pyggml computes in;
+- flash attention: pyggml's attention layers compute attention with plain ggml ops, so
+  ``is_flash_attention_enabled()`` is False, ``disable_flash_attention()`` is accepted and
+  ``enable_flash_attention()`` raises a ValueError that says so.
+"""
+
+import logging
+import sys
+
+from pyggml.backend import (epsilon, floatx, image_data_format, set_epsilon, set_floatx,  # noqa: F401
+                            set_image_data_format)
+
+__all__ = ["backend", "set_backend", "floatx", "set_floatx", "epsilon", "set_epsilon", "image_data_format",
+           "set_image_data_format", "enable_interactive_logging", "disable_interactive_logging",
+           "is_interactive_logging_enabled", "enable_unsafe_deserialization", "in_safe_mode",
+           "enable_traceback_filtering", "disable_traceback_filtering", "is_traceback_filtering_enabled",
+           "dtype_policy", "set_dtype_policy", "enable_flash_attention", "disable_flash_attention",
+           "is_flash_attention_enabled"]
+
+_STATE = {"interactive_logging": True, "safe_mode": True, "traceback_filtering": True}
+
+
+def backend():
+    """The name of the backend, as Keras's ``keras.config.backend()`` gives it: ``"pyggml"``."""
+    return "pyggml"
+
+
+def set_backend(backend):
+    """Keras's switch of backend: pyggml has one, so only ``"pyggml"`` is accepted."""
+    if backend != "pyggml":
+        raise ValueError(f"set_backend: pyggml runs only on its own backend 'pyggml', got {backend!r}")
+
+
+def enable_interactive_logging():
+    """Progress bars and messages go to stdout (the default)."""
+    _STATE["interactive_logging"] = True
+
+
+def disable_interactive_logging():
+    """Progress bars and messages go to ``logging.getLogger("pyggml")`` (INFO) instead of stdout."""
+    _STATE["interactive_logging"] = False
+
+
+def is_interactive_logging_enabled():
+    return _STATE["interactive_logging"]
+
+
+def print_msg(message, line_break=True):
+    """Write a progress message where interactive logging says: stdout, or the "pyggml" logger."""
+    if _STATE["interactive_logging"]:
+        sys.stdout.write(message + ("\n" if line_break else ""))
+        sys.stdout.flush()
+    else:
+        logging.getLogger("pyggml").info(message.strip("\r\b\n"))
+
+
+def enable_unsafe_deserialization():
+    """Turn off safe mode for deserialization (see the module's notes)."""
+    _STATE["safe_mode"] = False
+
+
+def in_safe_mode():
+    """Whether deserialization is in safe mode (True unless ``enable_unsafe_deserialization`` was called)."""
+    return _STATE["safe_mode"]
+
+
+def enable_traceback_filtering():
+    _STATE["traceback_filtering"] = True
+
+
+def disable_traceback_filtering():
+    _STATE["traceback_filtering"] = False
+
+
+def is_traceback_filtering_enabled():
+    return _STATE["traceback_filtering"]
+
+
+def dtype_policy():
+    """The global dtype policy's name: pyggml computes in float32 only."""
+    return "float32"
+
+
+def set_dtype_policy(policy):
+    """Accepts ``"float32"`` (a name, or an object whose ``name`` is that); mixed precision
+    policies such as ``"mixed_float16"`` are refused: pyggml computes in float32 only."""
+    name = policy if isinstance(policy, str) else getattr(policy, "name", None)
+    if name != "float32":
+        raise ValueError(f"set_dtype_policy: pyggml computes in 'float32' only, got {policy!r}")
+
+
+def enable_flash_attention():
+    raise ValueError("enable_flash_attention: pyggml's attention layers have no flash attention kernel; "
+                     "they compute attention with plain ops (leave it disabled)")
+
+
+def disable_flash_attention():
+    """Accepted: pyggml never uses flash attention."""
+    return None
+
+
+def is_flash_attention_enabled():
+    return False
