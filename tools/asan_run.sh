@@ -11,7 +11,7 @@ work=${ASAN_WORK:-/tmp/pyggml-asan}
 mkdir -p "$work"
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --upgrade pip
-"$work/venv/bin/pip" install -q meson-python meson ninja "Cython>=3" numpy scikit-build-core pytest hypothesis tqdm gguf scikit-learn
+"$work/venv/bin/pip" install -q meson-python meson ninja "Cython>=3" numpy scikit-build-core pytest hypothesis gguf scikit-learn
 "$work/venv/bin/pip" install -q --no-build-isolation "$root" -Cbuild-dir="$work/build" \
     -Csetup-args=-Db_sanitize=address -Csetup-args=-Db_lundef=false
 libasan=$(gcc -print-file-name=libasan.so)
