@@ -430,3 +430,33 @@ def test_swap_ema_weights_needs_use_ema():
         m.fit(x, y, epochs=1, verbose=0, callbacks=[pg.callbacks.SwapEMAWeights()])
     with pytest.raises(TypeError, match="swap_on_epoch"):
         pg.callbacks.SwapEMAWeights(swap_on_epoch=1)
+
+
+def test_predict_calls_the_predict_hooks_and_prints_progress(capsys):
+    """Keras's predict: on_predict_begin, a batch begin/end per batch with the batch's outputs,
+    on_predict_end; verbose=1 prints the bar; the predictions equal the quiet path's."""
+    m = pg.Sequential([pg.Input((4,)), pg.layers.Dense(2)])
+    x = np.random.default_rng(0).random((100, 4)).astype(np.float32)
+    seen = []
+
+    class Recorder(pg.callbacks.Callback):
+        def on_predict_begin(self, logs=None):
+            seen.append("begin")
+
+        def on_predict_batch_begin(self, batch, logs=None):
+            seen.append(("b", batch))
+
+        def on_predict_batch_end(self, batch, logs=None):
+            seen.append(("e", batch, logs["outputs"].shape))
+
+        def on_predict_end(self, logs=None):
+            seen.append("end")
+    got = m.predict(x, batch_size=40, callbacks=[Recorder()])
+    assert seen == ["begin", ("b", 0), ("e", 0, (40, 2)), ("b", 1), ("e", 1, (40, 2)), ("b", 2), ("e", 2, (20, 2)),
+                    "end"]
+    np.testing.assert_array_equal(got, m.predict(x, batch_size=40))
+    capsys.readouterr()
+    m.predict(x, batch_size=25, verbose=1)
+    assert "4/4" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="verbose"):
+        m.predict(x, verbose=3)

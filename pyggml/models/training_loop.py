@@ -332,6 +332,32 @@ def predict(model, x, batch_size, steps):
     return [np.concatenate(c, axis=0) for c in chunks]
 
 
+def predict_with_callbacks(model, x, batch_size, steps, verbose, callbacks):
+    """predict batch by batch with Keras's on_predict_* calls (their logs: {"outputs": ...})
+    and its progress bar for verbose 1 or 2."""
+    if verbose not in (0, 1, 2, True, False, "auto"):
+        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
+    verbose = 1 if verbose in ("auto", True) else int(verbose)
+    if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"callbacks must be a list of Callback, got {type(callbacks).__name__}")
+    rt = model._runtime()
+    data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
+    cl = CallbackList(_with_progbar(list(callbacks or []), verbose), model,
+                      {"steps": data.steps, "verbose": verbose})
+    cl.call("on_predict_begin", {})
+    size = data.batch_size if isinstance(data, da.ArrayDataset) and not model.stateful_layers() else None
+    chunks = None
+    for bi, batch in enumerate(data.batches()):
+        cl.call("on_predict_batch_begin", bi, {})
+        outs = _predict_batch(rt, batch.xs, size or batch.n)
+        chunks = [[o] for o in outs] if chunks is None else [c + [o] for c, o in zip(chunks, outs)]
+        cl.call("on_predict_batch_end", bi, {"outputs": outs if len(outs) > 1 else outs[0]})
+    if chunks is None:
+        raise ValueError("predict: the data gave no batches")
+    cl.call("on_predict_end", {})
+    return [np.concatenate(c, axis=0) for c in chunks]
+
+
 def predict_repeat(model, x, batch_size, steps):
     """predict's last one-batch call again (the same shape, dtype and layout): its graph at
     once, the checks it passed not repeated; None when x is not that call's kind of input.
