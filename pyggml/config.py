@@ -4,7 +4,7 @@ The numeric settings (``floatx``, ``epsilon``, ``image_data_format``) are
 pyggml.backend's own functions, so ``pg.config.set_epsilon`` and
 ``pg.backend.set_epsilon`` change one and the same value.  The rest:
 
-- ``backend()`` is ``"pyggml"`` (``set_backend`` accepts only that name);
+- ``backend()`` is ``"ggml"``, as ``pg.backend.backend()`` (``set_backend`` accepts only that name);
 - interactive logging (Keras's ``enable/disable_interactive_logging``,
   ``is_interactive_logging_enabled``): when enabled, progress bars and messages
   (``pg.utils.Progbar``, ``pg.callbacks.ProgbarLogger``) are written to stdout;
@@ -26,6 +26,7 @@ pyggml.backend's own functions, so ``pg.config.set_epsilon`` and
 import logging
 import sys
 
+from pyggml.backend import backend as backend_name
 from pyggml.backend import (epsilon, floatx, image_data_format, set_epsilon, set_floatx,  # noqa: F401
                             set_image_data_format)
 
@@ -40,14 +41,15 @@ _STATE = {"interactive_logging": True, "safe_mode": True, "traceback_filtering":
 
 
 def backend():
-    """The name of the backend, as Keras's ``keras.config.backend()`` gives it: ``"pyggml"``."""
-    return "pyggml"
+    """The name of the backend, as Keras's ``keras.config.backend()`` gives it: ``"ggml"``
+    (``pg.backend.backend()``'s)."""
+    return backend_name()
 
 
 def set_backend(backend):
-    """Keras's switch of backend: pyggml has one, so only ``"pyggml"`` is accepted."""
-    if backend != "pyggml":
-        raise ValueError(f"set_backend: pyggml runs only on its own backend 'pyggml', got {backend!r}")
+    """Keras's switch of backend: pyggml has one, so only ``"ggml"`` is accepted."""
+    if backend != backend_name():
+        raise ValueError(f"set_backend: pyggml runs only on its own backend {backend_name()!r}, got {backend!r}")
 
 
 def enable_interactive_logging():

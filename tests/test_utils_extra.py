@@ -128,7 +128,7 @@ def test_config_shares_backend_state():
         assert pg.backend.image_data_format() == "channels_first"
     finally:
         pg.config.set_image_data_format("channels_last")
-    assert pg.config.floatx() == "float32" and pg.config.backend() == "pyggml"
+    assert pg.config.floatx() == "float32" and pg.config.backend() == pg.backend.backend() == "ggml"
     pg.config.set_floatx("float32")
     with pytest.raises(ValueError, match="float32"):
         pg.config.set_floatx("float16")
@@ -136,7 +136,7 @@ def test_config_shares_backend_state():
         pg.config.set_epsilon(-1)
     with pytest.raises(ValueError, match="channels"):
         pg.config.set_image_data_format("nhwc")
-    pg.config.set_backend("pyggml")
+    pg.config.set_backend("ggml")
     with pytest.raises(ValueError, match="jax"):
         pg.config.set_backend("jax")
     assert pg.config.dtype_policy() == "float32"
