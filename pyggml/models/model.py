@@ -409,15 +409,7 @@ class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
         """float32 predictions for any number of rows (a list for several outputs); ``verbose``
         1 or 2 prints Keras's progress, ``callbacks`` get the on_predict_* calls."""
-        quiet = not callbacks and verbose in (0, False)
-        res = training_loop.predict_repeat(self, x, batch_size, steps) if quiet else None
-        if res is not None:
-            return res if self._multi_out else res[0]
-        self.check_alive()
-        bs = training_loop.check_batch_size(batch_size)
-        with self._lock:
-            res = training_loop.predict(self, x, bs, steps) if quiet else \
-                training_loop.predict_with_callbacks(self, x, bs, steps, verbose, callbacks)
+        res = training_loop.model_predict(self, x, batch_size, verbose, steps, callbacks)
         return res if self._multi_out else res[0]
 
     def _locked(self, what, run, *args):

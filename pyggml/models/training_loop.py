@@ -332,6 +332,20 @@ def predict(model, x, batch_size, steps):
     return [np.concatenate(c, axis=0) for c in chunks]
 
 
+def model_predict(model, x, batch_size, verbose, steps, callbacks):
+    """Model.predict: the last call's graph again when it repeats (predict_repeat), else checked
+    and run under the model's lock, batch by batch with callbacks when there are any."""
+    quiet = not callbacks and verbose in (0, False)
+    res = predict_repeat(model, x, batch_size, steps) if quiet else None
+    if res is not None:
+        return res
+    model.check_alive()
+    bs = check_batch_size(batch_size)
+    with model._lock:
+        return predict(model, x, bs, steps) if quiet else \
+            predict_with_callbacks(model, x, bs, steps, verbose, callbacks)
+
+
 def predict_with_callbacks(model, x, batch_size, steps, verbose, callbacks):
     """predict batch by batch with Keras's on_predict_* calls (their logs: {"outputs": ...})
     and its progress bar for verbose 1 or 2."""
