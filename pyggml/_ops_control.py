@@ -41,7 +41,7 @@ from pyggml.core import Tensor
 from pyggml.core import ops as _c
 from pyggml.variables import Variable
 
-__all__ = ["top_k", "cond", "switch", "while_loop", "fori_loop", "scan", "map", "vectorized_map", "associative_scan",
+__all__ = ["top_k", "vectorize", "cond", "switch", "while_loop", "fori_loop", "scan", "map", "vectorized_map", "associative_scan",
            "custom_gradient", "sort", "argsort", "argpartition", "scatter", "scatter_update", "slice_update",
            "nonzero", "qr", "svd", "eig", "eigh", "inv", "det", "slogdet", "solve", "lstsq", "lu_factor", "cholesky",
            "solve_triangular"]
@@ -399,6 +399,29 @@ def vectorized_map(function, elements):
         raise ValueError("vectorized_map: function returned different structures for different entries")
     flat = [_flatten(o) for o in outs]
     return _pack(outs[0], [_stack(col, "vectorized_map") for col in zip(*flat)])
+
+
+def vectorize(pyfunc, *, excluded=None, signature=None):
+    """Keras's ``ops.vectorize`` (numpy's ``vectorize``): a function that applies ``pyfunc``
+    entry by entry.  On arrays it is ``np.vectorize``; on graph tensors ``pyfunc`` is applied
+    to the tensors whole when ``signature`` is None (so it must be made of entry-by-entry
+    ops, as a function written for ``vectorize`` is), and over the leading axis with
+    ``vectorized_map`` when a ``signature`` says it takes rows."""
+    _check_callable(pyfunc, "vectorize", "pyfunc")
+    if signature is not None and not isinstance(signature, str):
+        raise TypeError(f"vectorize: signature must be a string such as '(n)->()', got {signature!r}")
+    excluded = set(excluded or ())
+    on_arrays = np.vectorize(pyfunc, excluded=excluded, signature=signature)
+
+    def vectorized(*args, **kwargs):
+        if not builtins.any(_is_graph(a) for a in list(args) + list(kwargs.values())):
+            return on_arrays(*args, **kwargs)
+        if signature is None:
+            return pyfunc(*args, **kwargs)
+        if kwargs or len(args) != 1:
+            raise TypeError("vectorize: with a signature, a graph tensor is taken as the one positional argument")
+        return vectorized_map(pyfunc, args[0])
+    return vectorized
 
 
 def _slice_axis(x, start, stop, axis):

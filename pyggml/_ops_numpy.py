@@ -36,7 +36,7 @@ __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argm
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
-           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "cast", "stop_gradient"]
+           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "get_item", "cast", "stop_gradient"]
 
 # the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
 # (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
@@ -154,9 +154,34 @@ def _eager(*tensor_params):
             for a in values:
                 if a.dtype == object or a.dtype.kind not in "biuf":
                     raise TypeError(f"{fn.__name__}: expected real numbers, got dtype {a.dtype}")
-            return eager.evaluate(rebuilt, [a.reshape(a.shape or (1,)) for a in values])
+            out = eager.evaluate(rebuilt, [a.reshape(a.shape or (1,)) for a in values])
+            # ggml has no 0-d tensors: numpy's scalars (a reduction over every axis, an op on
+            # 0-d arrays) come back of shape (1,), and take numpy's shape () again here
+            if _numpy_scalar(fn.__name__, bound, values):
+                if isinstance(out, np.ndarray) and out.shape == (1,):
+                    out = out.reshape(())
+                elif isinstance(out, (list, tuple)) and all(isinstance(o, np.ndarray) and o.shape == (1,) for o in out):
+                    out = type(out)(o.reshape(()) for o in out)
+            return out
         return op
     return deco
+
+
+_REDUCTIONS = {"mean", "sum", "max", "min", "var", "std", "logsumexp", "argmax", "argmin", "norm", "moments"}
+
+
+def _numpy_scalar(name, bound, values):
+    """True where numpy gives a 0-d result: every argument a number or a 0-d array, or a
+    reduction over every axis without keepdims."""
+    if all(a.ndim == 0 for a in values):
+        return True
+    if name not in _REDUCTIONS or bound.arguments.get("keepdims", False):
+        return False
+    axis = bound.arguments.get("axes" if name == "moments" else "axis")
+    if axis is None:
+        return True
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return len({int(a) % values[0].ndim for a in axes if is_int(a)}) == values[0].ndim
 
 
 _SEQUENCE_PARAMS = {"xs", "tensors"}
@@ -1163,3 +1188,8 @@ def getitem(x, key):
     (pyggml._indexing); ``key`` may also be the list form a saved model keeps."""
     from pyggml._indexing import decode_key
     return _t(x)[decode_key(key)]
+
+
+def get_item(x, key):
+    """Keras's ``ops.get_item``: ``x[key]`` (``getitem``)."""
+    return getitem(x, key)

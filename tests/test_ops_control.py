@@ -572,3 +572,17 @@ def test_every_op_here_is_tested():
     missing = [n for n in _ops_control.__all__ if f"ops.{n}(" not in text]
     assert missing == []
     assert set(_ops_control.__all__) <= set(ops.__all__)
+
+
+def test_vectorize_on_arrays_and_graph_tensors():
+    """numpy's vectorize on arrays (a Python branch per entry); on a graph tensor an
+    entry-by-entry function is applied whole, and with a signature row by row."""
+    f = ops.vectorize(lambda a, b: a - b if a > b else a + b)
+    np.testing.assert_array_equal(f(np.array([1.0, 4.0]), 2.0), [3.0, 2.0])
+    g = ops.vectorize(lambda a: a * 2.0 + 1.0)
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(_predict(lambda t: g(t), x), x * 2 + 1)
+    rows = ops.vectorize(lambda r: ops.sum(r * r), signature="(n)->()")
+    np.testing.assert_allclose(rows(x), (x * x).sum(1))
+    with pytest.raises(TypeError, match="pyfunc must be callable"):
+        ops.vectorize(3)

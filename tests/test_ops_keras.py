@@ -94,6 +94,7 @@ CASES = {
     "comparison_operators": (lambda t: t * (t >= 0.1) + t * t * (t < 0.1), lambda a: np.where(a >= 0.1, a, a * a),
                              False),
     "getitem_op": (lambda t: ops.getitem(t, (slice(None), 1)), lambda a: a[:, 1], False),
+    "get_item_op": (lambda t: ops.get_item(t, (slice(None), slice(0, 2))), lambda a: a[:, 0:2], False),
     "arith": (lambda t: ops.divide(ops.subtract(ops.multiply(t, 3.0), 1.0), ops.add(t, 2.0)),
               lambda a: (3 * a - 1) / (a + 2), True),
 }
@@ -433,3 +434,16 @@ def test_a_loss_that_reaches_no_weight_is_a_clear_error():
         m.compile(loss="mse", optimizer="adam")
         with pytest.raises(ValueError, match="does not depend on any trainable weight"):
             m.fit(x, x, verbose=0)
+
+
+def test_results_on_arrays_have_numpy_s_shapes():
+    """A reduction over every axis, or an op on numbers, gives a 0-d array as numpy (and
+    Keras) does, though ggml computes it as one entry."""
+    x = RNG.normal(size=(2, 3))
+    assert ops.sum(x).shape == () and ops.mean(x, axis=(0, -1)).shape == ()
+    assert ops.max(x, keepdims=True).shape == (1, 1) and ops.mean(x, axis=1).shape == (2,)
+    assert ops.argmax(np.arange(4)).shape == () and ops.norm(x).shape == ()
+    assert ops.clip(np.float32(2.0), 0, 1).shape == () and ops.maximum(2.0, 3.0).shape == ()
+    mean, var = ops.moments(np.ones(3), axes=[0])
+    assert mean.shape == var.shape == ()
+    assert float(ops.sum(x)) == pytest.approx(x.sum(), rel=1e-5)
