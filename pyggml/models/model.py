@@ -409,7 +409,9 @@ class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
         """float32 predictions for any number of rows (a list for several outputs); ``verbose``
         1 or 2 prints Keras's progress, ``callbacks`` get the on_predict_* calls."""
-        res = training_loop.model_predict(self, x, batch_size, verbose, steps, callbacks)
+        res = None if callbacks or verbose else training_loop.predict_repeat(self, x, batch_size, steps)
+        if res is None:
+            res = training_loop.model_predict(self, x, batch_size, verbose, steps, callbacks)
         return res if self._multi_out else res[0]
 
     def _locked(self, what, run, *args):

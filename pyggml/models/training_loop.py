@@ -333,12 +333,9 @@ def predict(model, x, batch_size, steps):
 
 
 def model_predict(model, x, batch_size, verbose, steps, callbacks):
-    """Model.predict: the last call's graph again when it repeats (predict_repeat), else checked
-    and run under the model's lock, batch by batch with callbacks when there are any."""
+    """Model.predict past its repeat path (predict_repeat): checked and run under the model's
+    lock, batch by batch with callbacks and progress when asked for."""
     quiet = not callbacks and verbose in (0, False)
-    res = predict_repeat(model, x, batch_size, steps) if quiet else None
-    if res is not None:
-        return res
     model.check_alive()
     bs = check_batch_size(batch_size)
     with model._lock:
