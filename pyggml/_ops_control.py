@@ -779,6 +779,27 @@ def _reduction(reduction):
     return reduction
 
 
+def _index_rows(indices, shape, values, what, name, one_row=False):
+    """scatter's and scatter_update's indices, checked: (rows of k ints, the entry shape
+    ``shape[k:]``, their flat positions); ``values`` must hold one entry per row (``one_row``:
+    a 1-D ``indices`` is one row)."""
+    idx = _static_indices(indices, what)
+    if idx.ndim == 0:
+        raise ValueError(f"{what}: indices must have at least one axis (rows of indices)")
+    if one_row and idx.ndim == 1:
+        idx = idx.reshape(1, -1)
+    k = idx.shape[-1]
+    if not 1 <= k <= len(shape):
+        raise ValueError(f"{what}: each index has {k} entries, but shape {shape} has {len(shape)} dimensions")
+    rows_idx = idx.reshape(-1, k)
+    rest = shape[k:]
+    vshape = tuple(values.shape) if _is_graph(values) else np.shape(values)
+    if int(np.prod(vshape)) != len(rows_idx) * int(np.prod(rest)):
+        raise ValueError(f"{what}: {name} of shape {vshape} do not hold one entry of shape {rest} for each of the "
+                         f"{len(rows_idx)} indices")
+    return rows_idx, rest, _positions(rows_idx, shape[:k], what)
+
+
 def scatter(indices, values, shape):
     """Keras's ``ops.scatter``: a tensor of ``shape``, zero except at ``indices`` (rows of k
     ints, the first k axes), where ``values`` (one entry of ``shape[k:]`` per index) are
@@ -790,19 +811,7 @@ def scatter(indices, values, shape):
             is_int(d) and d > 0 for d in shape):
         raise ValueError(f"scatter: shape must be a tuple of positive ints, got {shape!r}")
     shape = tuple(int(d) for d in shape)
-    idx = _static_indices(indices, "scatter")
-    if idx.ndim == 0:
-        raise ValueError("scatter: indices must have at least one axis (rows of indices)")
-    k = idx.shape[-1]
-    if not 1 <= k <= len(shape):
-        raise ValueError(f"scatter: each index has {k} entries, but shape {shape} has {len(shape)} dimensions")
-    rows_idx = idx.reshape(-1, k)
-    rest = shape[k:]
-    vshape = tuple(values.shape) if _is_graph(values) else np.shape(values)
-    if int(np.prod(vshape)) != len(rows_idx) * int(np.prod(rest)):
-        raise ValueError(f"scatter: values of shape {vshape} do not hold one entry of shape {rest} for each of the "
-                         f"{len(rows_idx)} indices")
-    positions = _positions(rows_idx, shape[:k], "scatter")
+    rows_idx, rest, positions = _index_rows(indices, shape, values, "scatter", "values")
     if not _in_graph(values):
         v = _array(values, "scatter", "values")
         out = np.zeros(shape, dtype=v.dtype)
@@ -815,7 +824,7 @@ def scatter(indices, values, shape):
     c = int(np.prod(rest)) if rest else 1
     v = _graph_values(values)
     rows = _c.reshape(_np_ops._cont(v), (len(rows_idx), c))
-    size = int(np.prod(shape[:k]))
+    size = int(np.prod(shape[:len(shape) - len(rest)]))
     placed = _place(None, positions, rows, size, "add")
     return _c.reshape(_np_ops._cont(placed), shape)
 
@@ -831,21 +840,7 @@ def scatter_update(inputs, indices, updates, reduction=None):
     ishape = tuple(int(d) for d in (inputs.shape if _is_graph(inputs) else np.shape(inputs)))
     if not ishape:
         raise ValueError("scatter_update: inputs must have at least one axis")
-    idx = _static_indices(indices, "scatter_update")
-    if idx.ndim == 0:
-        raise ValueError("scatter_update: indices must have at least one axis (rows of indices)")
-    if idx.ndim == 1:
-        idx = idx.reshape(1, -1)
-    k = idx.shape[-1]
-    if not 1 <= k <= len(ishape):
-        raise ValueError(f"scatter_update: each index has {k} entries, but inputs has {len(ishape)} dimensions")
-    rows_idx = idx.reshape(-1, k)
-    rest = ishape[k:]
-    ushape = tuple(updates.shape) if _is_graph(updates) else np.shape(updates)
-    if int(np.prod(ushape)) != len(rows_idx) * int(np.prod(rest)):
-        raise ValueError(f"scatter_update: updates of shape {ushape} do not hold one entry of shape {rest} for each "
-                         f"of the {len(rows_idx)} indices")
-    positions = _positions(rows_idx, ishape[:k], "scatter_update")
+    rows_idx, rest, positions = _index_rows(indices, ishape, updates, "scatter_update", "updates", one_row=True)
     if not _in_graph(inputs, updates):
         out = _array(inputs, "scatter_update", "inputs").copy()
         u = _array(updates, "scatter_update", "updates").reshape((-1,) + rest)
@@ -858,7 +853,7 @@ def scatter_update(inputs, indices, updates, reduction=None):
     if not len(rows_idx):
         return _graph_values(inputs)
     c = int(np.prod(rest)) if rest else 1
-    size = int(np.prod(ishape[:k]))
+    size = int(np.prod(ishape[:len(ishape) - len(rest)]))
     base = _c.reshape(_np_ops._cont(_graph_values(inputs)), (size, c))
     rows = _c.reshape(_np_ops._cont(_graph_values(updates)), (len(rows_idx), c))
     return _c.reshape(_np_ops._cont(_place(base, positions, rows, size, reduction)), ishape)

@@ -20,6 +20,7 @@ import numpy as np
 
 from pyggml import _ops_numpy as _k
 from pyggml import _scope
+from pyggml._conv_arith import same_pads, transpose_pads, valid_size
 from pyggml._ops_signal import _complex_pair, _matmul_last
 from pyggml._validation import is_int, is_number
 from pyggml.core import Tensor
@@ -624,14 +625,13 @@ def _conv_geometry(spatial, kernel, strides, dilation, padding, what):
     for size, k, s, d in zip(spatial, kernel, strides, dilation):
         span = (k - 1) * d + 1
         if padding == "same":
-            out = -(-size // s)
-            total = max((out - 1) * s + span - size, 0)
-            pads.append((total // 2, total - total // 2))
+            out, before, after = same_pads(size, span, s)
+            pads.append((before, after))
         else:
             if size < span:
                 raise ValueError(f"{what}: an input of size {size} is smaller than the (dilated) kernel's {span} "
                                  f"with padding='valid'")
-            out = (size - span) // s + 1
+            out = valid_size(size, span, s)
             pads.append((0, 0))
         outs.append(out)
     return pads, outs
@@ -756,7 +756,7 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
     y = x
     for i in range(rank):
         span = (kernel_size[i] - 1) * dilation[i] + 1
-        before, after = _transpose_pads(span, strides[i], padding, None if output_padding is None
+        before, after = transpose_pads(span, strides[i], padding, None if output_padding is None
                                         else output_padding[i])
         y = _dilate_and_pad(y, 1 + i, strides[i], before, after)
     # a stride-1 valid convolution with the flipped kernel, its in/out axes swapped
@@ -768,17 +768,6 @@ def conv_transpose(inputs, kernel, strides=1, padding="valid", output_padding=No
     flipped = _k.transpose(flipped, tuple(range(rank)) + (rank + 1, rank))
     out = _conv_cl(y, flipped, rank, (1,) * rank, dilation, "valid", what)
     return _restore(out, first)
-
-
-def _transpose_pads(span, stride, padding, output_padding):
-    """Keras's rule (its JAX backend's) for a transposed convolution: the zeros (before, after)
-    around the zero-inserted input of the equivalent stride-1 convolution with the flipped kernel."""
-    if padding == "valid":
-        extra = max(span, stride) - span if output_padding is None else output_padding
-        return span - 1, span - 1 + extra
-    total = stride + span - 2 if output_padding is None else span + span % 2 - 2 + output_padding
-    before = min(total // 2 + total % 2, span - 1)
-    return before, total - before
 
 
 def _spatial_ints_zero(v, rank, what):

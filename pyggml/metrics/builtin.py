@@ -224,6 +224,14 @@ class Recall(_Confusion):
         return self.tp / d if d else 0.0
 
 
+def counts_at_thresholds(p, positive, thresholds, weights):
+    """(tp, fp, tn, fn), each of len(thresholds): the weighted counts of predictions ``p`` (1-D)
+    above each threshold (positive) against the labels ``positive`` (bool, 1-D)."""
+    above = p[None, :] > thresholds[:, None]
+    return tuple(m.astype(np.float64) @ weights
+                 for m in (above & positive, above & ~positive, ~above & ~positive, ~above & positive))
+
+
 @register_builtin
 class AUC(Metric):
     """Area under the ROC (or PR) curve from counts at ``num_thresholds``
@@ -254,11 +262,11 @@ class AUC(Metric):
             p = 1.0 / (1.0 + np.exp(-p))
         t = yt.reshape(-1).astype(np.float64) > 0.5
         ww = np.ones_like(p) if w is None else np.broadcast_to(w, yp.reshape(len(yp), -1).shape).reshape(-1)
-        above = p[None, :] > self.thresholds[:, None]
-        self.tp += (above & t).astype(np.float64) @ ww
-        self.fp += (above & ~t).astype(np.float64) @ ww
-        self.fn += (~above & t).astype(np.float64) @ ww
-        self.tn += (~above & ~t).astype(np.float64) @ ww
+        tp, fp, tn, fn = counts_at_thresholds(p, t, self.thresholds, ww)
+        self.tp += tp
+        self.fp += fp
+        self.tn += tn
+        self.fn += fn
 
     def result(self):
         tpr = self.tp / np.maximum(self.tp + self.fn, 1e-12)

@@ -6,7 +6,7 @@ correlations (PearsonCorrelation, ConcordanceCorrelation); on the host, on numpy
 import numpy as np
 
 from pyggml._validation import check_fraction, check_number, is_int
-from pyggml.metrics.builtin import _PerSample
+from pyggml.metrics.builtin import _PerSample, counts_at_thresholds
 from pyggml.metrics.extra import IoU, MeanIoU
 from pyggml.metrics.metric import Metric
 from pyggml.saving.object_registration import register_builtin
@@ -95,11 +95,11 @@ class _SensitivitySpecificityBase(Metric):
         p = p.reshape(-1)
         pos = t.reshape(-1) != 0
         w = np.ones(p.size) if w is None else np.asarray(w).reshape(-1)
-        above = p[None, :] > self.thresholds[:, None]
-        self.true_positives += (above & pos).astype(np.float64) @ w
-        self.false_positives += (above & ~pos).astype(np.float64) @ w
-        self.true_negatives += (~above & ~pos).astype(np.float64) @ w
-        self.false_negatives += (~above & pos).astype(np.float64) @ w
+        tp, fp, tn, fn = counts_at_thresholds(p, pos, self.thresholds, w)
+        self.true_positives += tp
+        self.false_positives += fp
+        self.true_negatives += tn
+        self.false_negatives += fn
 
     def _rates(self):
         tp, fp, tn, fn = self.true_positives, self.false_positives, self.true_negatives, self.false_negatives

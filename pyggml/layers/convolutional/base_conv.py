@@ -10,22 +10,12 @@ takes it directly instead of permuting twice.
 import numpy as np
 
 from pyggml import _scope, ops
+from pyggml._conv_arith import same_pads, valid_size  # noqa: F401  (the layers import them from here)
 from pyggml._validation import check_choice, int_tuple
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
 from pyggml.initializers import config_value as _init_config
 
 __all__ = ["same_pads", "pad_nchw", "to_chw", "to_hwc", "BaseConv"]
-
-
-def same_pads(size, k, s):
-    """(output size, pad before, pad after) of padding="same"."""
-    out = -(-size // s)
-    total = max((out - 1) * s + k - size, 0)
-    return out, total // 2, total - total // 2
-
-
-def valid_size(size, k, s):
-    return (size - k) // s + 1
 
 
 def pad_nchw(x, top, bottom, left, right):

@@ -37,30 +37,13 @@ Weights in PyTorch's ConvTranspose layouts: Conv2DTranspose ``weight``
 import numpy as np
 
 from pyggml import _scope, ops
+from pyggml._conv_arith import transpose_out_size, transpose_pads
 from pyggml._validation import check_int, is_int
 from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Conv1DTranspose", "Conv2DTranspose", "transpose_pads", "transpose_out_size"]
-
-
-def transpose_pads(k, s, padding, output_padding):
-    """(before, after) padding of the zero-inserted input, Keras 3's rule."""
-    if padding == "valid":
-        op = max(k, s) - k if output_padding is None else output_padding
-        return k - 1, k - 1 + op
-    pad_len = s + k - 2 if output_padding is None else k + k % 2 - 2 + output_padding
-    before = min(pad_len // 2 + pad_len % 2, k - 1)
-    return before, pad_len - before
-
-
-def transpose_out_size(size, k, s, padding, output_padding):
-    """Keras's output length of a transposed convolution (None stays None)."""
-    if size is None:
-        return None
-    before, after = transpose_pads(k, s, padding, output_padding)
-    return (size - 1) * s + 1 + before + after - k + 1
 
 
 def _shape_only(shape):
