@@ -65,8 +65,9 @@ from pyggml.models import Model, Sequential
 from pyggml.training import Snapshot, Trainer
 from pyggml.saving import load_model
 from pyggml.variables import Variable
+from pyggml.autodiff import GradientTape
 
-__all__ = ["Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
+__all__ = ["GradientTape", "Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
            "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
            "losses", "metrics", "ops", "activations", "initializers", "regularizers", "constraints", "saving",
            "utils", "preprocessing", "data", "random", "backend", "config", "tree", "Variable", "GGMLError",

@@ -37,7 +37,7 @@ every graph take the composed forms, so that both stay tested on the CPU.
 import os
 import threading
 
-__all__ = ["current", "entered", "require", "fused", "FORCE_COMPOSED"]
+__all__ = ["current", "entered", "paused", "require", "fused", "FORCE_COMPOSED"]
 
 _local = threading.local()
 
@@ -85,5 +85,21 @@ class entered:
 
     def __exit__(self, *exc):
         self._ctx_scope.__exit__(*exc)
+        _local.stack.pop()
+        return False
+
+
+class paused:
+    """``with paused():`` no graph is being built inside (a GradientTape's stop_recording:
+    layers and ops on arrays compute at once)."""
+
+    def __enter__(self):
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        stack.append(None)
+        return None
+
+    def __exit__(self, *exc):
         _local.stack.pop()
         return False

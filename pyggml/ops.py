@@ -77,6 +77,8 @@ def convert_to_numpy(x):
     current value); a graph tensor has no value until its graph runs, so it is refused."""
     if isinstance(x, Variable):
         return x.numpy()
+    if isinstance(x, Tensor) and x.ctx.value_source is not None:
+        return x.numpy()                 # a GradientTape's tensor: computed on first read
     if isinstance(x, Tensor):
         raise TypeError("convert_to_numpy: a graph tensor has no value while its graph is being built; "
                         "call it on arrays (the results of ops called outside a model's graph)")

@@ -14,7 +14,7 @@ import numpy as np
 from pyggml import _random, _scope, initializers
 from pyggml.errors import GGMLError
 
-__all__ = ["Variable"]
+__all__ = ["Variable", "WeightName"]
 
 
 class Variable:
@@ -198,3 +198,27 @@ class Variable:
 
 def _as_tensor(v):
     return v.graph_tensor() if isinstance(v, Variable) else v
+
+
+class WeightName(str):
+    """A model's weight name (``model.trainable_weights`` lists these: ``"dense.weight"``)
+    that also stands for its Variable where Keras code expects one: ``.variable``, the
+    Variable's attributes (``shape``, ``numpy()``, ``assign``, ...), and as a source of
+    ``GradientTape.gradient`` or a target of ``optimizer.apply_gradients``."""
+
+    def __new__(cls, name, variable):
+        s = super().__new__(cls, name)
+        s.variable = variable
+        return s
+
+    def __getattr__(self, name):
+        if name == "variable":
+            raise AttributeError(name)
+        return getattr(self.variable, name)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.variable.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __reduce__(self):
+        return (str, (str(self),))              # pickles (and copies) as the plain name

@@ -97,6 +97,9 @@ cdef class Context(_Owner):
     cdef object _buffers
     cdef list _dependents_of     # contexts whose tensors this one's tensors use
     cdef set _freed              # addresses of tensors whose BackendBuffer was freed
+    # ``value_source(tensor)``, or None: called by Tensor.numpy() on a tensor of this context
+    # that has no memory yet, to compute it (a GradientTape's lazily computed tensors)
+    cdef public object value_source
 
     def __init__(self, n_tensors=256, graph_size=0, no_alloc=True, mem_size=0):
         for nm, v in (("n_tensors", n_tensors), ("graph_size", graph_size), ("mem_size", mem_size)):
@@ -355,6 +358,10 @@ cdef class Tensor:
     def numpy(self):
         """A copy of the data as a numpy array (numpy-order shape)."""
         cdef ggml_tensor * p = self._p()
+        if self.ctx.value_source is not None and not self.ctx.value_source.computed(self):
+            # a tensor recorded by a GradientTape: its context computes it now
+            self.ctx.value_source.compute(self)
+            p = self._p()
         if p.data == NULL or (p.view_src != NULL and p.view_src.data == NULL):
             raise GGMLError("tensor has no memory yet: allocate its context's tensors "
                             "(BackendBuffer) or compute its graph first")
@@ -393,6 +400,32 @@ cdef class Tensor:
                 memcpy(p.data, src, nbytes)
         _rpc_check_tensor(p)
         return self
+
+    # --- values as numbers: numpy() (a tape's tensors compute on first use) -------------------
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self.nelements != 1:
+            raise ValueError(f"item() needs a tensor of one element, this one has shape {self.shape}")
+        return self.numpy().reshape(-1)[0].item()
+
+    def __float__(self):
+        if self.nelements != 1:
+            raise TypeError(f"only a tensor of one element converts to a float, this one has shape {self.shape}")
+        return float(self.numpy().reshape(-1)[0])
+
+    def __int__(self):
+        if self.nelements != 1:
+            raise TypeError(f"only a tensor of one element converts to an int, this one has shape {self.shape}")
+        return int(self.numpy().reshape(-1)[0])
+
+    def __format__(self, spec):
+        if spec and self.nelements == 1:
+            return format(float(self), spec)
+        return format(repr(self), spec)
 
     def __repr__(self):
         if self.closed:

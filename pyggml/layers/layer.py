@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from pyggml import _scope, ops
+from pyggml import _scope, autodiff, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
@@ -300,6 +300,14 @@ class Layer:
     def non_trainable_variables(self):
         return [v for v in self.variables if not v.trainable]
 
+    @property
+    def trainable_weights(self):
+        return self.trainable_variables
+
+    @property
+    def non_trainable_weights(self):
+        return self.non_trainable_variables
+
     def weight_names(self):
         return [n for n, _ in self.named_variables()]
 
@@ -482,12 +490,34 @@ class Layer:
         flat = flatten_inputs(inputs)
         if all(isinstance(v, Node) for v in flat):
             return self._call_symbolic(inputs, flat, kwargs)
+        tape = autodiff.active_tape()
+        if tape is not None and not any(isinstance(v, Node) for v in flat):
+            # recorded by a GradientTape: arrays become its constants, the result its tensors
+            return self._call_on_tape(tape, inputs, kwargs)
         if all(isinstance(v, (Tensor, Variable)) for v in flat):
             return self._call_in_graph(inputs, kwargs)
         if any(isinstance(v, (Node, Tensor, Variable)) for v in flat):
             raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
         from pyggml.layers import eager
         return eager.run_layer(self, inputs, kwargs)
+
+    def _call_on_tape(self, tape, inputs, kwargs):
+        from pyggml.layers.weight_rules import layer_tree
+        inputs = autodiff.lift(tape, inputs)
+        n_losses = len(tape.losses)
+        out = self._call_in_graph(inputs, kwargs)
+        # Keras's layer.losses after a call: this call's losses (tensors of the tape), by layer
+        cleared = set()
+        for l in layer_tree([self]):
+            l.__dict__["_call_losses"] = []
+            cleared.add(id(l))
+        for owner, t in tape.losses[n_losses:]:
+            if owner is not None:
+                if id(owner) not in cleared:
+                    owner.__dict__["_call_losses"] = []
+                    cleared.add(id(owner))
+                owner.__dict__["_call_losses"].append(t)
+        return out
 
     def _call_in_graph(self, inputs, kwargs):
         builder = _scope.require(f"calling {type(self).__name__} on tensors")

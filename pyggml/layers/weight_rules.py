@@ -157,4 +157,7 @@ def current_penalties(layers):
 
     def graph():
         return [penalty_tensor(fn(*[v.graph_tensor() for v in variables])) for variables, fn in terms]
+    from pyggml import autodiff
+    if autodiff.active_tape() is not None:
+        return graph()            # recorded: tensors of the tape, whose gradients reach the weights
     return [float(np.asarray(a).reshape(-1)[0]) for a in _eager.evaluate(graph, [])]

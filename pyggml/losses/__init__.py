@@ -3,6 +3,7 @@
 from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, Huber, MeanAbsoluteError,
                                    MeanSquaredError, SparseCategoricalCrossentropy)
 from pyggml.losses.ctc_loss import CTC, ctc
+from pyggml.losses.functions import CLASS_OF as _CLASS_OF, FUNCTIONS as _LOSS_FUNCTIONS
 from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge,
                                  CosineSimilarity, Hinge, KLDivergence, LogCosh, MeanAbsolutePercentageError,
                                  MeanSquaredLogarithmicError, Poisson, SquaredHinge)
@@ -42,6 +43,10 @@ LOSSES = {
 }
 # Keras's loss functions whose class compile needs (Circle takes labels, not targets shaped as the output)
 _FUNCTIONS = {dice: Dice, tversky: Tversky, circle: Circle, ctc: CTC}
+# Keras's per-sample loss functions (binary_crossentropy(y_true, y_pred), mse, ...): in compile, their class
+_FUNCTIONS.update(_CLASS_OF)
+globals().update(_LOSS_FUNCTIONS)
+__all__ += sorted(_LOSS_FUNCTIONS)
 
 
 def get(identifier):

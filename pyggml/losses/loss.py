@@ -105,9 +105,21 @@ class Loss:
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         if isinstance(y_pred, Tensor) or isinstance(y_true, Tensor):
+            # in a graph (a layer's call, a GradientTape): arrays among the arguments are constants
+            y_pred = ops.as_tensor(np.asarray(y_pred, dtype=np.float32) if not isinstance(y_pred, Tensor) else y_pred)
+            if not isinstance(y_true, Tensor):
+                yt = np.asarray(y_true)
+                if self.sparse:
+                    y_true = ops.constant(yt.astype(np.int32).reshape(tuple(y_pred.shape[:-1]) or (1,)), "int32")
+                else:
+                    y_true = ops.constant(yt.astype(np.float32))
             w = sample_weight if isinstance(sample_weight, Tensor) or sample_weight is None else \
-                ops.constant(sample_weight)
-            return self._reduce(self.values(y_true, y_pred), w)
+                ops.constant(np.asarray(sample_weight, dtype=np.float32).reshape(
+                    (-1, 1) if np.ndim(sample_weight) == 1 and len(y_pred.shape) > 1 else np.shape(sample_weight)))
+            v = self.values(y_true, y_pred)
+            if self.reduction != "sum_over_batch_size" and tuple(v.shape) == tuple(y_pred.shape) and len(v.shape) > 1:
+                v = ops.reduce_mean(v, axis=-1)       # Keras's per-sample value: the mean over the last axis
+            return self._reduce(v, w)
         arrays = [np.asarray(y_true), np.asarray(y_pred, dtype=np.float32)]
         if self.sparse:
             arrays[0] = arrays[0].astype(np.int64).reshape(arrays[1].shape[:-1])

@@ -618,6 +618,8 @@ class ApplyGradients:
         self.graph = Graph(self.g.ctx, size)
         with _scope.entered(self.g):
             params = [store.tensor(v) for v in variables]
+            for t in params:
+                t.set_param(True)            # ggml's optimizer steps update parameters only
             # Keras's apply unscales the gradients it is given (loss_scale_factor)
             grads = [opt.unscale(gr) for gr in self.grads]
             scale = global_clip_scale(grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from pyggml import _random, optimizers as optimizers_mod
+from pyggml import _random, autodiff, optimizers as optimizers_mod
 from pyggml._lifetime import Freeable
 from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
@@ -24,7 +24,7 @@ from pyggml.models.compile_spec import CompileSpec
 from pyggml.models.runtime import Runtime
 from pyggml.saving import gguf_io
 from pyggml.saving.object_registration import register_builtin
-from pyggml.variables import Variable
+from pyggml.variables import Variable, WeightName
 
 __all__ = ["Model"]
 
@@ -295,15 +295,15 @@ class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
 
     @property
     def trainable_weights(self):
-        return [n for n, v in self.named_variables() if v.trainable]
+        return [WeightName(n, v) for n, v in self.named_variables() if v.trainable]
 
     @property
     def non_trainable_weights(self):
-        return [n for n, v in self.named_variables() if not v.trainable]
+        return [WeightName(n, v) for n, v in self.named_variables() if not v.trainable]
 
     @property
     def weights(self):
-        return [n for n, _ in self.named_variables()]
+        return [WeightName(n, v) for n, v in self.named_variables()]
 
     def count_params(self):
         self._ensure_graph()
@@ -424,13 +424,14 @@ class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
         """On nodes or tensors: the model as a layer.  On arrays: predictions (Keras's
         forward pass, which also works before compile)."""
         first = (list(args[0].values()) if isinstance(args[0], dict) else args[0]) if args else None
-        if args and not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
+        if args and autodiff.active_tape() is None and \
+                not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
             if self.host and set(kwargs) <= {"training"}:        # preprocessing only: at once, as Keras
                 return self.host_apply(args[0], kwargs.get("training"))
             if kwargs.pop("training", False) or kwargs:
                 raise TypeError("calling a model on arrays computes predictions (inference mode); "
                                 "it takes no other arguments")
-            return self.predict(args[0])
+            return self._plain_predict(args[0])       # never an overridden predict_step (a forward call)
         return super().__call__(*args, **kwargs)
 
     # --- misc -----------------------------------------------------------------------------------

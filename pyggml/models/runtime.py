@@ -12,7 +12,7 @@ from pyggml.models import executors
 from pyggml.models import weights as weights_mod
 from pyggml.models.optimizer_state import OptimizerState
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "step_on_gradients"]
 
 _MAX_CACHED = 8
 
@@ -97,30 +97,13 @@ class Runtime:
     def apply_gradients(self, optimizer, pairs):
         """One optimizer step on given gradients [(array, Variable)] of this model's weights."""
         names = {id(v): n for n, v in self.model.named_variables()}
-        variables = [v for _, v in pairs]
         if optimizer is self.model.optimizer:
             state = self.fit_state_for(optimizer)
         else:
             state = self.states.get(id(optimizer))
             if state is None or state.optimizer is not optimizer:
                 state = self.states[id(optimizer)] = OptimizerState(optimizer, self.backend)
-        state.ensure([(names[id(v)], v) for v in variables])
-        n = optimizer.gradient_accumulation_steps
-        if n:
-            # Keras's apply accumulates too: the update comes every N calls, with the mean
-            sums = state.host_accs
-            for a, v in pairs:
-                sums[id(v)] = sums[id(v)] + a if id(v) in sums else a.copy()
-            state.micro += 1
-            if state.micro < n:
-                return
-            pairs = [(sums.get(id(v), np.zeros(v.shape, np.float32)) / n, v) for _, v in pairs]
-            state.micro = 0
-            state.host_accs = {}
-        key = ("apply", id(optimizer), tuple(id(v) for v in variables))
-        ex = self.graph(key, lambda: executors.ApplyGradients(self.store, self.backend, state, variables,
-                                                              self.model._ensure_graph().layers))
-        ex.run([a for a, _ in pairs])
+        step_on_gradients(self, state, pairs, names, self.model._ensure_graph().layers)
 
     def predictor(self, shapes):
         return self.graph(("predict", shapes), lambda: executors.build(executors.Predictor, self.model, shapes))
@@ -169,3 +152,26 @@ class Runtime:
         self.state_stores = {}
         self.store.free()
         self.backend.free()
+
+
+def step_on_gradients(rt, state, pairs, names, layers):
+    """The optimizer step of ``state`` on [(gradient array, Variable)] of weights in ``rt``'s
+    store (a Runtime, or a LooseWeights); ``names``: id(variable) -> weight name."""
+    optimizer = state.optimizer
+    variables = [v for _, v in pairs]
+    state.ensure([(names[id(v)], v) for v in variables])
+    n = optimizer.gradient_accumulation_steps
+    if n:
+        # Keras's apply accumulates too: the update comes every N calls, with the mean
+        sums = state.host_accs
+        for a, v in pairs:
+            sums[id(v)] = sums[id(v)] + a if id(v) in sums else a.copy()
+        state.micro += 1
+        if state.micro < n:
+            return
+        pairs = [(sums.get(id(v), np.zeros(v.shape, np.float32)) / n, v) for _, v in pairs]
+        state.micro = 0
+        state.host_accs = {}
+    key = ("apply", id(optimizer), tuple(id(v) for v in variables))
+    ex = rt.graph(key, lambda: executors.ApplyGradients(rt.store, rt.backend, state, variables, layers))
+    ex.run([a for a, _ in pairs])

@@ -34,6 +34,10 @@ from pyggml.optimizers import schedules
 
 __all__ = ["Optimizer", "scalar", "leading"]
 
+# how apply_gradients steps Variables that no compiled model holds: set by pyggml.models.loose
+# (the models package depends on the optimizers, not the reverse)
+LOOSE_HANDLER = [None]
+
 
 def scalar(scalars, i):
     """Element i of the per-step scalars tensor, as a 1-element tensor (it broadcasts)."""
@@ -142,7 +146,10 @@ class Optimizer:
         optimizer's state for them is the model's own when this is its optimizer."""
         from pyggml.variables import Variable
         by_home = {}
-        for g, v in grads_and_vars:
+        loose = []
+        pairs = list(grads_and_vars)
+        for g, v in pairs:
+            v = getattr(v, "variable", v)            # a model's trainable_weights names the Variable
             if not isinstance(v, Variable):
                 raise TypeError(f"apply_gradients takes (gradient, Variable) pairs, got a {type(v).__name__}")
             if g is None:
@@ -155,11 +162,27 @@ class Optimizer:
             a = np.ascontiguousarray(a, dtype=np.float32)
             if not np.all(np.isfinite(a)):
                 raise ValueError(f"the gradient of {v.name!r} holds NaN or inf")
-            if v.home is None:
-                raise ValueError(f"variable {v.name!r} is not on a device yet: compile the model that holds it")
-            by_home.setdefault(id(v.home), (v.home, []))[1].append((a, v))
-        for home, pairs in by_home.values():
-            home.apply_gradients(self, pairs)
+            if v.home is None or getattr(v.home.owner, "loose", False):
+                loose.append((a, v))         # no compiled model holds it: the optimizer keeps it
+            else:
+                by_home.setdefault(id(v.home), (v.home, []))[1].append((a, v))
+        if pairs and not loose and not by_home:
+            # Keras: "No gradients provided for any variable"
+            raise ValueError("apply_gradients: no gradients provided for any variable (every gradient is None: "
+                             "does the loss depend on these variables?)")
+        for home, group in by_home.values():
+            home.apply_gradients(self, group)
+        if loose:
+            LOOSE_HANDLER[0](self, loose)
+
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's form: ``apply(grads, variables)``, or ``apply(grads_and_vars)``."""
+        if trainable_variables is None:
+            return self.apply_gradients(grads)
+        grads, trainable_variables = list(grads), list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(f"apply: {len(grads)} gradients for {len(trainable_variables)} variables")
+        return self.apply_gradients(zip(grads, trainable_variables))
 
     def scale_loss(self, loss):
         """``loss * loss_scale_factor`` (the loss itself without one): Keras's, for custom loops."""

@@ -1,0 +1,464 @@
+"""``GradientTape``: gradients of a computation written in Python (TensorFlow's and Keras's).
+
+Inside ``with pg.GradientTape() as tape:`` layers and models called on arrays,
+``pyggml.ops`` on what they return and Tensor arithmetic (``a + b``, ``-0.5 * x``)
+are recorded into one ggml graph instead of being computed at once: what they
+return are ``pyggml.core.Tensor`` objects of the tape.  ``tape.gradient(target,
+sources)`` then computes that graph forward and backward in one go, on the CPU,
+and returns the gradients as float32 numpy arrays, in the structure of
+``sources`` (Variables, a model's ``trainable_variables`` or ``trainable_weights``,
+or arrays and leaf tensors the tape was told to ``watch``); a source the target
+does not depend on gets None (or zeros with ``unconnected_gradients="zero"``).
+A non-scalar target is summed, as TensorFlow does.
+
+A recorded tensor's value is computed when it is first read (``float(t)``,
+``np.asarray(t)``, ``t.numpy()``, a metric's ``update_state(t)``); after
+``gradient`` every tensor that the target depends on has its value already.
+The weights' values are read when the tape first uses them: changing a weight
+afterwards (``optimizer.apply_gradients``) does not change what the tape computes.
+
+Layers see ``training=False`` unless called with ``training=True``, as in Keras;
+dropout masks and random draws are drawn once, when recorded; a
+BatchNormalization called with ``training=True`` updates its moving statistics
+when the tape first computes.
+
+What ggml cannot do, the tape cannot either: an op without a backward pass on the
+path from a source to the target is refused with the op's name, and a gradient is
+not itself recorded (no second-order gradients: a gradient penalty such as
+WGAN-GP's needs one).
+"""
+
+import threading
+
+import numpy as np
+
+from pyggml import _random, _scope
+from pyggml._deep_graph import Graph
+from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops, reachable_count
+from pyggml.errors import ContextFullError
+
+__all__ = ["GradientTape", "active_tape", "lift"]
+
+_lock = threading.RLock()         # one CPU backend for every tape: one compute at a time
+_backend = [None]
+_NO_MEMORY = "no tensors without memory"
+
+
+def active_tape():
+    """The builder of the tape recording on this thread (the innermost graph scope), or None."""
+    b = _scope.current()
+    return b if isinstance(b, _TapeBuilder) and b.recording else None
+
+
+def lift(tape, value):
+    """``value`` as a tensor of ``tape``: arrays and numbers become constants, Variables
+    their tensors, tensors stay; a list is lifted element by element."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [lift(tape, v) for v in value]
+    from pyggml.variables import Variable
+    if isinstance(value, Variable):
+        return tape.tensor_of(value)
+    a = np.asarray(value)
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise TypeError(f"a GradientTape records arrays of numbers, got dtype {a.dtype}")
+    return tape.constant(value, "int32" if a.dtype.kind in "biu" else "float32")
+
+
+def _cpu():
+    if _backend[0] is None:
+        _backend[0] = Backend("cpu")
+    return _backend[0]
+
+
+def _allocate(ctx):
+    try:
+        BackendBuffer(ctx, _cpu())          # the context keeps it: freed with the context
+    except ValueError as e:
+        if _NO_MEMORY not in str(e):
+            raise
+
+
+class _TapeBuilder:
+    """The graph scope (pyggml._scope) of a tape, and the ``value_source`` of its context:
+    one context holds the tape's constants, weights and operations, each in its own memory
+    (nothing is reused), so every recorded tensor keeps its value once computed."""
+
+    fused_ok = True              # computed on the CPU (pyggml._scope.fused)
+
+    def __init__(self, n_tensors):
+        self.ctx = Context(n_tensors=n_tensors)
+        self.ctx.value_source = self
+        self.training = False
+        self.recording = True
+        self.cache = {}
+        self.vars = {}               # id(variable) -> (tensor, variable)
+        self.watched = {}            # id(array) -> (array, its tensor or None)
+        self._pending = []           # (leaf tensor, array) to set once memory exists
+        self._done = set()           # hashes (addresses) of tensors holding their values
+        self.updates = []            # (variable, new value): moving statistics, states
+        self._updated = False
+        self.losses = []             # (layer, tensor): add_loss and activity regularizers
+
+    # --- the scope protocol --------------------------------------------------------------
+    def _leaf(self, array, dtype):
+        a = np.ascontiguousarray(array, dtype=np.int32 if dtype == "int32" else np.float32)
+        t = self.ctx.new_tensor(a.shape or (1,), dtype="i32" if dtype == "int32" else "f32")
+        self._pending.append((t, a))
+        return t
+
+    def constant(self, array, dtype="float32"):
+        w = self.watched.get(id(array))
+        if w is not None and w[0] is array:
+            if w[1] is None:
+                t = self._leaf(array, "float32")
+                self.watched[id(array)] = (array, t)
+                return t
+            return w[1]
+        return self._leaf(np.asarray(array), dtype)
+
+    def tensor_of(self, variable):
+        e = self.vars.get(id(variable))
+        if e is None:
+            e = self.vars[id(variable)] = (self._leaf(variable.numpy(), "float32"), variable)
+        return e[0]
+
+    def derived_input(self, source, fn, shape, dtype):
+        for t, a in self._pending:
+            if t is source:
+                return self._leaf(np.ascontiguousarray(fn(a)).reshape(shape), dtype)
+        raise ValueError("derived_input: the source is not an input of this computation")
+
+    def random_keep_mask(self, shape, rate):
+        return self._leaf(_random.draw_values(_random.rng(), tuple(shape), rate), "float32")
+
+    def random_values(self, shape, draw):
+        return self._leaf(_random.draw_values(_random.rng(), tuple(shape), draw), "float32")
+
+    def add_update(self, variable, tensor):
+        self.updates.append((variable, tensor))
+
+    def add_state_update(self, variable, tensor):
+        self.updates.append((variable, tensor))
+
+    def add_loss(self, tensor, layer=None):
+        self.losses.append((layer, tensor))
+
+    # --- values (Context.value_source) ---------------------------------------------------
+    def computed(self, t):
+        return hash(t) in self._done
+
+    def compute(self, t):
+        self.run([t])
+
+    def run(self, outputs, loss=None, params=()):
+        """Compute everything recorded so far (``outputs`` among it) and the weight updates not
+        applied yet; with ``loss``, also its backward pass, returning the gradients of ``params``
+        (None where unconnected).  Everything, in the order recorded: some ops write side
+        tensors the updates read (the fused BatchNormalization's batch statistics)."""
+        with _lock:
+            outs = [o if o.is_contiguous else ops.cont(o, ctx=self.ctx) for o in outputs]
+            todo = [t for t in self.ctx.tensors() if t.op != "NONE" and hash(t) not in self._done]
+            todo += [o for o in outs if o.op != "NONE" and hash(o) not in self._done]
+            updates = [] if self._updated else [(v, t if t.is_contiguous else ops.cont(t, ctx=self.ctx))
+                                                for v, t in self.updates]
+            grads = []
+            if loss is None and not todo and not updates:
+                self._fill()
+                return grads
+            n = reachable_count(todo + [t for _, t in updates] + ([loss] if loss is not None else []))
+            size = (5 if loss is not None else 1) * n + 256
+            gctx = Context(n_tensors=(4 * n + 64) if loss is not None else 8, graph_size=size)
+            try:
+                g = Graph(gctx, size, grads=loss is not None)
+                if loss is not None:
+                    loss.set_loss()
+                    g.build_forward(loss)
+                for o in todo:
+                    o.set_output()
+                    g.build_forward(o)
+                wanted = []
+                if loss is not None:
+                    sctx = Context(n_tensors=2)
+                    seed = sctx.new_tensor((1,))
+                    BackendBuffer(sctx, _cpu())
+                    seed.set(np.ones(1, dtype=np.float32))
+                    g.build_backward({loss: seed})
+                    for p in params:
+                        gr = g.grad(p) if p is not None else None
+                        if gr is not None:
+                            if not gr.is_contiguous:
+                                gr = ops.cont(gr, ctx=gctx)
+                            gr.set_output()
+                            g.build_forward(gr)
+                        wanted.append(gr)
+                for _, t in updates:                 # last: after the ops whose side tensors they read
+                    t.set_output()
+                    g.build_forward(t)
+                _allocate(self.ctx)
+                _allocate(gctx)
+                self._fill()
+                sched = Scheduler([_cpu()], graph_size=2 * size)
+                try:
+                    sched.compute(g)
+                finally:
+                    sched.free()
+                self._done.update(hash(t) for t in g.nodes())
+                grads = [None if gr is None else gr.numpy() for gr in wanted]
+                values = [t.numpy() for _, t in updates]
+            finally:
+                gctx.free()
+        if updates:
+            self._updated = True
+            for (v, _), a in zip(updates, values):
+                v.assign(a.reshape(v.shape))
+        return grads
+
+    def _fill(self):
+        """Memory for the tensors made since the last computation, and the leaves' values."""
+        _allocate(self.ctx)
+        for t, a in self._pending:
+            t.set(a)
+            self._done.add(hash(t))
+        self._pending = []
+
+
+def _flatten(structure):
+    if isinstance(structure, dict):
+        return [v for k in structure for v in _flatten(structure[k])]
+    if isinstance(structure, (list, tuple)):
+        return [v for s in structure for v in _flatten(s)]
+    return [structure]
+
+
+def _pack(structure, flat):
+    it = iter(flat)
+
+    def go(s):
+        if isinstance(s, dict):
+            return {k: go(s[k]) for k in s}
+        if isinstance(s, (list, tuple)):
+            out = [go(v) for v in s]
+            return out if isinstance(s, list) else tuple(out)
+        return next(it)
+    return go(structure)
+
+
+class GradientTape:
+    """Records operations for ``gradient``: ``with pg.GradientTape() as tape: ...``.
+
+    ``persistent``: ``gradient`` may be called more than once.
+    ``watch_accessed_variables``: the trainable Variables a recorded layer or op reads are
+    watched (``False``: only those given to ``watch``).
+    ``max_tensors``: the most tensors one tape records (pyggml's; ggml sizes its graph
+    memory up front)."""
+
+    def __init__(self, persistent=False, watch_accessed_variables=True, max_tensors=1 << 16):
+        if isinstance(max_tensors, bool) or not isinstance(max_tensors, (int, np.integer)) or \
+                not 64 <= max_tensors <= 1 << 22:
+            raise ValueError(f"max_tensors must be an int between 64 and 2**22, got {max_tensors!r}")
+        self.persistent = bool(persistent)
+        self.watch_accessed_variables = bool(watch_accessed_variables)
+        self._max = int(max_tensors)
+        self._b = None
+        self._scope = None
+        self._used = False
+        self._watched_vars = {}          # id -> Variable (watch())
+
+    # --- recording -------------------------------------------------------------------------
+    def __enter__(self):
+        if self._scope is not None:
+            raise RuntimeError("this GradientTape is already recording")
+        if self._b is None:
+            self._b = _TapeBuilder(self._max)
+        self._b.recording = True
+        self._scope = _scope.entered(self._b)
+        self._scope.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        scope, self._scope = self._scope, None
+        scope.__exit__(*exc)
+        self._b.recording = False
+        if exc[0] is ContextFullError:
+            raise ContextFullError(f"the GradientTape recorded more than {self._max} tensors: make it with "
+                                   f"pg.GradientTape(max_tensors=...) larger") from exc[1]
+        return False
+
+    def stop_recording(self):
+        """``with tape.stop_recording():`` layers and ops on arrays compute at once, recording
+        nothing (inside the tape's with block)."""
+        if self._scope is None:
+            raise RuntimeError("stop_recording() is used inside the tape's with block")
+        return _scope.paused()
+
+    def watch(self, tensor):
+        """Watch a Variable, an array (the same object, given to a layer or op inside the
+        tape) or a leaf tensor of this tape; a list of them too."""
+        from pyggml.variables import Variable
+        for x in _flatten(tensor):
+            x = getattr(x, "variable", x)
+            if isinstance(x, Variable):
+                self._watched_vars[id(x)] = x
+            elif isinstance(x, Tensor):
+                if self._b is None or x.ctx is not self._b.ctx or x.op != "NONE" or x.dtype != "f32":
+                    raise ValueError("watch() takes a float leaf tensor of this tape (a constant it recorded), "
+                                     "a Variable or an array")
+            elif isinstance(x, np.ndarray) and x.dtype.kind == "f":
+                if self._b is None:
+                    self._b = _TapeBuilder(self._max)
+                self._b.watched[id(x)] = (x, None)
+            else:
+                raise TypeError(f"watch() takes Variables, float arrays or tensors of the tape, got "
+                                f"{type(x).__name__}")
+
+    def watched_variables(self):
+        if self._b is None:
+            return []
+        out = [v for _, v in self._b.vars.values() if v.trainable and self.watch_accessed_variables]
+        out += [v for v in self._watched_vars.values() if all(v is not o for o in out)]
+        return out
+
+    def reset(self):
+        """Forget what was recorded (inside the with block: recording goes on afresh)."""
+        recording = self._scope is not None
+        if recording:
+            self.__exit__(None, None, None)
+        self._b = None
+        self._used = False
+        if recording:
+            self.__enter__()
+
+    # --- gradients -------------------------------------------------------------------------
+    def _leaf_of(self, source):
+        from pyggml.variables import Variable
+        b = self._b
+        source = getattr(source, "variable", source)          # a model's trainable_weights name
+        if isinstance(source, Variable):
+            e = b.vars.get(id(source))
+            if e is None:
+                return None
+            if not (id(source) in self._watched_vars or (self.watch_accessed_variables and source.trainable)):
+                return None
+            return e[0]
+        if isinstance(source, Tensor):
+            if source.ctx is not b.ctx:
+                raise ValueError("gradient(): a source tensor is not one this tape recorded")
+            if source.op != "NONE":
+                raise ValueError("gradient(): a source must be a leaf (a watched array, a Variable), "
+                                 "not the result of an operation")
+            return source if source.dtype == "f32" else None
+        if isinstance(source, np.ndarray):
+            w = b.watched.get(id(source))
+            return None if w is None or w[0] is not source else w[1]
+        raise TypeError(f"gradient(): sources must be Variables, watched arrays or tensors of the tape, got "
+                        f"{type(source).__name__}")
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """Gradients of ``target`` (a tensor the tape recorded, or a list of them, summed)
+        with respect to ``sources``, as numpy arrays in the structure of ``sources``."""
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
+        if self._used and not self.persistent:
+            raise RuntimeError("a GradientTape that is not persistent computes gradients once; make it with "
+                               "persistent=True to call gradient() again")
+        if self._b is None:
+            raise RuntimeError("the GradientTape recorded nothing (use it as `with pg.GradientTape() as tape:`)")
+        b = self._b
+        outer = active_tape()
+        if outer is not None and outer is not b:
+            # TensorFlow records the inner gradient on the outer tape (a gradient penalty trains
+            # through it); ggml has no backward pass of a backward pass: say so, not train wrong
+            raise ValueError("gradient() of a tape inside another recording GradientTape: the result would be "
+                             "a constant of the outer tape (pyggml has no second-order gradients, which a "
+                             "gradient penalty such as WGAN-GP's needs); call it after the outer tape's block")
+        flat = _flatten(sources)
+        leaves = [self._leaf_of(s) for s in flat]
+        loss = self._loss_of(target, output_gradients)
+        self._used = True
+        if loss is None:
+            grads = [None] * len(flat)
+        else:
+            wanted = set(hash(l) for l in leaves if l is not None)
+            for t, _ in b.vars.values():
+                t.set_param(hash(t) in wanted)
+            for _, t in b.watched.values():
+                if t is not None:
+                    t.set_param(hash(t) in wanted)
+            for l in leaves:
+                if l is not None:
+                    l.set_param(True)
+            try:
+                grads = b.run([], loss, leaves) if wanted else None
+            except ValueError as e:
+                if "does not depend on any trainable weight" not in str(e):
+                    raise
+                grads = None
+            if grads is None:                       # nothing to differentiate: the values still count
+                b.run([loss])
+                grads = [None] * len(flat)
+        out = []
+        for s, g in zip(flat, grads):
+            if g is None and unconnected_gradients == "zero":
+                g = np.zeros(np.shape(getattr(s, "variable", s)), dtype=np.float32)
+            elif g is not None:
+                g = g.reshape(np.shape(getattr(s, "variable", s)))
+            out.append(g)
+        if isinstance(sources, (list, tuple, dict)):
+            return _pack(sources, out)
+        return out[0]
+
+    def _loss_of(self, target, output_gradients):
+        """The scalar the backward pass starts from: sum(target * output_gradients), None for
+        a target the tape did not record (a constant: every gradient is None)."""
+        b = self._b
+        targets = _flatten(target)
+        seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
+        if len(seeds) != len(targets):
+            raise ValueError(f"output_gradients has {len(seeds)} entries for {len(targets)} targets")
+        parts = []
+        with b.ctx.as_default():
+            for t, s in zip(targets, seeds):
+                if not isinstance(t, Tensor) or t.ctx is not b.ctx or t.dtype != "f32":
+                    if isinstance(t, Tensor) and t.ctx is not b.ctx:
+                        raise ValueError("gradient(): the target was recorded by another tape")
+                    continue
+                if s is not None:
+                    sv = np.asarray(s, dtype=np.float32)
+                    if sv.size != t.nelements:
+                        raise ValueError(f"output_gradients: shape {sv.shape} for a target of shape {t.shape}")
+                    t = ops.mul(t if t.is_contiguous else ops.cont(t), b._leaf(sv.reshape(t.shape), "float32"))
+                parts.append(t if t.nelements == 1 and t.ndim == 1 else
+                             ops.sum(ops.reshape(t if t.is_contiguous else ops.cont(t), (t.nelements,))))
+            if not parts:
+                return None
+            loss = parts[0]
+            for p in parts[1:]:
+                loss = ops.add(loss, p)
+            if loss.op == "NONE":
+                loss = ops.scale(loss, 1.0)
+        return loss
+
+    def jacobian(self, target, sources, unconnected_gradients="none"):
+        """The Jacobian of ``target`` with respect to each source: shape target.shape +
+        source.shape (one backward pass per element of the target; a persistent tape)."""
+        if not self.persistent:
+            raise RuntimeError("jacobian() needs a persistent tape (GradientTape(persistent=True))")
+        t = target
+        if not isinstance(t, Tensor):
+            raise TypeError("jacobian(): the target must be a tensor the tape recorded")
+        flat = _flatten(sources)
+        rows = []
+        for i in range(t.nelements):
+            seed = np.zeros(t.nelements, dtype=np.float32)
+            seed[i] = 1.0
+            rows.append(self.gradient(t, flat, output_gradients=seed.reshape(t.shape),
+                                      unconnected_gradients="zero"))
+        out = [np.stack([r[k] for r in rows]).reshape(tuple(t.shape) + np.shape(getattr(s, "variable", s)))
+               for k, s in enumerate(flat)]
+        if unconnected_gradients == "none":
+            out = [None if not np.any(o) and self._leaf_of(s) is None else o for o, s in zip(out, flat)]
+        if isinstance(sources, (list, tuple, dict)):
+            return _pack(sources, out)
+        return out[0]

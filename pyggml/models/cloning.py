@@ -1,0 +1,72 @@
+"""Keras's ``clone_model``: the same architecture with new layers (new weights).
+
+``clone_model(model)`` rebuilds a Sequential or functional model from its config,
+so every layer is new and its weights are drawn afresh, as Keras's.
+``clone_function(layer) -> layer`` picks each new layer instead (return the
+layer itself to share it, ``layer.__class__.from_config(layer.get_config())``
+is the default); the graph is then called again on new inputs, layer by layer.
+``input_tensors``: the new model's inputs (``pg.Input`` nodes) in place of copies
+of the old ones.  A subclassed model has no config: it is refused, naming it.
+"""
+
+from pyggml.layers.input_layer import Input, InputLayer
+
+__all__ = ["clone_model"]
+
+
+def _fresh(layer):
+    return layer.__class__.from_config(layer.get_config())
+
+
+def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
+    from pyggml.models.model import Model
+    from pyggml.models.sequential import Sequential
+    unknown = set(kwargs) - {"call_function", "recursive"}
+    if unknown:
+        raise TypeError(f"clone_model() got unexpected arguments {sorted(unknown)}")
+    if kwargs.get("call_function") is not None:
+        raise ValueError("clone_model: call_function is not supported; give clone_function")
+    if not isinstance(model, Model):
+        raise TypeError(f"clone_model takes a pg.Model or pg.Sequential, got {type(model).__name__}")
+    if model.__dict__.get("_subclassed") or (model._topology is None and not isinstance(model, Sequential)):
+        raise TypeError(f"{type(model).__name__} is a subclassed model: it has no config to clone; make a new "
+                        f"one with its constructor")
+    fn = clone_function or _fresh
+    if isinstance(model, Sequential) and input_tensors is None:
+        topo = model._ensure_graph() if model.__dict__.get("_seq_input_shape") is not None or \
+            model._topology is not None else None
+        if clone_function is None:
+            return Sequential.from_config(model.get_config())
+        layers = [fn(l) for l in (model.layers if topo is None else
+                                  [l for l in topo.layers if not isinstance(l, InputLayer)])]
+        if topo is None:
+            return Sequential(layers, name=model.name)
+        ins = topo.inputs[0]
+        return Sequential([Input(shape=ins.feature_shape, dtype=ins.dtype)] + layers, name=model.name)
+    topo = model._ensure_graph()
+    if clone_function is None and input_tensors is None:
+        return type(model).from_config(model.get_config()) if not isinstance(model, Sequential) else \
+            Sequential.from_config(model.get_config())
+    if input_tensors is None:
+        new_inputs = [Input(shape=n.feature_shape, dtype=n.dtype, name=n.layer.name) for n in topo.inputs]
+    else:
+        new_inputs = list(input_tensors) if isinstance(input_tensors, (list, tuple)) else [input_tensors]
+        if len(new_inputs) != len(topo.inputs):
+            raise ValueError(f"clone_model: {len(new_inputs)} input tensors for a model of {len(topo.inputs)} inputs")
+    mapped = {id(old): new for old, new in zip(topo.inputs, new_inputs)}
+    layer_map, calls = {}, {}
+    for node in topo.nodes:
+        if id(node) in mapped:
+            continue
+        layer = node.layer
+        if id(layer) not in layer_map:
+            layer_map[id(layer)] = fn(layer)
+        key = (id(layer), tuple(id(i) for i in node.inputs), repr(sorted(node.call_kwargs.items())))
+        if key not in calls:
+            args = [mapped[id(i)] for i in node.inputs]
+            calls[key] = layer_map[id(layer)](args if node.list_input else args[0], **node.call_kwargs)
+        out = calls[key]
+        mapped[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
+    outs = [mapped[id(o)] for o in topo.outputs]
+    return Model(new_inputs if model._multi_in else new_inputs[0], outs if model._multi_out else outs[0],
+                 name=model.name)

@@ -1,0 +1,698 @@
+"""Keras's overridable steps: ``train_step``, ``test_step``, ``predict_step``,
+``compute_loss`` and ``compute_metrics``, for custom training written in Python.
+
+A model whose class overrides ``train_step`` or ``compute_loss`` (a GAN, a VAE,
+a distiller), or a ``pg.Model`` subclass with no layer graph of its own (one
+that only holds other models and writes ``train_step``), trains as Keras runs
+it: ``fit`` calls ``train_step(data)`` on every batch (``data`` is ``x``,
+``(x, y)`` or ``(x, y, sample_weight)`` as Keras packs it: arrays, or the
+items a dataset yields) and logs the dict it returns; ``evaluate`` calls
+``test_step`` and ``predict`` ``predict_step`` the same way, when overridden.
+The steps compute with ``pg.GradientTape`` and ``optimizer.apply_gradients``.
+
+The default ``train_step`` is Keras's: ``self(x, training=True)`` and
+``compute_loss`` on a tape, the gradients of ``trainable_variables`` applied
+by ``self.optimizer``, then ``compute_metrics``.  ``compile`` on such a model
+takes Keras's arguments (``loss`` may be left out) and keeps them for these
+steps: ``compute_loss`` is the compiled loss plus ``self.losses``, the
+compiled metrics are one ``compile_metrics`` entry of ``model.metrics`` after
+the ``loss`` tracker (Keras 3), also reachable as Keras 2's
+``compiled_loss``/``compiled_metrics``.
+
+Models without these overrides keep pyggml's own fused training step (one
+cached ggml graph per batch shape, no Python per layer).
+
+``install(Model)`` adds this to the Model class (it keeps model.py to the
+functional graph, as pyggml.models.subclassing does).
+"""
+
+import functools
+
+import numpy as np
+
+from pyggml import losses as losses_mod
+from pyggml import metrics as metrics_mod
+from pyggml import optimizers as optimizers_mod
+from pyggml._validation import check_fraction, check_int, check_positive_int
+from pyggml.autodiff import GradientTape
+from pyggml.callbacks import Callback, CallbackList, History
+from pyggml.core import Tensor
+from pyggml.layers.layer import Layer
+from pyggml.metrics.metric import Mean, Metric
+from pyggml.models import data_adapter as da
+from pyggml.utils.data_packing import unpack_x_y_sample_weight
+
+__all__ = ["install", "uses_custom_fit"]
+
+_DEFAULT_LOSS = object()           # compile's loss when not given: none for a custom-step model
+
+
+# --- what compile keeps ----------------------------------------------------------------------
+def _resolved_accuracy(identifier, y_true, y_pred):
+    yt, yp = np.asarray(y_true), np.asarray(y_pred)
+    binary = yp.ndim >= 1 and yp.shape[-1:] == (1,) or yp.ndim == 1
+    sparse = not binary and (yt.ndim < yp.ndim or (yt.ndim == yp.ndim and yt.shape[-1] == 1))
+    return metrics_mod.get(identifier, sparse=sparse, binary=binary)
+
+
+class CompileMetrics(Metric):
+    """The metrics given to compile, as one entry of ``model.metrics`` (Keras 3's
+    ``compile_metrics``): ``update_state(y, y_pred, sample_weight)`` updates each (for
+    several outputs, lists in the same order), ``result()`` is a dict by name."""
+
+    def __init__(self, metrics, weighted_metrics=None):
+        super().__init__("compile_metrics")
+        self._given = [(m, False) for m in _as_list(metrics)] + [(m, True) for m in _as_list(weighted_metrics)]
+        self._objs = None
+
+    def _build(self, y_true, y_pred):
+        self._objs = []
+        for m, weighted in self._given:
+            obj = _resolved_accuracy(m, y_true, y_pred) if m in ("accuracy", "acc") else metrics_mod.get(m)
+            self._objs.append((obj, weighted))
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        if isinstance(y_pred, (list, tuple)) and isinstance(y_true, (list, tuple)):
+            y_true, y_pred = y_true[0], y_pred[0]        # Keras's first output, for a flat metric list
+        y_true, y_pred = _array(y_true), _array(y_pred)
+        if self._objs is None:
+            self._build(y_true, y_pred)
+        for m, weighted in self._objs:
+            m.update_state(y_true, y_pred, sample_weight if weighted else None)
+
+    def result(self):
+        out = {}
+        for m, _ in self._objs or ():
+            r = m.result()
+            if isinstance(r, dict):
+                out.update(r)
+            else:
+                out[m.name] = r
+        return out
+
+    def reset_state(self):
+        for m, _ in self._objs or ():
+            m.reset_state()
+
+    @property
+    def metrics(self):
+        return [m for m, _ in self._objs or ()]
+
+
+class CompileLoss:
+    """The loss given to compile (Keras 2's ``compiled_loss``): one loss, or a list / dict
+    (by position) for several outputs, weighted by ``loss_weights``."""
+
+    def __init__(self, loss, loss_weights=None):
+        if isinstance(loss, dict):
+            loss = list(loss.values())
+        self.many = isinstance(loss, (list, tuple))
+        self.losses = [None if l is None else losses_mod.get(l) for l in (loss if self.many else [loss])]
+        if isinstance(loss_weights, dict):
+            loss_weights = list(loss_weights.values())
+        w = loss_weights if loss_weights is not None else [1.0] * len(self.losses)
+        self.weights = [float(x) for x in (w if isinstance(w, (list, tuple)) else [w])]
+        if len(self.weights) != len(self.losses):
+            raise ValueError(f"{len(self.weights)} loss_weights for {len(self.losses)} losses")
+
+    def __call__(self, y_true, y_pred, sample_weight=None, regularization_losses=None):
+        ys = list(y_true) if self.many else [y_true]
+        ps = list(y_pred) if self.many else [y_pred]
+        if len(ys) != len(self.losses) or len(ps) != len(self.losses):
+            raise ValueError(f"compile has {len(self.losses)} losses; got {len(ps)} outputs and {len(ys)} targets")
+        total = None
+        for l, w, t, p in zip(self.losses, self.weights, ys, ps):
+            if l is None:
+                continue
+            v = l(t, p, sample_weight)
+            v = v * w if w != 1.0 else v
+            total = v if total is None else total + v
+        for r in regularization_losses or ():
+            total = r if total is None else total + r
+        return total
+
+
+def _as_list(v):
+    if v is None:
+        return []
+    if isinstance(v, dict):
+        return [m for ms in v.values() for m in _as_list(ms)]
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _array(v):
+    if isinstance(v, (list, tuple)):
+        return [_array(x) for x in v]
+    return np.asarray(v)
+
+
+# --- which loop runs ------------------------------------------------------------------------
+def _overrides(model, name, base):
+    return getattr(type(model), name, None) is not getattr(base, name)
+
+
+def _graphless(model):
+    """A Model subclass holding other models, with neither a graph nor a call of its own."""
+    from pyggml.models.sequential import Sequential
+    return (model._topology is None and not model.__dict__.get("_subclassed", False)
+            and not isinstance(model, Sequential) and type(model).__module__ != "pyggml.models.model")
+
+
+def uses_custom_fit(model, base):
+    return _overrides(model, "train_step", base) or _overrides(model, "compute_loss", base) or _graphless(model)
+
+
+def _custom_evaluate(model, base):
+    return uses_custom_fit(model, base) or _overrides(model, "test_step", base)
+
+
+# --- the steps (Model methods) --------------------------------------------------------------
+def _batch_size(x):
+    flat = x if isinstance(x, (list, tuple)) else (list(x.values()) if isinstance(x, dict) else [x])
+    return len(flat[0]) if flat and hasattr(flat[0], "__len__") else 1
+
+
+def _compute_loss(model, x, y, y_pred, sw, training):
+    """model.compute_loss with the arguments its signature takes (Keras 3.0's had
+    ``allow_empty``, later ones ``training``)."""
+    import inspect
+    kw = dict(x=x, y=y, y_pred=y_pred, sample_weight=sw)
+    try:
+        params = inspect.signature(model.compute_loss).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "training" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        kw["training"] = training
+    return model.compute_loss(**kw)
+
+
+def _check_callable(model, step):
+    if _graphless(model):
+        raise TypeError(f"{type(model).__name__} has neither a call() nor a layer graph, so the default "
+                        f"{step} cannot run it: override {step} (or define call())")
+
+
+def train_step(self, data):
+    """Keras's default: forward and ``compute_loss`` on a GradientTape, the optimizer's
+    step on ``trainable_variables``, then ``compute_metrics``."""
+    _check_callable(self, "train_step")
+    x, y, sw = unpack_x_y_sample_weight(data)
+    variables = self.trainable_variables
+    with GradientTape() as tape:
+        y_pred = self(x, training=True)
+        loss = _compute_loss(self, x, y, y_pred, sw, True)
+    self._tracker().update_state(np.asarray(loss), sample_weight=_batch_size(x))
+    grads = tape.gradient(loss, variables)
+    self.optimizer.apply_gradients(zip(grads, variables))
+    return self.compute_metrics(x, y, y_pred, sample_weight=sw)
+
+
+def test_step(self, data):
+    """Keras's default: inference-mode outputs, ``compute_loss``, ``compute_metrics``."""
+    _check_callable(self, "test_step")
+    x, y, sw = unpack_x_y_sample_weight(data)
+    y_pred = self(x)
+    loss = _compute_loss(self, x, y, y_pred, sw, False)
+    self._tracker().update_state(np.asarray(loss), sample_weight=_batch_size(x))
+    return self.compute_metrics(x, y, y_pred, sample_weight=sw)
+
+
+def predict_step(self, data):
+    """Keras's default: the model's outputs for the batch's ``x``."""
+    _check_callable(self, "predict_step")
+    x, _, _ = unpack_x_y_sample_weight(data)
+    return self(x)
+
+
+def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    """The compiled loss of (y, y_pred) plus the model's added losses (``self.losses``:
+    regularization penalties, ``add_loss``), as Keras 3's."""
+    cl = self.__dict__.get("_custom_loss")
+    total = cl(y, y_pred, sample_weight) if cl is not None and y is not None else None
+    for r in self.losses:
+        total = r if total is None else total + r
+    if total is None:
+        raise ValueError("no loss to compute: give compile a loss, or override compute_loss or train_step")
+    return total
+
+
+def compute_metrics(self, x, y, y_pred, sample_weight=None):
+    """Update the compiled metrics with the batch; returns ``get_metrics_result()``."""
+    cm = self.__dict__.get("_custom_metrics")
+    if cm is not None and y is not None:
+        cm.update_state(y, y_pred, sample_weight)
+    return self.get_metrics_result()
+
+
+def get_metrics_result(self):
+    """{name: value} of every metric in ``self.metrics`` (compile_metrics' entries flattened)."""
+    out = {}
+    for m in self.metrics:
+        r = m.result()
+        if isinstance(r, dict):
+            out.update(r)
+        else:
+            out[m.name] = r
+    return _floats(out)
+
+
+def _tracker(self):
+    t = self.__dict__.get("_loss_tracker")
+    if t is None:
+        t = self.__dict__["_loss_tracker"] = Mean(name="loss")
+    return t
+
+
+def metrics(self):
+    """Keras 3's: the loss tracker and the compiled metrics (once compiled), then the
+    Metric objects the model holds as attributes."""
+    out = []
+    if self.__dict__.get("_custom_compiled"):
+        _flush_losses(self)
+        out.append(self._tracker())
+        cm = self.__dict__.get("_custom_metrics")
+        if cm is not None:
+            out.append(cm)
+    for k, v in self.__dict__.items():
+        if not k.startswith("_") and isinstance(v, Metric) and all(v is not o for o in out):
+            out.append(v)
+    return out
+
+
+class _TrackedLoss:
+    """Keras 2's ``model.compiled_loss(y, y_pred, sample_weight, regularization_losses)``:
+    the compiled loss, whose value also goes to the ``loss`` tracker (read when the metrics
+    are, after the tape has computed it: no extra forward pass)."""
+
+    def __init__(self, model, loss):
+        self.model, self.loss = model, loss
+
+    def __call__(self, y_true, y_pred, sample_weight=None, regularization_losses=None):
+        total = self.loss(y_true, y_pred, sample_weight, regularization_losses)
+        pending = self.model.__dict__.setdefault("_pending_losses", [])
+        pending.append((total, _batch_size(y_true)))
+        return total
+
+    def __getattr__(self, name):
+        return getattr(self.loss, name)
+
+
+def _compiled_loss(self):
+    cl = self.__dict__.get("_custom_loss")
+    return None if cl is None else _TrackedLoss(self, cl)
+
+
+def _flush_losses(self):
+    pending = self.__dict__.pop("_pending_losses", None)
+    for t, n in pending or ():
+        self._tracker().update_state(np.asarray(t), sample_weight=n)
+
+
+def reset_metrics(self):
+    for m in self.metrics:
+        m.reset_state()
+    self.__dict__.pop("_pending_losses", None)
+
+
+def _floats(logs):
+    out = {}
+    for k, v in logs.items():
+        if isinstance(v, dict):
+            out.update(_floats(v))
+            continue
+        a = np.asarray(v) if isinstance(v, (Tensor, np.ndarray, np.generic, float, int)) else v
+        out[k] = float(a.reshape(-1)[0]) if isinstance(a, np.ndarray) and a.size == 1 else a
+    return out
+
+
+# --- the loops ------------------------------------------------------------------------------
+def _length(x):
+    flat = list(x.values()) if isinstance(x, dict) else (list(x) if isinstance(x, (list, tuple)) else [x])
+    n = {len(a) for a in flat}
+    if len(n) != 1:
+        raise ValueError(f"the arrays of x have different numbers of rows: {sorted(n)}")
+    return n.pop()
+
+
+def _take(x, idx):
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return {k: _take(v, idx) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_take(v, idx) for v in x)
+    return np.asarray(x)[idx]
+
+
+def _arrays(x):
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return {k: _arrays(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_arrays(v) for v in x)
+    return np.asarray(x)
+
+
+class _Batches:
+    """Keras's batches for the custom steps: ``x``, ``(x, y)`` or ``(x, y, w)`` slices of
+    arrays (shuffled per epoch), or the items of a dataset or generator as they come."""
+
+    def __init__(self, x, y=None, sample_weight=None, batch_size=32, steps=None, class_weight=None):
+        self.steps_given = steps
+        if da.is_generator_like(x):
+            if y is not None:
+                raise ValueError("y must be None when x is a dataset or generator (it yields (x, y))")
+            self.source, self.it = x, None
+            self.arrays = None
+            try:
+                self.steps = steps if steps is not None else len(x)
+            except TypeError:
+                self.steps = steps
+            return
+        self.arrays = (_arrays(x), _arrays(y), None if sample_weight is None else np.asarray(sample_weight))
+        if class_weight is not None:
+            if y is None:
+                raise ValueError("class_weight needs targets y")
+            labels = np.asarray(y)
+            labels = labels.argmax(-1) if labels.ndim > 1 and labels.shape[-1] > 1 else labels.reshape(len(labels))
+            cw = np.array([float(class_weight.get(int(c), 1.0)) for c in labels], dtype=np.float32)
+            self.arrays = (self.arrays[0], self.arrays[1], cw if self.arrays[2] is None else self.arrays[2] * cw)
+        self.n = _length(self.arrays[0])
+        if self.n == 0:
+            raise ValueError("the data has no rows")
+        self.batch_size = batch_size
+        self.steps = -(-self.n // batch_size)
+        if steps is not None:
+            self.steps = min(self.steps, steps)
+
+    def split(self, fraction):
+        """(training, validation) batches: the last ``fraction`` of the rows for validation."""
+        if self.arrays is None:
+            raise ValueError("validation_split needs arrays; give a dataset's validation set as validation_data")
+        k = self.n - int(round(self.n * fraction))
+        if k <= 0 or k >= self.n:
+            raise ValueError(f"validation_split={fraction} leaves no rows for training or validation")
+        cut = [np.arange(k), np.arange(k, self.n)]
+        parts = []
+        for idx in cut:
+            x, y, w = (_take(a, idx) for a in self.arrays)
+            parts.append(_Batches(x, y, w, self.batch_size, self.steps_given))
+        return parts
+
+    def __iter__(self):
+        return self.epoch(False, None)
+
+    def epoch(self, shuffle, rng):
+        if self.arrays is None:
+            yield from self._items()
+            return
+        order = rng.permutation(self.n) if shuffle and rng is not None else np.arange(self.n)
+        x, y, w = self.arrays
+        for s in range(self.steps):
+            idx = order[s * self.batch_size:(s + 1) * self.batch_size]
+            bx, by, bw = _take(x, idx), _take(y, idx), None if w is None else w[idx]
+            if by is None and bw is None:
+                yield tuple(bx) if isinstance(bx, list) else bx
+            else:
+                yield (bx, by) if bw is None else (bx, by, bw)
+
+    def _items(self):
+        src = self.source
+        if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not hasattr(src, "__next__"):
+            for i in range(self.steps if self.steps is not None else len(src)):
+                yield src[i]
+            return
+        if hasattr(src, "__next__"):            # a generator: one iterator, continued epoch after epoch
+            it = src
+        else:
+            it = iter(src)
+        for k, item in enumerate(it):
+            yield item
+            if self.steps_given is not None and k + 1 >= self.steps_given:
+                return
+
+
+def _check_callbacks(callbacks):
+    cbs = list(callbacks or [])
+    for c in cbs:
+        if not isinstance(c, Callback):
+            raise TypeError(f"callbacks must be pg.callbacks.Callback instances, got {type(c).__name__}")
+    return cbs
+
+
+def _verbose(verbose):
+    if verbose not in (0, 1, 2, True, False, "auto"):
+        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
+    return 1 if verbose in ("auto", True) else int(verbose)
+
+
+def _run_test_steps(model, batches, cl=None):
+    model.reset_metrics()
+    logs = {}
+    for bi, data in enumerate(batches):
+        if cl is not None:
+            cl.call("on_test_batch_begin", bi, {})
+        logs = _floats(model.test_step(data) or {})
+        if cl is not None:
+            cl.call("on_test_batch_end", bi, logs)
+    return logs
+
+
+def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
+               class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
+               validation_freq):
+    from pyggml import _random
+    from pyggml.models.training_loop import _with_progbar
+    epochs = check_int("epochs", epochs, 0)
+    initial_epoch = check_int("initial_epoch", initial_epoch, 0)
+    verbose = _verbose(verbose)
+    check_fraction("validation_split", validation_split, high_open=True)
+    if steps_per_epoch is not None:
+        steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
+    validation_freq = check_positive_int("validation_freq", validation_freq)
+    cbs = _check_callbacks(callbacks)
+    data = _Batches(x, y, sample_weight, batch_size, steps_per_epoch, class_weight)
+    val = None
+    if validation_data is not None:
+        if da.is_generator_like(validation_data):
+            val = _Batches(validation_data, None, None, validation_batch_size or batch_size, validation_steps)
+        else:
+            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
+                raise ValueError("validation_data must be (x, y) or (x, y, sample_weight), or a dataset")
+            val = _Batches(validation_data[0], validation_data[1],
+                           validation_data[2] if len(validation_data) == 3 else None,
+                           validation_batch_size or batch_size, validation_steps)
+    elif validation_split > 0:
+        data, val = data.split(validation_split)
+    history = History()
+    cl = CallbackList(_with_progbar(cbs, verbose) + [history], model,
+                      {"epochs": epochs, "steps": data.steps, "verbose": verbose})
+    model.stop_training = False
+    rng = _random.rng()
+    logs = {}
+    cl.call("on_train_begin", {})
+    for epoch in range(initial_epoch, epochs):
+        model.reset_metrics()
+        cl.call("on_epoch_begin", epoch, {})
+        seen = 0
+        for bi, batch in enumerate(data.epoch(shuffle, rng)):
+            cl.call("on_train_batch_begin", bi, {})
+            logs = _floats(model.train_step(batch) or {})
+            seen += 1
+            cl.call("on_train_batch_end", bi, logs)
+            if model.stop_training:
+                break
+        if seen == 0:
+            raise ValueError("fit: the data gave no batches for this epoch (a generator that ran out?)")
+        logs = dict(logs)
+        if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
+            cl.call("on_test_begin", {})
+            val_logs = _run_test_steps(model, val, cl)
+            cl.call("on_test_end", val_logs)
+            logs.update({"val_" + k: v for k, v in val_logs.items()})
+        cl.call("on_epoch_end", epoch, logs)
+        if model.stop_training:
+            break
+    cl.call("on_train_end", logs)
+    return history
+
+
+def custom_evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict):
+    from pyggml.models.training_loop import _with_progbar
+    verbose = _verbose(verbose)
+    data = _Batches(x, y, sample_weight, batch_size, steps)
+    cl = CallbackList(_with_progbar(_check_callbacks(callbacks), verbose), model,
+                      {"steps": data.steps, "verbose": verbose})
+    cl.call("on_test_begin", {})
+    logs = _run_test_steps(model, data, cl)
+    cl.call("on_test_end", logs)
+    if return_dict:
+        return logs
+    values = list(logs.values())
+    return values[0] if len(values) == 1 else values
+
+
+def _concat(parts):
+    first = parts[0]
+    if isinstance(first, dict):
+        return {k: _concat([p[k] for p in parts]) for k in first}
+    if isinstance(first, (list, tuple)):
+        return [_concat([p[i] for p in parts]) for i in range(len(first))]
+    return np.concatenate([np.asarray(p, dtype=np.float32).reshape(np.shape(p) or (1,)) for p in parts])
+
+
+def custom_predict(model, x, batch_size, steps):
+    data = _Batches(x, None, None, batch_size, steps)
+    outs = [model.predict_step(b) for b in data]
+    if not outs:
+        raise ValueError("predict: the data gave no batches")
+    return _concat(outs)
+
+
+# --- installing -----------------------------------------------------------------------------
+def _install_graphless(cls):
+    """A model with no graph of its own (one that holds other models) answers Keras's questions
+    from the layers it holds: layers, weights, count_params, summary."""
+    layers_, get_weights_, count_params_, summary_ = cls.layers, cls.get_weights, cls.count_params, cls.summary
+
+    def layers(self):
+        if _graphless(self):
+            return list(self._sublayers.values())
+        return layers_.fget(self)
+
+    @functools.wraps(get_weights_)
+    def get_weights(self):
+        if _graphless(self):
+            self.check_alive()
+            return {n: v.numpy() for n, v in self.named_variables()}
+        return get_weights_(self)
+
+    @functools.wraps(count_params_)
+    def count_params(self):
+        if _graphless(self):
+            return int(sum(v.size for _, v in self.named_variables()))
+        return count_params_(self)
+
+    @functools.wraps(summary_)
+    def summary(self, print_fn=print, **kwargs):
+        if not _graphless(self):
+            return summary_(self, print_fn, **kwargs)
+        rows = [("Layer (type)", "Param #")] + [(f"{l.name} ({type(l).__name__})", str(l.count_params()))
+                                                for l in self._sublayers.values()]
+        w = [max(len(r[i]) for r in rows) + 2 for i in range(2)]
+        total = self.count_params()
+        trainable = sum(v.size for _, v in self.named_variables() if v.trainable)
+        out = [f'Model: "{self.name}"', "-" * sum(w)]
+        for k, r in enumerate(rows):
+            out.append("".join(c.ljust(w[i]) for i, c in enumerate(r)))
+            if k == 0:
+                out.append("=" * sum(w))
+        out += ["=" * sum(w), f"Total params: {total}", f"Trainable params: {trainable}",
+                f"Non-trainable params: {total - trainable}"]
+        print_fn("\n".join(out))
+
+    cls.layers = property(layers, doc=layers_.__doc__)
+    cls.get_weights, cls.count_params, cls.summary = get_weights, count_params, summary
+
+
+def _set_trainable(self, value):
+    """Keras's ``model.trainable = False``: every layer of the model freezes (or thaws), those of
+    its layer graph too (a base model frozen for transfer learning)."""
+    Layer.trainable.fset(self, value)
+    graph = self._topology.layers if self._topology is not None else self.__dict__.get("_stack", ())
+    for layer in graph:
+        if layer is not self:
+            layer.trainable = value
+
+
+def install(cls):
+    """Add the overridable steps to ``cls`` (pg.Model) and route compile/fit/evaluate/predict."""
+    compile_, fit_, evaluate_, predict_ = cls.compile, cls.fit, cls.evaluate, cls.predict
+    train_on_batch_, test_on_batch_ = cls.train_on_batch, cls.test_on_batch
+
+    @functools.wraps(compile_)
+    def compile(self, optimizer="adam", loss=_DEFAULT_LOSS, metrics=None, loss_weights=None, *args, **kwargs):
+        if not _custom_evaluate(self, cls):
+            return compile_(self, optimizer, "categorical_crossentropy" if loss is _DEFAULT_LOSS else loss, metrics,
+                            loss_weights, *args, **kwargs)
+        # Keras's compile for custom steps: loss optional, kept for compute_loss
+        self.check_alive()
+        loss = None if loss is _DEFAULT_LOSS else loss
+        weighted = kwargs.get("weighted_metrics")
+        self.optimizer = optimizers_mod.get(optimizer)
+        self._custom_loss = None if loss is None else CompileLoss(loss, loss_weights)
+        self._custom_metrics = CompileMetrics(metrics, weighted) if (metrics or weighted) else None
+        self._custom_compiled = True
+        self._loss_tracker = Mean(name="loss")
+        self._compiled = True
+        if loss is not None and not _graphless(self):
+            # the layer graph compiles as usual too (evaluate, save, a Trainer)
+            opt = self.optimizer
+            compile_(self, opt, loss, metrics, loss_weights, *args, **kwargs)
+        return self
+
+    @functools.wraps(fit_)
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
+            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
+            steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1):
+        validates = validation_data is not None or validation_split
+        if not uses_custom_fit(self, cls) and not (validates and _overrides(self, "test_step", cls)):
+            return fit_(self, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,
+                        shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps,
+                        validation_batch_size, validation_freq)
+        self.check_compiled("fit")
+        from pyggml.models.training_loop import check_batch_size
+        return custom_fit(self, x, y, check_batch_size(batch_size), epochs, verbose, callbacks, validation_split,
+                          validation_data, shuffle, class_weight, sample_weight, initial_epoch, steps_per_epoch,
+                          validation_steps, validation_batch_size, validation_freq)
+
+    @functools.wraps(evaluate_)
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
+                 callbacks=None, return_dict=False):
+        if not _custom_evaluate(self, cls):
+            return evaluate_(self, x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict)
+        self.check_compiled("evaluate")
+        from pyggml.models.training_loop import check_batch_size
+        return custom_evaluate(self, x, y, check_batch_size(batch_size), verbose, sample_weight, steps, callbacks,
+                               return_dict)
+
+    @functools.wraps(predict_)
+    def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
+        if not _overrides(self, "predict_step", cls):
+            return predict_(self, x, batch_size, verbose, steps, callbacks)
+        from pyggml.models.training_loop import check_batch_size
+        return custom_predict(self, x, check_batch_size(batch_size), steps)
+
+    @functools.wraps(train_on_batch_)
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        if not uses_custom_fit(self, cls):
+            return train_on_batch_(self, x, y, sample_weight, class_weight, return_dict)
+        self.check_compiled("train_on_batch")
+        data = next(iter(_Batches(x, y, sample_weight, 1 << 62, None, class_weight)))
+        logs = _floats(self.train_step(data) or {})
+        return logs if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
+
+    @functools.wraps(test_on_batch_)
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        if not _custom_evaluate(self, cls):
+            return test_on_batch_(self, x, y, sample_weight, return_dict)
+        self.check_compiled("test_on_batch")
+        self.reset_metrics()
+        data = next(iter(_Batches(x, y, sample_weight, 1 << 62, None)))
+        logs = _floats(self.test_step(data) or {})
+        return logs if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
+
+    cls.compile, cls.fit, cls.evaluate, cls.predict = compile, fit, evaluate, predict
+    _install_graphless(cls)
+    cls.trainable = property(Layer.trainable.fget, _set_trainable, doc=Layer.trainable.__doc__)
+    cls._plain_predict = predict_            # calling a model on arrays (never predict_step: no recursion)
+    cls.train_on_batch, cls.test_on_batch = train_on_batch, test_on_batch
+    cls.train_step, cls.test_step, cls.predict_step = train_step, test_step, predict_step
+    cls.compute_loss, cls.compute_metrics, cls.get_metrics_result = compute_loss, compute_metrics, get_metrics_result
+    cls.metrics = property(metrics)
+    cls.reset_metrics = reset_metrics
+    cls._tracker = _tracker
+    cls.compiled_loss = property(_compiled_loss)
+    cls.compiled_metrics = property(lambda self: self.__dict__.get("_custom_metrics"))
+    return cls

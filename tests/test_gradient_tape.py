@@ -1,0 +1,270 @@
+"""pg.GradientTape: gradients of Python-written computations, checked against PyTorch
+(same weights, same inputs) and hand-derived values; its values, its errors, and
+optimizer steps on weights that no compiled model holds."""
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+from pyggml import layers, ops
+
+try:
+    import torch
+except ImportError:          # parity tests skip; the rest run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
+
+def _mlp(seed=0):
+    pg.set_seed(seed)
+    return pg.Sequential([pg.Input(shape=(4,)), layers.Dense(6, activation="tanh"), layers.Dense(3)])
+
+
+def _data(seed=1, n=8):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 4)).astype(np.float32), rng.normal(size=(n, 3)).astype(np.float32)
+
+
+@needs_torch
+def test_mlp_gradients_match_pytorch():
+    m = _mlp()
+    x, y = _data()
+    with pg.GradientTape() as tape:
+        loss = ops.mean(ops.square(m(x, training=True) - y))
+    grads = tape.gradient(loss, m.trainable_variables)
+    w = [torch.tensor(v.numpy(), dtype=torch.float64, requires_grad=True) for v in m.trainable_variables]
+    h = torch.tanh(torch.tensor(x, dtype=torch.float64) @ w[0].T + w[1])
+    tl = ((h @ w[2].T + w[3] - torch.tensor(y, dtype=torch.float64)) ** 2).mean()
+    tl.backward()
+    assert float(loss) == pytest.approx(float(tl), rel=1e-5)
+    for g, t in zip(grads, w):
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=2e-4, atol=1e-6)
+
+
+@needs_torch
+def test_conv_model_gradients_and_input_gradient_match_pytorch():
+    pg.set_seed(3)
+    m = pg.Sequential([pg.Input(shape=(6, 6, 2)), layers.Conv2D(3, 3, padding="same", activation="relu"),
+                       layers.Flatten(), layers.Dense(2)])
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 6, 6, 2)).astype(np.float32)
+    with pg.GradientTape() as tape:
+        tape.watch(x)
+        out = m(x)
+        target = ops.sum(ops.square(out))
+    gk, gx = tape.gradient(target, [m.layers[0].trainable_variables[0], x])
+    k = m.layers[0].trainable_variables[0].numpy()        # pyggml's (out, in, kh, kw), PyTorch's layout
+    tx = torch.tensor(x.transpose(0, 3, 1, 2), dtype=torch.float64, requires_grad=True)
+    tk = torch.tensor(k, dtype=torch.float64, requires_grad=True)
+    tb = torch.tensor(m.layers[0].trainable_variables[1].numpy(), dtype=torch.float64)
+    conv = torch.relu(torch.nn.functional.conv2d(tx, tk, tb, padding=1))
+    flat = conv.permute(0, 2, 3, 1).reshape(4, -1)               # Flatten of channels-last
+    dw, db = (torch.tensor(v.numpy(), dtype=torch.float64) for v in m.layers[2].trainable_variables)
+    tt = ((flat @ dw.T + db) ** 2).sum()
+    tt.backward()
+    np.testing.assert_allclose(gk, tk.grad.numpy(), rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(gx, tx.grad.numpy().transpose(0, 2, 3, 1), rtol=2e-4, atol=1e-5)
+
+
+def test_nonscalar_target_is_summed_and_output_gradients_weight_it():
+    v = pg.Variable("v", (3,))
+    v.assign(np.array([1.0, 2.0, 3.0], np.float32))
+    with pg.GradientTape(persistent=True) as tape:
+        y = ops.square(v.graph_tensor())                       # [1, 4, 9], dy/dv = 2v
+    np.testing.assert_allclose(tape.gradient(y, v), [2.0, 4.0, 6.0])
+    np.testing.assert_allclose(tape.gradient(y, v, output_gradients=np.array([1.0, 0.0, -1.0])), [2.0, 0.0, -6.0])
+    jac = tape.jacobian(y, v)
+    np.testing.assert_allclose(jac, np.diag([2.0, 4.0, 6.0]))
+
+
+def test_unconnected_sources_give_none_or_zeros():
+    a, b = _mlp(), _mlp(1)
+    x, _ = _data()
+    with pg.GradientTape(persistent=True) as tape:
+        loss = ops.sum(a(x))
+        b(x)                                                   # recorded, but not in the loss
+    g = tape.gradient(loss, [a.trainable_variables[0], b.trainable_variables[0]])
+    assert g[0] is not None and g[1] is None
+    z = tape.gradient(loss, [b.trainable_variables[0]], unconnected_gradients="zero")[0]
+    assert z.shape == b.trainable_variables[0].shape and not z.any()
+    with pg.GradientTape() as tape2:
+        const = ops.sum(ops.ones((2, 2)))                      # arrays: computed at once, not recorded
+    assert tape2.gradient(const, a.trainable_variables) == [None] * 4
+
+
+def test_values_are_readable_before_and_after_gradient_and_unchanged():
+    m = _mlp()
+    x, y = _data()
+    with pg.GradientTape() as tape:
+        out = m(x)
+        loss = ops.mean(ops.square(out - y))
+        early = float(loss)                                    # computed on this read
+    np.testing.assert_allclose(np.asarray(out), m.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    tape.gradient(loss, m.trainable_variables)
+    assert float(loss) == early
+    assert f"{loss:.3f}" == f"{early:.3f}" and loss.item() == pytest.approx(early)
+    assert ops.convert_to_numpy(out).shape == (8, 3)
+
+
+def test_non_persistent_tape_computes_once_and_errors_are_clear():
+    m = _mlp()
+    x, y = _data()
+    with pg.GradientTape() as tape:
+        loss = ops.mean(m(x))
+    tape.gradient(loss, m.trainable_variables)
+    with pytest.raises(RuntimeError, match="persistent"):
+        tape.gradient(loss, m.trainable_variables)
+    with pytest.raises(RuntimeError, match="recorded nothing"):
+        pg.GradientTape().gradient(loss, m.trainable_variables)
+    with pg.GradientTape() as t2:
+        l2 = ops.mean(m(x))
+    with pytest.raises(TypeError, match="sources"):
+        t2.gradient(l2, ["not a weight name"])
+    with pytest.raises(ValueError, match="max_tensors"):
+        pg.GradientTape(max_tensors=3)
+
+
+def test_gradient_inside_the_with_block_as_older_keras_code_does():
+    m = _mlp()
+    x, y = _data()
+    with pg.GradientTape() as tape:
+        loss = ops.mean(ops.square(m(x) - y))
+        grads = tape.gradient(loss, m.trainable_weights)
+    assert [g.shape for g in grads] == [v.shape for v in m.trainable_variables]
+
+
+def test_batchnorm_in_training_mode_updates_its_statistics_once():
+    pg.set_seed(0)
+    bn = layers.BatchNormalization(momentum=0.5)
+    m = pg.Sequential([pg.Input(shape=(3,)), bn])
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with pg.GradientTape() as tape:
+        loss = ops.sum(m(x, training=True))
+    tape.gradient(loss, m.trainable_variables)
+    np.testing.assert_allclose(bn.variables[2].numpy(), 0.5 * x.mean(0), rtol=1e-5)
+    with pg.GradientTape() as tape2:
+        out = m(x)                                             # inference mode: no update
+    np.asarray(out)
+    assert tape2 is not None
+    np.testing.assert_allclose(bn.variables[2].numpy(), 0.5 * x.mean(0), rtol=1e-5)
+
+
+def test_dropout_mask_is_drawn_once_so_values_and_gradients_agree():
+    pg.set_seed(0)
+    m = pg.Sequential([pg.Input(shape=(50,)), layers.Dropout(0.5), layers.Dense(1, use_bias=False)])
+    x = np.ones((1, 50), np.float32)
+    with pg.GradientTape() as tape:
+        out = m(x, training=True)
+        first = float(out)
+    g = tape.gradient(out, m.trainable_variables)[0]
+    # d out / d w = the kept (and scaled) inputs; out = w . that
+    w = m.trainable_variables[0].numpy().reshape(-1)
+    assert float(out) == first
+    assert float(np.dot(w, g.reshape(-1))) == pytest.approx(first, rel=1e-5)
+    assert 0 < np.count_nonzero(g) < 50
+
+
+def test_regularization_losses_are_tensors_on_the_tape():
+    pg.set_seed(0)
+    m = pg.Sequential([pg.Input(shape=(2,)), layers.Dense(2, kernel_regularizer=pg.regularizers.L2(0.5))])
+    with pg.GradientTape() as tape:
+        m(np.ones((1, 2), np.float32))
+        penalty = m.losses[0]
+    k = m.trainable_variables[0]
+    np.testing.assert_allclose(tape.gradient(penalty, k), 2 * 0.5 * k.numpy(), rtol=1e-5)
+
+
+def test_add_loss_in_a_layer_call_is_recorded():
+    class Act(layers.Layer):
+        def call(self, x):
+            self.add_loss(ops.sum(ops.square(x)))
+            return x
+
+    pg.set_seed(0)
+    d = layers.Dense(2)
+    m = pg.Sequential([pg.Input(shape=(2,)), d, Act()])
+    with pg.GradientTape() as tape:
+        m(np.ones((1, 2), np.float32))
+        extra = m.losses[0]
+    w, b = d.trainable_variables
+    out = np.ones((1, 2)) @ w.numpy().T + b.numpy()
+    np.testing.assert_allclose(tape.gradient(extra, b), 2 * out.reshape(-1), rtol=1e-5)
+
+
+def test_stop_recording_computes_at_once():
+    m = _mlp()
+    x, _ = _data()
+    with pg.GradientTape() as tape:
+        with tape.stop_recording():
+            plain = m(x)
+        assert isinstance(plain, np.ndarray)
+        rec = m(x)
+    assert isinstance(rec, pg.core.Tensor)
+
+
+def test_an_op_without_a_backward_pass_is_refused_not_a_crash():
+    v = pg.Variable("v", (4,), initializer="ones")
+    with pg.GradientTape() as tape:
+        s = ops.argmax(ops.reshape(v.graph_tensor(), (1, 4)), axis=-1)
+    assert tape.gradient(s, v) is None                       # an int result: nothing to differentiate
+
+
+def test_sgd_step_on_weights_of_an_uncompiled_model_is_exact():
+    m = _mlp()
+    x, y = _data()
+    before = [v.numpy().copy() for v in m.trainable_variables]
+    with pg.GradientTape() as tape:
+        loss = ops.mean(ops.square(m(x) - y))
+    grads = tape.gradient(loss, m.trainable_weights)
+    pg.optimizers.SGD(0.1).apply_gradients(zip(grads, m.trainable_weights))
+    for b, g, v in zip(before, grads, m.trainable_variables):
+        np.testing.assert_allclose(v.numpy(), b - 0.1 * g, rtol=1e-6, atol=1e-7)
+
+
+def test_adam_state_carries_over_between_custom_steps_and_the_model_still_predicts_and_fits():
+    m = _mlp()
+    x, y = _data()
+    opt = pg.optimizers.Adam(0.01)
+    losses = []
+    for _ in range(30):
+        with pg.GradientTape() as tape:
+            loss = ops.mean(ops.square(m(x, training=True) - y))
+        opt.apply_gradients(zip(tape.gradient(loss, m.trainable_variables), m.trainable_variables))
+        losses.append(float(loss))
+    assert opt.iterations == 30 and losses[-1] < 0.7 * losses[0]
+    trained = m.predict(x, verbose=0)
+    np.testing.assert_allclose(float(np.mean((trained - y) ** 2)), losses[-1], rtol=0.2)
+    m.compile(optimizer="sgd", loss="mse")                   # the weights move to the model's device
+    np.testing.assert_allclose(m.predict(x, verbose=0), trained, rtol=1e-5, atol=1e-6)
+    m.fit(x, y, epochs=1, verbose=0)
+
+
+def test_apply_gradients_with_no_gradient_at_all_is_refused():
+    m = _mlp()
+    with pytest.raises(ValueError, match="no gradients"):
+        pg.optimizers.SGD().apply_gradients([(None, v) for v in m.trainable_variables])
+
+
+def test_tensor_number_conversions():
+    with pg.GradientTape() as tape:
+        t = ops.sum(layers.Dense(1, kernel_initializer="ones", use_bias=False)(np.ones((1, 3), np.float32)))
+    assert float(t) == 3.0 and int(t) == 3 and tape is not None
+    with pg.GradientTape():
+        many = layers.Dense(2)(np.ones((2, 2), np.float32))
+    with pytest.raises(TypeError, match="one element"):
+        float(many)
+
+
+def test_a_gradient_inside_another_recording_tape_is_refused_not_silently_constant():
+    m = _mlp()
+    x, _ = _data()
+    with pg.GradientTape() as outer:
+        with pg.GradientTape() as inner:
+            inner.watch(x)
+            out = ops.sum(m(x))
+        with pytest.raises(ValueError, match="second-order"):
+            inner.gradient(out, x)
+        loss = ops.sum(m(x))
+    assert outer.gradient(loss, m.trainable_variables)[0].shape == (6, 4)
+    assert inner.gradient(out, x).shape == x.shape            # after the outer block: allowed
