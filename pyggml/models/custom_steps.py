@@ -683,7 +683,19 @@ def install(cls):
         logs = _floats(self.test_step(data) or {})
         return logs if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
 
-    cls.compile, cls.fit, cls.evaluate, cls.predict = compile, fit, evaluate, predict
+    cls.compile, cls.fit, cls.evaluate = compile, fit, evaluate
+    # predict stays the fused one (no wrapper on its hot path); a subclass that overrides
+    # predict_step gets the custom one when it is defined
+    previous = cls.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(sub, **kwargs):
+        if previous is not None:
+            previous.__func__(sub, **kwargs)
+        else:
+            super(cls, sub).__init_subclass__(**kwargs)
+        if "predict_step" in sub.__dict__ and "predict" not in sub.__dict__:
+            sub.predict = predict
+    cls.__init_subclass__ = classmethod(__init_subclass__)
     _install_graphless(cls)
     cls.trainable = property(Layer.trainable.fget, _set_trainable, doc=Layer.trainable.__doc__)
     cls._plain_predict = predict_            # calling a model on arrays (never predict_step: no recursion)
