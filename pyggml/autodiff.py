@@ -153,16 +153,18 @@ class _TapeBuilder:
         self.run([t])
 
     def run(self, outputs, loss=None, params=()):
-        """Compute everything recorded so far (``outputs`` among it) and the weight updates not
-        applied yet; with ``loss``, also its backward pass, returning the gradients of ``params``
-        (None where unconnected).  Everything, in the order recorded: some ops write side
-        tensors the updates read (the fused BatchNormalization's batch statistics)."""
+        """Compute ``outputs`` and, the first time, the weight updates with everything recorded
+        so far (in the order recorded: some ops write side tensors the updates read, the fused
+        BatchNormalization's batch statistics); with ``loss``, also its backward pass,
+        returning the gradients of ``params`` (None where unconnected)."""
         with _lock:
             outs = [o if o.is_contiguous else ops.cont(o, ctx=self.ctx) for o in outputs]
-            todo = [t for t in self.ctx.tensors() if t.op != "NONE" and hash(t) not in self._done]
-            todo += [o for o in outs if o.op != "NONE" and hash(o) not in self._done]
             updates = [] if self._updated else [(v, t if t.is_contiguous else ops.cont(t, ctx=self.ctx))
                                                 for v, t in self.updates]
+            # with updates to make, everything recorded (the ops that write what they read)
+            todo = [t for t in self.ctx.tensors() if t.op != "NONE" and hash(t) not in self._done] \
+                if updates else []
+            todo += [o for o in outs if o.op != "NONE" and hash(o) not in self._done]
             grads = []
             if loss is None and not todo and not updates:
                 self._fill()
@@ -179,8 +181,11 @@ class _TapeBuilder:
                     o.set_output()
                     g.build_forward(o)
                 wanted = []
+                sctx = Context(n_tensors=2)
+                if g.count_outside(self.ctx, gctx):
+                    raise ValueError("a recorded computation uses tensors of another GradientTape (or of a model's "
+                                     "graph): a tape computes only what it recorded itself")
                 if loss is not None:
-                    sctx = Context(n_tensors=2)
                     seed = sctx.new_tensor((1,))
                     BackendBuffer(sctx, _cpu())
                     seed.set(np.ones(1, dtype=np.float32))
@@ -196,6 +201,8 @@ class _TapeBuilder:
                 for _, t in updates:                 # last: after the ops whose side tensors they read
                     t.set_output()
                     g.build_forward(t)
+                if loss is not None and g.count_outside(self.ctx, gctx, sctx):
+                    raise ValueError("the backward pass reaches tensors of another GradientTape")
                 _allocate(self.ctx)
                 _allocate(gctx)
                 self._fill()

@@ -377,3 +377,21 @@ def test_binary_crossentropy_function_matches_pytorch():
     np.testing.assert_allclose(pg.losses.binary_crossentropy(yt, yp), want.numpy(), rtol=1e-5)
     with pytest.raises(TypeError, match="unexpected"):
         pg.losses.mse(yt, yp, nonsense=1)
+
+
+def test_custom_fit_refuses_bad_data_and_bad_step_results_clearly():
+    class M(pg.Model):
+        def train_step(self, data):
+            return 5
+
+    m = M()
+    m.compile()
+    x = np.ones((4, 3), np.float32)
+    with pytest.raises(TypeError, match="must return a dict"):
+        m.fit(x, epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="y has 3 rows, x has 4"):
+        m.fit(x, np.ones(3), epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="no data"):
+        m.fit(None, epochs=1, verbose=0)
+    with pytest.raises(TypeError, match="batch axis"):
+        m.fit("text", epochs=1, verbose=0)

@@ -268,3 +268,36 @@ def test_a_gradient_inside_another_recording_tape_is_refused_not_silently_consta
         loss = ops.sum(m(x))
     assert outer.gradient(loss, m.trainable_variables)[0].shape == (6, 4)
     assert inner.gradient(out, x).shape == x.shape            # after the outer block: allowed
+
+
+def test_mixing_two_tapes_is_refused_not_garbage():
+    m = _mlp()
+    x, _ = _data()
+    with pg.GradientTape() as a:
+        ta = m(x)
+    with pg.GradientTape():
+        tb = m(x)
+    with pytest.raises(ValueError, match="another GradientTape"):
+        np.asarray(ta + tb)
+    np.testing.assert_allclose(np.asarray(ta), m.predict(x, verbose=0), rtol=1e-5, atol=1e-6)   # a still works
+    assert a is not None
+
+
+def test_tape_tensors_outlive_the_tape_object_and_read_from_threads():
+    import gc
+    import threading
+    m = _mlp()
+    x, _ = _data()
+
+    def record():
+        with pg.GradientTape():
+            return ops.sum(m(x))
+    total = record()
+    gc.collect()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(float(total))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got)) == 1 and got[0] == pytest.approx(float(np.sum(m.predict(x, verbose=0))), rel=1e-5)

@@ -194,6 +194,7 @@ cdef extern from "ggml.h" nogil:
     void ggml_free(ggml_context * ctx)
     size_t ggml_used_mem(const ggml_context * ctx)
     size_t ggml_get_mem_size(const ggml_context * ctx)
+    void * ggml_get_mem_buffer(const ggml_context * ctx)
     bint ggml_get_no_alloc(ggml_context * ctx)
     ggml_tensor * ggml_get_first_tensor(const ggml_context * ctx)
     ggml_tensor * ggml_get_next_tensor(const ggml_context * ctx, ggml_tensor * tensor)

@@ -410,6 +410,41 @@ cdef class Graph(_Owner):
         self._check()
         return ggml_graph_n_nodes(self.ptr)
 
+    def count_outside(self, *contexts):
+        """How many tensors of the graph (its nodes, their sources and views' sources) lie in
+        none of ``contexts`` (a GradientTape refuses a graph that reaches into another tape)."""
+        self._check()
+        cdef list lo = [], hi = []
+        cdef Context c
+        for c in contexts:
+            c._check()
+            lo.append(<uintptr_t>ggml_get_mem_buffer(c.ptr))
+            hi.append(<uintptr_t>ggml_get_mem_buffer(c.ptr) + ggml_get_mem_size(c.ptr))
+        cdef int i, j, k, n = ggml_graph_n_nodes(self.ptr), out = 0
+        cdef ggml_tensor * t
+        cdef ggml_tensor * cand[GGML_MAX_SRC + 2]
+        cdef uintptr_t a
+        seen = set()
+        for i in range(n):
+            t = ggml_graph_node(self.ptr, i)
+            cand[0] = t
+            cand[1] = t.view_src
+            for j in range(GGML_MAX_SRC):
+                cand[2 + j] = t.src[j]
+            for j in range(GGML_MAX_SRC + 2):
+                if cand[j] == NULL:
+                    continue
+                a = <uintptr_t>cand[j]
+                if a in seen:
+                    continue
+                seen.add(a)
+                for k in range(len(lo)):
+                    if lo[k] <= a < hi[k]:
+                        break
+                else:
+                    out += 1
+        return out
+
     def nodes(self):
         self._check()
         return [Tensor._wrap(self.ctx, ggml_graph_node(self.ptr, i), 0)

@@ -314,7 +314,12 @@ def reset_metrics(self):
     self.__dict__.pop("_pending_losses", None)
 
 
-def _floats(logs):
+def _floats(logs, step="train_step"):
+    if logs is None:
+        return {}
+    if not isinstance(logs, dict):
+        raise TypeError(f"{step} must return a dict of logs {{name: value}} (or None), got "
+                        f"{type(logs).__name__}")
     out = {}
     for k, v in logs.items():
         if isinstance(v, dict):
@@ -370,7 +375,15 @@ class _Batches:
             except TypeError:
                 self.steps = steps
             return
+        if x is None:
+            raise ValueError("no data: give x (arrays, or a dataset or generator of batches)")
         self.arrays = (_arrays(x), _arrays(y), None if sample_weight is None else np.asarray(sample_weight))
+        for part, what in ((self.arrays[0], "x"), (self.arrays[1], "y"), (self.arrays[2], "sample_weight")):
+            for a in (list(part.values()) if isinstance(part, dict) else
+                      (list(part) if isinstance(part, (list, tuple)) else [part])):
+                if a is not None and (not isinstance(a, np.ndarray) or a.ndim == 0):
+                    raise TypeError(f"{what} must be arrays with a batch axis (or a dataset), got {type(a).__name__}"
+                                    f"{'' if not isinstance(a, np.ndarray) else ' of no dimensions'}")
         if class_weight is not None:
             if y is None:
                 raise ValueError("class_weight needs targets y")
@@ -379,6 +392,9 @@ class _Batches:
             cw = np.array([float(class_weight.get(int(c), 1.0)) for c in labels], dtype=np.float32)
             self.arrays = (self.arrays[0], self.arrays[1], cw if self.arrays[2] is None else self.arrays[2] * cw)
         self.n = _length(self.arrays[0])
+        for part, what in ((self.arrays[1], "y"), (self.arrays[2], "sample_weight")):
+            if part is not None and _length(part) != self.n:
+                raise ValueError(f"{what} has {_length(part)} rows, x has {self.n}")
         if self.n == 0:
             raise ValueError("the data has no rows")
         self.batch_size = batch_size
@@ -453,7 +469,7 @@ def _run_test_steps(model, batches, cl=None):
     for bi, data in enumerate(batches):
         if cl is not None:
             cl.call("on_test_batch_begin", bi, {})
-        logs = _floats(model.test_step(data) or {})
+        logs = _floats(model.test_step(data), "test_step")
         if cl is not None:
             cl.call("on_test_batch_end", bi, logs)
     return logs
@@ -498,7 +514,7 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
         seen = 0
         for bi, batch in enumerate(data.epoch(shuffle, rng)):
             cl.call("on_train_batch_begin", bi, {})
-            logs = _floats(model.train_step(batch) or {})
+            logs = _floats(model.train_step(batch))
             seen += 1
             cl.call("on_train_batch_end", bi, logs)
             if model.stop_training:
@@ -670,7 +686,7 @@ def install(cls):
             return train_on_batch_(self, x, y, sample_weight, class_weight, return_dict)
         self.check_compiled("train_on_batch")
         data = next(iter(_Batches(x, y, sample_weight, 1 << 62, None, class_weight)))
-        logs = _floats(self.train_step(data) or {})
+        logs = _floats(self.train_step(data))
         return logs if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
 
     @functools.wraps(test_on_batch_)
@@ -680,7 +696,7 @@ def install(cls):
         self.check_compiled("test_on_batch")
         self.reset_metrics()
         data = next(iter(_Batches(x, y, sample_weight, 1 << 62, None)))
-        logs = _floats(self.test_step(data) or {})
+        logs = _floats(self.test_step(data), "test_step")
         return logs if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
 
     cls.compile, cls.fit, cls.evaluate = compile, fit, evaluate
