@@ -18,7 +18,9 @@ from pyggml.core import ops as core_ops
 from pyggml.variables import Variable
 
 __all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_relu", "softmax", "log_softmax",
-           "linear", "get", "name_of", "serialize"]
+           "linear", "relu6", "selu", "softplus", "softsign", "exponential", "hard_sigmoid", "hard_silu",
+           "hard_swish", "hard_tanh", "mish", "celu", "glu", "log_sigmoid", "soft_shrink", "sparse_plus",
+           "squareplus", "tanh_shrink", "sparsemax", "get", "name_of", "serialize", "deserialize"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 
@@ -162,10 +164,43 @@ def linear(x):
     return ops.as_tensor(x)
 
 
+def _from_ops(name, op_name=None):
+    """Keras's activation ``name`` as the pyggml.ops function of that name (graph tensors,
+    with a backward pass; at once on arrays)."""
+    def act(x, *args, **kwargs):
+        return getattr(ops, op_name or name)(ops.as_tensor(x), *args, **kwargs)
+    act.__name__ = act.__qualname__ = name
+    act.__doc__ = f"Keras's ``{name}`` activation (``pyggml.ops.{op_name or name}``)."
+    return _eager_on_arrays(act)
+
+
+relu6 = _from_ops("relu6")
+selu = _from_ops("selu")
+softplus = _from_ops("softplus")
+softsign = _from_ops("softsign")
+exponential = _from_ops("exponential", "exp")
+hard_sigmoid = _from_ops("hard_sigmoid")
+hard_silu = _from_ops("hard_silu")
+hard_swish = hard_silu
+hard_tanh = _from_ops("hard_tanh")
+mish = _from_ops("mish")
+celu = _from_ops("celu")
+glu = _from_ops("glu")
+log_sigmoid = _from_ops("log_sigmoid")
+soft_shrink = _from_ops("soft_shrink")
+sparse_plus = _from_ops("sparse_plus")
+squareplus = _from_ops("squareplus")
+tanh_shrink = _from_ops("tanh_shrink")
+sparsemax = _from_ops("sparsemax")
+
 _BY_NAME = {
     "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softmax": softmax, "gelu": gelu,
     "silu": silu, "swish": silu, "leaky_relu": leaky_relu, "elu": elu, "linear": linear,
-    "log_softmax": log_softmax,
+    "log_softmax": log_softmax, "relu6": relu6, "selu": selu, "softplus": softplus, "softsign": softsign,
+    "exponential": exponential, "hard_sigmoid": hard_sigmoid, "hard_silu": hard_silu, "hard_swish": hard_silu,
+    "hard_tanh": hard_tanh, "mish": mish, "celu": celu, "glu": glu, "log_sigmoid": log_sigmoid,
+    "soft_shrink": soft_shrink, "sparse_plus": sparse_plus, "squareplus": squareplus,
+    "tanh_shrink": tanh_shrink, "sparsemax": sparsemax,
 }
 
 
@@ -194,3 +229,4 @@ def name_of(act):
 
 
 serialize = name_of
+deserialize = get          # Keras's: a name (or a callable) back to the activation

@@ -7,7 +7,7 @@ takes "float32" only and ``image_data_format`` is "channels_last" unless set; la
 take ``data_format=`` choose it themselves."""
 
 __all__ = ["epsilon", "set_epsilon", "floatx", "set_floatx", "image_data_format", "set_image_data_format",
-           "backend", "clear_session"]
+           "backend", "clear_session", "is_keras_tensor"]
 
 _EPSILON = [1e-7]
 _DATA_FORMAT = ["channels_last"]
@@ -53,3 +53,10 @@ def clear_session(free_memory=True):
     """Resets the layer-name counters' global state, as Keras's does: nothing to reset in pyggml,
     whose layer names are numbered within each model."""
     return None
+
+
+def is_keras_tensor(x):
+    """Keras's: whether ``x`` is a symbolic tensor of a functional model (a ``pg.Input`` or a
+    layer's output on one), not an array or a computed tensor."""
+    from pyggml.layers.node import Node
+    return isinstance(x, Node)

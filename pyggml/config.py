@@ -18,6 +18,9 @@ pyggml.backend's own functions, so ``pg.config.set_epsilon`` and
   Keras's switch, kept as a flag (pyggml does not shorten tracebacks, so there is
   nothing to filter either way);
 - ``dtype_policy()`` / ``set_dtype_policy``: ``"float32"``, the only policy pyggml computes in;
+- ``set_max_epochs(n)`` / ``set_max_steps_per_epoch(n)`` (Keras 3's): caps on what every
+  ``fit`` runs, whatever it is asked (``None``: no cap), read back with ``max_epochs()`` /
+  ``max_steps_per_epoch()``;
 - flash attention: pyggml's attention layers compute attention with plain ggml ops, so
   ``is_flash_attention_enabled()`` is False, ``disable_flash_attention()`` is accepted and
   ``enable_flash_attention()`` raises a ValueError that says so.
@@ -35,9 +38,35 @@ __all__ = ["backend", "set_backend", "floatx", "set_floatx", "epsilon", "set_eps
            "is_interactive_logging_enabled", "enable_unsafe_deserialization", "in_safe_mode",
            "enable_traceback_filtering", "disable_traceback_filtering", "is_traceback_filtering_enabled",
            "dtype_policy", "set_dtype_policy", "enable_flash_attention", "disable_flash_attention",
-           "is_flash_attention_enabled"]
+           "is_flash_attention_enabled", "set_max_epochs", "max_epochs", "set_max_steps_per_epoch",
+           "max_steps_per_epoch"]
 
-_STATE = {"interactive_logging": True, "safe_mode": True, "traceback_filtering": True}
+_STATE = {"interactive_logging": True, "safe_mode": True, "traceback_filtering": True, "max_epochs": None,
+          "max_steps_per_epoch": None}
+
+
+def _cap(name, value):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+    _STATE[name] = value
+
+
+def set_max_epochs(max_epochs):
+    """Cap the epochs of every ``fit`` (Keras 3's; ``None`` removes the cap)."""
+    _cap("max_epochs", max_epochs)
+
+
+def max_epochs():
+    return _STATE["max_epochs"]
+
+
+def set_max_steps_per_epoch(max_steps_per_epoch):
+    """Cap the batches of every ``fit`` epoch (Keras 3's; ``None`` removes the cap)."""
+    _cap("max_steps_per_epoch", max_steps_per_epoch)
+
+
+def max_steps_per_epoch():
+    return _STATE["max_steps_per_epoch"]
 
 
 def backend():

@@ -18,7 +18,8 @@ from pyggml.layers.layer import Layer
 from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add, average,
                                    concatenate, dot, maximum, minimum, multiply, subtract)
 from pyggml.layers.node import Node
-from pyggml.layers.normalization import BatchNormalization, GroupNormalization, LayerNormalization, UnitNormalization
+from pyggml.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization, RMSNormalization,
+                                         UnitNormalization)
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
                                    GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
 from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding, CenterCrop, CutMix, Discretization,
@@ -42,7 +43,7 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
-             GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram):
+             RMSNormalization, GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -70,7 +71,7 @@ __all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU"
            "StackedRNNCells", "DepthwiseConv1D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "Attention",
            "AdditiveAttention", "GroupNormalization", "EinsumDense", "TextVectorization", "Hashing", "HashedCrossing",
            "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
-           "UnitNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
+           "UnitNormalization", "RMSNormalization", "Dot", "dot", "Resizing", "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation",
            "RandomZoom", "RandomTranslation", "RandomContrast", "RandomBrightness", "RandomGrayscale", "RandomHue",
            "RandomSaturation", "RandomSharpness", "Solarization", "RandomInvert", "RandomPosterization",
            "RandomColorDegeneration", "RandomColorJitter", "AutoContrast", "Equalization", "RandomGaussianBlur",

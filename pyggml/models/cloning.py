@@ -11,7 +11,7 @@ of the old ones.  A subclassed model has no config: it is refused, naming it.
 
 from pyggml.layers.input_layer import Input, InputLayer
 
-__all__ = ["clone_model"]
+__all__ = ["clone_model", "to_json", "model_from_json"]
 
 
 def _fresh(layer):
@@ -70,3 +70,30 @@ def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
     outs = [mapped[id(o)] for o in topo.outputs]
     return Model(new_inputs if model._multi_in else new_inputs[0], outs if model._multi_out else outs[0],
                  name=model.name)
+
+
+def to_json(model, **kwargs):
+    """Keras's ``model.to_json()``: the architecture (no weights) as a JSON string,
+    ``{"class_name": ..., "config": model.get_config()}``; ``kwargs`` go to json.dumps."""
+    import json
+    from pyggml.models.sequential import Sequential
+    return json.dumps({"class_name": "Sequential" if isinstance(model, Sequential) else "Functional",
+                       "config": model.get_config()}, **kwargs)
+
+
+def model_from_json(json_string, custom_objects=None):
+    """Keras's ``keras.models.model_from_json``: a new model (fresh weights) from ``to_json``'s
+    string."""
+    import json
+    from pyggml.models.model import Model
+    from pyggml.models.sequential import Sequential
+    try:
+        spec = json.loads(json_string)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise ValueError(f"model_from_json: not a JSON string ({type(e).__name__}: {e})") from None
+    if not isinstance(spec, dict) or "config" not in spec or spec.get("class_name") not in ("Sequential",
+                                                                                            "Functional", "Model"):
+        raise ValueError("model_from_json takes what model.to_json() writes: "
+                         "{'class_name': 'Sequential' or 'Functional', 'config': ...}")
+    cls = Sequential if spec["class_name"] == "Sequential" else Model
+    return cls.from_config(spec["config"], custom_objects=custom_objects)

@@ -30,6 +30,7 @@ import functools
 
 import numpy as np
 
+from pyggml import config as config_mod
 from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
@@ -652,6 +653,12 @@ def install(cls):
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1):
+        # Keras 3's caps (pg.config.set_max_epochs / set_max_steps_per_epoch)
+        cap_epochs, cap_steps = config_mod.max_epochs(), config_mod.max_steps_per_epoch()
+        if cap_epochs is not None and isinstance(epochs, int) and not isinstance(epochs, bool):
+            epochs = min(epochs, cap_epochs)
+        if cap_steps is not None:
+            steps_per_epoch = cap_steps if steps_per_epoch is None else min(steps_per_epoch, cap_steps)
         validates = validation_data is not None or validation_split
         if not uses_custom_fit(self, cls) and not (validates and _overrides(self, "test_step", cls)):
             return fit_(self, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data,

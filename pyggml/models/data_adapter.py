@@ -402,15 +402,16 @@ class ArrayDataset(Dataset):
 
     def _batches(self, shuffle, rng):
         b = self.batch_size
+        end = min(self.n, self.steps * b)          # steps_per_epoch may stop an epoch early
         if shuffle:
             order = rng.permutation(self.n)
-            for s in range(0, self.n, b):
+            for s in range(0, end, b):
                 idx = order[s:s + b]
                 yield Batch([a[idx] for a in self.xs],
                             None if self.ys is None else [None if a is None else a[idx] for a in self.ys],
                             None if self.ws is None else [None if a is None else a[idx] for a in self.ws])
         else:
-            for s in range(0, self.n, b):
+            for s in range(0, end, b):
                 sl = slice(s, s + b)
                 yield Batch([a[sl] for a in self.xs],
                             None if self.ys is None else [None if a is None else a[sl] for a in self.ys],
