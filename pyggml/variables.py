@@ -95,7 +95,11 @@ class Variable:
         return self._lost
 
     def assign(self, value):
-        """Set the values (any real array of this shape)."""
+        """Set the values (any real array of this shape); inside a layer's call, a tensor is
+        assigned when the graph runs (Keras's ``self.v.assign(...)`` in ``call``)."""
+        from pyggml.core import Tensor
+        if isinstance(value, Tensor) and _scope.current() is not None:
+            return self._assign_in_graph(value)
         a = np.asarray(value)
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
@@ -145,51 +149,94 @@ class Variable:
 
     # --- in a graph being built --------------------------------------------------------
     def graph_tensor(self):
-        """This variable's tensor in the graph being built."""
-        return _scope.require(f"variable {self.name!r} as a tensor").tensor_of(self)
+        """This variable's tensor in the graph being built (its new value once assigned there)."""
+        b = _scope.require(f"variable {self.name!r} as a tensor")
+        cache = getattr(b, "cache", None)
+        assigned = None if cache is None else cache.get(("assigned", id(self)))
+        return assigned if assigned is not None else b.tensor_of(self)
+
+    def _value_here(self):
+        """The graph tensor inside a graph, the numpy values outside one (Keras's eager variable)."""
+        return self.numpy() if _scope.current() is None else self.graph_tensor()
+
+    def _assign_in_graph(self, new):
+        """Keras's assign inside a call: later reads in this graph see ``new``, and the variable
+        holds it once the graph has run (a state update)."""
+        from pyggml.core import Tensor
+        from pyggml.core import ops as core_ops
+        b = _scope.current()
+        if not isinstance(new, Tensor):
+            raise TypeError(f"variable {self.name!r}: a graph assign takes a tensor, got {type(new).__name__}")
+        if tuple(new.shape) != self.shape and int(np.prod(new.shape)) == self.size:
+            new = core_ops.reshape(new if new.is_contiguous else core_ops.cont(new), self.shape)
+        if tuple(new.shape) != self.shape:
+            raise ValueError(f"variable {self.name!r} has shape {self.shape}, got a tensor of shape {tuple(new.shape)}")
+        b.cache[("assigned", id(self))] = new
+        (getattr(b, "add_state_update", None) or b.add_update)(self, new)
+        return new
+
+    def assign_add(self, delta):
+        """``variable += delta``: at once outside a graph, as a state update in a layer's call."""
+        if _scope.current() is not None:
+            return self._assign_in_graph(self.graph_tensor() + _as_tensor(delta))
+        self.assign(self.numpy() + np.asarray(delta, dtype=np.float32))
+        return self
+
+    def assign_sub(self, delta):
+        """``variable -= delta``: at once outside a graph, as a state update in a layer's call."""
+        if _scope.current() is not None:
+            return self._assign_in_graph(self.graph_tensor() - _as_tensor(delta))
+        self.assign(self.numpy() - np.asarray(delta, dtype=np.float32))
+        return self
+
+    @property
+    def value(self):
+        """Keras's ``variable.value``: the tensor in a graph, the values outside one."""
+        return self._value_here()
 
     def __add__(self, other):
-        return self.graph_tensor() + _as_tensor(other)
+        return self._value_here() + _as_tensor(other)
 
     def __radd__(self, other):
-        return _as_tensor(other) + self.graph_tensor()
+        return _as_tensor(other) + self._value_here()
 
     def __sub__(self, other):
-        return self.graph_tensor() - _as_tensor(other)
+        return self._value_here() - _as_tensor(other)
 
     def __rsub__(self, other):
-        return _as_tensor(other) - self.graph_tensor()
+        return _as_tensor(other) - self._value_here()
 
     def __mul__(self, other):
-        return self.graph_tensor() * _as_tensor(other)
+        return self._value_here() * _as_tensor(other)
 
     def __rmul__(self, other):
-        return _as_tensor(other) * self.graph_tensor()
+        return _as_tensor(other) * self._value_here()
 
     def __truediv__(self, other):
-        return self.graph_tensor() / _as_tensor(other)
+        return self._value_here() / _as_tensor(other)
 
     def __neg__(self):
-        return -self.graph_tensor()
+        return -self._value_here()
 
     def __matmul__(self, other):
-        return self.graph_tensor() @ _as_tensor(other)
+        return self._value_here() @ _as_tensor(other)
 
     def __rmatmul__(self, other):
-        return _as_tensor(other) @ self.graph_tensor()
+        return _as_tensor(other) @ self._value_here()
 
     def __rtruediv__(self, other):
-        return _as_tensor(other) / self.graph_tensor()
+        return _as_tensor(other) / self._value_here()
 
     def __pow__(self, other):
-        return self.graph_tensor() ** other
+        return self._value_here() ** other
 
     def __abs__(self):
-        return abs(self.graph_tensor())
+        return abs(self._value_here())
 
     def __getitem__(self, key):
-        """numpy's basic indexing of the variable's tensor (pyggml._indexing)."""
-        return self.graph_tensor()[key]
+        """numpy's basic indexing of the variable's tensor (pyggml._indexing), or of its values
+        outside a graph."""
+        return self._value_here()[key]
 
     def __repr__(self):
         where = "device" if self._tensor is not None else "host"
@@ -197,7 +244,7 @@ class Variable:
 
 
 def _as_tensor(v):
-    return v.graph_tensor() if isinstance(v, Variable) else v
+    return v._value_here() if isinstance(v, Variable) else v
 
 
 class WeightName(str):

@@ -395,3 +395,95 @@ def test_custom_fit_refuses_bad_data_and_bad_step_results_clearly():
         m.fit(None, epochs=1, verbose=0)
     with pytest.raises(TypeError, match="batch axis"):
         m.fit("text", epochs=1, verbose=0)
+
+
+# --- keras-io guides: "writing a training loop from scratch", "making new layers and models" ------
+def test_training_loop_from_scratch_guide():
+    pg.set_seed(0)
+    inputs = pg.Input(shape=(20,))
+    x = layers.Dense(32, activation="relu")(inputs)
+    model = pg.Model(inputs, layers.Dense(4)(x))
+    optimizer = keras.optimizers.Adam(learning_rate=1e-2)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    acc = keras.metrics.SparseCategoricalAccuracy()
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(256, 20)).astype(np.float32)
+    ys = xs[:, :4].argmax(1)
+    train = pg.data.Dataset.from_tensor_slices((xs, ys)).shuffle(buffer_size=256).batch(32)
+    for epoch in range(8):
+        for step, (xb, yb) in enumerate(train):
+            with pg.GradientTape() as tape:
+                logits = model(xb, training=True)
+                loss_value = loss_fn(yb, logits)
+            grads = tape.gradient(loss_value, model.trainable_weights)
+            optimizer.apply_gradients(zip(grads, model.trainable_weights))
+            acc.update_state(yb, logits)
+        last = float(acc.result())
+        acc.reset_state()
+    assert last > 0.8
+    assert float(loss_value) == pytest.approx(float(loss_fn(yb, model(xb))), abs=0.5)
+
+
+def test_subclassing_guide_layers_state_and_vae_with_add_loss():
+    class ComputeSum(layers.Layer):
+        def __init__(self, input_dim):
+            super().__init__()
+            self.total = self.add_weight(initializer="zeros", shape=(input_dim,), trainable=False)
+
+        def call(self, inputs):
+            self.total.assign_add(ops.sum(inputs, axis=0))
+            return self.total
+
+    s = ComputeSum(2)
+    np.testing.assert_array_equal(s(np.ones((2, 2))), [2.0, 2.0])
+    np.testing.assert_array_equal(s(np.ones((2, 2))), [4.0, 4.0])
+    np.testing.assert_array_equal(s.total.numpy(), [4.0, 4.0])
+    v = s.total
+    v.assign_sub(np.ones(2))
+    assert (v + 1).tolist() == [4.0, 4.0] and v.value.tolist() == [3.0, 3.0]
+
+    class Sampling(layers.Layer):
+        def call(self, inputs):
+            z_mean, z_log_var = inputs
+            return z_mean + ops.exp(0.5 * z_log_var) * pg.random.normal(shape=ops.shape(z_mean))
+
+    class Encoder(layers.Layer):
+        def __init__(self, latent_dim=4, **kwargs):
+            super().__init__(**kwargs)
+            self.proj, self.mean, self.log_var = layers.Dense(16, activation="relu"), layers.Dense(latent_dim), \
+                layers.Dense(latent_dim)
+            self.sampling = Sampling()
+
+        def call(self, inputs):
+            h = self.proj(inputs)
+            z_mean, z_log_var = self.mean(h), self.log_var(h)
+            return z_mean, z_log_var, self.sampling((z_mean, z_log_var))      # a tuple of inputs
+
+    class VAE(pg.Model):
+        def __init__(self, dim):
+            super().__init__()
+            self.encoder, self.decoder = Encoder(), layers.Dense(dim, activation="sigmoid")
+
+        def call(self, inputs):
+            z_mean, z_log_var, z = self.encoder(inputs)
+            self.add_loss(-0.5 * ops.mean(z_log_var - ops.square(z_mean) - ops.exp(z_log_var) + 1))
+            return self.decoder(z)
+
+    pg.set_seed(0)
+    data = np.random.default_rng(0).random((128, 12)).astype(np.float32)
+    vae = VAE(12)
+    vae.compile(keras.optimizers.Adam(1e-2), loss=keras.losses.MeanSquaredError())
+    h = vae.fit(data, data, epochs=3, batch_size=32, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+    # the same model in a custom loop: the add_loss term is on the tape
+    vae2, mse, mean = VAE(12), keras.losses.MeanSquaredError(), keras.metrics.Mean()
+    opt = keras.optimizers.Adam(1e-2)
+    for _ in range(3):
+        for xb in pg.data.Dataset.from_tensor_slices(data).batch(32):
+            with pg.GradientTape() as tape:
+                loss = mse(xb, vae2(xb))
+                loss += sum(vae2.losses)
+            grads = tape.gradient(loss, vae2.trainable_weights)
+            opt.apply_gradients(zip(grads, vae2.trainable_weights))
+            mean(loss)                          # Keras's metric(value): update, then the result
+    assert mean.result() > 0 and opt.iterations == 12

@@ -246,8 +246,9 @@ def test_sum_streams_weights_and_resets():
     assert m.result() == pytest.approx(8.0 + 0.5 * v.sum(), rel=1e-12)
     assert M.Sum.from_config(m.get_config()).name == "sum"
     before = m.result()
-    assert m([1.0, 2.0, 4.0], sample_weight=[1, 0.5, 0.25]) == 3.0       # one-off: the state is kept
-    assert m.result() == before
+    # Keras's metric(...): update_state, then the result so far
+    assert m([1.0, 2.0, 4.0], sample_weight=[1, 0.5, 0.25]) == pytest.approx(before + 3.0, rel=1e-12)
+    assert m.result() == pytest.approx(before + 3.0, rel=1e-12)
     with pytest.raises(ValueError, match="sample_weight"):
         m.update_state(np.ones((4, 3)), sample_weight=np.ones(5))
     with pytest.raises(TypeError):
@@ -378,17 +379,18 @@ def test_correlations_and_one_hot_iou_in_compile():
     m.free()
 
 
-def test_one_off_calls_keep_the_state():
+def test_calls_accumulate_as_keras_metric_call_does():
+    # Keras's metric(y, p): update_state(y, p), then the result over everything seen
     y = np.array([0, 1, 1, 0, 1])
     p = np.array([0.2, 0.7, 0.4, 0.6, 0.9])
     for m in (M.PrecisionAtRecall(0.6), M.RecallAtPrecision(0.6), M.SensitivityAtSpecificity(0.5),
               M.SpecificityAtSensitivity(0.5), M.BinaryIoU(), M.PearsonCorrelation(), M.ConcordanceCorrelation()):
         m.update_state(y[:2], p[:2])
-        kept = m.result()
         fresh = type(m).from_config(m.get_config())
+        fresh.update_state(y[:2], p[:2])
         fresh.update_state(y, p)
         assert m(y, p) == pytest.approx(fresh.result())
-        assert m.result() == kept
+        assert m.result() == pytest.approx(fresh.result())
     one = M.OneHotMeanIoU(2)
     assert one(np.eye(2)[y], np.stack([1 - p, p], 1)) == pytest.approx(
         M.BinaryIoU(threshold=0.5000001)(y, p), rel=1e-12)

@@ -389,3 +389,6 @@ include "opt.pxi"
 include "gguf.pxi"
 include "ops.pxi"
 include "loader.pxi"
+
+# the main thread's error slots (_guard.cpp) get their memory now, not on a first error
+pyggml_guard_clear()

@@ -17,9 +17,13 @@ void remember(const char * what, int oom) {
     g_oom = oom;
 }
 
-// Run f; on an exception remember it and return fail.
+// Run f; on an exception remember it and return fail.  The thread's error slots are touched
+// first: a thread_local of a dlopen'd module gets its memory on a thread's first use of it, and
+// that must not be the moment after an allocation failed (under a memory limit glibc then
+// aborts with "cannot allocate memory for thread-local data").
 template <typename R, typename F>
 R guarded(R fail, F && f) {
+    *static_cast<volatile int *>(&g_oom);
     try {
         return f();
     } catch (const std::bad_alloc & e) {

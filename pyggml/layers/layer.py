@@ -472,6 +472,8 @@ class Layer:
         if not args:
             raise TypeError(f"{type(self).__name__} must be called on its inputs")
         inputs = args[0] if len(args) == 1 else list(args)
+        if isinstance(inputs, tuple):
+            inputs = list(inputs)            # Keras takes a tuple of inputs as it takes a list
         if len(args) > 1 and "_spread" not in kwargs and self._takes_positional(len(args)):
             # Keras 3: layer(x, y) calls call(x, y) when call names that many inputs
             kwargs = dict(kwargs, _spread=True)
@@ -544,6 +546,10 @@ class Layer:
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
         out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+        if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
+            # a call that returns a weight (Keras's ``return self.total``): its tensor here
+            out = out.graph_tensor() if isinstance(out, Variable) else \
+                type(out)(o.graph_tensor() if isinstance(o, Variable) else o for o in out)
         if self.activity_regularizer is not None:
             self._add_activity_loss(builder, out)
         return out

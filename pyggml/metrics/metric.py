@@ -32,11 +32,11 @@ class Metric:
 
     reset_states = reset_state
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        """Keras's one-off use: the value on this batch alone (the state is kept)."""
-        fresh = type(self).from_config(self.get_config())
-        fresh.update_state(y_true, y_pred, sample_weight)
-        return fresh.result()
+    def __call__(self, *args, **kwargs):
+        """Keras's: ``update_state(*args, **kwargs)``, then the result so far (the state
+        accumulates, as ``metric(loss)`` in a custom loop expects)."""
+        self.update_state(*args, **kwargs)
+        return self.result()
 
     def get_config(self):
         return {"name": self.name}

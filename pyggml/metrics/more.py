@@ -259,11 +259,6 @@ class Sum(Metric):
     def result(self):
         return self.total
 
-    def __call__(self, values, sample_weight=None):
-        """Keras's one-off use: the sum of these values alone (the state is kept)."""
-        fresh = Sum(name=self.name)
-        fresh.update_state(values, sample_weight)
-        return fresh.result()
 
 
 # --- correlations, per sample -------------------------------------------------------------------------

@@ -66,6 +66,15 @@ def unit_ref(axes):
     return ref
 
 
+def rms_ref(axes, eps):
+    def ref(hs, w, training):
+        h = hs[0]
+        ms = np.mean(h * h, axis=tuple(axes), keepdims=True)
+        return h / np.sqrt(ms + eps) * w["scale"].reshape((1,) + tuple(h.shape[a] if a in axes else 1
+                                                                 for a in range(1, h.ndim)))
+    return ref
+
+
 def batch_dot(x, y, a1, a2, normalize=False):
     """Keras's Dot in float64: the sum over x's axis a1 and y's axis a2, per sample."""
     if normalize:
@@ -203,6 +212,9 @@ CASES = [
     LayerCase("unit_normalization", lambda: L.UnitNormalization(), [(4,)], unit_ref([1])),
     LayerCase("unit_normalization_axes", lambda: L.UnitNormalization(axis=[1, 2]), [(2, 3)], unit_ref([1, 2])),
     LayerCase("unit_normalization_axis1", lambda: L.UnitNormalization(axis=1), [(3, 2)], unit_ref([1])),
+    LayerCase("rms_normalization", lambda: L.RMSNormalization(), [(4,)], rms_ref([1], 1e-6)),
+    LayerCase("rms_normalization_axes", lambda: L.RMSNormalization(axis=[1, 2], epsilon=1e-3), [(2, 3)],
+              rms_ref([1, 2], 1e-3)),
     LayerCase("dot_vectors", lambda: L.Dot(axes=-1), [(4,), (4,)], dot_ref(1, 1)),
     LayerCase("dot_sequences", lambda: L.Dot(axes=2), [(2, 4), (3, 4)], dot_ref(2, 2)),
     LayerCase("dot_axes_pair", lambda: L.Dot(axes=(1, 1)), [(3, 2), (3, 4)], dot_ref(1, 1)),
