@@ -113,8 +113,6 @@ class Variable:
             self._lost = None
         return self
 
-    value = property(numpy, assign)
-
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
@@ -191,8 +189,13 @@ class Variable:
 
     @property
     def value(self):
-        """Keras's ``variable.value``: the tensor in a graph, the values outside one."""
+        """Keras's ``variable.value``: the tensor in a graph, the values outside one (settable:
+        ``assign``)."""
         return self._value_here()
+
+    @value.setter
+    def value(self, new):
+        self.assign(new)
 
     def __add__(self, other):
         return self._value_here() + _as_tensor(other)
