@@ -22,15 +22,6 @@ def run_layer(layer, inputs, kwargs):
     losses = []
     out = _eager.evaluate(graph, arrays, training=training, losses=losses)
     # Keras's layer.losses after a call: this call's losses, by the layer that added them
-    from pyggml.layers.weight_rules import layer_tree
-    cleared = set()
-    for l in layer_tree([layer]):
-        l.__dict__["_call_losses"] = []
-        cleared.add(id(l))
-    for owner, value in losses:
-        if owner is not None:
-            if id(owner) not in cleared:
-                owner.__dict__["_call_losses"] = []
-                cleared.add(id(owner))
-            owner.__dict__["_call_losses"].append(value)
+    from pyggml.layers.weight_rules import record_call_losses
+    record_call_losses(layer, losses)
     return out

@@ -504,21 +504,12 @@ class Layer:
         return eager.run_layer(self, inputs, kwargs)
 
     def _call_on_tape(self, tape, inputs, kwargs):
-        from pyggml.layers.weight_rules import layer_tree
+        from pyggml.layers.weight_rules import record_call_losses
         inputs = autodiff.lift(tape, inputs)
         n_losses = len(tape.losses)
         out = self._call_in_graph(inputs, kwargs)
         # Keras's layer.losses after a call: this call's losses (tensors of the tape), by layer
-        cleared = set()
-        for l in layer_tree([self]):
-            l.__dict__["_call_losses"] = []
-            cleared.add(id(l))
-        for owner, t in tape.losses[n_losses:]:
-            if owner is not None:
-                if id(owner) not in cleared:
-                    owner.__dict__["_call_losses"] = []
-                    cleared.add(id(owner))
-                owner.__dict__["_call_losses"].append(t)
+        record_call_losses(self, tape.losses[n_losses:])
         return out
 
     def _call_in_graph(self, inputs, kwargs):

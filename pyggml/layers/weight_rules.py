@@ -161,3 +161,19 @@ def current_penalties(layers):
     if autodiff.active_tape() is not None:
         return graph()            # recorded: tensors of the tape, whose gradients reach the weights
     return [float(np.asarray(a).reshape(-1)[0]) for a in _eager.evaluate(graph, [])]
+
+
+def record_call_losses(layer, losses):
+    """Keras's ``layer.losses`` after a call outside a model's graph (on arrays, or on a
+    GradientTape): ``losses`` [(owner layer, value)] of this call become the ``_call_losses``
+    of their layers, those of ``layer``'s tree cleared first."""
+    cleared = set()
+    for l in layer_tree([layer]):
+        l.__dict__["_call_losses"] = []
+        cleared.add(id(l))
+    for owner, value in losses:
+        if owner is not None:
+            if id(owner) not in cleared:
+                owner.__dict__["_call_losses"] = []
+                cleared.add(id(owner))
+            owner.__dict__["_call_losses"].append(value)

@@ -34,7 +34,6 @@ from pyggml import config as config_mod
 from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
-from pyggml._validation import check_fraction, check_int, check_positive_int
 from pyggml.autodiff import GradientTape
 from pyggml.callbacks import Callback, CallbackList, History
 from pyggml.core import Tensor
@@ -480,15 +479,9 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
                class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
                validation_freq):
     from pyggml import _random
-    from pyggml.models.training_loop import _with_progbar
-    epochs = check_int("epochs", epochs, 0)
-    initial_epoch = check_int("initial_epoch", initial_epoch, 0)
-    verbose = _verbose(verbose)
-    check_fraction("validation_split", validation_split, high_open=True)
-    if steps_per_epoch is not None:
-        steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
-    validation_freq = check_positive_int("validation_freq", validation_freq)
-    cbs = _check_callbacks(callbacks)
+    from pyggml.models.training_loop import _with_progbar, check_fit_args
+    epochs, initial_epoch, verbose, steps_per_epoch, cbs = check_fit_args(
+        epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks)
     data = _Batches(x, y, sample_weight, batch_size, steps_per_epoch, class_weight)
     val = None
     if validation_data is not None:

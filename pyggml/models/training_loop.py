@@ -156,9 +156,9 @@ def _with_progbar(cbs, verbose):
     return cbs
 
 
-def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
-        class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
-        validation_freq):
+def check_fit_args(epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks):
+    """fit's arguments checked (the fused loop's and the custom steps' alike): (epochs,
+    initial_epoch, verbose as 0/1/2, steps_per_epoch, the callbacks as a list)."""
     epochs = check_int("epochs", epochs, 0)
     initial_epoch = check_int("initial_epoch", initial_epoch, 0)
     if verbose not in (0, 1, 2, True, False, "auto"):
@@ -173,6 +173,14 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     for c in cbs:
         if not isinstance(c, Callback):
             raise TypeError(f"callbacks must be pg.callbacks.Callback instances, got {type(c).__name__}")
+    return epochs, initial_epoch, verbose, steps_per_epoch, cbs
+
+
+def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
+        class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
+        validation_freq):
+    epochs, initial_epoch, verbose, steps_per_epoch, cbs = check_fit_args(
+        epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks)
     data = make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps_per_epoch)
     val = None
     if validation_data is not None:
