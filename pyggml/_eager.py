@@ -67,7 +67,9 @@ class _EagerBuilder:
         return t
 
     def add_update(self, variable, tensor):
-        pass            # an eager call changes no weights
+        # a call with training=True moves BatchNormalization's statistics, as Keras's eager call
+        if self.training:
+            self.state_updates.append((variable, tensor))
 
     def add_state_update(self, variable, tensor):
         # a stateful layer's states do change (Keras's eager call of a stateful RNN)

@@ -131,3 +131,26 @@ def test_is_keras_tensor_and_top_level_base_classes():
     assert pg.Optimizer is pg.optimizers.Optimizer and issubclass(pg.optimizers.Adam, pg.Optimizer)
     assert pg.Initializer is pg.initializers.Initializer and pg.Regularizer is pg.regularizers.Regularizer
     assert pg.Constraint is pg.constraints.Constraint
+
+
+def test_model_called_on_arrays_with_training_true_is_one_eager_training_pass():
+    # Monte Carlo dropout (keras-io's uncertainty examples): model(x, training=True) samples
+    pg.set_seed(0)
+    m = pg.Sequential([pg.Input(shape=(8,)), layers.Dense(32, activation="relu"), layers.Dropout(0.5),
+                       layers.Dense(1)])
+    x = np.ones((4, 8), np.float32)
+    plain = m(x)
+    np.testing.assert_array_equal(m(x, training=False), plain)
+    draws = np.stack([m(x, training=True) for _ in range(40)])
+    assert draws.shape == (40, 4, 1) and draws.std(0).mean() > 0
+    np.testing.assert_allclose(draws.mean(0), plain, atol=0.6 * np.abs(plain).max() + 0.1)
+    # BatchNormalization moves its statistics, as Keras's eager call in training mode
+    bn = layers.BatchNormalization(momentum=0.5)
+    b = pg.Sequential([pg.Input(shape=(3,)), bn])
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    b(data, training=True)
+    np.testing.assert_allclose(bn.variables[2].numpy(), 0.5 * data.mean(0), rtol=1e-6)
+    b(data)
+    np.testing.assert_allclose(bn.variables[2].numpy(), 0.5 * data.mean(0), rtol=1e-6)
+    with pytest.raises(TypeError, match="only training="):
+        m(x, mask=None)

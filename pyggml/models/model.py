@@ -428,10 +428,11 @@ class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
                 not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
             if self.host and set(kwargs) <= {"training"}:        # preprocessing only: at once, as Keras
                 return self.host_apply(args[0], kwargs.get("training"))
-            if kwargs.pop("training", False) or kwargs:
-                raise TypeError("calling a model on arrays computes predictions (inference mode); "
-                                "it takes no other arguments")
-            return self._plain_predict(args[0])       # never an overridden predict_step (a forward call)
+            if set(kwargs) - {"training"}:
+                raise TypeError(f"calling a model on arrays takes only training=, got {sorted(kwargs)}")
+            if not kwargs.get("training"):
+                return self._plain_predict(args[0])   # never an overridden predict_step (a forward call)
+            self._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
         return super().__call__(*args, **kwargs)
 
     # --- misc -----------------------------------------------------------------------------------
