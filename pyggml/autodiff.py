@@ -25,7 +25,9 @@ when the tape first computes.
 What ggml cannot do, the tape cannot either: an op without a backward pass on the
 path from a source to the target is refused with the op's name, and a gradient is
 not itself recorded (no second-order gradients: a gradient penalty such as
-WGAN-GP's needs one).
+WGAN-GP's needs one), so ``gradient()`` inside another recording tape is refused
+rather than giving the outer tape a constant.  A computation that uses tensors of
+two tapes is refused too.
 """
 
 import threading
