@@ -487,3 +487,43 @@ def test_subclassing_guide_layers_state_and_vae_with_add_loss():
             opt.apply_gradients(zip(grads, vae2.trainable_weights))
             mean(loss)                          # Keras's metric(value): update, then the result
     assert mean.result() > 0 and opt.iterations == 12
+
+
+def test_backup_and_restore_resumes_a_custom_step_model(tmp_path):
+    class Holder(pg.Model):
+        def __init__(self):
+            super().__init__()
+            self.inner = _functional()
+
+        def train_step(self, data):
+            x, y = data
+            with pg.GradientTape() as tape:
+                loss = ops.mean(ops.square(self.inner(x) - y))
+            grads = tape.gradient(loss, self.trainable_weights)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+            return {"loss": loss}
+
+    class Crash(pg.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt("the power went out")
+
+    x, y = _regression()
+    m = Holder()
+    m.compile(optimizer=pg.optimizers.SGD(0.05))
+    with pytest.raises(KeyboardInterrupt):
+        m.fit(x, y, epochs=4, verbose=0, callbacks=[pg.callbacks.BackupAndRestore(str(tmp_path)), Crash()])
+    saved = m.get_weights()
+    again = Holder()
+    again.compile(optimizer=pg.optimizers.SGD(0.05))
+    seen = []
+
+    class Epochs(pg.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if not seen:
+                seen.append(dict(self.model.get_weights()))
+            seen.append(epoch)
+    h = again.fit(x, y, epochs=4, verbose=0, callbacks=[pg.callbacks.BackupAndRestore(str(tmp_path)), Epochs()])
+    assert h.epoch == [2, 3] and seen[1:] == [2, 3]
+    for k, w in saved.items():                       # resumed from the backup of epoch 1's end
+        np.testing.assert_array_equal(seen[0][k], w)

@@ -216,7 +216,8 @@ class CSVLogger(Callback):
 
 
 class BackupAndRestore(Callback):
-    """Resume an interrupted ``fit``: the model (weights and optimizer state) is backed
+    """Resume an interrupted ``fit``: the model (weights and optimizer state; the weights alone
+    for a model written as code, which has no config to save) is backed
     up in ``backup_dir`` at the end of every epoch (or every ``save_freq`` batches, atomically:
     a save either completes or leaves the last backup), and a later ``fit`` with
     this callback starts from the epoch after the backup.  Once training completes
@@ -246,7 +247,10 @@ class BackupAndRestore(Callback):
         if os.path.exists(model_path) and os.path.exists(state_path):
             with open(state_path) as f:
                 state = json.load(f)
-            restore(self.model, model_path)
+            if state.get("weights_only"):
+                self.model.load_weights(model_path)
+            else:
+                restore(self.model, model_path)
             self.resume_epoch = int(state["epoch"])
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -264,10 +268,17 @@ class BackupAndRestore(Callback):
     def _backup(self, next_epoch):
         os.makedirs(self.backup_dir, exist_ok=True)
         model_path, state_path = self._paths()
-        self.model.save(model_path)
+        weights_only = False
+        try:
+            self.model.save(model_path)
+        except (TypeError, ValueError):
+            # a model written as code (subclassed, or holding other models with its own train_step)
+            # has no config to save: its weights are backed up, the optimizer's state is not
+            self.model.save_weights(model_path)
+            weights_only = True
         tmp = state_path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump({"epoch": next_epoch}, f)
+            json.dump({"epoch": next_epoch, "weights_only": weights_only}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, state_path)

@@ -35,7 +35,7 @@ from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
 from pyggml.autodiff import GradientTape
-from pyggml.callbacks import Callback, CallbackList, History
+from pyggml.callbacks import Callback, CallbackList
 from pyggml.core import Tensor
 from pyggml.layers.layer import Layer
 from pyggml.metrics.metric import Mean, Metric
@@ -478,8 +478,7 @@ def _run_test_steps(model, batches, cl=None):
 def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
                class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
                validation_freq):
-    from pyggml import _random
-    from pyggml.models.training_loop import _with_progbar, check_fit_args
+    from pyggml.models.training_loop import begin_fit, check_fit_args
     epochs, initial_epoch, verbose, steps_per_epoch, cbs = check_fit_args(
         epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks)
     data = _Batches(x, y, sample_weight, batch_size, steps_per_epoch, class_weight)
@@ -495,14 +494,9 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
                            validation_batch_size or batch_size, validation_steps)
     elif validation_split > 0:
         data, val = data.split(validation_split)
-    history = History()
-    cl = CallbackList(_with_progbar(cbs, verbose) + [history], model,
-                      {"epochs": epochs, "steps": data.steps, "verbose": verbose})
-    model.stop_training = False
-    rng = _random.rng()
+    history, cl, rng, start = begin_fit(model, cbs, verbose, epochs, data.steps, initial_epoch)
     logs = {}
-    cl.call("on_train_begin", {})
-    for epoch in range(initial_epoch, epochs):
+    for epoch in range(start, epochs):
         model.reset_metrics()
         cl.call("on_epoch_begin", epoch, {})
         seen = 0

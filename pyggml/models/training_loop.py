@@ -176,6 +176,20 @@ def check_fit_args(epochs, initial_epoch, verbose, validation_split, steps_per_e
     return epochs, initial_epoch, verbose, steps_per_epoch, cbs
 
 
+def begin_fit(model, cbs, verbose, epochs, steps, initial_epoch):
+    """fit's start, for the fused loop and the custom steps alike: (the History, the callbacks
+    with the progress bar, the generator, the first epoch) after ``on_train_begin`` (a callback
+    that restored a backup, BackupAndRestore, says where to resume)."""
+    history = History()
+    cl = CallbackList(_with_progbar(cbs, verbose) + [history], model,
+                      {"epochs": epochs, "steps": steps, "verbose": verbose})
+    model.stop_training = False
+    rng = _random.rng()
+    cl.call("on_train_begin", {})
+    resume = [c.resume_epoch for c in cbs if getattr(c, "resume_epoch", None) is not None]
+    return history, cl, rng, max([initial_epoch] + resume)
+
+
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
         class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
         validation_freq):
@@ -197,16 +211,8 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         if not isinstance(data, da.ArrayDataset):
             raise ValueError("validation_split needs arrays; give a generator's validation set as validation_data")
         data, val = data.split(validation_split)
-    history = History()
-    cl = CallbackList(_with_progbar(cbs, verbose) + [history], model,
-                      {"epochs": epochs, "steps": data.steps, "verbose": verbose})
-    model.stop_training = False
-    rng = _random.rng()
+    history, cl, rng, start = begin_fit(model, cbs, verbose, epochs, data.steps, initial_epoch)
     logs = {}
-    cl.call("on_train_begin", {})
-    # a callback that restored a backup (BackupAndRestore) says where to resume
-    resume = [c.resume_epoch for c in cbs if getattr(c, "resume_epoch", None) is not None]
-    start = max([initial_epoch] + resume)
     for epoch in range(start, epochs):
         cl.call("on_epoch_begin", epoch, {})
         avg = _Averages(model)
