@@ -183,11 +183,11 @@ class _TapeBuilder:
                     o.set_output()
                     g.build_forward(o)
                 wanted = []
-                sctx = Context(n_tensors=2)
                 if g.count_outside(self.ctx, gctx):
                     raise ValueError("a recorded computation uses tensors of another GradientTape (or of a model's "
                                      "graph): a tape computes only what it recorded itself")
                 if loss is not None:
+                    sctx = Context(n_tensors=2)          # the seed gradient, with memory before the pass
                     seed = sctx.new_tensor((1,))
                     BackendBuffer(sctx, _cpu())
                     seed.set(np.ones(1, dtype=np.float32))

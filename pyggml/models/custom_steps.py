@@ -35,7 +35,7 @@ from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
 from pyggml.autodiff import GradientTape
-from pyggml.callbacks import Callback, CallbackList
+from pyggml.callbacks import CallbackList
 from pyggml.core import Tensor
 from pyggml.layers.layer import Layer
 from pyggml.metrics.metric import Mean, Metric
@@ -449,20 +449,6 @@ class _Batches:
                 return
 
 
-def _check_callbacks(callbacks):
-    cbs = list(callbacks or [])
-    for c in cbs:
-        if not isinstance(c, Callback):
-            raise TypeError(f"callbacks must be pg.callbacks.Callback instances, got {type(c).__name__}")
-    return cbs
-
-
-def _verbose(verbose):
-    if verbose not in (0, 1, 2, True, False, "auto"):
-        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
-    return 1 if verbose in ("auto", True) else int(verbose)
-
-
 def _run_test_steps(model, batches, cl=None):
     model.reset_metrics()
     logs = {}
@@ -523,10 +509,10 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
 
 
 def custom_evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict):
-    from pyggml.models.training_loop import _with_progbar
-    verbose = _verbose(verbose)
+    from pyggml.models.training_loop import _with_progbar, check_callbacks, check_verbose
+    verbose = check_verbose(verbose)
     data = _Batches(x, y, sample_weight, batch_size, steps)
-    cl = CallbackList(_with_progbar(_check_callbacks(callbacks), verbose), model,
+    cl = CallbackList(_with_progbar(check_callbacks(callbacks), verbose), model,
                       {"steps": data.steps, "verbose": verbose})
     cl.call("on_test_begin", {})
     logs = _run_test_steps(model, data, cl)

@@ -156,23 +156,34 @@ def _with_progbar(cbs, verbose):
     return cbs
 
 
+def check_verbose(verbose):
+    """Keras's verbose (0, 1, 2, True, False or "auto") as 0, 1 or 2."""
+    if verbose not in (0, 1, 2, True, False, "auto"):
+        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
+    return 1 if verbose in ("auto", True) else int(verbose)
+
+
+def check_callbacks(callbacks):
+    """The callbacks as a list, each a pg.callbacks.Callback."""
+    cbs = list(callbacks or [])
+    for c in cbs:
+        if not isinstance(c, Callback):
+            raise TypeError(f"callbacks must be pg.callbacks.Callback instances, got {type(c).__name__}")
+    return cbs
+
+
 def check_fit_args(epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks):
     """fit's arguments checked (the fused loop's and the custom steps' alike): (epochs,
     initial_epoch, verbose as 0/1/2, steps_per_epoch, the callbacks as a list)."""
     epochs = check_int("epochs", epochs, 0)
     initial_epoch = check_int("initial_epoch", initial_epoch, 0)
-    if verbose not in (0, 1, 2, True, False, "auto"):
-        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
-    verbose = 1 if verbose in ("auto", True) else int(verbose)
+    verbose = check_verbose(verbose)
     check_fraction("validation_split", validation_split, high_open=True)
     if steps_per_epoch is not None:
         steps_per_epoch = check_positive_int("steps_per_epoch", steps_per_epoch)
     if not is_int(validation_freq) or validation_freq < 1:
         raise ValueError(f"validation_freq must be a positive int, got {validation_freq!r}")
-    cbs = list(callbacks or [])
-    for c in cbs:
-        if not isinstance(c, Callback):
-            raise TypeError(f"callbacks must be pg.callbacks.Callback instances, got {type(c).__name__}")
+    cbs = check_callbacks(callbacks)
     return epochs, initial_epoch, verbose, steps_per_epoch, cbs
 
 
@@ -247,11 +258,9 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
 
 
 def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, return_dict):
-    if verbose not in (0, 1, 2, True, False, "auto"):
-        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
-    verbose = 1 if verbose in ("auto", True) else int(verbose)
+    verbose = check_verbose(verbose)
     data = make_dataset(model, x, y, sample_weight, None, batch_size, steps, "evaluate")
-    cl = CallbackList(_with_progbar(list(callbacks or []), verbose), model,
+    cl = CallbackList(_with_progbar(check_callbacks(callbacks), verbose), model,
                       {"steps": data.steps, "verbose": verbose})
     cl.call("on_test_begin", {})
     logs = run_evaluation(model, data, cl)
@@ -360,9 +369,7 @@ def model_predict(model, x, batch_size, verbose, steps, callbacks):
 def predict_with_callbacks(model, x, batch_size, steps, verbose, callbacks):
     """predict batch by batch with Keras's on_predict_* calls (their logs: {"outputs": ...})
     and its progress bar for verbose 1 or 2."""
-    if verbose not in (0, 1, 2, True, False, "auto"):
-        raise ValueError("verbose must be 0, 1, 2 or 'auto'")
-    verbose = 1 if verbose in ("auto", True) else int(verbose)
+    verbose = check_verbose(verbose)
     if callbacks is not None and not isinstance(callbacks, (list, tuple)):
         raise TypeError(f"callbacks must be a list of Callback, got {type(callbacks).__name__}")
     rt = model._runtime()
