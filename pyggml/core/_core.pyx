@@ -390,5 +390,6 @@ include "gguf.pxi"
 include "ops.pxi"
 include "loader.pxi"
 
-# the main thread's error slots (_guard.cpp) get their memory now, not on a first error
+# the main thread's thread-local data of _guard.cpp and of libstdc++'s exceptions gets its
+# memory now, not on a first error
 pyggml_guard_clear()

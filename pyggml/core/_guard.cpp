@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <cxxabi.h>
 #include <exception>
 #include <new>
 
@@ -17,13 +18,15 @@ void remember(const char * what, int oom) {
     g_oom = oom;
 }
 
-// Run f; on an exception remember it and return fail.  The thread's error slots are touched
-// first: a thread_local of a dlopen'd module gets its memory on a thread's first use of it, and
-// that must not be the moment after an allocation failed (under a memory limit glibc then
-// aborts with "cannot allocate memory for thread-local data").
+// Run f; on an exception remember it and return fail.  The thread-local data a failure needs is
+// touched first: our error slots, and libstdc++'s exception globals (which every throw reads).
+// A thread_local of a dlopen'd library gets its memory on a thread's first use of it, and that
+// must not be the moment after an allocation failed (under a memory limit glibc then aborts
+// with "cannot allocate memory for thread-local data").
 template <typename R, typename F>
 R guarded(R fail, F && f) {
     *static_cast<volatile int *>(&g_oom);
+    (void) abi::__cxa_get_globals();
     try {
         return f();
     } catch (const std::bad_alloc & e) {
@@ -42,7 +45,11 @@ extern "C" {
 
 const char * pyggml_guard_error(void) { return g_error; }
 int pyggml_guard_was_oom(void) { return g_oom; }
-void pyggml_guard_clear(void) { g_error[0] = '\0'; g_oom = 0; }
+void pyggml_guard_clear(void) {
+    g_error[0] = '\0';
+    g_oom = 0;
+    (void) abi::__cxa_get_globals();   // see guarded()
+}
 
 ggml_backend_t pyggml_dev_init(ggml_backend_dev_t dev) {
     return guarded<ggml_backend_t>(nullptr, [&] { return ggml_backend_dev_init(dev, nullptr); });
