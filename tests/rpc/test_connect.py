@@ -296,6 +296,31 @@ def test_models_keep_their_connection_after_disconnect():
         assert r.returncode == 0 and "rpc" in r.stdout, r.stderr
 
 
+def test_freeing_the_last_user_while_commands_are_on_the_wire_is_safe():
+    """Commands without a reply (a buffer's free, a small upload) are queued and not
+    waited for; freeing the model that holds the last reference to the connection
+    closes it while the connection's worker thread may still be sending them.  The
+    socket used to be closed under that send (a segfault in about half of the runs
+    of this loop; ggml/patches/0053)."""
+    with ServerProcess() as srv:
+        r = run_client(f"""
+            import numpy as np
+            import pyggml as pg
+            x = np.ones((4, 2), np.float32)
+            y = np.zeros((4, 3), np.float32)
+            for i in range(300):
+                dev = pg.rpc.connect("{srv.endpoint}")[0]
+                m = pg.Sequential([pg.layers.Dense(3)], input_shape=2).compile(loss="mse", backend=dev)
+                p = m.predict(x, batch_size=4)
+                pg.rpc.disconnect("{srv.endpoint}")
+                np.testing.assert_array_equal(m.predict(x, batch_size=2), p)
+                m.fit(x, y, epochs=1, batch_size=2, verbose=0)
+                m.free()
+            print("DONE")
+        """, timeout=300)
+        assert r.returncode == 0 and "DONE" in r.stdout, (r.returncode, r.stderr[-3000:])
+
+
 def test_a_server_of_two_devices_gives_two_remote_devices():
     with ServerProcess("--backend", "cpu,cpu") as srv:
         assert srv.wait_for_line("serves device 1: cpu")
