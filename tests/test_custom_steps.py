@@ -76,6 +76,39 @@ def test_keras3_guide_train_step_logs_the_loss_and_compiled_metrics():
     assert logs["loss"] == pytest.approx(float(np.mean((after - y) ** 2)), rel=1e-4)
 
 
+def _two_outputs(cls, seed=0):
+    pg.set_seed(seed)
+    inp = pg.Input(shape=(5,))
+    h = layers.Dense(8, activation="tanh")(inp)
+    return cls(inp, [layers.Dense(2, name="a")(h), layers.Dense(1, name="b")(h)])
+
+
+@pytest.mark.parametrize("metrics, want", [
+    (["mae"], {"a_mae": (0, "mae"), "b_mae": (1, "mae")}),
+    ([["mae"], ["mse", "mae"]], {"a_mae": (0, "mae"), "b_mse": (1, "mse"), "b_mae": (1, "mae")}),
+    ({"b": "mae"}, {"b_mae": (1, "mae")}),
+])
+def test_compiled_metrics_of_several_outputs_are_split_and_named_as_the_fused_fit_does(metrics, want):
+    """A flat list measures every output, a list of lists one per output, a dict by
+    output name; each log is the metric of its own output (numpy, from the weights
+    before the one step) under the name the fused fit gives it."""
+    x, y = _regression()
+    ys = [y, y[:, :1] * 2.0]
+    custom, fused = _two_outputs(_ViaComputeLoss), _two_outputs(pg.Model)
+    fused.set_weights(custom.get_weights())
+    for m in (custom, fused):
+        m.compile(optimizer=pg.optimizers.SGD(0.01), loss=["mse", "mse"], metrics=metrics)
+    before = custom.predict(x, verbose=0)
+    h = custom.fit(x, ys, batch_size=64, epochs=1, verbose=0)
+    hf = fused.fit(x, ys, batch_size=64, epochs=1, verbose=0)
+    names = {"mae": lambda p, t: np.mean(np.abs(p - t)), "mse": lambda p, t: np.mean((p - t) ** 2)}
+    assert set(h.history) == {"loss", *want}
+    assert set(hf.history) - {"a_loss", "b_loss", "learning_rate"} == {"loss", *want}   # fused: more logs
+    for key, (i, fn) in want.items():
+        assert h.history[key][0] == pytest.approx(float(names[fn](before[i], ys[i])), rel=1e-4), key
+        assert hf.history[key][0] == pytest.approx(h.history[key][0], rel=1e-4), key
+
+
 class _Keras2Style(pg.Model):
     def train_step(self, data):
         x, y = data

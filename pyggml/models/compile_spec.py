@@ -15,7 +15,7 @@ name is taken by an unweighted one is ``weighted_<metric>``.
 from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 
-__all__ = ["CompileSpec"]
+__all__ = ["CompileSpec", "metric_log_keys", "metrics_per_output"]
 
 
 def _per_output(value, names, what, allow_missing):
@@ -36,6 +36,59 @@ def _per_output(value, names, what, allow_missing):
     if isinstance(value, (list, tuple)) and n == 1 and len(value) == 1:
         return list(value)
     return [value] * n
+
+
+def metrics_per_output(metrics, output_names, what="metrics"):
+    """The metric identifiers of each output, as lists: one list for every output,
+    a list of lists (one per output) or a dict by output name."""
+    n = len(output_names)
+    if metrics is None:
+        return [[] for _ in range(n)]
+    if isinstance(metrics, dict):
+        per = _per_output(metrics, output_names, what, allow_missing=True)
+    elif isinstance(metrics, (list, tuple)) and n > 1 and len(metrics) == n and \
+            all(m is None or isinstance(m, (list, tuple)) for m in metrics):
+        per = list(metrics)
+    elif isinstance(metrics, (list, tuple)):
+        per = [list(metrics)] * n
+    else:
+        per = [[metrics]] * n
+    return [[] if ms is None else (list(ms) if isinstance(ms, (list, tuple)) else [ms]) for ms in per]
+
+
+def metric_log_keys(output_names, metrics, weighted_metrics):
+    """(output index, metric, log key, weighted) for per-output lists of metric objects,
+    the metrics and then the weighted ones, named as Keras names them (see the module's
+    docstring); output_names None: no prefix."""
+    several = output_names is not None and len(output_names) > 1
+    used, keys = {}, []
+
+    def prefixed(i, name):
+        return f"{output_names[i]}_{name}" if several else name
+
+    for i, ms in enumerate(metrics):
+        for m in ms:
+            key = prefixed(i, m.name)
+            if key in used:
+                used[key] += 1
+                key = f"{key}_{used[key] - 1}"
+            else:
+                used[key] = 1
+            keys.append((i, m, key, False))
+    for i, ms in enumerate(weighted_metrics):
+        for m in ms:
+            key = prefixed(i, m.name)
+            if key in used:
+                key = prefixed(i, f"weighted_{m.name}")
+                if key in used:
+                    used[key] += 1
+                    key = f"{key}_{used[key] - 1}"
+                else:
+                    used[key] = 1
+            else:
+                used[key] = 1
+            keys.append((i, m, key, True))
+    return keys
 
 
 class CompileSpec:
@@ -65,21 +118,8 @@ class CompileSpec:
         self.target_specs = None         # the targets each output takes (Model.target_specs)
 
     def _metrics(self, metrics, outputs, what="metrics"):
-        n = len(outputs)
-        if metrics is None:
-            return [[] for _ in range(n)]
-        if isinstance(metrics, dict):
-            per = _per_output(metrics, self.output_names, what, allow_missing=True)
-        elif isinstance(metrics, (list, tuple)) and n > 1 and len(metrics) == n and \
-                all(m is None or isinstance(m, (list, tuple)) for m in metrics):
-            per = list(metrics)
-        elif isinstance(metrics, (list, tuple)):
-            per = [list(metrics)] * n
-        else:
-            per = [[metrics]] * n
         out = []
-        for o, l, ms in zip(outputs, self.losses, per):
-            ms = [] if ms is None else (list(ms) if isinstance(ms, (list, tuple)) else [ms])
+        for o, l, ms in zip(outputs, self.losses, metrics_per_output(metrics, self.output_names, what)):
             sparse = l is not None and getattr(l, "sparse", False)
             binary = (o.feature_shape[-1:] == (1,)) or (l is not None and l.name in ("binary_crossentropy",
                                                                                "binary_focal_crossentropy"))
@@ -106,38 +146,10 @@ class CompileSpec:
 
     def all_metric_keys(self):
         """(output index, metric, log key, weighted) in order."""
-        if self._keys is not None:
-            return self._keys
-        several = len(self.output_names) > 1
-        used, keys = {}, []
-
-        def prefixed(i, name):
-            return f"{self.output_names[i]}_{name}" if several else name
-
-        for i, ms in enumerate(self.metrics):
-            for m, _ in ms:
-                key = prefixed(i, m.name)
-                if key in used:
-                    used[key] += 1
-                    key = f"{key}_{used[key] - 1}"
-                else:
-                    used[key] = 1
-                keys.append((i, m, key, False))
-        for i, ms in enumerate(self.weighted_metrics):
-            for m, _ in ms:
-                key = prefixed(i, m.name)
-                if key in used:
-                    key = prefixed(i, f"weighted_{m.name}")
-                    if key in used:
-                        used[key] += 1
-                        key = f"{key}_{used[key] - 1}"
-                    else:
-                        used[key] = 1
-                else:
-                    used[key] = 1
-                keys.append((i, m, key, True))
-        self._keys = keys
-        return keys
+        if self._keys is None:
+            self._keys = metric_log_keys(self.output_names, [[m for m, _ in ms] for ms in self.metrics],
+                                         [[m for m, _ in ms] for ms in self.weighted_metrics])
+        return self._keys
 
     def config(self):
         from pyggml import losses, metrics

@@ -39,6 +39,7 @@ from pyggml.callbacks import CallbackList
 from pyggml.core import Tensor
 from pyggml.layers.layer import Layer
 from pyggml.metrics.metric import Mean, Metric
+from pyggml.models import compile_spec
 from pyggml.models import data_adapter as da
 from pyggml.utils.data_packing import unpack_x_y_sample_weight
 
@@ -57,46 +58,65 @@ def _resolved_accuracy(identifier, y_true, y_pred):
 
 class CompileMetrics(Metric):
     """The metrics given to compile, as one entry of ``model.metrics`` (Keras 3's
-    ``compile_metrics``): ``update_state(y, y_pred, sample_weight)`` updates each (for
-    several outputs, lists in the same order), ``result()`` is a dict by name."""
+    ``compile_metrics``).  ``update_state(y, y_pred, sample_weight)`` updates each;
+    ``result()`` is a dict by log name.  For several outputs (lists in the same order)
+    the metrics are split as the fused compile splits them (pyggml.models.compile_spec):
+    a flat list for every output, a list of lists one per output, a dict by output
+    name; their names get the output's name in front when the model's outputs have
+    names, and ``_1``, ``_2`` for repeats, as Keras names them."""
 
-    def __init__(self, metrics, weighted_metrics=None):
+    def __init__(self, metrics, weighted_metrics=None, output_names=None):
         super().__init__("compile_metrics")
-        self._given = [(m, False) for m in _as_list(metrics)] + [(m, True) for m in _as_list(weighted_metrics)]
-        self._objs = None
+        self._given = (metrics, weighted_metrics)
+        self._output_names = list(output_names) if output_names else None
+        self._keys = None
 
-    def _build(self, y_true, y_pred):
-        self._objs = []
-        for m, weighted in self._given:
-            obj = _resolved_accuracy(m, y_true, y_pred) if m in ("accuracy", "acc") else metrics_mod.get(m)
-            self._objs.append((obj, weighted))
+    def _build(self, ys, ps):
+        n = len(ps)
+        names = self._output_names if self._output_names and len(self._output_names) == n else None
+        split_names = names
+        if split_names is None:
+            dicts = [g for g in self._given if isinstance(g, dict)]
+            split_names = list(dicts[0]) if dicts and len(dicts[0]) == n else [f"output_{i}" for i in range(n)]
+        per = []
+        for given, what in zip(self._given, ("metrics", "weighted_metrics")):
+            ids = compile_spec.metrics_per_output(given, split_names, what)
+            per.append([[_resolved_accuracy(m, ys[i], ps[i]) if m in ("accuracy", "acc") else metrics_mod.get(m)
+                         for m in ms] for i, ms in enumerate(ids)])
+        self._keys = compile_spec.metric_log_keys(names if n > 1 else None, per[0], per[1])
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        if isinstance(y_pred, (list, tuple)) and isinstance(y_true, (list, tuple)):
-            y_true, y_pred = y_true[0], y_pred[0]        # Keras's first output, for a flat metric list
-        y_true, y_pred = _array(y_true), _array(y_pred)
-        if self._objs is None:
-            self._build(y_true, y_pred)
-        for m, weighted in self._objs:
-            m.update_state(y_true, y_pred, sample_weight if weighted else None)
+        several = isinstance(y_pred, (list, tuple))
+        ps = [_array(p) for p in (y_pred if several else [y_pred])]
+        ys = [_array(t) for t in (y_true if several and isinstance(y_true, (list, tuple)) else [y_true])]
+        if len(ys) != len(ps):
+            raise ValueError(f"compile_metrics: {len(ps)} outputs and {len(ys)} targets")
+        if isinstance(sample_weight, (list, tuple)):
+            sws = list(sample_weight) + [sample_weight[0]] * (len(ps) - len(sample_weight))
+        else:
+            sws = [sample_weight] * len(ps)
+        if self._keys is None:
+            self._build(ys, ps)
+        for i, m, _, weighted in self._keys:
+            m.update_state(ys[i], ps[i], sws[i] if weighted else None)
 
     def result(self):
         out = {}
-        for m, _ in self._objs or ():
+        for _, m, key, _ in self._keys or ():
             r = m.result()
             if isinstance(r, dict):
                 out.update(r)
             else:
-                out[m.name] = r
+                out[key] = r
         return out
 
     def reset_state(self):
-        for m, _ in self._objs or ():
+        for _, m, _, _ in self._keys or ():
             m.reset_state()
 
     @property
     def metrics(self):
-        return [m for m, _ in self._objs or ()]
+        return [m for _, m, _, _ in self._keys or ()]
 
 
 class CompileLoss:
@@ -156,6 +176,13 @@ def _graphless(model):
     from pyggml.models.sequential import Sequential
     return (model._topology is None and not model.__dict__.get("_subclassed", False)
             and not isinstance(model, Sequential) and type(model).__module__ != "pyggml.models.model")
+
+
+def _output_names(model):
+    """The names of a model's outputs when it has a layer graph (None without one yet)."""
+    if model._topology is None:
+        return None
+    return model.output_names
 
 
 def uses_custom_fit(model, base):
@@ -612,7 +639,7 @@ def install(cls):
         weighted = kwargs.get("weighted_metrics")
         self.optimizer = optimizers_mod.get(optimizer)
         self._custom_loss = None if loss is None else CompileLoss(loss, loss_weights)
-        self._custom_metrics = CompileMetrics(metrics, weighted) if (metrics or weighted) else None
+        self._custom_metrics = CompileMetrics(metrics, weighted, _output_names(self)) if (metrics or weighted) else None
         self._custom_compiled = True
         self._loss_tracker = Mean(name="loss")
         self._compiled = True
