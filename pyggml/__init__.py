@@ -67,7 +67,7 @@ from pyggml.saving import load_model
 from pyggml.variables import Variable
 from pyggml.autodiff import GradientTape
 # Keras 3's top-level names for the base classes (keras.Layer, keras.Loss, ...)
-from pyggml.layers import Layer
+from pyggml.layers import InputSpec, Layer
 from pyggml.losses import Loss
 from pyggml.metrics import Metric
 from pyggml.optimizers import Optimizer
@@ -75,7 +75,7 @@ from pyggml.initializers import Initializer
 from pyggml.regularizers import Regularizer
 from pyggml.constraints import Constraint
 
-__all__ = ["GradientTape", "Layer", "Loss", "Metric", "Optimizer", "Initializer", "Regularizer", "Constraint", "Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
+__all__ = ["GradientTape", "InputSpec", "Layer", "Loss", "Metric", "Optimizer", "Initializer", "Regularizer", "Constraint", "Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
            "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
            "losses", "metrics", "ops", "activations", "initializers", "regularizers", "constraints", "saving",
            "utils", "preprocessing", "data", "random", "backend", "config", "tree", "Variable", "GGMLError",

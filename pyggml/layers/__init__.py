@@ -14,6 +14,7 @@ from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout
                                 SpatialDropout1D, SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D,
                                 ZeroPadding2D)
 from pyggml.layers.input_layer import Input, InputLayer
+from pyggml.layers.input_spec import InputSpec
 from pyggml.layers.layer import Layer
 from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add, average,
                                    concatenate, dot, maximum, minimum, multiply, subtract)
@@ -58,7 +59,7 @@ _ALIASES = ["AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D", "GlobalAvgPool1D
             "GlobalMaxPool1D", "GlobalMaxPool2D", "Convolution1D", "Convolution2D", "Convolution1DTranspose",
             "Convolution2DTranspose", "SeparableConvolution1D", "SeparableConvolution2D", "GroupQueryAttention"]
 
-__all__ = ["Layer", "InputLayer", "Input", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
+__all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
            "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
            "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D", "MaxPooling2D",
            "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "BatchNormalization",

@@ -114,6 +114,7 @@ class Layer:
     # True: the layer computes in float32 and takes integer tensors converted (a Dense on an
     # Input(dtype="int64"), as Keras promotes); the built-in computing layers set it
     float_inputs = False
+    input_spec = None          # an InputSpec (or a list): checked before every call (Keras's)
 
     def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None,
                  batch_input_shape=None, activity_regularizer=None, **kwargs):
@@ -490,6 +491,9 @@ class Layer:
             kwargs = dict(kwargs, _input_keys=list(inputs))
             inputs = list(inputs.values())
         flat = flatten_inputs(inputs)
+        if self.input_spec is not None:          # Keras's layer.input_spec, checked before every call
+            from pyggml.layers.input_spec import assert_input_compatibility
+            assert_input_compatibility(self.input_spec, flat, self.name)
         if all(isinstance(v, Node) for v in flat):
             return self._call_symbolic(inputs, flat, kwargs)
         tape = autodiff.active_tape()
