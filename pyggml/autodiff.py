@@ -43,7 +43,14 @@ __all__ = ["GradientTape", "active_tape", "lift"]
 
 _lock = threading.RLock()         # one CPU backend for every tape: one compute at a time
 _backend = [None]
+_sched = [None, 0]                # the tapes' scheduler (under _lock) and the graph size it takes
 _NO_MEMORY = "no tensors without memory"
+# ThreadChooser (pyggml.models.thread_policy, set there: that package imports this module):
+# a tape's compute runs on the thread count its chooser picks, one chooser per graph shape
+# (a training loop records the same graph every step, so its chooser learns across steps)
+THREAD_CHOOSER = [None]
+_choosers = {}
+_MAX_CHOOSERS = 64
 
 
 def active_tape():
@@ -72,6 +79,51 @@ def _cpu():
     if _backend[0] is None:
         _backend[0] = Backend("cpu")
     return _backend[0]
+
+
+def _scheduler(size):
+    """The tapes' scheduler, made again when a graph needs a larger one (called under _lock:
+    making one per compute cost more than a small tape's arithmetic)."""
+    if _sched[0] is None or _sched[1] < size:
+        if _sched[0] is not None:
+            _sched[0].free()
+            _sched[0] = None
+        size = max(size, 4096)
+        _sched[0] = Scheduler([_cpu()], graph_size=size)
+        _sched[1] = size
+    return _sched[0]
+
+
+def _chooser(g):
+    """The thread chooser of graphs shaped as g (None: ggml's default count)."""
+    make = THREAD_CHOOSER[0]
+    if make is None:
+        return None
+    work = g.work()
+    key = (g.n_nodes, work)
+    c = _choosers.get(key)
+    if c is None:
+        if len(_choosers) >= _MAX_CHOOSERS:
+            _choosers.pop(next(iter(_choosers)))
+        # work counts the forward and the backward pass (2-3 times a forward pass's); the
+        # chooser's threshold is a forward pass's
+        c = _choosers[key] = make(work / 2.0)
+    return c
+
+
+def _compute(g, size):
+    sched = _scheduler(2 * size)
+    threads = _chooser(g)
+    if threads is None:
+        sched.compute(g)
+        return
+    n = threads.pick()
+    try:
+        sched.compute(g, n)
+    except BaseException:
+        threads.abandon()
+        raise
+    threads.done()
 
 
 def _allocate(ctx):
@@ -208,12 +260,8 @@ class _TapeBuilder:
                 _allocate(self.ctx)
                 _allocate(gctx)
                 self._fill()
-                sched = Scheduler([_cpu()], graph_size=2 * size)
-                try:
-                    sched.compute(g)
-                finally:
-                    sched.free()
-                self._done.update(hash(t) for t in g.nodes())
+                _compute(g, size)
+                self._done.update(g.node_hashes())
                 grads = [None if gr is None else gr.numpy() for gr in wanted]
                 values = [t.numpy() for _, t in updates]
             finally:

@@ -301,3 +301,61 @@ def test_tape_tensors_outlive_the_tape_object_and_read_from_threads():
     for t in threads:
         t.join()
     assert len(set(got)) == 1 and got[0] == pytest.approx(float(np.sum(m.predict(x, verbose=0))), rel=1e-5)
+
+
+def test_a_tape_picks_its_threads_by_the_work_of_its_graph(monkeypatch):
+    """A tape's compute runs on the count a ThreadChooser picks for its graph, as a model's
+    executor does: a tiny graph (an actor-critic step on one state) on one thread even
+    when two are allowed; a large one gets a chooser with its real work (multiply-adds of
+    a forward pass), and the gradients are the same on any count."""
+    from pyggml import autodiff
+    from pyggml.models.thread_policy import SMALL_WORK, ThreadChooser
+    made = []
+
+    class Recording(ThreadChooser):
+        def pick(self):
+            n = super().pick()
+            made.append((self.work, n))
+            return n
+
+    monkeypatch.setattr(autodiff, "THREAD_CHOOSER", [Recording])
+    monkeypatch.setattr(autodiff, "_choosers", {})
+    from pyggml.core import n_threads_adaptive, n_threads_is_set
+    old = (pg.get_n_threads() if n_threads_is_set() else None, n_threads_adaptive())
+    pg.set_n_threads(2)
+    try:
+        model, (x, y) = _mlp(), _data(n=1)
+        grads = []
+        for _ in range(3):
+            with pg.GradientTape() as tape:
+                loss = ops.mean((model(x) - y) ** 2)
+            grads.append(tape.gradient(loss, model.trainable_variables))
+        assert made and all(n == 1 for _, n in made), made
+        assert len(autodiff._choosers) == 1            # one graph shape, one chooser across steps
+        for g in grads[1:]:
+            for a, b in zip(g, grads[0]):
+                np.testing.assert_array_equal(a, b)
+        made.clear()
+        pg.set_seed(3)
+        big = pg.Sequential([pg.Input(shape=(256,)), layers.Dense(512)])
+        xb = np.random.default_rng(0).random((256, 256)).astype(np.float32)
+        with pg.GradientTape() as tape:
+            loss = ops.mean(big(xb) ** 2)
+        tape.gradient(loss, big.trainable_variables)
+        work = made[-1][0]
+        assert work >= 256 * 256 * 512 > SMALL_WORK, work
+    finally:
+        pg.set_n_threads(old[0], adaptive=old[1])
+
+
+def test_graph_work_and_node_hashes():
+    from pyggml.core import Context, Graph, ops as cops
+    ctx = Context(n_tensors=16, graph_size=16)
+    a = ctx.new_tensor((4, 3))            # ggml [3, 4]: 4 rows of 3
+    b = ctx.new_tensor((5, 3))
+    p = cops.mul_mat(a, b, ctx=ctx)       # 5 x 4 outputs, each a sum of 3 products
+    s = cops.add(p, p, ctx=ctx)
+    g = Graph(ctx, size=16)
+    g.build_forward(s)
+    assert g.work() == 20 * 3 + 20
+    assert g.node_hashes() == [hash(t) for t in g.nodes()]

@@ -21,7 +21,11 @@ pooling, over 200 tokens, batch 32).  ``products_wide`` times the five
 large matrix products of a ``wide_mlp`` step alone (the forward products of
 its two 2048-wide layers, their weight gradients and the hidden layer's input
 gradient, batch 256): pyggml's ``mul_mat``/``out_prod`` in one graph beside
-``torch.mm`` on the same operands.  Besides wall time, every row reports
+``torch.mm`` on the same operands.  ``tape_actor_critic`` is keras-io's
+actor-critic step as that example writes it (one state, a 4-128 network with
+an actor and a critic head, ``GradientTape`` and Adam) beside the same step in
+eager PyTorch; ``_busy`` rows run with another process busy on one core.
+Besides wall time, every row reports
 the CPU time of its process per step (all its threads): steadier than wall
 time on a shared machine.
 
@@ -44,7 +48,8 @@ import sys
 import time
 
 WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "mnist_mlp_busy", "wide_mlp", "mnist_cnn",
-             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer", "products_wide"]
+             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer", "products_wide",
+             "tape_actor_critic", "tape_actor_critic_busy"]
 RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
 CHILD = r"""
@@ -340,6 +345,37 @@ elif wl == "dqn_cartpole_150ep":
                         pass
         result = {"value": val, "unit": "us/env step", "better": "lower",
                   "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+elif wl == "tape_actor_critic":
+    # keras-io's actor-critic (CartPole) as it writes its step: one state through a 4-128
+    # trunk, a 2-way softmax actor and a 1-unit critic, a loss on both, a GradientTape and
+    # Adam; PyTorch's twin in eager mode with backward()
+    x = rng.random((1, 4)).astype(np.float32)
+    if fw == "pyggml":
+        L = pg.layers
+        inp = pg.Input(shape=(4,))
+        common = L.Dense(128, activation="relu")(inp)
+        model = pg.Model(inp, [L.Dense(2, activation="softmax")(common), L.Dense(1)(common)])
+        opt = pg.optimizers.Adam(learning_rate=0.01)
+
+        def f():
+            with pg.GradientTape() as tape:
+                probs, value = model(x)
+                loss = -pg.ops.log(probs[0, 0]) * 0.5 + pg.ops.mean((value - 1.0) ** 2)
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+    else:
+        trunk, actor, critic = torch.nn.Linear(4, 128), torch.nn.Linear(128, 2), torch.nn.Linear(128, 1)
+        opt = torch.optim.Adam([*trunk.parameters(), *actor.parameters(), *critic.parameters()], lr=0.01)
+        xt = torch.from_numpy(x)
+
+        def f():
+            h = torch.relu(trunk(xt))
+            probs, value = torch.softmax(actor(h), -1), critic(h)
+            loss = -torch.log(probs[0, 0]) * 0.5 + ((value - 1.0) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    result = {"value": best_time(f, 300) * 1e6, "unit": "us/step", "better": "lower", "cpu_value": CPU[-1] * 1e6}
 elif wl == "products_wide":
     # the five large products of a wide_mlp step (batch 256): the two layers' forward
     # products, their weight gradients, the hidden layer's input gradient; pyggml's

@@ -450,6 +450,30 @@ cdef class Graph(_Owner):
         return [Tensor._wrap(self.ctx, ggml_graph_node(self.ptr, i), 0)
                 for i in range(ggml_graph_n_nodes(self.ptr))]
 
+    def node_hashes(self):
+        """The hashes (addresses) of the graph's nodes, as ``hash(t)`` gives them, without
+        a Tensor object per node."""
+        self._check()
+        return [hash(<uintptr_t>ggml_graph_node(self.ptr, i)) for i in range(ggml_graph_n_nodes(self.ptr))]
+
+    def work(self):
+        """About how many multiply-adds a compute of the graph does: a product's output
+        elements times its inner length, one per output element for every other op (what
+        a thread count is chosen by)."""
+        self._check()
+        cdef int i, n = ggml_graph_n_nodes(self.ptr)
+        cdef ggml_tensor * t
+        cdef double w = 0
+        for i in range(n):
+            t = ggml_graph_node(self.ptr, i)
+            if t.op == GGML_OP_MUL_MAT and t.src[0] != NULL:
+                w += <double>ggml_nelements(t) * <double>t.src[0].ne[0]
+            elif t.op == GGML_OP_OUT_PROD and t.src[0] != NULL:
+                w += <double>ggml_nelements(t) * <double>t.src[0].ne[1]
+            else:
+                w += <double>ggml_nelements(t)
+        return w
+
     def grad(self, Tensor t not None):
         """The gradient tensor of t in this graph, or None."""
         self._check()

@@ -34,6 +34,7 @@ from pyggml import config as config_mod
 from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
+from pyggml import autodiff
 from pyggml.autodiff import GradientTape
 from pyggml.callbacks import CallbackList
 from pyggml.core import Tensor
@@ -41,9 +42,12 @@ from pyggml.layers.layer import Layer
 from pyggml.metrics.metric import Mean, Metric
 from pyggml.models import compile_spec
 from pyggml.models import data_adapter as da
+from pyggml.models.thread_policy import ThreadChooser
 from pyggml.utils.data_packing import unpack_x_y_sample_weight
 
 __all__ = ["install", "uses_custom_fit"]
+
+autodiff.THREAD_CHOOSER[0] = ThreadChooser      # a tape's compute picks its threads as executors do
 
 _DEFAULT_LOSS = object()           # compile's loss when not given: none for a custom-step model
 
