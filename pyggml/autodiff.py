@@ -45,9 +45,10 @@ _lock = threading.RLock()         # one CPU backend for every tape: one compute 
 _backend = [None]
 _sched = [None, 0]                # the tapes' scheduler (under _lock) and the graph size it takes
 _NO_MEMORY = "no tensors without memory"
-# ThreadChooser (pyggml.models.thread_policy, set there: that package imports this module):
-# a tape's compute runs on the thread count its chooser picks, one chooser per graph shape
-# (a training loop records the same graph every step, so its chooser learns across steps)
+# pyggml.models.thread_policy.ThreadChooser, set by pyggml.models.custom_steps (that package
+# imports this module): a tape's compute runs on the thread count its chooser picks, one
+# chooser per graph shape (a training loop records the same graph every step, so its chooser
+# learns across steps)
 THREAD_CHOOSER = [None]
 _choosers = {}
 _MAX_CHOOSERS = 64

@@ -156,14 +156,6 @@ class CompileLoss:
         return total
 
 
-def _as_list(v):
-    if v is None:
-        return []
-    if isinstance(v, dict):
-        return [m for ms in v.values() for m in _as_list(ms)]
-    return list(v) if isinstance(v, (list, tuple)) else [v]
-
-
 def _array(v):
     if isinstance(v, (list, tuple)):
         return [_array(x) for x in v]
