@@ -36,12 +36,13 @@ __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argm
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
-           "log_softmax", "cumsum", "norm", "dot", "concatenate", "getitem", "get_item", "cast", "stop_gradient"]
+           "log_softmax", "cumsum", "norm", "dot", "matmul", "concatenate", "getitem", "get_item", "cast",
+           "stop_gradient"]
 
 # the names ggml's operations also have: pyggml.ops gives ggml's form to low-level graph code
 # (a Tensor outside any model's graph, or ctx=) and this one inside a model's graph or on arrays
 SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "norm", "leaky_relu", "add", "cast",
-                    "stop_gradient")
+                    "stop_gradient", "matmul")
 
 
 # --- tensors, eager calls ----------------------------------------------------------------------------
@@ -52,6 +53,9 @@ def _t(x):
         return x
     if isinstance(x, Variable):
         return x.graph_tensor()
+    w = _watched(x)
+    if w is not None:
+        return w
     a = np.asarray(x)
     refuse_tensor_array(a, "pyggml.ops")
     if a.dtype == object or a.dtype.kind not in "biuf":
@@ -59,6 +63,15 @@ def _t(x):
     if a.ndim > MAX_DIMS:
         raise ValueError(f"at most {MAX_DIMS} dimensions, got an array of shape {a.shape}")
     return host_constant(a)
+
+
+def _watched(x):
+    """The tensor of an array that the recording GradientTape watches (its gradient is asked
+    for), None for any other value."""
+    if not isinstance(x, np.ndarray):
+        return None
+    find = getattr(_scope.current(), "watched_tensor", None)
+    return None if find is None else find(x)
 
 
 def host_constant(a):
@@ -84,7 +97,7 @@ def remember_host_value(t, a):
 def host_value(x):
     """x's value when it is known on the host: an array or number, or a constant tensor of
     the graph being built (host_constant's); None for a computed tensor or a Variable."""
-    if isinstance(x, Variable):
+    if isinstance(x, Variable) or _watched(x) is not None:
         return None
     if isinstance(x, Tensor):
         cache = getattr(_scope.current(), "cache", None)
@@ -1123,6 +1136,36 @@ def dot(x1, x2):
     if len(a.shape) == 1:
         return _c.reshape(_cont(_c.reshape(_cont(a), (1, a.shape[0])) @ b), tuple(b.shape[1:]))
     return a @ b
+
+
+@_eager("x1", "x2")
+def matmul(x1, x2):
+    """numpy's matmul (``x1 @ x2``): a vector as one row (x1) or one column (x2), dropped
+    from the result; stacks of matrices with the same leading dims, or times one matrix."""
+    for x in (x1, x2):
+        if not isinstance(x, (Tensor, Variable)) and np.ndim(x) == 0:
+            raise ValueError(f"matmul: scalars have no matrix product (use multiply); got shapes "
+                             f"{np.shape(x1)} and {np.shape(x2)}")
+    a, b = _pair(x1, x2)
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    ka, kb = sa[-1], sb[0] if len(sb) == 1 else sb[-2]
+    if ka != kb:
+        raise ValueError(f"matmul: {sa} @ {sb}: the last axis of x1 ({ka}) must equal "
+                         f"{'the length of x2' if len(sb) == 1 else 'the second-to-last axis of x2'} ({kb})")
+    if len(sa) == 1 and len(sb) == 1:
+        return sum(a * b)
+    if len(sb) == 1:
+        return _c.reshape(_cont(_cont(a) @ _c.reshape(_cont(b), (sb[0], 1))), sa[:-1])
+    if len(sa) == 1:
+        if len(sb) == 2:
+            return _c.reshape(_cont(_c.reshape(_cont(a), (1, sa[0])) @ _cont(b)), sb[-1:])
+        # (k,) @ (..., k, m): the transposed stack times a as one column
+        n = len(sb)
+        bt = _cont(transpose(b, tuple(range(n - 2)) + (n - 1, n - 2)))
+        return _c.reshape(_cont(bt @ _c.reshape(_cont(a), (sa[0], 1))), sb[:-2] + sb[-1:])
+    if len(sa) > 2 and len(sb) > 2 and sa[:-2] != sb[:-2]:
+        raise ValueError(f"matmul: {sa} @ {sb}: stacks of matrices need the same leading dims")
+    return _cont(a) @ _cont(b)
 
 
 # --- dtypes, selection -----------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """``GradientTape``: gradients of a computation written in Python (TensorFlow's and Keras's).
 
 Inside ``with pg.GradientTape() as tape:`` layers and models called on arrays,
-``pyggml.ops`` on what they return and Tensor arithmetic (``a + b``, ``-0.5 * x``)
-are recorded into one ggml graph instead of being computed at once: what they
+``pyggml.ops`` on what they return (and on arrays the tape was told to ``watch``)
+and Tensor arithmetic (``a + b``, ``-0.5 * x``) are recorded into one ggml graph
+instead of being computed at once: what they
 return are ``pyggml.core.Tensor`` objects of the tape.  ``tape.gradient(target,
 sources)`` then computes that graph forward and backward in one go, on the CPU,
 and returns the gradients as float32 numpy arrays, in the structure of
@@ -82,14 +83,20 @@ def _cpu():
     return _backend[0]
 
 
+_KEEP_SCHED = 1 << 16               # graph sizes up to this keep the shared scheduler
+
+
 def _scheduler(size):
     """The tapes' scheduler, made again when a graph needs a larger one (called under _lock:
-    making one per compute cost more than a small tape's arithmetic)."""
+    making one per compute cost more than a small tape's arithmetic).  A graph larger than
+    _KEEP_SCHED gets one of its own (the caller frees it): its tables are not kept."""
+    if size > _KEEP_SCHED:
+        return Scheduler([_cpu()], graph_size=size)
     if _sched[0] is None or _sched[1] < size:
         if _sched[0] is not None:
             _sched[0].free()
             _sched[0] = None
-        size = max(size, 4096)
+        size = min(max(size, 4096), _KEEP_SCHED)
         _sched[0] = Scheduler([_cpu()], graph_size=size)
         _sched[1] = size
     return _sched[0]
@@ -114,17 +121,21 @@ def _chooser(g):
 
 def _compute(g, size):
     sched = _scheduler(2 * size)
-    threads = _chooser(g)
-    if threads is None:
-        sched.compute(g)
-        return
-    n = threads.pick()
     try:
-        sched.compute(g, n)
-    except BaseException:
-        threads.abandon()
-        raise
-    threads.done()
+        threads = _chooser(g)
+        if threads is None:
+            sched.compute(g)
+            return
+        n = threads.pick()
+        try:
+            sched.compute(g, n)
+        except BaseException:
+            threads.abandon()
+            raise
+        threads.done()
+    finally:
+        if sched is not _sched[0]:
+            sched.free()
 
 
 def _allocate(ctx):
@@ -172,6 +183,14 @@ class _TapeBuilder:
                 return t
             return w[1]
         return self._leaf(np.asarray(array), dtype)
+
+    def watched_tensor(self, array):
+        """The tensor of ``array`` when the tape watches that very array (pyggml.ops record
+        their use of it), else None."""
+        w = self.watched.get(id(array))
+        if w is None or w[0] is not array:
+            return None
+        return self.constant(array)
 
     def tensor_of(self, variable):
         e = self.vars.get(id(variable))

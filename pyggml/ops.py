@@ -61,7 +61,8 @@ def as_tensor(x):
         return x
     if isinstance(x, Variable):
         return x.graph_tensor()
-    return constant(x)
+    w = _ops_numpy._watched(x)          # an array the recording GradientTape watches
+    return w if w is not None else constant(x)
 
 
 def shape(x):

@@ -359,3 +359,57 @@ def test_graph_work_and_node_hashes():
     g.build_forward(s)
     assert g.work() == 20 * 3 + 20
     assert g.node_hashes() == [hash(t) for t in g.nodes()]
+
+
+def test_a_very_large_tape_computes_on_a_scheduler_it_does_not_keep():
+    """Tapes share one scheduler; a graph beyond its size limit gets one of its own, freed
+    after the compute, so one huge tape does not leave huge tables behind."""
+    from pyggml import autodiff
+    x = np.full((2,), 0.5, np.float32)
+    with pg.GradientTape() as tape:
+        tape.watch(x)
+        y = ops.multiply(x, 1.0)
+        for _ in range(7000):                       # 5 x 7,000 nodes: past the shared limit
+            y = y + 0.001
+    (g,) = tape.gradient(ops.sum(y), [x])
+    np.testing.assert_allclose(g, np.ones(2), rtol=1e-6)
+    assert float(ops.sum(y)) == pytest.approx(2 * 7.5, rel=1e-4)
+    assert autodiff._sched[1] <= autodiff._KEEP_SCHED
+    with pg.GradientTape() as tape:                 # the shared one serves small tapes after it
+        tape.watch(x)
+        z = ops.sum(ops.multiply(x, x))
+    np.testing.assert_allclose(tape.gradient(z, x), 2 * x)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["square", "exp_mean", "softmax", "matmul", "mul_add", "mean_axis", "max",
+                                  "log_softmax"])
+def test_pyggml_ops_on_a_watched_array_are_recorded(name):
+    """``tape.watch(x)`` on an array, then Keras's ops on that array itself (no layer in
+    between): each op is recorded with x as the source, and the gradient is PyTorch's.
+    (Before, ops on arrays computed at once even on a tape, and the gradient was None.)"""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 4)).astype(np.float32)
+    w = rng.normal(size=(4, 2)).astype(np.float32)
+    ours = {"square": lambda x: ops.sum(ops.square(x)), "exp_mean": lambda x: ops.mean(ops.exp(x)),
+            "softmax": lambda x: ops.sum(ops.softmax(x) * np.arange(4, dtype=np.float32)),
+            "matmul": lambda x: ops.sum(ops.matmul(x, w) ** 2),
+            "mul_add": lambda x: ops.sum(ops.add(ops.multiply(x, x), x)),
+            "mean_axis": lambda x: ops.sum(ops.mean(x, axis=0) ** 2), "max": lambda x: ops.sum(ops.max(x, axis=1)),
+            "log_softmax": lambda x: ops.sum(ops.log_softmax(x)[:, 0])}[name]
+    theirs = {"square": lambda t: (t * t).sum(), "exp_mean": lambda t: t.exp().mean(),
+              "softmax": lambda t: (t.softmax(-1) * torch.arange(4.0)).sum(),
+              "matmul": lambda t: ((t @ torch.from_numpy(w)) ** 2).sum(), "mul_add": lambda t: (t * t + t).sum(),
+              "mean_axis": lambda t: (t.mean(0) ** 2).sum(), "max": lambda t: t.max(1).values.sum(),
+              "log_softmax": lambda t: t.log_softmax(-1)[:, 0].sum()}[name]
+    with pg.GradientTape() as tape:
+        tape.watch(x)
+        y = ours(x)
+    g = tape.gradient(y, x)
+    t = torch.tensor(x, requires_grad=True)
+    ty = theirs(t)
+    ty.backward()
+    assert float(y) == pytest.approx(ty.item(), rel=1e-5, abs=1e-6)
+    np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # the array itself is not changed, and ops on it outside the tape compute at once
+    assert isinstance(ops.square(x), np.ndarray)

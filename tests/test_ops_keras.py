@@ -447,3 +447,38 @@ def test_results_on_arrays_have_numpy_s_shapes():
     mean, var = ops.moments(np.ones(3), axes=[0])
     assert mean.shape == var.shape == ()
     assert float(ops.sum(x)) == pytest.approx(x.sum(), rel=1e-5)
+
+
+@pytest.mark.parametrize("sa, sb", [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)),
+                                    ((2, 2, 3), (3, 4)), ((2, 2, 3), (2, 3, 4)), ((3,), (2, 3, 4)),
+                                    ((2, 2, 2, 3), (2, 2, 3, 5))])
+def test_matmul_is_numpy_s_on_arrays_and_in_a_graph(sa, sb):
+    """Keras's ops.matmul: numpy's ``@`` on arrays (computed at once) and inside a graph
+    (a GradientTape here, with the gradient of x1 against numpy's), vectors included."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=sa).astype(np.float32)
+    b = rng.normal(size=sb).astype(np.float32)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(pg.ops.matmul(a, b), want, rtol=1e-5, atol=1e-5)
+    with pg.GradientTape() as tape:
+        tape.watch(a)
+        out = pg.ops.matmul(a, b)
+        loss = pg.ops.sum(out)
+    assert tuple(out.shape) == want.shape or (want.ndim == 0 and tuple(out.shape) in ((), (1,)))
+    np.testing.assert_allclose(np.asarray(out).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    # d sum(a @ b) / da = ones(out) @ b^T, numpy's broadcasting rules
+    ones = np.ones(want.shape)
+    if len(sb) == 1:
+        grad = np.multiply.outer(ones, b) if want.ndim else b.astype(np.float64)
+    elif len(sa) == 1:
+        grad = (np.ones(sb[:-2] + (1, sb[-1])) @ np.swapaxes(b, -1, -2)).reshape(-1, sa[0]).sum(0)
+    else:
+        grad = ones @ np.swapaxes(b.astype(np.float64), -1, -2)
+    np.testing.assert_allclose(tape.gradient(loss, a), grad, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_refuses_shapes_that_do_not_meet():
+    with pytest.raises(ValueError, match="last axis of x1"):
+        pg.ops.matmul(np.ones((2, 3)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="scalars"):
+        pg.ops.matmul(np.float32(2.0), np.ones((2, 2)))
