@@ -59,7 +59,7 @@ def show_config():
 from pyggml._random import set_seed
 from pyggml import activations, callbacks, initializers, layers, losses, metrics, ops, optimizers, saving  # noqa: E402
 from pyggml import constraints, regularizers  # noqa: E402
-from pyggml import backend, config, data, preprocessing, random, tree, utils  # noqa: E402
+from pyggml import backend, config, data, mixed_precision, preprocessing, random, tree, utils  # noqa: E402
 from pyggml.layers import Input
 from pyggml.models import Model, Sequential
 from pyggml.training import Snapshot, Trainer
@@ -78,8 +78,8 @@ from pyggml.constraints import Constraint
 __all__ = ["GradientTape", "InputSpec", "Layer", "Loss", "Metric", "Optimizer", "Initializer", "Regularizer", "Constraint", "Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
            "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
            "losses", "metrics", "ops", "activations", "initializers", "regularizers", "constraints", "saving",
-           "utils", "preprocessing", "data", "random", "backend", "config", "tree", "Variable", "GGMLError",
-           "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError", "rpc", "RPCError"]
+           "utils", "preprocessing", "data", "random", "backend", "config", "mixed_precision", "tree", "Variable",
+           "GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError", "rpc", "RPCError"]
 
 
 def __getattr__(name):

@@ -17,7 +17,8 @@ pyggml.backend's own functions, so ``pg.config.set_epsilon`` and
 - ``enable/disable_traceback_filtering`` and ``is_traceback_filtering_enabled``:
   Keras's switch, kept as a flag (pyggml does not shorten tracebacks, so there is
   nothing to filter either way);
-- ``dtype_policy()`` / ``set_dtype_policy``: ``"float32"``, the only policy pyggml computes in;
+- ``dtype_policy()`` / ``set_dtype_policy``: pg.mixed_precision's global policy (``"float32"``;
+  a mixed policy is accepted and computes in float32);
 - ``set_max_epochs(n)`` / ``set_max_steps_per_epoch(n)`` (Keras 3's): caps on what every
   ``fit`` runs, whatever it is asked (``None``: no cap), read back with ``max_epochs()`` /
   ``max_steps_per_epoch()``;
@@ -28,6 +29,8 @@ pyggml.backend's own functions, so ``pg.config.set_epsilon`` and
 
 import logging
 import sys
+
+from pyggml import mixed_precision
 
 from pyggml.backend import backend as backend_name
 from pyggml.backend import (epsilon, floatx, image_data_format, set_epsilon, set_floatx,  # noqa: F401
@@ -127,16 +130,14 @@ def is_traceback_filtering_enabled():
 
 
 def dtype_policy():
-    """The global dtype policy's name: pyggml computes in float32 only."""
-    return "float32"
+    """The global dtype policy (pg.mixed_precision.Policy): ``"float32"`` unless set."""
+    return mixed_precision.global_policy()
 
 
 def set_dtype_policy(policy):
-    """Accepts ``"float32"`` (a name, or an object whose ``name`` is that); mixed precision
-    policies such as ``"mixed_float16"`` are refused: pyggml computes in float32 only."""
-    name = policy if isinstance(policy, str) else getattr(policy, "name", None)
-    if name != "float32":
-        raise ValueError(f"set_dtype_policy: pyggml computes in 'float32' only, got {policy!r}")
+    """``"float32"``, or a mixed policy (``"mixed_float16"``, ``"mixed_bfloat16"``), which
+    computes in float32 (pg.mixed_precision); others are refused."""
+    mixed_precision.set_global_policy(policy)
 
 
 def enable_flash_attention():

@@ -124,8 +124,11 @@ class Layer:
         if name is not None and (not isinstance(name, str) or not name or "." in name or "\0" in name
                                  or len(name) > 40 or not name.isprintable()):
             raise ValueError(f"layer name must be a printable str without '.' (1 to 40 chars), got {name!r}")
-        if dtype not in (None, "float32") and getattr(dtype, "__name__", None) != "float32":
-            raise ValueError(f"layers compute in float32; dtype={dtype!r} is not supported")
+        if dtype not in (None, "float32", "mixed_float16", "mixed_bfloat16") and \
+                getattr(dtype, "__name__", None) != "float32":
+            # a mixed policy keeps float32 variables in Keras too: computed in float32 (pg.mixed_precision)
+            raise ValueError(f"layers keep their weights and compute in float32 (a mixed policy computes in "
+                             f"float32 too); dtype={dtype!r} is not supported")
         object.__setattr__(self, "_sublayers", {})
         self._variables = []
         self._given_name = name
