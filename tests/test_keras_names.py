@@ -154,3 +154,18 @@ def test_model_called_on_arrays_with_training_true_is_one_eager_training_pass():
     np.testing.assert_allclose(bn.variables[2].numpy(), 0.5 * data.mean(0), rtol=1e-6)
     with pytest.raises(TypeError, match="only training="):
         m(x, mask=None)
+
+
+def test_keras_weight_names_of_normalization_and_embedding_layers():
+    """Keras's attribute names for weights whose layout is Keras's too: the same Variables."""
+    L = pg.layers
+    emb, ln, bn, gn = L.Embedding(10, 4), L.LayerNormalization(), L.BatchNormalization(), L.GroupNormalization(2)
+    m = pg.Sequential([pg.Input(shape=(3,), dtype="int32"), emb, ln, bn, gn])
+    m.compile(loss="mse")
+    assert emb.embeddings is emb.weight and emb.embeddings.shape == (10, 4)
+    assert (ln.gamma, ln.beta) == (ln.weight, ln.bias) and (gn.gamma, gn.beta) == (gn.weight, gn.bias)
+    assert (bn.gamma, bn.beta, bn.moving_mean, bn.moving_variance) == \
+        (bn.weight, bn.bias, bn.running_mean, bn.running_var)
+    bn.moving_variance.assign(np.full(4, 2.0))
+    np.testing.assert_array_equal(bn.get_weights()["running_var"], np.full(4, 2.0, np.float32))
+    assert L.BatchNormalization(scale=False, center=False).built is False

@@ -39,6 +39,9 @@ class Embedding(Layer):
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.output_dim,)
 
+    # Keras's names for these weights (the same Variables)
+    embeddings = property(lambda self: self.weight, doc="Keras's embeddings: the weight Variable.")
+
     def build(self, input_shape):
         self.weight = self.add_weight("weight", (self.input_dim, self.output_dim), self.embeddings_initializer,
                                       layout="in_out", regularizer=self.embeddings_regularizer,

@@ -62,6 +62,12 @@ class BatchNormalization(Layer):
     def compute_output_shape(self, input_shape):
         return input_shape
 
+    # Keras's names for these weights (the same Variables)
+    gamma = property(lambda self: self.weight, doc="Keras's gamma: the weight Variable.")
+    beta = property(lambda self: self.bias, doc="Keras's beta: the bias Variable.")
+    moving_mean = property(lambda self: self.running_mean, doc="Keras's moving_mean: the running_mean Variable.")
+    moving_variance = property(lambda self: self.running_var, doc="Keras's moving_variance: the running_var Variable.")
+
     def build(self, input_shape):
         c = input_shape[-1]
         self.weight = self.add_weight("weight", (c,), self.gamma_initializer, regularizer=self.gamma_regularizer,

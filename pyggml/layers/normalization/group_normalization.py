@@ -76,6 +76,10 @@ class GroupNormalization(Layer):
     def compute_output_shape(self, input_shape):
         return input_shape
 
+    # Keras's names for these weights (the same Variables)
+    gamma = property(lambda self: self.weight, doc="Keras's gamma: the weight Variable.")
+    beta = property(lambda self: self.bias, doc="Keras's beta: the bias Variable.")
+
     def build(self, input_shape):
         if isinstance(input_shape, list):
             raise ValueError("GroupNormalization takes one input")
