@@ -9,9 +9,9 @@ received, as Keras does.  Shapes include the batch axis (None while symbolic).
 
 import numpy as np
 
-__all__ = ["InputSpec", "assert_input_compatibility"]
+from pyggml._ops_math import dtype as _dtype_name
 
-_DTYPES = {"f32": "float32", "f16": "float16", "i32": "int32", "i16": "int16", "i8": "int8"}
+__all__ = ["InputSpec", "assert_input_compatibility"]
 
 
 def _opt_int(name, v, low=0):
@@ -147,5 +147,4 @@ def _shape_dtype(x):
             return None, None
         kind = a.dtype.kind
         return a.shape, "float32" if kind == "f" else ("int32" if kind in "iub" else None)
-    dtype = getattr(x, "dtype", None)
-    return tuple(shape), None if dtype is None else _DTYPES.get(str(dtype), str(dtype))
+    return tuple(shape), _dtype_name(x)
