@@ -376,6 +376,7 @@ class GradientTape:
         from pyggml.variables import Variable
         for x in _flatten(tensor):
             x = getattr(x, "variable", x)
+            x = getattr(x, "view_base", x)                    # Dense.kernel: its weight
             if isinstance(x, Variable):
                 self._watched_vars[id(x)] = x
             elif isinstance(x, Tensor):
@@ -412,6 +413,7 @@ class GradientTape:
         from pyggml.variables import Variable
         b = self._b
         source = getattr(source, "variable", source)          # a model's trainable_weights name
+        source = getattr(source, "view_base", source)         # Dense.kernel: its weight's leaf
         if isinstance(source, Variable):
             e = b.vars.get(id(source))
             if e is None:
@@ -480,7 +482,8 @@ class GradientTape:
             if g is None and unconnected_gradients == "zero":
                 g = np.zeros(np.shape(getattr(s, "variable", s)), dtype=np.float32)
             elif g is not None:
-                g = g.reshape(np.shape(getattr(s, "variable", s)))
+                s = getattr(s, "variable", s)
+                g = s.gradient_from_base(g) if hasattr(s, "view_base") else g.reshape(np.shape(s))
             out.append(g)
         if isinstance(sources, (list, tuple, dict)):
             return _pack(sources, out)

@@ -1,10 +1,16 @@
 """A layer's ``get_weights()``: pyggml's ``{name: array}`` that also answers Keras's list
 use by position (``layer.get_weights()[0]``: the first weight in Keras's layout, e.g. a
-Conv2D kernel as (kh, kw, in, out)); and Keras's list form of ``set_weights``."""
+Conv2D kernel as (kh, kw, in, out)); and Keras's list form of ``set_weights``; Keras's names of weights kept in another layout
+(``Dense.kernel``: ``KerasKernel``, a ``KerasLayoutView`` of the weight)."""
+
+import weakref
 
 import numpy as np
 
-__all__ = ["LayerWeights", "keras_value", "from_keras_value"]
+from pyggml import _scope
+from pyggml.variables import Variable
+
+__all__ = ["LayerWeights", "keras_value", "from_keras_value", "KerasLayoutView", "KerasKernel"]
 
 
 def keras_value(variable, value):
@@ -45,3 +51,155 @@ class LayerWeights(dict):
             except IndexError:
                 raise IndexError(f"the layer has {len(values)} weights, no index {key}") from None
         return dict.__getitem__(self, key)
+
+
+class KerasLayoutView(Variable):
+    """A weight seen in Keras's layout: a Dense layer's ``kernel`` (in, units) over its
+    ``weight`` (units, in), a Conv2D's ``kernel`` (kh, kw, in, out) over (out, in, kh, kw).
+    The values are the weight's own, read and written through the change of layout:
+    ``shape``, ``numpy()`` and ``assign`` are Keras's; in a layer's call, a graph or on a
+    GradientTape it is the weight's tensor moved to Keras's layout (gradients reach the
+    weight); as a source of ``GradientTape.gradient`` or a target of
+    ``optimizer.apply_gradients`` its gradient is in Keras's layout too.  The weight stays
+    the model's variable (``trainable_variables`` lists the weight, not the view)."""
+
+    def __init__(self, base, name):
+        self.view_base = base
+        self.name = name
+        base_shape = tuple(base.keras_shape) if base.keras_shape is not None else tuple(base.shape)
+        self._axes = tuple(base.keras_axes) if base.keras_axes is not None else tuple(range(len(base_shape)))
+        self.shape = tuple(base_shape[a] for a in self._axes)
+        self.initializer = base.initializer
+        self.layout = "keras"
+        self._layer = base._layer
+        self._value = self._tensor = self._home = None
+        self.regularizer = self.constraint = None
+        self.keras_shape = self.keras_axes = None
+
+    # --- flags and values: the weight's -----------------------------------------------------
+    @property
+    def trainable(self):
+        return self.view_base.trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        self.view_base.trainable = value
+
+    @property
+    def _lost(self):
+        return self.view_base.lost
+
+    @_lost.setter
+    def _lost(self, value):
+        pass
+
+    @property
+    def lost(self):
+        return self.view_base.lost
+
+    @property
+    def home(self):
+        return self.view_base.home
+
+    @property
+    def device_tensor(self):
+        return None                 # the weight's tensor is in pyggml's layout, not this one's
+
+    def initialize(self, rng=None):
+        self.view_base.initialize(rng)
+        return self
+
+    def numpy(self):
+        return keras_value(self.view_base, self.view_base.numpy())
+
+    def assign(self, value):
+        from pyggml.core import Tensor
+        if isinstance(value, Tensor) and _scope.current() is not None:
+            return self._assign_in_graph(value)
+        a = np.asarray(value)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
+        self.view_base.assign(from_keras_value(self.view_base, a, f"{self.name}.assign"))
+        return self
+
+    def bind(self, tensor, home):
+        raise TypeError(f"{self.name!r} is a view of weight {self.view_base.name!r} in Keras's layout; "
+                        f"the weight itself is what a model holds")
+
+    def unbind(self):
+        pass
+
+    # --- in a graph: the weight's tensor, moved ------------------------------------------------
+    def graph_tensor(self):
+        from pyggml import ops
+        from pyggml.core import ops as core_ops
+        base = self.view_base
+        t = base.graph_tensor()
+        if base.keras_shape is not None:
+            t = ops.reshape(t if t.is_contiguous else core_ops.cont(t), tuple(base.keras_shape))
+        return ops.transpose(t, self._axes) if self._axes != tuple(range(len(self._axes))) else t
+
+    def _assign_in_graph(self, new):
+        from pyggml import ops
+        from pyggml.core import Tensor
+        if not isinstance(new, Tensor):
+            raise TypeError(f"variable {self.name!r}: a graph assign takes a tensor, got {type(new).__name__}")
+        if tuple(new.shape) != self.shape:
+            raise ValueError(f"variable {self.name!r} has shape {self.shape}, got a tensor of shape "
+                             f"{tuple(new.shape)}")
+        t = ops.transpose(new, tuple(int(i) for i in np.argsort(self._axes)))
+        self.view_base._assign_in_graph(t if self.view_base.keras_shape is None else
+                                        ops.reshape(t, self.view_base.shape))
+        return new
+
+    # --- gradients: Keras's layout ----------------------------------------------------------------
+    def gradient_from_base(self, g):
+        """The weight's gradient (pyggml's layout) in this view's (Keras's)."""
+        return keras_value(self.view_base, np.asarray(g).reshape(self.view_base.shape))
+
+    def gradient_to_base(self, g):
+        """A gradient in this view's layout in the weight's (a wrong shape is refused)."""
+        return from_keras_value(self.view_base, g, f"the gradient of {self.name!r}")
+
+    def __repr__(self):
+        return (f"<pyggml.Variable {self.name!r} shape={self.shape} trainable={self.trainable} "
+                f"(Keras's layout of weight {self.view_base.name!r})>")
+
+
+# layer -> a weak method that builds it (its Sequential's graph: Keras builds a Sequential
+# as its layers are added once it knows its input shape; pyggml builds it when first needed)
+BUILDERS = weakref.WeakKeyDictionary()
+
+
+class KerasKernel:
+    """A layer's Keras-named weight in Keras's layout (``Dense.kernel``): a view of the
+    weight pyggml keeps under ``attr`` (one view object per weight: ``layer.kernel is
+    layer.kernel``).  A value the layer sets under the same name (a subclass's own
+    ``self.kernel = ...``) is the layer's, as any attribute."""
+
+    def __init__(self, attr):
+        self.attr = attr
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        base = obj.__dict__.get(self.attr)
+        build = BUILDERS.get(obj)
+        if not isinstance(base, Variable) and build is not None and build() is not None:
+            try:
+                build()()
+            except (ValueError, TypeError):
+                pass                    # no input shape yet: not built, as said below
+            base = obj.__dict__.get(self.attr)
+        if not isinstance(base, Variable):
+            who = type(obj).__name__ + (f" {obj.name!r}" if obj.name else "")
+            raise AttributeError(f"{who} has no {self.name!r} until it is built (call it on an input, or "
+                                 f"build(input_shape))")
+        views = obj.__dict__.setdefault("_keras_views", {})
+        v = views.get(self.name)
+        if v is None or v.view_base is not base:
+            v = views[self.name] = KerasLayoutView(base, self.name)
+        return v

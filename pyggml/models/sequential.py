@@ -2,6 +2,9 @@
 input shape is known (``input_shape=``, a first ``pg.Input``, a first layer's
 ``input_shape=``, or the first data it sees)."""
 
+import weakref
+
+from pyggml.layers._keras_weights import BUILDERS
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer, feature_shape_of
 from pyggml.layers.node import Node
@@ -34,7 +37,10 @@ class Sequential(Model):
 
     @property
     def input_shape(self):
-        return self._seq_input_shape
+        """Keras's: ``(batch, *features)`` (the batch None unless fixed), None until known."""
+        if self._seq_input_shape is None:
+            return self._graph_shapes("inputs") if self._stack else None
+        return (self._seq_batch_size,) + tuple(self._seq_input_shape)
 
     @input_shape.setter
     def input_shape(self, shape):
@@ -67,6 +73,7 @@ class Sequential(Model):
             self._seq_batch_size = layer.fixed_batch_size
         self._stack.append(layer)
         self._invalidate()
+        BUILDERS[layer] = weakref.WeakMethod(self._ensure_graph)    # layer.kernel before compile
         return self
 
     def pop(self):

@@ -155,6 +155,10 @@ class Optimizer:
             if g is None:
                 continue
             a = np.asarray(g)
+            if hasattr(v, "view_base") and a.dtype != object:       # Dense.kernel: Keras's layout
+                if a.shape != v.shape:
+                    raise ValueError(f"the gradient of {v.name!r} has shape {a.shape}, the variable {v.shape}")
+                a, v = v.gradient_to_base(a), v.view_base
             if a.dtype == object or a.dtype.kind not in "biuf":
                 raise TypeError(f"the gradient of {v.name!r} must be numbers, got dtype {a.dtype}")
             if a.shape != v.shape:

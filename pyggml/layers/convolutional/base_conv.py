@@ -13,6 +13,7 @@ from pyggml import _scope, ops
 from pyggml._conv_arith import same_pads, valid_size  # noqa: F401  (the layers import them from here)
 from pyggml._validation import check_choice, int_tuple
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
+from pyggml.layers._keras_weights import KerasKernel
 from pyggml.initializers import config_value as _init_config
 
 __all__ = ["same_pads", "pad_nchw", "to_chw", "to_hwc", "BaseConv"]
@@ -49,9 +50,11 @@ _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias
 class BaseConv(Activated):
     """Arguments shared by Conv1D and Conv2D (and their transposes).  The kernel's
     regularizer and constraint see it in Keras's layout: (kh, kw, in, filters) for
-    a convolution, (kh, kw, filters, in) for a transposed one."""
+    a convolution, (kh, kw, filters, in) for a transposed one.  ``kernel`` is that view of
+    ``weight``, PyTorch's (out, in, kh, kw)."""
 
     rank = 2
+    kernel = KerasKernel("weight")
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=1,

@@ -22,6 +22,7 @@ import numpy as np
 from pyggml import _scope, initializers, ops
 from pyggml._validation import check_choice, check_positive_int, int_tuple
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
+from pyggml.layers._keras_weights import KerasKernel
 from pyggml.layers.convolutional.base_conv import pad_nchw, same_pads, valid_size
 from pyggml.saving.object_registration import register_builtin
 
@@ -202,6 +203,8 @@ class BaseDepthwise(Activated):
 
 
 class _DepthwiseConv(BaseDepthwise):
+    depthwise_kernel = KerasKernel("weight")     # Keras's (*kernel, in, multiplier)
+
     def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1, data_format=None,
                  dilation_rate=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
                  bias_initializer="zeros", depthwise_regularizer=None, bias_regularizer=None,

@@ -6,6 +6,7 @@ leaky_relu) are one fused op, ``bias_act``, forward and backward."""
 from pyggml import ops
 from pyggml._validation import check_positive_int
 from pyggml.layers._helpers import Activated, fused, rows_2d, set_weight_options, weight_options_config
+from pyggml.layers._keras_weights import KerasKernel
 from pyggml.saving.object_registration import register_builtin
 from pyggml.initializers import config_value as _init_config
 
@@ -21,6 +22,8 @@ class Dense(Activated):
     layout (in, units) (pyggml.regularizers, pyggml.constraints)."""
 
     supports_masking = True
+
+    kernel = KerasKernel("weight")          # Keras's (in, units) view of weight (units, in)
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,

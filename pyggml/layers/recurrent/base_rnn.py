@@ -43,6 +43,7 @@ from pyggml import _scope, activations, initializers, ops
 from pyggml._validation import check_bool, check_fraction, check_positive_int
 from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
+from pyggml.layers._keras_weights import KerasKernel
 from pyggml.layers.layer import Layer
 from pyggml.layers.recurrent.stateful import Stateful
 
@@ -138,6 +139,9 @@ class CellMath:
     n_gates = 1
     n_states = 1                # h (LSTM: h and c)
     folded_bias = False         # bias_hh joins the input projection (added once, not once a step)
+    # Keras's (features, G units) and (units, G units) views of weight_ih and weight_hh
+    kernel = KerasKernel("weight_ih")
+    recurrent_kernel = KerasKernel("weight_hh")
 
     def init_cell(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                   kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros",
