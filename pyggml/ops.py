@@ -68,8 +68,10 @@ def as_tensor(x):
 def shape(x):
     """Keras's ``ops.shape``: a tensor's (or a Variable's) shape as a tuple of ints, numpy's
     order (the batch first inside a model's graph)."""
-    if isinstance(x, (Tensor, Variable)):
-        return tuple(int(d) for d in as_tensor(x).shape)
+    if isinstance(x, Variable):
+        return tuple(int(d) for d in x.shape)           # in a graph or not: the same
+    if isinstance(x, Tensor):
+        return tuple(int(d) for d in x.shape)
     return tuple(np.shape(x))
 
 

@@ -576,3 +576,84 @@ def test_neural_machine_translation_transformer_with_variable_lengths():
     np.testing.assert_allclose(a[:, :4], b[:, :4], rtol=1e-5, atol=1e-6)
     assert np.abs(a[:, 4:] - b[:, 4:]).max() > 1e-5
     transformer.free()
+
+
+# --- generative/pixelcnn.py: a masked convolution that assigns its own kernel in call -------------
+
+class PixelConvLayer(layers.Layer):
+    def __init__(self, mask_type, **kwargs):
+        super().__init__()
+        self.mask_type = mask_type
+        self.conv = layers.Conv2D(**kwargs)
+
+    def build(self, input_shape):
+        # Build the conv2d layer to initialize kernel variables
+        self.conv.build(input_shape)
+        # Use the initialized kernel to create the mask
+        kernel_shape = ops.shape(self.conv.kernel)
+        self.mask = np.zeros(shape=kernel_shape)
+        self.mask[: kernel_shape[0] // 2, ...] = 1.0
+        self.mask[kernel_shape[0] // 2, : kernel_shape[1] // 2, ...] = 1.0
+        if self.mask_type == "B":
+            self.mask[kernel_shape[0] // 2, kernel_shape[1] // 2, ...] = 1.0
+
+    def call(self, inputs):
+        self.conv.kernel.assign(self.conv.kernel * self.mask)
+        return self.conv(inputs)
+
+
+class PixelResidualBlock(layers.Layer):
+    def __init__(self, filters, **kwargs):
+        super().__init__(**kwargs)
+        self.conv1 = layers.Conv2D(filters=filters, kernel_size=1, activation="relu")
+        self.pixel_conv = PixelConvLayer(mask_type="B", filters=filters // 2, kernel_size=3, activation="relu",
+                                         padding="same")
+        self.conv2 = layers.Conv2D(filters=filters, kernel_size=1, activation="relu")
+
+    def call(self, inputs):
+        x = self.conv1(inputs)
+        x = self.pixel_conv(x)
+        x = self.conv2(x)
+        return layers.add([inputs, x])
+
+
+def test_pixelcnn_masks_its_kernels_trains_and_samples_causally():
+    input_shape = (7, 7, 1)
+    inputs = keras.Input(shape=input_shape, batch_size=16)
+    x = PixelConvLayer(mask_type="A", filters=16, kernel_size=7, activation="relu", padding="same")(inputs)
+    for _ in range(2):
+        x = PixelResidualBlock(filters=16)(x)
+    for _ in range(2):
+        x = PixelConvLayer(mask_type="B", filters=16, kernel_size=1, strides=1, activation="relu",
+                           padding="valid")(x)
+    out = layers.Conv2D(filters=1, kernel_size=1, strides=1, activation="sigmoid", padding="valid")(x)
+    pixel_cnn = keras.Model(inputs, out)
+    pixel_cnn.compile(optimizer=keras.optimizers.Adam(learning_rate=0.0005), loss="binary_crossentropy")
+    data = (RNG.random((64, 7, 7, 1)) > 0.5).astype(np.float32)
+    pixel_cnn.fit(x=data, y=data, batch_size=16, epochs=2, validation_split=0.25, verbose=0)
+
+    # the kernel holds its masked values (the assign in call is a state update of the weight)
+    k = pixel_cnn.layers[1].conv.kernel.numpy()
+    assert k.shape == (7, 7, 1, 16)
+    assert np.all(k[3, 3:] == 0) and np.all(k[4:] == 0) and np.any(k[:3] != 0) and np.any(k[3, :3] != 0)
+    # causal: an output pixel does not depend on its own input pixel or any later one
+    base = pixel_cnn.predict(data[:16], verbose=0)
+    changed = data[:16].copy()
+    changed[:, 3, 4] = 1.0 - changed[:, 3, 4]
+    moved = pixel_cnn.predict(changed, verbose=0)
+    flat_base, flat_moved = base.reshape(16, -1), moved.reshape(16, -1)
+    at = 3 * 7 + 4
+    np.testing.assert_array_equal(flat_moved[:, :at + 1], flat_base[:, :at + 1])
+    assert np.any(flat_moved[:, at + 1:] != flat_base[:, at + 1:])
+
+    # the example's sampling loop, over the first rows
+    batch = 16
+    pixels = np.zeros(shape=(batch,) + (pixel_cnn.input_shape)[1:])
+    assert pixel_cnn.input_shape == (16, 7, 7, 1) and pixel_cnn.output_shape == (16, 7, 7, 1)
+    rows, cols, channels = pixels.shape[1:]
+    for row in range(2):
+        for col in range(cols):
+            for channel in range(channels):
+                probs = pixel_cnn.predict(pixels, verbose=0)[:, row, col, channel]
+                pixels[:, row, col, channel] = ops.ceil(probs - RNG.uniform(0, 1, size=probs.shape))
+    assert set(np.unique(pixels[:, :2])) <= {0.0, 1.0} and np.all(pixels[:, 2:] == 0)

@@ -13,7 +13,7 @@ from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
 from pyggml.models.host_stage import check_no_nested_host_layers, host_node_ids
 
-__all__ = ["Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
+__all__ = ["GraphShapes", "Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
            "from_config"]
 
 
@@ -120,6 +120,37 @@ def name_layers(layers):
                 break
         l.name = cand
         used[cand] = l
+
+
+class GraphShapes:
+    """Keras's ``model.input_shape`` and ``output_shape``: the graph's inputs' and outputs'
+    shapes with the batch (the model's fixed batch size or None), a list where there are
+    several; before the model has a graph (a subclassed model), what its build was given,
+    else None."""
+
+    def _graph_shapes(self, which):
+        try:
+            topo = self._ensure_graph()
+        except ValueError:                  # no graph (yet): no layers or no input shape
+            return self.__dict__.get(f"_given_{which}")
+        shapes = [(n.batch_size,) + tuple(n.feature_shape) for n in getattr(topo, which)]
+        return shapes if (self._multi_in if which == "inputs" else self._multi_out) else shapes[0]
+
+    @property
+    def input_shape(self):
+        return self._graph_shapes("inputs")
+
+    @input_shape.setter
+    def input_shape(self, value):
+        self.__dict__["_given_inputs"] = value          # Layer's own record (a build, a call)
+
+    @property
+    def output_shape(self):
+        return self._graph_shapes("outputs")
+
+    @output_shape.setter
+    def output_shape(self, value):
+        self.__dict__["_given_outputs"] = value
 
 
 class Topology:

@@ -41,7 +41,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @register_builtin
-class Model(host_stage.HostStage, Layer, Freeable, training_loop.BatchCalls):
+class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, training_loop.BatchCalls):
     """A functional model: ``pg.Model(inputs, outputs, name=None)``."""
 
     def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
