@@ -148,8 +148,15 @@ def test_a_sequential_s_layers_have_their_kernels_before_compile_as_in_keras():
     model = pg.Sequential([pg.Input((4,)), layers.Dense(3), layers.Dense(2)])
     assert model.layers[0].kernel.shape == (4, 3) and model.layers[1].kernel.shape == (3, 2)
     np.testing.assert_array_equal(model.layers[1].kernel.numpy(), model.layers[1].weight.numpy().T)
+    assert [w.shape for w in model.layers[0].weights] == [(3, 4), (3,)]
+    assert model.layers[1].get_weights()[0].shape == (3, 2)
     with pytest.raises(AttributeError, match="until it is built"):
         pg.Sequential([layers.Dense(3)]).layers[0].kernel        # no input shape yet
+    assert pg.Sequential([layers.Dense(3)]).layers[0].weights == []
+    unfit = pg.Sequential([pg.Input((4, 4)), layers.Conv2D(2, 3)])
+    assert unfit.layers[0].weights == []                         # the model's build says why
+    with pytest.raises(ValueError, match=r"Conv2D expects inputs of shape \(H, W, C\)"):
+        unfit.compile(loss="mse")
     saved = pg.Sequential([pg.Input((4,)), layers.Dense(3)])
     saved.layers[0].kernel.assign(np.ones((4, 3), np.float32))
     saved.compile(optimizer="sgd", loss="mse")

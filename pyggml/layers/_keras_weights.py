@@ -10,7 +10,8 @@ import numpy as np
 from pyggml import _scope
 from pyggml.variables import Variable
 
-__all__ = ["LayerWeights", "keras_value", "from_keras_value", "KerasLayoutView", "KerasKernel"]
+__all__ = ["LayerWeights", "keras_value", "from_keras_value", "KerasLayoutView", "KerasKernel", "BUILDERS",
+           "build_through_owner"]
 
 
 def keras_value(variable, value):
@@ -166,9 +167,25 @@ class KerasLayoutView(Variable):
                 f"(Keras's layout of weight {self.view_base.name!r})>")
 
 
-# layer -> a weak method that builds it (its Sequential's graph: Keras builds a Sequential
-# as its layers are added once it knows its input shape; pyggml builds it when first needed)
+# layer -> (a weak reference to) the Sequential it was added to: Keras builds a Sequential's
+# layers as they are added once it knows its input shape; pyggml builds its graph when first
+# needed, and a layer's weights (``layer.weights``, ``layer.kernel``) are such a need
 BUILDERS = weakref.WeakKeyDictionary()
+
+
+def build_through_owner(layer):
+    """Build ``layer`` through its Sequential's graph, if it has one that knows its input
+    shape; True when that ran.  (A layer that does not fit the shape stays unbuilt here: the
+    model's own build, at compile or fit, says why.)"""
+    ref = BUILDERS.get(layer)
+    model = ref() if ref is not None else None
+    if model is None or getattr(model, "_building_graph", False):
+        return False
+    try:
+        model._ensure_graph()
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 class KerasKernel:
@@ -187,12 +204,7 @@ class KerasKernel:
         if obj is None:
             return self
         base = obj.__dict__.get(self.attr)
-        build = BUILDERS.get(obj)
-        if not isinstance(base, Variable) and build is not None and build() is not None:
-            try:
-                build()()
-            except (ValueError, TypeError):
-                pass                    # no input shape yet: not built, as said below
+        if not isinstance(base, Variable) and build_through_owner(obj):
             base = obj.__dict__.get(self.attr)
         if not isinstance(base, Variable):
             who = type(obj).__name__ + (f" {obj.name!r}" if obj.name else "")

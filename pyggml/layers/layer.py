@@ -33,6 +33,7 @@ from pyggml import _scope, autodiff, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
+from pyggml.layers._keras_weights import BUILDERS, build_through_owner
 from pyggml.layers.node import Node
 from pyggml.variables import Variable
 
@@ -285,6 +286,8 @@ class Layer:
     def named_variables(self):
         """[(name, Variable)]: this layer's weights, then its sublayers' (named
         ``<attribute>.<weight>``), in creation order."""
+        if not self.built and BUILDERS:
+            build_through_owner(self)   # a Sequential's layer: built as Keras builds it
         out = [(v.name, v) for v in self._variables]
         for attr, sub in self._sublayers.items():
             out.extend((f"{attr}.{n}", v) for n, v in sub.named_variables())

@@ -73,7 +73,7 @@ class Sequential(Model):
             self._seq_batch_size = layer.fixed_batch_size
         self._stack.append(layer)
         self._invalidate()
-        BUILDERS[layer] = weakref.WeakMethod(self._ensure_graph)    # layer.kernel before compile
+        BUILDERS[layer] = weakref.ref(self)     # its weights before compile (layer.weights, .kernel)
         return self
 
     def pop(self):
@@ -104,8 +104,12 @@ class Sequential(Model):
         if getattr(first, "input_dtype", None) == "int32":
             dtype = "int32"
         node = inp = Input(shape, dtype=dtype, batch_size=self._seq_batch_size)
-        for l in self._stack:
-            node = l(node)
+        self._building_graph = True
+        try:
+            for l in self._stack:
+                node = l(node)
+        finally:
+            self._building_graph = False
         self._topology = functional.Topology([inp], [node])
         self.built = True
         return self._topology
