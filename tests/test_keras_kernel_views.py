@@ -1,7 +1,12 @@
 """Keras's ``kernel`` names over weights pyggml keeps in PyTorch's layout (``Dense.kernel``
 (in, units) over ``Dense.weight`` (units, in)): the values, ``assign``, a layer's call in a
 model (a tied-weights autoencoder trains through the transposed kernel), a GradientTape's
-gradient and ``apply_gradients``, all in Keras's layout, checked against numpy."""
+gradient and ``apply_gradients``, all in Keras's layout, checked against numpy; a Sequential's
+weights before compile; ``model.input_shape``; a model's ``get_weights()`` indexed and set as
+Keras's list (a target network's update)."""
+
+import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -178,3 +183,44 @@ def test_input_shape_and_output_shape_are_keras_s_batch_shapes():
     assert two_out.input_shape == (16, 8, 8, 1) and two_out.output_shape == [(16, 6, 6, 2), (16, 72)]
     assert pg.Model([a, b], conv).input_shape == [(16, 8, 8, 1), (None, 3)]
     assert pg.ops.shape(seq.layers[0].weight) == (3, 4)      # a Variable's shape outside a graph
+
+
+def _actor():
+    inp = pg.Input((3,))
+    return pg.Model(inp, layers.Dense(2, activation="tanh")(layers.Dense(4, activation="relu")(inp)))
+
+
+def update_target(target, original, tau):
+    # keras-io's ddpg_pendulum, as written there
+    target_weights = target.get_weights()
+    original_weights = original.get_weights()
+    for i in range(len(target_weights)):
+        target_weights[i] = original_weights[i] * tau + target_weights[i] * (1 - tau)
+    target.set_weights(target_weights)
+
+
+def test_a_model_s_get_weights_is_also_keras_s_list_for_a_target_network_update():
+    actor, target = _actor(), _actor()
+    a0, t0 = actor.get_weights(), target.get_weights()
+    assert isinstance(a0, dict) and list(a0) == ["dense.weight", "dense.bias", "dense_1.weight", "dense_1.bias"]
+    assert a0[0].shape == (3, 4) and a0["dense.weight"].shape == (4, 3)          # Keras's layout by index
+    update_target(target, actor, 0.25)
+    got = target.get_weights()
+    for name in a0:
+        np.testing.assert_allclose(got[name], 0.25 * a0[name] + 0.75 * t0[name], rtol=1e-6)
+    target.set_weights([np.zeros_like(a0[i]) for i in range(len(a0))])       # Keras's list form
+    assert all(not np.any(v) for v in target.get_weights().values())
+    target.set_weights(actor.get_weights())
+    x = np.random.default_rng(4).random((5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(target.predict(x, verbose=0), actor.predict(x, verbose=0))
+    kept = copy.deepcopy(actor.get_weights())            # RL's "best weights so far"
+    assert kept[2].shape == (4, 2) and np.array_equal(pickle.loads(pickle.dumps(kept))[3], a0[3])
+    assert [w.shape for w in a0[1:3]] == [(4,), (4, 2)] and a0[-1].shape == (2,)
+    with pytest.raises(IndexError, match="the model has 4 weights, no index 4"):
+        a0[4]
+    with pytest.raises(ValueError, match="takes an array of shape \\(3, 4\\)"):
+        a0[0] = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="set_weights got a list of 2 arrays; it has 4 weights"):
+        target.set_weights([a0[0], a0[1]])
+    with pytest.raises(TypeError, match="must be an array of numbers"):
+        target.set_weights(["a", "b", "c", "d"])

@@ -11,7 +11,7 @@ from pyggml import _scope
 from pyggml.variables import Variable
 
 __all__ = ["LayerWeights", "keras_value", "from_keras_value", "KerasLayoutView", "KerasKernel", "BUILDERS",
-           "build_through_owner"]
+           "build_through_owner", "keras_list_by_name"]
 
 
 def keras_value(variable, value):
@@ -36,22 +36,70 @@ def from_keras_value(variable, value, what):
     return np.ascontiguousarray(a.transpose(tuple(int(i) for i in np.argsort(axes))).reshape(variable.shape))
 
 
+def keras_list_by_name(named, weights, who, note=""):
+    """Keras's ``set_weights`` list (arrays in the weights' order, Keras's layouts) as
+    ``{name: array}`` in pyggml's layouts; a wrong count, type or shape is refused.  Anything
+    but a list or tuple (pyggml's dict) comes back as it is."""
+    if not isinstance(weights, (list, tuple)):
+        return weights
+    if len(weights) != len(named):
+        raise ValueError(f"{who}: set_weights got a list of {len(weights)} arrays; it has {len(named)} weights "
+                         f"({', '.join(n for n, _ in named)}), in Keras's layouts{note}")
+    values = {}
+    for (n, v), a in zip(named, weights):
+        a = np.asarray(a)
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"{who}: weight {n!r} must be an array of numbers, got dtype {a.dtype}")
+        values[n] = from_keras_value(v, a, f"{who}.set_weights")
+    return values
+
+
+class _Layout:
+    """What ``keras_value`` needs of a weight (plain data: the dict below pickles and copies)."""
+
+    def __init__(self, v):
+        self.name, self.shape, self.keras_shape, self.keras_axes = v.name, v.shape, v.keras_shape, v.keras_axes
+
+
+def _is_index(key):
+    return isinstance(key, (int, np.integer)) and not isinstance(key, bool)
+
+
 class LayerWeights(dict):
     """``{name: array}`` in pyggml's layouts; an int or a slice indexes the weights in order,
-    in Keras's layouts, as Keras's list does."""
+    in Keras's layouts, as Keras's list does, and an int sets one so (Keras's
+    ``w = model.get_weights(); w[i] = ...; model.set_weights(w)``: a target network's update)."""
 
-    def __init__(self, named):
+    def __init__(self, named, owner="layer"):
         super().__init__((n, v.numpy()) for n, v in named)
-        self._variables = [v for _, v in named]
+        self._layouts = [_Layout(v) for _, v in named]
+        self._owner = owner
+
+    def _position(self, key):
+        n = len(self._layouts)
+        if not -n <= key < n:
+            raise IndexError(f"the {self._owner} has {n} weights, no index {key}")
+        return int(key) % n
 
     def __getitem__(self, key):
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool) or isinstance(key, slice):
-            values = [keras_value(v, dict.__getitem__(self, n)) for n, v in zip(self.keys(), self._variables)]
-            try:
-                return values[key]
-            except IndexError:
-                raise IndexError(f"the layer has {len(values)} weights, no index {key}") from None
+        if _is_index(key):
+            i = self._position(key)
+            return keras_value(self._layouts[i], dict.__getitem__(self, list(self.keys())[i]))
+        if isinstance(key, slice):
+            return [keras_value(lay, dict.__getitem__(self, n)) for n, lay in
+                    list(zip(self.keys(), self._layouts))[key]]
         return dict.__getitem__(self, key)
+
+    def __setitem__(self, key, value):
+        if _is_index(key):
+            i = self._position(key)
+            a = np.asarray(value)
+            if a.dtype == object or a.dtype.kind not in "biuf":
+                raise TypeError(f"weight {i} must be an array of numbers, got dtype {a.dtype}")
+            name = list(self.keys())[i]
+            dict.__setitem__(self, name, from_keras_value(self._layouts[i], a, f"get_weights()[{i}]"))
+            return
+        dict.__setitem__(self, key, value)
 
 
 class KerasLayoutView(Variable):

@@ -33,7 +33,7 @@ from pyggml import _scope, autodiff, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
-from pyggml.layers._keras_weights import BUILDERS, build_through_owner
+from pyggml.layers._keras_weights import BUILDERS, build_through_owner, keras_list_by_name
 from pyggml.layers.node import Node
 from pyggml.variables import Variable
 
@@ -331,20 +331,7 @@ class Layer:
         """Set weights by name, as get_weights names them; or, as Keras, a list of arrays in the
         weights' order and Keras's layouts (a Dense kernel ``(in, units)``, a Conv kernel
         ``(k..., in, filters)``)."""
-        if isinstance(weights, (list, tuple)):
-            from pyggml.layers._keras_weights import from_keras_value
-            named = self.named_variables()
-            if len(weights) != len(named):
-                raise ValueError(f"{self.name}: set_weights got a list of {len(weights)} arrays; the layer has "
-                                 f"{len(named)} weights ({', '.join(n for n, _ in named)}), in Keras's layouts "
-                                 f"(built: {self.built})")
-            values = {}
-            for (n, v), a in zip(named, weights):
-                a = np.asarray(a)
-                if a.dtype == object or a.dtype.kind not in "biuf":
-                    raise TypeError(f"{self.name}: weight {n!r} must be an array of numbers, got dtype {a.dtype}")
-                values[n] = from_keras_value(v, a, f"{self.name}.set_weights")
-            weights = values
+        weights = keras_list_by_name(self.named_variables(), weights, self.name, f" (built: {self.built})")
         if not isinstance(weights, dict):
             raise TypeError("set_weights takes a dict {name: array}, as get_weights returns, or a list of arrays "
                             "in the order of layer.weights")

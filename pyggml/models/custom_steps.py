@@ -38,6 +38,7 @@ from pyggml import autodiff
 from pyggml.autodiff import GradientTape
 from pyggml.callbacks import CallbackList
 from pyggml.core import Tensor
+from pyggml.layers._keras_weights import LayerWeights
 from pyggml.layers.layer import Layer
 from pyggml.metrics.metric import Mean, Metric
 from pyggml.models import compile_spec
@@ -578,7 +579,7 @@ def _install_graphless(cls):
     def get_weights(self):
         if _graphless(self):
             self.check_alive()
-            return {n: v.numpy() for n, v in self.named_variables()}
+            return LayerWeights(self.named_variables(), "model")
         return get_weights_(self)
 
     @functools.wraps(count_params_)

@@ -16,6 +16,7 @@ from pyggml._lifetime import Freeable
 from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
+from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
 from pyggml.layers.layer import Layer, flatten_inputs
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
@@ -263,21 +264,21 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     # --- weights --------------------------------------------------------------------------------
     def get_weights(self):
-        """A dict {"<layer>.<weight>": array} of copies."""
+        """A dict {"<layer>.<weight>": array} of copies (an int index: Keras's list)."""
         self.check_alive()
         self._ensure_graph()
         with self._lock:
             if self._rt is not None:
                 self._runtime()
-            return {n: v.numpy() for n, v in self.named_variables()}
+            return LayerWeights(self.named_variables(), "model")
 
     def set_weights(self, weights):
-        """Set weights by name; a missing name or a wrong shape is refused, naming it."""
+        """Set weights by name (a missing name or a wrong shape is refused, naming it), or Keras's list."""
         self.check_alive()
+        weights = keras_list_by_name(self.named_variables(), weights, self.name)
         if not isinstance(weights, dict):
-            raise TypeError("set_weights takes a dict {name: array} as get_weights returns")
-        named = dict(self.named_variables())
-        prepared = {}
+            raise TypeError("set_weights takes a dict {name: array} as get_weights returns, or a list of arrays")
+        named, prepared = dict(self.named_variables()), {}
         for k, a in weights.items():
             if k not in named:
                 raise ValueError(f"unknown weight {k!r}; the model has {sorted(named)}")
