@@ -51,6 +51,11 @@ class OpsArray(np.ndarray):
         # numpy on these arrays gives such arrays again (``ops.eye(3) ** 2`` still meets tensors)
         return as_ops_result(getattr(ufunc, method)(*args, **kwargs))
 
+    def numpy(self):
+        """A plain numpy copy (TensorFlow's eager ``tensor.numpy()``, which ported scripts call on
+        what an op returned)."""
+        return np.array(self.view(np.ndarray))
+
 
 def tensor_ufunc(ufunc, method, inputs, kwargs):
     """A ufunc called with a graph tensor among its operands: the Keras op of the same name on
@@ -63,9 +68,11 @@ def tensor_ufunc(ufunc, method, inputs, kwargs):
 
 
 def as_ops_result(value):
-    """An eager op's result with its arrays as OpsArray (tuples and lists kept)."""
+    """An eager op's result with its arrays as OpsArray (tuples, lists and dicts kept)."""
     if type(value) is np.ndarray:
         return value.view(OpsArray)
     if isinstance(value, (tuple, list)) and any(type(v) is np.ndarray for v in value):
         return type(value)(v.view(OpsArray) if type(v) is np.ndarray else v for v in value)
+    if type(value) is dict and any(type(v) is np.ndarray for v in value.values()):
+        return {k: v.view(OpsArray) if type(v) is np.ndarray else v for k, v in value.items()}
     return value

@@ -4,6 +4,7 @@ computes it at once, in inference mode unless ``training=True``, on the CPU."""
 import numpy as np
 
 from pyggml import _eager
+from pyggml._tensor_arrays import as_ops_result
 
 __all__ = ["run_layer"]
 
@@ -24,4 +25,4 @@ def run_layer(layer, inputs, kwargs):
     # Keras's layer.losses after a call: this call's losses, by the layer that added them
     from pyggml.layers.weight_rules import record_call_losses
     record_call_losses(layer, losses)
-    return out
+    return as_ops_result(out)       # TensorFlow's eager .numpy() answers, as the ops' results

@@ -35,6 +35,7 @@ from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
 from pyggml import autodiff
+from pyggml._tensor_arrays import as_ops_result
 from pyggml.autodiff import GradientTape
 from pyggml.callbacks import CallbackList
 from pyggml.core import Tensor
@@ -718,7 +719,12 @@ def install(cls):
     cls.__init_subclass__ = classmethod(__init_subclass__)
     _install_graphless(cls)
     cls.trainable = property(Layer.trainable.fget, _set_trainable, doc=Layer.trainable.__doc__)
-    cls._plain_predict = predict_            # calling a model on arrays (never predict_step: no recursion)
+
+    def _plain_predict(self, x):
+        # calling a model on arrays: predict (never predict_step: no recursion), its arrays
+        # answering TensorFlow's eager ``.numpy()`` as the ops' results do
+        return as_ops_result(predict_(self, x))
+    cls._plain_predict = _plain_predict
     cls.train_on_batch, cls.test_on_batch = train_on_batch, test_on_batch
     cls.train_step, cls.test_step, cls.predict_step = train_step, test_step, predict_step
     cls.compute_loss, cls.compute_metrics, cls.get_metrics_result = compute_loss, compute_metrics, get_metrics_result
