@@ -358,3 +358,26 @@ class _ImageOps:
 image_module = image
 _install_symbolic()
 _tensor_arrays.UFUNC_OPS.update({u: globals()[n] for u, n in _tensor_arrays.UFUNC_NAMES.items()})
+
+
+class _Namespace:
+    """Keras's sub-namespaces of its ops (``keras.ops.nn.sigmoid``, ``keras.ops.numpy.add``,
+    ``keras.ops.linalg.inv``): the same functions as ``pyggml.ops``."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        fn = globals().get(attr) if not attr.startswith("_") else None
+        if fn is None or attr not in __all__:
+            raise AttributeError(f"pyggml.ops.{self._name} has no function {attr!r}")
+        return fn
+
+    def __dir__(self):
+        return list(__all__)
+
+    def __repr__(self):
+        return f"<pyggml.ops.{self._name}>"
+
+
+nn, numpy, linalg = _Namespace("nn"), _Namespace("numpy"), _Namespace("linalg")
