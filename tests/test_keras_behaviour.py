@@ -563,3 +563,21 @@ def test_keras_files_are_refused_by_name(tmp_path, magic, what):
     with pytest.raises(pg.GGUFError, match="not GGUF"):
         m.load_weights(str(p))
     m.free()
+
+
+def test_an_augmentation_sequential_inside_a_model_takes_images_of_any_size():
+    # keras-io's image examples: data_augmentation = keras.Sequential([RandomFlip, RandomRotation])
+    # called on Input((None, None, 3)): its input shape keeps the images' leading None
+    aug = pg.Sequential([L.RandomFlip("horizontal"), L.RandomRotation(0.1)])
+    x = pg.Input((None, None, 3))
+    y = L.Dense(2)(L.GlobalAveragePooling2D()(L.Conv2D(4, 3)(aug(x))))
+    model = pg.Model(x, y)
+    assert aug.input_shape == (None, None, None, 3)
+    model.compile(optimizer="adam", loss="mse")
+    rng = np.random.default_rng(5)
+    for h, w in ((8, 8), (11, 9)):
+        model.fit(rng.random((4, h, w, 3)), rng.random((4, 2)), verbose=0)
+    assert model.predict(rng.random((2, 10, 7, 3)), verbose=0).shape == (2, 2)
+    seq = pg.Sequential([L.Dense(2)])
+    seq.build((None, 5))                                         # Keras's batch shape
+    assert seq.input_shape == (None, 5) and seq.layers[0].weight.shape == (2, 5)

@@ -50,6 +50,9 @@ class Sequential(Model):
             raise RuntimeError("the input shape cannot change after compile")
         if isinstance(shape, tuple) and shape and shape[0] is None and len(shape) > 1:
             shape = shape[1:]            # Keras's batch shape, as Layer.build receives it
+        self._set_features(shape)
+
+    def _set_features(self, shape):
         self._seq_input_shape = feature_shape_of(shape, "input_shape", allow_none=True)
         self._invalidate()
 
@@ -121,7 +124,12 @@ class Sequential(Model):
     def build(self, input_shape=None):
         """Build for inputs of this shape (Keras's, with the batch)."""
         if input_shape is not None and self._seq_input_shape is None:
-            self.input_shape = tuple(input_shape)[1:] if tuple(input_shape)[:1] == (None,) else input_shape
+            if getattr(self, "_compiled", False):
+                raise RuntimeError("the input shape cannot change after compile")
+            shape = tuple(input_shape) if isinstance(input_shape, (tuple, list)) else input_shape
+            # Keras's batch shape (its first axis None); the features of images of any size
+            # (None, None, 3) keep their leading None
+            self._set_features(shape[1:] if isinstance(shape, tuple) and shape[:1] == (None,) else shape)
         self._ensure_graph()
 
     def call(self, inputs, training=None):
