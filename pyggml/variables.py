@@ -241,6 +241,15 @@ class Variable:
         outside a graph."""
         return self._value_here()[key]
 
+    def __getstate__(self):
+        """A copy (``copy.deepcopy``, ``pickle``) holds the values in numpy, not the device
+        tensor (which belongs to a compiled model): a copied layer is an unbound twin."""
+        state = dict(self.__dict__)
+        if state.get("_tensor") is not None:
+            state["_value"] = self.numpy()
+        state["_tensor"] = state["_home"] = None
+        return state
+
     def __repr__(self):
         where = "device" if self._tensor is not None else "host"
         return f"<pyggml.Variable {self.name!r} shape={self.shape} trainable={self.trainable} ({where})>"

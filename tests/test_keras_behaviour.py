@@ -581,3 +581,23 @@ def test_an_augmentation_sequential_inside_a_model_takes_images_of_any_size():
     seq = pg.Sequential([L.Dense(2)])
     seq.build((None, 5))                                         # Keras's batch shape
     assert seq.input_shape == (None, 5) and seq.layers[0].weight.shape == (2, 5)
+
+
+def test_a_trained_layer_deep_copies_and_pickles_with_its_values_as_an_unbound_twin():
+    import copy
+    import pickle
+    m = pg.Sequential([pg.Input((3,)), L.Dense(2)])
+    m.compile(optimizer="adam", loss="mse")
+    rng = np.random.default_rng(6)
+    m.fit(rng.random((8, 3)), rng.random((8, 2)), verbose=0)
+    dense = m.layers[0]
+    x = rng.random((4, 3)).astype(np.float32)
+    for twin in (copy.deepcopy(dense), pickle.loads(pickle.dumps(dense))):      # PyTorch's copy.deepcopy(head)
+        assert twin.weight is not dense.weight and twin.weight.device_tensor is None
+        np.testing.assert_array_equal(twin.weight.numpy(), dense.weight.numpy())
+        np.testing.assert_allclose(twin(x), dense(x), rtol=1e-6)
+        twin.weight.assign(np.zeros((2, 3)))
+        assert dense.weight.numpy().any()                    # the original keeps its values
+    reused = pg.Sequential([pg.Input((3,)), copy.deepcopy(dense)])
+    reused.compile(loss="mse")
+    np.testing.assert_allclose(reused.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
