@@ -959,8 +959,9 @@ def perspective_transform(images, start_points, end_points, interpolation="bilin
 
 def _elastic_generator(seed, in_graph, what):
     from pyggml import _random
-    from pyggml.random import SeedGenerator
-    if not (seed is None or isinstance(seed, SeedGenerator) or (is_int(seed) and seed >= 0)):
+    # a SeedGenerator (pyggml.random's, which imports the ops: known by what it does, not imported)
+    generator = type(seed).__name__ == "SeedGenerator" and callable(getattr(seed, "next", None))
+    if not (seed is None or generator or (is_int(seed) and seed >= 0)):
         raise ValueError(f"{what}: seed must be None, a non-negative int or a SeedGenerator, got {seed!r}")
     if is_int(seed):
         return np.random.default_rng(int(seed))
