@@ -79,12 +79,14 @@ __all__ = ["GradientTape", "InputSpec", "Layer", "Loss", "Metric", "Optimizer", 
            "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
            "losses", "metrics", "ops", "activations", "initializers", "regularizers", "constraints", "saving",
            "utils", "preprocessing", "data", "random", "backend", "config", "mixed_precision", "tree", "Variable",
-           "GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError", "rpc", "RPCError"]
+           "GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError", "RPCError",
+           "rpc", "applications"]
 
 
 def __getattr__(name):
-    # pyggml.rpc (remote devices) is imported on first use: `python -m pyggml.rpc` then runs it cleanly
-    if name == "rpc":
+    # pyggml.rpc (remote devices) is imported on first use: `python -m pyggml.rpc` then runs it cleanly;
+    # pyggml.applications (the Keras application models, some 15 ms of imports) too
+    if name in ("rpc", "applications"):
         import importlib
-        return importlib.import_module("pyggml.rpc")
+        return importlib.import_module(f"pyggml.{name}")
     raise AttributeError(f"module 'pyggml' has no attribute {name!r}")
