@@ -601,3 +601,28 @@ def test_a_trained_layer_deep_copies_and_pickles_with_its_values_as_an_unbound_t
     reused = pg.Sequential([pg.Input((3,)), copy.deepcopy(dense)])
     reused.compile(loss="mse")
     np.testing.assert_allclose(reused.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
+
+
+def test_training_given_at_a_functional_call_holds_in_every_run():
+    # the transfer-learning guide: x = base_model(x, training=False), then fine-tuning with
+    # base_model.trainable = True keeps its BatchNormalization in inference mode
+    rng = np.random.default_rng(7)
+    base = pg.Sequential([pg.Input((4,)), L.Dense(8), L.BatchNormalization(), L.Dropout(0.5)])
+    inp = pg.Input((4,))
+    out = L.Dense(1)(L.Dropout(0.2)(base(inp, training=False), training=False))
+    model = pg.Model(inp, out)
+    model.compile(optimizer=pg.optimizers.SGD(0.1), loss="mse")
+    bn = base.layers[1]
+    mean, gamma = bn.moving_mean.numpy().copy(), bn.gamma.numpy().copy()
+    x, y = rng.random((16, 4)) * 5, rng.random((16, 1))
+    model.fit(x, y, batch_size=16, verbose=0)
+    np.testing.assert_array_equal(bn.moving_mean.numpy(), mean)     # inference mode: statistics kept
+    assert not np.array_equal(bn.gamma.numpy(), gamma)               # ... while its weights train
+    # in that mode the model is deterministic (no dropout) and equals its predict
+    first = model.predict(x, verbose=0)
+    np.testing.assert_array_equal(model(x, training=True), first)
+    # training=True at the call: Monte Carlo dropout in predict
+    i2 = pg.Input((4,))
+    mc = pg.Model(i2, L.Dropout(0.5)(i2, training=True))
+    dropped = (mc.predict(np.ones((2000, 4)), verbose=0) == 0).mean()
+    assert 0.45 < dropped < 0.55

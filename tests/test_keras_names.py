@@ -169,3 +169,16 @@ def test_keras_weight_names_of_normalization_and_embedding_layers():
     bn.moving_variance.assign(np.full(4, 2.0))
     np.testing.assert_array_equal(bn.get_weights()["running_var"], np.full(4, 2.0, np.float32))
     assert L.BatchNormalization(scale=False, center=False).built is False
+
+
+def test_default_layer_names_are_keras_s_for_every_nd_class():
+    import pyggml as pg
+    L = pg.layers
+    inp = pg.Input((6, 6, 2))
+    model = pg.Model(inp, L.Conv2DTranspose(2, 3)(L.SpatialDropout2D(0.1)(L.ZeroPadding2D(1)(inp))))
+    assert [layer.name for layer in model.layers[1:]] == ["zero_padding2d", "spatial_dropout2d", "conv2d_transpose"]
+    from pyggml.layers.layer import snake_case
+    assert [snake_case(c) for c in ("ZeroPadding2D", "SpatialDropout2D", "ConvLSTM1D", "Conv2DTranspose",
+                                     "GlobalMaxPooling1D", "LSTM", "GRU", "PReLU", "Conv2D")] == \
+        ["zero_padding2d", "spatial_dropout2d", "conv_lstm1d", "conv2d_transpose", "global_max_pooling1d",
+         "lstm", "gru", "prelu", "conv2d"]

@@ -47,10 +47,8 @@ def snake_case(name):
     """Keras's layer name for a class name: Conv2D -> conv2d, LSTM -> lstm."""
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
     s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
-    for a, b in (("conv1_d", "conv1d"), ("conv2_d", "conv2d"), ("pooling1_d", "pooling1d"),
-                 ("pooling2_d", "pooling2d"), ("sampling1_d", "sampling1d"), ("sampling2_d", "sampling2d"),
-                 ("l_s_t_m", "lstm"), ("g_r_u", "gru"), ("re_l_u", "relu"), ("p_re_lu", "prelu"),
-                 ("transpose1_d", "transpose1d"), ("transpose2_d", "transpose2d")):
+    s = re.sub(r"(\d)_d(?=_|$)", r"\1d", s)          # ZeroPadding2D -> zero_padding2d, as every "<n>D"
+    for a, b in (("l_s_t_m", "lstm"), ("g_r_u", "gru"), ("re_l_u", "relu"), ("p_re_lu", "prelu")):
         s = s.replace(a, b)
     return s
 

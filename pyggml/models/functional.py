@@ -244,11 +244,15 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
         m_arg = in_masks if node.list_input else in_masks[0]
         any_mask = any(m is not None for m in in_masks)
         key = (id(node.layer), tuple(id(p) for p in node.inputs))
+        # Keras: a training= given where the layer was called on nodes (the transfer-learning
+        # guide's base_model(x, training=False)) holds in every run; else the run's mode
+        fixed = node.call_kwargs.get("training")
+        mode = training if fixed is None else bool(fixed)
         if key not in calls:
-            kwargs = dict(node.call_kwargs)
+            kwargs = {k: v for k, v in node.call_kwargs.items() if k != "training"}
             if any_mask:
                 kwargs["mask"] = m_arg
-            out = node.layer(arg, training=training, **kwargs)
+            out = node.layer(arg, training=mode, **kwargs)
             calls[key] = (out, node.layer.output_mask(arg, m_arg if any_mask else None))
         out, omask = calls[key]
         vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
@@ -256,7 +260,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
             masks[id(node)] = omask[node.index] if isinstance(omask, (list, tuple)) else omask
         for i in out_index.get(id(node), ()):
             if i in logits_for and hasattr(node.layer, "pre_activation"):
-                logits[i] = node.layer.pre_activation(arg, training=training)
+                logits[i] = node.layer.pre_activation(arg, training=mode)
     outs = [logits.get(i, vals[id(o)]) for i, o in enumerate(topology.outputs)]
     if with_masks:
         return outs, [masks.get(id(o)) for o in topology.outputs]
