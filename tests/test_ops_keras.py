@@ -482,3 +482,16 @@ def test_matmul_refuses_shapes_that_do_not_meet():
         pg.ops.matmul(np.ones((2, 3)), np.ones((4, 2)))
     with pytest.raises(ValueError, match="scalars"):
         pg.ops.matmul(np.float32(2.0), np.ones((2, 2)))
+
+
+def test_argmax_and_argmin_in_a_graph_take_numpy_s_first_of_ties_and_first_nan():
+    # ggml/patches/0039: the CPU kernel kept the last of equal values
+    inp = pg.Input((4,))
+    model = pg.Model(inp, [ops.argmax(inp, axis=-1), ops.argmin(inp, axis=-1)])
+    x = np.array([[1, 3, 3, 0], [0, 0, 0, 0], [2, 1, 2, 2], [np.nan, 1, np.nan, 5], [1, np.nan, 3, 3],
+                  [-np.inf] * 4, [np.inf, 2, np.inf, -np.inf]], np.float32)
+    big, small = model.predict(x, verbose=0)
+    np.testing.assert_array_equal(big, np.argmax(x, axis=-1))
+    np.testing.assert_array_equal(small, np.argmin(x, axis=-1))
+    flat = pg.Model(inp, ops.argmax(inp))                  # over the whole tensor, as numpy's axis=None
+    assert flat.predict(x[1:2], verbose=0).ravel()[0] == 0
