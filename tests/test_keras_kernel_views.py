@@ -220,7 +220,7 @@ def test_a_model_s_get_weights_is_also_keras_s_list_for_a_target_network_update(
         a0[4]
     with pytest.raises(ValueError, match="takes an array of shape \\(3, 4\\)"):
         a0[0] = np.zeros((4, 3))
-    with pytest.raises(ValueError, match="set_weights got a list of 2 arrays; it has 4 weights"):
+    with pytest.raises(ValueError, match="set_weights got a list of 2 arrays; the model has 4 weights"):
         target.set_weights([a0[0], a0[1]])
     with pytest.raises(TypeError, match="must be an array of numbers"):
         target.set_weights(["a", "b", "c", "d"])

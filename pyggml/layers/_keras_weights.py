@@ -1,7 +1,8 @@
-"""A layer's ``get_weights()``: pyggml's ``{name: array}`` that also answers Keras's list
-use by position (``layer.get_weights()[0]``: the first weight in Keras's layout, e.g. a
-Conv2D kernel as (kh, kw, in, out)); and Keras's list form of ``set_weights``; Keras's names of weights kept in another layout
-(``Dense.kernel``: ``KerasKernel``, a ``KerasLayoutView`` of the weight)."""
+"""A layer's (and a model's) ``get_weights()``: pyggml's ``{name: array}`` that also answers
+Keras's list use by position (``layer.get_weights()[0]``: the first weight in Keras's layout,
+e.g. a Conv2D kernel as (kh, kw, in, out)); Keras's list form of ``set_weights``; and Keras's
+names of weights kept in another layout (``Dense.kernel``: ``KerasKernel``, a
+``KerasLayoutView`` of the weight)."""
 
 import weakref
 
@@ -36,15 +37,15 @@ def from_keras_value(variable, value, what):
     return np.ascontiguousarray(a.transpose(tuple(int(i) for i in np.argsort(axes))).reshape(variable.shape))
 
 
-def keras_list_by_name(named, weights, who, note=""):
+def keras_list_by_name(named, weights, who, note="", owner="layer"):
     """Keras's ``set_weights`` list (arrays in the weights' order, Keras's layouts) as
     ``{name: array}`` in pyggml's layouts; a wrong count, type or shape is refused.  Anything
     but a list or tuple (pyggml's dict) comes back as it is."""
     if not isinstance(weights, (list, tuple)):
         return weights
     if len(weights) != len(named):
-        raise ValueError(f"{who}: set_weights got a list of {len(weights)} arrays; it has {len(named)} weights "
-                         f"({', '.join(n for n, _ in named)}), in Keras's layouts{note}")
+        raise ValueError(f"{who}: set_weights got a list of {len(weights)} arrays; the {owner} has {len(named)} "
+                         f"weights ({', '.join(n for n, _ in named)}), in Keras's layouts{note}")
     values = {}
     for (n, v), a in zip(named, weights):
         a = np.asarray(a)

@@ -329,7 +329,8 @@ class Layer:
         """Set weights by name, as get_weights names them; or, as Keras, a list of arrays in the
         weights' order and Keras's layouts (a Dense kernel ``(in, units)``, a Conv kernel
         ``(k..., in, filters)``)."""
-        weights = keras_list_by_name(self.named_variables(), weights, self.name, f" (built: {self.built})")
+        weights = keras_list_by_name(self.named_variables(), weights, self.name or type(self).__name__,
+                                     f" (built: {self.built})")
         if not isinstance(weights, dict):
             raise TypeError("set_weights takes a dict {name: array}, as get_weights returns, or a list of arrays "
                             "in the order of layer.weights")

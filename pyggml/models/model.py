@@ -275,7 +275,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def set_weights(self, weights):
         """Set weights by name (a missing name or a wrong shape is refused, naming it), or Keras's list."""
         self.check_alive()
-        weights = keras_list_by_name(self.named_variables(), weights, self.name)
+        weights = keras_list_by_name(self.named_variables(), weights, self.name, owner="model")
         if not isinstance(weights, dict):
             raise TypeError("set_weights takes a dict {name: array} as get_weights returns, or a list of arrays")
         named, prepared = dict(self.named_variables()), {}
