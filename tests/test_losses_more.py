@@ -302,9 +302,13 @@ def test_overlap_losses_train(loss):
 
 
 def test_circle_trains_and_saves(tmp_path):
-    centers = _unit(rng.normal(size=(3, 4)))
-    labels = rng.integers(0, 3, 48)
-    x = (centers[labels] + 0.4 * rng.normal(size=(48, 4))).astype(np.float32)
+    # its own generator: the module's is shared, so its draws here depended on which tests ran
+    # before on the same pytest worker; over draws of this data 10 epochs take the loss to 0.25-0.70
+    # of its start (this one: 0.47), so the test could fail on an unlucky order
+    r = np.random.default_rng(4)
+    centers = _unit(r.normal(size=(3, 4)))
+    labels = r.integers(0, 3, 48)
+    x = (centers[labels] + 0.4 * r.normal(size=(48, 4))).astype(np.float32)
     m = pg.Sequential([pg.layers.Dense(6), pg.layers.UnitNormalization()], input_shape=4).compile(
         optimizer=pg.optimizers.Adam(0.02), loss=L.Circle(gamma=16.0), seed=3)
     before = m.evaluate(x, labels, batch_size=16, verbose=0)
