@@ -1021,7 +1021,7 @@ def cases_auto_ops():
     replaced by hostile values (arrays of odd ranks, sizes and dtypes; odd ints and shapes),
     and, through a Lambda, on graph tensors of odd shapes."""
     import inspect
-    from pyggml import _ops_control, _ops_math, _ops_nn, _ops_numpy
+    from pyggml import _ops_control, _ops_image, _ops_math, _ops_more, _ops_nn, _ops_numpy
     arr = {
      "0d": "np.float32(2.0)", "1d": "np.arange(3, dtype=np.float32)", "5d": "np.ones((1,2,1,2,3), np.float32)",
      "zero_rows": "np.zeros((0,3), np.float32)", "zero_1d": "np.zeros((0,), np.float32)",
@@ -1037,7 +1037,8 @@ def cases_auto_ops():
             "nan": "float('nan')", "inf": "float('inf')", "emptylist": "[]", "nested": "[[0]]",
             "shape_e9": "(10**9,)", "shape_huge": "(100000, 100000)", "shape_neg": "(-1, 3)", "lam": "lambda *a: 1/0"}
     cases = []
-    for module in (_ops_numpy, _ops_math, _ops_nn, _ops_control):
+    for module, prefix in ((_ops_numpy, ""), (_ops_math, ""), (_ops_nn, ""), (_ops_control, ""), (_ops_more, ""),
+                           (_ops_image, "image.")):
         for name in module.__all__:
             fn = getattr(module, name)
             try:
@@ -1048,7 +1049,7 @@ def cases_auto_ops():
             base = {q.name: _NAMED.get(q.name, "X" if q.name in _TENSOR_PARAMS else "X2")
                     for q in params if q.default is inspect.Parameter.empty}
 
-            def call(kw):
+            def call(kw, name=prefix + name):
                 return f"R = ops.{name}(" + ", ".join(f"{k}={v}" for k, v in kw.items()) + ")"
             cases.append((f"auto.{name}.base", call(base)))
             for q in params:
