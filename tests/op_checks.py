@@ -1,13 +1,14 @@
 """Checking an op through a model: a layer ``fn(x * w)`` with a weight w of the input's
 shape, forward against a float64 numpy reference and the gradient of the mse loss with
-respect to w against central differences of that reference.  Used by test_ops_keras.py and
+respect to w against central differences of that reference (and ``per_sample`` for ops whose
+results have no batch axis).  Used by test_ops_keras.py and
 test_ops_image_signal.py."""
 
 import numpy as np
 
 import pyggml as pg
 
-__all__ = ["OpLayer", "check_op_in_model"]
+__all__ = ["OpLayer", "check_op_in_model", "per_sample", "ref_per_sample"]
 
 
 class OpLayer(pg.layers.Layer):
@@ -42,3 +43,13 @@ def check_op_in_model(fn, ref, x, w, rng, atol=2e-5):
         d[i] = h
         num[i] = (loss(w + d) - loss(w - d)) / (2 * h)
     np.testing.assert_allclose(g, num, rtol=2e-3, atol=2e-4)
+
+
+def per_sample(fn):
+    """fn on each sample of the batch, stacked: ops whose results have no batch axis."""
+    return lambda t: pg.ops.stack([fn(t[i]) for i in range(pg.ops.shape(t)[0])])
+
+
+def ref_per_sample(fn):
+    """The numpy reference of ``per_sample(fn)``."""
+    return lambda a: np.stack([fn(a[i]) for i in range(a.shape[0])])

@@ -14,6 +14,8 @@ import pytest
 import pyggml as pg
 from pyggml import layers, ops
 
+from test_keras_io_rl import update_target       # keras-io's ddpg_pendulum, as written there
+
 
 def _built(layer, shape):
     layer.build(shape)
@@ -188,15 +190,6 @@ def test_input_shape_and_output_shape_are_keras_s_batch_shapes():
 def _actor():
     inp = pg.Input((3,))
     return pg.Model(inp, layers.Dense(2, activation="tanh")(layers.Dense(4, activation="relu")(inp)))
-
-
-def update_target(target, original, tau):
-    # keras-io's ddpg_pendulum, as written there
-    target_weights = target.get_weights()
-    original_weights = original.get_weights()
-    for i in range(len(target_weights)):
-        target_weights[i] = original_weights[i] * tau + target_weights[i] * (1 - tau)
-    target.set_weights(target_weights)
 
 
 def test_a_model_s_get_weights_is_also_keras_s_list_for_a_target_network_update():

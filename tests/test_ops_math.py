@@ -11,7 +11,7 @@ import pytest
 import pyggml as pg
 from pyggml import ops
 
-from op_checks import check_op_in_model
+from op_checks import check_op_in_model, per_sample, ref_per_sample
 
 RNG = np.random.default_rng(11)
 B = 2                      # the batch of check_op_in_model's inputs
@@ -22,15 +22,6 @@ W4 = np.array([0.5, 1.0, 2.0, 0.25])
 INFS = np.zeros((3, 4))
 INFS[0, 1], INFS[1, 2], INFS[2, 3] = np.inf, -np.inf, np.nan
 IDX = np.array([[[2], [0], [3]]])                       # (1, 3, 1): along the last axis, broadcast over the batch
-
-
-def per_sample(fn):
-    """fn on each sample of the batch, stacked: ops whose results have no batch axis."""
-    return lambda t: ops.stack([fn(t[i]) for i in range(ops.shape(t)[0])])
-
-
-def ref_per_sample(fn):
-    return lambda a: np.stack([fn(a[i]) for i in range(a.shape[0])])
 
 
 def _quiet(fn):

@@ -14,7 +14,7 @@ import pytest
 import pyggml as pg
 from pyggml import ops
 
-from op_checks import check_op_in_model
+from op_checks import check_op_in_model, per_sample, ref_per_sample
 
 RNG = np.random.default_rng(23)
 B = 2                      # the batch of check_op_in_model's inputs
@@ -28,15 +28,6 @@ EXPS = np.array([[1, -2, 0, 3], [-1, 2, 5, -3], [0, 1, -4, 2]])
 SEQ = np.array([-1.0, -0.25, 0.0, 0.5, 0.5, 1.2])
 X4 = np.array([0.0, 0.5, 1.5, 3.0])
 erfc_ref = np.vectorize(math.erfc, otypes=[np.float64])
-
-
-def per_sample(fn):
-    """fn on each sample of the batch, stacked: ops whose results have no batch axis."""
-    return lambda t: ops.stack([fn(t[i]) for i in range(ops.shape(t)[0])])
-
-
-def ref_per_sample(fn):
-    return lambda a: np.stack([fn(a[i]) for i in range(a.shape[0])])
 
 
 def _quiet(fn):

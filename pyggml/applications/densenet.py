@@ -90,16 +90,5 @@ def DenseNet201(include_top=True, weights="imagenet", input_tensor=None, input_s
 add_arguments_doc((DenseNet121, DenseNet169, DenseNet201), arguments_doc(224, 32))
 
 
-def preprocess_input(x, data_format=None):
-    """DenseNet's preprocessing of images with pixels in [0, 255]: ``x / 255``, then each
-    channel minus ImageNet's mean (0.485, 0.456, 0.406) and divided by its standard
-    deviation (0.229, 0.224, 0.225) (``imagenet_utils``'s "torch" mode).  Returns a new
-    float array (or a tensor for a tensor)."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="torch")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.family_preprocess_input("torch", "DenseNet")
+decode_predictions = imagenet_utils.decode_predictions

@@ -144,8 +144,4 @@ def preprocess_input(x, data_format=None):
     return x
 
 
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+decode_predictions = imagenet_utils.decode_predictions

@@ -152,6 +152,25 @@ def _class_index():
     return CLASS_INDEX
 
 
+_MODE_DOCS = {
+    "caffe": "RGB to BGR, then each channel minus ImageNet's mean pixel, no scaling",
+    "tf": "``x / 127.5 - 1``, pixels in [-1, 1]",
+    "torch": "``x / 255``, then each channel minus ImageNet's mean (0.485, 0.456, 0.406) and divided "
+             "by its standard deviation (0.229, 0.224, 0.225)",
+}
+
+
+def family_preprocess_input(mode, family):
+    """A family module's ``preprocess_input``: ``preprocess_input`` in ``mode``."""
+    def preprocess_input_(x, data_format=None):
+        return preprocess_input(x, data_format=data_format, mode=mode)
+    preprocess_input_.__name__ = preprocess_input_.__qualname__ = "preprocess_input"
+    preprocess_input_.__doc__ = (f"{family}'s preprocessing of images with pixels in [0, 255]: {_MODE_DOCS[mode]} "
+                                 f"(``imagenet_utils``'s {mode!r} mode).  Returns a new float array (or a tensor "
+                                 f"for a tensor).")
+    return preprocess_input_
+
+
 def decode_predictions(preds, top=5):
     """The ``top`` most likely ImageNet classes of each prediction in ``preds``, a
     ``(samples, 1000)`` array (an ImageNet classifier's output): for each sample a

@@ -120,15 +120,5 @@ add_arguments_doc((MobileNetV2,), arguments_doc(224, 32, extra="""
             (with ImageNet weights Keras has 0.35, 0.5, 0.75, 1.0, 1.3 and 1.4)."""))
 
 
-def preprocess_input(x, data_format=None):
-    """MobileNetV2's preprocessing of images with pixels in [0, 255]: ``x / 127.5 - 1``, pixels
-    in [-1, 1] (``imagenet_utils``'s "tf" mode).  Returns a new float array (or a tensor for
-    a tensor)."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="tf")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.family_preprocess_input("tf", "MobileNetV2")
+decode_predictions = imagenet_utils.decode_predictions

@@ -51,15 +51,5 @@ def VGG16(include_top=True, weights="imagenet", input_tensor=None, input_shape=N
 add_arguments_doc((VGG16,), arguments_doc(224, 32, top=TOP_DOC))
 
 
-def preprocess_input(x, data_format=None):
-    """VGG's preprocessing of images with pixels in [0, 255]: RGB to BGR, then each channel
-    minus ImageNet's mean pixel, no scaling (``imagenet_utils``'s "caffe" mode).  Returns a
-    new float array (or a tensor for a tensor)."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="caffe")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.family_preprocess_input("caffe", "VGG")
+decode_predictions = imagenet_utils.decode_predictions

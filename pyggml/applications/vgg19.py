@@ -3,9 +3,8 @@ blocks 3, 4 and 5 (``block3_conv4``, ``block4_conv4``, ``block5_conv4``).
 
 Its inputs are preprocessed with ``preprocess_input`` ("caffe", as VGG16's)."""
 
-from pyggml.applications import imagenet_utils
 from pyggml.applications._base import add_arguments_doc, arguments_doc
-from pyggml.applications.vgg16 import TOP_DOC, build_vgg
+from pyggml.applications.vgg16 import TOP_DOC, build_vgg, decode_predictions, preprocess_input
 
 __all__ = ["VGG19", "preprocess_input", "decode_predictions"]
 
@@ -19,17 +18,3 @@ def VGG19(include_top=True, weights="imagenet", input_tensor=None, input_shape=N
 
 
 add_arguments_doc((VGG19,), arguments_doc(224, 32, top=TOP_DOC))
-
-
-def preprocess_input(x, data_format=None):
-    """VGG's preprocessing of images with pixels in [0, 255]: RGB to BGR, then each channel
-    minus ImageNet's mean pixel, no scaling (``imagenet_utils``'s "caffe" mode).  Returns a
-    new float array (or a tensor for a tensor)."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="caffe")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__

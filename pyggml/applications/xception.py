@@ -73,15 +73,5 @@ def Xception(include_top=True, weights="imagenet", input_tensor=None, input_shap
 add_arguments_doc((Xception,), arguments_doc(299, 71))
 
 
-def preprocess_input(x, data_format=None):
-    """Xception's preprocessing of images with pixels in [0, 255]: ``x / 127.5 - 1``, pixels
-    in [-1, 1] (``imagenet_utils``'s "tf" mode).  Returns a new float array (or a tensor for
-    a tensor)."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="tf")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.family_preprocess_input("tf", "Xception")
+decode_predictions = imagenet_utils.decode_predictions
