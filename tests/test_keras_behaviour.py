@@ -626,3 +626,29 @@ def test_training_given_at_a_functional_call_holds_in_every_run():
     mc = pg.Model(i2, L.Dropout(0.5)(i2, training=True))
     dropped = (mc.predict(np.ones((2000, 4)), verbose=0) == 0).mean()
     assert 0.45 < dropped < 0.55
+
+
+def test_outputs_given_as_a_dict_come_back_as_a_dict_by_their_keys(tmp_path):
+    # the functional guide's multi-output model: Model(inputs, outputs={"priority": ..., ...})
+    rng = np.random.default_rng(8)
+    inp = pg.Input((3,))
+    h = L.Dense(8, activation="relu")(inp)
+    model = pg.Model(inp, {"score": L.Dense(1)(h), "cls": L.Dense(3, activation="softmax")(h)})
+    assert model.output_names == ["score", "cls"]                  # the keys, not the layers' names
+    model.compile(optimizer="adam", loss={"score": "mse", "cls": "sparse_categorical_crossentropy"},
+                  metrics={"cls": ["accuracy"]})
+    x, y = rng.random((32, 3)), {"score": rng.random((32, 1)), "cls": rng.integers(0, 3, 32)}
+    history = model.fit(x, y, epochs=1, verbose=0)
+    assert {"score_loss", "cls_loss", "cls_accuracy"} <= set(history.history)
+    pred = model.predict(x[:4], verbose=0)
+    assert list(pred) == ["score", "cls"] and pred["score"].shape == (4, 1) and pred["cls"].shape == (4, 3)
+    np.testing.assert_allclose(pred["cls"].sum(axis=1), 1, rtol=1e-5)
+    assert list(model(x[:4])) == ["score", "cls"]
+    model.save(tmp_path / "d.keras")
+    back = pg.models.load_model(tmp_path / "d.keras")
+    again = back.predict(x[:4], verbose=0)
+    assert list(again) == ["score", "cls"] and back.output_names == ["score", "cls"]
+    np.testing.assert_allclose(again["score"], pred["score"], rtol=1e-6)
+    assert list(pg.models.clone_model(model).predict(x[:4], verbose=0)) == ["score", "cls"]
+    with pytest.raises(TypeError, match="need string keys"):
+        pg.Model(inp, {1: h})

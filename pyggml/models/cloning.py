@@ -68,8 +68,7 @@ def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
         out = calls[key]
         mapped[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
     outs = [mapped[id(o)] for o in topo.outputs]
-    return Model(new_inputs if model._multi_in else new_inputs[0], outs if model._multi_out else outs[0],
-                 name=model.name)
+    return Model(new_inputs if model._multi_in else new_inputs[0], model.outputs_as_given(outs), name=model.name)
 
 
 def to_json(model, **kwargs):

@@ -13,7 +13,7 @@ from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
 from pyggml.models.host_stage import check_no_nested_host_layers, host_node_ids
 
-__all__ = ["GraphShapes", "Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
+__all__ = ["GraphShapes", "output_keys", "Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
            "from_config"]
 
 
@@ -122,11 +122,44 @@ def name_layers(layers):
         used[cand] = l
 
 
+def output_keys(outputs):
+    """The keys of a model's outputs given as a dict (Keras 3: its outputs' names), else None."""
+    if not isinstance(outputs, dict):
+        return None
+    if not outputs or not all(isinstance(k, str) for k in outputs):
+        raise TypeError(f"a Model's outputs as a dict need string keys (the outputs' names), got {list(outputs)!r}")
+    return list(outputs)
+
+
 class GraphShapes:
-    """Keras's ``model.input_shape`` and ``output_shape``: the graph's inputs' and outputs'
-    shapes with the batch (the model's fixed batch size or None), a list where there are
-    several; before the model has a graph (a subclassed model), what its build was given,
-    else None."""
+    """A functional model's structure as Keras shows it: ``model.input_shape`` and
+    ``output_shape`` (the graph's inputs' and outputs' shapes with the batch: the model's fixed
+    batch size or None; a list where there are several; before the model has a graph (a
+    subclassed model), what its build was given, else None), its outputs in the form they were
+    given (one, a list, a dict by name), and its config."""
+
+    _output_keys = None
+
+    def outputs_as_given(self, outs):
+        """A list of one value per output as the model's outputs were given: one, a list, or a
+        dict by the keys it was built with."""
+        if self._output_keys is not None:
+            return dict(zip(self._output_keys, outs))
+        return outs if self._multi_out else outs[0]
+
+    def get_config(self):
+        cfg = config_of(self._ensure_graph(), self.name)
+        cfg["multi_input"], cfg["multi_output"] = self._multi_in, self._multi_out
+        if self._output_keys is not None:
+            cfg["output_keys"] = list(self._output_keys)
+        return cfg
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        ins, outs = from_config(config, custom_objects)
+        keys = config.get("output_keys")
+        outs = dict(zip(keys, outs)) if keys else (outs if config.get("multi_output") else outs[0])
+        return cls(ins if config.get("multi_input") else ins[0], outs, name=config.get("name"))
 
     def _graph_shapes(self, which):
         try:

@@ -102,7 +102,7 @@ class HostStage:
         xs, _ = da.prepare_inputs(topo, self.input_specs, self.graph_specs, inputs, "inputs", training)
         at = {id(n): i for i, n in enumerate(topo.graph_inputs)}
         outs = [xs[at[id(o)]] for o in topo.outputs]
-        return outs if self._multi_out else outs[0]
+        return self.outputs_as_given(outs)
 
 
 def check_no_nested_host_layers(node):

@@ -64,6 +64,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         if inputs is not None or outputs is not None:
             self._multi_in = isinstance(inputs, (list, tuple, dict))
             self._multi_out = isinstance(outputs, (list, tuple, dict))
+            self._output_keys = functional.output_keys(outputs)      # outputs={"a": ...}: predict gives a dict
             ins = list(inputs.values()) if isinstance(inputs, dict) else \
                 (list(inputs) if self._multi_in else [inputs])
             outs = list(outputs.values()) if isinstance(outputs, dict) else \
@@ -119,7 +120,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     @property
     def output_names(self):
-        return [n.layer.name for n in self.outputs]
+        return list(self._output_keys) if self._output_keys is not None else [n.layer.name for n in self.outputs]
 
     @property
     def input_specs(self):
@@ -413,7 +414,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         res = None if callbacks or verbose else training_loop.predict_repeat(self, x, batch_size, steps)
         if res is None:
             res = training_loop.model_predict(self, x, batch_size, verbose, steps, callbacks)
-        return res if self._multi_out else res[0]
+        return self.outputs_as_given(res)
 
     def _locked(self, what, run, *args):
         """run(self, *args) on a compiled model, under its lock."""
@@ -439,18 +440,6 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     # --- misc -----------------------------------------------------------------------------------
     def summary(self, print_fn=print, **kwargs):
         summary_mod.print_summary(self, print_fn)
-
-    def get_config(self):
-        topo = self._ensure_graph()
-        cfg = functional.config_of(topo, self.name)
-        cfg["multi_input"], cfg["multi_output"] = self._multi_in, self._multi_out
-        return cfg
-
-    @classmethod
-    def from_config(cls, config, custom_objects=None):
-        ins, outs = functional.from_config(config, custom_objects)
-        return cls(ins if config.get("multi_input") else ins[0], outs if config.get("multi_output") else outs[0],
-                   name=config.get("name"))
 
     def get_optimizer_state(self):
         """The fit's optimizer state: {"iterations", "slots": {slot: {weight: array}}}, or None."""
