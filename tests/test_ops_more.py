@@ -15,6 +15,7 @@ import pyggml as pg
 from pyggml import ops
 
 from op_checks import check_op_in_model, per_sample, ref_per_sample
+from test_ops_math import _inputs         # the inputs of each kind, as test_ops_math draws them
 
 RNG = np.random.default_rng(23)
 B = 2                      # the batch of check_op_in_model's inputs
@@ -209,14 +210,6 @@ CASES = {
     "segment_prod": (per_sample(lambda s: ops.segment_prod(s, np.array([0, 2, 0]))),
                      ref_per_sample(lambda s: np.stack([s[0] * s[2], np.ones(4), s[1]])), "n"),
 }
-
-
-def _inputs(kind, rng):
-    x = {"n": lambda: rng.normal(size=(B, 3, 4)),
-         "p": lambda: rng.uniform(0.5, 1.5, size=(B, 3, 4)),
-         "u": lambda: rng.uniform(-0.6, 0.6, size=(B, 3, 4))}[kind]()
-    w = rng.uniform(0.6, 1.4, size=(3, 4))
-    return x, w
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
