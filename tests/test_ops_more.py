@@ -15,7 +15,7 @@ import pyggml as pg
 from pyggml import ops
 
 from op_checks import check_op_in_model, per_sample, ref_per_sample
-from test_ops_math import _inputs         # the inputs of each kind, as test_ops_math draws them
+from test_ops_math import _inputs, _lambda_model    # test_ops_math's inputs of each kind, its Lambda model
 
 RNG = np.random.default_rng(23)
 B = 2                      # the batch of check_op_in_model's inputs
@@ -487,7 +487,7 @@ def test_result_dtypes_on_arrays():
     assert ops.geomspace(1.0, 2.0, 3).dtype == np.float32 and ops.geomspace(1, 9, 2, dtype="int32").dtype == np.int32
     assert ops.vander(np.array([2, 3])).dtype.kind == "i" and ops.ptp(EI).dtype.kind == "i"
     assert ops.searchsorted(EV, EV).dtype == np.int32
-    assert builtins_all(i.dtype == np.int32 for i in ops.unravel_index(np.array([3]), (2, 2)))
+    assert all(i.dtype == np.int32 for i in ops.unravel_index(np.array([3]), (2, 2)))
     counts, edges = ops.histogram(E.ravel())
     assert counts.dtype == np.int32 and edges.dtype == np.float32 and counts.sum() == 12
     vals, idx, inv, cnt = ops.unique(EI, return_index=True, return_inverse=True, return_counts=True)
@@ -502,16 +502,6 @@ def test_result_dtypes_on_arrays():
     v = pg.Variable("v", (2, 2), "ones")
     np.testing.assert_array_equal(ops.nansum(v), 4.0)
     np.testing.assert_array_equal(ops.fliplr(v), np.ones((2, 2)))
-
-
-def builtins_all(it):
-    return all(it)
-
-
-def _lambda_model(fn, shape=(3,)):
-    m = pg.Sequential([pg.Input(shape), pg.layers.Lambda(fn)])
-    m.compile(loss="mse")
-    return m
 
 
 @pytest.mark.parametrize("fn, match", [

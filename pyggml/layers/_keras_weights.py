@@ -136,15 +136,7 @@ class KerasLayoutView(Variable):
         self.view_base.trainable = value
 
     @property
-    def _lost(self):
-        return self.view_base.lost
-
-    @_lost.setter
-    def _lost(self, value):
-        pass
-
-    @property
-    def lost(self):
+    def _lost(self):                # Variable's ``lost`` and value checks read the weight's
         return self.view_base.lost
 
     @property

@@ -46,13 +46,13 @@ class Sequential(Model):
     def input_shape(self, shape):
         if shape is None:
             return
-        if getattr(self, "_compiled", False):
-            raise RuntimeError("the input shape cannot change after compile")
         if isinstance(shape, tuple) and shape and shape[0] is None and len(shape) > 1:
             shape = shape[1:]            # Keras's batch shape, as Layer.build receives it
         self._set_features(shape)
 
     def _set_features(self, shape):
+        if getattr(self, "_compiled", False):
+            raise RuntimeError("the input shape cannot change after compile")
         self._seq_input_shape = feature_shape_of(shape, "input_shape", allow_none=True)
         self._invalidate()
 
@@ -124,8 +124,6 @@ class Sequential(Model):
     def build(self, input_shape=None):
         """Build for inputs of this shape (Keras's, with the batch)."""
         if input_shape is not None and self._seq_input_shape is None:
-            if getattr(self, "_compiled", False):
-                raise RuntimeError("the input shape cannot change after compile")
             shape = tuple(input_shape) if isinstance(input_shape, (tuple, list)) else input_shape
             # Keras's batch shape (its first axis None); the features of images of any size
             # (None, None, 3) keep their leading None
