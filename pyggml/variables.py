@@ -78,7 +78,9 @@ class Variable:
                 k = np.asarray(init(tuple(base[a] for a in axes), rng or _random.rng(), "keras"), np.float32)
                 values = k.transpose(np.argsort(axes)).reshape(self.shape)
             else:
-                values = init(self.shape, rng or _random.rng(), self.layout)
+                # a 5-D weight kept in 4 dimensions (Conv3D's) counts its fans on its whole shape
+                full = self.keras_shape if self.keras_shape is not None and len(self.keras_shape) > 4 else self.shape
+                values = init(tuple(full), rng or _random.rng(), self.layout)
             self._value = np.ascontiguousarray(values, dtype=np.float32).reshape(self.shape)
         return self
 

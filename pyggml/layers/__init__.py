@@ -6,13 +6,14 @@ that saved models holding it load.
 """
 
 from pyggml.layers.attention import AdditiveAttention, Attention, GroupedQueryAttention, MultiHeadAttention
-from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, DepthwiseConv1D,
+from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, DepthwiseConv1D,
                                          DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout, Cropping1D, Cropping2D, Dense,
-                                Dropout, ELU, EinsumDense, Embedding, Flatten, GaussianDropout, GaussianNoise, Identity,
+                                Cropping3D, Dropout, ELU, EinsumDense, Embedding, Flatten, GaussianDropout, GaussianNoise, Identity,
                                 Lambda, LeakyReLU, Masking, PReLU, Permute, ReLU, RepeatVector, Reshape, Softmax,
-                                SpatialDropout1D, SpatialDropout2D, UpSampling1D, UpSampling2D, ZeroPadding1D,
-                                ZeroPadding2D)
+                                SpatialDropout1D, SpatialDropout2D, SpatialDropout3D, UpSampling1D, UpSampling2D,
+                                UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D)
+from pyggml import _fold
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.input_spec import InputSpec
 from pyggml.layers.layer import Layer
@@ -21,8 +22,9 @@ from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Mini
 from pyggml.layers.node import Node
 from pyggml.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization, RMSNormalization,
                                          UnitNormalization)
-from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, GlobalAveragePooling1D, GlobalAveragePooling2D,
-                                   GlobalMaxPooling1D, GlobalMaxPooling2D, MaxPooling1D, MaxPooling2D)
+from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, AveragePooling3D, GlobalAveragePooling1D,
+                                   GlobalAveragePooling2D, GlobalAveragePooling3D, GlobalMaxPooling1D, GlobalMaxPooling2D,
+                                   GlobalMaxPooling3D, MaxPooling1D, MaxPooling2D, MaxPooling3D)
 from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding, CenterCrop, CutMix, Discretization,
                                          Equalization, HashedCrossing, Hashing, HostLayer, IntegerLookup,
                                          MelSpectrogram, MixUp, Normalization, Pipeline, RandAugment, RandomBrightness,
@@ -44,7 +46,9 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
-             RMSNormalization, GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram):
+             RMSNormalization, GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram, Conv3D, MaxPooling3D,
+             AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D, ZeroPadding3D, UpSampling3D,
+             SpatialDropout3D):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -55,7 +59,10 @@ Convolution1D, Convolution2D = Conv1D, Conv2D
 Convolution1DTranspose, Convolution2DTranspose = Conv1DTranspose, Conv2DTranspose
 SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
 GroupQueryAttention = GroupedQueryAttention
-_ALIASES = ["AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
+AvgPool3D, MaxPool3D, GlobalAvgPool3D, GlobalMaxPool3D = AveragePooling3D, MaxPooling3D, GlobalAveragePooling3D, \
+    GlobalMaxPooling3D
+Convolution3D = Conv3D
+_ALIASES = ["AvgPool3D", "MaxPool3D", "GlobalAvgPool3D", "GlobalMaxPool3D", "Convolution3D", "AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
             "GlobalMaxPool1D", "GlobalMaxPool2D", "Convolution1D", "Convolution2D", "Convolution1DTranspose",
             "Convolution2DTranspose", "SeparableConvolution1D", "SeparableConvolution2D", "GroupQueryAttention"]
 
@@ -78,4 +85,14 @@ __all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Node", "Dense", "Activa
            "RandomColorDegeneration", "RandomColorJitter", "AutoContrast", "Equalization", "RandomGaussianBlur",
            "RandAugment", "AugMix", "GroupedQueryAttention", "ConvLSTM1D", "SpectralNormalization", "Wrapper",
            "RandomShear", "RandomPerspective", "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix",
-           "Pipeline", "MelSpectrogram", "STFTSpectrogram"] + _ALIASES
+           "Pipeline", "MelSpectrogram", "STFTSpectrogram", "Conv3D", "MaxPooling3D", "AveragePooling3D",
+           "GlobalAveragePooling3D", "GlobalMaxPooling3D", "ZeroPadding3D", "Cropping3D", "UpSampling3D",
+           "SpatialDropout3D"] + _ALIASES
+
+# the layers that take 5-D inputs (volumes, videos), folded (pyggml._fold); element-wise
+# and last-axis layers take them as they are, where their arguments keep to the last axis
+for _cls in (Activation, ReLU, LeakyReLU, ELU, Dense, Identity, GaussianNoise, GaussianDropout, AlphaDropout,
+             ActivityRegularization, BatchNormalization, LayerNormalization):
+    _cls.takes_5d = True
+_fold.FIVE_D_LAYERS[:] = sorted(n for n in __all__ if isinstance(globals().get(n), type) and n not in _ALIASES and
+                                issubclass(globals()[n], Layer) and globals()[n].takes_5d is not False)

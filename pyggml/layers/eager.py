@@ -3,7 +3,7 @@ computes it at once, in inference mode unless ``training=True``, on the CPU."""
 
 import numpy as np
 
-from pyggml import _eager
+from pyggml import _eager, _fold
 from pyggml._tensor_arrays import as_ops_result
 
 __all__ = ["run_layer"]
@@ -18,11 +18,45 @@ def run_layer(layer, inputs, kwargs):
     kwargs = dict(kwargs)
     training = bool(kwargs.pop("training", False))
 
+    five = any(a.ndim == 5 for a in arrays)
+    given = arrays
+    if five:
+        # volumes go in folded, (batch * D, H, W, C), their Keras shapes beside them (pyggml._fold)
+        arrays = [a.reshape(_fold.graph_shape(a.shape)) for a in arrays]
+
     def graph(*tensors):
+        if five:
+            # folded volumes (pyggml._fold): their Keras shapes go with them
+            with _fold.pending([a.shape for a in given]):
+                return layer(list(tensors) if many else tensors[0], training=training, **kwargs)
         return layer(list(tensors) if many else tensors[0], training=training, **kwargs)
     losses = []
     out = _eager.evaluate(graph, arrays, training=training, losses=losses)
+    if five or layer.takes_5d is not False:
+        out = _unfolded(layer, given, out)
     # Keras's layer.losses after a call: this call's losses, by the layer that added them
     from pyggml.layers.weight_rules import record_call_losses
     record_call_losses(layer, losses)
     return as_ops_result(out)       # TensorFlow's eager .numpy() answers, as the ops' results
+
+
+def _unfolded(layer, given, out):
+    """The results of a layer on volumes (they come back folded) in their Keras shapes: the
+    layer's output shapes where it says them, else a folded result stays 5-D."""
+    batch = given[0].shape[0]
+    depth = next((a.shape[1] for a in given if a.ndim == 5), None)
+    shapes = None
+    root = next(c for c in reversed(type(layer).__mro__) if "compute_output_shape" in c.__dict__)
+    if type(layer).compute_output_shape is not root.compute_output_shape:
+        ins = [(None,) + a.shape[1:] for a in given]
+        shapes = layer.compute_output_shape(ins if len(ins) > 1 else ins[0])
+    outs = out if isinstance(out, list) else [out]
+    shapes = shapes if isinstance(shapes, list) else [shapes] * len(outs)
+    done = []
+    for o, s in zip(outs, shapes):
+        if s is not None and None not in s[1:]:
+            o = o.reshape((batch,) + tuple(s[1:]))
+        elif depth is not None and o.ndim == 4 and o.shape[0] == batch * depth:
+            o = o.reshape((batch, depth) + o.shape[1:])
+        done.append(o)
+    return done if isinstance(out, list) else done[0]

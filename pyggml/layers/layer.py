@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from pyggml import _scope, autodiff, ops
+from pyggml import _fold, _scope, autodiff, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
@@ -40,7 +40,7 @@ from pyggml.variables import Variable
 __all__ = ["Layer", "snake_case", "feature_shape_of"]
 
 _MAX_WEIGHT_VALUES = 2 ** 30           # one weight of 4 GiB of f32 at most
-_MAX_FEATURE_DIMS = 3                  # ggml tensors have 4 dims, one is the batch
+_MAX_FEATURE_DIMS = 4                  # ggml tensors have 4 dims; a 5-D node folds its batch (pyggml._fold)
 
 
 def snake_case(name):
@@ -113,6 +113,9 @@ class Layer:
     # True: the layer computes in float32 and takes integer tensors converted (a Dense on an
     # Input(dtype="int64"), as Keras promotes); the built-in computing layers set it
     float_inputs = False
+    # whether the layer takes 5-D inputs, folded (pyggml._fold): a bool, or a method
+    # ``takes_5d(self, shapes)`` (the inputs' Keras shapes) for a layer whose arguments decide
+    takes_5d = False
     input_spec = None          # an InputSpec (or a list): checked before every call (Keras's)
 
     def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None,
@@ -439,6 +442,10 @@ class Layer:
         self.input_shape = shape
         self.built = True
 
+    def _folds_5d(self, shapes):
+        t = self.takes_5d
+        return bool(t(shapes) if callable(t) else t)
+
     def _accepts(self, param):
         cache = type(self).__dict__.get("_call_params")
         if cache is None:
@@ -512,10 +519,15 @@ class Layer:
         builder = _scope.require(f"calling {type(self).__name__} on tensors")
         inputs = [v.graph_tensor() if isinstance(v, Variable) else v for v in inputs] \
             if isinstance(inputs, list) else (inputs.graph_tensor() if isinstance(inputs, Variable) else inputs)
-        shapes = [t.shape for t in inputs] if isinstance(inputs, list) else inputs.shape
+        logical = _fold.take()       # the Keras shapes of 5-D (folded) inputs, where run_nodes gave them
+        if logical is not None and any(len(s) == 5 for s in logical) and not self._folds_5d(logical):
+            raise ValueError(_fold.refusal(self, logical))
+        shapes = logical if logical is not None else \
+            ([t.shape for t in inputs] if isinstance(inputs, list) else [inputs.shape])
         kwargs = dict(kwargs)
         keys = kwargs.pop("_input_keys", None)
-        shapes = [(None,) + tuple(s[1:]) for s in shapes] if isinstance(inputs, list) else (None,) + tuple(shapes[1:])
+        shapes = [(None,) + tuple(s[1:]) for s in shapes]
+        shapes = shapes if isinstance(inputs, list) else shapes[0]
         if keys is not None:
             if not isinstance(inputs, list) or len(keys) != len(inputs):
                 raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
@@ -532,7 +544,8 @@ class Layer:
             mask = mask[0]                    # as Keras: ``mask`` is the first input's
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
-        out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+        with _fold.inputs(logical):
+            out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
         if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \
@@ -564,6 +577,12 @@ class Layer:
         if keys is not None and (not isinstance(inputs, list) or len(keys) != len(inputs)):
             raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
         shapes = dict(zip(keys, shapes)) if keys is not None else shapes
+        if any(n.ndim > 4 for n in nodes):
+            if not self._folds_5d([n.shape for n in nodes]):
+                raise ValueError(_fold.refusal(self, [n.shape for n in nodes]))
+            if any(n.ndim == 5 and n.feature_shape[0] is None for n in nodes):
+                raise ValueError(f"{type(self).__name__}: a 5-D input needs a known length on its first axis after "
+                                 f"the batch (it folds into the batch), got {[n.shape for n in nodes]}")
         self._build_once(shapes)
         from pyggml.layers import tracing
         if type(self).compute_output_shape is not Layer.compute_output_shape:
@@ -575,6 +594,9 @@ class Layer:
             out_shapes, dtypes, flags = tracing.output_shapes(self, inputs, kwargs, with_masks=True)
         multi = isinstance(out_shapes, list)
         out_list = out_shapes if multi else [out_shapes]
+        if any(len(tuple(s)) == 5 for s in out_list) and not self._folds_5d([n.shape for n in nodes]):
+            raise ValueError(f"{type(self).__name__} ({self.name}): an output of shape {out_shapes} has 5 dimensions, "
+                             f"which only the layers that fold volumes make: {', '.join(_fold.FIVE_D_LAYERS)}")
         outs = []
         for i, s in enumerate(out_list):
             s = tuple(s)

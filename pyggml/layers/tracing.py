@@ -7,7 +7,7 @@ uses inside its call.  A batch of ``_BATCH`` rows stands for the batch and
 ``_LENGTH`` for any variable length; output dims equal to those map back to None.
 """
 
-from pyggml import _scope
+from pyggml import _fold, _scope
 from pyggml.core import Context
 from pyggml.errors import ContextFullError
 
@@ -67,8 +67,13 @@ def generalized(shape):
     return shape
 
 
-def _concrete(node):
+def _keras_concrete(node):
     return (_BATCH,) + tuple(_LENGTH if d is None else d for d in node.feature_shape)
+
+
+def _concrete(node):
+    """The graph shape of a scratch tensor for ``node`` (a 5-D one folded: pyggml._fold)."""
+    return _fold.graph_shape(_keras_concrete(node))
 
 
 def _masks(b, nodes):
@@ -121,7 +126,12 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
                 call_kwargs = dict(kwargs)
                 if m_arg is not None and "mask" not in call_kwargs:
                     call_kwargs["mask"] = m_arg
-                out = layer(arg, **call_kwargs)
+                five = next((n for n in nodes if len(n.feature_shape) == 4), None)
+                if five is not None:
+                    with _fold.pending([_keras_concrete(n) for n in nodes]):
+                        out = layer(arg, **call_kwargs)
+                else:
+                    out = layer(arg, **call_kwargs)
                 flags = None
                 if with_masks:
                     n_out = len(out) if isinstance(out, (list, tuple)) else 1
@@ -135,6 +145,8 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
             shapes = []
             for t in outs:
                 s = list(t.shape)
+                if five is not None and len(s) == 4 and s[0] == _BATCH * _keras_concrete(five)[1]:
+                    s = list(_fold.unfold_shape(s, _keras_concrete(five)))     # still 5-D
                 s[0] = None
                 if variable:
                     s = [None if (i > 0 and d == _LENGTH) else d for i, d in enumerate(s)]

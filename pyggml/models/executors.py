@@ -18,7 +18,7 @@ graph's memory.
 
 import numpy as np
 
-from pyggml import _random, _scope
+from pyggml import _fold, _random, _scope
 from pyggml._deep_graph import Graph
 from pyggml.core import BackendBuffer, Context, Scheduler, ops, reachable_count
 from pyggml.errors import ContextFullError, GGMLError
@@ -116,7 +116,8 @@ class GraphBuilder:
 
     # --- for executors ------------------------------------------------------------------
     def input(self, shape, dtype="float32"):
-        return self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
+        # a 5-D input (volumes, videos) is folded: (batch * D, H, W, C) (pyggml._fold)
+        return self.in_ctx.new_tensor(_fold.graph_shape(shape), dtype="i32" if dtype == "int32" else "f32")
 
     def pairs(self, tensors, arrays, out):
         """Append (tensor, array) pairs to ``out`` for Scheduler.run, with derived inputs."""
@@ -267,18 +268,28 @@ class Predictor(Executor):
         self.make_scheduler(size)
         # one input the graph reads as given (nothing derived from it): run_one's case
         self.one = len(self.xs) == 1 and not self.g.has_derived
+        # 5-D outputs come back folded (pyggml._fold): their Keras shapes
+        self.unfold = [(self.batch,) + o.feature_shape if o.ndim == 5 else None
+                       for o in model._topology.outputs]
+        if not any(self.unfold):
+            self.unfold = None
 
     def run(self, xs):
         if self.g.has_masks:
             self.g.refresh_masks()          # random values (pg.random) are drawn again for every call
-        return self.run_graph(self.graph, self.g.pairs(self.xs, xs, []), self.outs)
+        return self._shaped(self.run_graph(self.graph, self.g.pairs(self.xs, xs, []), self.outs))
 
     def run_one(self, x):
         """run([x]) of a ``one`` predictor, x exactly as its input takes it (checked by the
         caller): one call into the core."""
         if self.g.has_masks:
             self.g.refresh_masks()
-        return self.run_graph(self.graph, ((self.xs[0], x),), self.outs)
+        return self._shaped(self.run_graph(self.graph, ((self.xs[0], x),), self.outs))
+
+    def _shaped(self, got):
+        if self.unfold is None:
+            return got
+        return [a if s is None else a.reshape(s) for a, s in zip(got, self.unfold)]
 
 
 def _predictions(loss, raw):

@@ -8,6 +8,7 @@ layer, else the class's snake-case name numbered in order (``dense``,
 holding it) keeps it.
 """
 
+from pyggml import _fold
 from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
@@ -137,6 +138,9 @@ class GraphShapes:
     batch size or None; a list where there are several; before the model has a graph (a
     subclassed model), what its build was given, else None), its outputs in the form they were
     given (one, a list, a dict by name), and its config."""
+
+    # a model takes volumes (5-D inputs) as its layers do: each checks its own (pyggml._fold)
+    takes_5d = True
 
     _output_keys = None
 
@@ -285,7 +289,14 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
             kwargs = {k: v for k, v in node.call_kwargs.items() if k != "training"}
             if any_mask:
                 kwargs["mask"] = m_arg
-            out = node.layer(arg, training=mode, **kwargs)
+            if any(p.ndim == 5 for p in node.inputs):
+                # the inputs' Keras shapes reach the layer's call (their tensors are folded)
+                with _fold.pending([(vals[id(p)].shape[0] // p.feature_shape[0],) + p.feature_shape
+                                    if p.ndim == 5 else (vals[id(p)].shape[0],) + p.feature_shape
+                                    for p in node.inputs]):
+                    out = node.layer(arg, training=mode, **kwargs)
+            else:
+                out = node.layer(arg, training=mode, **kwargs)
             calls[key] = (out, node.layer.output_mask(arg, m_arg if any_mask else None))
         out, omask = calls[key]
         vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out

@@ -33,6 +33,7 @@ import test_rnn_cells
 import test_spectral_normalization
 import test_time_distributed
 import test_up_sampling
+import test_volumes
 
 ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalization.CASES +
              test_embedding.CASES + test_recurrent.CASES + test_attention.CASES + test_preprocessing.CASES +
@@ -40,7 +41,8 @@ ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalizat
              test_time_distributed.CASES + test_prelu.CASES + test_extrema.CASES + test_fused_paths.CASES +
              test_rnn_cells.CASES + test_conv_extras.CASES + test_attention_extras.CASES + test_core_extras.CASES +
              test_mha_masks.CASES + test_grouped_query_attention.CASES + test_conv_lstm1d.CASES +
-             test_spectral_normalization.CASES + test_geometric_augmentation.CASES + test_audio_layers.CASES)
+             test_spectral_normalization.CASES + test_geometric_augmentation.CASES + test_audio_layers.CASES +
+             test_volumes.CASES)
 
 # HostLayers run in numpy before the graph: they have no tensors and no gradient for the harness to
 # check; tests/layers/test_preprocessing.py tests them (host_call, eager calls, configs, adapt, models)

@@ -15,8 +15,10 @@ from pyggml.layers.core.padding import Cropping1D, Cropping2D, ZeroPadding1D, Ze
 from pyggml.layers.core.prelu import PReLU
 from pyggml.layers.core.reshaping import Flatten, Identity, Permute, RepeatVector, Reshape
 from pyggml.layers.core.up_sampling import UpSampling1D, UpSampling2D
+from pyggml.layers.core.volumes import Cropping3D, SpatialDropout3D, UpSampling3D, ZeroPadding3D
 
 __all__ = ["Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax", "Dropout", "Flatten", "Reshape",
            "Permute", "RepeatVector", "Embedding", "PReLU", "UpSampling1D", "UpSampling2D", "SpatialDropout1D",
            "SpatialDropout2D", "Identity", "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "EinsumDense",
-           "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization"]
+           "Lambda", "Masking", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
+           "ZeroPadding3D", "Cropping3D", "UpSampling3D", "SpatialDropout3D"]

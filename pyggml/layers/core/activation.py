@@ -104,6 +104,10 @@ class Softmax(_Elementwise):
     def call(self, inputs, training=None):
         return activations.softmax(inputs, self.axis)
 
+    def takes_5d(self, shapes):
+        """volumes take a softmax over their channels (axis=-1) only (pyggml._fold)."""
+        return self.axis in (-1, 4)
+
     def get_config(self):
         c = super().get_config()
         c["axis"] = self.axis

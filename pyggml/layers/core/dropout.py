@@ -47,6 +47,10 @@ def noise_mask_shape(what, noise_shape, shape):
 class Dropout(Layer):
     supports_masking = True
 
+    def takes_5d(self, shapes):
+        """volumes take a Dropout without a noise_shape (SpatialDropout3D drops channels) (pyggml._fold)."""
+        return self.noise_shape is None
+
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.rate = check_fraction("Dropout rate", rate, high_open=True)
@@ -89,6 +93,8 @@ class Dropout(Layer):
 
 class _SpatialDropout(Dropout):
     """Dropout with one mask per row and channel, shared by the steps or pixels."""
+
+    takes_5d = False
 
     rank = 3
 

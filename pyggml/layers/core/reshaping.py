@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pyggml import ops
+from pyggml import _fold, ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
@@ -13,6 +13,8 @@ __all__ = ["Flatten", "Reshape", "Permute", "RepeatVector", "Identity"]
 
 @register_builtin
 class Flatten(Layer):
+    takes_5d = True
+
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
 
@@ -21,12 +23,16 @@ class Flatten(Layer):
         return (input_shape[0], None if any(d is None for d in feats) else int(np.prod(feats)))
 
     def call(self, inputs, training=None):
-        s = inputs.shape
-        return ops.reshape(contiguous(inputs), (s[0], int(np.prod(s[1:]))))
+        n, feats = _fold.batch_and_features(inputs)
+        return ops.reshape(contiguous(inputs), (n, int(np.prod(feats))))
 
 
 @register_builtin
 class Reshape(Layer):
+    """To and from 5-D too (volumes, folded: pyggml._fold)."""
+
+    takes_5d = True
+
     def __init__(self, target_shape, **kwargs):
         super().__init__(**kwargs)
         t = (target_shape,) if is_int(target_shape) else tuple(target_shape)
@@ -35,8 +41,8 @@ class Reshape(Layer):
         for d in t:
             if not is_int(d) or (d < 1 and d != -1):
                 raise ValueError(f"Reshape: target_shape entries must be positive ints or -1, got {t}")
-        if not t or len(t) > 3:
-            raise ValueError("Reshape: 1 to 3 dimensions besides the batch")
+        if not t or len(t) > 4:
+            raise ValueError("Reshape: 1 to 4 dimensions besides the batch")
         self.target_shape = tuple(int(d) for d in t)
 
     def _resolved(self, feats):
@@ -60,8 +66,8 @@ class Reshape(Layer):
         return (input_shape[0],) + self._resolved(feats)
 
     def call(self, inputs, training=None):
-        s = inputs.shape
-        return ops.reshape(contiguous(inputs), (s[0],) + self._resolved(s[1:]))
+        n, feats = _fold.batch_and_features(inputs)
+        return ops.reshape(contiguous(inputs), _fold.graph_shape((n,) + self._resolved(feats)))
 
     def get_config(self):
         c = super().get_config()

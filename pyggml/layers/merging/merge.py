@@ -1,7 +1,7 @@
 """Merging layers: Add, Subtract, Multiply, Average and Concatenate, and Keras's
 functional helpers ``add``, ``concatenate``, ...; node arithmetic (``a + b``) uses them."""
 
-from pyggml import ops
+from pyggml import _fold, ops
 from pyggml._validation import is_int
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import MERGING_LAYERS
@@ -29,6 +29,10 @@ def _broadcast_shape(shapes, what):
 
 
 class _Merge(Layer):
+    def takes_5d(self, shapes):
+        """volumes merge with volumes of the same shape only (pyggml._fold)."""
+        return len({tuple(s) for s in shapes}) == 1
+
     min_inputs = 2
     supports_masking = True
 
@@ -107,7 +111,15 @@ class Concatenate(Layer):
         out[ax] = None if None in sizes else sum(sizes)
         return tuple(out)
 
+    def takes_5d(self, shapes):
+        """volumes are joined along any axis but their depth (axis 1), which folds into the batch
+        (pyggml._fold); all the inputs must be volumes."""
+        return all(len(s) == 5 for s in shapes) and self.axis % 5 != 1
+
     def call(self, inputs, training=None):
+        shapes = _fold.in_shapes()
+        if shapes and len(shapes[0]) == 5 and self.axis > 0:
+            return ops.concatenate(inputs, self.axis - 1)        # on the folded (batch * D, H, W, C)
         return ops.concatenate(inputs, self.axis)
 
     def compute_mask(self, inputs, mask=None):

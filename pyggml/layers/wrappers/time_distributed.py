@@ -6,7 +6,7 @@ one per step.  The wrapped layer's weights are named ``layer.<weight>``.
 A padding mask of the input passes through to the output (the steps stay).
 """
 
-from pyggml import ops
+from pyggml import _fold, ops
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.layers.wrappers.wrapping import build_sublayer, check_layer, serialize_layer, sublayer_output_shape
@@ -18,6 +18,7 @@ __all__ = ["TimeDistributed"]
 @register_builtin
 class TimeDistributed(Layer):
     supports_masking = True             # the steps stay
+    takes_5d = True                     # frames of videos (pyggml._fold)
 
     def __init__(self, layer, **kwargs):
         super().__init__(**kwargs)
@@ -40,9 +41,13 @@ class TimeDistributed(Layer):
         return (input_shape[0], input_shape[1]) + tuple(inner[1:])
 
     def call(self, inputs, training=None):
-        n, steps = inputs.shape[0], inputs.shape[1]
-        rows = ops.reshape(contiguous(inputs), (n * steps,) + tuple(inputs.shape[2:]))
+        n, feats = _fold.batch_and_features(inputs)
+        steps = feats[0]
+        # frames of videos (N, T, H, W, C) come folded: (N * T, H, W, C) are the rows already
+        rows = inputs if len(feats) == 4 else ops.reshape(contiguous(inputs), (n * steps,) + feats[1:])
         y = self.layer(rows, training=training)
+        if len(y.shape) == 4:
+            return y                    # (N * T, ...) is the fold of (N, T, ...): pyggml._fold
         return ops.reshape(contiguous(y), (n, steps) + tuple(y.shape[1:]))
 
     def get_config(self):

@@ -1,0 +1,139 @@
+"""Conv3D, channels-last: volumes (batch, D, H, W, C), folded in the graph to
+(batch * D, H, W, C) (pyggml._fold).
+
+The convolution is a sum over the kernel's depth taps: for tap ``kd`` the
+input's depths ``kd * dilation + j * stride`` (j over the output's depths, each
+sample's own: a strided view) go through a 2-D convolution with that tap's
+(filters, kh, kw, C) slice of the kernel, and the taps' results add up (the
+bias once).  So every pass is one that trains on its own: views, conv_2d_cl
+on the CPU (an f32 im2col and mul_mat elsewhere), add.
+
+The weight keeps PyTorch's Conv3d layout, (filters, in, kd, kh, kw), in ggml's
+four dimensions as (filters, in * kd, kh, kw) (the same memory: reshape a
+PyTorch weight to that shape to assign it); ``kernel`` is Keras's view,
+(kd, kh, kw, in, filters).
+"""
+
+import numpy as np
+
+from pyggml import _fold, _scope, ops
+from pyggml.layers._helpers import cached, contiguous, fused
+from pyggml.layers.convolutional.base_conv import BaseConv, to_chw
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["Conv3D", "depth_pad", "depth_taps"]
+
+
+def depth_pad(x, n, before, after, fill=0.0):
+    """The folded volumes x (n * D, H, W, C) with ``before`` and ``after`` planes of ``fill``
+    around each sample's depths: (n * (D + before + after), H, W, C).  acc, which trains."""
+    if not before and not after:
+        return x
+    nd, h, w, c = x.shape
+    d, plane = nd // n, h * w * c
+    dp = d + before + after
+    base = np.zeros((n, dp, plane), dtype=np.float32)
+    if fill:
+        base[:, :before] = fill
+        base[:, before + d:] = fill
+    y = ops.acc(ops.constant(base), ops.reshape(contiguous(x), (n, d, plane)), nb=(dp * plane * 4, plane * 4, 4),
+                offset=before * plane * 4)
+    return ops.reshape(y, (n * dp, h, w, c))
+
+
+def depth_taps(x, n, start, step, count):
+    """Each sample's depths start, start + step, ... (count of them) of the folded volumes x:
+    (n * count, H, W, C), a strided view made contiguous (its gradient scatters back)."""
+    nd, h, w, c = x.shape
+    d, plane = nd // n, h * w * c
+    if start == 0 and step == 1 and count == d:
+        return x
+    v = ops.view(ops.reshape(contiguous(x), (n, d, plane)), (n, count, plane),
+                 strides=(d * plane * 4, step * plane * 4, 4), offset=start * plane * 4)
+    return ops.reshape(ops.cont(v), (n * count, h, w, c))
+
+
+@register_builtin
+class Conv3D(BaseConv):
+    """Keras's Conv3D (channels-last), arguments and defaults; padding "valid" or "same"."""
+
+    rank = 3
+    takes_5d = True
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=(1, 1, 1), **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, activation, use_bias, kernel_initializer,
+                         bias_initializer, dilation_rate, **kwargs)
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 5:
+            raise ValueError(f"Conv3D expects inputs of shape (D, H, W, C), got {tuple(input_shape[1:])}")
+        b, d, h, w, _ = input_shape
+        return (b, self._out_size(d, 0), self._out_size(h, 1), self._out_size(w, 2), self.filters)
+
+    def build(self, input_shape):
+        self.compute_output_shape(input_shape)
+        if input_shape[-1] is None:
+            raise ValueError("Conv3D needs a known number of input channels")
+        c = input_shape[-1]
+        kd, kh, kw = self.kernel_size
+        self.add_kernel((self.filters, c * kd, kh, kw))
+        self.weight.keras_shape = (self.filters, c, kd, kh, kw)     # PyTorch's Conv3d layout
+        self.weight.keras_axes = (2, 3, 4, 1, 0)                      # Keras's (kd, kh, kw, in, filters)
+
+    def _tap_weight(self, kd, channels_last):
+        """Depth tap kd of the kernel: (filters, kh, kw, C) for conv_2d_cl, else (filters, C, kh, kw).
+        The kernel is permuted once, taps first, and each tap is a contiguous block of that (a
+        strided view's gradient must not come back permuted: ggml's acc takes rows of floats)."""
+        f, ckd, kh, kw = self.weight.shape
+        depth = self.kernel_size[0]
+        c = ckd // depth
+
+        def taps():
+            w = ops.reshape(self.weight, (f, c, depth, kh * kw))
+            return ops.cont(ops.permute_axes(w, (2, 0, 3, 1) if channels_last else (2, 0, 1, 3)))
+        all_taps = cached(f"conv3d_taps_{int(channels_last)}", self.weight, taps)
+        size = f * c * kh * kw
+        return ops.reshape(ops.view(all_taps, (size,), offset=kd * size * 4),
+                           (f, kh, kw, c) if channels_last else (f, c, kh, kw))
+
+    def _plane_conv(self, x, kd, padding, with_bias):
+        """One depth tap's 2-D convolution of the folded planes x (M, H, W, C) -> (M, OH, OW, filters)."""
+        bias = self.bias if (with_bias and self.use_bias) else None
+        strides, dilation = self.strides[1:], self.dilation_rate[1:]
+        if fused():
+            return ops.conv_2d_cl(contiguous(x), self._tap_weight(kd, True), bias, strides, padding, dilation)
+        m, h, w, c = x.shape
+        (kh, kw) = self.kernel_size[1:]
+        pads = (self._pads(h, 1), self._pads(w, 2))
+        from pyggml.layers.convolutional.base_conv import pad_nchw
+        xc = to_chw(x)
+        (t, b), (left, r) = pads
+        if (t, left) != (b, r):
+            xc, (t, left) = pad_nchw(xc, t, b, left, r), (0, 0)
+        kshape = _scope.require("Conv3D").ctx.new_tensor((self.filters, c, kh, kw))   # im2col reads its shape
+        cols = ops.im2col(kshape, xc, strides[1], strides[0], left, t, dilation[1], dilation[0], True, "f32")
+        oh, ow = cols.shape[1], cols.shape[2]
+        y = ops.mul_mat(ops.reshape(self._tap_weight(kd, False), (self.filters, c * kh * kw)),
+                        ops.reshape(cols, (m * oh * ow, c * kh * kw)))
+        if bias is not None:
+            y = ops.add(y, bias)
+        return ops.reshape(y, (m, oh, ow, self.filters))
+
+    def call(self, inputs, training=None):
+        return self._act(self.pre_activation(inputs))
+
+    def pre_activation(self, inputs, training=None):
+        shape = _fold.in_shape(self)
+        n = _fold.batch_of(inputs, shape)
+        d = shape[1]
+        kd, sd, dd = self.kernel_size[0], self.strides[0], self.dilation_rate[0]
+        before, after = self._pads(d, 0)
+        x = depth_pad(inputs, n, before, after)
+        od = self._out_size(d, 0)
+        y = None
+        for tap in range(kd):
+            planes = depth_taps(x, n, tap * dd, sd, od)
+            z = self._plane_conv(planes, tap, self.padding, with_bias=(tap == 0))
+            y = z if y is None else ops.add(y, z)
+        return y

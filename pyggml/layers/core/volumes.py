@@ -1,0 +1,179 @@
+"""ZeroPadding3D, Cropping3D, UpSampling3D and SpatialDropout3D: Keras's layers over
+volumes (batch, D, H, W, C), folded in the graph to (batch * D, H, W, C)
+(pyggml._fold).  The depth axis is each sample's run of planes: it is padded,
+cut and repeated as axis 1 of (batch, D, H * W * C)."""
+
+from pyggml import _fold, _scope, ops
+from pyggml._validation import int_tuple, is_int
+from pyggml.layers._helpers import contiguous, fused
+from pyggml.layers.convolutional.conv3d import depth_pad, depth_taps
+from pyggml.layers.core.dropout import _SpatialDropout
+from pyggml.layers.core.padding import _pair, crop, zero_pad
+from pyggml.layers.core.up_sampling import _gather, _nearest_rows
+from pyggml.layers.layer import Layer
+from pyggml.saving.object_registration import register_builtin
+
+__all__ = ["ZeroPadding3D", "Cropping3D", "UpSampling3D", "SpatialDropout3D"]
+
+
+def _check_5d(layer, input_shape):
+    if len(input_shape) != 5:
+        raise ValueError(f"{type(layer).__name__} expects inputs of shape (D, H, W, C), got {tuple(input_shape[1:])}")
+
+
+def _pairs3d(value, what, name):
+    """((d0, d1), (h0, h1), (w0, w1)) from an int, three ints or three pairs."""
+    if is_int(value):
+        return (_pair(value, what, name),) * 3
+    try:
+        v = tuple(value)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be an int, three ints or three pairs of ints, got {value!r}") from None
+    if len(v) != 3:
+        raise ValueError(f"{name}: {what} must be an int, three ints or three pairs of ints, got {value!r}")
+    return tuple(_pair(e, what, name) for e in v)
+
+
+def _channels_last(name, data_format):
+    if data_format not in (None, "channels_last"):
+        raise ValueError(f"{name}: data_format must be 'channels_last' (Keras's default), got {data_format!r}")
+
+
+class _Edges3D(Layer):
+    key = "padding"
+    takes_5d = True
+
+    def compute_output_shape(self, input_shape):
+        _check_5d(self, input_shape)
+        out = list(input_shape)
+        sign = 1 if self.key == "padding" else -1
+        for a, p in zip((1, 2, 3), getattr(self, self.key)):
+            if out[a] is not None:
+                out[a] += sign * sum(p)
+                if out[a] < 1:
+                    raise ValueError(f"{type(self).__name__}: cropping {self.cropping} leaves nothing of the "
+                                     f"input's {tuple(input_shape[1:])}")
+        return tuple(out)
+
+    def call(self, inputs):
+        shape = _fold.in_shape(self)
+        self.compute_output_shape(shape)
+        n = _fold.batch_of(inputs, shape)
+        (d0, d1), hp, wp = getattr(self, self.key)
+        edges = [(0, 0), hp, wp, (0, 0)]
+        if self.key == "padding":
+            return zero_pad(depth_pad(inputs, n, d0, d1), edges)
+        x = depth_taps(inputs, n, d0, 1, shape[1] - d0 - d1)
+        return crop(x, edges) if any(hp + wp) else x
+
+    def get_config(self):
+        c = super().get_config()
+        c[self.key] = [list(p) for p in getattr(self, self.key)]
+        c["data_format"] = "channels_last"
+        return c
+
+
+@register_builtin
+class ZeroPadding3D(_Edges3D):
+    """``ZeroPadding3D(padding=(1, 1, 1))``: zero planes, rows and columns around each volume."""
+
+    def __init__(self, padding=(1, 1, 1), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _channels_last("ZeroPadding3D", data_format)
+        self.padding = _pairs3d(padding, "padding", "ZeroPadding3D")
+
+
+@register_builtin
+class Cropping3D(_Edges3D):
+    """``Cropping3D(cropping=((1, 1), (1, 1), (1, 1)))``: planes, rows and columns cut from the
+    edges of each volume."""
+
+    key = "cropping"
+
+    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _channels_last("Cropping3D", data_format)
+        self.cropping = _pairs3d(cropping, "cropping", "Cropping3D")
+
+
+def repeat_axis1(x, scale):
+    """Nearest up-sampling of axis 1 of x (lead, size, inner): each entry ``scale`` times."""
+    if scale == 1:
+        return x
+    lead, size, inner = x.shape
+    if fused():
+        return ops.upscale(contiguous(x), (1, scale, 1))
+    y = _gather(ops.reshape(contiguous(x), (lead * size, inner)), _nearest_rows(lead, size, scale))
+    return ops.reshape(y, (lead, size * scale, inner))
+
+
+@register_builtin
+class UpSampling3D(Layer):
+    """``UpSampling3D(size=(2, 2, 2))``: each plane, row and column repeated (nearest)."""
+
+    takes_5d = True
+
+    def __init__(self, size=(2, 2, 2), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _channels_last("UpSampling3D", data_format)
+        self.size = int_tuple("size", size, 3)
+
+    def compute_output_shape(self, input_shape):
+        _check_5d(self, input_shape)
+        spatial = tuple(None if d is None else d * s for d, s in zip(input_shape[1:4], self.size))
+        return (input_shape[0],) + spatial + (input_shape[4],)
+
+    def call(self, inputs, training=None):
+        shape = _fold.in_shape(self)
+        n = _fold.batch_of(inputs, shape)
+        nd, h, w, c = inputs.shape
+        sd, sh, sw = self.size
+        y = repeat_axis1(ops.reshape(contiguous(inputs), (nd * h, w, c)), sw)            # columns
+        y = repeat_axis1(ops.reshape(contiguous(y), (nd, h, w * sw * c)), sh)             # rows
+        y = repeat_axis1(ops.reshape(contiguous(y), (n, nd // n, h * sh * w * sw * c)), sd)   # planes
+        return ops.reshape(contiguous(y), (n * (nd // n) * sd, h * sh, w * sw, c))
+
+    def get_config(self):
+        c = super().get_config()
+        c["size"] = list(self.size)
+        c["data_format"] = "channels_last"
+        return c
+
+
+@register_builtin
+class SpatialDropout3D(_SpatialDropout):
+    """``SpatialDropout3D(rate, data_format=None, seed=None)``: Dropout of whole channels of
+    volumes, one mask per sample and channel."""
+
+    rank = 5
+    takes_5d = True
+
+    def __init__(self, rate, data_format=None, seed=None, **kwargs):
+        kwargs.pop("noise_shape", None)
+        _channels_last("SpatialDropout3D", data_format)
+        super().__init__(rate, noise_shape=(None, 1, 1, None), seed=seed, **kwargs)
+
+    def build(self, input_shape):
+        _check_5d(self, input_shape)
+
+    def call(self, inputs, training=None):
+        shape = _fold.in_shape(self)
+        n = _fold.batch_of(inputs, shape)
+        nd, h, w, c = inputs.shape
+        # the planes of a sample in one run: (n, D * H, W, C), its mask (n, 1, 1, C)
+        y = self._drop(ops.reshape(contiguous(inputs), (n, (nd // n) * h, w, c)), training)
+        return ops.reshape(contiguous(y), (nd, h, w, c))
+
+    def _drop(self, x, training):
+        b = _scope.require("SpatialDropout3D")
+        if training is None:
+            training = b.training
+        if not training or self.rate == 0:
+            return x
+        return ops.mul(x, b.random_keep_mask((x.shape[0], 1, 1, x.shape[3]), self.rate))
+
+    def get_config(self):
+        c = super().get_config()
+        c["data_format"] = "channels_last"
+        return c
+
