@@ -95,15 +95,20 @@ class ConvLSTM1D(Stateful, TakesInitialState, SequenceMask, LSTMMath, Layer):
         return "conv_lstm1d" if cls is ConvLSTM1D else super().kind()        # Keras's name
 
     # --- shapes -----------------------------------------------------------------------------
-    def _out_len(self, steps):
-        k, s, d = self.kernel_size[0], self.strides[0], self.dilation_rate[0]
+    def _out_size(self, size, i):
+        """The output's length along spatial axis i for the input's ``size`` (Conv's rule)."""
+        k, s, d = self.kernel_size[i], self.strides[i], self.dilation_rate[i]
         span = (k - 1) * d + 1
         if self.padding == "same":
-            return -(-steps // s)
-        if steps < span:
-            raise ValueError(f"ConvLSTM1D: the kernel (size {k}, dilation {d}) is longer than the {steps} steps of "
+            return -(-size // s)
+        if size < span:
+            raise ValueError(f"{type(self).__name__}: the kernel (size {k}, dilation {d}) is longer than the {size} "
+                             f"{'steps' if len(self.kernel_size) == 1 else 'cells along axis %d' % (i + 2)} of "
                              f"the input")
-        return (steps - span) // s + 1
+        return (size - span) // s + 1
+
+    def _out_len(self, steps):
+        return self._out_size(steps, 0)
 
     def _steps_channels(self, x_shape):
         x_shape = tuple(x_shape)
