@@ -19,7 +19,7 @@ import contextlib
 import threading
 
 __all__ = ["graph_shape", "is_5d", "batch_of", "pending", "take", "inputs", "in_shape", "in_shapes",
-           "unfold_shape", "refusal", "batch_and_features", "FIVE_D_LAYERS"]
+           "unfold_shape", "refusal", "batch_and_features", "active", "FIVE_D_LAYERS"]
 
 # filled in by pyggml.layers: the names of the layers that take 5-D inputs (for the refusal)
 FIVE_D_LAYERS = []
@@ -97,6 +97,11 @@ def inputs(shapes):
         yield
     finally:
         stack.pop()
+
+
+def active():
+    """Whether a layer call given Keras shapes is running (its sublayers' calls must say theirs)."""
+    return bool(getattr(_state, "stack", None))
 
 
 def in_shapes():

@@ -580,9 +580,10 @@ cdef cnp.ndarray _as_array(object array, object np_dtype, tuple shape):
         want *= d
     if a.size != want:
         raise ValueError(f"expected an array of shape {shape}, got {a.shape}")
-    if a.shape != shape and not (a.ndim == 5 and len(shape) == 4 and
+    if a.shape != shape and not (a.ndim >= 4 and len(shape) == a.ndim - 1 and
                                  (a.shape[0] * a.shape[1],) + a.shape[2:] == tuple(shape)):
-        # (a 5-D array goes into its folded tensor, batch and first axis as one: pyggml._fold)
+        # (the data of a 5-D node (or its sparse labels) goes into its folded tensor, batch and
+        # first axis as one: pyggml._fold)
         squeezed_a = tuple(d for d in a.shape if d != 1)
         squeezed_s = tuple(d for d in shape if d != 1)
         if squeezed_a != squeezed_s:

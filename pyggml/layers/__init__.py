@@ -5,15 +5,15 @@ contract); register it with ``@pyggml.saving.register_serializable()`` so
 that saved models holding it load.
 """
 
-from pyggml.layers.attention import AdditiveAttention, Attention, GroupedQueryAttention, MultiHeadAttention
-from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, DepthwiseConv1D,
-                                         DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
-from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout, Cropping1D, Cropping2D, Dense,
-                                Cropping3D, Dropout, ELU, EinsumDense, Embedding, Flatten, GaussianDropout, GaussianNoise, Identity,
-                                Lambda, LeakyReLU, Masking, PReLU, Permute, ReLU, RepeatVector, Reshape, Softmax,
-                                SpatialDropout1D, SpatialDropout2D, SpatialDropout3D, UpSampling1D, UpSampling2D,
-                                UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D)
 from pyggml import _fold
+from pyggml.layers.attention import AdditiveAttention, Attention, GroupedQueryAttention, MultiHeadAttention
+from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose,
+                                         DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
+from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout, Cropping1D, Cropping2D, Cropping3D,
+                                Dense, Dropout, ELU, EinsumDense, Embedding, Flatten, GaussianDropout, GaussianNoise,
+                                Identity, Lambda, LeakyReLU, Masking, PReLU, Permute, ReLU, RepeatVector, Reshape,
+                                Softmax, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D, UpSampling1D,
+                                UpSampling2D, UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D)
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.input_spec import InputSpec
 from pyggml.layers.layer import Layer
@@ -23,8 +23,8 @@ from pyggml.layers.node import Node
 from pyggml.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization, RMSNormalization,
                                          UnitNormalization)
 from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, AveragePooling3D, GlobalAveragePooling1D,
-                                   GlobalAveragePooling2D, GlobalAveragePooling3D, GlobalMaxPooling1D, GlobalMaxPooling2D,
-                                   GlobalMaxPooling3D, MaxPooling1D, MaxPooling2D, MaxPooling3D)
+                                      GlobalAveragePooling2D, GlobalAveragePooling3D, GlobalMaxPooling1D,
+                                   GlobalMaxPooling2D, GlobalMaxPooling3D, MaxPooling1D, MaxPooling2D, MaxPooling3D)
 from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding, CenterCrop, CutMix, Discretization,
                                          Equalization, HashedCrossing, Hashing, HostLayer, IntegerLookup,
                                          MelSpectrogram, MixUp, Normalization, Pipeline, RandAugment, RandomBrightness,
@@ -34,8 +34,8 @@ from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding,
                                          RandomPosterization, RandomRotation, RandomSaturation, RandomSharpness,
                                          RandomShear, RandomTranslation, RandomZoom, Rescaling, Resizing,
                                          STFTSpectrogram, Solarization, StringLookup, TextVectorization)
-from pyggml.layers.recurrent import (Bidirectional, ConvLSTM1D, GRU, GRUCell, LSTM, LSTMCell, RNN, SimpleRNN,
-                                     SimpleRNNCell, StackedRNNCells)
+from pyggml.layers.recurrent import (Bidirectional, ConvLSTM1D, ConvLSTM2D, GRU, GRUCell, LSTM, LSTMCell, RNN,
+                                     SimpleRNN, SimpleRNNCell, StackedRNNCells)
 from pyggml.layers.wrappers import SpectralNormalization, TimeDistributed, Wrapper
 
 for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, SpatialDropout1D, SpatialDropout2D,
@@ -46,8 +46,8 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              Concatenate, RNN, SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells, DepthwiseConv1D, DepthwiseConv2D,
              SeparableConv1D, SeparableConv2D, Attention, AdditiveAttention, GroupNormalization, EinsumDense, Masking,
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
-             RMSNormalization, GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram, Conv3D, MaxPooling3D,
-             AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D, ZeroPadding3D, UpSampling3D,
+             RMSNormalization, GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram, Conv3D, Conv3DTranspose,
+             MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D, ZeroPadding3D, UpSampling3D,
              SpatialDropout3D):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
@@ -61,8 +61,9 @@ SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2
 GroupQueryAttention = GroupedQueryAttention
 AvgPool3D, MaxPool3D, GlobalAvgPool3D, GlobalMaxPool3D = AveragePooling3D, MaxPooling3D, GlobalAveragePooling3D, \
     GlobalMaxPooling3D
-Convolution3D = Conv3D
-_ALIASES = ["AvgPool3D", "MaxPool3D", "GlobalAvgPool3D", "GlobalMaxPool3D", "Convolution3D", "AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
+Convolution3D, Convolution3DTranspose = Conv3D, Conv3DTranspose
+_ALIASES = ["AvgPool3D", "MaxPool3D", "GlobalAvgPool3D", "GlobalMaxPool3D", "Convolution3D", "Convolution3DTranspose",
+            "AvgPool1D", "AvgPool2D", "MaxPool1D", "MaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D",
             "GlobalMaxPool1D", "GlobalMaxPool2D", "Convolution1D", "Convolution2D", "Convolution1DTranspose",
             "Convolution2DTranspose", "SeparableConvolution1D", "SeparableConvolution2D", "GroupQueryAttention"]
 
@@ -87,7 +88,7 @@ __all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Node", "Dense", "Activa
            "RandomShear", "RandomPerspective", "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix",
            "Pipeline", "MelSpectrogram", "STFTSpectrogram", "Conv3D", "MaxPooling3D", "AveragePooling3D",
            "GlobalAveragePooling3D", "GlobalMaxPooling3D", "ZeroPadding3D", "Cropping3D", "UpSampling3D",
-           "SpatialDropout3D"] + _ALIASES
+           "SpatialDropout3D", "ConvLSTM2D", "Conv3DTranspose"] + _ALIASES
 
 # the layers that take 5-D inputs (volumes, videos), folded (pyggml._fold); element-wise
 # and last-axis layers take them as they are, where their arguments keep to the last axis

@@ -544,8 +544,11 @@ class Layer:
             mask = mask[0]                    # as Keras: ``mask`` is the first input's
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
-        with _fold.inputs(logical):
+        if logical is None and not _fold.active():
             out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+        else:
+            with _fold.inputs(logical):       # (a sublayer of a layer given volumes gets None)
+                out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
         if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \

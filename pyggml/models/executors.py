@@ -331,14 +331,19 @@ class _LossGraph(Executor):
                 self.ys.append(y)
                 kind = weight_kinds[i] if weight_kinds else None
                 w = None
+                # a 5-D output comes folded, (batch * D, ...): its weights are per sample (pyggml._fold)
+                rows = self.batch if model._topology.outputs[i].ndim == 5 else o.shape[0]
                 if kind is not None:
-                    cells = o.nelements // o.shape[0]
-                    w = self.g.input((o.shape[0], cells if kind == "cells" else 1))
+                    cells = o.nelements // rows
+                    w = self.g.input((rows, cells if kind == "cells" else 1))
                 self.ws.append(w)
                 if w is None and self.masks[i] is None:
                     head = loss.mean_loss(y, o, from_logits=spec.logits[i])
                 else:
-                    head = reduce_loss(loss.values(y, o, from_logits=spec.logits[i]), w, self.masks[i])
+                    values = loss.values(y, o, from_logits=spec.logits[i])
+                    if rows != o.shape[0]:
+                        values = ops.reshape(_contiguous(values), (rows, values.nelements // rows))
+                    head = reduce_loss(values, w, self.masks[i])
                 self.heads.append(head)
                 weighted = ops.scale(head, spec.loss_weights[i]) if spec.loss_weights[i] != 1.0 else head
                 total = weighted if total is None else ops.add(total, weighted)

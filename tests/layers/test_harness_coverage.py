@@ -14,6 +14,7 @@ import test_audio_layers
 import test_bidirectional
 import test_conv_extras
 import test_conv_lstm1d
+import test_conv_lstm2d
 import test_conv_transpose
 import test_convolutional
 import test_core_extras
@@ -42,7 +43,7 @@ ALL_CASES = (test_core_layers.CASES + test_convolutional.CASES + test_normalizat
              test_rnn_cells.CASES + test_conv_extras.CASES + test_attention_extras.CASES + test_core_extras.CASES +
              test_mha_masks.CASES + test_grouped_query_attention.CASES + test_conv_lstm1d.CASES +
              test_spectral_normalization.CASES + test_geometric_augmentation.CASES + test_audio_layers.CASES +
-             test_volumes.CASES)
+             test_volumes.CASES + test_conv_lstm2d.CASES)
 
 # HostLayers run in numpy before the graph: they have no tensors and no gradient for the harness to
 # check; tests/layers/test_preprocessing.py tests them (host_call, eager calls, configs, adapt, models)

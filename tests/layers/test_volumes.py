@@ -52,6 +52,34 @@ def conv3d_ref(filters, kernel, strides=(1, 1, 1), padding="valid", dilation=(1,
     return ref
 
 
+def conv3d_transpose_ref(filters, kernel, strides=(1, 1, 1), padding="valid", output_padding=None,
+                         dilation=(1, 1, 1)):
+    """Keras's Conv3DTranspose: each input voxel's x @ W[:, :, a, b, c] added at stride s,
+    offset (a, b, c) times the dilation, into the whole result, then Keras's window (the
+    padding rule of pyggml._conv_arith, which the 2-D layers check against PyTorch)."""
+    from pyggml._conv_arith import transpose_out_size, transpose_pads
+
+    def ref(hs, w, training):
+        x = hs[0]
+        c = x.shape[-1]
+        wt = w["weight"].reshape((c, filters) + kernel)
+        eff = [(kernel[i] - 1) * dilation[i] + 1 for i in range(3)]
+        op = (None,) * 3 if output_padding is None else output_padding
+        outs = [transpose_out_size(x.shape[1 + i], eff[i], strides[i], padding, op[i]) for i in range(3)]
+        tops = [eff[i] - 1 - transpose_pads(eff[i], strides[i], padding, op[i])[0] for i in range(3)]
+        full = [max((x.shape[1 + i] - 1) * strides[i] + eff[i], tops[i] + outs[i]) for i in range(3)]
+        res = np.zeros((x.shape[0],) + tuple(full) + (filters,))
+        (d, h, wd) = x.shape[1:4]
+        for a, b, cc in np.ndindex(*kernel):
+            at = [a * dilation[0], b * dilation[1], cc * dilation[2]]
+            win = tuple(slice(at[i], at[i] + (size - 1) * strides[i] + 1, strides[i])
+                        for i, size in enumerate((d, h, wd)))
+            res[(slice(None),) + win] += np.einsum("ndhwc,cf->ndhwf", x, wt[:, :, a, b, cc])
+        y = res[:, tops[0]:tops[0] + outs[0], tops[1]:tops[1] + outs[1], tops[2]:tops[2] + outs[2]]
+        return y + w.get("bias", 0.0)
+    return ref
+
+
 def pool3d_ref(op, pool, strides=None, padding="valid"):
     """Box windows over (D, H, W); padded cells are left out of the max and the average."""
     strides = strides or pool
@@ -89,6 +117,16 @@ CASES = [
               [(5, 3, 4, 2)], conv3d_ref(2, (3, 2, 3), (2, 1, 2), "same")),
     LayerCase("conv3d_dilated_no_bias", lambda: L.Conv3D(2, (2, 2, 1), dilation_rate=(2, 1, 1), use_bias=False),
               [(5, 3, 2, 3)], conv3d_ref(2, (2, 2, 1), dilation=(2, 1, 1))),
+    LayerCase("conv3d_transpose_valid_strided", lambda: L.Conv3DTranspose(2, 3, strides=2), [(2, 3, 2, 2)],
+              conv3d_transpose_ref(2, (3, 3, 3), (2, 2, 2))),
+    LayerCase("conv3d_transpose_same", lambda: L.Conv3DTranspose(3, (3, 2, 3), strides=(2, 1, 2), padding="same"),
+              [(2, 3, 2, 1)], conv3d_transpose_ref(3, (3, 2, 3), (2, 1, 2), "same")),
+    LayerCase("conv3d_transpose_output_padding",
+              lambda: L.Conv3DTranspose(2, 2, strides=(2, 3, 2), output_padding=(1, 2, 0), use_bias=False),
+              [(2, 2, 3, 2)], conv3d_transpose_ref(2, (2, 2, 2), (2, 3, 2), output_padding=(1, 2, 0))),
+    LayerCase("conv3d_transpose_dilated_same", lambda: L.Conv3DTranspose(2, 2, dilation_rate=(2, 1, 1),
+                                                                          padding="same"),
+              [(3, 2, 2, 2)], conv3d_transpose_ref(2, (2, 2, 2), padding="same", dilation=(2, 1, 1))),
     LayerCase("max_pooling3d", lambda: L.MaxPooling3D(2), [(4, 4, 5, 2)], pool3d_ref("max", (2, 2, 2))),
     LayerCase("max_pooling3d_same", lambda: L.MaxPooling3D((3, 2, 2), strides=(2, 2, 1), padding="same"),
               [(5, 3, 3, 2)], pool3d_ref("max", (3, 2, 2), (2, 2, 1), "same")),
@@ -237,3 +275,25 @@ def test_a_ct_scan_classifier_matches_torch_and_trains():
     model.compile(optimizer=pg.optimizers.Adam(0.01), loss="binary_crossentropy", metrics=["accuracy"])
     loss = model.fit(xs, ys, epochs=40, batch_size=5, verbose=0).history["loss"]
     assert np.mean(loss[-5:]) < 0.7 * np.mean(loss[:5]), loss
+
+
+def test_weighted_and_sparse_losses_on_volume_outputs_match_numpy():
+    """A 5-D output comes back folded from the graph: per-sample weights still weigh whole
+    samples, and sparse labels (n, D, H, W) of a 3-D segmentation reach their voxels."""
+    rng = np.random.default_rng(5)
+    inp = pg.Input((3, 4, 4, 2))
+    model = pg.Model(inp, L.Conv3D(3, 3, padding="same")(inp))
+    model.compile(optimizer="sgd", loss="mse")
+    x = rng.normal(size=(4, 3, 4, 4, 2)).astype(np.float32)
+    y = rng.normal(size=(4, 3, 4, 4, 3)).astype(np.float32)
+    sw = np.array([1.0, 0.0, 2.0, 0.5], np.float32)
+    per = ((model.predict(x).astype(np.float64) - y) ** 2).mean(axis=-1)        # (n, D, H, W)
+    want = (per * sw[:, None, None, None]).sum() / per.size
+    assert np.isclose(model.evaluate(x, y, sample_weight=sw, verbose=0), want, rtol=1e-5)
+    model.compile(optimizer="sgd", loss=pg.losses.SparseCategoricalCrossentropy(from_logits=True))
+    labels = rng.integers(0, 3, size=(4, 3, 4, 4)).astype(np.int32)
+    z = model.predict(x).astype(np.float64)
+    logp = z - z.max(axis=-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=-1, keepdims=True))
+    want = -np.take_along_axis(logp, labels[..., None], axis=-1).mean()
+    assert np.isclose(model.evaluate(x, labels, verbose=0), want, rtol=1e-5)

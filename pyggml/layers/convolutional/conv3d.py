@@ -1,4 +1,4 @@
-"""Conv3D, channels-last: volumes (batch, D, H, W, C), folded in the graph to
+"""Conv3D and Conv3DTranspose, channels-last: volumes (batch, D, H, W, C), folded in the graph to
 (batch * D, H, W, C) (pyggml._fold).
 
 The convolution is a sum over the kernel's depth taps: for tap ``kd`` the
@@ -19,9 +19,10 @@ import numpy as np
 from pyggml import _fold, _scope, ops
 from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, to_chw
+from pyggml.layers.convolutional.conv_transpose import _BaseConvTranspose
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["Conv3D", "depth_pad", "depth_taps"]
+__all__ = ["Conv3D", "Conv3DTranspose", "depth_pad", "depth_taps"]
 
 
 def depth_pad(x, n, before, after, fill=0.0):
@@ -136,4 +137,83 @@ class Conv3D(BaseConv):
             planes = depth_taps(x, n, tap * dd, sd, od)
             z = self._plane_conv(planes, tap, self.padding, with_bias=(tap == 0))
             y = z if y is None else ops.add(y, z)
+        return y
+
+
+@register_builtin
+class Conv3DTranspose(_BaseConvTranspose):
+    """Keras's Conv3DTranspose (channels-last) over volumes, folded (pyggml._fold).
+
+    Per kernel tap (a, b, c) the product of the input's rows with W[:, :, a, b, c] (channels
+    to filters) is added with acc into the whole transposed result at stride s and offset
+    (a, b, c) times the dilation: the (b, c) taps into each depth tap's planes, then each
+    depth tap's planes into the result at depth stride sd, offset a.  The output window of
+    Keras's padding and output_padding is cut out of it (ConvTranspose's rule, per axis).
+
+    The weight keeps PyTorch's ConvTranspose3d layout, (in, filters, kd, kh, kw), in ggml's
+    four dimensions as (in, filters * kd, kh, kw); ``kernel`` is Keras's (kd, kh, kw,
+    filters, in)."""
+
+    rank = 3
+    takes_5d = True
+
+    def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", output_padding=None,
+                 activation=None, use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 dilation_rate=(1, 1, 1), **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, output_padding, activation, use_bias,
+                         kernel_initializer, bias_initializer, dilation_rate, **kwargs)
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 5:
+            raise ValueError(f"Conv3DTranspose expects inputs of shape (D, H, W, C), got {tuple(input_shape[1:])}")
+        b, d, h, w, _ = input_shape
+        return (b, self._out_size(d, 0), self._out_size(h, 1), self._out_size(w, 2), self.filters)
+
+    def build(self, input_shape):
+        self.compute_output_shape(input_shape)
+        if input_shape[-1] is None:
+            raise ValueError("Conv3DTranspose needs a known number of input channels")
+        c = input_shape[-1]
+        kd, kh, kw = self.kernel_size
+        self.add_kernel((c, self.filters * kd, kh, kw))
+        self.weight.keras_shape = (c, self.filters, kd, kh, kw)      # PyTorch's ConvTranspose3d layout
+
+    def call(self, inputs, training=None):
+        return self._act(self.pre_activation(inputs))
+
+    def pre_activation(self, inputs, training=None):
+        shape = _fold.in_shape(self)
+        n = _fold.batch_of(inputs, shape)
+        _, d, h, w, c = shape
+        f = self.filters
+        (kd, kh, kw), (sd, sh, sw), (dd, dh, dw) = self.kernel_size, self.strides, self.dilation_rate
+        outs = [self._out_size(size, i) for i, size in enumerate((d, h, w))]
+        tops = [self._k(i) - 1 - self._pads(size, i)[0] for i, size in enumerate((d, h, w))]
+        # the whole result, grown where Keras's window (output_padding) reaches past it
+        full = [max((size - 1) * s + self._k(i), top + out)
+                for i, (size, s, top, out) in enumerate(zip((d, h, w), self.strides, tops, outs))]
+        db, hb, wb = full
+        rows = ops.reshape(contiguous(inputs), (n * d * h * w, c))
+        taps = cached("conv3d_transpose_taps", self.weight, lambda: ops.reshape(
+            ops.cont(ops.permute_axes(ops.reshape(self.weight, (c, f, kd, kh * kw)), (2, 3, 1, 0))),
+            (kd * kh * kw * f, c)))                                                # (kd, kh * kw, F, C)
+        plane = hb * wb * f
+        out = ops.constant(np.zeros((n, db, plane), dtype=np.float32))
+        nb_planes = (hb * wb * f * 4, sh * wb * f * 4, sw * f * 4, 4)
+        for a in range(kd):
+            planes = ops.constant(np.zeros((n * d, hb, wb, f), dtype=np.float32))
+            for b in range(kh):
+                for cc in range(kw):
+                    tap = ops.view(taps, (f, c), offset=((a * kh + b) * kw + cc) * f * c * 4)
+                    part = ops.reshape(ops.mul_mat(tap, rows), (n * d, h, w, f))
+                    planes = ops.acc(planes, part, nb=nb_planes, offset=(b * dh * wb + cc * dw) * f * 4)
+            out = ops.acc(out, ops.reshape(planes, (n, d, plane)), nb=(db * plane * 4, sd * plane * 4, 4),
+                          offset=a * dd * plane * 4)
+        y = depth_taps(ops.reshape(out, (n * db, hb, wb, f)), n, tops[0], 1, outs[0])
+        if (hb, wb) != tuple(outs[1:]):
+            corner = (tops[1] * wb + tops[2]) * f * 4
+            y = ops.cont(ops.view(y, (n * outs[0], outs[1], outs[2], f),
+                                  strides=(hb * wb * f * 4, wb * f * 4, f * 4, 4), offset=corner))
+        if self.use_bias:
+            y = ops.add(y, self.bias)
         return y

@@ -34,17 +34,20 @@ def _pair(value, what, name):
     return p
 
 
-def _pairs2d(value, what, name):
-    """((top, bottom), (left, right)) from an int, (symmetric height, symmetric width) or two pairs."""
+def pairs_nd(value, what, name, n=2):
+    """One (before, after) per spatial axis (n of them) from an int, n ints (each symmetric)
+    or n pairs."""
+    count = {2: "two", 3: "three"}.get(n, str(n))
+    rule = f"{name}: {what} must be an int, {count} ints or {count} pairs of ints, got {value!r}"
     if is_int(value):
-        return (_pair(value, what, name),) * 2
+        return (_pair(value, what, name),) * n
     try:
         v = tuple(value)
     except TypeError:
-        raise TypeError(f"{name}: {what} must be an int, two ints or two pairs of ints, got {value!r}") from None
-    if len(v) != 2:
-        raise ValueError(f"{name}: {what} must be an int, two ints or two pairs of ints, got {value!r}")
-    return (_pair(v[0], what, name), _pair(v[1], what, name))
+        raise TypeError(rule) from None
+    if len(v) != n:
+        raise ValueError(rule)
+    return tuple(_pair(e, what, name) for e in v)
 
 
 def _data_format(value, name):
@@ -153,7 +156,7 @@ class ZeroPadding2D(_Edges):
 
     def __init__(self, padding=(1, 1), data_format=None, **kwargs):
         super().__init__(**kwargs)
-        self.padding = _pairs2d(padding, "padding", "ZeroPadding2D")
+        self.padding = pairs_nd(padding, "padding", "ZeroPadding2D")
         self.data_format = _data_format(data_format, "ZeroPadding2D")
 
 
@@ -178,5 +181,5 @@ class Cropping2D(_Edges):
 
     def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
         super().__init__(**kwargs)
-        self.cropping = _pairs2d(cropping, "cropping", "Cropping2D")
+        self.cropping = pairs_nd(cropping, "cropping", "Cropping2D")
         self.data_format = _data_format(data_format, "Cropping2D")

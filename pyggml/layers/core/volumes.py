@@ -4,11 +4,11 @@ volumes (batch, D, H, W, C), folded in the graph to (batch * D, H, W, C)
 cut and repeated as axis 1 of (batch, D, H * W * C)."""
 
 from pyggml import _fold, _scope, ops
-from pyggml._validation import int_tuple, is_int
+from pyggml._validation import int_tuple
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.convolutional.conv3d import depth_pad, depth_taps
 from pyggml.layers.core.dropout import _SpatialDropout
-from pyggml.layers.core.padding import _pair, crop, zero_pad
+from pyggml.layers.core.padding import crop, pairs_nd, zero_pad
 from pyggml.layers.core.up_sampling import _gather, _nearest_rows
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -19,19 +19,6 @@ __all__ = ["ZeroPadding3D", "Cropping3D", "UpSampling3D", "SpatialDropout3D"]
 def _check_5d(layer, input_shape):
     if len(input_shape) != 5:
         raise ValueError(f"{type(layer).__name__} expects inputs of shape (D, H, W, C), got {tuple(input_shape[1:])}")
-
-
-def _pairs3d(value, what, name):
-    """((d0, d1), (h0, h1), (w0, w1)) from an int, three ints or three pairs."""
-    if is_int(value):
-        return (_pair(value, what, name),) * 3
-    try:
-        v = tuple(value)
-    except TypeError:
-        raise TypeError(f"{name}: {what} must be an int, three ints or three pairs of ints, got {value!r}") from None
-    if len(v) != 3:
-        raise ValueError(f"{name}: {what} must be an int, three ints or three pairs of ints, got {value!r}")
-    return tuple(_pair(e, what, name) for e in v)
 
 
 def _channels_last(name, data_format):
@@ -80,7 +67,7 @@ class ZeroPadding3D(_Edges3D):
     def __init__(self, padding=(1, 1, 1), data_format=None, **kwargs):
         super().__init__(**kwargs)
         _channels_last("ZeroPadding3D", data_format)
-        self.padding = _pairs3d(padding, "padding", "ZeroPadding3D")
+        self.padding = pairs_nd(padding, "padding", "ZeroPadding3D", 3)
 
 
 @register_builtin
@@ -93,7 +80,7 @@ class Cropping3D(_Edges3D):
     def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
         super().__init__(**kwargs)
         _channels_last("Cropping3D", data_format)
-        self.cropping = _pairs3d(cropping, "cropping", "Cropping3D")
+        self.cropping = pairs_nd(cropping, "cropping", "Cropping3D", 3)
 
 
 def repeat_axis1(x, scale):
