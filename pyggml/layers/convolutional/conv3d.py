@@ -54,29 +54,40 @@ def depth_taps(x, n, start, step, count):
     return ops.reshape(ops.cont(v), (n * count, h, w, c))
 
 
-@register_builtin
-class Conv3D(BaseConv):
-    """Keras's Conv3D (channels-last), arguments and defaults; padding "valid" or "same"."""
+class _OnVolumes:
+    """What Conv3D and Conv3DTranspose share: volumes in, volumes out (pyggml._fold)."""
 
     rank = 3
     takes_5d = True
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) != 5:
+            raise ValueError(f"{type(self).__name__} expects inputs of shape (D, H, W, C), got "
+                             f"{tuple(input_shape[1:])}")
+        b, d, h, w, _ = input_shape
+        return (b, self._out_size(d, 0), self._out_size(h, 1), self._out_size(w, 2), self.filters)
+
+    def in_channels(self, input_shape):
+        self.compute_output_shape(input_shape)
+        if input_shape[-1] is None:
+            raise ValueError(f"{type(self).__name__} needs a known number of input channels")
+        return input_shape[-1]
+
+    def call(self, inputs, training=None):
+        return self._act(self.pre_activation(inputs))
+
+
+@register_builtin
+class Conv3D(_OnVolumes, BaseConv):
+    """Keras's Conv3D (channels-last), arguments and defaults; padding "valid" or "same"."""
 
     def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=(1, 1, 1), **kwargs):
         super().__init__(filters, kernel_size, strides, padding, activation, use_bias, kernel_initializer,
                          bias_initializer, dilation_rate, **kwargs)
 
-    def compute_output_shape(self, input_shape):
-        if len(input_shape) != 5:
-            raise ValueError(f"Conv3D expects inputs of shape (D, H, W, C), got {tuple(input_shape[1:])}")
-        b, d, h, w, _ = input_shape
-        return (b, self._out_size(d, 0), self._out_size(h, 1), self._out_size(w, 2), self.filters)
-
     def build(self, input_shape):
-        self.compute_output_shape(input_shape)
-        if input_shape[-1] is None:
-            raise ValueError("Conv3D needs a known number of input channels")
-        c = input_shape[-1]
+        c = self.in_channels(input_shape)
         kd, kh, kw = self.kernel_size
         self.add_kernel((self.filters, c * kd, kh, kw))
         self.weight.keras_shape = (self.filters, c, kd, kh, kw)     # PyTorch's Conv3d layout
@@ -121,9 +132,6 @@ class Conv3D(BaseConv):
             y = ops.add(y, bias)
         return ops.reshape(y, (m, oh, ow, self.filters))
 
-    def call(self, inputs, training=None):
-        return self._act(self.pre_activation(inputs))
-
     def pre_activation(self, inputs, training=None):
         shape = _fold.in_shape(self)
         n = _fold.batch_of(inputs, shape)
@@ -141,7 +149,7 @@ class Conv3D(BaseConv):
 
 
 @register_builtin
-class Conv3DTranspose(_BaseConvTranspose):
+class Conv3DTranspose(_OnVolumes, _BaseConvTranspose):
     """Keras's Conv3DTranspose (channels-last) over volumes, folded (pyggml._fold).
 
     Per kernel tap (a, b, c) the product of the input's rows with W[:, :, a, b, c] (channels
@@ -154,32 +162,17 @@ class Conv3DTranspose(_BaseConvTranspose):
     four dimensions as (in, filters * kd, kh, kw); ``kernel`` is Keras's (kd, kh, kw,
     filters, in)."""
 
-    rank = 3
-    takes_5d = True
-
     def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", output_padding=None,
                  activation=None, use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  dilation_rate=(1, 1, 1), **kwargs):
         super().__init__(filters, kernel_size, strides, padding, output_padding, activation, use_bias,
                          kernel_initializer, bias_initializer, dilation_rate, **kwargs)
 
-    def compute_output_shape(self, input_shape):
-        if len(input_shape) != 5:
-            raise ValueError(f"Conv3DTranspose expects inputs of shape (D, H, W, C), got {tuple(input_shape[1:])}")
-        b, d, h, w, _ = input_shape
-        return (b, self._out_size(d, 0), self._out_size(h, 1), self._out_size(w, 2), self.filters)
-
     def build(self, input_shape):
-        self.compute_output_shape(input_shape)
-        if input_shape[-1] is None:
-            raise ValueError("Conv3DTranspose needs a known number of input channels")
-        c = input_shape[-1]
+        c = self.in_channels(input_shape)
         kd, kh, kw = self.kernel_size
         self.add_kernel((c, self.filters * kd, kh, kw))
         self.weight.keras_shape = (c, self.filters, kd, kh, kw)      # PyTorch's ConvTranspose3d layout
-
-    def call(self, inputs, training=None):
-        return self._act(self.pre_activation(inputs))
 
     def pre_activation(self, inputs, training=None):
         shape = _fold.in_shape(self)

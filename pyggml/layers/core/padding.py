@@ -14,7 +14,7 @@ from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D"]
+__all__ = ["ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D", "pairs_nd", "edged_shape", "crop", "zero_pad"]
 
 
 def _pair(value, what, name):
@@ -94,6 +94,20 @@ def zero_pad(x, edges):
     return ops.acc(zeros, x, nb=tuple(st), offset=_offset(st, edges))
 
 
+def edged_shape(layer, input_shape, axes, pairs):
+    """The shape after ``layer`` adds (padding) or cuts (cropping) pairs[i] = (before, after)
+    along axes[i] of input_shape (None stays None)."""
+    out = list(input_shape)
+    sign = 1 if layer.key == "padding" else -1
+    for a, p in zip(axes, pairs):
+        if out[a] is not None:
+            out[a] += sign * sum(p)
+            if out[a] < 1:
+                raise ValueError(f"{type(layer).__name__}: cropping {getattr(layer, layer.key)} leaves nothing "
+                                 f"of the input's {tuple(input_shape[1:])}")
+    return tuple(out)
+
+
 class _Edges(Layer):
     """What the four layers share: the spatial axes, their (before, after) counts (the
     attribute named by ``key``: ``padding`` or ``cropping``) and whether they add or cut."""
@@ -114,15 +128,7 @@ class _Edges(Layer):
         if len(input_shape) != self.rank:
             what = "(steps, channels)" if self.rank == 3 else "(height, width, channels)"
             raise ValueError(f"{type(self).__name__} takes inputs of shape {what}, got {tuple(input_shape[1:])}")
-        out = list(input_shape)
-        sign = 1 if self.key == "padding" else -1
-        for a, p in zip(self._axes(), self._pairs()):
-            if out[a] is not None:
-                out[a] += sign * sum(p)
-                if out[a] < 1:
-                    raise ValueError(f"{type(self).__name__}: cropping {getattr(self, self.key)} leaves nothing "
-                                     f"of the input's {tuple(input_shape[1:])}")
-        return tuple(out)
+        return edged_shape(self, input_shape, self._axes(), self._pairs())
 
     def call(self, inputs):
         x = ops.as_tensor(inputs)

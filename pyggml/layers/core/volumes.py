@@ -8,7 +8,7 @@ from pyggml._validation import int_tuple
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.convolutional.conv3d import depth_pad, depth_taps
 from pyggml.layers.core.dropout import _SpatialDropout
-from pyggml.layers.core.padding import crop, pairs_nd, zero_pad
+from pyggml.layers.core.padding import crop, edged_shape, pairs_nd, zero_pad
 from pyggml.layers.core.up_sampling import _gather, _nearest_rows
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -32,15 +32,7 @@ class _Edges3D(Layer):
 
     def compute_output_shape(self, input_shape):
         _check_5d(self, input_shape)
-        out = list(input_shape)
-        sign = 1 if self.key == "padding" else -1
-        for a, p in zip((1, 2, 3), getattr(self, self.key)):
-            if out[a] is not None:
-                out[a] += sign * sum(p)
-                if out[a] < 1:
-                    raise ValueError(f"{type(self).__name__}: cropping {self.cropping} leaves nothing of the "
-                                     f"input's {tuple(input_shape[1:])}")
-        return tuple(out)
+        return edged_shape(self, input_shape, (1, 2, 3), getattr(self, self.key))
 
     def call(self, inputs):
         shape = _fold.in_shape(self)
