@@ -597,7 +597,8 @@ class Layer:
             out_shapes, dtypes, flags = tracing.output_shapes(self, inputs, kwargs, with_masks=True)
         multi = isinstance(out_shapes, list)
         out_list = out_shapes if multi else [out_shapes]
-        if any(len(tuple(s)) == 5 for s in out_list) and not self._folds_5d([n.shape for n in nodes]):
+        if any(isinstance(s, tuple) and len(s) == 5 for s in out_list) and \
+                not self._folds_5d([n.shape for n in nodes]):
             raise ValueError(f"{type(self).__name__} ({self.name}): an output of shape {out_shapes} has 5 dimensions, "
                              f"which only the layers that fold volumes make: {', '.join(_fold.FIVE_D_LAYERS)}")
         outs = []
