@@ -13,12 +13,21 @@ whose arguments decide); the others refuse a 5-D input with a clear error.
 While an opted-in layer's call runs, ``in_shapes()`` gives the Keras shapes of
 its inputs (the model's nodes), from which it finds the batch of a folded
 tensor: ``batch_of(x, shape)``.
+
+Inside a custom layer's (or a subclassed model's) call the layers it calls get
+tensors, not nodes: the graph being built keeps the Keras shape of each folded
+tensor it has seen (``note``/``noted``: the inputs of a call given volumes, and
+the outputs of a layer that takes them), so that a Conv3D inside a custom layer
+still knows its volume.  A custom layer (a class outside pyggml) takes volumes:
+its own ops see the folded tensor.
 """
 
 import contextlib
 import threading
 
-__all__ = ["graph_shape", "is_5d", "batch_of", "pending", "take", "inputs", "in_shape", "in_shapes",
+from pyggml import _scope
+
+__all__ = ["note", "noted", "note_outputs", "graph_shape", "is_5d", "batch_of", "pending", "take", "inputs", "in_shape", "in_shapes",
            "unfold_shape", "refusal", "batch_and_features", "active", "FIVE_D_LAYERS"]
 
 # filled in by pyggml.layers: the names of the layers that take 5-D inputs (for the refusal)
@@ -97,6 +106,70 @@ def inputs(shapes):
         yield
     finally:
         stack.pop()
+
+
+def _registry(create=False):
+    b = _scope.current()
+    cache = getattr(b, "cache", None)
+    if cache is None:
+        return None
+    reg = cache.get("_fold_shapes")
+    if reg is None and create:
+        reg = cache["_fold_shapes"] = {}
+    return reg
+
+
+def note(tensors, shapes):
+    """Keep the Keras shapes of the folded (5-D) ones of ``tensors`` for this graph."""
+    reg = None
+    for t, s in zip(tensors, shapes):
+        if s is not None and len(s) == 5 and hasattr(t, "shape") and len(t.shape) == 4:
+            reg = reg if reg is not None else _registry(create=True)
+            if reg is not None:
+                reg[t] = tuple(s)
+
+
+def noted(tensors):
+    """The Keras shapes of ``tensors`` (a folded one's as noted, any other's its own), or None
+    where none of them is a noted volume."""
+    reg = _registry()
+    if not reg:
+        return None
+    shapes = [reg.get(t) if hasattr(t, "shape") else None for t in tensors]
+    if all(s is None for s in shapes):
+        return None
+    return [s if s is not None else tuple(t.shape) for s, t in zip(shapes, tensors)]
+
+
+def note_outputs(layer, out, shapes):
+    """After ``layer``'s call on volumes of Keras shapes ``shapes``: note its folded outputs'
+    Keras shapes (a noted one keeps its note: a layer inside made it; else the layer's
+    compute_output_shape; else a result of (batch * D) rows stays 5-D)."""
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    five = next(s for s in shapes if s is not None and len(s) == 5)
+    n, d = five[0], five[1]
+    known = noted(outs) or [None] * len(outs)
+    said = None
+    root = next(c for c in reversed(type(layer).__mro__) if "compute_output_shape" in c.__dict__)
+    if type(layer).compute_output_shape is not root.compute_output_shape:
+        try:
+            ins = [(None,) + tuple(s[1:]) for s in shapes]
+            said = layer.compute_output_shape(ins if len(ins) > 1 else ins[0])
+            said = said if isinstance(said, list) else [said]
+        except Exception:       # a compute_output_shape that needs more than shapes
+            said = None
+    found = []
+    for i, t in enumerate(outs):
+        if not hasattr(t, "shape"):
+            found.append(None)
+            continue
+        k = known[i] if known[i] is not None and len(known[i]) == 5 else None
+        if k is None and said is not None and i < len(said) and isinstance(said[i], tuple) and len(said[i]) == 5:
+            k = (n,) + tuple(said[i][1:])
+        if k is None and said is None and len(t.shape) == 4 and t.shape[0] == n * d:
+            k = (n, d) + tuple(t.shape[1:])
+        found.append(k)
+    note(outs, found)
 
 
 def active():

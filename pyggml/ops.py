@@ -110,6 +110,11 @@ def arange(start, stop=None, step=1, dtype="int32"):
     values = np.arange(start, stop, step) if stop is not None else np.arange(start)
     if values.size == 0:
         raise ValueError("arange: empty range")
+    if dtype not in ("float32", "int32"):
+        raise ValueError(f"arange: dtype must be 'float32' or 'int32', got {dtype!r}")
+    if _scope.current() is None:
+        # outside a graph (a layer's build or __init__, as keras-io's positional encoders): at once
+        return as_ops_result(values.astype(np.int32 if dtype == "int32" else np.float32))
     return constant(values, dtype)
 
 

@@ -82,6 +82,16 @@ def feature_shape_of(shape, what="shape", allow_none=False, allow_empty=False):
     return tuple(out)
 
 
+def _graph_constants(inputs):
+    """Arrays among a layer's inputs as constants of the graph being built (tensors stay)."""
+    def one(v):
+        if isinstance(v, (Tensor, Variable)):
+            return v
+        a = np.asarray(v)
+        return ops.constant(a, "int32" if a.dtype.kind in "iub" else "float32")
+    return [one(v) for v in inputs] if isinstance(inputs, list) else one(inputs)
+
+
 def flatten_inputs(x):
     if isinstance(x, (list, tuple)):
         out = []
@@ -444,6 +454,8 @@ class Layer:
 
     def _folds_5d(self, shapes):
         t = self.takes_5d
+        if t is False and not type(self).__module__.startswith("pyggml."):
+            return True         # a custom layer: its call gets the folded tensor (pyggml._fold)
         return bool(t(shapes) if callable(t) else t)
 
     def _accepts(self, param):
@@ -501,7 +513,13 @@ class Layer:
             return self._call_on_tape(tape, inputs, kwargs)
         if all(isinstance(v, (Tensor, Variable)) for v in flat):
             return self._call_in_graph(inputs, kwargs)
-        if any(isinstance(v, (Node, Tensor, Variable)) for v in flat):
+        if any(isinstance(v, Node) for v in flat):
+            raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
+        if _scope.current() is not None:
+            # arrays in a graph being built (positions a custom layer made in build, given to its
+            # Embedding in call): constants of this graph, and the layer's weights train
+            return self._call_in_graph(_graph_constants(inputs), kwargs)
+        if any(isinstance(v, (Tensor, Variable)) for v in flat):
             raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
         from pyggml.layers import eager
         return eager.run_layer(self, inputs, kwargs)
@@ -520,8 +538,14 @@ class Layer:
         inputs = [v.graph_tensor() if isinstance(v, Variable) else v for v in inputs] \
             if isinstance(inputs, list) else (inputs.graph_tensor() if isinstance(inputs, Variable) else inputs)
         logical = _fold.take()       # the Keras shapes of 5-D (folded) inputs, where run_nodes gave them
-        if logical is not None and any(len(s) == 5 for s in logical) and not self._folds_5d(logical):
-            raise ValueError(_fold.refusal(self, logical))
+        flat_in = inputs if isinstance(inputs, list) else [inputs]
+        if logical is None:
+            logical = _fold.noted(flat_in)            # volumes inside a custom layer's call
+        volumes = logical is not None and any(s is not None and len(s) == 5 for s in logical)
+        if volumes:
+            if not self._folds_5d(logical):
+                raise ValueError(_fold.refusal(self, logical))
+            _fold.note(flat_in, logical)              # for the layers its call calls on them
         shapes = logical if logical is not None else \
             ([t.shape for t in inputs] if isinstance(inputs, list) else [inputs.shape])
         kwargs = dict(kwargs)
@@ -549,6 +573,8 @@ class Layer:
         else:
             with _fold.inputs(logical):       # (a sublayer of a layer given volumes gets None)
                 out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+            if volumes:
+                _fold.note_outputs(self, out, logical)
         if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \

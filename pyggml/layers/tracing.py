@@ -127,9 +127,12 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
                 if m_arg is not None and "mask" not in call_kwargs:
                     call_kwargs["mask"] = m_arg
                 five = next((n for n in nodes if len(n.feature_shape) == 4), None)
+                known = None
                 if five is not None:
                     with _fold.pending([_keras_concrete(n) for n in nodes]):
                         out = layer(arg, **call_kwargs)
+                    # the Keras shapes of the volumes it gives, as the layers that made them said
+                    known = _fold.noted(out if isinstance(out, (list, tuple)) else [out])
                 else:
                     out = layer(arg, **call_kwargs)
                 flags = None
@@ -143,9 +146,11 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
                         flags = [False] * n_out
             outs = out if isinstance(out, (list, tuple)) else [out]
             shapes = []
-            for t in outs:
+            for t, k in zip(outs, known or [None] * len(outs)):
                 s = list(t.shape)
-                if five is not None and len(s) == 4 and s[0] == _BATCH * _keras_concrete(five)[1]:
+                if k is not None and len(k) == 5:
+                    s = list(k)                                                 # a volume, as its layer said
+                elif five is not None and len(s) == 4 and s[0] == _BATCH * _keras_concrete(five)[1]:
                     s = list(_fold.unfold_shape(s, _keras_concrete(five)))     # still 5-D
                 s[0] = None
                 if variable:

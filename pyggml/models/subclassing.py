@@ -32,6 +32,8 @@ class SubclassedCall(Layer):
     """A subclassed model's ``call`` as the one layer of its graph; its weights are the
     model's own (its sublayers' and add_weight's)."""
 
+    takes_5d = True             # volumes reach the call folded; its layers know them (pyggml._fold)
+
     def __init__(self, model):
         super().__init__(name=model.name)
         object.__setattr__(self, "_sublayers", model.__dict__["_sublayers"])

@@ -297,3 +297,81 @@ def test_weighted_and_sparse_losses_on_volume_outputs_match_numpy():
     logp -= np.log(np.exp(logp).sum(axis=-1, keepdims=True))
     want = -np.take_along_axis(logp, labels[..., None], axis=-1).mean()
     assert np.isclose(model.evaluate(x, labels, verbose=0), want, rtol=1e-5)
+
+
+class TubeletEmbedding(L.Layer):
+    """keras-io's video vision transformer: a custom layer of a Conv3D and a Reshape."""
+
+    def __init__(self, embed_dim, patch_size, **kwargs):
+        super().__init__(**kwargs)
+        self.projection = L.Conv3D(filters=embed_dim, kernel_size=patch_size, strides=patch_size, padding="VALID")
+        self.flatten = L.Reshape(target_shape=(-1, embed_dim))
+
+    def call(self, videos):
+        return self.flatten(self.projection(videos))
+
+
+class PositionalEncoder(L.Layer):
+    """keras-io's: the positions made with ops.arange in build, embedded in call."""
+
+    def __init__(self, embed_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.embed_dim = embed_dim
+
+    def build(self, input_shape):
+        _, num_tokens, _ = input_shape
+        self.position_embedding = L.Embedding(input_dim=num_tokens, output_dim=self.embed_dim)
+        self.positions = pg.ops.arange(start=0, stop=num_tokens, step=1)
+
+    def call(self, encoded_tokens):
+        return encoded_tokens + self.position_embedding(self.positions)
+
+
+def test_custom_layers_on_volumes_the_video_vision_transformer_s_embedding():
+    """A custom layer gets the folded volume; the Conv3D it calls still knows the volume,
+    and its tokens equal numpy's patches times the kernel.  The positional encoder's
+    Embedding, called on build's arange, trains in the graph."""
+    rng = np.random.default_rng(6)
+    inp = pg.Input((8, 8, 4, 1))
+    tub = TubeletEmbedding(5, (4, 4, 2))
+    tokens = tub(inp)
+    assert tuple(tokens.shape) == (None, 8, 5)
+    enc = PositionalEncoder(5)
+    x = enc(tokens)
+    out = L.Dense(2, activation="softmax")(L.GlobalAvgPool1D()(L.LayerNormalization()(x)))
+    model = pg.Model(inp, out)
+    xs = rng.normal(size=(3, 8, 8, 4, 1)).astype(np.float32)
+    tok_model = pg.Model(inp, tokens)
+    w = tub.projection.get_weights()
+    want = conv3d_np(xs.astype(np.float64), w["weight"].reshape(5, 1, 4, 4, 2), w["bias"], (4, 4, 2))
+    assert np.allclose(tok_model.predict(xs), want.reshape(3, 8, 5), atol=1e-5)
+    model.compile(optimizer=pg.optimizers.Adam(0.05), loss="sparse_categorical_crossentropy")
+    before = enc.position_embedding.get_weights()[0].copy()
+    model.fit(xs, np.array([0, 1, 0]), epochs=2, verbose=0)
+    assert not np.allclose(before, enc.position_embedding.get_weights()[0])
+    assert isinstance(enc.positions, np.ndarray) and enc.positions.tolist() == list(range(8))
+
+
+class _VolumeNet(pg.Model):
+    def __init__(self):
+        super().__init__()
+        self.conv = L.Conv3D(2, 3, strides=2)
+        self.pool = L.MaxPooling3D((1, 2, 2))
+        self.gap = L.GlobalAveragePooling3D()
+        self.out = L.Dense(1)
+
+    def call(self, x):
+        return self.out(self.gap(self.pool(self.conv(x))))
+
+
+def test_a_subclassed_model_on_volumes_matches_its_functional_twin():
+    rng = np.random.default_rng(7)
+    xs = rng.normal(size=(3, 5, 9, 9, 1)).astype(np.float32)
+    sub = _VolumeNet()
+    got = np.asarray(sub(xs))
+    inp = pg.Input((5, 9, 9, 1))
+    twin = pg.Model(inp, sub.out(sub.gap(sub.pool(sub.conv(inp)))))
+    assert got.shape == (3, 1) and np.allclose(got, twin.predict(xs), atol=1e-6)
+    sub.compile(optimizer="sgd", loss="mse")
+    loss = sub.fit(xs, np.ones((3, 1), np.float32), epochs=3, verbose=0).history["loss"]
+    assert loss[-1] < loss[0]

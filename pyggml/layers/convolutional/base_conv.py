@@ -68,6 +68,8 @@ class BaseConv(Activated):
         self.kernel_size = int_tuple("kernel_size", kernel_size, self.rank)
         self.strides = int_tuple("strides", strides, self.rank)
         self.dilation_rate = int_tuple("dilation_rate", dilation_rate, self.rank)
+        # Keras takes the padding in any case ("VALID", keras-io's video transformer)
+        padding = padding.lower() if isinstance(padding, str) else padding
         self.padding = check_choice("padding", padding, ("valid", "same", "causal") if self.rank == 1
                                     else ("valid", "same"))
         if data_format not in (None, "channels_last"):

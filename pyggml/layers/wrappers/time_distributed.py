@@ -43,8 +43,9 @@ class TimeDistributed(Layer):
     def call(self, inputs, training=None):
         n, feats = _fold.batch_and_features(inputs)
         steps = feats[0]
-        # frames of videos (N, T, H, W, C) come folded: (N * T, H, W, C) are the rows already
-        rows = inputs if len(feats) == 4 else ops.reshape(contiguous(inputs), (n * steps,) + feats[1:])
+        # frames of videos (N, T, H, W, C) come folded: (N * T, H, W, C) are the rows already (a
+        # new view of them: the wrapped layer takes them as images, not as the volume they were)
+        rows = ops.reshape(contiguous(inputs), (n * steps,) + feats[1:])
         y = self.layer(rows, training=training)
         if len(y.shape) == 4:
             return y                    # (N * T, ...) is the fold of (N, T, ...): pyggml._fold
