@@ -172,8 +172,8 @@ class _TapeBuilder:
         a = np.ascontiguousarray(array, dtype=np.int32 if dtype == "int32" else np.float32)
         if a.ndim > 4:
             raise ValueError(f"a GradientTape records arrays of at most 4 dimensions, got {a.shape}: volumes and "
-                             f"videos (5-D) train in functional and Sequential models (fit, train_on_batch, a "
-                             f"Trainer)")
+                             f"videos (5-D) train in functional, Sequential and subclassed models (fit, "
+                             f"train_on_batch, a Trainer)")
         t = self.ctx.new_tensor(a.shape or (1,), dtype="i32" if dtype == "int32" else "f32")
         self._pending.append((t, a))
         return t
