@@ -25,7 +25,7 @@ import functools
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope, _symbolic, _tensor_arrays
+from pyggml import _fold, _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope, _symbolic, _tensor_arrays
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
@@ -71,7 +71,8 @@ def shape(x):
     if isinstance(x, Variable):
         return tuple(int(d) for d in x.shape)           # in a graph or not: the same
     if isinstance(x, Tensor):
-        return tuple(int(d) for d in x.shape)
+        known = _fold.noted([x])            # a folded volume in a custom call: its Keras shape
+        return tuple(int(d) for d in (known[0] if known else x.shape))
     return tuple(np.shape(x))
 
 

@@ -311,6 +311,19 @@ class TubeletEmbedding(L.Layer):
         return self.flatten(self.projection(videos))
 
 
+class TokensByHand(L.Layer):
+    """The same tokens with Keras's ops in the custom call: ops.shape gives the volume's shape."""
+
+    def __init__(self, embed_dim, patch_size, **kwargs):
+        super().__init__(**kwargs)
+        self.embed_dim = embed_dim
+        self.projection = L.Conv3D(filters=embed_dim, kernel_size=patch_size, strides=patch_size)
+
+    def call(self, videos):
+        p = self.projection(videos)
+        return pg.ops.reshape(p, (pg.ops.shape(p)[0], -1, self.embed_dim))
+
+
 class PositionalEncoder(L.Layer):
     """keras-io's: the positions made with ops.arange in build, embedded in call."""
 
@@ -345,6 +358,10 @@ def test_custom_layers_on_volumes_the_video_vision_transformer_s_embedding():
     w = tub.projection.get_weights()
     want = conv3d_np(xs.astype(np.float64), w["weight"].reshape(5, 1, 4, 4, 2), w["bias"], (4, 4, 2))
     assert np.allclose(tok_model.predict(xs), want.reshape(3, 8, 5), atol=1e-5)
+    by_hand = TokensByHand(5, (4, 4, 2))
+    hand_model = pg.Model(inp, by_hand(inp))
+    by_hand.projection.set_weights({"weight": w["weight"], "bias": w["bias"]})
+    assert np.allclose(hand_model.predict(xs), want.reshape(3, 8, 5), atol=1e-5)
     model.compile(optimizer=pg.optimizers.Adam(0.05), loss="sparse_categorical_crossentropy")
     before = enc.position_embedding.get_weights()[0].copy()
     model.fit(xs, np.array([0, 1, 0]), epochs=2, verbose=0)
