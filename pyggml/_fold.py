@@ -27,8 +27,8 @@ import threading
 
 from pyggml import _scope
 
-__all__ = ["note", "noted", "note_outputs", "graph_shape", "is_5d", "batch_of", "pending", "take", "inputs", "in_shape", "in_shapes",
-           "unfold_shape", "refusal", "batch_and_features", "active", "FIVE_D_LAYERS"]
+__all__ = ["note", "noted", "note_outputs", "said_shapes", "graph_shape", "batch_of", "pending", "take", "inputs",
+           "in_shape", "in_shapes", "unfold_shape", "refusal", "batch_and_features", "active", "FIVE_D_LAYERS"]
 
 # filled in by pyggml.layers: the names of the layers that take 5-D inputs (for the refusal)
 FIVE_D_LAYERS = []
@@ -42,10 +42,6 @@ def graph_shape(shape):
     if len(shape) == 5:
         return (shape[0] * shape[1],) + shape[2:]
     return shape
-
-
-def is_5d(shape):
-    return shape is not None and not isinstance(shape, (list, dict)) and len(shape) == 5
 
 
 def batch_of(x, shape):
@@ -141,6 +137,17 @@ def noted(tensors):
     return [s if s is not None else tuple(t.shape) for s, t in zip(shapes, tensors)]
 
 
+def said_shapes(layer, shapes):
+    """The Keras output shapes ``layer``'s own compute_output_shape gives for inputs of Keras
+    shapes ``shapes`` (a list, one per output), or None where it has none of its own."""
+    root = next(c for c in reversed(type(layer).__mro__) if "compute_output_shape" in c.__dict__)
+    if type(layer).compute_output_shape is root.compute_output_shape:
+        return None
+    ins = [(None,) + tuple(s[1:]) for s in shapes]
+    said = layer.compute_output_shape(ins if len(ins) > 1 else ins[0])
+    return said if isinstance(said, list) else [said]
+
+
 def note_outputs(layer, out, shapes):
     """After ``layer``'s call on volumes of Keras shapes ``shapes``: note its folded outputs'
     Keras shapes (a noted one keeps its note: a layer inside made it; else the layer's
@@ -149,15 +156,10 @@ def note_outputs(layer, out, shapes):
     five = next(s for s in shapes if s is not None and len(s) == 5)
     n, d = five[0], five[1]
     known = noted(outs) or [None] * len(outs)
-    said = None
-    root = next(c for c in reversed(type(layer).__mro__) if "compute_output_shape" in c.__dict__)
-    if type(layer).compute_output_shape is not root.compute_output_shape:
-        try:
-            ins = [(None,) + tuple(s[1:]) for s in shapes]
-            said = layer.compute_output_shape(ins if len(ins) > 1 else ins[0])
-            said = said if isinstance(said, list) else [said]
-        except Exception:       # a compute_output_shape that needs more than shapes
-            said = None
+    try:
+        said = said_shapes(layer, shapes)
+    except Exception:       # a compute_output_shape that needs more than shapes
+        said = None
     found = []
     for i, t in enumerate(outs):
         if not hasattr(t, "shape"):

@@ -45,13 +45,9 @@ def _unfolded(layer, given, out):
     layer's output shapes where it says them, else a folded result stays 5-D."""
     batch = given[0].shape[0]
     depth = next((a.shape[1] for a in given if a.ndim == 5), None)
-    shapes = None
-    root = next(c for c in reversed(type(layer).__mro__) if "compute_output_shape" in c.__dict__)
-    if type(layer).compute_output_shape is not root.compute_output_shape:
-        ins = [(None,) + a.shape[1:] for a in given]
-        shapes = layer.compute_output_shape(ins if len(ins) > 1 else ins[0])
     outs = out if isinstance(out, list) else [out]
-    shapes = shapes if isinstance(shapes, list) else [shapes] * len(outs)
+    said = _fold.said_shapes(layer, [a.shape for a in given]) or []
+    shapes = list(said[:len(outs)]) + [None] * (len(outs) - len(said))
     done = []
     for o, s in zip(outs, shapes):
         if s is not None and None not in s[1:]:

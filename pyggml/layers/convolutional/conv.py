@@ -17,7 +17,7 @@ from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["Conv1D", "Conv2D"]
+__all__ = ["Conv1D", "Conv2D", "conv_chw_rows"]
 
 
 def _shape_only(shape):
@@ -25,8 +25,10 @@ def _shape_only(shape):
     return _scope.require("a convolution").ctx.new_tensor(shape)
 
 
-def _conv_chw(layer, xc, kh, kw, pads, strides, dilation):
-    """(N, C, H, W) -> rows (N * OH * OW, filters) of x conv W (+ b)."""
+def conv_chw_rows(xc, wmat, kh, kw, pads, strides, dilation, bias=None):
+    """(N, C, H, W) convolved with the kernel matrix wmat (rows, C * kh * kw), padding
+    ``pads`` ((top, bottom), (left, right)): (rows (N * OH * OW, rows) (+ bias), OH, OW); an
+    f32 im2col and one mul_mat."""
     n, c, h, w = xc.shape
     (t, b), (l, r) = pads
     ph = pw = 0
@@ -34,15 +36,19 @@ def _conv_chw(layer, xc, kh, kw, pads, strides, dilation):
         ph, pw = t, l
     elif t or b or l or r:
         xc = pad_nchw(xc, t, b, l, r)
-    kshape = _shape_only((layer.filters, c, kh, kw))
+    kshape = _shape_only((wmat.shape[0], c, kh, kw))
     cols = ops.im2col(kshape, xc, strides[1], strides[0], pw, ph, dilation[1], dilation[0], True, "f32")
     oh, ow = cols.shape[1], cols.shape[2]
-    k = c * kh * kw
-    cols = ops.reshape(cols, (n * oh * ow, k))
-    y = ops.mul_mat(ops.reshape(layer.weight, (layer.filters, k)), cols)
-    if layer.use_bias:
-        y = ops.add(y, layer.bias)
+    y = ops.mul_mat(wmat, ops.reshape(cols, (n * oh * ow, c * kh * kw)))
+    if bias is not None:
+        y = ops.add(y, bias)
     return y, oh, ow
+
+
+def _conv_chw(layer, xc, kh, kw, pads, strides, dilation):
+    """(N, C, H, W) -> rows (N * OH * OW, filters) of x conv W (+ b)."""
+    wmat = ops.reshape(layer.weight, (layer.filters, xc.shape[1] * kh * kw))
+    return conv_chw_rows(xc, wmat, kh, kw, pads, strides, dilation, layer.bias if layer.use_bias else None)
 
 
 def _conv_cl(layer, x, w, padding, strides, dilation):

@@ -16,9 +16,10 @@ PyTorch weight to that shape to assign it); ``kernel`` is Keras's view,
 
 import numpy as np
 
-from pyggml import _fold, _scope, ops
+from pyggml import _fold, ops
 from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, to_chw
+from pyggml.layers.convolutional.conv import conv_chw_rows
 from pyggml.layers.convolutional.conv_transpose import _BaseConvTranspose
 from pyggml.saving.object_registration import register_builtin
 
@@ -117,19 +118,9 @@ class Conv3D(_OnVolumes, BaseConv):
             return ops.conv_2d_cl(contiguous(x), self._tap_weight(kd, True), bias, strides, padding, dilation)
         m, h, w, c = x.shape
         (kh, kw) = self.kernel_size[1:]
-        pads = (self._pads(h, 1), self._pads(w, 2))
-        from pyggml.layers.convolutional.base_conv import pad_nchw
-        xc = to_chw(x)
-        (t, b), (left, r) = pads
-        if (t, left) != (b, r):
-            xc, (t, left) = pad_nchw(xc, t, b, left, r), (0, 0)
-        kshape = _scope.require("Conv3D").ctx.new_tensor((self.filters, c, kh, kw))   # im2col reads its shape
-        cols = ops.im2col(kshape, xc, strides[1], strides[0], left, t, dilation[1], dilation[0], True, "f32")
-        oh, ow = cols.shape[1], cols.shape[2]
-        y = ops.mul_mat(ops.reshape(self._tap_weight(kd, False), (self.filters, c * kh * kw)),
-                        ops.reshape(cols, (m * oh * ow, c * kh * kw)))
-        if bias is not None:
-            y = ops.add(y, bias)
+        wmat = ops.reshape(self._tap_weight(kd, False), (self.filters, c * kh * kw))
+        y, oh, ow = conv_chw_rows(to_chw(x), wmat, kh, kw, (self._pads(h, 1), self._pads(w, 2)), strides, dilation,
+                                  bias)
         return ops.reshape(y, (m, oh, ow, self.filters))
 
     def pre_activation(self, inputs, training=None):

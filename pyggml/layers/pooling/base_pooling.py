@@ -24,10 +24,11 @@ import numpy as np
 
 from pyggml import ops
 from pyggml._validation import check_choice, int_tuple
-from pyggml.layers._helpers import contiguous
+from pyggml.layers._helpers import contiguous, fused
+from pyggml.layers.convolutional.base_conv import to_chw, to_hwc
 from pyggml.layers.layer import Layer
 
-__all__ = ["pool_out_size", "pool_pads", "pool_last_two", "pool_cl_images", "BasePooling"]
+__all__ = ["pool_out_size", "pool_pads", "pool_last_two", "pool_cl_images", "pool_images", "BasePooling"]
 
 _LOWEST = float(np.finfo(np.float32).min)
 
@@ -99,6 +100,16 @@ def pool_cl_images(x, op, kernel, strides, padding):
     """The fused path: max ("max") or average ("avg", over each window's real cells)
     pooling of channels-last images x (N, H, W, C); padding "valid" or "same" (Keras's)."""
     return ops.pool_cl(contiguous(x), op, tuple(kernel), tuple(strides), padding)
+
+
+def pool_images(x, op, kernel, strides, padding):
+    """Max or average ("max"/"avg") pooling of channels-last images x (N, H, W, C), Keras's
+    padding: pyggml's pool_cl on the CPU, ggml's pool_2d on channels-first copies elsewhere."""
+    if fused():
+        return pool_cl_images(x, op, kernel, strides, padding)
+    _, h, w, _ = x.shape
+    pads = tuple(pool_pads(size, kernel[i], strides[i], padding) for i, size in enumerate((h, w)))
+    return to_hwc(pool_last_two(to_chw(x), op, kernel, strides, pads))
 
 
 class BasePooling(Layer):

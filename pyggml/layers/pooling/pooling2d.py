@@ -2,9 +2,7 @@
 pyggml's channels-last pool_cl on the CPU, elsewhere ggml's pool_2d on
 channels-first copies."""
 
-from pyggml.layers._helpers import fused
-from pyggml.layers.convolutional.base_conv import to_chw, to_hwc
-from pyggml.layers.pooling.base_pooling import BasePooling, pool_cl_images, pool_last_two
+from pyggml.layers.pooling.base_pooling import BasePooling, pool_images
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["MaxPooling2D", "AveragePooling2D"]
@@ -25,10 +23,7 @@ class _Pooling2D(BasePooling):
     def call(self, inputs, training=None):
         _, h, w, _ = inputs.shape
         self.spatial_out((h, w))
-        if fused():
-            return pool_cl_images(inputs, self.op, self.pool_size, self.strides, self.padding)
-        # (N, C, H, W): ggml's pool_2d pools the last two axes
-        return to_hwc(pool_last_two(to_chw(inputs), self.op, self.pool_size, self.strides, self.pads((h, w))))
+        return pool_images(inputs, self.op, self.pool_size, self.strides, self.padding)
 
 
 @register_builtin

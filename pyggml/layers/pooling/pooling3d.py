@@ -11,23 +11,12 @@ of height D, width 1 and H'W'C channels.
 """
 
 from pyggml import _fold, ops
-from pyggml.layers._helpers import contiguous, fused
-from pyggml.layers.convolutional.base_conv import to_chw, to_hwc
-from pyggml.layers.pooling.base_pooling import BasePooling, pool_cl_images, pool_last_two, pool_pads
+from pyggml.layers._helpers import contiguous
+from pyggml.layers.pooling.base_pooling import BasePooling, pool_images
 from pyggml.layers.pooling.global_pooling import GlobalAveragePooling2D, GlobalMaxPooling2D
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["MaxPooling3D", "AveragePooling3D", "GlobalAveragePooling3D", "GlobalMaxPooling3D"]
-
-
-def pool_images(x, op, kernel, strides, padding):
-    """Max or average ("max"/"avg") pooling of channels-last images x (N, H, W, C), Keras's
-    padding: pyggml's pool_cl on the CPU, ggml's pool_2d on channels-first copies elsewhere."""
-    if fused():
-        return pool_cl_images(x, op, kernel, strides, padding)
-    _, h, w, _ = x.shape
-    pads = tuple(pool_pads(size, kernel[i], strides[i], padding) for i, size in enumerate((h, w)))
-    return to_hwc(pool_last_two(to_chw(x), op, kernel, strides, pads))
 
 
 class _Pooling3D(BasePooling):

@@ -24,7 +24,8 @@ import numpy as np
 from pyggml import _fold, _scope, ops
 from pyggml._validation import int_tuple
 from pyggml.layers._helpers import contiguous
-from pyggml.layers.convolutional.base_conv import pad_nchw, same_pads, to_chw
+from pyggml.layers.convolutional.base_conv import same_pads, to_chw
+from pyggml.layers.convolutional.conv import conv_chw_rows
 from pyggml.layers.recurrent.base_rnn import _several, padding_mask
 from pyggml.layers.recurrent.conv_lstm1d import ConvLSTM1D
 from pyggml.layers.recurrent.stateful import Stateful
@@ -114,22 +115,13 @@ class ConvLSTM2D(ConvLSTM1D):
     def _conv_rows(self, x, w2, rows, stride, dilation, padding):
         """Images x (n, H, W, channels) convolved with w2 (rows, channels * kh * kw):
         (n * OH * OW, rows)."""
-        n, h, w, c = x.shape
+        _, h, w, _ = x.shape
         (kh, kw) = self.kernel_size
-        stride, dilation = tuple(stride), tuple(dilation)
-        xc = to_chw(contiguous(x))                                              # (n, c, H, W)
         pads = [(0, 0), (0, 0)]
         if padding == "same":
             for i, (size, k) in enumerate(((h, kh), (w, kw))):
-                _, before, after = same_pads(size, (k - 1) * dilation[i] + 1, stride[i])
-                pads[i] = (before, after)
-        (t, b), (left, r) = pads
-        if (t, left) != (b, r):
-            xc, t, left = pad_nchw(xc, t, b, left, r), 0, 0
-        kshape = _scope.require("ConvLSTM2D").ctx.new_tensor((rows, c, kh, kw))   # im2col reads its shape alone
-        cols = ops.im2col(kshape, xc, stride[1], stride[0], left, t, dilation[1], dilation[0], True, "f32")
-        oh, ow = cols.shape[1], cols.shape[2]
-        return ops.mul_mat(w2, ops.reshape(cols, (n * oh * ow, c * kh * kw)))
+                pads[i] = same_pads(size, (k - 1) * dilation[i] + 1, stride[i])[1:]
+        return conv_chw_rows(to_chw(contiguous(x)), w2, kh, kw, pads, tuple(stride), tuple(dilation))[0]
 
     def _gate_kernels(self, weight, count):
         """The kernel as (rows, in * kh * kw) for mul_mat: whole, or one view per gate."""
