@@ -21,9 +21,14 @@ class Variable:
     """A named weight: ``shape``, ``initializer``, ``trainable``, values in
     numpy or on a device."""
 
-    def __init__(self, name, shape, initializer="glorot_uniform", trainable=True, layout="out_in", layer=None):
+    def __init__(self, name, shape, initializer="glorot_uniform", trainable=True, layout="out_in", layer=None,
+                 dtype="float32"):
         self.name = name
         self.shape = tuple(int(d) for d in shape)
+        # a scalar (Keras's shape ()) is kept in ggml as one value of shape (1,)
+        self.store_shape = self.shape or (1,)
+        # Keras's integer weights (counters; not trainable) are kept as float32, exact to 2**24
+        self._dtype = dtype
         self.initializer = initializer
         self.layout = layout
         self._trainable = bool(trainable)
@@ -53,7 +58,7 @@ class Variable:
 
     @property
     def dtype(self):
-        return "float32"
+        return self._dtype
 
     @property
     def size(self):
@@ -79,17 +84,20 @@ class Variable:
                 values = k.transpose(np.argsort(axes)).reshape(self.shape)
             else:
                 # a 5-D weight kept in 4 dimensions (Conv3D's) counts its fans on its whole shape
-                full = self.keras_shape if self.keras_shape is not None and len(self.keras_shape) > 4 else self.shape
+                full = self.keras_shape if self.keras_shape is not None and len(self.keras_shape) > 4 else \
+                    self.store_shape
                 values = init(tuple(full), rng or _random.rng(), self.layout)
             self._value = np.ascontiguousarray(values, dtype=np.float32).reshape(self.shape)
         return self
 
     def numpy(self):
-        """A copy of the current values."""
+        """A copy of the current values (of the weight's dtype)."""
         if self._tensor is not None:
-            return self._tensor.numpy().reshape(self.shape)
-        self.initialize()
-        return self._value.copy()
+            values = self._tensor.numpy().reshape(self.shape)
+        else:
+            self.initialize()
+            values = self._value.copy()
+        return values if self._dtype == "float32" else np.asarray(np.rint(values).astype(self._dtype))
 
     @property
     def lost(self):
@@ -105,11 +113,11 @@ class Variable:
         a = np.asarray(value)
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
-        if a.shape != self.shape:
+        if a.shape != self.shape and not (self.shape == () and a.size == 1):
             raise ValueError(f"variable {self.name!r} has shape {self.shape}, got {a.shape}")
-        a = np.ascontiguousarray(a, dtype=np.float32)
+        a = np.ascontiguousarray(a, dtype=np.float32).reshape(self.shape)
         if self._tensor is not None:
-            self._tensor.set(a)
+            self._tensor.set(a.reshape(self.store_shape))
         else:
             self._value = a.copy()
             self._lost = None
@@ -133,7 +141,7 @@ class Variable:
     def bind(self, tensor, home):
         """Move the values into ``tensor`` (owned by ``home``) and keep them there."""
         values = self.numpy()
-        tensor.set(values)
+        tensor.set(np.asarray(values, np.float32).reshape(self.store_shape))
         self._tensor, self._home, self._value = tensor, home, None
 
     def unbind(self):
@@ -167,9 +175,9 @@ class Variable:
         b = _scope.current()
         if not isinstance(new, Tensor):
             raise TypeError(f"variable {self.name!r}: a graph assign takes a tensor, got {type(new).__name__}")
-        if tuple(new.shape) != self.shape and int(np.prod(new.shape)) == self.size:
-            new = core_ops.reshape(new if new.is_contiguous else core_ops.cont(new), self.shape)
-        if tuple(new.shape) != self.shape:
+        if tuple(new.shape) != self.store_shape and int(np.prod(new.shape)) == self.size:
+            new = core_ops.reshape(new if new.is_contiguous else core_ops.cont(new), self.store_shape)
+        if tuple(new.shape) != self.store_shape:
             raise ValueError(f"variable {self.name!r} has shape {self.shape}, got a tensor of shape {tuple(new.shape)}")
         b.cache[("assigned", id(self))] = new
         (getattr(b, "add_state_update", None) or b.add_update)(self, new)

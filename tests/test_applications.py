@@ -41,18 +41,12 @@ KERAS_PARAMS = {
 }
 
 
-def _keras_count_in_pyggml(name, count):
-    # Keras's Normalization layer keeps a third statistic, the number of samples adapted on (one scalar
-    # weight); pyggml's keeps the mean and the variance only: EfficientNet counts one parameter less.
-    return count - 1 if name.startswith("EfficientNet") else count
-
-
 @pytest.mark.parametrize("name", sorted(KERAS_PARAMS))
 def test_param_counts_match_keras(name):
     with_top, without_top = KERAS_PARAMS[name]
     ctor = getattr(apps, name)
-    assert ctor(weights=None).count_params() == _keras_count_in_pyggml(name, with_top)
-    assert ctor(weights=None, include_top=False).count_params() == _keras_count_in_pyggml(name, without_top)
+    assert ctor(weights=None).count_params() == with_top
+    assert ctor(weights=None, include_top=False).count_params() == without_top
 
 
 def test_other_widths_and_classes_change_the_counts():

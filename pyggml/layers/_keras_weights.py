@@ -22,7 +22,7 @@ def keras_value(variable, value):
         a = a.reshape(tuple(variable.keras_shape))
     if variable.keras_axes is not None:
         a = a.transpose(tuple(variable.keras_axes))
-    return np.ascontiguousarray(a)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)       # (a scalar stays 0-d)
 
 
 def from_keras_value(variable, value, what):
@@ -34,7 +34,8 @@ def from_keras_value(variable, value, what):
     if a.shape != want:
         raise ValueError(f"{what}: weight {variable.name!r} takes an array of shape {want} (Keras's layout), got "
                          f"{a.shape}")
-    return np.ascontiguousarray(a.transpose(tuple(int(i) for i in np.argsort(axes))).reshape(variable.shape))
+    a = a.transpose(tuple(int(i) for i in np.argsort(axes))).reshape(variable.shape)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def keras_list_by_name(named, weights, who, note="", owner="layer"):
@@ -119,6 +120,8 @@ class KerasLayoutView(Variable):
         base_shape = tuple(base.keras_shape) if base.keras_shape is not None else tuple(base.shape)
         self._axes = tuple(base.keras_axes) if base.keras_axes is not None else tuple(range(len(base_shape)))
         self.shape = tuple(base_shape[a] for a in self._axes)
+        self.store_shape = self.shape or (1,)
+        self._dtype = base.dtype
         self.initializer = base.initializer
         self.layout = "keras"
         self._layer = base._layer

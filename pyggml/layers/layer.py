@@ -43,6 +43,27 @@ _MAX_WEIGHT_VALUES = 2 ** 30           # one weight of 4 GiB of f32 at most
 _MAX_FEATURE_DIMS = 4                  # ggml tensors have 4 dims; a 5-D node folds its batch (pyggml._fold)
 
 
+_INT_DTYPES = {"int": "int64", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+               "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
+
+
+def _weight_dtype(dtype, trainable):
+    """add_weight's dtype: float32 (also float16/bfloat16/float64 asked for: pyggml computes in
+    float32), or an integer type for a weight that is not trained (a counter, as Keras's
+    Normalization keeps), held as float32 (exact to 2**24) and read back as that type."""
+    if dtype is None:
+        return "float32"
+    name = getattr(dtype, "name", None) or (np.dtype(dtype).name if isinstance(dtype, type) else dtype)
+    if name in ("float32", "float16", "bfloat16", "float64", "float"):
+        return "float32"
+    if name in _INT_DTYPES:
+        if trainable:
+            raise ValueError(f"add_weight: a trainable weight must be a float, got dtype={dtype!r} "
+                             f"(give trainable=False for a counter)")
+        return _INT_DTYPES[name]
+    raise ValueError(f"add_weight: dtype must be a float or an integer type, got {dtype!r}")
+
+
 def snake_case(name):
     """Keras's layer name for a class name: Conv2D -> conv2d, LSTM -> lstm."""
     s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
@@ -264,8 +285,7 @@ class Layer:
         from pyggml import constraints as constraints_mod, regularizers as regularizers_mod
         regularizer = regularizers_mod.get(regularizer)
         constraint = constraints_mod.get(constraint)
-        if dtype not in (None, "float32"):
-            raise ValueError(f"add_weight: weights are float32, got dtype={dtype!r}")
+        dtype = _weight_dtype(dtype, trainable)
         if shape is None:
             raise ValueError("add_weight needs a shape")
         shape = (int(shape),) if is_int(shape) else tuple(shape)
@@ -289,7 +309,7 @@ class Layer:
             raise ValueError(f"{type(self).__name__} already has a weight named {name!r}")
         from pyggml import initializers
         initializers.get(initializer)              # an unknown name fails here, not at compile
-        v = Variable(name, shape, initializer, trainable=trainable, layout=layout, layer=self)
+        v = Variable(name, shape, initializer, trainable=trainable, layout=layout, layer=self, dtype=dtype)
         v.regularizer, v.constraint = regularizer, constraint
         self._variables.append(v)
         return v

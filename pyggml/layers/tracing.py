@@ -33,7 +33,7 @@ class _ShapeOnly:
     def tensor_of(self, variable):
         t = self._vars.get(id(variable))
         if t is None:
-            t = self._vars[id(variable)] = (self.ctx.new_tensor(variable.shape), variable)
+            t = self._vars[id(variable)] = (self.ctx.new_tensor(variable.store_shape), variable)
         return t[0]
 
     def constant(self, array, dtype="float32"):

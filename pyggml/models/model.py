@@ -284,7 +284,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
             if k not in named:
                 raise ValueError(f"unknown weight {k!r}; the model has {sorted(named)}")
             a = da.as_real_array(a, f"weight {k!r}")
-            if a.shape != named[k].shape:
+            if a.shape != named[k].shape and not (named[k].shape == () and a.size == 1):
                 raise ValueError(f"weight {k!r} has shape {named[k].shape}, got {a.shape}")
             if not np.all(np.isfinite(a)) or (a.size and np.abs(a).max() > np.finfo(np.float32).max):
                 raise ValueError(f"weight {k!r} has NaN, inf or values too large for float32")
@@ -476,7 +476,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         gguf_io.save_weights(self, path)
 
     def load_weights(self, path):
-        self.set_weights(gguf_io.read_weights(path, dict((n, v.shape) for n, v in self.named_variables())))
+        self.set_weights(gguf_io.read_weights(path, dict((n, v.store_shape) for n, v in self.named_variables())))
 
     def free(self):
         """Release the model's native memory (the weights' values stay with the layers).  Idempotent."""

@@ -50,7 +50,7 @@ class OptimizerState:
         ctx = Context(n_tensors=len(new) * len(names) + 8)
         made = []
         for n, v in new:
-            self._slots[id(v)] = {s: ctx.new_tensor(v.shape, name=f"{s}.{n}"[-63:]) for s in names}
+            self._slots[id(v)] = {s: ctx.new_tensor(v.store_shape, name=f"{s}.{n}"[-63:]) for s in names}
             made.append((n, v))
         buf = BackendBuffer(ctx, self.backend)
         self._chunks.append((ctx, buf))
@@ -65,7 +65,7 @@ class OptimizerState:
         if new:
             ctx = Context(n_tensors=len(new) + 4)
             for v in new:
-                self._accs[id(v)] = ctx.new_tensor(v.shape)
+                self._accs[id(v)] = ctx.new_tensor(v.store_shape)
             buf = BackendBuffer(ctx, self.backend)
             buf.clear(0)
             self._acc_chunks.append((ctx, buf))

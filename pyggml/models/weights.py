@@ -46,7 +46,7 @@ class WeightStore:
         self.tensors = {}                 # id(variable) -> Tensor
         self.variables = {}               # id(variable) -> Variable
         for name, v in named:
-            t = self.ctx.new_tensor(v.shape, name=name[-63:])
+            t = self.ctx.new_tensor(v.store_shape, name=name[-63:])
             self.tensors[id(v)] = t
             self.variables[id(v)] = v
         if named:

@@ -191,7 +191,7 @@ def restore(model, path):
     fl = _File(path)
     try:
         named = model.named_variables()
-        model.set_weights({n: fl.array(n, v.shape) for n, v in named})
+        model.set_weights({n: fl.array(n, v.store_shape).reshape(v.shape) for n, v in named})
         _restore_state(fl, model, named)
     finally:
         fl.close()
@@ -206,7 +206,7 @@ def _restore_state(fl, model, named):
     for s in model.optimizer.state_slot_names:
         for n, v in named:
             if f"optimizer.{s}.{n}" in fl.by_name:
-                slots.setdefault(s, {})[n] = fl.array(f"optimizer.{s}.{n}", v.shape)
+                slots.setdefault(s, {})[n] = fl.array(f"optimizer.{s}.{n}", v.store_shape)
     try:
         model.set_optimizer_state({"iterations": it, "slots": slots})
     except GGMLError as e:
@@ -266,7 +266,7 @@ def _load_model(path, backend, custom_objects, compile):
             raise GGUFError(f"{p!r}: the model config cannot be rebuilt ({type(e).__name__}: {e})") from None
         # every weight must be in the file with the right shape before anything is
         # allocated, so a hostile config cannot ask for more memory than the file holds
-        values = {n: fl.array(n, v.shape) for n, v in named}
+        values = {n: fl.array(n, v.store_shape).reshape(v.shape) for n, v in named}
         for n, v in named:
             v.assign(values[n])
         if not compile or comp is None:

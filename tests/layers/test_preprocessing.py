@@ -153,7 +153,9 @@ def test_normalization_adapt_matches_keras_docs():
     np.testing.assert_allclose(layer(np.array([[0., 7., 4.]], dtype="float32")), [[-1., -1., -1.]], atol=1e-6)
     np.testing.assert_allclose(layer.adapt_mean.numpy(), [1., 8., 5.])
     np.testing.assert_allclose(layer.adapt_variance.numpy(), [1., 1., 1.])
-    assert [v.name for v in layer.non_trainable_variables] == ["mean", "variance"]
+    # Keras's three weights: the statistics and a scalar integer count it keeps for old files
+    assert [v.name for v in layer.non_trainable_variables] == ["mean", "variance", "count"]
+    assert layer.adapt_count.shape == () and layer.adapt_count.numpy().dtype == np.int64
     assert layer.trainable_variables == []
 
 

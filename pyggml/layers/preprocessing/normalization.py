@@ -4,7 +4,8 @@ learnt from data with ``adapt`` or given (Keras's layer).
 ``(x - mean) / max(sqrt(variance), 1e-7)`` (Keras's epsilon: a feature of zero
 variance is only shifted), or the inverse with ``invert=True``.  Adapted
 statistics are non-trainable weights named ``mean`` and ``variance`` (saved
-with the model's weights); given ones are constants in the config."""
+with the model's weights; beside them Keras's ``count``, a scalar it no longer
+uses); given ones are constants in the config."""
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class Normalization(Layer):
             raise ValueError("Normalization: variance must not be negative")
         self.invert = bool(invert)
         self._keep = self._broadcast = None
-        self.adapt_mean = self.adapt_variance = None
+        self.adapt_mean = self.adapt_variance = self.adapt_count = None
 
     # --- shapes ------------------------------------------------------------------------
     def _plan(self, input_shape):
@@ -107,6 +108,9 @@ class Normalization(Layer):
         if self.adapt_mean is None:
             self.adapt_mean = self.add_weight("mean", shape, "zeros", trainable=False)
             self.adapt_variance = self.add_weight("variance", shape, "ones", trainable=False)
+            # Keras keeps a third weight, a count of its own (0: Keras 3 no longer adapts it);
+            # kept so that weight lists and parameter counts are Keras's
+            self.adapt_count = self.add_weight("count", (), "zeros", trainable=False, dtype="int64")
 
     def _stat_shape_in_graph(self):
         """The statistics' shape without the batch axis, as the inputs broadcast them."""
