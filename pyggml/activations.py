@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from pyggml import _scope, ops
+from pyggml._validation import check_number
 from pyggml.core import Tensor
 from pyggml.core import ops as core_ops
 from pyggml.variables import Variable
@@ -46,8 +47,46 @@ def _eager_on_arrays(fn):
 
 
 @_eager_on_arrays
-def relu(x):
-    return ops.relu(ops.as_tensor(x))
+def relu(x, negative_slope=0.0, max_value=None, threshold=0.0):
+    """Keras's relu: x above ``threshold`` (0 at or below it), capped to [0, ``max_value``] if
+    given, plus ``negative_slope * (x - threshold)`` below ``threshold``.
+
+    Exact in float32: the cap and the threshold pick x or the bound by a 0/1 mask (or ggml's
+    clamp), never ``m - relu(m - x)``, whose large constants rounded small values away."""
+    negative_slope = check_number("relu negative_slope", negative_slope)
+    threshold = check_number("relu threshold", threshold)
+    if max_value is not None:
+        max_value = check_number("relu max_value", max_value)
+        if max_value < 0.0:
+            raise ValueError(f"relu max_value must be >= 0, got {max_value}")
+    x = _plain(x)
+    if max_value is None and threshold == 0.0:
+        if negative_slope == 0.0:
+            return ops.relu(x)
+        return leaky_relu(x, negative_slope)
+    if threshold == 0.0:                    # (max_value is set here)
+        pos = x if _scope.fused() else ops.relu(x)
+    else:
+        pos = ops.mul(x, ops.step(ops.scale_bias(x, 1.0, -threshold)))     # x where x > t, else 0
+    if max_value is not None:
+        if _scope.fused():
+            pos = ops.clamp(pos, 0.0, max_value)              # its backward pass is pyggml's (CPU)
+        else:
+            if threshold < 0.0:
+                pos = ops.relu(pos)          # x in (t, 0) is clipped to 0 like Keras's
+            pos = _capped(pos, max_value)
+    if negative_slope == 0.0:
+        return pos
+    below = ops.relu(ops.neg(x) if threshold == 0.0 else ops.scale_bias(x, -1.0, threshold))   # relu(t - x)
+    return ops.sub(pos, ops.scale(below, negative_slope))
+
+
+def _capped(x, m):
+    """min(x, m) exactly, from ops every backend trains: x where x <= m, else m (the
+    gradient is 1 below m, 0 above it)."""
+    over = ops.step(ops.scale_bias(x, 1.0, -m))              # 1 where x > m
+    keep = ops.scale_bias(over, -1.0, 1.0)                   # 1 where x <= m
+    return ops.add(ops.mul(x, keep), ops.scale(over, m))
 
 
 def _plain(x):
@@ -174,7 +213,12 @@ def _from_ops(name, op_name=None):
     return _eager_on_arrays(act)
 
 
-relu6 = _from_ops("relu6")
+@_eager_on_arrays
+def relu6(x):
+    """min(max(x, 0), 6), exactly (``relu(x, max_value=6)``)."""
+    return relu(x, max_value=6.0)
+
+
 selu = _from_ops("selu")
 softplus = _from_ops("softplus")
 softsign = _from_ops("softsign")

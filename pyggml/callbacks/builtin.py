@@ -165,6 +165,9 @@ class ModelCheckpoint(Callback):
             if current is None or not _is_better(self.mode, self.monitor, current, self.best, 0):
                 return
             self.best = current
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)      # Keras makes the folder of the (formatted) path
         if self.save_weights_only:
             self.model.save_weights(path)
         else:

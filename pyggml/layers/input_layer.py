@@ -17,9 +17,23 @@ _DTYPES = {"float32": "float32", "float64": "float32", "float16": "float32", "in
 
 @register_builtin
 class InputLayer(Layer):
-    """The layer behind ``pg.Input``: no weights, the model's data enters here."""
+    """The layer behind ``pg.Input``: no weights, the model's data enters here.
 
-    def __init__(self, shape=None, name=None, dtype="float32", batch_shape=None, batch_size=None, **kwargs):
+    ``InputLayer(shape=None, batch_size=None, dtype="float32", batch_shape=None, name=None)``
+    (Keras's order; ``input_shape=`` and ``batch_input_shape=`` are Keras 2's names).  Its
+    ``output`` is the symbolic input; as the first element of a Sequential (or given to
+    ``Sequential.add``) it sets the model's input shape, as ``pg.Input`` does."""
+
+    def __init__(self, shape=None, batch_size=None, dtype="float32", sparse=None, batch_shape=None,
+                 input_tensor=None, optional=False, name=None, **kwargs):
+        shape, batch_shape = _legacy_shapes(shape, batch_shape, kwargs)
+        if sparse:
+            raise ValueError("InputLayer: sparse inputs are not supported (pyggml's tensors are dense)")
+        if input_tensor is not None:
+            raise ValueError("InputLayer: input_tensor is not supported; pass shape= (and dtype=), or use the "
+                             "symbolic tensor itself where the model takes inputs")
+        if optional:
+            raise ValueError("InputLayer: optional inputs are not supported")
         super().__init__(name=name, **kwargs)
         if batch_shape is not None:
             try:
@@ -49,6 +63,11 @@ class InputLayer(Layer):
         self.dtype = key
         self.input_shape = self.output_shape = (None,) + self.shape
         self.built = True
+        # the symbolic input (Keras's InputLayer(...).output); a loaded functional model
+        # replaces it with the node it wires
+        node = Node(self.shape, self, [], dtype=self.graph_dtype)
+        node.batch_size = self.batch_size
+        self.output = node
 
     @property
     def graph_dtype(self):
@@ -68,8 +87,10 @@ class InputLayer(Layer):
         return cls(shape[1:], name=config.get("name"), dtype=config.get("dtype", "float32"), batch_size=shape[0])
 
 
-def Input(shape=None, name=None, dtype="float32", batch_size=None, batch_shape=None):
-    """A symbolic input of a functional model (``shape`` without the batch).
+def Input(shape=None, batch_size=None, dtype="float32", sparse=None, batch_shape=None, name=None, tensor=None,
+          optional=False):
+    """A symbolic input of a functional model (``shape`` without the batch; Keras's
+    arguments, in Keras's order).
 
     ``batch_size`` (or ``batch_shape=(batch, *shape)``) fixes the model's batch size,
     as Keras's: a stateful recurrent layer needs it.
@@ -77,8 +98,24 @@ def Input(shape=None, name=None, dtype="float32", batch_size=None, batch_shape=N
     ``None`` in the shape stands for a length that varies from batch to batch
     (a graph is built and cached per length).  Integer dtypes (int64, int32,
     ...) hold indices for an Embedding; floats are float32 in the graph."""
-    layer = InputLayer(shape, name=name, dtype=dtype, batch_shape=batch_shape, batch_size=batch_size)
-    node = Node(layer.shape, layer, [], dtype=layer.graph_dtype)
-    node.batch_size = layer.batch_size
-    layer.output = node
-    return node
+    layer = InputLayer(shape, batch_size=batch_size, dtype=dtype, sparse=sparse, batch_shape=batch_shape,
+                       input_tensor=tensor, optional=optional, name=name)
+    return layer.output
+
+
+def _legacy_shapes(shape, batch_shape, kwargs):
+    """Keras 2's ``input_shape=`` and ``batch_input_shape=`` (Keras 3 still takes them) as
+    ``shape`` and ``batch_shape``; taken out of ``kwargs``."""
+    input_shape = kwargs.pop("input_shape", None)
+    batch_input_shape = kwargs.pop("batch_input_shape", None)
+    if input_shape is not None:
+        if shape is not None and feature_shape_of(shape, allow_none=True) != \
+                feature_shape_of(input_shape, "input_shape", allow_none=True):
+            raise ValueError(f"InputLayer: shape {shape!r} and input_shape {input_shape!r} disagree")
+        shape = input_shape
+    if batch_input_shape is not None:
+        if batch_shape is not None and tuple(batch_shape) != tuple(batch_input_shape):
+            raise ValueError(f"InputLayer: batch_shape {batch_shape!r} and batch_input_shape "
+                             f"{batch_input_shape!r} disagree")
+        batch_shape = batch_input_shape
+    return shape, batch_shape

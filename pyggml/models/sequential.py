@@ -18,7 +18,7 @@ __all__ = ["Sequential"]
 @register_builtin
 class Sequential(Model):
     """``pg.Sequential(layers=None, input_shape=None, name=None)``; the first
-    element of ``layers`` may be ``pg.Input(shape)``."""
+    element of ``layers`` may be ``pg.Input(shape)`` or ``pg.layers.InputLayer(shape)``."""
 
     def __init__(self, layers=None, input_shape=None, name=None, **kwargs):
         self._stack = []
@@ -59,9 +59,11 @@ class Sequential(Model):
     def add(self, layer):
         if self._compiled:
             raise RuntimeError("cannot add layers after compile")
+        if isinstance(layer, InputLayer) and isinstance(layer.output, Node):
+            layer = layer.output                    # Keras's InputLayer(shape): as pg.Input(shape)
         if isinstance(layer, Node) and isinstance(layer.layer, InputLayer):
             if self._stack:
-                raise ValueError("pg.Input can only be the first element of a Sequential")
+                raise ValueError("pg.Input (or an InputLayer) can only be the first element of a Sequential")
             self._seq_input_shape = layer.feature_shape
             self._seq_input_dtype = layer.layer.dtype
             self._seq_batch_size = layer.layer.batch_size

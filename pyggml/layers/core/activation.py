@@ -1,6 +1,6 @@
 """Activation layers: ``Activation(name)``, and Keras's ReLU, LeakyReLU, ELU and Softmax layers."""
 
-from pyggml import activations, ops
+from pyggml import activations
 from pyggml._validation import check_number
 from pyggml.layers._helpers import Activated
 from pyggml.layers.layer import Layer
@@ -46,18 +46,9 @@ class ReLU(_Elementwise):
         self.threshold = check_number("threshold", threshold)
 
     def call(self, inputs, training=None):
-        x = ops.as_tensor(inputs)
-        if self.threshold:
-            x = ops.scale_bias(x, 1.0, -self.threshold)          # x - t
-        y = ops.relu(x)
-        if self.threshold:
-            y = ops.add(y, ops.scale(ops.step(x), self.threshold))    # x itself above t
-        if self.negative_slope:
-            y = ops.sub(y, ops.scale(ops.relu(ops.neg(x)), self.negative_slope))
-        if self.max_value is not None:
-            # min(y, m) = m - relu(m - y)
-            y = ops.scale_bias(ops.relu(ops.scale_bias(y, -1.0, self.max_value)), -1.0, self.max_value)
-        return y
+        # exact in float32 (a 0/1 mask or ggml's clamp: no rounding next to max_value)
+        return activations.relu(inputs, negative_slope=self.negative_slope, max_value=self.max_value,
+                                threshold=self.threshold)
 
     def get_config(self):
         c = super().get_config()

@@ -12,6 +12,7 @@ import numpy as np
 from pyggml import ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import contiguous
+from pyggml.layers._keras_weights import BUILDERS, build_through_owner
 from pyggml.layers.layer import Layer
 from pyggml.layers.preprocessing._adapt import adapt_batches
 from pyggml.saving.object_registration import register_builtin
@@ -119,6 +120,34 @@ class Normalization(Layer):
     def _given(self, v):
         """A given statistic as an array of the broadcast shape without the batch axis."""
         return np.ascontiguousarray(np.broadcast_to(v, self._broadcast)).reshape(self._stat_shape_in_graph())
+
+    # --- Keras's mean and variance -----------------------------------------------------------
+    @property
+    def mean(self):
+        """The mean as the inputs broadcast it (Keras's ``layer.mean``): a float32 array of the
+        inputs' rank, 1 on the batch axis and the axes averaged over, e.g. (1, 1, 1, 3) for
+        images with ``axis=-1``.  Known once the layer is built or adapted; read-only (the
+        config's ``mean`` is the value given to the constructor)."""
+        return self._broadcast_stat("mean")
+
+    @property
+    def variance(self):
+        """The variance, shaped like ``mean`` (Keras's ``layer.variance``)."""
+        return self._broadcast_stat("variance")
+
+    def _broadcast_stat(self, what):
+        if self._broadcast is None and BUILDERS:
+            build_through_owner(self)          # a Sequential's layer: built as Keras builds it
+        given = self.input_mean if what == "mean" else self.input_variance
+        adapted = self.adapt_mean if what == "mean" else self.adapt_variance
+        if self._broadcast is None or (given is None and adapted is None):
+            raise AttributeError(f"Normalization: {what} is known once the layer is built (called on inputs, "
+                                 f"or in a model with an input shape) or adapted")
+        if given is not None:
+            values = np.broadcast_to(given, self._broadcast)
+        else:
+            values = adapted.numpy().reshape(self._broadcast)
+        return np.array(values, dtype=np.float32)
 
     # --- adapt -------------------------------------------------------------------------
     def adapt(self, data, batch_size=None, steps=None):
