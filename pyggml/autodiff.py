@@ -384,6 +384,12 @@ class GradientTape:
             if isinstance(x, Variable):
                 self._watched_vars[id(x)] = x
             elif isinstance(x, Tensor):
+                if (self._b is None or x.ctx is not self._b.ctx) and x.op != "NONE" and \
+                        getattr(x.ctx, "value_source", None) is not None:
+                    raise ValueError("watch() of a tensor another GradientTape computed: a gradient with respect to "
+                                     "it, taken inside that tape, would be a second-order gradient (a gradient "
+                                     "penalty such as WGAN-GP's), which pyggml does not have (ggml has no backward "
+                                     "pass of a backward pass)")
                 if self._b is None or x.ctx is not self._b.ctx or x.op != "NONE" or x.dtype != "f32":
                     raise ValueError("watch() takes a float leaf tensor of this tape (a constant it recorded), "
                                      "a Variable or an array")

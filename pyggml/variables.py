@@ -17,12 +17,94 @@ from pyggml.errors import GGMLError
 __all__ = ["Variable", "WeightName"]
 
 
+_VARIABLE_KEYWORDS = ("initializer", "shape", "dtype", "trainable", "name", "autocast", "aggregation",
+                      "synchronization", "layout")
+
+
+def _is_initializer_name(s):
+    try:
+        initializers.get(s)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _variable_arguments(args, kwargs):
+    """Variable's arguments, Keras's or pyggml's order, as _setup's."""
+    unknown = set(kwargs) - set(_VARIABLE_KEYWORDS)
+    if unknown:
+        raise TypeError(f"Variable() got unexpected keyword arguments {sorted(unknown)}")
+    if args and isinstance(args[0], str) and not _is_initializer_name(args[0]) and \
+            (len(args) > 1 or "shape" in kwargs):
+        # pyggml's order: Variable(name, shape, initializer="glorot_uniform", trainable=True)
+        if len(args) > 4:
+            raise TypeError("Variable(name, shape, initializer, trainable) takes at most 4 positional arguments")
+        names = ("name", "shape", "initializer", "trainable")
+        for k, a in zip(names, args):
+            if k in kwargs:
+                raise TypeError(f"Variable() got multiple values for argument {k!r}")
+            kwargs[k] = a
+        init = kwargs.get("initializer", "glorot_uniform")
+    else:
+        if len(args) > 4:
+            raise TypeError("Variable(initializer, shape, dtype, trainable) takes at most 4 positional arguments")
+        for k, a in zip(("initializer", "shape", "dtype", "trainable"), args):
+            if k in kwargs:
+                raise TypeError(f"Variable() got multiple values for argument {k!r}")
+            kwargs[k] = a
+        if "initializer" not in kwargs:
+            raise TypeError("Variable() needs an initializer: a value (an array) or an initializer with shape=")
+        init = kwargs["initializer"]
+    shape, value = kwargs.get("shape"), None
+    if isinstance(init, Variable):
+        init = init.numpy()
+    if not (isinstance(init, (str, dict)) or callable(init)):
+        value = np.asarray(init)
+        if value.dtype == object or value.dtype.kind not in "biuf":
+            raise TypeError(f"Variable(): a value must hold real numbers, got dtype {value.dtype}")
+        if shape is not None and tuple(shape) != value.shape:
+            raise ValueError(f"Variable(): shape {tuple(shape)} does not fit the value's shape {value.shape}")
+        shape, init = value.shape, "zeros"
+    elif shape is None:
+        raise ValueError("Variable(): an initializer needs shape= (or give a value, an array)")
+    else:
+        initializers.get(init)              # an unknown name fails here
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if any(not isinstance(d, (int, np.integer)) or d < 1 for d in shape) or len(shape) > 4:
+        raise ValueError(f"Variable(): shape must be at most 4 positive ints, got {shape}")
+    dtype = kwargs.get("dtype")
+    dtype = "float32" if dtype is None or str(getattr(dtype, "name", dtype)).startswith(("float", "bfloat")) \
+        else str(getattr(dtype, "name", dtype))
+    if dtype != "float32" and not dtype.startswith(("int", "uint")):
+        raise ValueError(f"Variable(): dtype must be a float or an integer type, got {kwargs.get('dtype')!r}")
+    trainable = bool(kwargs.get("trainable", True))
+    if trainable and dtype != "float32":
+        raise ValueError(f"Variable(): a trainable variable must be a float, got dtype {dtype!r}")
+    return (kwargs.get("name") or "variable", shape, init, trainable, kwargs.get("layout", "out_in"), None, dtype,
+            value)
+
+
 class Variable:
     """A named weight: ``shape``, ``initializer``, ``trainable``, values in
     numpy or on a device."""
 
-    def __init__(self, name, shape, initializer="glorot_uniform", trainable=True, layout="out_in", layer=None,
-                 dtype="float32"):
+    def __init__(self, *args, **kwargs):
+        """Keras's ``Variable(initializer, shape=None, dtype=None, trainable=True, name=None)``:
+        ``initializer`` is a value (an array: its shape is the variable's) or an initializer
+        (a name, an object or a callable, with ``shape``).  pyggml's own order also works:
+        ``Variable(name, shape, initializer="glorot_uniform", trainable=True)``."""
+        self._setup(*_variable_arguments(args, kwargs))
+
+    @classmethod
+    def made(cls, name, shape, initializer="glorot_uniform", trainable=True, layout="out_in", layer=None,
+             dtype="float32"):
+        """A variable made by pyggml itself (a layer's weight, a state), named first."""
+        v = cls.__new__(cls)
+        v._setup(name, shape, initializer, trainable, layout, layer, dtype)
+        return v
+
+    def _setup(self, name, shape, initializer="glorot_uniform", trainable=True, layout="out_in", layer=None,
+               dtype="float32", value=None):
         self.name = name
         self.shape = tuple(int(d) for d in shape)
         # a scalar (Keras's shape ()) is kept in ggml as one value of shape (1,)
@@ -45,6 +127,8 @@ class Variable:
         # (in, units): (1, 0)); both None: the same layout
         self.keras_shape = None
         self.keras_axes = None
+        if value is not None:
+            self._value = np.ascontiguousarray(value, dtype=np.float32).reshape(self.shape)
 
     # --- flags ---------------------------------------------------------------------
     @property
@@ -266,6 +350,7 @@ class Variable:
 
 
 def _as_tensor(v):
+    v = v.variable if isinstance(v, WeightName) else v
     return v._value_here() if isinstance(v, Variable) else v
 
 
@@ -291,3 +376,22 @@ class WeightName(str):
 
     def __reduce__(self):
         return (str, (str(self),))              # pickles (and copies) as the plain name
+
+
+def _as_variable_op(op):
+    """WeightName's arithmetic: the Variable's (Keras's ``0.999 * ema_w + 0.001 * w`` on
+    ``model.weights``); a str operand keeps str's own (``name + "_ema"``)."""
+    base = getattr(str, op, None)
+
+    def method(self, *other):
+        if base is not None and other and isinstance(other[0], str) and not isinstance(other[0], WeightName):
+            return base(self, *other)
+        return getattr(self.variable, op)(*other)
+    method.__name__ = op
+    return method
+
+
+for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+            "__neg__", "__pow__", "__matmul__", "__rmatmul__", "__abs__"):
+    setattr(WeightName, _op, _as_variable_op(_op))
+del _op

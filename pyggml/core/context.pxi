@@ -482,20 +482,45 @@ cdef class Tensor:
         from pyggml._tensor_arrays import tensor_ufunc
         return tensor_ufunc(ufunc, method, inputs, kwargs)
 
-    # comparisons are Keras's: float tensors of 0 and 1 (== and != stay identity: tensors are dict keys)
+    # comparisons are Keras's: float tensors of 0 and 1 (== and != stay identity: tensors are dict keys);
+    # a GradientTape's tensor after its block compares its values at once (TensorFlow's eager
+    # ``if loss > max_loss:``), as numpy's bools
+    def _values_now(self, other):
+        from pyggml import _scope
+        if _scope.current() is not None or getattr(self.ctx, "value_source", None) is None:
+            return None
+        b = other
+        if isinstance(other, Tensor):
+            if getattr((<Tensor>other).ctx, "value_source", None) is None:
+                return None
+            b = (<Tensor>other).numpy()
+        return self.numpy(), np.asarray(b)
+
     def __lt__(self, other):
+        v = self._values_now(other)
+        if v is not None:
+            return np.less(*v)
         from pyggml._ops_numpy import less
         return less(self, other)
 
     def __le__(self, other):
+        v = self._values_now(other)
+        if v is not None:
+            return np.less_equal(*v)
         from pyggml._ops_numpy import less_equal
         return less_equal(self, other)
 
     def __gt__(self, other):
+        v = self._values_now(other)
+        if v is not None:
+            return np.greater(*v)
         from pyggml._ops_numpy import greater
         return greater(self, other)
 
     def __ge__(self, other):
+        v = self._values_now(other)
+        if v is not None:
+            return np.greater_equal(*v)
         from pyggml._ops_numpy import greater_equal
         return greater_equal(self, other)
 

@@ -244,6 +244,8 @@ cdef int _check_backward(ggml_cgraph * g) except -1:
                          "is the output a constant, or made of zeros_like/ones_like?)")
     for i in range(n):
         t = ggml_graph_node(g, i)
+        if t.flags & GGML_TENSOR_FLAG_NO_GRAD:
+            continue                # passes no gradient back (a stop-gradient, an integer result)
         needs = [t.src[j] != NULL and _needs_grad(t.src[j], memo) for j in range(GGML_MAX_SRC)]
         if not any(needs):
             continue

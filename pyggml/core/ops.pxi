@@ -30,6 +30,14 @@ cdef int _link(Context ctx, Tensor t) except -1:
 
 cdef Tensor _out(Context ctx, ggml_tensor * r, int ndim, tuple srcs):
     _check_ptr(r, "ggml operation")
+    cdef int j
+    if r.type == GGML_TYPE_I32:
+        # an integer result (argmax, a cast to i32) passes no gradient, as in TensorFlow: the
+        # backward pass stops there (patch 0037's flag) instead of meeting an i32 gradient
+        for j in range(GGML_MAX_SRC):
+            if r.src[j] != NULL and r.src[j].type != GGML_TYPE_I32:
+                r.flags = r.flags | GGML_TENSOR_FLAG_NO_GRAD
+                break
     for s in srcs:
         if s is not None:
             _link(ctx, <Tensor>s)

@@ -26,6 +26,9 @@ built.  Every op used must have a backward pass for the model to train;
 import functools
 import inspect
 import re
+import threading
+
+import weakref
 
 import numpy as np
 
@@ -41,6 +44,9 @@ __all__ = ["Layer", "snake_case", "feature_shape_of"]
 
 _MAX_WEIGHT_VALUES = 2 ** 30           # one weight of 4 GiB of f32 at most
 _MAX_FEATURE_DIMS = 4                  # ggml tensors have 4 dims; a 5-D node folds its batch (pyggml._fold)
+# the training mode of the layer calls running on this thread, innermost last (Keras's call
+# context): a layer called without training= inside another's call takes the outer one's
+_CALLS = threading.local()
 
 
 _INT_DTYPES = {"int": "int64", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
@@ -62,6 +68,70 @@ def _weight_dtype(dtype, trainable):
                              f"(give trainable=False for a counter)")
         return _INT_DTYPES[name]
     raise ValueError(f"add_weight: dtype must be a float or an integer type, got {dtype!r}")
+
+
+def _layers_in(value, path):
+    """[(path, layer)] of the layers in ``value``: a layer, or lists, tuples and dicts of them."""
+    if isinstance(value, Layer):
+        return [(path, value)]
+    if isinstance(value, (list, tuple)):
+        return [found for i, v in enumerate(value) for found in _layers_in(v, f"{path}.{i}")]
+    if isinstance(value, dict):
+        return [found for k, v in value.items() for found in _layers_in(v, f"{path}.{k}")]
+    return []
+
+
+class _TrackedList(list):
+    """A list attribute of a layer: layers appended later are its sublayers too (Keras's
+    ``self.blocks = []; self.blocks.append(Dense(8))``)."""
+
+    def _changed(self):
+        owner = self._owner()
+        if owner is not None:
+            owner._track(self._attr, self)
+
+    def __reduce_ex__(self, protocol):
+        return list, (list(self),)
+
+
+class _TrackedDict(dict):
+    """A dict attribute of a layer: the layers it holds, also set later, are its sublayers."""
+
+    def _changed(self):
+        owner = self._owner()
+        if owner is not None:
+            owner._track(self._attr, self)
+
+    def __reduce_ex__(self, protocol):
+        return dict, (dict(self),)
+
+
+def _mutator(base, method):
+    def changed(self, *args, **kwargs):
+        out = getattr(base, method)(self, *args, **kwargs)
+        self._changed()
+        return out
+    changed.__name__ = method
+    return changed
+
+
+for _m in ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "__setitem__",
+           "__delitem__", "__iadd__"):
+    setattr(_TrackedList, _m, _mutator(list, _m))
+for _m in ("__setitem__", "__delitem__", "update", "pop", "popitem", "clear", "setdefault"):
+    setattr(_TrackedDict, _m, _mutator(dict, _m))
+del _m
+
+
+def _tracked(value, owner, attr):
+    """A plain list or dict assigned to a layer, empty or holding layers, as one that tells the
+    layer when it changes; anything else as it is."""
+    kind = {list: _TrackedList, dict: _TrackedDict}.get(type(value))
+    if kind is None or (value and not _layers_in(value, "")):
+        return value
+    out = kind(value)
+    out._owner, out._attr = weakref.ref(owner), attr
+    return out
 
 
 def snake_case(name):
@@ -134,6 +204,18 @@ def _compatible(built, given):
     return all(a is None or b is None or a == b for a, b in zip(built[1:], given[1:]))
 
 
+def _compatible_last(built, given):
+    """The same rank and last axis (where both are known)."""
+    if built is None or given is None:
+        return True
+    if isinstance(built, list) or isinstance(given, list):
+        return isinstance(built, list) and isinstance(given, list) and len(built) == len(given) and \
+            all(_compatible_last(a, b) for a, b in zip(built, given))
+    if len(built) != len(given):
+        return False
+    return len(built) < 2 or built[-1] is None or given[-1] is None or built[-1] == given[-1]
+
+
 def _as_float(t):
     return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
 
@@ -162,7 +244,8 @@ class Layer:
             # a mixed policy keeps float32 variables in Keras too: computed in float32 (pg.mixed_precision)
             raise ValueError(f"layers keep their weights and compute in float32 (a mixed policy computes in "
                              f"float32 too); dtype={dtype!r} is not supported")
-        object.__setattr__(self, "_sublayers", {})
+        if "_sublayers" not in self.__dict__:        # (sublayers set before super().__init__() stay)
+            object.__setattr__(self, "_sublayers", {})
         self._variables = []
         self._given_name = name
         self.name = name
@@ -190,20 +273,40 @@ class Layer:
 
     # --- sublayers ---------------------------------------------------------------------
     def __setattr__(self, name, value):
-        subs = self.__dict__.get("_sublayers")
-        if subs is not None and not name.startswith("_") and name not in ("input", "output"):
-            if isinstance(value, Layer) and value is not self:
-                subs[name] = value
-                if value._given_name is None and value.name is None:
-                    value.name = name
-            elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Layer) for v in value):
-                for i, v in enumerate(value):
-                    subs[f"{name}.{i}"] = v
-                    if v._given_name is None and v.name is None:
-                        v.name = f"{name}_{i}"
-            elif name in subs:
-                del subs[name]
+        if not name.startswith("_") and name not in ("input", "output"):
+            if "_sublayers" not in self.__dict__:          # set before super().__init__() (Keras tracks it)
+                object.__setattr__(self, "_sublayers", {})
+            value = _tracked(value, self, name)
+            object.__setattr__(self, name, value)
+            self._track(name, value)
+            return
         object.__setattr__(self, name, value)
+
+    def _track(self, name, value):
+        """Record the layers attribute ``name`` holds (itself, or in a list, tuple or dict, nested:
+        ``name.0``, ``name.key``) in place of what it held, keeping the attributes' order."""
+        subs = self.__dict__["_sublayers"]
+        found = [(p, l) for p, l in _layers_in(value, name) if l is not self]
+        mine = [k for k in subs if k == name or k.startswith(name + ".")]
+        if not found and not mine:
+            return
+        for path, layer in found:
+            if layer._given_name is None and layer.name is None:
+                layer.name = path.replace(".", "_")
+        if mine and [(k, subs[k]) for k in mine] == found:
+            return
+        items, placed = [], False
+        for k, v in subs.items():
+            if k == name or k.startswith(name + "."):
+                if not placed:
+                    items += found
+                    placed = True
+            else:
+                items.append((k, v))
+        if not placed:
+            items += found
+        subs.clear()                        # the same dict (a subclassed model's call shares it)
+        subs.update(items)
 
     @property
     def sublayers(self):
@@ -309,7 +412,7 @@ class Layer:
             raise ValueError(f"{type(self).__name__} already has a weight named {name!r}")
         from pyggml import initializers
         initializers.get(initializer)              # an unknown name fails here, not at compile
-        v = Variable(name, shape, initializer, trainable=trainable, layout=layout, layer=self, dtype=dtype)
+        v = Variable.made(name, shape, initializer, trainable=trainable, layout=layout, layer=self, dtype=dtype)
         v.regularizer, v.constraint = regularizer, constraint
         self._variables.append(v)
         return v
@@ -452,6 +555,22 @@ class Layer:
             build._marks_built = True
             cls.build = build
 
+    # what a later call must share with the shape the layer was built for: None, every known
+    # axis; "last", the rank and the last axis (weights made for the features, any length
+    # between: Dense on sequences of another length, a convolution on larger images); "any",
+    # nothing (Keras checks nothing; a custom layer's call checks what it needs)
+    build_shape_rule = None
+
+    def _fits_built(self, built, shape):
+        rule = self.build_shape_rule
+        if rule is None and not type(self).__module__.startswith("pyggml."):
+            rule = "any"
+        if rule == "any":
+            return True
+        if rule == "last":
+            return _compatible_last(built, shape)
+        return _compatible(built, shape)
+
     def _build_once(self, shape):
         if self.built:
             built = self.__dict__.get("_built_shape")
@@ -460,7 +579,7 @@ class Layer:
             if isinstance(built, dict) or isinstance(shape, dict):
                 built = list(built.values()) if isinstance(built, dict) else built
                 shape = list(shape.values()) if isinstance(shape, dict) else shape
-            if built is not None and self.variables and not _compatible(built, shape):
+            if built is not None and self.variables and not self._fits_built(built, shape):
                 raise ValueError(f"layer {self.name or type(self).__name__} was built for inputs of shape "
                                  f"{built}, got {shape}")
             return
@@ -477,6 +596,16 @@ class Layer:
         if t is False and not type(self).__module__.startswith("pyggml."):
             return True         # a custom layer: its call gets the folded tensor (pyggml._fold)
         return bool(t(shapes) if callable(t) else t)
+
+    def _training_default(self):
+        """The default of ``training`` in this class's call signature when it is a bool (Keras
+        uses it for a call given no training= and made outside any other layer's call), else None."""
+        cache = type(self).__dict__.get("_training_default_cache")
+        if cache is None:
+            p = inspect.signature(type(self).call).parameters.get("training")
+            cache = (p.default if p is not None and isinstance(p.default, bool) else None,)
+            type.__setattr__(type(self), "_training_default_cache", cache)
+        return cache[0]
 
     def _accepts(self, param):
         cache = type(self).__dict__.get("_call_params")
@@ -581,20 +710,30 @@ class Layer:
         mask = kwargs.pop("mask", None)
         if self.float_inputs:
             inputs = [_as_float(t) for t in inputs] if isinstance(inputs, list) else _as_float(inputs)
+        stack = _CALLS.__dict__.setdefault("training", [])
+        if training is None:
+            # Keras: the enclosing call's mode, else the call signature's default, else the graph's
+            training = stack[-1] if stack else self._training_default()
+            training = builder.training if training is None else training
+        training = bool(training)
         if self._accepts("training"):
-            kwargs["training"] = builder.training if training is None else bool(training)
+            kwargs["training"] = training
         spread = bool(kwargs.pop("_spread", False)) and isinstance(inputs, list)
         if spread and isinstance(mask, list):
             mask = mask[0]                    # as Keras: ``mask`` is the first input's
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
-        if logical is None and not _fold.active():
-            out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
-        else:
-            with _fold.inputs(logical):       # (a sublayer of a layer given volumes gets None)
+        stack.append(training)
+        try:
+            if logical is None and not _fold.active():
                 out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
-            if volumes:
-                _fold.note_outputs(self, out, logical)
+            else:
+                with _fold.inputs(logical):       # (a sublayer of a layer given volumes gets None)
+                    out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+                if volumes:
+                    _fold.note_outputs(self, out, logical)
+        finally:
+            stack.pop()
         if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \
@@ -661,6 +800,9 @@ class Layer:
             o.batch_size = batch
         self.output_shape = out_shapes
         out = outs if multi else outs[0]
+        keys = self.__dict__.get("_dict_output_keys") or getattr(self, "_output_keys", None)
+        if multi and keys is not None and len(keys) == len(outs):
+            out = dict(zip(keys, outs))             # a call that returns a dict gives its nodes so
         self.input, self.output = inputs, out
         return out
 

@@ -13,8 +13,11 @@ from pyggml.errors import ContextFullError
 
 __all__ = ["output_shapes", "output_mask_flags", "generalized"]
 
-_BATCH = 3
-_LENGTH = 113          # a prime no real feature dimension is likely to equal by chance
+# a batch of _BATCH rows and variable lengths of _LENGTH: primes no real feature dimension is
+# likely to equal by chance, so that a sublayer called on a tensor whose batch moved to another
+# axis (ops.transpose) records that axis as variable, as Keras's symbolic None does
+_BATCH = 97
+_LENGTH = 113
 _DTYPES = {"f32": "float32", "i32": "int32"}
 
 
@@ -40,6 +43,9 @@ class _ShapeOnly:
         return self.ctx.new_tensor(array.shape or (1,), dtype="i32" if dtype == "int32" else "f32")
 
     def derived_input(self, source, fn, shape, dtype):
+        if source.op != "NONE":
+            raise ValueError("this op reads its labels or indices on the host, so they must be data fed to the graph "
+                             "(a model input, y_true), not computed in it")
         return self.ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
 
     def random_keep_mask(self, shape, rate):
@@ -56,19 +62,22 @@ class _ShapeOnly:
 
 
 def generalized(shape):
-    """A shape met while tracing with _LENGTH for its variable lengths written as None (a list
+    """A shape met while tracing with _LENGTH (variable lengths) and _BATCH (the batch, moved off
+    axis 0) written as None (a list
     or dict of shapes too), as a sublayer built there records it."""
     if isinstance(shape, dict):
         return {k: generalized(v) for k, v in shape.items()}
     if isinstance(shape, list):
         return [generalized(v) for v in shape]
     if isinstance(shape, tuple):
-        return tuple(None if (i > 0 and d == _LENGTH) else d for i, d in enumerate(shape))
+        return tuple(None if (i > 0 and d in (_LENGTH, _BATCH)) else d for i, d in enumerate(shape))
     return shape
 
 
 def _keras_concrete(node):
-    return (_BATCH,) + tuple(_LENGTH if d is None else d for d in node.feature_shape)
+    """The node's shape with its batch (the model's fixed one, Input(batch_size=...), or _BATCH)
+    and variable lengths made concrete."""
+    return (node.batch_size or _BATCH,) + tuple(_LENGTH if d is None else d for d in node.feature_shape)
 
 
 def _concrete(node):
@@ -144,6 +153,11 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
                         flags = [m is not None for m in oms][:n_out] + [False] * max(0, n_out - len(oms))
                     except Exception:     # a compute_mask that needs more than shapes
                         flags = [False] * n_out
+            if isinstance(out, dict):
+                # a call returning a dict (Keras's): its values are the outputs, its keys kept for
+                # the nodes (Layer._call_symbolic gives them back as a dict)
+                object.__setattr__(layer, "_dict_output_keys", list(out))
+                out = list(out.values())
             outs = out if isinstance(out, (list, tuple)) else [out]
             shapes = []
             for t, k in zip(outs, known or [None] * len(outs)):
@@ -163,5 +177,11 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
             if n_tensors >= 1 << 22:
                 raise
             n_tensors *= 8
+        except (ValueError, TypeError) as e:
+            if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note"):
+                e.add_note(f"(pyggml met this running {type(layer).__name__}'s call on a stand-in batch of {_BATCH} "
+                           f"rows to find its output shape, where Keras's batch is symbolic: a call whose shapes "
+                           f"depend on the batch size needs it fixed, keras.Input(shape, batch_size=N))")
+            raise
         finally:
             b.free()

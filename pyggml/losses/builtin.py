@@ -1,6 +1,7 @@
 """Keras's losses: mean squared / absolute error, Huber, binary, categorical and
 sparse categorical cross-entropy (with ``from_logits``)."""
 
+import numpy as np
 from pyggml import activations, ops
 from pyggml._validation import check_number
 from pyggml.losses.loss import EPSILON, Loss, clip
@@ -170,9 +171,16 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
         if labels.nelements != rows:
             raise ValueError(f"sparse_categorical_crossentropy: {labels.nelements} labels for {rows} rows of "
                              f"predictions {tuple(y_pred.shape)}")
-        # pick each row's log-probability: rows of the flattened (rows * k, 1) by index label + row * k
-        flat = ops.reshape(lp, (rows * k, 1))
-        picked = ops.get_rows(flat, ops.as_tensor(_row_offsets(labels, rows, k)))
+        if labels.op != "NONE":
+            # labels computed in the graph (Keras's ops.argmax(y_true, -1) in a custom loss): each
+            # row's one-hot is a row of the identity, picked by its label, and weighs the row
+            idx = ops.reshape(labels if labels.is_contiguous else ops.cont(labels), (rows,))
+            one_hot = ops.get_rows(ops.as_tensor(np.eye(k, dtype=np.float32)), idx)
+            picked = ops.sum_rows(ops.mul(one_hot, lp if lp.is_contiguous else ops.cont(lp)))
+        else:
+            # pick each row's log-probability: rows of the flattened (rows * k, 1) by index label + row * k
+            flat = ops.reshape(lp, (rows * k, 1))
+            picked = ops.get_rows(flat, ops.as_tensor(_row_offsets(labels, rows, k)))
         return ops.neg(ops.reshape(picked, lead if len(lead) > 1 else (rows, 1)))
 
 

@@ -93,6 +93,13 @@ class Loss:
     def call(self, y_true, y_pred):
         raise NotImplementedError(f"{type(self).__name__} must define call(self, y_true, y_pred)")
 
+    @property
+    def takes_targets_as_given(self):
+        """A loss the user wrote (a Loss subclass or a function of their own): fit gives it
+        y_true as the data has it (Keras's), e.g. class indices (n, steps) for an output
+        (n, steps, classes), instead of requiring the output's shape."""
+        return not type(self).__module__.startswith("pyggml.")
+
     def values(self, y_true, y_pred, from_logits=False):
         """Per-value (or per-sample) losses; ``from_logits``: y_pred is before the
         output activation named by ``logits_from``."""
@@ -179,6 +186,10 @@ class LossFunctionWrapper(Loss):
 
     def call(self, y_true, y_pred):
         return self.fn(y_true, y_pred, **self.fn_kwargs)
+
+    @property
+    def takes_targets_as_given(self):
+        return not getattr(self.fn, "__module__", "").startswith("pyggml.")
 
     def get_config(self):
         from pyggml.saving.object_registration import get_registered_name

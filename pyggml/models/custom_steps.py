@@ -628,6 +628,8 @@ def install(cls):
 
     @functools.wraps(compile_)
     def compile(self, optimizer="adam", loss=_DEFAULT_LOSS, metrics=None, loss_weights=None, *args, **kwargs):
+        from pyggml.models.model import _keep_compiled_loss
+        _keep_compiled_loss(self, None if loss is _DEFAULT_LOSS else loss)
         if not _custom_evaluate(self, cls):
             return compile_(self, optimizer, "categorical_crossentropy" if loss is _DEFAULT_LOSS else loss, metrics,
                             loss_weights, *args, **kwargs)

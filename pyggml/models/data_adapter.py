@@ -37,12 +37,14 @@ class InputSpec:
 
 
 class TargetSpec:
-    def __init__(self, name, feature_shape, sparse=False, has_loss=True, pads_labels=False):
+    def __init__(self, name, feature_shape, sparse=False, has_loss=True, pads_labels=False, as_given=False):
         self.name = name
         self.feature_shape = tuple(feature_shape)
         self.sparse = sparse                    # class indices in [0, classes)
         self.has_loss = has_loss
         self.pads_labels = pads_labels          # label rows padded with 0 to the output's steps (CTC)
+        self.as_given = as_given                # a user's loss: y of another shape goes to it as it is
+        self.given = None                       # then (its shape without the rows, "int32"/"float32")
 
     @property
     def classes(self):
@@ -106,7 +108,8 @@ def graph_specs(topology, raw_specs):
 
 def target_specs(names, outputs, losses):
     return [TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse), has_loss=l is not None,
-                       pads_labels=bool(getattr(l, "pads_labels", False)))
+                       pads_labels=bool(getattr(l, "pads_labels", False)),
+                       as_given=bool(getattr(l, "takes_targets_as_given", False)))
             for nm, o, l in zip(names, outputs, losses)]
 
 
@@ -263,6 +266,9 @@ def adapt_targets(specs, y, n):
             out.append(np.ascontiguousarray(a.reshape(shape), dtype=np.int32))
             continue
         shape = spec.feature_shape
+        if spec.as_given and not _fits_output(a, shape):
+            out.append(_as_given(a, spec))
+            continue
         if any(d is None for d in shape):
             if a.ndim != len(shape) + 1:
                 raise ValueError(f"y for output {spec.name!r} must have {len(shape) + 1} dims, got {a.shape}")
@@ -276,6 +282,33 @@ def adapt_targets(specs, y, n):
             raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
         out.append(np.ascontiguousarray(a, dtype=np.float32))
     return out
+
+
+def _fits_output(a, shape):
+    """y goes to the output's shape: as many values per row (Keras's losses squeeze or expand a
+    rank, (n,) labels for an (n, 1) output), or the same rank where lengths vary."""
+    if any(d is None for d in shape):
+        return a.ndim == len(shape) + 1 and all(d is None or d == e for d, e in zip(shape, a.shape[1:]))
+    return a.size == len(a) * (int(np.prod(shape)) if shape else 1)
+
+
+def _as_given(a, spec):
+    """y for a user's loss, as the data has it: integers stay integers (class indices), the
+    rest float32; every batch must have the first one's shape (the graph is made for it)."""
+    if a.ndim > 4:
+        raise ValueError(f"y for output {spec.name!r}: at most 4 dimensions, got {a.shape}")
+    whole = a.dtype.kind in "biu"
+    if whole and a.size and (a.min() < -2 ** 31 or a.max() >= 2 ** 31):
+        raise ValueError(f"y for output {spec.name!r}: integers beyond int32")
+    given = (tuple(a.shape[1:]), "int32" if whole else "float32")
+    if spec.given is None:
+        spec.given = given
+    elif spec.given != given:
+        raise ValueError(f"y for output {spec.name!r} has shape {a.shape} ({given[1]}), where the first batch had "
+                         f"(n, {', '.join(map(str, spec.given[0]))}) ({spec.given[1]})")
+    if given[1] == "float32" and not np.all(np.isfinite(a)):
+        raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
+    return np.ascontiguousarray(a, dtype=np.int32 if whole else np.float32)
 
 
 def _padded_labels(a, spec):

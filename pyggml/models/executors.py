@@ -106,6 +106,10 @@ class GraphBuilder:
         self.added_losses.append(tensor)
 
     def derived_input(self, source, fn, shape, dtype):
+        if source.op != "NONE":
+            # only what is fed is known on the host: a computed source would leave t unset
+            raise ValueError("this op reads its labels or indices on the host, so they must be data fed to the graph "
+                             "(a model input, y_true), not computed in it")
         t = self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
         for c, a in self._consts:
             if c is source:
@@ -327,7 +331,15 @@ class _LossGraph(Executor):
                     self.ws.append(None)
                     self.heads.append(None)
                     continue
-                y = self.g.input(tuple(o.shape[:-1]), "int32") if loss.sparse else self.g.input(o.shape)
+                given = model.target_specs[i].given
+                if given is not None:
+                    # a user's loss takes y as the data has it (data_adapter's as_given)
+                    rows_y = self.batch if model._topology.outputs[i].ndim == 5 else o.shape[0]
+                    y = self.g.input((rows_y,) + given[0] if given[0] else (rows_y,), given[1])
+                elif loss.sparse:
+                    y = self.g.input(tuple(o.shape[:-1]), "int32")
+                else:
+                    y = self.g.input(o.shape)
                 self.ys.append(y)
                 kind = weight_kinds[i] if weight_kinds else None
                 w = None

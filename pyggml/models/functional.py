@@ -299,6 +299,8 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
                 out = node.layer(arg, training=mode, **kwargs)
             calls[key] = (out, node.layer.output_mask(arg, m_arg if any_mask else None))
         out, omask = calls[key]
+        if isinstance(out, dict):
+            out = list(out.values())                  # a call that returns a dict: its values, in order
         vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
         if omask is not None:
             masks[id(node)] = omask[node.index] if isinstance(omask, (list, tuple)) else omask

@@ -41,6 +41,12 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _keep_compiled_loss(model, loss):
+    """Keras's ``model.loss``: what compile was given (unless the class defines ``loss`` itself)."""
+    if not hasattr(type(model), "loss"):
+        model.__dict__["loss"] = loss
+
+
 @register_builtin
 class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, training_loop.BatchCalls):
     """A functional model: ``pg.Model(inputs, outputs, name=None)``."""
@@ -175,7 +181,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def call(self, inputs, training=None):
         view = host_stage.nested_view(self._ensure_graph())       # nested: Resizing & co run in the graph
         outs = functional.run_nodes(view, functional.ordered_inputs(view, inputs), bool(training))
-        return outs if self._multi_out else outs[0]
+        return self.outputs_as_given(outs)
 
     # --- state ---------------------------------------------------------------------------------
     def check_alive(self):
@@ -214,6 +220,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         with self._lock:
             self._new_runtime(Backend(backend), rng)
             self.optimizer = opt
+            _keep_compiled_loss(self, loss)
             self._compile_spec = spec
             self._compiled = True
             self._trained = False
@@ -432,7 +439,10 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
                 return self.host_apply(args[0], kwargs.get("training"))
             if set(kwargs) - {"training"}:
                 raise TypeError(f"calling a model on arrays takes only training=, got {sorted(kwargs)}")
-            if not kwargs.get("training"):
+            training = kwargs.get("training")
+            if training is None and self._training_default():
+                kwargs = dict(kwargs, training=True)  # Keras: call(self, x, training=True) is a training call
+            elif not training:
                 return self._plain_predict(args[0])   # never an overridden predict_step (a forward call)
             self._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
         return super().__call__(*args, **kwargs)

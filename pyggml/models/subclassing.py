@@ -40,6 +40,9 @@ class SubclassedCall(Layer):
         object.__setattr__(self, "_variables", model.__dict__["_variables"])
         object.__setattr__(self, "_owner", model)
 
+    def _training_default(self):
+        return self.__dict__["_owner"]._training_default()
+
     def call(self, inputs, training=None):
         model = self.__dict__["_owner"]
         user_call = type(model).call
@@ -85,7 +88,20 @@ def build_graph(model, specs, many):
     if model._topology is not None:
         return
     ins = [Input(shape=tuple(shape), dtype=dtype) for shape, dtype in specs]
-    out = SubclassedCall(model)(ins if many else ins[0])
+    out = SubclassedCall(model)(ins if many else ins[0])        # builds the layers for these shapes
+    # Keras's subclassed model takes batches of other lengths later (padded text batches): the
+    # lengths (every axis of token ids, the axes before the features of floats) are variable
+    # when the layers, built above, take a variable length too; else the shapes stay
+    loose = [(tuple(None for _ in shape) if dtype == "int32" else (None,) * (len(shape) - 1) + tuple(shape[-1:]),
+              dtype) if dtype != "string" and len(shape) >= (1 if dtype == "int32" else 2) else (tuple(shape), dtype)
+             for shape, dtype in specs]
+    if loose != [(tuple(shape), dtype) for shape, dtype in specs]:
+        try:
+            loose_ins = [Input(shape=shape, dtype=dtype) for shape, dtype in loose]
+            loose_out = SubclassedCall(model)(loose_ins if many else loose_ins[0])
+            ins, out = loose_ins, loose_out
+        except (ValueError, TypeError, IndexError):
+            pass
     model._multi_in = bool(many)
     model._multi_out = isinstance(out, (list, tuple))
     model._topology = functional.Topology(ins, list(out) if model._multi_out else [out])

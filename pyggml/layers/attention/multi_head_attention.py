@@ -49,6 +49,8 @@ _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias
 
 @register_builtin
 class MultiHeadAttention(Layer):
+
+    build_shape_rule = "last"        # (Layer._fits_built)
     supports_masking = True
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,

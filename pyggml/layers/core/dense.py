@@ -21,6 +21,8 @@ class Dense(Activated):
     """Keras's arguments; the kernel's regularizer and constraint see it in Keras's
     layout (in, units) (pyggml.regularizers, pyggml.constraints)."""
 
+    build_shape_rule = "last"        # (Layer._fits_built)
+
     supports_masking = True
 
     kernel = KerasKernel("weight")          # Keras's (in, units) view of weight (units, in)

@@ -18,6 +18,8 @@ class Embedding(Layer):
     with ``mask_zero`` index 0 is padding, and the layers after it that take a mask
     (recurrent layers, attention, pooling over steps, the loss) leave those steps out."""
 
+    build_shape_rule = "any"        # (Layer._fits_built)
+
     input_dtype = "int32"
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
@@ -52,6 +54,10 @@ class Embedding(Layer):
         indices, which enter the graph as data)."""
         if not self.mask_zero:
             return None
+        if inputs.op != "NONE":
+            # indices computed in the graph (an argmax): the mask is computed beside them
+            from pyggml import ops as keras_ops
+            return keras_ops.cast(keras_ops.not_equal(inputs, 0), "float32")
         return _scope.require("Embedding's mask").derived_input(
             inputs, lambda a: (np.asarray(a) != 0).astype(np.float32), tuple(inputs.shape), "float32")
 

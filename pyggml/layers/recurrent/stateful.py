@@ -72,7 +72,7 @@ class Stateful:
     # --- the state variables ---------------------------------------------------------------
     def _make_states(self, batch):
         sizes = list(self.state_sizes)
-        self._state_vars = [Variable("rnn_state" if k == 0 else f"rnn_state_{k}", (batch, s), "zeros",
+        self._state_vars = [Variable.made("rnn_state" if k == 0 else f"rnn_state_{k}", (batch, s), "zeros",
                                      trainable=False, layer=None) for k, s in enumerate(sizes)]
         for v in self._state_vars:
             v.is_state = True            # the graph builders keep it beside the weights, not among them

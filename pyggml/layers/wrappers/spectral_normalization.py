@@ -47,7 +47,7 @@ class _StandIn(Variable):
     normalized tensor."""
 
     def __init__(self, base, tensor):
-        super().__init__(base.name, base.shape, base.initializer, trainable=base.trainable, layout=base.layout)
+        self._setup(base.name, base.shape, base.initializer, trainable=base.trainable, layout=base.layout)
         self.keras_shape, self.keras_axes = base.keras_shape, base.keras_axes
         self._standin = tensor
 

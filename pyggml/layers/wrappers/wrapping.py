@@ -36,6 +36,6 @@ def sublayer_output_shape(layer, input_shape):
     if type(layer).compute_output_shape is not Layer.compute_output_shape:
         return layer.compute_output_shape(input_shape)
     from pyggml.layers import tracing
-    probe = SimpleNamespace(feature_shape=input_shape[1:], dtype="float32")
+    probe = SimpleNamespace(feature_shape=input_shape[1:], dtype="float32", batch_size=None)
     shape, _ = tracing.output_shapes(layer, probe, {})
     return shape
