@@ -537,6 +537,8 @@ def _two_of_three(values, names, what):
     if sum(v is None for v in values) != 1:
         given = ", ".join(f"{n}={v!r}" for n, v in zip(names, values))
         raise ValueError(f"{what}: give exactly two of {', '.join(names)}; got {given}")
+    values = [v.item() if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu" else v
+              for v in values]          # a 0-d int array: what ops.minimum(h, w) gives
     for n, v in zip(names, values):
         if v is None:
             continue

@@ -138,6 +138,7 @@ def _eager(*tensor_params):
             bound = sig.bind(*args, **kwargs)
             values = []
             slots = []
+            scalars = False
             for name in tensor_params:
                 v = bound.arguments.get(name)
                 if v is None:
@@ -145,6 +146,7 @@ def _eager(*tensor_params):
                 many = isinstance(v, (list, tuple)) and name in _SEQUENCE_PARAMS
                 for k, item in enumerate(v if many else [v]):
                     if is_number(item) and not isinstance(item, np.ndarray):
+                        scalars = True
                         continue                              # a Python number stays one (power's exponent)
                     if isinstance(item, Tensor):
                         return fn(*args, **kwargs)            # a graph tensor outside its graph: fn says so
@@ -167,6 +169,10 @@ def _eager(*tensor_params):
             for a in values:
                 if a.dtype == object or a.dtype.kind not in "biuf":
                     raise TypeError(f"{fn.__name__}: expected real numbers, got dtype {a.dtype}")
+            if fn.__name__ in _HOST_LAYOUT and (scalars or any(a.ndim == 0 for a in values)):
+                # a 0-d operand of an op that moves values (``expand_dims(h, -1)``): ggml has no 0-d
+                # tensors, so numpy moves them (int32 for integers, float32 otherwise, as ggml's)
+                return _layout_on_host(fn.__name__, bound.arguments)
             out = eager.evaluate(rebuilt, [a.reshape(a.shape or (1,)) for a in values])
             # ggml has no 0-d tensors: numpy's scalars (a reduction over every axis, an op on
             # 0-d arrays) come back of shape (1,), and take numpy's shape () again here
@@ -178,6 +184,19 @@ def _eager(*tensor_params):
             return out
         return op
     return deco
+
+
+def _layout_on_host(name, arguments):
+    def value(v):
+        if isinstance(v, Variable):
+            return v.numpy()
+        return [value(e) for e in v] if isinstance(v, (list, tuple)) else v
+    out = _HOST_LAYOUT[name](**{k: value(v) for k, v in arguments.items()})
+
+    def typed(a):
+        a = np.asarray(a)
+        return np.array(a, dtype=np.int32 if a.dtype.kind in "iub" else np.float32, order="C")
+    return [typed(o) for o in out] if isinstance(out, list) else typed(out)
 
 
 _REDUCTIONS = {"mean", "sum", "max", "min", "var", "std", "logsumexp", "argmax", "argmin", "norm", "moments"}
@@ -653,25 +672,58 @@ def tile(x, repeats):
 @_eager("x")
 def repeat(x, repeats, axis=None):
     """numpy's repeat: each entry ``repeats`` times along ``axis`` (of the flattened
-    tensor for None).  With a Tensor as the second argument this is ggml's repeat
+    tensor for None); ``repeats`` an int, a one-element list (the same) or one count per
+    entry along the axis.  With a Tensor as the second argument this is ggml's repeat
     (x broadcast to that tensor's shape), as before."""
     if isinstance(repeats, Tensor):
         return _c.repeat(_t(x), repeats)
+    counts = _repeat_counts(repeats)
     x = _f(x)
-    if not is_int(repeats) or repeats < 1:
-        raise ValueError(f"repeat: repeats must be a positive int, got {repeats!r}")
-    k = int(repeats)
     if axis is None:
         x = _c.reshape(_cont(x), (x.nelements,))
         axis = 0
     r = len(x.shape)
     ax = _axis(axis, r, "repeat")
     shape = list(x.shape)
+    if is_int(counts) and r + 1 > MAX_DIMS:
+        counts = [counts] * shape[ax]     # 4 dims: no room to broadcast a new axis, so rows are picked
+    if not is_int(counts):
+        # a count per entry: the entries picked by index (np.repeat of their positions)
+        if len(counts) != shape[ax]:
+            raise ValueError(f"repeat: {len(counts)} counts for an axis of length {shape[ax]} (give one count, "
+                             f"or one per entry)")
+        picks = np.repeat(np.arange(shape[ax]), counts)
+        if picks.size == 0:
+            raise ValueError("repeat: every count is 0; the result would be empty (ggml has no empty tensors)")
+        return take(x, picks, axis=ax)
+    k = counts
     inner = shape[:ax + 1] + [1] + shape[ax + 1:]
     _check_dims(inner, "repeat")
     grown = broadcast_to(_c.reshape(_cont(x), tuple(inner)), tuple(shape[:ax + 1] + [k] + shape[ax + 1:]))
     shape[ax] *= k
     return _c.reshape(_cont(grown), tuple(shape))
+
+
+def _repeat_counts(repeats):
+    """repeat's counts: an int >= 1, or a list of ints >= 0 (one per entry); a one-element list
+    or array is its one count, as numpy broadcasts it."""
+    if isinstance(repeats, Variable):
+        raise TypeError("repeat: repeats must be known when the graph is built (ints), got a Variable")
+    if is_int(repeats):
+        counts = int(repeats)
+    else:
+        a = np.asarray(repeats)
+        if a.dtype == object or a.dtype.kind not in "iu" or a.ndim > 1:
+            raise ValueError(f"repeat: repeats must be an int or a list of ints, got {repeats!r}")
+        if a.size and a.min() < 0:
+            raise ValueError(f"repeat: repeats must not be negative, got {repeats!r}")
+        if a.size == 1:
+            counts = int(a.reshape(()))
+        else:
+            return [int(k) for k in a]
+    if counts < 1:
+        raise ValueError(f"repeat: repeats must be a positive int (the result would be empty), got {repeats!r}")
+    return counts
 
 
 def _indices(indices, what):
@@ -721,32 +773,50 @@ def take(x, indices, axis=None):
 
 @_eager()
 def one_hot(x, num_classes, axis=-1, dtype="float32", sparse=False):
-    """Integer class indices as one-hot rows (a new last axis of ``num_classes``);
-    an index outside [0, num_classes) gives a row of zeros when it is known."""
+    """Class indices as one-hot rows (a new last axis of ``num_classes``); floats holding
+    whole numbers are taken as Keras casts them; an index outside [0, num_classes) gives a
+    row of zeros."""
     if not is_int(num_classes) or num_classes < 1:
         raise ValueError(f"one_hot: num_classes must be a positive int, got {num_classes!r}")
     if axis != -1:
         raise ValueError("one_hot: only axis=-1 (the classes last) is built")
     if sparse:
         raise ValueError("one_hot: sparse=True is not available (pyggml's tensors are dense)")
+    if isinstance(x, Variable):
+        x = x.graph_tensor()
     if not isinstance(x, Tensor):
         a = np.asarray(x)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"one_hot: class indices must be integers, got dtype {a.dtype}")
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"one_hot: class indices must be numbers, got dtype {a.dtype}")
+        if a.dtype.kind == "f":
+            # Keras casts float indices to int: whole numbers (a float Input's ids) are taken
+            finite = np.isfinite(a)
+            fractional = a[finite & (np.trunc(np.where(finite, a, 0.0)) != a)]
+            if fractional.size:
+                raise TypeError("one_hot: class indices must be integers (or floats holding whole numbers), "
+                                f"got {fractional.ravel()[:3].tolist()}")
+            a = np.clip(np.where(finite, a, -1.0), -1.0, num_classes).astype(np.int64)
         x = np.where((a < 0) | (a >= num_classes), -1, a)
-    idx = _indices(x, "one_hot")
-    shape = tuple(idx.shape) if not (isinstance(x, np.ndarray) and x.ndim == 0) else ()
+    if isinstance(x, Tensor) and x.dtype == "f32":
+        # a float tensor of class ids (a float Input): its values compared with the classes (a
+        # value that is no whole number matches none, as Keras's JAX backend)
+        col, shape = x, tuple(x.shape)
+    else:
+        idx = _indices(x, "one_hot")
+        shape = tuple(idx.shape) if not (isinstance(x, np.ndarray) and x.ndim == 0) else ()
+        col = _c.cast(_cont(idx), "f32")
     _check_dims(shape + (num_classes,), "one_hot")
     _check_size(shape + (num_classes,), "one_hot")
     # each index compared with 0..num_classes-1 (no num_classes x num_classes table: a
     # vocabulary of 50,000 would need 10 GB); an index outside the range matches nothing
-    col = _c.reshape(_c.cast(_cont(idx), "f32"), shape + (1,))
+    col = _c.reshape(_cont(col), shape + (1,))
     return equal(col, _t(np.arange(num_classes, dtype=np.float32)))
 
 
-def _shape_arg(shape, what):
+def _shape_arg(shape, what, scalar=False):
+    """A shape of positive ints; ``()`` too with ``scalar`` (a 0-d array)."""
     shape = (shape,) if is_int(shape) else tuple(shape)
-    if not shape or not all(is_int(d) and d > 0 for d in shape):
+    if (not shape and not scalar) or not all(is_int(d) and d > 0 for d in shape):
         raise ValueError(f"{what}: shape must be positive ints, got {shape!r}")
     _check_dims(shape, what)
     return tuple(int(d) for d in shape)
@@ -758,11 +828,11 @@ def _filled(shape, value, dtype, what):
     kind = dtype or "float32"
     if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind not in "biuf":
         raise TypeError(f"{what}: fill_value must be a number (or an array of numbers), got {value!r}")
-    shape = _shape_arg(shape, what)
+    shape = _shape_arg(shape, what, scalar=True)
     _check_size(shape, what)
     a = np.full(shape, value, dtype=np.int32 if kind == "int32" else np.float32)
-    if _scope.current() is None:
-        return a
+    if _scope.current() is None or not shape:
+        return a        # a 0-d value stays on the host in a graph too (ggml has no 0-d tensors)
     return _scope.current().constant(a, kind)
 
 
@@ -807,7 +877,7 @@ def _shape_of(x):
         return tuple(x.shape)
     if isinstance(x, Variable):
         return tuple(x.shape)
-    return tuple(np.shape(x)) or (1,)
+    return tuple(np.shape(x))           # () for a number: a 0-d result, as numpy's
 
 
 def convert_to_tensor(x, dtype=None, sparse=None):
@@ -907,27 +977,69 @@ def _pick(a, b, m):
     return a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0)
 
 
+def _as_f32(t):
+    return _c.cast(t, "f32") if t.dtype == "i32" else t
+
+
 @_eager("x1", "x2")
 def maximum(x1, x2):
     """The larger of the two, entry by entry (broadcast); the gradient goes to the larger
-    (to x2 at ties)."""
-    a, b = _pair(x1, x2)
-    return _pick(a, b, _c.step(_cont(a - b)))
+    (to x2 at ties).  Two integer operands give int32 (Keras's dtype: ``ops.maximum(h, w)``
+    of Python ints is an int), computed in float32 (exact up to 2**24)."""
+    a, b = _t(x1), _t(x2)
+    ints = a.dtype == "i32" and b.dtype == "i32"
+    a, b = _as_f32(a), _as_f32(b)
+    out = _pick(a, b, _c.step(_cont(a - b)))
+    return _c.cast(_cont(out), "i32") if ints else out
 
 
 @_eager("x1", "x2")
 def minimum(x1, x2):
-    """The smaller of the two (broadcast); the gradient goes to the smaller (to x1 at ties)."""
-    a, b = _pair(x1, x2)
-    return _pick(b, a, _c.step(_cont(a - b)))
+    """The smaller of the two (broadcast); the gradient goes to the smaller (to x1 at ties).
+    Two integer operands give int32, as maximum."""
+    a, b = _t(x1), _t(x2)
+    ints = a.dtype == "i32" and b.dtype == "i32"
+    a, b = _as_f32(a), _as_f32(b)
+    out = _pick(b, a, _c.step(_cont(a - b)))
+    return _c.cast(_cont(out), "i32") if ints else out
 
 
 @_eager("x")
 def clip(x, x_min, x_max):
-    """x limited to [x_min, x_max]; the gradient is 1 inside, 0 outside."""
+    """x limited to [x_min, x_max]; the gradient is 1 inside, 0 outside.  An integer x stays
+    int32 (Keras keeps x's dtype: ``Embedding(ops.clip(ids, 0, n - 1))``)."""
     if is_number(x_min) and is_number(x_max) and x_min > x_max:
         raise ValueError(f"clip: x_min {x_min} is above x_max {x_max}")
-    return minimum(maximum(_f(x), x_min), x_max)
+    t = _t(x)
+    if t.dtype == "i32" and _index_bounds(x_min, x_max, t.nelements):
+        return _clipped_indices(t, int(x_min), int(x_max))
+    out = minimum(maximum(_as_f32(t), x_min), x_max)
+    if t.dtype == "i32" and out.dtype != "i32":
+        out = _c.cast(_cont(out), "i32")      # toward zero, as Keras casts float bounds to x's dtype
+    return out
+
+
+_INDEX_CLIP_LIMIT = 1 << 22      # entries of the comparison table _clipped_indices builds
+
+
+def _index_bounds(x_min, x_max, n):
+    """True when clip's bounds are whole numbers making a range of indices [0, x_max] small
+    enough for _clipped_indices."""
+    ok = all(is_number(v) and float(v).is_integer() for v in (x_min, x_max))
+    return ok and 0 <= x_min <= x_max and n * (int(x_max) + 1) <= _INDEX_CLIP_LIMIT
+
+
+def _clipped_indices(t, lo, hi):
+    """int32 x clipped to [lo, hi] as the argmax of -|clip(x) - j| over j in 0..hi: ggml aborts on
+    a row index out of range, so the core takes computed indices only from argmax, bounded by its
+    width (hi + 1); ``Embedding(ops.clip(ids, 0, n - 1))`` then works in a graph."""
+    shape = tuple(t.shape)
+    _check_dims(shape + (hi + 1,), "clip")
+    v = _c.clamp(_c.cast(_cont(t), "f32"), float(lo), float(hi))
+    col = _c.reshape(_cont(v), (t.nelements, 1))
+    grid = _t(np.arange(hi + 1, dtype=np.float32).reshape(1, hi + 1))
+    dist = _c.neg(_c.abs(_cont(col - grid)))
+    return _c.reshape(_c.argmax(dist), shape)
 
 
 @_eager("x1", "x2")

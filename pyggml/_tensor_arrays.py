@@ -30,11 +30,11 @@ def refuse_tensor_array(a, what):
 # ufunc -> the Keras op doing it on graph tensors; pyggml.ops fills it in (this module imports no ops)
 UFUNC_OPS = {}
 UFUNC_NAMES = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.true_divide: "divide",
-               np.power: "power", np.maximum: "maximum", np.minimum: "minimum"}
+               np.power: "power", np.maximum: "maximum", np.minimum: "minimum", np.matmul: "matmul"}
 
 
 class OpsArray(np.ndarray):
-    """A numpy array from pyggml.ops; with a graph tensor in a ufunc (``+ - * / **``, maximum,
+    """A numpy array from pyggml.ops; with a graph tensor in a ufunc (``+ - * / ** @``, maximum,
     minimum) it becomes a constant of that graph and the result a tensor."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -46,8 +46,13 @@ class OpsArray(np.ndarray):
             return fn(*[i.view(np.ndarray) if isinstance(i, OpsArray) else i for i in inputs])
         args = [i.view(np.ndarray) if isinstance(i, OpsArray) else i for i in inputs]
         if "out" in kwargs:
-            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, OpsArray) else o for o in kwargs["out"])
-            return getattr(ufunc, method)(*args, **kwargs)
+            outs = kwargs["out"]
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, OpsArray) else o for o in outs)
+            result = getattr(ufunc, method)(*args, **kwargs)
+            if method == "at":
+                return result
+            # numpy's answer is the out arrays themselves: ``y *= 255`` keeps y an OpsArray (its .numpy())
+            return outs[0] if len(outs) == 1 else tuple(outs)
         # numpy on these arrays gives such arrays again (``ops.eye(3) ** 2`` still meets tensors)
         return as_ops_result(getattr(ufunc, method)(*args, **kwargs))
 

@@ -3,17 +3,18 @@
 Inside a layer's ``call`` (a model's graph) the draws are a tensor the graph
 fills before every step, training or predicting, so a VAE's sampling layer gets
 new noise each time (``normal(shape=(ops.shape(z)[0], d))``).  Called outside
-a graph they return numpy arrays.  ``seed`` is an int or a ``SeedGenerator``: a
-layer that owns a generator draws a reproducible sequence of its own; without
-a seed the draws come from pyggml's generator (``pg.set_seed`` /
-``pg.utils.set_random_seed``).  (With an int seed Keras repeats the same
-values on every call; here an int seed starts a reproducible sequence, as a
-``SeedGenerator`` does.)
+a graph they return numpy arrays with ``.numpy()``, as pyggml.ops's results.
+``seed`` is an int or a ``SeedGenerator``: a layer that owns a generator draws a
+reproducible sequence of its own; without a seed the draws come from pyggml's
+generator (``pg.set_seed`` / ``pg.utils.set_random_seed``).  (With an int seed
+Keras repeats the same values on every call; here an int seed starts a
+reproducible sequence, as a ``SeedGenerator`` does.)
 """
 
 import numpy as np
 
 from pyggml import _random, _scope
+from pyggml._tensor_arrays import as_ops_result
 from pyggml._validation import is_int, is_number
 from pyggml.saving.object_registration import register_builtin
 
@@ -75,7 +76,7 @@ def _draw(what, shape, seed, fn):
     gen = _generator(seed)
     b = _scope.current()
     if b is None:
-        return np.asarray(fn(gen, shape), dtype=np.float32)
+        return as_ops_result(np.asarray(fn(gen, shape), dtype=np.float32))
     if not hasattr(b, "random_values"):
         raise RuntimeError(f"{what}: this graph cannot hold random values")
     if seed is None:
@@ -132,7 +133,7 @@ def dropout(inputs, rate, noise_shape=None, seed=None):
         x = np.asarray(inputs, dtype=np.float32)
         shape = x.shape if noise_shape is None else tuple(noise_shape)
         keep = (_generator(seed).random(shape) >= rate) / (1.0 - rate)
-        return (x * keep).astype(np.float32)
+        return as_ops_result((x * keep).astype(np.float32))
     from pyggml import ops
     x = ops.as_tensor(inputs)
     shape = tuple(x.shape) if noise_shape is None else tuple(int(d) if d is not None else x.shape[i]
@@ -149,7 +150,7 @@ def shuffle(x, axis=0, seed=None):
     if not is_int(axis) or not -a.ndim <= axis < a.ndim:
         raise ValueError(f"shuffle: axis {axis!r} out of range for {a.ndim} dims")
     perm = _generator(seed).permutation(a.shape[axis])
-    return np.take(a, perm, axis=axis)
+    return as_ops_result(np.take(a, perm, axis=axis))
 
 
 def categorical(logits, num_samples, dtype="int32", seed=None):
@@ -162,7 +163,7 @@ def categorical(logits, num_samples, dtype="int32", seed=None):
     p = np.exp(z - z.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
     g = _generator(seed)
-    return np.stack([g.choice(z.shape[1], size=int(num_samples), p=row) for row in p]).astype(np.int32)
+    return as_ops_result(np.stack([g.choice(z.shape[1], size=int(num_samples), p=row) for row in p]).astype(np.int32))
 
 
 def gamma(shape, alpha, dtype=None, seed=None):
