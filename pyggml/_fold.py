@@ -206,3 +206,20 @@ def refusal(layer, shapes):
     return (f"{who} takes inputs of at most 4 dimensions, the batch included, got {shapes}: ggml tensors have "
             f"four, and 5-D inputs (volumes, videos) reach only the layers that fold them: "
             f"{', '.join(FIVE_D_LAYERS)}")
+
+
+def enter_call(custom):
+    """A layer's call begins: ``custom`` for a class outside pyggml (whose raw ops see the fold)."""
+    stack = _state.__dict__.setdefault("custom", [])
+    stack.append(bool(custom))
+
+
+def leave_call():
+    _state.__dict__["custom"].pop()
+
+
+def in_custom_call():
+    """Whether the innermost running layer call is a custom layer's, in a graph holding volumes
+    (pyggml.ops refuses there an axis other than the channels' on a volume)."""
+    stack = _state.__dict__.get("custom")
+    return bool(stack) and stack[-1] and bool(_registry())

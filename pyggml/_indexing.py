@@ -22,10 +22,18 @@ MAX_DIMS = 4
 _F32 = 4
 
 
+def _as_int(k):
+    """A 0-d integer array (Keras's ops.argmax of an array) as an int; anything else as it is."""
+    if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
+        return int(k)
+    return k
+
+
 def _parts(key, ndim):
     """The key as one entry per axis of x (ints and slices), and where new axes go."""
     if not isinstance(key, tuple):
         key = (key,)
+    key = tuple(_as_int(k) for k in key)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, slice) or is_int(k)):
             raise TypeError(f"a graph tensor takes ints, slices, ... and None as indices, got "
@@ -128,6 +136,7 @@ def encode_key(key):
     indexed): ["i", n], ["s", start, stop, step], ["e"] (...), ["n"] (None)."""
     out = []
     for k in key if isinstance(key, tuple) else (key,):
+        k = _as_int(k)
         if k is None:
             out.append(["n"])
         elif k is Ellipsis:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from pyggml import _scope, ops
+from pyggml import _scope, _symbolic, ops
 from pyggml._validation import check_number
 from pyggml.core import Tensor
 from pyggml.core import ops as core_ops
@@ -35,6 +35,9 @@ def _eager_on_arrays(fn):
     def act(x, *args, **kwargs):
         if _scope.current() is not None or isinstance(x, Tensor):
             return fn(x, *args, **kwargs)
+        if _symbolic.NODE_TYPES and _symbolic.holds_node((x,) + args, kwargs):
+            # a functional model's tensor (keras-io's MobileViT: activations.swish(x)): a layer
+            return _symbolic.apply(f"activations.{fn.__name__}", (x,) + args, kwargs)
         from pyggml import _eager
         a = x.numpy() if isinstance(x, Variable) else np.asarray(x)
         if a.dtype == object or a.dtype.kind not in "biuf":

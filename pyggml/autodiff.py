@@ -162,6 +162,7 @@ class _TapeBuilder:
         self.vars = {}               # id(variable) -> (tensor, variable)
         self.watched = {}            # id(array) -> (array, its tensor or None)
         self._pending = []           # (leaf tensor, array) to set once memory exists
+        self._leaf_values = {}       # hash(leaf tensor) -> (tensor, array), also once set
         self._done = set()           # hashes (addresses) of tensors holding their values
         self.updates = []            # (variable, new value): moving statistics, states
         self._updated = False
@@ -176,6 +177,7 @@ class _TapeBuilder:
                              f"train_on_batch, a Trainer)")
         t = self.ctx.new_tensor(a.shape or (1,), dtype="i32" if dtype == "int32" else "f32")
         self._pending.append((t, a))
+        self._leaf_values[hash(t)] = (t, a)
         return t
 
     def constant(self, array, dtype="float32"):
@@ -203,10 +205,11 @@ class _TapeBuilder:
         return e[0]
 
     def derived_input(self, source, fn, shape, dtype):
-        for t, a in self._pending:
-            if t is source:
-                return self._leaf(np.ascontiguousarray(fn(a)).reshape(shape), dtype)
-        raise ValueError("derived_input: the source is not an input of this computation")
+        e = self._leaf_values.get(hash(source))        # (a leaf computed already too: a metric read it)
+        if e is not None and e[0] is source:
+            return self._leaf(np.ascontiguousarray(fn(e[1])).reshape(shape), dtype)
+        raise ValueError("this op reads its labels or indices on the host, so they must be data (an array), "
+                         "not computed in the GradientTape")
 
     def random_keep_mask(self, shape, rate):
         return self._leaf(_random.draw_values(_random.rng(), tuple(shape), rate), "float32")
@@ -434,9 +437,7 @@ class GradientTape:
         if isinstance(source, Tensor):
             if source.ctx is not b.ctx:
                 raise ValueError("gradient(): a source tensor is not one this tape recorded")
-            if source.op != "NONE":
-                raise ValueError("gradient(): a source must be a leaf (a watched array, a Variable), "
-                                 "not the result of an operation")
+            # a recorded result too (Grad-CAM's gradient with respect to a layer's output)
             return source if source.dtype == "f32" else None
         if isinstance(source, np.ndarray):
             w = b.watched.get(id(source))
@@ -476,8 +477,14 @@ class GradientTape:
                 if t is not None:
                     t.set_param(hash(t) in wanted)
             for l in leaves:
-                if l is not None:
+                if l is not None and l.op == "NONE":
                     l.set_param(True)
+            if any(l is not None and l.op != "NONE" for l in leaves):
+                # ggml computes the gradient of a result when a parameter lies upstream of it: every
+                # float leaf is one for this pass (the weights' and the inputs' gradients are not read)
+                for t, _ in list(b.vars.values()) + list(b._leaf_values.values()):
+                    if t.dtype == "f32":
+                        t.set_param(True)
             try:
                 grads = b.run([], loss, leaves) if wanted else None
             except ValueError as e:

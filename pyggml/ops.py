@@ -21,6 +21,8 @@ Besides ggml's operations, with numpy's axes:
 
 import builtins
 import functools
+import inspect
+import numbers
 
 import numpy as np
 
@@ -325,12 +327,84 @@ __all__ = sorted(set(_GGML_NAMES) | {
     "tensordot"} | _install_keras_ops())
 
 
+# --- Keras's ops on plain values inside a graph -----------------------------------------------
+# Keras's ops on Python numbers and numpy arrays give concrete values, in a layer's call too
+# (``ops.linspace(ops.log(1.0), ops.log(1000.0), 16)`` has shape (16,)): with no tensor among its
+# arguments such an op computes on the host as outside a graph (ggml has no 0-d tensors, so a graph
+# constant would have shape (1,)).  Its arrays become constants of the graph where they meet
+# tensors (OpsArray, Layer.__call__).  convert_to_tensor and constant still make graph tensors.
+_NOT_HOST = {"convert_to_tensor"}
+_HOST_WHEN_PLAIN = (set(_KERAS_UNARY) | {"square"} |
+                    {n for m in _KERAS_MODULES for n in m.__all__}) - _NOT_HOST
+_PLAIN_LEAVES = (str, bytes, numbers.Number, np.generic, np.dtype, type, builtins.slice)
+
+
+def _plain(value, depth=0):
+    """True for numbers, numeric numpy arrays (not watched by a recording GradientTape) and
+    lists, tuples and dicts of them; False for tensors, Variables, nodes, functions, ..."""
+    if value is None or value is Ellipsis or isinstance(value, _PLAIN_LEAVES):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biuf" and _ops_numpy._watched(value) is None
+    if isinstance(value, (list, tuple)) and depth < 8:
+        return builtins.all(_plain(v, depth + 1) for v in value)
+    if type(value) is dict and depth < 8:
+        return builtins.all(_plain(v, depth + 1) for v in value.values())
+    return False
+
+
+def _graph_ready(out):
+    """False when a host result has a complex or empty array (what a graph cannot hold)."""
+    items = out if isinstance(out, (list, tuple)) else [out]
+    return builtins.all(not isinstance(a, np.ndarray) or (a.size and a.dtype.kind in "biuf") for a in items)
+
+
+def _axis_on_a_volume(name, sig, args, kwargs):
+    """Refuse an axis op on a folded volume (pyggml._fold: (batch * D, H, W, C) in the graph)
+    whose axis is not the channels': its result would be that of the folded tensor, not
+    Keras's (a custom layer's ops.sum(x, axis=3) on (batch, D, H, W, C))."""
+    folded = _fold.noted([a for a in args if isinstance(a, Tensor)] +
+                         [v for v in kwargs.values() if isinstance(v, Tensor)])
+    if folded is None or not builtins.any(s is not None and len(s) == 5 for s in folded):
+        return
+    try:
+        bound = sig.bind(*args, **kwargs).arguments
+    except TypeError:
+        return
+    for key in ("axis", "axes"):
+        axis = bound.get(key)
+        if axis is None:
+            continue
+        axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        if builtins.any(not isinstance(a, (int, np.integer)) or a % 5 != 4 for a in axes):
+            shape = (None,) + tuple(next(s for s in folded if s is not None and len(s) == 5)[1:])
+            raise ValueError(f"ops.{name}({key}={axis!r}) on a volume of shape {shape}: "
+                             f"inside a layer's call pyggml holds volumes as (batch * depth, height, width, "
+                             f"channels), so only the channels' axis (-1) works there; reshape the volume to 4 "
+                             f"dimensions first (ops.reshape) or use the 3-D layers")
+
+
 # --- Keras's ops on symbolic nodes (a functional model's tensors) ------------------------------
 def _symbolic_aware(name, fn):
+    host_when_plain = name in _HOST_WHEN_PLAIN
+    try:
+        sig = inspect.signature(fn)
+        axis_op = "axis" in sig.parameters or "axes" in sig.parameters
+    except (TypeError, ValueError):
+        sig, axis_op = None, False
+
     @functools.wraps(fn)
     def op(*args, **kwargs):
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
+        if axis_op and _fold.in_custom_call():
+            _axis_on_a_volume(name, sig, args, kwargs)
+        if host_when_plain and _scope.current() is not None and _plain(args) and _plain(kwargs):
+            with _scope.paused():                             # no tensor involved: a value, as Keras's
+                out = fn(*args, **kwargs)
+            if _graph_ready(out):
+                return as_ops_result(out)
+            # complex or empty: no graph can hold it, and the op in the graph says so
         out = fn(*args, **kwargs)
         # computed at once: arrays that a graph tensor later meets become graph constants
         return as_ops_result(out) if _scope.current() is None else out

@@ -378,3 +378,221 @@ def test_a_user_loss_gets_labels_of_another_shape_as_keras_gives_them():
     assert acc > 0.9
     with pytest.raises(ValueError, match="first batch had"):
         m.fit(x, np.zeros((64, 4), np.int64), verbose=0)
+
+
+# --- vision ports (grad_cam, simclr, supervised contrastive, barlow twins, super-resolution) ---------
+
+def test_gradient_with_respect_to_a_layer_output_as_grad_cam_takes_it():
+    inp = keras.Input((6, 6, 2))
+    conv = layers.Conv2D(3, 3, name="last_conv")(inp)
+    out = layers.Dense(4)(layers.GlobalAveragePooling2D()(conv))
+    grad_model = keras.Model(inp, [conv, out])
+    x = RNG.normal(size=(1, 6, 6, 2)).astype(np.float32)
+    with keras.GradientTape() as tape:
+        conv_out, preds = grad_model(x)
+        class_channel = preds[:, 2]
+    g = tape.gradient(class_channel, conv_out)
+    # d preds[:, 2] / d conv: the Dense row 2 spread evenly over the 4 x 4 positions
+    w = grad_model.layers[-1].get_weights()[0]           # Keras's (in, units)
+    np.testing.assert_allclose(g, np.broadcast_to(w[:, 2] / 16.0, (1, 4, 4, 3)), rtol=1e-5, atol=1e-7)
+
+
+def test_setting_an_activation_changes_what_the_model_computes():
+    inp = keras.Input((4,))
+    model = keras.Model(inp, layers.Dense(3, activation="softmax")(inp))
+    x = RNG.random((2, 4)).astype(np.float32)
+    np.testing.assert_allclose(model.predict(x, verbose=0).sum(-1), 1.0, rtol=1e-5)
+    model.layers[-1].activation = None                  # grad_cam: the logits
+    w = model.layers[-1].get_weights()
+    np.testing.assert_allclose(model.predict(x, verbose=0), x @ w[0] + w[1], rtol=1e-5)
+    np.testing.assert_allclose(model(x), x @ w[0] + w[1], rtol=1e-5)
+    assert model.layers[-1].get_config()["activation"] == "linear"
+
+
+def test_a_sequential_without_an_input_is_built_by_its_first_data():
+    model = keras.Sequential([layers.Flatten(), layers.Dense(3)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = RNG.random((8, 4, 4, 3)).astype(np.float32)
+    model.fit(x, RNG.integers(0, 3, 8), verbose=0)
+    assert model.input_shape == (None, 4, 4, 3)
+    w = model.layers[-1].get_weights()
+    np.testing.assert_allclose(model.predict(x, verbose=0), x.reshape(8, -1) @ w[0] + w[1], rtol=1e-5, atol=1e-6)
+    aug = keras.Sequential([layers.Rescaling(1 / 255), layers.Dense(2)])       # simclr's augmenter
+    assert aug(np.ones((2, 4, 4, 3), np.float32), training=True).shape == (2, 4, 4, 2)
+
+
+def test_fit_on_inputs_alone_trains_a_model_on_its_add_loss():
+    class Endpoint(layers.Layer):                      # keras-io's endpoint layer pattern
+        def call(self, targets, logits):
+            self.add_loss(ops.mean(ops.square(targets - logits)))
+            return logits
+
+    a, b = keras.Input((4,), name="image"), keras.Input((1,), name="label")
+    model = keras.Model([a, b], Endpoint()(b, layers.Dense(1)(a)))
+    model.compile(optimizer=keras.optimizers.Adam(0.05))
+    x = RNG.normal(size=(32, 4)).astype(np.float32)
+    data = {"image": x, "label": x.sum(1, keepdims=True)}
+    h = model.fit(data, epochs=30, verbose=0)
+    assert h.history["loss"][-1] < 0.1 * h.history["loss"][0]
+    ds = keras.data.Dataset.from_tensor_slices(data).batch(8)
+    model.fit(ds, epochs=1, verbose=0)
+    plain = keras.Model(a, layers.Dense(1)(a))
+    plain.compile(optimizer="adam", loss=None)
+    with pytest.raises(ValueError, match="nothing to train on"):
+        plain.fit(x, epochs=1, verbose=0)
+
+
+def test_shapes_that_grow_with_a_variable_length_stay_variable():
+    class Upscale(layers.Layer):                       # sub-pixel super-resolution: 3x its input
+        def call(self, x):
+            return ops.depth_to_space(ops.concatenate([x] * 9, axis=-1), 3)
+
+    inp = keras.Input((None, None, 1))
+    m = keras.Model(inp, Upscale()(inp))
+    assert m.output_shape == (None, None, None, 1)
+    x = RNG.random((1, 5, 4, 1)).astype(np.float32)
+    assert m.predict(x, verbose=0).shape == (1, 15, 12, 1)
+
+
+def test_a_loss_that_overrides_dunder_call_trains():
+    class MyLoss(keras.losses.Loss):
+        def __call__(self, y_true, y_pred, sample_weight=None):
+            return ops.mean(ops.square(y_true - y_pred))
+
+    inp = keras.Input((4,))
+    model = keras.Model(inp, layers.Dense(1)(inp))
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss=MyLoss())
+    x = RNG.normal(size=(32, 4)).astype(np.float32)
+    h = model.fit(x, x.sum(1, keepdims=True), epochs=20, verbose=0)
+    assert h.history["loss"][-1] < 0.1 * h.history["loss"][0]
+
+
+def test_a_metric_reading_a_tape_tensor_first_leaves_the_labels_usable():
+    inp = keras.Input((4,))
+    model = keras.Model(inp, layers.Dense(6)(inp))
+    acc = keras.metrics.SparseCategoricalAccuracy()
+    x = RNG.random((6, 4)).astype(np.float32)
+    with keras.GradientTape() as tape:
+        sims = model(x)
+        labels = ops.arange(ops.shape(sims)[0])
+        acc.update_state(labels, sims)                   # simclr: the metric computes sims first
+        loss = keras.losses.sparse_categorical_crossentropy(labels, sims, from_logits=True)
+    grads = tape.gradient(loss, model.trainable_weights)
+    w = model.layers[-1].get_weights()
+    z = (x @ w[0] + w[1]).astype(np.float64)
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    np.testing.assert_allclose(grads[1], (p - np.eye(6)).sum(0), rtol=1e-4, atol=1e-6)   # the bias's gradient
+
+
+def test_batch_normalization_takes_the_last_axis_by_its_index():
+    x = keras.Input((8, 8, 4))
+    assert keras.Model(x, layers.BatchNormalization(axis=3)(x)).output_shape == (None, 8, 8, 4)
+    with pytest.raises(ValueError, match="channels-first"):
+        keras.Model(x, layers.BatchNormalization(axis=1)(x))
+
+
+def test_an_optimizer_with_long_updates_steps_many_weights():
+    x = inp = keras.Input((4,))
+    for _ in range(120):
+        x = layers.Dense(4)(x)
+    model = keras.Model(inp, x)
+    opt = keras.optimizers.Lamb()
+    with keras.GradientTape() as tape:
+        loss = ops.mean(model(np.ones((2, 4), "float32")))
+    before = [v.numpy() for v in model.trainable_variables]
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    assert sum(not np.array_equal(b, v.numpy()) for b, v in zip(before, model.trainable_variables)) > 200
+
+
+def test_activations_on_a_functional_model_s_tensors_are_layers_that_save():
+    inp = keras.Input((5,))
+    h = keras.activations.swish(layers.Dense(3)(inp))           # MobileViT writes its blocks so
+    out = keras.activations.relu(h, max_value=0.5)
+    m = keras.Model(inp, out)
+    x = RNG.normal(size=(4, 5)).astype(np.float32)
+    w = m.layers[1].get_weights()
+    z = (x @ w[0] + w[1]).astype(np.float64)
+    np.testing.assert_allclose(m.predict(x, verbose=0), np.clip(z / (1 + np.exp(-z)), 0, 0.5), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_a_weight_made_again_under_its_name_is_kept_beside_it():
+    class L(layers.Layer):
+        def build(self, shape):
+            self.pos = self.add_weight(shape=(3,), initializer="zeros", name="pos")
+            self.pos = self.add_weight(shape=(4,), initializer="ones", name="pos")   # DeiT over ViT
+
+        def call(self, x):
+            return x + self.pos
+
+    inp = keras.Input((4,))
+    m = keras.Model(inp, L(name="l")(inp))
+    assert list(m.get_weights()) == ["l.pos", "l.pos_1"]
+    np.testing.assert_allclose(m.predict(np.zeros((1, 4), np.float32), verbose=0), [[1, 1, 1, 1]])
+    with keras.GradientTape() as tape:
+        loss = ops.sum(m(np.ones((2, 4), np.float32)))
+    g = tape.gradient(loss, m.trainable_variables)
+    assert g[0] is None and g[1].tolist() == [2, 2, 2, 2]
+
+
+def test_a_zero_d_integer_array_indexes_a_recorded_tensor():
+    inp = keras.Input((4,))
+    model = keras.Model(inp, layers.Dense(3)(inp))
+    x = np.ones((1, 4), "float32")
+    idx = ops.argmax(model.predict(x, verbose=0)[0])            # integrated gradients' target class
+    with keras.GradientTape() as tape:
+        tape.watch(x)
+        top = model(x)[:, idx]
+    np.testing.assert_allclose(tape.gradient(top, x)[0], model.layers[1].get_weights()[0][:, int(idx)], rtol=1e-6)
+
+
+def test_scalar_inputs_one_number_per_row():
+    age = layers.Input(name="age", shape=(), dtype="float32")   # keras-io's structured data inputs
+    job = layers.Input(name="job", shape=(), dtype="int32")
+    x = layers.Concatenate()([ops.expand_dims(age, -1), layers.Embedding(5, 3)(job)])
+    m = keras.Model({"age": age, "job": job}, layers.Dense(1)(x))
+    assert m.input_shape == [(None,), (None,)]
+    a, j = RNG.random(6).astype(np.float32), RNG.integers(0, 5, 6)
+    emb = [l for l in m.layers if isinstance(l, layers.Embedding)][0].get_weights()[0]
+    dense = m.layers[-1].get_weights()
+    want = np.concatenate([a[:, None], emb[j]], 1) @ dense[0] + dense[1]
+    np.testing.assert_allclose(m.predict({"age": a, "job": j}, verbose=0), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("axes, fold", [(None, lambda x: x.reshape(2, 15, 8)), ((2,), lambda x: x.reshape(6, 5, 8))])
+def test_attention_over_4d_inputs_is_attention_over_the_folded_steps(axes, fold):
+    # MobileViT's attention on (batch, patches, positions, features): Keras's default attends over
+    # both middle axes together; attention_axes=(2,) over the positions of each patch
+    x = RNG.normal(size=(2, 3, 5, 8)).astype(np.float32)
+    a = layers.MultiHeadAttention(num_heads=2, key_dim=4, attention_axes=axes)
+    inp = keras.Input((3, 5, 8))
+    m = keras.Model(inp, a(inp, inp))
+    assert m.output_shape == (None, 3, 5, 8)
+    b = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    flat = fold(x)
+    i3 = keras.Input(flat.shape[1:])
+    m3 = keras.Model(i3, b(i3, i3))
+    b.set_weights(a.get_weights())
+    np.testing.assert_allclose(m.predict(x, verbose=0), m3.predict(flat, verbose=0).reshape(x.shape), rtol=1e-5,
+                               atol=1e-6)
+    assert layers.MultiHeadAttention.from_config(a.get_config()).attention_axes == axes
+
+
+def test_an_axis_op_on_a_volume_in_a_custom_call_refuses_all_but_the_channels():
+    class SumAxis3(layers.Layer):
+        def call(self, x):                       # x: (batch, 4, 5, 6, 7)
+            return ops.sum(x, axis=3)
+
+    class Channels(layers.Layer):
+        def call(self, x):
+            return ops.softmax(x, axis=-1) * ops.sum(x, axis=-1, keepdims=True)
+
+    x = keras.Input((4, 5, 6, 7))
+    with pytest.raises(ValueError, match="only the channels' axis"):
+        SumAxis3()(x)
+    m = keras.Model(x, Channels()(x))
+    v = RNG.normal(size=(2, 4, 5, 6, 7)).astype(np.float32)
+    e = np.exp(v - v.max(-1, keepdims=True))
+    np.testing.assert_allclose(m.predict(v, verbose=0), e / e.sum(-1, keepdims=True) * v.sum(-1, keepdims=True),
+                               rtol=1e-4, atol=1e-5)

@@ -1,7 +1,7 @@
 """Helpers the built-in layers share (not part of the layer contract)."""
 
 from pyggml import _scope, activations, ops
-from pyggml.layers.layer import Layer
+from pyggml.layers.layer import Layer, layer_changed
 
 __all__ = ["Activated", "contiguous", "rows_2d", "fused", "fusable", "cached", "set_weight_options",
            "weight_options_config"]
@@ -44,7 +44,22 @@ class Activated(Layer):
     def __init__(self, activation=None, **kwargs):
         super().__init__(**kwargs)
         self._act = activations.get(activation)
-        self.activation = activations.name_of(activation)
+        self._activation_name = activations.name_of(activation)
+
+    @property
+    def activation(self):
+        """The activation's name (as in the config).  Settable, as in Keras: grad_cam's
+        ``model.layers[-1].activation = None`` makes the model give logits (the graphs of the
+        models holding the layer are made again)."""
+        return self._activation_name
+
+    @activation.setter
+    def activation(self, value):
+        act, name = activations.get(value), activations.name_of(value)
+        if "_activation_name" in self.__dict__ and (act is not self._act or name != self._activation_name):
+            self._act, self._activation_name = act, name
+            layer_changed(self)
+        self._act, self._activation_name = act, name
 
     def pre_activation(self, inputs, training=None):
         raise NotImplementedError

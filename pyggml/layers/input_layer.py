@@ -55,7 +55,7 @@ class InputLayer(Layer):
         # Keras's fixed batch size (stateful recurrent layers need one), or None
         self.batch_size = None if batch_size is None else check_positive_int("Input batch_size", batch_size)
         self._batch_size = self.batch_size
-        self.shape = feature_shape_of(shape, allow_none=True)
+        self.shape = feature_shape_of(shape, allow_none=True, allow_empty=True)   # () : one number per row
         key = str(getattr(dtype, "__name__", dtype)) if dtype is not None else "float32"
         if key not in _DTYPES:
             raise ValueError(f"Input dtype must be a float or integer type ({', '.join(sorted(_DTYPES))}), "

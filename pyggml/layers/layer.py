@@ -70,6 +70,16 @@ def _weight_dtype(dtype, trainable):
     raise ValueError(f"add_weight: dtype must be a float or an integer type, got {dtype!r}")
 
 
+# functions called with a layer whose computation changed after its graphs were made (an
+# activation set anew): the models layer registers one that drops the graphs holding it
+LAYER_CHANGED = []
+
+
+def layer_changed(layer):
+    for hook in LAYER_CHANGED:
+        hook(layer)
+
+
 def _layers_in(value, path):
     """[(path, layer)] of the layers in ``value``: a layer, or lists, tuples and dicts of them."""
     if isinstance(value, Layer):
@@ -409,7 +419,12 @@ class Layer:
         if not name or "\0" in name or len(name) > 40 or not name.isprintable():
             raise ValueError(f"add_weight: weight names are printable, 1 to 40 chars, got {name!r}")
         if name in used:
-            raise ValueError(f"{type(self).__name__} already has a weight named {name!r}")
+            # Keras keeps both (a subclass making its parent's weight again); names stay unique here
+            # (they key get_weights and the saved tensors): the new one is numbered
+            k = 1
+            while f"{name}_{k}" in used:
+                k += 1
+            name = f"{name}_{k}"
         from pyggml import initializers
         initializers.get(initializer)              # an unknown name fails here, not at compile
         v = Variable.made(name, shape, initializer, trainable=trainable, layout=layout, layer=self, dtype=dtype)
@@ -724,6 +739,7 @@ class Layer:
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
         stack.append(training)
+        _fold.enter_call(not type(self).__module__.startswith("pyggml."))
         try:
             if logical is None and not _fold.active():
                 out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
@@ -734,6 +750,7 @@ class Layer:
                     _fold.note_outputs(self, out, logical)
         finally:
             stack.pop()
+            _fold.leave_call()
         if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \

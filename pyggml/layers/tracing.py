@@ -70,14 +70,18 @@ def generalized(shape):
     if isinstance(shape, list):
         return [generalized(v) for v in shape]
     if isinstance(shape, tuple):
-        return tuple(None if (i > 0 and d in (_LENGTH, _BATCH)) else d for i, d in enumerate(shape))
+        return tuple(None if (i > 0 and d in (_LENGTH, _LENGTH_2, _BATCH)) else d for i, d in enumerate(shape))
     return shape
+
+
+_LENGTH_2 = 127       # a second trace's variable length: output dims that change with it vary
+_length_now = [_LENGTH]
 
 
 def _keras_concrete(node):
     """The node's shape with its batch (the model's fixed one, Input(batch_size=...), or _BATCH)
     and variable lengths made concrete."""
-    return (node.batch_size or _BATCH,) + tuple(_LENGTH if d is None else d for d in node.feature_shape)
+    return (node.batch_size or _BATCH,) + tuple(_length_now[0] if d is None else d for d in node.feature_shape)
 
 
 def _concrete(node):
@@ -120,7 +124,31 @@ def output_mask_flags(layer, inputs, kwargs, n_outputs):
 
 def output_shapes(layer, inputs, kwargs, with_masks=False):
     """(Keras output shape, or a list of them; [dtype, ...]) of ``layer(inputs, **kwargs)``;
-    with_masks: also whether each output carries a padding mask."""
+    with_masks: also whether each output carries a padding mask.  With inputs of variable
+    lengths, the call is traced a second time with another length: an output dim that changes
+    with it varies (None), also where it is not the length itself (an upsampling's 2 * length)."""
+    result = _output_shapes(layer, inputs, kwargs, with_masks)
+    nodes = inputs if isinstance(inputs, list) else [inputs]
+    if not any(d is None for n in nodes for d in n.feature_shape):
+        return result
+    _length_now[0] = _LENGTH_2
+    try:
+        again = _output_shapes(layer, inputs, kwargs, with_masks)
+    except Exception:                   # a call that takes only some lengths: the first trace's shapes
+        return result
+    finally:
+        _length_now[0] = _LENGTH
+
+    def merge(a, b):
+        if isinstance(a, list):
+            return [merge(x, y) for x, y in zip(a, b)]
+        if len(a) != len(b):
+            return a
+        return tuple(None if (x is None or y is None or x != y) else x for x, y in zip(a, b))
+    return (merge(result[0], again[0]),) + tuple(result[1:])
+
+
+def _output_shapes(layer, inputs, kwargs, with_masks=False):
     nodes = inputs if isinstance(inputs, list) else [inputs]
     variable = any(d is None for n in nodes for d in n.feature_shape)
     n_tensors = 4096
@@ -168,7 +196,7 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
                     s = list(_fold.unfold_shape(s, _keras_concrete(five)))     # still 5-D
                 s[0] = None
                 if variable:
-                    s = [None if (i > 0 and d == _LENGTH) else d for i, d in enumerate(s)]
+                    s = [None if (i > 0 and d == _length_now[0]) else d for i, d in enumerate(s)]
                 shapes.append(tuple(s))
             dtypes = [_DTYPES.get(t.dtype, "float32") for t in outs]
             result = (shapes if isinstance(out, (list, tuple)) else shapes[0]), dtypes
@@ -178,7 +206,8 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
                 raise
             n_tensors *= 8
         except (ValueError, TypeError) as e:
-            if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note"):
+            if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note") and str(_BATCH) in str(e) \
+                    and "volume" not in str(e):
                 e.add_note(f"(pyggml met this running {type(layer).__name__}'s call on a stand-in batch of {_BATCH} "
                            f"rows to find its output shape, where Keras's batch is symbolic: a call whose shapes "
                            f"depend on the batch size needs it fixed, keras.Input(shape, batch_size=N))")

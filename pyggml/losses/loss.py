@@ -103,6 +103,9 @@ class Loss:
     def values(self, y_true, y_pred, from_logits=False):
         """Per-value (or per-sample) losses; ``from_logits``: y_pred is before the
         output activation named by ``logits_from``."""
+        if type(self).call is Loss.call and type(self).__call__ is not Loss.__call__:
+            # a subclass that overrides __call__ itself (keras-io's supervised contrastive loss)
+            return self(y_true, y_pred)
         return self.call(y_true, y_pred)
 
     def mean_loss(self, y_true, y_pred, from_logits=False):

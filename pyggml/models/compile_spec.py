@@ -98,8 +98,9 @@ class CompileSpec:
         given = _per_output(loss, self.output_names, "loss", allow_missing=True)
         self.loss_given = given
         self.losses = [None if l is None else losses_mod.get(l) for l in given]
-        if all(l is None for l in self.losses):
-            raise ValueError("compile needs a loss for at least one output")
+        # no loss at all (Keras's compile(loss=None)): the model trains on what its layers add
+        # (add_loss); the training graph refuses a model that adds nothing
+        self.loss_defaulted = False      # compile was given no loss (Model.compile's default)
         if loss_weights is None:
             self.loss_weights = [1.0] * n
         else:

@@ -628,11 +628,16 @@ def install(cls):
 
     @functools.wraps(compile_)
     def compile(self, optimizer="adam", loss=_DEFAULT_LOSS, metrics=None, loss_weights=None, *args, **kwargs):
-        from pyggml.models.model import _keep_compiled_loss
-        _keep_compiled_loss(self, None if loss is _DEFAULT_LOSS else loss)
+        if not hasattr(type(self), "loss"):          # Keras's model.loss: what compile was given
+            self.__dict__["loss"] = None if loss is _DEFAULT_LOSS else loss
         if not _custom_evaluate(self, cls):
-            return compile_(self, optimizer, "categorical_crossentropy" if loss is _DEFAULT_LOSS else loss, metrics,
-                            loss_weights, *args, **kwargs)
+            out = compile_(self, optimizer, "categorical_crossentropy" if loss is _DEFAULT_LOSS else loss, metrics,
+                           loss_weights, *args, **kwargs)
+            spec = self.__dict__.get("_compile_spec")
+            if spec is not None and loss is _DEFAULT_LOSS:
+                spec.loss_defaulted = True
+                self._compile_args = (optimizer, metrics, loss_weights, args, kwargs)
+            return out
         # Keras's compile for custom steps: loss optional, kept for compute_loss
         self.check_alive()
         loss = None if loss is _DEFAULT_LOSS else loss

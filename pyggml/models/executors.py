@@ -359,13 +359,14 @@ class _LossGraph(Executor):
                 self.heads.append(head)
                 weighted = ops.scale(head, spec.loss_weights[i]) if spec.loss_weights[i] != 1.0 else head
                 total = weighted if total is None else ops.add(total, weighted)
-            if total is None:
-                raise ValueError("no output has a loss: compile with a loss for at least one output")
             # Keras's loss: the compiled losses plus the regularization penalties of the trainable
             # weights and the losses the layers added (activity regularizers, add_loss)
             self.penalty = weight_rules.total_penalty(model._ensure_graph().layers, trainable, self.g.added_losses)
+            if total is None and self.penalty is None:
+                raise ValueError("nothing to train on: no output has a loss and no layer adds one (add_loss); "
+                                 "compile with a loss for at least one output")
             if self.penalty is not None:
-                total = ops.add(total, self.penalty)
+                total = self.penalty if total is None else ops.add(total, self.penalty)
             if opt_period > 1:
                 total = ops.scale(total, 1.0 / opt_period)
             self.read_outs = []
@@ -638,12 +639,13 @@ class ApplyGradients:
         self.optimizer, self.state = opt, state
         n = len(variables)
         n_rules = sum(len(weight_rules.constraint_rules(l)) for l in weight_rules.layer_tree(layers))
-        size = 32 * n + 64 * n_rules + 256
-        self.g = GraphBuilder(store, training=False, scale=max(1, size // 1024 + 1))
+        # room for the longest update (Lamb's and its trust ratio's) of every weight
+        room = 64 * n + 64 * n_rules + 256
+        self.g = GraphBuilder(store, training=False, scale=max(1, room // 1024 + 1))
         self.backend = backend
-        self.grads = [self.g.input(v.shape) for v in variables]
+        self.grads = [self.g.input(v.store_shape) for v in variables]
         self.scalars = self.g.input((opt.n_scalars,))
-        self.graph = Graph(self.g.ctx, size)
+        built = []
         with _scope.entered(self.g):
             params = [store.tensor(v) for v in variables]
             for t in params:
@@ -654,11 +656,13 @@ class ApplyGradients:
             updated = {}
             for v, t, gr in zip(variables, params, grads):
                 outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale), state.slots(v), self.scalars)
-                for out in outs:
-                    self.graph.build_forward(out)
+                built += outs
             # Keras applies the weights' constraints after the optimizer's update
-            for out in weight_rules.constraint_updates(layers, updated):
-                self.graph.build_forward(out)
+            built += list(weight_rules.constraint_updates(layers, updated))
+        size = reachable_count(built) + 256
+        self.graph = Graph(self.g.ctx, size)
+        for out in built:
+            self.graph.build_forward(out)
         self.g.allocate(backend)
         self.sched = Scheduler([backend], graph_size=size)
         self.freed = False

@@ -17,12 +17,13 @@ from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
 from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
+from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
 from pyggml.models import functional, host_stage, summary as summary_mod, training_loop
 from pyggml.models.compile_spec import CompileSpec
-from pyggml.models.runtime import Runtime
+from pyggml.models.runtime import Runtime, drop_graphs_holding
 from pyggml.saving import gguf_io
 from pyggml.saving.object_registration import register_builtin
 from pyggml.variables import Variable, WeightName
@@ -41,10 +42,8 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _keep_compiled_loss(model, loss):
-    """Keras's ``model.loss``: what compile was given (unless the class defines ``loss`` itself)."""
-    if not hasattr(type(model), "loss"):
-        model.__dict__["loss"] = loss
+# a layer's computation changed (an activation set anew): the models holding it make their graphs again
+layer_mod.LAYER_CHANGED.append(lambda layer: drop_graphs_holding(list(_ALL), layer))
 
 
 @register_builtin
@@ -220,7 +219,6 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         with self._lock:
             self._new_runtime(Backend(backend), rng)
             self.optimizer = opt
-            _keep_compiled_loss(self, loss)
             self._compile_spec = spec
             self._compiled = True
             self._trained = False

@@ -175,3 +175,17 @@ def step_on_gradients(rt, state, pairs, names, layers):
     key = ("apply", id(optimizer), tuple(id(v) for v in variables))
     ex = rt.graph(key, lambda: executors.ApplyGradients(rt.store, rt.backend, state, variables, layers))
     ex.run([a for a, _ in pairs])
+
+
+def drop_graphs_holding(models, layer):
+    """A layer's computation changed (Layer.layer_changed): the models holding it make their
+    graphs again."""
+    def holds(outer):
+        return any(s is layer or holds(s) for s in outer.__dict__.get("_sublayers", {}).values())
+    for m in models:
+        topo = m.__dict__.get("_topology")
+        if topo is None or m.__dict__.get("_freed") or not any(l is layer or holds(l) for l in topo.layers):
+            continue
+        m._predict_fast = None
+        if m._rt is not None:
+            m._rt.drop_graphs()

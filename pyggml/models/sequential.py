@@ -4,6 +4,8 @@ input shape is known (``input_shape=``, a first ``pg.Input``, a first layer's
 
 import weakref
 
+import numpy as np
+
 from pyggml.layers._keras_weights import BUILDERS
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer, feature_shape_of
@@ -92,6 +94,23 @@ class Sequential(Model):
 
     def _invalidate(self):
         self._topology = None
+
+    def _awaits_data(self):
+        """No input shape yet (Keras's deferred build): the first data gives it."""
+        if self._topology is not None or self._seq_input_shape is not None or not self._stack:
+            return False
+        first = self._stack[0]
+        return not (isinstance(first, Model) and len(first.inputs) == 1)
+
+    def _build_from(self, array):
+        """Keras's deferred build: the input shape and dtype of a first batch."""
+        a = np.asarray(array)
+        if a.ndim < 2:
+            raise ValueError(f"{self.name}: the first batch fixes the input shape; it needs a batch axis and "
+                             f"features, got shape {a.shape}")
+        self._set_features(a.shape[1:])
+        self._seq_input_dtype = "int32" if a.dtype.kind in "biu" else "float32"
+        return self._ensure_graph()
 
     def _ensure_graph(self):
         if self._topology is not None:

@@ -61,7 +61,17 @@ def _defines_call(model):
 
 
 def _is_pending(model):
-    return model.__dict__.get("_subclassed", False) and model.__dict__.get("_topology") is None
+    """A model whose graph waits for data: a subclassed one, or a Sequential without an input shape."""
+    if model.__dict__.get("_subclassed", False):
+        return model.__dict__.get("_topology") is None
+    awaits = getattr(model, "_awaits_data", None)
+    return awaits is not None and awaits()
+
+
+def _finish_compile(model):
+    pending = model.__dict__.pop("_pending_compile", None)
+    if pending is not None:
+        model.compile(**pending)
 
 
 def _refuse_config(model):
@@ -106,9 +116,7 @@ def build_graph(model, specs, many):
     model._multi_out = isinstance(out, (list, tuple))
     model._topology = functional.Topology(ins, list(out) if model._multi_out else [out])
     model.built = True
-    pending = model.__dict__.pop("_pending_compile", None)
-    if pending is not None:
-        model.compile(**pending)
+    _finish_compile(model)
 
 
 def build_for(model, x):
@@ -130,6 +138,12 @@ def build_for(model, x):
     if isinstance(first, dict):
         raise TypeError(f"{type(model).__name__}: a subclassed model takes an array or a list of arrays")
     many = isinstance(first, (list, tuple))
+    if not model.__dict__.get("_subclassed", False):
+        if many:
+            raise TypeError(f"{model.name}: a Sequential takes one input array, got a list")
+        model._build_from(first)                     # a Sequential built on its first data
+        _finish_compile(model)
+        return
     build_graph(model, [_spec_of(a) for a in (list(first) if many else [first])], many)
 
 
@@ -147,7 +161,7 @@ def install(cls):
 
     @functools.wraps(ensure)
     def _ensure_graph(self):
-        if _is_pending(self):
+        if self.__dict__.get("_subclassed", False) and _is_pending(self):
             raise ValueError(f"{type(self).__name__} is not built yet: its graph is made on the first data "
                              f"(fit, predict, evaluate, calling it) or by build(input_shape)")
         return ensure(self)
@@ -178,7 +192,8 @@ def install(cls):
             first = list(args[0].values()) if isinstance(args[0], dict) else args[0]
             flat = flatten_inputs(first)
             if all(isinstance(v, Node) for v in flat):              # model(pg.Input(...)): on its shape
-                build_graph(self, [(v.feature_shape, v.dtype) for v in flat], isinstance(first, list))
+                if self.__dict__.get("_subclassed", False):
+                    build_graph(self, [(v.feature_shape, v.dtype) for v in flat], isinstance(first, list))
             elif not any(isinstance(v, (Tensor, Variable)) for v in flat):
                 build_for(self, args[0])
         return call_(self, *args, **kwargs)

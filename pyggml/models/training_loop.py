@@ -31,10 +31,30 @@ def _repeats_forever(x):
     return isinstance(x, DataPipeline) and x.cardinality() == INFINITE_CARDINALITY
 
 
+def _yields_no_targets(x, y):
+    """fit's data has inputs only: no y with arrays, or a dataset whose first item is x alone."""
+    if not da.is_generator_like(x):
+        return y is None
+    if y is not None or not hasattr(x, "__iter__") or hasattr(x, "__next__"):
+        return False                      # a one-pass generator is not looked at ahead
+    try:
+        first = next(iter(x))
+    except Exception:
+        return False
+    return da.unpack_item(first, True)[1] is None
+
+
 def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
+    if with_targets and model._compile_spec.loss_defaulted and _yields_no_targets(x, y):
+        # Keras's compile() without a loss, then fit on inputs alone (the endpoint-layer pattern):
+        # the model trains on its layers' add_loss, not on the default loss
+        optimizer, metrics, loss_weights, args, kwargs = model.__dict__.pop("_compile_args")
+        model.compile(model.optimizer if model.optimizer is not None else optimizer, None, metrics, loss_weights,
+                      *args, **kwargs)
     tspecs = model.target_specs if with_targets else None
+    untargeted = with_targets and all(not s.has_loss for s in tspecs)
     training = what in ("fit", "train_on_batch")      # data augmentation runs on these batches only
     if da.is_generator_like(x):
         if y is not None:
@@ -53,6 +73,8 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
             if not with_targets:
                 return da.Batch(xs)
             if by is None:
+                if untargeted:
+                    return da.Batch(xs, [None] * len(tspecs), [None] * len(tspecs))
                 raise ValueError(f"{what}: the data yields no targets (it must yield (x, y) or (x, y, w))")
             ys = da.adapt_targets(tspecs, by, n)
             ws = da.adapt_weights(tspecs, losses, bw, class_weight, ys, n)
@@ -77,6 +99,8 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
     if not with_targets:
         return da.ArrayDataset(xs, None, None, n, batch_size)
     if y is None:
+        if untargeted:
+            return da.ArrayDataset(xs, [None] * len(tspecs), [None] * len(tspecs), n, batch_size, stage)
         raise ValueError(f"{what} needs targets y")
     ys = da.adapt_targets(tspecs, y, n)
     ws = da.adapt_weights(tspecs, model._compile_spec.losses, sample_weight, class_weight, ys, n)

@@ -53,9 +53,19 @@ class MultiHeadAttention(Layer):
     build_shape_rule = "last"        # (Layer._fits_built)
     supports_masking = True
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
-                 bias_regularizer=None, kernel_constraint=None, bias_constraint=None, **kwargs):
+                 attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 **kwargs):
         super().__init__(**kwargs)
+        # Keras's attention_axes for inputs (batch, a, b, features): None, every axis between the
+        # batch and the features (attention over a * b steps); or the last of them alone (each
+        # index of ``a`` attends over ``b``); an int or a tuple
+        if attention_axes is not None:
+            axes = (attention_axes,) if isinstance(attention_axes, (int, np.integer)) else tuple(attention_axes)
+            if not axes or any(isinstance(a, bool) or not isinstance(a, (int, np.integer)) for a in axes):
+                raise TypeError(f"attention_axes must be None, an int or a tuple of ints, got {attention_axes!r}")
+            attention_axes = tuple(int(a) for a in axes)
+        self.attention_axes = attention_axes
         set_weight_options(self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         self.num_heads = check_positive_int("num_heads", num_heads, 1 << 12)
@@ -147,17 +157,37 @@ class MultiHeadAttention(Layer):
             shapes = shapes[:-1]
         if not 1 <= len(shapes) <= 3:
             raise ValueError(f"MultiHeadAttention takes 1 to 3 inputs (query, value, key), got {len(shapes)}")
+        rank = len(shapes[0])
         for s in shapes:
-            if len(s) != 3:
-                raise ValueError(f"MultiHeadAttention expects inputs of shape (steps, features), "
-                                 f"got {tuple(s[1:])}")
+            if len(s) not in (3, 4) or len(s) != rank:
+                raise ValueError(f"MultiHeadAttention expects inputs of shape (steps, features) or (a, b, "
+                                 f"features), all of one rank, got {[tuple(x[1:]) for x in shapes]}")
+        if rank == 4:
+            if masked:
+                raise ValueError("MultiHeadAttention: an attention_mask goes with inputs of shape (steps, "
+                                 "features) only")
+            self._fold_mode(4)
+        elif self.attention_axes not in (None, (1,), (-2,)):
+            raise ValueError(f"MultiHeadAttention: attention_axes={self.attention_axes} for inputs of shape "
+                             f"(steps, features): the steps are axis 1")
         q = tuple(shapes[0])
         v = tuple(shapes[1]) if len(shapes) > 1 else q
         k = tuple(shapes[2]) if len(shapes) > 2 else v
-        if None not in (k[1], v[1]) and k[1] != v[1]:
+        if k[1:-1] != v[1:-1] and None not in k[1:-1] + v[1:-1]:
             raise ValueError(f"MultiHeadAttention: key and value must have the same number of steps, "
-                             f"got {k[1]} and {v[1]}")
+                             f"got {k[1:-1]} and {v[1:-1]}")
         return q, v, k
+
+    def _fold_mode(self, rank):
+        """For 4-D inputs: "joint" (attention over both middle axes) or "last" (over the last)."""
+        axes = self.attention_axes
+        norm = None if axes is None else tuple(sorted(a % rank for a in axes))
+        if norm is None or norm == (1, 2):
+            return "joint"
+        if norm == (2,):
+            return "last"
+        raise ValueError(f"MultiHeadAttention: attention_axes={axes} for 4-D inputs: pyggml attends over both "
+                         f"middle axes (None or (1, 2)) or the last of them ((2,))")
 
     def _mask_shape_checked(self, input_shape):
         """The attention mask's shape (the last input), checked against (query_steps, value_steps);
@@ -178,17 +208,20 @@ class MultiHeadAttention(Layer):
         masked = getattr(self, "_masked", False)
         self._mask_shape_checked(input_shape)
         q, v, _ = self._split_shapes(input_shape, masked)
-        out = (q[0], q[1], self._out_dim or q[2])
+        out = tuple(q[:-1]) + (self._out_dim or q[-1],)
         if getattr(self, "_return_scores", False):
+            if len(q) == 4:
+                raise ValueError("MultiHeadAttention: return_attention_scores goes with inputs of shape (steps, "
+                                 "features) only")
             return [out, (q[0], self.num_heads, q[1], v[1])]
         return out
 
     def build(self, input_shape):
         q, v, k = self._split_shapes(input_shape, getattr(self, "_masked", False))
         hk, hv = self.num_heads * self.key_dim, self.num_heads * self.value_dim
-        out = self._out_dim or q[2]
+        out = self._out_dim or q[-1]
         h, vd = self.num_heads, self.value_dim
-        for name, rows, cols in (("q_proj", hk, q[2]), ("k_proj", hk, k[2]), ("v_proj", hv, v[2]),
+        for name, rows, cols in (("q_proj", hk, q[-1]), ("k_proj", hk, k[-1]), ("v_proj", hv, v[-1]),
                                  ("out_proj", out, hv)):
             w = self.add_weight(f"{name}.weight", (rows, cols), self.kernel_initializer,
                                 regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
@@ -221,6 +254,15 @@ class MultiHeadAttention(Layer):
         the zeros of ``attention_mask`` (batch, query steps, value steps) and, with
         ``use_causal_mask``, the later steps (query i sees value steps j <= i)."""
         xs = list(inputs) if isinstance(inputs, list) else [inputs]
+        if len(xs[0].shape) == 4:
+            # (batch, a, b, features): the attended axes become the steps, the others the batch
+            b0, a, n, _ = (int(d) for d in xs[0].shape)
+            joint = self._fold_mode(4) == "joint"
+            flat = [ops.reshape(contiguous(x), (int(x.shape[0]), int(x.shape[1]) * int(x.shape[2]), int(x.shape[3]))
+                                if joint else (int(x.shape[0]) * int(x.shape[1]), int(x.shape[2]), int(x.shape[3])))
+                    for x in xs]
+            out = self.call(flat if len(flat) > 1 else flat[0], training=training)
+            return ops.reshape(out, (b0, a, n, int(out.shape[-1])))
         masks = list(mask) if isinstance(mask, list) else [mask] * len(xs)
         attention_mask = None
         if _attention_mask_input:
@@ -308,7 +350,8 @@ class MultiHeadAttention(Layer):
     def get_config(self):
         cfg = super().get_config()
         cfg.update(num_heads=self.num_heads, key_dim=self.key_dim, value_dim=self.value_dim,
-                   dropout=self.dropout, use_bias=self.use_bias, output_shape=self._out_dim)
+                   dropout=self.dropout, use_bias=self.use_bias, output_shape=self._out_dim,
+                   attention_axes=None if self.attention_axes is None else list(self.attention_axes))
         cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             v = getattr(self, k)

@@ -47,9 +47,12 @@ def _fill(template, tensors):
 
 
 def _resolve(op):
-    """The pyggml.ops function named ``op`` ("reshape", "image.extract_patches"), or None."""
-    from pyggml import ops
+    """The pyggml.ops function named ``op`` ("reshape", "image.extract_patches"), or an
+    activation ("activations.swish": keras.activations on a node), or None."""
+    from pyggml import activations, ops
     fn = ops
+    if isinstance(op, str) and op.startswith("activations."):
+        fn, op = activations, op[len("activations."):]
     for part in op.split(".") if isinstance(op, str) else [None]:
         if not isinstance(part, str) or part.startswith("_"):
             return None

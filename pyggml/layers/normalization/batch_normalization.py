@@ -45,9 +45,11 @@ class BatchNormalization(Layer):
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
-        if axis != -1:
-            raise ValueError("BatchNormalization normalises the last axis (axis=-1)")
-        self.axis = -1
+        if isinstance(axis, (list, tuple)) and len(axis) == 1:
+            axis = axis[0]
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not (axis == -1 or axis >= 1):
+            raise ValueError(f"BatchNormalization normalises the last axis (axis=-1, or its index), got {axis!r}")
+        self.axis = int(axis)            # checked against the inputs' rank in build
         self.momentum = check_fraction("momentum", momentum)
         self.epsilon = check_number("epsilon", epsilon, 0.0, low_open=True)
         self.center = check_bool("center", center)
@@ -69,6 +71,10 @@ class BatchNormalization(Layer):
     moving_variance = property(lambda self: self.running_var, doc="Keras's moving_variance: the running_var Variable.")
 
     def build(self, input_shape):
+        if self.axis != -1 and self.axis != len(input_shape) - 1:
+            raise ValueError(f"BatchNormalization normalises the last axis (axis=-1 or {len(input_shape) - 1} for "
+                             f"inputs of shape {tuple(input_shape)}), got axis={self.axis}: channels-first data "
+                             f"is not supported")
         c = input_shape[-1]
         self.weight = self.add_weight("weight", (c,), self.gamma_initializer, regularizer=self.gamma_regularizer,
                                       constraint=self.gamma_constraint) if self.scale else None
