@@ -57,7 +57,7 @@ from pyggml.variables import Variable
 __all__ = ["resize", "extract_patches", "rgb_to_grayscale", "rgb_to_hsv", "hsv_to_rgb", "crop_images", "pad_images",
            "gaussian_blur", "map_coordinates", "affine_transform", "perspective_transform", "elastic_transform"]
 
-_INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
+_INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5", "area")
 
 
 def _graph_value(x):

@@ -649,7 +649,8 @@ def tile(x, repeats):
             raise ValueError("tile: repeats must be known when the graph is built (ints, or a tensor made from "
                              "shapes and constants), got a computed tensor")
         repeats = [int(k) for k in np.ravel(known)]
-    reps = (repeats,) if is_int(repeats) else tuple(repeats)
+    repeats = _dim_value(repeats)
+    reps = (repeats,) if is_int(repeats) else tuple(_dim_value(k) for k in repeats)
     if not all(is_int(k) and k >= 1 for k in reps):
         raise ValueError(f"tile: repeats must be positive ints, got {repeats!r}")
     r = builtins.max(len(reps), len(x.shape))
@@ -660,10 +661,11 @@ def tile(x, repeats):
         if k == 1:
             continue
         shape = list(y.shape)
-        # (..., 1, d, ...) repeated to (..., k, d, ...), then merged: the copies follow each other
-        inner = shape[:ax] + [1] + shape[ax:]
-        _check_dims(inner, "tile")
-        grown = broadcast_to(_c.reshape(_cont(y), tuple(inner)), tuple(shape[:ax] + [k] + shape[ax:]))
+        # the block from this axis on, repeated k times after itself for each index before it:
+        # (before, 1, block) broadcast to (before, k, block), then merged (at most 3 dims between)
+        before = int(np.prod(shape[:ax])) if ax else 1
+        block = int(np.prod(shape[ax:]))
+        grown = broadcast_to(_c.reshape(_cont(y), (before, 1, block)), (before, k, block))
         shape[ax] *= k
         y = _c.reshape(_cont(grown), tuple(shape))
     return y
@@ -813,9 +815,25 @@ def one_hot(x, num_classes, axis=-1, dtype="float32", sparse=False):
     return equal(col, _t(np.arange(num_classes, dtype=np.float32)))
 
 
+def _dim_value(d):
+    """A shape entry as Keras code makes it: an int, or a 0-d integer array (ops.cast(ops.shape(x)[0],
+    "int32") computes at once)."""
+    if isinstance(d, (np.ndarray, np.generic)) and np.ndim(d) == 0 and np.asarray(d).dtype.kind in "iu":
+        return int(d)
+    return d
+
+
+def _fill_kind(dtype, what):
+    """float32 or int32 for a Keras dtype (float64, int64, ... as ggml holds them)."""
+    if dtype is None:
+        return "float32"
+    kind, _ = _dtype_kind(dtype, what)
+    return "int32" if kind == "int" else "float32"
+
+
 def _shape_arg(shape, what, scalar=False):
     """A shape of positive ints; ``()`` too with ``scalar`` (a 0-d array)."""
-    shape = (shape,) if is_int(shape) else tuple(shape)
+    shape = (_dim_value(shape),) if is_int(_dim_value(shape)) else tuple(_dim_value(d) for d in shape)
     if (not shape and not scalar) or not all(is_int(d) and d > 0 for d in shape):
         raise ValueError(f"{what}: shape must be positive ints, got {shape!r}")
     _check_dims(shape, what)
@@ -823,9 +841,7 @@ def _shape_arg(shape, what, scalar=False):
 
 
 def _filled(shape, value, dtype, what):
-    if dtype not in (None, "float32", "int32"):
-        raise ValueError(f"{what}: dtype must be 'float32' or 'int32', got {dtype!r}")
-    kind = dtype or "float32"
+    kind = _fill_kind(dtype, what)
     if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind not in "biuf":
         raise TypeError(f"{what}: fill_value must be a number (or an array of numbers), got {value!r}")
     shape = _shape_arg(shape, what, scalar=True)
@@ -1276,7 +1292,16 @@ def matmul(x1, x2):
         bt = _cont(transpose(b, tuple(range(n - 2)) + (n - 1, n - 2)))
         return _c.reshape(_cont(bt @ _c.reshape(_cont(a), (sa[0], 1))), sb[:-2] + sb[-1:])
     if len(sa) > 2 and len(sb) > 2 and sa[:-2] != sb[:-2]:
-        raise ValueError(f"matmul: {sa} @ {sb}: stacks of matrices need the same leading dims")
+        # numpy broadcasts the stacks' leading dims ((B, H, W, 3) @ (B, 1, 3, 3): simclr's colour
+        # transform): both stacks are broadcast to the common leading dims
+        try:
+            lead = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+        except ValueError:
+            raise ValueError(f"matmul: {sa} @ {sb}: the stacks' leading dims do not broadcast") from None
+        _check_dims(lead + sa[-2:], "matmul")
+        _check_dims(lead + sb[-2:], "matmul")
+        a = a if sa[:-2] == lead else broadcast_to(a, lead + sa[-2:])
+        b = b if sb[:-2] == lead else broadcast_to(b, lead + sb[-2:])
     return _cont(a) @ _cont(b)
 
 

@@ -755,6 +755,10 @@ class Layer:
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \
                 type(out)(o.graph_tensor() if isinstance(o, Variable) else o for o in out)
+        if isinstance(out, np.ndarray) or (isinstance(out, (list, tuple)) and
+                                           any(isinstance(o, np.ndarray) for o in out)):
+            # a call whose result is a value (ops on shapes and numbers compute at once): a constant
+            out = _graph_constants(out if not isinstance(out, tuple) else list(out))
         if self.activity_regularizer is not None:
             self._add_activity_loss(builder, out)
         return out

@@ -51,7 +51,13 @@ def to_categorical(y, num_classes=None, dtype="float32"):
 def normalize(x, axis=-1, order=2):
     """``x`` divided by its ``order``-norm along ``axis`` (rows of norm 0 stay as
     they are), as Keras's ``utils.normalize``: float inputs keep their dtype,
-    others give float32."""
+    others give float32.  On a graph tensor (in a layer's call) it is Keras's
+    ``ops.normalize`` (a norm of 0 gives 0: Keras's epsilon)."""
+    from pyggml.core import Tensor
+    from pyggml.variables import Variable
+    if isinstance(x, (Tensor, Variable)):
+        from pyggml import ops
+        return ops.normalize(x, axis=axis, order=order)
     try:
         a = np.asarray(x)
     except Exception as e:

@@ -21,7 +21,7 @@ __all__ = ["RESIZE_METHODS", "FILL_MODES", "AFFINE_INTERPOLATIONS", "resize", "a
            "sample_points", "rotation_matrices", "zoom_matrices", "translation_matrices", "shear_matrices",
            "homographies", "projective_sample", "gaussian_blur_2d", "elastic_sample"]
 
-RESIZE_METHODS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
+RESIZE_METHODS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5", "area")
 FILL_MODES = ("reflect", "wrap", "constant", "nearest")
 AFFINE_INTERPOLATIONS = ("nearest", "bilinear")
 
@@ -53,6 +53,12 @@ _KERNELS = {"bilinear": _triangle, "bicubic": _keys_cubic, "lanczos3": _lanczos(
 def _axis_weights(n_in, n_out, method, antialias):
     """(n_out, n_in) float32: row j mixes the source pixels of output pixel j."""
     ratio = n_in / n_out
+    if method == "area":
+        # the mean of the input an output pixel covers, [j * ratio, (j + 1) * ratio): the pixels at
+        # its ends weighted by their part inside
+        lo = np.arange(n_out, dtype=np.float64)[:, None] * ratio
+        i = np.arange(n_in, dtype=np.float64)[None, :]
+        return (np.clip(np.minimum(lo + ratio, i + 1) - np.maximum(lo, i), 0.0, None) / ratio).astype(np.float32)
     centre = (np.arange(n_out, dtype=np.float64) + 0.5) * ratio - 0.5
     width = max(ratio, 1.0) if antialias else 1.0
     dist = np.abs(centre[:, None] - np.arange(n_in, dtype=np.float64)[None, :]) / width
