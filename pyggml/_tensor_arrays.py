@@ -61,6 +61,25 @@ class OpsArray(np.ndarray):
         what an op returned)."""
         return np.array(self.view(np.ndarray))
 
+    # ``acc = ops.zeros((n, d)); acc += x`` with a graph tensor x: acc becomes the sum, a tensor
+    # (numpy cannot write a tensor into an array in place)
+    def __iadd__(self, other):
+        return self + other if _is_tensor(other) else np.ndarray.__iadd__(self, other)
+
+    def __isub__(self, other):
+        return self - other if _is_tensor(other) else np.ndarray.__isub__(self, other)
+
+    def __imul__(self, other):
+        return self * other if _is_tensor(other) else np.ndarray.__imul__(self, other)
+
+    def __itruediv__(self, other):
+        return self / other if _is_tensor(other) else np.ndarray.__itruediv__(self, other)
+
+
+def _is_tensor(value):
+    from pyggml.core import Tensor
+    return isinstance(value, Tensor)
+
 
 def tensor_ufunc(ufunc, method, inputs, kwargs):
     """A ufunc called with a graph tensor among its operands: the Keras op of the same name on

@@ -330,7 +330,15 @@ def serialize(initializer):
     if isinstance(initializer, Initializer):
         return {"module": "keras.initializers", "class_name": type(initializer).__name__,
                 "config": initializer.get_config(), "registered_name": None}
+    name = _name_of_function(initializer)
+    if name is not None:                  # what get("he_normal") gave: its name
+        return name
     raise TypeError(f"cannot serialize the initializer {initializer!r}: give a name or an Initializer instance")
+
+
+def _name_of_function(initializer):
+    """The name under which get() gives this very function, or None."""
+    return next((k for k, v in _BY_NAME.items() if v is initializer), None)
 
 
 def deserialize(config):
@@ -369,4 +377,4 @@ def config_value(initializer):
         return serialize(initializer)
     if isinstance(initializer, dict):               # a config given back (from_config): kept as it is
         return dict(initializer)
-    return None
+    return _name_of_function(initializer)

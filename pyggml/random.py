@@ -57,8 +57,13 @@ def _generator(seed):
 
 
 def _shape(shape, what):
-    shape = (shape,) if is_int(shape) else tuple(shape)
-    if not shape or not all(is_int(d) and d > 0 for d in shape):
+    """A draw's shape: positive ints (0-d integer arrays too: ops.shape arithmetic), or () for one
+    number (Keras's scalar draw)."""
+    def dim(d):
+        return int(d) if isinstance(d, (np.ndarray, np.generic)) and np.ndim(d) == 0 and \
+            np.asarray(d).dtype.kind in "iu" else d
+    shape = (dim(shape),) if is_int(dim(shape)) else tuple(dim(d) for d in shape)
+    if not all(is_int(d) and d > 0 for d in shape):
         raise ValueError(f"{what}: shape must be positive ints, got {shape!r}")
     if len(shape) > 4:
         raise ValueError(f"{what}: at most 4 dimensions, got {shape!r}")
@@ -79,6 +84,7 @@ def _draw(what, shape, seed, fn):
         return as_ops_result(np.asarray(fn(gen, shape), dtype=np.float32))
     if not hasattr(b, "random_values"):
         raise RuntimeError(f"{what}: this graph cannot hold random values")
+    shape = shape or (1,)                 # one number (ggml has no 0-d tensors)
     if seed is None:
         return b.random_values(shape, fn)
     return b.random_values(shape, lambda _library_rng, s: fn(gen, s))

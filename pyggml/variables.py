@@ -12,6 +12,7 @@ being built: pass it to ``pyggml.ops`` or use it in arithmetic
 import numpy as np
 
 from pyggml import _random, _scope, initializers
+from pyggml._tensor_arrays import as_ops_result
 from pyggml.errors import GGMLError
 
 __all__ = ["Variable", "WeightName"]
@@ -292,43 +293,52 @@ class Variable:
         self.assign(new)
 
     def __add__(self, other):
-        return self._value_here() + _as_tensor(other)
+        return _eager_result(self._value_here() + _as_tensor(other))
 
     def __radd__(self, other):
-        return _as_tensor(other) + self._value_here()
+        return _eager_result(_as_tensor(other) + self._value_here())
 
     def __sub__(self, other):
-        return self._value_here() - _as_tensor(other)
+        return _eager_result(self._value_here() - _as_tensor(other))
 
     def __rsub__(self, other):
-        return _as_tensor(other) - self._value_here()
+        return _eager_result(_as_tensor(other) - self._value_here())
 
     def __mul__(self, other):
-        return self._value_here() * _as_tensor(other)
+        return _eager_result(self._value_here() * _as_tensor(other))
 
     def __rmul__(self, other):
-        return _as_tensor(other) * self._value_here()
+        return _eager_result(_as_tensor(other) * self._value_here())
 
     def __truediv__(self, other):
-        return self._value_here() / _as_tensor(other)
+        return _eager_result(self._value_here() / _as_tensor(other))
 
     def __neg__(self):
-        return -self._value_here()
+        return _eager_result(-self._value_here())
 
     def __matmul__(self, other):
-        return self._value_here() @ _as_tensor(other)
+        return _eager_result(self._value_here() @ _as_tensor(other))
 
     def __rmatmul__(self, other):
-        return _as_tensor(other) @ self._value_here()
+        return _eager_result(_as_tensor(other) @ self._value_here())
 
     def __rtruediv__(self, other):
-        return _as_tensor(other) / self._value_here()
+        return _eager_result(_as_tensor(other) / self._value_here())
 
     def __pow__(self, other):
-        return self._value_here() ** other
+        return _eager_result(self._value_here() ** _as_tensor(other))
+
+    def __rpow__(self, other):
+        base = _as_tensor(other)
+        base = np.asarray(base, dtype=np.float32) if isinstance(base, (list, tuple)) else base
+        return _eager_result(base ** self._value_here())
+
+    # numpy's binary ops with a Variable (``array ** v``, ``array * v``) give way to the
+    # Variable's own, so that on a GradientTape they are recorded (TensorFlow's variables do so)
+    __array_ufunc__ = None
 
     def __abs__(self):
-        return abs(self._value_here())
+        return _eager_result(abs(self._value_here()))
 
     def __getitem__(self, key):
         """numpy's basic indexing of the variable's tensor (pyggml._indexing), or of its values
@@ -347,6 +357,13 @@ class Variable:
     def __repr__(self):
         where = "device" if self._tensor is not None else "host"
         return f"<pyggml.Variable {self.name!r} shape={self.shape} trainable={self.trainable} ({where})>"
+
+
+def _eager_result(r):
+    """Arithmetic on a Variable outside a graph: an array with TensorFlow's ``.numpy()``."""
+    if _scope.current() is None and isinstance(r, (np.ndarray, np.generic)):
+        return as_ops_result(np.asarray(r))
+    return r
 
 
 def _as_tensor(v):

@@ -646,3 +646,117 @@ def test_utils_normalize_in_a_layer_call():
     model = keras.Model(inp, L2()(layers.Dense(3)(inp)))
     out = model.predict(RNG.normal(size=(5, 4)).astype(np.float32), verbose=0)
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
+
+
+# --- keras_recipes and structured-data ports ----------------------------------------------------------
+
+def test_a_frozen_batch_normalization_runs_in_inference_mode():
+    inp = layers.Input((4,))
+    bn = layers.BatchNormalization()
+    m = keras.Model(inp, layers.Dense(1)(bn(inp)))
+    bn.trainable = False                                      # a frozen base model's layers
+    z = (RNG.random((64, 4)) * 5 + 3).astype("float32")
+    np.testing.assert_allclose(bn(z, training=True), z / np.sqrt(1 + 1e-3), rtol=1e-5)   # moving stats 0, 1
+    m.compile(optimizer="sgd", loss="mse")
+    m.fit(z, np.zeros((64, 1)), epochs=1, verbose=0)
+    np.testing.assert_array_equal(bn.moving_mean.numpy(), 0.0)
+
+
+def test_equality_with_a_number_in_a_call_is_element_wise():
+    class Mask(layers.Layer):
+        def call(self, x):
+            return ops.cast(x == 1.0, "float32") + ops.cast(x != 2.0, "float32")
+
+    inp = keras.Input((3,))
+    m = keras.Model(inp, Mask()(inp))
+    np.testing.assert_array_equal(m.predict(np.array([[1.0, 2.0, 3.0]], np.float32), verbose=0), [[2, 0, 1]])
+    t = {inp: 1}                                              # nodes stay dict keys
+    assert t[inp] == 1
+
+
+def test_a_custom_layer_takes_tensors_positionally_and_by_keyword():
+    class Endpoint(layers.Layer):
+        def call(self, logits, targets=None):
+            return logits * 2.0 + targets
+
+    a, t = keras.Input((4,)), keras.Input((1,))
+    logits = layers.Dense(1)(a)
+    for out in (Endpoint()(logits, t), Endpoint()(logits, targets=t), Endpoint()(logits=logits, targets=t)):
+        m = keras.Model([a, t], out)
+        x, y = RNG.random((3, 4)).astype(np.float32), RNG.random((3, 1)).astype(np.float32)
+        w = m.layers[2].get_weights() if isinstance(m.layers[2], layers.Dense) else \
+            [l for l in m.layers if isinstance(l, layers.Dense)][0].get_weights()
+        np.testing.assert_allclose(m.predict([x, y], verbose=0), 2 * (x @ w[0] + w[1]) + y, rtol=1e-5)
+
+
+def test_a_subclassed_model_trains_on_add_loss_from_inputs_alone():
+    class M(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(1)
+
+        def call(self, x):
+            out = self.d(x)
+            self.add_loss(ops.mean(ops.square(out - ops.sum(x, axis=1, keepdims=True))))
+            return out
+
+    m = M()
+    m.compile(optimizer=keras.optimizers.Adam(0.05))
+    x = np.random.default_rng(2).normal(size=(32, 4)).astype(np.float32)
+    h = m.fit(x, epochs=60, verbose=0)
+    assert h.history["loss"][-1] < 0.02 * h.history["loss"][0]
+
+
+def test_variables_with_numpy_and_python_operands():
+    b = keras.Variable(np.array([0.0, 1.0, 2.0], np.float32))
+    np.testing.assert_allclose([2.0, 2.0, 2.0] ** b, [1, 2, 4])
+    np.testing.assert_allclose((2.0 ** b).numpy(), [1, 2, 4])
+    x = np.full(3, 3.0, np.float32)
+    v = keras.Variable(np.array([1.0, 2.0, 0.5], np.float32))
+    with keras.GradientTape() as tape:
+        loss = ops.sum(x ** v)                                # numpy gives way: recorded
+    (g,) = tape.gradient(loss, [v])
+    np.testing.assert_allclose(g, np.log(3.0) * 3.0 ** np.array([1.0, 2.0, 0.5]), rtol=1e-5)
+
+
+def test_values_from_numbers_meet_tensors_in_place():
+    class Acc(layers.Layer):
+        def call(self, x):
+            acc = ops.zeros((ops.shape(x)[0], 3))
+            acc += x                                          # memory-efficient embeddings' sum
+            acc *= 2.0
+            return acc
+
+    inp = keras.Input((3,))
+    x = RNG.random((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(keras.Model(inp, Acc()(inp)).predict(x, verbose=0), 2 * x, rtol=1e-6)
+    s = keras.random.uniform([], 0, 1)
+    assert np.shape(s) == () and 0 <= float(s) < 1
+
+
+def test_eager_results_answer_numpy_and_initializer_names_serialize():
+    aug = keras.Sequential([layers.RandomFlip(mode="horizontal"), layers.Rescaling(2.0)])
+    assert aug(np.ones((2, 4, 4, 3), np.float32)).numpy().shape == (2, 4, 4, 3)
+    assert float(keras.losses.MeanAbsoluteError()(np.ones(3), np.zeros(3)).numpy()) == 1.0
+    assert (keras.Variable(2.0) * 3.0).numpy() == 6.0
+    init = keras.initializers.get("he_normal")
+    assert keras.initializers.serialize(init) == "he_normal"
+
+    class Anti(layers.Layer):                                 # keras-io's antirectifier
+        def __init__(self, initializer="he_normal", **kwargs):
+            super().__init__(**kwargs)
+            self.initializer = keras.initializers.get(initializer)
+
+        def build(self, shape):
+            self.kernel = self.add_weight(shape=(shape[-1] * 2, 2), initializer=self.initializer, name="kernel")
+
+        def call(self, x):
+            return ops.matmul(ops.concatenate([ops.relu(x), ops.relu(-x)], axis=-1), self.kernel)
+
+        def get_config(self):
+            return {**super().get_config(), "initializer": keras.initializers.serialize(self.initializer)}
+
+    inp = keras.Input((3,))
+    m = keras.Model(inp, Anti()(inp))
+    m.compile(optimizer="adam", loss="mse")
+    assert Anti.from_config(m.layers[1].get_config()).initializer is init

@@ -216,6 +216,18 @@ cdef class Context(_Owner):
         return f"<pyggml.core.Context {ggml_used_mem(self.ptr)}/{ggml_get_mem_size(self.ptr)} bytes>"
 
 
+def _elementwise_operand(other):
+    """A number or a numeric array, met by a tensor while a graph is built: == compares values."""
+    if isinstance(other, bool) or other is None:
+        return False
+    if not isinstance(other, (int, float, np.number, np.ndarray)):
+        return False
+    if isinstance(other, np.ndarray) and other.dtype.kind not in "biuf":
+        return False
+    from pyggml import _scope
+    return _scope.current() is not None
+
+
 cdef class Tensor:
     """A view on one ggml tensor. It keeps its Context alive; once the context
     is freed every method raises FreedError.  Shapes are in numpy order
@@ -541,7 +553,18 @@ cdef class Tensor:
         return matmul(other, self)
 
     def __eq__(self, other):
+        # a tensor with a number or an array, in a graph being built, compares element by element
+        # (Keras's ``x == 1.0`` in a layer's call); tensors among themselves stay identity (dict keys)
+        if not isinstance(other, Tensor) and _elementwise_operand(other):
+            from pyggml._ops_numpy import equal
+            return equal(self, other)
         return isinstance(other, Tensor) and (<Tensor>other).ptr == self.ptr
+
+    def __ne__(self, other):
+        if not isinstance(other, Tensor) and _elementwise_operand(other):
+            from pyggml._ops_numpy import not_equal
+            return not_equal(self, other)
+        return not (isinstance(other, Tensor) and (<Tensor>other).ptr == self.ptr)
 
     def __hash__(self):
         return hash(<uintptr_t>self.ptr)

@@ -639,12 +639,34 @@ class Layer:
             return False
         if any(p.kind == p.VAR_POSITIONAL for p in params):
             return True
-        # the inputs call() requires (no default): optional ones are options (Attention's flags)
+        # the inputs call() requires (no default): optional ones are options (Attention's flags);
+        # a custom layer's call takes positional inputs as Keras 3 passes them, optional ones too
+        custom = not type(self).__module__.startswith("pyggml.")
         required = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                    and p.default is p.empty and p.name not in ("training", "mask")]
+                    and (custom or p.default is p.empty) and p.name not in ("training", "mask")]
         return len(required) >= n > 1
 
+    def _tensor_keywords_as_inputs(self, args, kwargs):
+        """Keras 3's ``layer(logits, targets=t)`` or ``layer(logits=l, targets=t)`` on a custom
+        layer: tensors given by the names of call's leading parameters join the positional inputs."""
+        if type(self).__module__.startswith("pyggml.") or \
+                not any(isinstance(v, (Node, Tensor)) for k, v in kwargs.items() if k != "mask"):
+            return args, kwargs
+        try:
+            params = list(inspect.signature(type(self).call).parameters.values())[1:]
+        except (TypeError, ValueError):
+            return args, kwargs
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                 and p.name not in ("training", "mask")]
+        args, kwargs = list(args), dict(kwargs)
+        for name in names[len(args):]:
+            if name not in kwargs or not isinstance(kwargs[name], (Node, Tensor)):
+                break
+            args.append(kwargs.pop(name))
+        return tuple(args), kwargs
+
     def __call__(self, *args, **kwargs):
+        args, kwargs = self._tensor_keywords_as_inputs(args, kwargs)
         if not args:
             raise TypeError(f"{type(self).__name__} must be called on its inputs")
         inputs = args[0] if len(args) == 1 else list(args)

@@ -15,6 +15,7 @@ load saved models), or pass a plain function ``fn(y_true, y_pred)`` to
 import numpy as np
 
 from pyggml import _eager, ops
+from pyggml._tensor_arrays import as_ops_result
 from pyggml.core import Tensor
 from pyggml.saving.object_registration import register_builtin
 
@@ -153,8 +154,8 @@ class Loss:
             lead = arrays[1].shape[:-1]
             if arrays[1].ndim > 1 and out.size == int(np.prod(lead)):
                 return out.reshape(lead)
-            return out.reshape(()) if out.size == 1 and arrays[1].size > 1 else out
-        return float(out.reshape(-1)[0])
+            return as_ops_result(out.reshape(()) if out.size == 1 and arrays[1].size > 1 else out)
+        return as_ops_result(np.asarray(out.reshape(-1)[0], dtype=np.float32))   # Keras's 0-d tensor (.numpy())
 
     def _reduce(self, values, weights):
         if self.reduction == "sum_over_batch_size":

@@ -634,9 +634,14 @@ def install(cls):
             out = compile_(self, optimizer, "categorical_crossentropy" if loss is _DEFAULT_LOSS else loss, metrics,
                            loss_weights, *args, **kwargs)
             spec = self.__dict__.get("_compile_spec")
-            if spec is not None and loss is _DEFAULT_LOSS:
-                spec.loss_defaulted = True
+            if loss is _DEFAULT_LOSS:
+                # compile() without a loss: fit on inputs alone trains on add_loss (training_loop);
+                # a model whose graph waits for data marks its compile when it is made (subclassing)
                 self._compile_args = (optimizer, metrics, loss_weights, args, kwargs)
+                if spec is not None:
+                    spec.loss_defaulted = True
+                else:
+                    self.__dict__["_loss_defaulted_pending"] = True
             return out
         # Keras's compile for custom steps: loss optional, kept for compute_loss
         self.check_alive()

@@ -17,6 +17,7 @@ from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
 from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
+from pyggml._tensor_arrays import as_ops_result
 from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs
 from pyggml.layers.node import Node
@@ -434,7 +435,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         if args and autodiff.active_tape() is None and \
                 not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
             if self.host and set(kwargs) <= {"training"}:        # preprocessing only: at once, as Keras
-                return self.host_apply(args[0], kwargs.get("training"))
+                return as_ops_result(self.host_apply(args[0], kwargs.get("training")))
             if set(kwargs) - {"training"}:
                 raise TypeError(f"calling a model on arrays takes only training=, got {sorted(kwargs)}")
             training = kwargs.get("training")

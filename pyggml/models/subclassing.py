@@ -71,7 +71,11 @@ def _is_pending(model):
 def _finish_compile(model):
     pending = model.__dict__.pop("_pending_compile", None)
     if pending is not None:
+        args = model.__dict__.get("_compile_args")
         model.compile(**pending)
+        if model.__dict__.pop("_loss_defaulted_pending", False) and model._compile_spec is not None:
+            model._compile_spec.loss_defaulted = True        # compile() was given no loss
+            model._compile_args = args
 
 
 def _refuse_config(model):

@@ -90,6 +90,9 @@ class BatchNormalization(Layer):
         return gamma, beta
 
     def call(self, inputs, training=None):
+        # Keras 3: a frozen BatchNormalization runs in inference mode (its moving statistics, never
+        # updated), also in training (a frozen base model in transfer learning)
+        training = bool(training) and self.trainable
         if fused():
             return self.fused_call(inputs, training)
         shape = inputs.shape
