@@ -142,6 +142,8 @@ def test_training_defaults_to_the_call_signature_and_follows_the_enclosing_call(
 
     m = M()
     x = np.ones((3, 2), np.float32)
+    m(x, training=False)                      # its graph, traced in inference mode
+    seen.clear()
     with keras.GradientTape():
         m(x)
     assert ("model", True) in seen and ("inner", True) in seen and ("model", False) not in seen
@@ -376,8 +378,9 @@ def test_a_user_loss_gets_labels_of_another_shape_as_keras_gives_them():
     np.testing.assert_allclose(loss, np.mean(-np.log(np.take_along_axis(p, y[..., None], -1))), rtol=1e-4)
     np.testing.assert_allclose(acc, np.mean(p.argmax(-1) == y), atol=1e-6)
     assert acc > 0.9
+    # (labels of other lengths make a graph of their own: padded batches); another rank is refused
     with pytest.raises(ValueError, match="first batch had"):
-        m.fit(x, np.zeros((64, 4), np.int64), verbose=0)
+        m.fit(x, y[..., None], verbose=0)
 
 
 # --- vision ports (grad_cam, simclr, supervised contrastive, barlow twins, super-resolution) ---------
@@ -760,3 +763,133 @@ def test_eager_results_answer_numpy_and_initializer_names_serialize():
     m = keras.Model(inp, Anti()(inp))
     m.compile(optimizer="adam", loss="mse")
     assert Anti.from_config(m.layers[1].get_config()).initializer is init
+
+
+def test_a_user_loss_on_padded_batches_of_other_lengths():
+    class M(keras.Model):                     # keras-io NER: a subclassed model, padded batches
+        def __init__(self):
+            super().__init__()
+            self.emb = layers.Embedding(50, 8)
+            self.out = layers.Dense(3)
+
+        def call(self, x):
+            return self.out(self.emb(x))
+
+    class Sparse(keras.losses.Loss):
+        def call(self, y_true, y_pred):
+            return keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y_true, y_pred)
+
+    rng = np.random.default_rng(4)
+    rows = [(rng.integers(1, 50, t), rng.integers(0, 3, t)) for t in (6, 6, 5, 5, 7, 7)]
+    ds = keras.data.Dataset.from_tensor_slices(list(range(6))).map(lambda i: rows[int(i)]).padded_batch(2)
+    m = M()
+    m.compile(optimizer="adam", loss=Sparse())
+    m.fit(ds, epochs=1, verbose=0)
+    x, y = rows[4][0][None], rows[4][1][None]
+    z = m.predict(x, verbose=0).astype(np.float64)
+    lp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    np.testing.assert_allclose(m.evaluate(x, y, verbose=0), -np.take_along_axis(lp, y[..., None], -1).mean(),
+                               rtol=1e-4)
+
+
+def test_labels_sliced_inside_a_user_loss_reach_the_graph():
+    def first_step(y_true, y_pred):           # derived from derived labels: a slice, then the pick
+        return keras.losses.sparse_categorical_crossentropy(y_true[:, :1], y_pred[:, :1])
+
+    x = RNG.random((32, 5, 3)).astype("float32")
+    y = (x.sum(-1) > 1.5).astype("int64")
+    inp = layers.Input((5, 3))
+    m = keras.Model(inp, layers.Dense(2, activation="softmax")(inp))
+    m.compile(optimizer="adam", loss=first_step)
+    m.fit(x, y, batch_size=16, epochs=2, verbose=0)
+    p = m.predict(x, verbose=0).astype(np.float64)
+    np.testing.assert_allclose(m.evaluate(x, y, verbose=0), -np.log(p[np.arange(32), 0, y[:, 0]]).mean(), rtol=1e-4)
+
+
+def test_a_variable_kept_as_an_attribute_is_a_weight_and_trains():
+    class VQ(layers.Layer):                   # vq_vae's codebook
+        def __init__(self):
+            super().__init__()
+            self.embeddings = keras.Variable(initializer=np.ones((4, 3), "float32"), trainable=True, name="emb")
+
+        def call(self, x):
+            return ops.matmul(x, self.embeddings)
+
+    inp = keras.Input((4,))
+    vq = VQ()
+    m = keras.Model(inp, vq(inp))
+    assert len(vq.trainable_weights) == 1
+    m.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    m.fit(np.ones((8, 4), "float32"), np.zeros((8, 3), "float32"), verbose=0)
+    assert float(vq.embeddings.numpy().max()) < 1.0
+
+
+def test_a_call_with_other_outputs_in_training_predicts_its_inference_structure():
+    class M(keras.Model):                     # DeiT's two heads in training, their mean otherwise
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = layers.Dense(2), layers.Dense(2)
+
+        def call(self, x, training=True):
+            if not training:
+                return (self.a(x) + self.b(x)) / 2
+            return self.a(x), self.b(x)
+
+    m = M()
+    x = np.ones((2, 3), "float32")
+    out = m(x, training=False)
+    wa, wb = m.a.get_weights(), m.b.get_weights()
+    np.testing.assert_allclose(out, ((x @ wa[0] + wa[1]) + (x @ wb[0] + wb[1])) / 2, rtol=1e-5)
+    with keras.GradientTape():
+        a, b = m(x)
+    np.testing.assert_allclose(np.asarray(a), x @ wa[0] + wa[1], rtol=1e-5)
+
+
+def test_nested_sequentials_without_inputs_build_on_the_first_data():
+    inner = keras.Sequential([layers.Flatten(), layers.Dense(4)])
+    model = keras.Sequential([inner, layers.Dense(3)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(np.ones((8, 4, 4, 3), "float32"), np.zeros(8, "int64"), verbose=0)
+    assert model.predict(np.ones((2, 4, 4, 3), "float32"), verbose=0).shape == (2, 3)
+
+
+def test_ctc_on_an_output_of_variable_steps_matches_fixed_steps():
+    rng = np.random.default_rng(8)
+    x = rng.random((6, 12, 10)).astype("float32")
+    y = rng.integers(1, 6, (6, 5))
+    models = []
+    for steps in (None, 12):                              # ctc_asr's Input((None, features))
+        inp = layers.Input((steps, 10))
+        m = keras.Model(inp, layers.Dense(6, activation="softmax")(inp))
+        m.compile(optimizer="adam", loss=keras.losses.CTC())
+        models.append(m)
+    models[0].set_weights(models[1].get_weights())
+    losses = [m.evaluate(x, y, verbose=0) for m in models]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-5)
+    h = models[0].fit(x, y, epochs=3, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+
+
+def test_attention_with_a_mask_takes_other_lengths_after_its_first_call():
+    att = layers.MultiHeadAttention(num_heads=2, key_dim=4)    # transformer_asr's decoder, token by token
+    x5 = RNG.normal(size=(2, 5, 8)).astype(np.float32)
+    full = np.asarray(att(x5, x5, attention_mask=np.tril(np.ones((2, 5, 5), bool))))
+    one = att(x5[:, :1], x5[:, :1], attention_mask=np.ones((2, 1, 1), bool))
+    np.testing.assert_allclose(one, full[:, :1], rtol=1e-5, atol=1e-6)     # causal: step 0 sees itself only
+
+
+def test_a_computed_index_picks_a_column_as_grad_cam_writes_it():
+    inp = keras.Input((4,))
+    model = keras.Model(inp, layers.Dense(3)(inp))
+    x = RNG.random((2, 4)).astype(np.float32)
+    with keras.GradientTape() as tape:
+        preds = model(x)
+        class_channel = preds[:, ops.argmax(preds[0])]
+    (gw, gb) = tape.gradient(class_channel, model.trainable_weights)
+    p = model.predict(x, verbose=0)
+    k = int(p[0].argmax())
+    np.testing.assert_allclose(np.asarray(class_channel).ravel(), p[:, k], rtol=1e-6)
+    want = np.zeros((3, 4), np.float32)
+    want[k] = x.sum(0)                                   # the weight (units, in): row k gets the inputs
+    np.testing.assert_allclose(gw, want, rtol=1e-5)
+    np.testing.assert_allclose(gb, np.eye(3)[k] * 2, rtol=1e-6)

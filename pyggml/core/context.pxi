@@ -544,11 +544,25 @@ cdef class Tensor:
 
     def __matmul__(self, other):
         if not isinstance(other, Tensor):
+            v = self._values_now(other)       # a GradientTape's tensor after its block: values
+            if v is not None:
+                from pyggml._tensor_arrays import as_ops_result
+                return as_ops_result(np.matmul(v[0].astype(np.float32), v[1]))
+            if isinstance(other, (np.ndarray, list, tuple)):
+                from pyggml._ops_numpy import matmul as keras_matmul     # a constant of the graph
+                return keras_matmul(self, other)
             return NotImplemented
         return matmul(self, other)
 
     def __rmatmul__(self, other):
         if not isinstance(other, Tensor):
+            v = self._values_now(other)
+            if v is not None:
+                from pyggml._tensor_arrays import as_ops_result
+                return as_ops_result(np.matmul(v[1], v[0].astype(np.float32)))
+            if isinstance(other, (np.ndarray, list, tuple)):
+                from pyggml._ops_numpy import matmul as keras_matmul
+                return keras_matmul(other, self)
             return NotImplemented
         return matmul(other, self)
 

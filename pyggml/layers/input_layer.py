@@ -87,10 +87,10 @@ class InputLayer(Layer):
         return cls(shape[1:], name=config.get("name"), dtype=config.get("dtype", "float32"), batch_size=shape[0])
 
 
-def Input(shape=None, batch_size=None, dtype="float32", sparse=None, batch_shape=None, name=None, tensor=None,
+def Input(shape=None, name=None, dtype="float32", batch_size=None, batch_shape=None, sparse=None, tensor=None,
           optional=False):
     """A symbolic input of a functional model (``shape`` without the batch; Keras's
-    arguments, in Keras's order).
+    arguments, in API.md's order: ``Input(shape, name=None, dtype="float32")`` first).
 
     ``batch_size`` (or ``batch_shape=(batch, *shape)``) fixes the model's batch size,
     as Keras's: a stateful recurrent layer needs it.

@@ -70,6 +70,22 @@ def _weight_dtype(dtype, trainable):
     raise ValueError(f"add_weight: dtype must be a float or an integer type, got {dtype!r}")
 
 
+class training_context:
+    """``with training_context(False):`` layer calls given no training= inside take this mode (as
+    an enclosing call's would): a subclassed model's graph is traced in inference mode."""
+
+    def __init__(self, training):
+        self.training = bool(training)
+
+    def __enter__(self):
+        _CALLS.__dict__.setdefault("training", []).append(self.training)
+        return self
+
+    def __exit__(self, *exc):
+        _CALLS.__dict__["training"].pop()
+        return False
+
+
 # functions called with a layer whose computation changed after its graphs were made (an
 # activation set anew): the models layer registers one that drops the graphs holding it
 LAYER_CHANGED = []
@@ -256,7 +272,8 @@ class Layer:
                              f"float32 too); dtype={dtype!r} is not supported")
         if "_sublayers" not in self.__dict__:        # (sublayers set before super().__init__() stay)
             object.__setattr__(self, "_sublayers", {})
-        self._variables = []
+        if "_variables" not in self.__dict__:        # (and Variables: Layer.__setattr__)
+            self._variables = []
         self._given_name = name
         self.name = name
         self._trainable = bool(trainable)
@@ -289,8 +306,25 @@ class Layer:
             value = _tracked(value, self, name)
             object.__setattr__(self, name, value)
             self._track(name, value)
+            if isinstance(value, Variable) and value._layer is None and not getattr(value, "is_state", False):
+                self._adopt(value)
             return
         object.__setattr__(self, name, value)
+
+    def _adopt(self, variable):
+        """A Variable made on its own (Keras's ``self.emb = keras.Variable(...)``) becomes a weight
+        of this layer, as Keras tracks it (numbered if its name is taken)."""
+        own = self.__dict__.setdefault("_variables", [])
+        if any(v is variable for v in own):
+            return
+        used = {v.name for v in own}
+        if variable.name in used:
+            k = 1
+            while f"{variable.name}_{k}" in used:
+                k += 1
+            variable.name = f"{variable.name}_{k}"
+        variable._layer = self
+        own.append(variable)
 
     def _track(self, name, value):
         """Record the layers attribute ``name`` holds (itself, or in a list, tuple or dict, nested:

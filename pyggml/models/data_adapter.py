@@ -247,6 +247,11 @@ def adapt_targets(specs, y, n):
         if a.ndim == 0 or a.shape[0] != n:
             raise ValueError(f"y for output {spec.name!r} has {a.shape[0] if a.ndim else 0} rows, x has {n}")
         if spec.sparse and spec.pads_labels:
+            if len(spec.feature_shape) == 2 and spec.feature_shape[0] is None and a.ndim == 2:
+                # an output of variable steps (Input((None, features))): the labels go as they are,
+                # (n, max_label_length), to a graph made for each batch's steps
+                out.append(_as_given(a.astype(np.int64), spec))
+                continue
             a = _padded_labels(a, spec)
         if spec.sparse:
             # one class index per row of the output's last axis
@@ -301,11 +306,12 @@ def _as_given(a, spec):
     if whole and a.size and (a.min() < -2 ** 31 or a.max() >= 2 ** 31):
         raise ValueError(f"y for output {spec.name!r}: integers beyond int32")
     given = (tuple(a.shape[1:]), "int32" if whole else "float32")
-    if spec.given is None:
-        spec.given = given
-    elif spec.given != given:
+    if spec.given is not None and (len(spec.given[0]) != len(given[0]) or spec.given[1] != given[1]):
         raise ValueError(f"y for output {spec.name!r} has shape {a.shape} ({given[1]}), where the first batch had "
                          f"(n, {', '.join(map(str, spec.given[0]))}) ({spec.given[1]})")
+    # the lengths may change from batch to batch (padded batches, whose inputs change with them:
+    # the graph for a batch's input shapes is made with that batch's targets)
+    spec.given = given
     if given[1] == "float32" and not np.all(np.isfinite(a)):
         raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
     return np.ascontiguousarray(a, dtype=np.int32 if whole else np.float32)

@@ -128,12 +128,11 @@ class GraphBuilder:
         if not self._derived:
             out += [(t, a) for t, a in zip(tensors, arrays) if t is not None]
             return out
-        for t, a in zip(tensors, arrays):
-            if t is None:
-                continue
+        todo = [(t, a) for t, a in zip(tensors, arrays) if t is not None]
+        while todo:                       # derived from derived ones too (labels sliced, then offset)
+            t, a = todo.pop(0)
             out.append((t, a))
-            for d, fn in self._derived.get(id(t), ()):
-                out.append((d, np.ascontiguousarray(fn(a))))
+            todo += [(d, np.ascontiguousarray(fn(a))) for d, fn in self._derived.get(id(t), ())]
         return out
 
     def allocate(self, backend):

@@ -79,18 +79,18 @@ class Runtime:
 
     def evaluator(self, shapes, weight_kinds):
         # the penalties in the loss are those of the trainable weights: a graph per trainable set
-        key = ("eval", shapes, weight_kinds, self.model._trainable_now()[1])
+        key = ("eval", shapes, weight_kinds, self.model._trainable_now()[1], _given_targets(self.model))
         return self.graph(key, lambda: executors.build(executors.LossEvaluator, self.model, shapes, weight_kinds))
 
     def train_step(self, shapes, weight_kinds, optimizer, trainable, signature):
-        key = ("train", shapes, weight_kinds, signature)
+        key = ("train", shapes, weight_kinds, signature, _given_targets(self.model))
         state = self.fit_state_for(optimizer)
         period = optimizer.gradient_accumulation_steps or 1
         return self.graph(key, lambda: executors.build(executors.TrainStep, self.model, shapes, weight_kinds, state,
                                                        trainable, period))
 
     def gradient_step(self, shapes, weight_kinds, trainable, signature):
-        key = ("grad", shapes, weight_kinds, signature)
+        key = ("grad", shapes, weight_kinds, signature, _given_targets(self.model))
         return self.graph(key, lambda: executors.build(executors.GradientStep, self.model, shapes, weight_kinds,
                                                        trainable))
 
@@ -189,3 +189,11 @@ def drop_graphs_holding(models, layer):
         m._predict_fast = None
         if m._rt is not None:
             m._rt.drop_graphs()
+
+
+def _given_targets(model):
+    """The shapes of the targets a user's loss takes as given (data_adapter.TargetSpec.given):
+    a graph is made for them as for its inputs' shapes."""
+    spec = model.__dict__.get("_compile_spec")
+    specs = None if spec is None else spec.target_specs
+    return None if not specs else tuple(t.given for t in specs)

@@ -100,6 +100,8 @@ class Sequential(Model):
         if self._topology is not None or self._seq_input_shape is not None or not self._stack:
             return False
         first = self._stack[0]
+        if isinstance(first, Sequential) and first._awaits_data():
+            return True                       # a Sequential first, waiting for data too
         return not (isinstance(first, Model) and len(first.inputs) == 1)
 
     def _build_from(self, array):
@@ -119,7 +121,8 @@ class Sequential(Model):
             raise ValueError("the Sequential model has no layers")
         shape, dtype = self._seq_input_shape, self._seq_input_dtype
         first = self._stack[0]
-        if shape is None and isinstance(first, Model) and len(first.inputs) == 1:
+        if shape is None and isinstance(first, Model) and not (isinstance(first, Sequential) and
+                                                               first._awaits_data()) and len(first.inputs) == 1:
             # a model first (Keras's nesting): its input is ours
             shape, dtype = tuple(first.inputs[0].shape[1:]), first.inputs[0].dtype
         if shape is None:
@@ -128,6 +131,9 @@ class Sequential(Model):
         if getattr(first, "input_dtype", None) == "int32":
             dtype = "int32"
         node = inp = Input(shape, dtype=dtype, batch_size=self._seq_batch_size)
+        if isinstance(first, Sequential) and first._awaits_data():
+            first._set_features(shape)        # a Sequential first, without an input: ours
+            first._seq_input_dtype = dtype
         self._building_graph = True
         try:
             for l in self._stack:

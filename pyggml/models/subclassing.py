@@ -20,7 +20,7 @@ import numpy as np
 from pyggml import optimizers as optimizers_mod
 from pyggml.core import Tensor
 from pyggml.layers.input_layer import Input
-from pyggml.layers.layer import Layer, flatten_inputs, snake_case
+from pyggml.layers.layer import Layer, flatten_inputs, snake_case, training_context
 from pyggml.layers.node import Node
 from pyggml.models import functional
 from pyggml.variables import Variable
@@ -102,7 +102,10 @@ def build_graph(model, specs, many):
     if model._topology is not None:
         return
     ins = [Input(shape=tuple(shape), dtype=dtype) for shape, dtype in specs]
-    out = SubclassedCall(model)(ins if many else ins[0])        # builds the layers for these shapes
+    # traced in inference mode: a call whose outputs differ in training (keras-io's DeiT gives two
+    # heads then) has the structure predict and evaluate give
+    with training_context(False):
+        out = SubclassedCall(model)(ins if many else ins[0])    # builds the layers for these shapes
     # Keras's subclassed model takes batches of other lengths later (padded text batches): the
     # lengths (every axis of token ids, the axes before the features of floats) are variable
     # when the layers, built above, take a variable length too; else the shapes stay
@@ -112,7 +115,8 @@ def build_graph(model, specs, many):
     if loose != [(tuple(shape), dtype) for shape, dtype in specs]:
         try:
             loose_ins = [Input(shape=shape, dtype=dtype) for shape, dtype in loose]
-            loose_out = SubclassedCall(model)(loose_ins if many else loose_ins[0])
+            with training_context(False):
+                loose_out = SubclassedCall(model)(loose_ins if many else loose_ins[0])
             ins, out = loose_ins, loose_out
         except (ValueError, TypeError, IndexError):
             pass

@@ -49,9 +49,9 @@ _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias
 
 @register_builtin
 class MultiHeadAttention(Layer):
-
-    build_shape_rule = "last"        # (Layer._fits_built)
+    build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
     supports_masking = True
+
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None,
@@ -177,6 +177,14 @@ class MultiHeadAttention(Layer):
             raise ValueError(f"MultiHeadAttention: key and value must have the same number of steps, "
                              f"got {k[1:-1]} and {v[1:-1]}")
         return q, v, k
+
+    def _fits_built(self, built, shape):
+        # the weights are made for the features: other lengths fit, and so does an attention mask
+        # of other lengths (its last axis is the value's steps, not a feature)
+        if isinstance(built, list) and isinstance(shape, list) and len(built) == len(shape) and \
+                getattr(self, "_masked", False):
+            built, shape = built[:-1], shape[:-1]
+        return super()._fits_built(built, shape)
 
     def _fold_mode(self, rank):
         """For 4-D inputs: "joint" (attention over both middle axes) or "last" (over the last)."""

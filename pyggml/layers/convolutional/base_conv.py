@@ -53,7 +53,7 @@ class BaseConv(Activated):
     a convolution, (kh, kw, filters, in) for a transposed one.  ``kernel`` is that view of
     ``weight``, PyTorch's (out, in, kh, kw)."""
 
-    build_shape_rule = "last"        # (Layer._fits_built)
+    build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
 
     rank = 2
     kernel = KerasKernel("weight")

@@ -21,7 +21,7 @@ class Dense(Activated):
     """Keras's arguments; the kernel's regularizer and constraint see it in Keras's
     layout (in, units) (pyggml.regularizers, pyggml.constraints)."""
 
-    build_shape_rule = "last"        # (Layer._fits_built)
+    build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
 
     supports_masking = True
 

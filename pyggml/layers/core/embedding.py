@@ -18,7 +18,7 @@ class Embedding(Layer):
     with ``mask_zero`` index 0 is padding, and the layers after it that take a mask
     (recurrent layers, attention, pooling over steps, the loss) leave those steps out."""
 
-    build_shape_rule = "any"        # (Layer._fits_built)
+    build_shape_rule = "any"         # a later call may have any shape (Layer._fits_built)
 
     input_dtype = "int32"
 

@@ -394,7 +394,7 @@ class CellMath:
 class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
     """A recurrent layer over a sequence, with its cell's maths (CellMath) built in."""
 
-    build_shape_rule = "last"        # (Layer._fits_built)
+    build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  return_sequences=False, go_backwards=False, kernel_initializer="glorot_uniform",

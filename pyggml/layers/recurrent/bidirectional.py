@@ -64,8 +64,8 @@ def _copy(layer, **changes):
 
 @register_builtin
 class Bidirectional(TakesInitialState, Layer):
+    build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
 
-    build_shape_rule = "last"        # (Layer._fits_built)
     def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None, **kwargs):
         super().__init__(**kwargs)
         layer = check_layer("Bidirectional", layer)

@@ -41,8 +41,7 @@ __all__ = ["RNN"]
 
 @register_builtin
 class RNN(Stateful, TakesInitialState, SequenceMask, Layer):
-
-    build_shape_rule = "last"        # (Layer._fits_built)
+    build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
     float_inputs = True
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False, stateful=False,
