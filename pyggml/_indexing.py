@@ -71,35 +71,9 @@ def _int_getitem(x, key, out_shape):
     return core_ops.cast(getitem(core_ops.cast(x, "f32"), key), "i32")
 
 
-def _tensor_index(x, key):
-    """x[..., i, ...] with one integer tensor i of one value (Grad-CAM's ``preds[:, ops.argmax(preds[0])]``):
-    ops.take along that axis, the axis dropped; the other entries full slices.  None when the key
-    is not of that form."""
-    from pyggml.core import Tensor
-    key = key if isinstance(key, tuple) else (key,)
-    at = [i for i, k in enumerate(key) if isinstance(k, Tensor)]
-    if len(at) != 1:
-        return None
-    t = key[at[0]]
-    rest = [k for i, k in enumerate(key) if i != at[0]]
-    if t.dtype != "i32" or t.nelements != 1 or Ellipsis in rest or \
-            any(not (isinstance(k, slice) and k == slice(None)) for k in rest):
-        return None
-    if at[0] >= len(x.shape):
-        raise IndexError(f"too many indices for a tensor of {len(x.shape)} dimensions")
-    from pyggml import _ops_numpy
-    from pyggml.core import ops as core_ops
-    picked = _ops_numpy.take(x, core_ops.reshape(t if t.is_contiguous else core_ops.cont(t), (1,)), axis=at[0])
-    shape = tuple(int(d) for i, d in enumerate(picked.shape) if i != at[0]) or (1,)
-    return core_ops.reshape(core_ops.cont(picked) if not picked.is_contiguous else picked, shape)
-
-
 def getitem(x, key):
     """x[key] for a Tensor x (see the module's docstring)."""
     from pyggml.core import ops as core_ops
-    picked = _tensor_index(x, key)
-    if picked is not None:
-        return picked
     shape = tuple(int(d) for d in x.shape)
     ndim = len(shape)
     entries = _parts(key, ndim)

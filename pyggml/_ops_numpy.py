@@ -1372,4 +1372,28 @@ def getitem(x, key):
 
 def get_item(x, key):
     """Keras's ``ops.get_item``: ``x[key]`` (``getitem``)."""
+    if isinstance(x, Tensor):
+        picked = tensor_index(x, key)
+        if picked is not None:
+            return picked
     return getitem(x, key)
+
+
+def tensor_index(x, key):
+    """x[..., i, ...] with one integer tensor i of one value (Grad-CAM's ``preds[:, ops.argmax(preds[0])]``):
+    ops.take along that axis, the axis dropped; the other entries full slices.  None when the key
+    is not of that form."""
+    key = key if isinstance(key, tuple) else (key,)
+    at = [i for i, k in enumerate(key) if isinstance(k, Tensor)]
+    if len(at) != 1:
+        return None
+    t = key[at[0]]
+    rest = [k for i, k in enumerate(key) if i != at[0]]
+    if t.dtype != "i32" or t.nelements != 1 or Ellipsis in rest or \
+            any(not (isinstance(k, slice) and k == slice(None)) for k in rest):
+        return None
+    if at[0] >= len(x.shape):
+        raise IndexError(f"too many indices for a tensor of {len(x.shape)} dimensions")
+    picked = take(x, _c.reshape(_cont(t), (1,)), axis=at[0])
+    shape = tuple(int(d) for i, d in enumerate(picked.shape) if i != at[0]) or (1,)
+    return _c.reshape(_cont(picked), shape)

@@ -548,9 +548,12 @@ def test_a_model_first_in_a_sequential_gives_it_its_input():
     wi, wo = inner.get_weights(), outer.layers[-1].get_weights()
     h = np.maximum(x @ wi["dense.weight"].T + wi["dense.bias"], 0)
     np.testing.assert_allclose(outer.predict(x), h @ wo["weight"].T + wo["bias"], rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="no input shape"):
-        pg.Sequential([pg.Sequential([L.Dense(2)]), L.Dense(1)]).compile(loss="mse")
+    # a Sequential without an input first: as Keras, both are built by the first data
+    waiting = pg.Sequential([pg.Sequential([L.Dense(2)]), L.Dense(1)]).compile(loss="mse")
+    waiting.fit(x[:, :3], np.zeros((5, 1)), verbose=0)
+    assert waiting.input_shape == (None, 3) and waiting.predict(x[:, :3]).shape == (5, 1)
     outer.free()
+    waiting.free()
 
 
 @pytest.mark.parametrize("magic,what", [(b"PK\x03\x04", "Keras's .keras"), (b"\x89HDF\r\n\x1a\n", "Keras's .h5")])

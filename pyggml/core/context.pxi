@@ -539,6 +539,10 @@ cdef class Tensor:
     def __getitem__(self, key):
         """numpy's basic indexing (ints, slices, ..., None) as a contiguous copy of a
         strided view, which trains (pyggml._indexing)."""
+        from pyggml._ops_numpy import tensor_index
+        picked = tensor_index(self, key)          # an integer tensor among the key: take (Keras's)
+        if picked is not None:
+            return picked
         from pyggml._indexing import getitem
         return getitem(self, key)
 
