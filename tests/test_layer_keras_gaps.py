@@ -9,18 +9,7 @@ import numpy as np
 import pytest
 
 import pyggml as pg
-from pyggml import _scope, activations, layers, ops
-
-
-@pytest.fixture(params=["fused", "composed"])
-def graph_path(request):
-    """The graphs' two forms: pyggml's fused CPU ops and the composed ones other backends build."""
-    old = _scope.FORCE_COMPOSED
-    _scope.FORCE_COMPOSED = request.param == "composed"
-    try:
-        yield request.param
-    finally:
-        _scope.FORCE_COMPOSED = old
+from pyggml import activations, layers, ops
 
 
 # --- ReLU: exact in float32 ----------------------------------------------------------------

@@ -310,18 +310,6 @@ def _model(activation, loss):
     return m, w
 
 
-@pytest.fixture(params=["fused", "composed"])
-def graph_path(request):
-    """The CPU's fused ops, or the composed forms other backends build."""
-    from pyggml import _scope
-    old = _scope.FORCE_COMPOSED
-    _scope.FORCE_COMPOSED = request.param == "composed"
-    try:
-        yield request.param
-    finally:
-        _scope.FORCE_COMPOSED = old
-
-
 @needs_torch
 @pytest.mark.parametrize("case", sorted(GRAD_CASES))
 @pytest.mark.parametrize("weighted", [False, True])

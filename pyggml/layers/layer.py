@@ -107,29 +107,26 @@ def _layers_in(value, path):
     return []
 
 
-class _TrackedList(list):
+class _Tracked:
+    """A container attribute of a layer that tells the layer when it changes."""
+
+    def _changed(self):
+        owner = self._owner()
+        if owner is not None:
+            owner._track(self._attr, self)
+
+    def __reduce_ex__(self, protocol):
+        plain = list if isinstance(self, list) else dict       # pickles and copies as a plain one
+        return plain, (plain(self),)
+
+
+class _TrackedList(_Tracked, list):
     """A list attribute of a layer: layers appended later are its sublayers too (Keras's
     ``self.blocks = []; self.blocks.append(Dense(8))``)."""
 
-    def _changed(self):
-        owner = self._owner()
-        if owner is not None:
-            owner._track(self._attr, self)
 
-    def __reduce_ex__(self, protocol):
-        return list, (list(self),)
-
-
-class _TrackedDict(dict):
+class _TrackedDict(_Tracked, dict):
     """A dict attribute of a layer: the layers it holds, also set later, are its sublayers."""
-
-    def _changed(self):
-        owner = self._owner()
-        if owner is not None:
-            owner._track(self._attr, self)
-
-    def __reduce_ex__(self, protocol):
-        return dict, (dict(self),)
 
 
 def _mutator(base, method):
@@ -218,28 +215,18 @@ def flatten_inputs(x):
     return [x]
 
 
-def _compatible(built, given):
-    """Shapes agree wherever both are known (None is a variable length)."""
+def _compatible(built, given, last_only=False):
+    """Shapes agree wherever both are known (None is a variable length): every axis after the
+    batch, or with ``last_only`` the rank and the last axis."""
     if built is None or given is None:
         return True
     if isinstance(built, list) or isinstance(given, list):
         return isinstance(built, list) and isinstance(given, list) and len(built) == len(given) and \
-            all(_compatible(a, b) for a, b in zip(built, given))
+            all(_compatible(a, b, last_only) for a, b in zip(built, given))
     if len(built) != len(given):
         return False
-    return all(a is None or b is None or a == b for a, b in zip(built[1:], given[1:]))
-
-
-def _compatible_last(built, given):
-    """The same rank and last axis (where both are known)."""
-    if built is None or given is None:
-        return True
-    if isinstance(built, list) or isinstance(given, list):
-        return isinstance(built, list) and isinstance(given, list) and len(built) == len(given) and \
-            all(_compatible_last(a, b) for a, b in zip(built, given))
-    if len(built) != len(given):
-        return False
-    return len(built) < 2 or built[-1] is None or given[-1] is None or built[-1] == given[-1]
+    pairs = zip(built[1:][-1:], given[1:][-1:]) if last_only else zip(built[1:], given[1:])
+    return all(a is None or b is None or a == b for a, b in pairs)
 
 
 def _as_float(t):
@@ -617,7 +604,7 @@ class Layer:
         if rule == "any":
             return True
         if rule == "last":
-            return _compatible_last(built, shape)
+            return _compatible(built, shape, last_only=True)
         return _compatible(built, shape)
 
     def _build_once(self, shape):

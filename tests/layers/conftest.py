@@ -7,17 +7,10 @@ import sys
 
 import pytest
 
-from pyggml import _scope
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(autouse=True, params=["fused", "composed"])
-def graph_path(request):
-    """The layers' graphs: "fused" (the CPU's ops) or "composed" (the portable forms)."""
-    old = _scope.FORCE_COMPOSED
-    _scope.FORCE_COMPOSED = request.param == "composed"
-    try:
-        yield request.param
-    finally:
-        _scope.FORCE_COMPOSED = old
+@pytest.fixture(autouse=True)
+def _both_graph_paths(graph_path):
+    """Every layer test on both graph forms (tests/conftest.py's graph_path)."""
+    yield graph_path
