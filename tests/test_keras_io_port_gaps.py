@@ -893,3 +893,12 @@ def test_a_computed_index_picks_a_column_as_grad_cam_writes_it():
     want[k] = x.sum(0)                                   # the weight (units, in): row k gets the inputs
     np.testing.assert_allclose(gw, want, rtol=1e-5)
     np.testing.assert_allclose(gb, np.eye(3)[k] * 2, rtol=1e-6)
+
+
+def test_a_sequential_of_scalar_string_inputs_keeps_its_shape_nested():
+    mk = lambda: [layers.StringLookup(vocabulary=["a", "b"], mask_token=None, num_oov_indices=0),
+                  layers.Embedding(2, 4)]                   # memory-efficient embeddings' lookup model
+    inp = layers.Input(shape=(), dtype="string")
+    seq = keras.Sequential([layers.Input(shape=(), dtype="string")] + mk())
+    assert seq(inp).shape == (None, 4) and seq.output_shape == (None, 4)
+    assert keras.Sequential(mk())(inp).shape == (None, 4)   # built by the node: its shape and dtype

@@ -48,6 +48,9 @@ class Sequential(Model):
     def input_shape(self, shape):
         if shape is None:
             return
+        if self._seq_input_shape is not None and isinstance(shape, (tuple, list)) and \
+                tuple(shape) == (self._seq_batch_size,) + tuple(self._seq_input_shape):
+            return                       # its own batch shape given back (Layer._build_once): no change
         if isinstance(shape, tuple) and shape and shape[0] is None and len(shape) > 1:
             shape = shape[1:]            # Keras's batch shape, as Layer.build receives it
         self._set_features(shape)
@@ -55,7 +58,7 @@ class Sequential(Model):
     def _set_features(self, shape):
         if getattr(self, "_compiled", False):
             raise RuntimeError("the input shape cannot change after compile")
-        self._seq_input_shape = feature_shape_of(shape, "input_shape", allow_none=True)
+        self._seq_input_shape = feature_shape_of(shape, "input_shape", allow_none=True, allow_empty=True)
         self._invalidate()
 
     def add(self, layer):

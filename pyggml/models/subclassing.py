@@ -202,6 +202,9 @@ def install(cls):
             if all(isinstance(v, Node) for v in flat):              # model(pg.Input(...)): on its shape
                 if self.__dict__.get("_subclassed", False):
                     build_graph(self, [(v.feature_shape, v.dtype) for v in flat], isinstance(first, list))
+                elif len(flat) == 1:                                  # a Sequential: that input's shape and dtype
+                    self._set_features(flat[0].feature_shape)
+                    self._seq_input_dtype = flat[0].dtype
             elif not any(isinstance(v, (Tensor, Variable)) for v in flat):
                 build_for(self, args[0])
         return call_(self, *args, **kwargs)
