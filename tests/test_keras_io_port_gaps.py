@@ -902,3 +902,25 @@ def test_a_sequential_of_scalar_string_inputs_keeps_its_shape_nested():
     seq = keras.Sequential([layers.Input(shape=(), dtype="string")] + mk())
     assert seq(inp).shape == (None, 4) and seq.output_shape == (None, 4)
     assert keras.Sequential(mk())(inp).shape == (None, 4)   # built by the node: its shape and dtype
+
+
+def test_a_conv_subclass_overriding_convolution_op_uses_it():
+    class StandardizedConv2D(layers.Conv2D):            # keras_recipes' subclassing_conv_layers
+        def convolution_op(self, inputs, kernel):
+            mean, var = ops.moments(kernel, axes=[0, 1, 2], keepdims=True)
+            return ops.conv(inputs, (kernel - mean) / ops.sqrt(var + 1e-10), padding="valid",
+                            strides=list(self.strides), dilation_rate=list(self.dilation_rate))
+
+    x = RNG.random((2, 6, 6, 3)).astype(np.float32)
+    inp = keras.Input((6, 6, 3))
+    conv = StandardizedConv2D(4, 3, activation="relu")
+    m = keras.Model(inp, conv(inp))
+    k = conv.kernel.numpy().astype(np.float64)
+    ks = (k - k.mean((0, 1, 2), keepdims=True)) / np.sqrt(k.var((0, 1, 2), keepdims=True) + 1e-10)
+    want = np.zeros((2, 4, 4, 4))
+    for i in range(4):
+        for j in range(4):
+            want[:, i, j] = np.einsum("nhwc,hwcf->nf", x[:, i:i + 3, j:j + 3], ks)
+    np.testing.assert_allclose(m.predict(x, verbose=0), np.maximum(want + conv.bias.numpy(), 0), rtol=1e-4,
+                               atol=1e-5)
+    assert conv.data_format == "channels_last"

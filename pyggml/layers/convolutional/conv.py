@@ -61,12 +61,28 @@ def _conv_cl(layer, x, w, padding, strides, dilation):
 
 
 class _Conv(BaseConv):
+    data_format = "channels_last"          # Keras's attribute (the only layout taken)
+
+    def convolution_op(self, inputs, kernel):
+        """Keras's hook: the convolution of ``inputs`` by ``kernel`` (Keras's layout,
+        (*kernel_size, in, filters)) before the bias and the activation.  A subclass that
+        overrides it (keras-io's weight-standardised convolution) has its own used."""
+        return ops.conv(inputs, kernel, strides=self.strides, padding=self.padding, dilation_rate=self.dilation_rate)
+
+    def _own_convolution(self):
+        return type(self).convolution_op is not _Conv.convolution_op
+
     def call(self, inputs, training=None):
+        if self._own_convolution():
+            return self._act(self.pre_activation(inputs, training))
         if fused():
             return self.fused_call(inputs)
         return super().call(inputs, training)
 
     def pre_activation(self, inputs, training=None):
+        if self._own_convolution():
+            y = self.convolution_op(inputs, self.kernel)
+            return y + self.bias if self.use_bias else y
         if fused():
             # (a loss that takes logits asks for these)
             return self.fused_call(inputs, activation=False)
