@@ -683,12 +683,12 @@ def test_a_custom_layer_takes_tensors_positionally_and_by_keyword():
             return logits * 2.0 + targets
 
     a, t = keras.Input((4,)), keras.Input((1,))
-    logits = layers.Dense(1)(a)
+    dense = layers.Dense(1)
+    logits = dense(a)
     for out in (Endpoint()(logits, t), Endpoint()(logits, targets=t), Endpoint()(logits=logits, targets=t)):
         m = keras.Model([a, t], out)
         x, y = RNG.random((3, 4)).astype(np.float32), RNG.random((3, 1)).astype(np.float32)
-        w = m.layers[2].get_weights() if isinstance(m.layers[2], layers.Dense) else \
-            [l for l in m.layers if isinstance(l, layers.Dense)][0].get_weights()
+        w = dense.get_weights()
         np.testing.assert_allclose(m.predict([x, y], verbose=0), 2 * (x @ w[0] + w[1]) + y, rtol=1e-5)
 
 
