@@ -67,6 +67,18 @@ def fused():
     return b is not None and bool(getattr(b, "fused_ok", False))
 
 
+def tape_of(values):
+    """The GradientTape builder that recorded one of ``values`` (tensors, or lists of them), or
+    None: an op given a tape's tensor after its ``with`` block is recorded on that tape with
+    Keras's meaning (``ops.mean(loss)`` is the scalar mean, and stays differentiable)."""
+    for v in values:
+        for e in (v if isinstance(v, (list, tuple)) else (v,)):
+            source = getattr(getattr(e, "ctx", None), "value_source", None)
+            if source is not None and hasattr(source, "recording"):
+                return source
+    return None
+
+
 class entered:
     """``with entered(builder):`` makes ``builder`` the current one."""
 

@@ -228,6 +228,11 @@ def _shared(ggml_op, keras_op):
     outside any model's graph, or ``ctx=``), Keras's inside a model's graph and on arrays."""
     @functools.wraps(keras_op)
     def op(*args, ctx=None, **kwargs):
+        tape = _scope.tape_of(args[:1]) if ctx is None and _scope.current() is None else None
+        if tape is not None:
+            # a GradientTape's tensor after its block: Keras's op, recorded on that tape
+            with _scope.entered(tape):
+                return keras_op(*args, **kwargs)
         if ctx is not None or (_scope.current() is None and args and isinstance(args[0], Tensor)):
             try:
                 return ggml_op(*args, ctx=ctx, **kwargs)

@@ -48,9 +48,15 @@ class Activated(Layer):
 
     @property
     def activation(self):
-        """The activation's name (as in the config).  Settable, as in Keras: grad_cam's
-        ``model.layers[-1].activation = None`` makes the model give logits (the graphs of the
-        models holding the layer are made again)."""
+        """The activation function, as Keras gives it (``layer.activation.__name__`` is its
+        name; ``activation_name`` is the name the config keeps).  Settable, as in Keras:
+        grad_cam's ``model.layers[-1].activation = None`` makes the model give logits (the
+        graphs of the models holding the layer are made again)."""
+        return self._act
+
+    @property
+    def activation_name(self):
+        """The activation's name, as saved in the config ('linear' for none)."""
         return self._activation_name
 
     @activation.setter
@@ -70,7 +76,7 @@ class Activated(Layer):
     def fusable_activation(self):
         """(name, alpha) of this layer's activation for a fused op (bias_act, conv_2d_cl),
         or None when it must be applied on its own (gelu, softmax, a custom function)."""
-        return fusable(self._act, self.activation)
+        return fusable(self._act, self._activation_name)
 
 
 def fusable(fn, name):

@@ -130,7 +130,12 @@ class Loss:
             v = self.values(y_true, y_pred)
             if self.reduction != "sum_over_batch_size" and tuple(v.shape) == tuple(y_pred.shape) and len(v.shape) > 1:
                 v = ops.reduce_mean(v, axis=-1)       # Keras's per-sample value: the mean over the last axis
-            return self._reduce(v, w)
+            out = self._reduce(v, w)
+            lead = tuple(y_pred.shape[:-1])
+            if self.reduction == "none" and lead and tuple(out.shape) != lead and \
+                    out.nelements == int(np.prod(lead)):
+                out = ops.reshape(out if out.is_contiguous else ops.cont(out), lead)   # (batch,), as Keras's
+            return out
         arrays = [np.asarray(y_true), np.asarray(y_pred, dtype=np.float32)]
         if self.sparse:
             arrays[0] = arrays[0].astype(np.int64).reshape(arrays[1].shape[:-1])

@@ -109,7 +109,7 @@ class CompileSpec:
         # cross-entropy after a softmax (sigmoid) output trains on the logits: stabler
         self.logits = []
         for o, l in zip(outputs, self.losses):
-            act = getattr(o.layer, "activation", None)
+            act = getattr(o.layer, "activation_name", None)
             self.logits.append(l is not None and l.logits_from is not None and act == l.logits_from
                                and hasattr(o.layer, "pre_activation") and not getattr(l, "from_logits", False))
         self.metrics_given = metrics

@@ -732,10 +732,18 @@ def install(cls):
     _install_graphless(cls)
     cls.trainable = property(Layer.trainable.fget, _set_trainable, doc=Layer.trainable.__doc__)
 
-    def _plain_predict(self, x):
+    def _plain_predict(self, x, training=False):
         # calling a model on arrays: predict (never predict_step: no recursion), its arrays
-        # answering TensorFlow's eager ``.numpy()`` as the ops' results do
-        return as_ops_result(predict_(self, x))
+        # answering TensorFlow's eager ``.numpy()`` as the ops' results do.  With no training=
+        # given, its preprocessing layers take their own default, as Keras's eager call: an
+        # augmentation augments (nnclr's augmenter called in its train_step)
+        if training is not None:
+            return as_ops_result(predict_(self, x))
+        self.__dict__["_host_training"] = None
+        try:
+            return as_ops_result(predict_(self, x))
+        finally:
+            self.__dict__.pop("_host_training", None)
     cls._plain_predict = _plain_predict
     cls.train_on_batch, cls.test_on_batch = train_on_batch, test_on_batch
     cls.train_step, cls.test_step, cls.predict_step = train_step, test_step, predict_step

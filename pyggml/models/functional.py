@@ -224,7 +224,7 @@ class Topology:
         input_ids = {id(n) for n in self.inputs}
         for n in self.nodes:
             if id(n) not in host:
-                check_no_nested_host_layers(n)
+                check_no_nested_host_layers(n, all(id(p) in host or id(p) in input_ids for p in n.inputs))
             if id(n) in host:
                 for p in n.inputs:
                     if id(p) not in host and id(p) not in input_ids:

@@ -12,6 +12,7 @@ mixes host layers and graph layers can be the outer model, not a layer of
 another one: its host layers would sit inside the other's graph.
 """
 
+from pyggml.layers.preprocessing.host_layer import host_call_in_graph, is_fed  # noqa: F401 (Model.call's)
 from pyggml.models import data_adapter as da
 
 __all__ = ["HostStage", "check_no_nested_host_layers", "host_node_ids", "graph_only_view", "nested_view"]
@@ -105,9 +106,45 @@ class HostStage:
         return self.outputs_as_given(outs)
 
 
-def check_no_nested_host_layers(node):
-    """A graph layer that is a model must not hold host layers (see the module's docstring)."""
+def _runs_on_host(layer):
+    return getattr(layer, "host", False) and getattr(layer, "graph_call", None) is None
+
+
+def host_prefix(layers):
+    """How many of a Sequential's ``layers``, from the first, run on the host when it is called
+    on data fed to a graph: up to its last host layer, with layers that run on either side
+    (Rescaling) among them (simclr's augmenter: Rescaling, RandomFlip, ..., then its own
+    colour layer in the graph)."""
+    n = 0
+    for i, layer in enumerate(layers):
+        if _runs_on_host(layer):
+            n = i + 1
+        elif not (getattr(layer, "host", False) or getattr(layer, "host_capable", False)):
+            break
+    return n
+
+
+class HostRun:
+    """Layers applied on arrays in turn, for host_call_in_graph (a Sequential's host prefix)."""
+
+    def __init__(self, layers):
+        self.layers = list(layers)
+
+    def host_apply(self, inputs, training=None):
+        for layer in self.layers:
+            inputs = layer.host_apply(inputs, training)
+        return inputs
+
+
+def check_no_nested_host_layers(node, fed=False):
+    """A graph layer that is a model must not hold host layers (see the module's docstring),
+    except a Sequential whose host layers come first, called on data (``fed``: the model's
+    inputs or its host layers' outputs): those run on the host on that data."""
     layer = node.layer
+    stack = getattr(layer, "_stack", None)
+    if fed and stack is not None and not any(_runs_on_host(l) or getattr(l, "holds_host_layers", lambda: False)()
+                                             for l in stack[host_prefix(stack):]):
+        return
     if getattr(layer, "holds_host_layers", None) is not None and layer.holds_host_layers():
         raise ValueError(f"model {layer.name!r} mixes preprocessing layers (run on the host, in numpy) and graph "
                          f"layers, so it cannot be a layer of another model: make a model of its preprocessing "

@@ -179,6 +179,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return shapes if self._multi_out else shapes[0]
 
     def call(self, inputs, training=None):
+        if self.host and host_stage.is_fed(inputs):     # preprocessing only, in a graph, on its data
+            return host_stage.host_call_in_graph(self, inputs, training)
         view = host_stage.nested_view(self._ensure_graph())       # nested: Resizing & co run in the graph
         outs = functional.run_nodes(view, functional.ordered_inputs(view, inputs), bool(training))
         return self.outputs_as_given(outs)
@@ -442,7 +444,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
             if training is None and self._training_default():
                 kwargs = dict(kwargs, training=True)  # Keras: call(self, x, training=True) is a training call
             elif not training:
-                return self._plain_predict(args[0])   # never an overridden predict_step (a forward call)
+                return self._plain_predict(args[0], training)   # never an overridden predict_step
             self._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
         return super().__call__(*args, **kwargs)
 

@@ -10,7 +10,9 @@ from pyggml.layers._keras_weights import BUILDERS
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer, feature_shape_of
 from pyggml.layers.node import Node
+from pyggml.layers.preprocessing.host_layer import host_call_in_graph, is_fed
 from pyggml.models import functional
+from pyggml.models.host_stage import HostRun, host_prefix
 from pyggml.models.model import Model
 from pyggml.saving.object_registration import get_registered_name, get_registered_object, register_builtin
 
@@ -161,8 +163,13 @@ class Sequential(Model):
         self._ensure_graph()
 
     def call(self, inputs, training=None):
-        x = inputs
-        for l in self._stack:
+        stack = self._stack
+        if self.host and is_fed(inputs):
+            # keras-io's data_augmentation Sequential called in a graph on its data
+            return host_call_in_graph(self, inputs, training)
+        k = host_prefix(stack) if is_fed(inputs) else 0
+        x = host_call_in_graph(HostRun(stack[:k]), inputs, training) if k else inputs
+        for l in stack[k:]:
             x = l(x, training=training)
         return x
 

@@ -93,7 +93,8 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         def stage(batch_xs, batch_training):
             return model.prepare_inputs(batch_xs if multi else batch_xs[0], training=batch_training)[0]
     else:
-        xs, n = model.prepare_inputs(x)
+        # (None: a model called on arrays with no training=, see Model._plain_predict)
+        xs, n = model.prepare_inputs(x, training=model.__dict__.get("_host_training", False))
     if n == 0:
         raise ValueError(f"{what} needs at least one row")
     if not with_targets:

@@ -95,8 +95,9 @@ class _LayerGraph:
 def _label(graph, layer, show_shapes, show_dtype, show_layer_names, show_layer_activations, show_trainable):
     cls = type(layer).__name__
     lines = [f"{layer.name} ({cls})" if show_layer_names and layer.name else cls]
-    if show_layer_activations and isinstance(getattr(layer, "activation", None), str):
-        lines.append(f"Activation: {layer.activation}")
+    act = getattr(layer, "activation_name", getattr(layer, "activation", None))
+    if show_layer_activations and isinstance(act, str):
+        lines.append(f"Activation: {act}")
     ins, outs, in_dt, out_dt = graph.shapes(layer)
     if show_shapes and ins is not None:
         lines.append(f"Input shape: {_shape(ins[0]) if len(ins) == 1 else '[' + _shape(ins) + ']'}")

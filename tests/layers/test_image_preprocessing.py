@@ -603,14 +603,36 @@ def test_outputs_too_large_to_hold_are_refused_before_any_work():
         L.Resizing(60000, 60000)(np.zeros((1, 2, 2, 3)))
 
 
-def test_a_model_mixing_host_and_graph_layers_cannot_be_nested():
-    inner = pg.Sequential([L.RandomFlip(), L.Dense(2)])
+def test_a_sequential_whose_host_layers_come_first_nests_on_data_only():
+    # simclr's augmenter: preprocessing first, then graph layers; nested on the model's input its
+    # host layers run on that data (augmenting in training only), its graph layers in the graph
+    inner = pg.Sequential([L.Rescaling(0.5), L.RandomFlip("horizontal"), L.Dense(2)])
     inp = pg.Input((4, 4, 1))
+    m = pg.Model(inp, L.Dense(1)(L.Flatten()(inner(inp)))).compile(optimizer=pg.optimizers.SGD(0.0), loss="mse")
+    x = _images(6, 4, 4, 1) + np.arange(4, dtype=np.float32)[None, None, :, None]    # flips change them
+    w = m.get_weights()
+    inner_w, inner_b = (w[f"{inner.name}.{inner.layers[-1].name}.{k}"] for k in ("weight", "bias"))
+    outer = m.layers[-1]
+    outer_w, outer_b = w[f"{outer.name}.weight"], w[f"{outer.name}.bias"]
+
+    def reference(images):
+        h = (images * 0.5) @ inner_w.T + inner_b
+        return h.reshape(len(images), -1) @ outer_w.T + outer_b
+
+    want = reference(x)
+    np.testing.assert_allclose(m.predict(x, verbose=0), want, rtol=1e-4, atol=1e-5)
+    loss = float(m.train_on_batch(x, want))           # some images flipped: a loss above zero
+    everything = float(np.mean((reference(x[:, :, ::-1]) - want) ** 2))
+    assert 0.0 <= loss <= everything * 1.0001
+    m.free()
+    # host layers after a graph layer, or nested on a tensor computed in the graph: refused
+    inner2 = pg.Sequential([L.Dense(2), L.RandomFlip()])
+    inp = pg.Input((4, 4, 1))
+    with pytest.raises(ValueError, match="preprocess"):
+        pg.Model(inp, L.Dense(1)(L.Flatten()(inner2(inp))))
+    inner3 = pg.Sequential([L.RandomFlip(), L.Dense(2)])
     with pytest.raises(ValueError, match="mixes preprocessing layers"):
-        pg.Model(inp, L.Dense(1)(L.Flatten()(inner(inp))))
-    inner2 = pg.Sequential([L.RandomFlip(), L.Dense(2)])
-    with pytest.raises(ValueError, match="mixes preprocessing layers"):
-        pg.Sequential([pg.Input((4, 4, 1)), inner2, L.Flatten(), L.Dense(1)]).compile(loss="mse")
+        pg.Sequential([pg.Input((4, 4, 1)), L.Dense(1), inner3, L.Flatten(), L.Dense(1)]).compile(loss="mse")
 
 
 def test_rescaling_runs_on_the_host_only_between_the_inputs_and_host_layers():

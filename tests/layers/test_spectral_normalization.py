@@ -168,7 +168,14 @@ def test_a_zero_kernel_is_used_as_it_is_and_keeps_u():
 
 
 def test_integer_inputs_reach_a_wrapped_embedding_as_integers():
-    model = pg.Sequential([pg.Input((3,), dtype="int32"), SN(pg.layers.Embedding(5, 4), power_iterations=30)])
+    # a table whose top singular value stands well clear of the next (a random one's may not,
+    # and 30 power iterations then stop short of it)
+    rng = np.random.default_rng(4)
+    q1, _ = np.linalg.qr(rng.normal(size=(5, 4)))
+    q2, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    init = (q1 * [3.0, 1.0, 0.5, 0.2]) @ q2.T
+    emb = pg.layers.Embedding(5, 4, embeddings_initializer=pg.initializers.Constant(init.astype(np.float32)))
+    model = pg.Sequential([pg.Input((3,), dtype="int32"), SN(emb, power_iterations=30)])
     model.compile(loss="mse")
     table = model.get_weights()["spectral_normalization.layer.weight"].astype(np.float64)      # (5, 4)
     top = np.linalg.svd(table, compute_uv=False)[0]

@@ -47,6 +47,41 @@ __all__ = ["MultiHeadAttention"]
 _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias_constraint")
 
 
+def _merge_masks(query, value, query_mask, value_mask, key_mask, attention_mask):
+    """Keras's masks of the query's steps (batch, T), the value's and the key's (batch, S) as one
+    attention mask (batch, T, S): a query step attends a value step where all of them hold it,
+    and the attention mask too if one is given."""
+    from pyggml.layers.node import Node
+    symbolic = any(isinstance(m, (Node, Tensor, Variable)) for m in (query, value, query_mask, value_mask, key_mask))
+    if symbolic:
+        as_float = lambda m: ops.cast(m, "float32")
+        expand, mul = ops.expand_dims, ops.multiply
+    else:
+        def as_float(m):
+            a = np.asarray(m)
+            if a.dtype == object or a.dtype.kind not in "biuf":
+                raise TypeError(f"MultiHeadAttention: masks must hold booleans or 0/1 numbers, got dtype {a.dtype}")
+            return (a != 0).astype(np.float32)
+        expand, mul = np.expand_dims, np.multiply
+    rows = None if query_mask is None else as_float(query_mask)
+    cols = None
+    for m in (value_mask, key_mask):
+        if m is not None:
+            cols = as_float(m) if cols is None else mul(cols, as_float(m))
+    if rows is None:
+        rows = ops.ones_like(query[..., 0]) if symbolic else np.ones(np.shape(query)[:-1], np.float32)
+    if cols is None:
+        cols = ops.ones_like(value[..., 0]) if symbolic else np.ones(np.shape(value)[:-1], np.float32)
+    for what, m, ref in (("query_mask", rows, query), ("value_mask or key_mask", cols, value)):
+        if len(m.shape) != 2 or len(ref.shape) != 3:
+            raise ValueError(f"MultiHeadAttention: {what} must be of shape (batch, steps) for inputs of shape "
+                             f"(batch, steps, features), got {tuple(m.shape)} for {tuple(ref.shape)}")
+    merged = mul(expand(rows, -1), expand(cols, -2))
+    if attention_mask is not None:
+        merged = mul(merged, as_float(attention_mask))
+    return merged
+
+
 @register_builtin
 class MultiHeadAttention(Layer):
     build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
@@ -87,6 +122,12 @@ class MultiHeadAttention(Layer):
     def __call__(self, query, value=None, key=None, attention_mask=None, use_causal_mask=False,
                  return_attention_scores=False, **kwargs):
         given_mask = bool(kwargs.pop("_attention_mask_input", False))
+        side_masks = [kwargs.pop(k, None) for k in ("query_mask", "value_mask", "key_mask")]
+        if any(m is not None for m in side_masks):
+            if isinstance(query, (list, tuple)):
+                raise TypeError("MultiHeadAttention: query_mask, value_mask and key_mask go with separate "
+                                "inputs (query=..., value=...), not a list")
+            attention_mask = _merge_masks(query, query if value is None else value, *side_masks, attention_mask)
         if isinstance(query, (list, tuple)):
             if value is not None or key is not None:
                 raise TypeError("give either a list [query, value(, key)] or separate inputs, not both")
@@ -179,12 +220,14 @@ class MultiHeadAttention(Layer):
         return q, v, k
 
     def _fits_built(self, built, shape):
-        # the weights are made for the features: other lengths fit, and so does an attention mask
-        # of other lengths (its last axis is the value's steps, not a feature)
-        if isinstance(built, list) and isinstance(shape, list) and len(built) == len(shape) and \
-                getattr(self, "_masked", False):
-            built, shape = built[:-1], shape[:-1]
-        return super()._fits_built(built, shape)
+        # the weights are made for the query's and the value's features: other lengths fit, a key
+        # given or left out (it is the value then), and an attention mask of any lengths
+        b = built if isinstance(built, list) else [built]
+        s = shape if isinstance(shape, list) else [shape]
+        if len(b[0]) != len(s[0]) or b[0][-1] != s[0][-1]:
+            return False
+        bv, sv = (b[1] if len(b) > 1 else b[0]), (s[1] if len(s) > 1 else s[0])
+        return len(bv) == len(sv) and bv[-1] == sv[-1]
 
     def _fold_mode(self, rank):
         """For 4-D inputs: "joint" (attention over both middle axes) or "last" (over the last)."""

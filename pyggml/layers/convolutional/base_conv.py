@@ -112,7 +112,7 @@ class BaseConv(Activated):
     def get_config(self):
         cfg = super().get_config()
         cfg.update(filters=self.filters, kernel_size=self.kernel_size, strides=self.strides,
-                   padding=self.padding, activation=self.activation, use_bias=self.use_bias,
+                   padding=self.padding, activation=self.activation_name, use_bias=self.use_bias,
                    dilation_rate=self.dilation_rate)
         cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):

@@ -194,7 +194,7 @@ class BaseDepthwise(Activated):
         cfg = super().get_config()
         cfg.update(kernel_size=self.kernel_size, strides=self.strides, padding=self.padding,
                    data_format=self.data_format, dilation_rate=self.dilation_rate,
-                   depth_multiplier=self.depth_multiplier, activation=self.activation, use_bias=self.use_bias)
+                   depth_multiplier=self.depth_multiplier, activation=self.activation_name, use_bias=self.use_bias)
         return cfg
 
     def initializers_config(self, names):

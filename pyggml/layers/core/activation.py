@@ -24,7 +24,7 @@ class Activation(Activated):
 
     def get_config(self):
         c = super().get_config()
-        c["activation"] = self.activation
+        c["activation"] = self.activation_name
         return c
 
 

@@ -74,7 +74,7 @@ class Dense(Activated):
 
     def get_config(self):
         c = super().get_config()
-        c.update(units=self.units, activation=self.activation, use_bias=self.use_bias)
+        c.update(units=self.units, activation=self.activation_name, use_bias=self.use_bias)
         c.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance

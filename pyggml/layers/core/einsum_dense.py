@@ -265,7 +265,7 @@ class EinsumDense(Activated):
         c = super().get_config()
         shape = self.partial_output_shape
         c.update(equation=self.equation, output_shape=shape[0] if len(shape) == 1 else list(shape),
-                 activation=self.activation, bias_axes=self.bias_axes)
+                 activation=self.activation_name, bias_axes=self.bias_axes)
         c.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance

@@ -23,7 +23,40 @@ import numpy as np
 
 from pyggml.layers.layer import Layer
 
-__all__ = ["HostLayer"]
+__all__ = ["HostLayer", "host_call_in_graph", "is_fed"]
+
+
+def is_fed(x):
+    """Whether ``x`` is a graph tensor the graph is given (data fed to it), not one it computes."""
+    from pyggml.core import Tensor
+    return isinstance(x, Tensor) and x.op == "NONE" and "param" not in x.flags
+
+
+def host_call_in_graph(layer, inputs, training):
+    """``layer`` (a host layer, or a model of host layers) called inside a graph that is being
+    built (a subclassed model's ``call``, a GradientTape, a layer's ``call``) on data fed to that
+    graph: its output is an input of the graph computed from that data on the host, for every
+    batch (keras-io's shiftvit starts its ``call`` with its ``data_augmentation`` Sequential;
+    patch_convnet augments inside its GradientTape).  Nothing passes back through it to its
+    input in a gradient, as it is data."""
+    from pyggml import _scope
+    scope = _scope.current()
+    if scope is None or not is_fed(inputs):
+        raise TypeError(f"{type(layer).__name__} runs on the host, in numpy: inside a layer's or a model's call "
+                        f"it takes the data the graph is fed (the model's input, or a GradientTape's array), "
+                        f"not a tensor computed in the graph; put it before the layers that compute that tensor")
+    mode = None if training is None else bool(training)
+    src_dtype = np.int32 if inputs.dtype in ("i32", "int32") else np.float32
+
+    def on_host(a):
+        out = np.asarray(layer.host_apply(np.asarray(a, dtype=src_dtype), mode))
+        if out.dtype == object or out.dtype.kind not in "biuf":
+            raise TypeError(f"{type(layer).__name__} gave values of dtype {out.dtype} inside a graph; "
+                            f"a graph takes numbers")
+        return np.ascontiguousarray(out, dtype=np.int32 if out.dtype.kind in "biu" else np.float32)
+
+    probe = on_host(np.zeros(inputs.shape, src_dtype))       # its output's shape and kind
+    return scope.derived_input(inputs, on_host, probe.shape, "int32" if probe.dtype == np.int32 else "float32")
 
 
 class HostLayer(Layer):
@@ -44,8 +77,7 @@ class HostLayer(Layer):
         graph_call = getattr(self, "graph_call", None)
         if graph_call is not None:           # a host layer that can also run in the graph (Resizing)
             return graph_call(inputs, training=training)
-        raise TypeError(f"{type(self).__name__} runs on the host before the graph: call it on pg.Input nodes "
-                        f"(or on another preprocessing layer's output), not inside a layer's call")
+        return host_call_in_graph(self, inputs, training)
 
     def __call__(self, *args, **kwargs):
         from pyggml.layers.node import Node

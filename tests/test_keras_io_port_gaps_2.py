@@ -1,0 +1,161 @@
+"""What a second round of keras-io ports needed (issue 19's stop 36), one test per behaviour,
+each checked against numpy or Keras's documented result."""
+
+import numpy as np
+import pytest
+
+import pyggml as keras
+from pyggml import layers, ops
+
+RNG = np.random.default_rng(36)
+
+
+def _asymmetric_images(n=8, size=6):
+    # left and right halves differ: a horizontal flip changes every image
+    x = RNG.random((n, size, size, 1)).astype(np.float32)
+    x[:, :, : size // 2] += 2.0
+    return x
+
+
+class _AugmentedProjection(keras.Model):
+    """keras-io shiftvit's pattern: the call starts with a data_augmentation Sequential."""
+
+    def __init__(self):
+        super().__init__()
+        self.data_augmentation = keras.Sequential([layers.RandomFlip("horizontal")])
+        self.flatten = layers.Flatten()
+        self.head = layers.Dense(3, use_bias=False)
+
+    def call(self, images):
+        return self.head(self.flatten(self.data_augmentation(images)))
+
+
+def test_augmentation_first_in_a_subclassed_call_augments_in_training_only():
+    keras.utils.set_random_seed(1)
+    x = _asymmetric_images()
+    model = _AugmentedProjection()
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.0), loss="mse")
+    target = model.predict(x, verbose=0)                      # inference: the identity
+    flat = x.reshape(len(x), -1)
+    kernel = model.head.kernel.numpy()
+    np.testing.assert_allclose(target, flat @ kernel, rtol=1e-5, atol=1e-5)
+    assert model.evaluate(x, target, verbose=0) < 1e-10
+    # training: some of the 8 images are flipped, so the loss against the unflipped projection
+    # is the mean square of the flipped ones' differences
+    losses = [float(model.train_on_batch(x, target)) for _ in range(6)]
+    kept, flipped = flat @ kernel, x[:, :, ::-1].reshape(len(x), -1) @ kernel
+    most = ((flipped - kept) ** 2).mean()                    # every image flipped
+    assert all(0.0 <= loss <= most * 1.0001 for loss in losses)
+    assert len({round(loss, 4) for loss in losses}) > 1      # new draws on every batch
+    model.free()
+
+
+def test_an_augmentation_sequential_on_an_array_inside_a_gradient_tape():
+    keras.utils.set_random_seed(2)
+    aug = keras.Sequential([layers.Rescaling(0.5), layers.RandomCrop(4, 4), layers.RandomFlip("horizontal")])
+    dense = layers.Dense(2)
+    x = _asymmetric_images(size=6) * 10
+    with keras.GradientTape() as tape:
+        seen = aug(x, training=True)
+        y = dense(layers.Flatten()(seen))
+        loss = ops.mean(y ** 2)
+    grads = tape.gradient(loss, dense.trainable_weights)
+    assert [tuple(g.shape) for g in grads] == [(2, 16), (2,)]
+    got = np.asarray(seen)
+    assert got.shape == (8, 4, 4, 1)
+    # every crop is 0.5 * a 4 x 4 window of its image, flipped or not
+    for img, crop in zip(x, got):
+        windows = [0.5 * img[i:i + 4, j:j + 4] for i in range(3) for j in range(3)]
+        assert any(np.allclose(crop, w, atol=1e-5) or np.allclose(crop, w[:, ::-1], atol=1e-5) for w in windows)
+    # and the gradient is that of the loss on those crops
+    flat = got.reshape(8, -1)
+    out = flat @ dense.kernel.numpy() + dense.bias.numpy()
+    want = flat.T @ (2 * out / out.size)
+    np.testing.assert_allclose(np.asarray(grads[0]).T, want, rtol=1e-4, atol=1e-6)
+
+
+def test_a_preprocessing_layer_refuses_a_tensor_computed_in_the_graph():
+    class Bad(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.conv = layers.Conv2D(2, 3, padding="same")
+            self.flip = layers.RandomFlip("horizontal")
+            self.head = layers.Dense(1)
+
+        def call(self, x):
+            return self.head(layers.Flatten()(self.flip(self.conv(x))))
+
+    with pytest.raises(TypeError, match="runs on the host"):
+        Bad()(np.zeros((2, 4, 4, 1), np.float32))
+
+
+def test_multi_head_attention_takes_query_value_and_key_masks_as_keras():
+    q = RNG.random((2, 5, 8)).astype(np.float32)
+    v = RNG.random((2, 6, 8)).astype(np.float32)
+    qm = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    km = np.array([[1, 1, 0, 1, 1, 0], [1, 1, 1, 1, 1, 1]], bool)
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    want = np.asarray(mha(q, v, v, attention_mask=qm[:, :, None] & km[:, None, :]))
+    np.testing.assert_array_equal(np.asarray(mha(query=q, value=v, key=v, query_mask=qm, key_mask=km)), want)
+    np.testing.assert_array_equal(np.asarray(mha(query=q, value=v, query_mask=qm, value_mask=km)), want)
+    # with an attention mask too: all of them hold
+    extra = RNG.random((2, 5, 6)) > 0.3
+    np.testing.assert_array_equal(
+        np.asarray(mha(query=q, value=v, query_mask=qm, key_mask=km, attention_mask=extra)),
+        np.asarray(mha(q, v, attention_mask=qm[:, :, None] & km[:, None, :] & extra)))
+    # on a functional model's inputs
+    qi, vi, qmi, kmi = keras.Input((5, 8)), keras.Input((6, 8)), keras.Input((5,)), keras.Input((6,))
+    model = keras.Model([qi, vi, qmi, kmi], mha(query=qi, value=vi, key=vi, query_mask=qmi, key_mask=kmi))
+    got = model.predict([q, v, qm.astype(np.float32), km.astype(np.float32)], verbose=0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="query_mask must be of shape"):
+        mha(query=q, value=v, query_mask=qm[:, :, None])
+
+
+@pytest.mark.parametrize("name", ["sparse_categorical_crossentropy", "categorical_crossentropy", "kl_divergence"])
+def test_a_loss_function_on_a_tape_gives_one_value_per_sample(name):
+    inputs = layers.Input(shape=(4,))
+    model = keras.Model(inputs, layers.Dense(5, activation="softmax")(inputs))
+    x = RNG.random((25, 4)).astype(np.float32)
+    y = RNG.integers(0, 5, 25)
+    yt = y if name.startswith("sparse") else np.eye(5, dtype=np.float32)[y]
+    fn = getattr(keras.losses, name)
+    with keras.GradientTape() as tape:
+        loss = fn(yt, model(x))
+    assert loss.shape == (25,)
+    np.testing.assert_allclose(np.asarray(loss), np.asarray(fn(yt, model.predict(x, verbose=0))), rtol=1e-5)
+
+
+def test_ops_on_a_tape_s_tensors_after_its_block_keep_keras_s_meaning_and_gradients():
+    inp = keras.Input((4,))
+    enc = keras.Model(inp, layers.Dense(3)(inp))
+    x = RNG.random((8, 4)).astype(np.float32)
+    with keras.GradientTape() as tape:
+        f = enc(x)
+    value = np.asarray(f)
+    np.testing.assert_allclose(float(ops.mean(f)), value.mean(), rtol=1e-5)       # not a row mean
+    np.testing.assert_allclose(np.asarray(ops.mean(f, axis=0)), value.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(ops.normalize(f, axis=1)),
+                               value / np.linalg.norm(value, axis=1, keepdims=True), rtol=1e-5)
+    # still recorded: a target made after the block has its gradient
+    grads = tape.gradient(ops.sum(f), enc.trainable_weights)
+    np.testing.assert_allclose(np.asarray(grads[0]), np.tile(x.sum(axis=0), (3, 1)), rtol=1e-5)
+
+
+def test_a_model_called_on_arrays_augments_as_keras_s_eager_call():
+    x = _asymmetric_images(64)
+    seq = keras.Sequential([layers.Input((6, 6, 1)), layers.RandomFlip("horizontal"), layers.Rescaling(1.0)])
+    flipped = lambda y: int(np.sum(np.any(np.abs(np.asarray(y) - x) > 1e-6, axis=(1, 2, 3))))
+    assert 10 < flipped(seq(x)) < 54                 # no training=: the augmentation's own default
+    assert 10 < flipped(seq(x, training=True)) < 54
+    assert flipped(seq(x, training=False)) == 0
+    assert flipped(seq.predict(x, verbose=0)) == 0
+
+
+def test_layer_activation_is_the_function_as_in_keras():
+    dense = layers.Dense(3, activation="relu")
+    assert dense.activation is keras.activations.relu
+    assert dense.activation.__name__ == "relu" and dense.activation_name == "relu"
+    assert dense.get_config()["activation"] == "relu"
+    np.testing.assert_array_equal(np.asarray(dense.activation(np.array([-1.0, 2.0]))), [0.0, 2.0])
+    assert layers.Dense(2).activation is keras.activations.linear
