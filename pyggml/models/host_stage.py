@@ -12,10 +12,11 @@ mixes host layers and graph layers can be the outer model, not a layer of
 another one: its host layers would sit inside the other's graph.
 """
 
-from pyggml.layers.preprocessing.host_layer import host_call_in_graph, is_fed  # noqa: F401 (Model.call's)
+from pyggml.layers.preprocessing.host_layer import host_call_in_graph, is_fed
 from pyggml.models import data_adapter as da
 
-__all__ = ["HostStage", "check_no_nested_host_layers", "host_node_ids", "graph_only_view", "nested_view"]
+__all__ = ["HostStage", "HostRun", "check_no_nested_host_layers", "host_node_ids", "host_prefix", "graph_only_view",
+           "nested_view", "host_call_in_graph", "is_fed"]
 
 
 def _is_input(node):
