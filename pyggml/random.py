@@ -17,6 +17,7 @@ from pyggml import _random, _scope
 from pyggml._tensor_arrays import as_ops_result
 from pyggml._validation import is_int, is_number
 from pyggml.saving.object_registration import register_builtin
+from pyggml.variables import Variable
 
 __all__ = ["SeedGenerator", "normal", "uniform", "truncated_normal", "randint", "dropout", "shuffle",
            "categorical", "gamma", "beta", "binomial"]
@@ -90,9 +91,20 @@ def _draw(what, shape, seed, fn):
     return b.random_values(shape, lambda _library_rng, s: fn(gen, s))
 
 
+def _value(v):
+    """A one-value array (an op's 0-d result, nnclr's ``ops.log(3 / 4)``) or Variable as its
+    number; anything else as given (then refused by the caller's check)."""
+    if isinstance(v, (np.ndarray, Variable)) and not isinstance(v, np.generic):
+        a = v.numpy() if isinstance(v, Variable) else v
+        if a.size == 1 and a.dtype.kind in "iuf":
+            return a.reshape(()).item()
+    return v
+
+
 def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """Draws from a normal distribution."""
     _dtype(dtype, "normal")
+    mean, stddev = _value(mean), _value(stddev)
     if not is_number(mean) or not is_number(stddev) or stddev < 0:
         raise ValueError(f"normal: mean and stddev must be numbers, stddev >= 0; got {mean!r}, {stddev!r}")
     return _draw("normal", shape, seed, lambda g, s: g.normal(float(mean), float(stddev), s))
@@ -101,6 +113,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
 def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
     """Draws from [minval, maxval)."""
     _dtype(dtype, "uniform")
+    minval, maxval = _value(minval), _value(maxval)
     if not is_number(minval) or not is_number(maxval) or not minval < maxval:
         raise ValueError(f"uniform: minval must be a number below maxval, got {minval!r}, {maxval!r}")
     return _draw("uniform", shape, seed, lambda g, s: g.uniform(float(minval), float(maxval), s))
@@ -109,6 +122,7 @@ def uniform(shape, minval=0.0, maxval=1.0, dtype=None, seed=None):
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
     """Normal draws, those more than two standard deviations from the mean drawn again."""
     _dtype(dtype, "truncated_normal")
+    mean, stddev = _value(mean), _value(stddev)
     if not is_number(mean) or not is_number(stddev) or stddev < 0:
         raise ValueError(f"truncated_normal: mean and stddev must be numbers, stddev >= 0; got {mean!r}, {stddev!r}")
 
@@ -124,6 +138,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=None, seed=None):
 
 def randint(shape, minval, maxval, dtype="int32", seed=None):
     """Integers in [minval, maxval) (as float32 values inside a graph, int32 outside)."""
+    minval, maxval = _value(minval), _value(maxval)
     if not is_int(minval) or not is_int(maxval) or not minval < maxval:
         raise ValueError(f"randint: minval must be an int below maxval, got {minval!r}, {maxval!r}")
     out = _draw("randint", shape, seed, lambda g, s: g.integers(int(minval), int(maxval), s))

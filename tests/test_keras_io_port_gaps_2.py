@@ -159,3 +159,94 @@ def test_layer_activation_is_the_function_as_in_keras():
     assert dense.get_config()["activation"] == "relu"
     np.testing.assert_array_equal(np.asarray(dense.activation(np.array([-1.0, 2.0]))), [0.0, 2.0])
     assert layers.Dense(2).activation is keras.activations.linear
+
+
+class _ExtraKeysInTestStep(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.d = layers.Dense(2, activation="softmax")
+
+    def call(self, x):
+        return self.d(x)
+
+    def test_step(self, data):
+        x, y = data
+        self.compiled_metrics.update_state(y, self(x, training=False))
+        return {"loss": 0.5, "aaa": 123.0, **{m.name: m.result() for m in self.metrics if m.name != "loss"}}
+
+
+def test_evaluate_lists_a_custom_step_s_logs_in_keras_s_order():
+    m = _ExtraKeysInTestStep()
+    m.compile(optimizer="adam", loss="categorical_crossentropy", metrics=["accuracy", "mse"])
+    x = RNG.random((16, 3)).astype(np.float32)
+    y = keras.utils.to_categorical(np.arange(16) % 2, 2)
+    m.fit(x, y, epochs=1, verbose=0)
+    logs = m.evaluate(x, y, verbose=0, return_dict=True)
+    # the loss, the compiled metrics in their order, then the other keys sorted (mnist_moe's score[1])
+    assert m.evaluate(x, y, verbose=0) == [logs["loss"], logs["accuracy"], logs["mse"], logs["aaa"]]
+    assert m.test_on_batch(x, y) == pytest.approx([0.5, logs["accuracy"], logs["mse"], 123.0])
+
+
+def test_save_and_load_weights_take_keras_s_arguments(tmp_path):
+    m = keras.Sequential([keras.Input((3,)), layers.Dense(4), layers.Dense(2)])
+    path = str(tmp_path / "w.weights.h5")
+    m.save_weights(filepath=path, overwrite=True)
+    before = open(path, "rb").read()
+    with pytest.raises(FileExistsError, match="overwrite=False"):
+        m.save_weights(path, overwrite=False)
+    assert open(path, "rb").read() == before
+    other = keras.Sequential([keras.Input((3,)), layers.Dense(4), layers.Dense(5)])
+    kept = other.get_weights()
+    with pytest.raises(keras.errors.GGUFError, match="has shape"):
+        other.load_weights(path)
+    with pytest.warns(UserWarning, match="kept 2 weight"):
+        other.load_weights(filepath=path, skip_mismatch=True)
+    got = other.get_weights()
+    np.testing.assert_array_equal(got["dense.weight"], m.get_weights()["dense.weight"])
+    np.testing.assert_array_equal(got["dense_1.weight"], kept["dense_1.weight"])
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        m.save(str(tmp_path / "m.keras"), nonsense=1)
+
+
+def test_random_draws_take_one_value_results_of_ops_as_bounds():
+    keras.utils.set_random_seed(3)
+    lo, hi = ops.log(3 / 4), ops.log(4 / 3)
+    d = np.asarray(keras.random.uniform((1000,), lo, hi))
+    assert d.min() >= float(lo) and d.max() < float(hi) and d.std() > 0.1
+    n = np.asarray(keras.random.normal((2000,), mean=ops.convert_to_tensor(2.0), stddev=np.array(0.5)))
+    assert abs(n.mean() - 2.0) < 0.1 and abs(n.std() - 0.5) < 0.05
+
+
+def test_summary_of_a_sequential_that_waits_for_data():
+    m = keras.Sequential([layers.Conv2D(4, 3), layers.Flatten(), layers.Dense(2)])
+    lines = []
+    m.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert "conv2d (Conv2D)" in text and "0 (unbuilt)" in text and "Total params: 0 (unbuilt)" in text
+    m.build((None, 8, 8, 1))
+    lines.clear()
+    m.summary(print_fn=lines.append)
+    assert f"Total params: {m.count_params()}" in "\n".join(lines)
+
+
+def test_concatenate_joins_along_the_batch_axis():
+    a, b = RNG.random((2, 3)).astype(np.float32), RNG.random((3, 3)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(layers.Concatenate(axis=0)([a, b])), np.concatenate([a, b]))
+    i = keras.Input((3,))
+    model = keras.Model(i, layers.Concatenate(axis=0)([i, i * 2.0]))
+    np.testing.assert_allclose(model.predict(a, verbose=0), np.concatenate([a, 2 * a]), rtol=1e-6)
+    with pytest.raises(ValueError, match="differ outside axis"):
+        layers.Concatenate(axis=0)([a, np.ones((2, 4), np.float32)])
+
+
+def test_long_layer_names_save_and_load(tmp_path):
+    name = "input_transformation_block_1_1_batch_norm" * 3
+    m = keras.Sequential([keras.Input((3,)), layers.Dense(4, name=name + "_dense"), layers.BatchNormalization(name=name)])
+    m.compile(optimizer="adam", loss="mse")
+    x = RNG.random((8, 3)).astype(np.float32)
+    m.fit(x, np.ones((8, 4), np.float32), epochs=1, verbose=0)
+    m.save(str(tmp_path / "m.gguf"))
+    back = keras.models.load_model(str(tmp_path / "m.gguf"))
+    np.testing.assert_allclose(back.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
+    with pytest.raises(ValueError, match="1 to 200 chars"):
+        layers.Dense(2, name="x" * 201)

@@ -50,8 +50,8 @@ def _unfolded(layer, given, out):
     shapes = list(said[:len(outs)]) + [None] * (len(outs) - len(said))
     done = []
     for o, s in zip(outs, shapes):
-        if s is not None and None not in s[1:]:
-            o = o.reshape((batch,) + tuple(s[1:]))
+        if s is not None and None not in s[1:] and o.size == batch * int(np.prod(s[1:])):
+            o = o.reshape((batch,) + tuple(s[1:]))       # (another number of rows: Concatenate(axis=0))
         elif depth is not None and o.ndim == 4 and o.shape[0] == batch * depth:
             o = o.reshape((batch, depth) + o.shape[1:])
         done.append(o)

@@ -250,8 +250,8 @@ class Layer:
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments: {sorted(kwargs)}")
         if name is not None and (not isinstance(name, str) or not name or "." in name or "\0" in name
-                                 or len(name) > 40 or not name.isprintable()):
-            raise ValueError(f"layer name must be a printable str without '.' (1 to 40 chars), got {name!r}")
+                                 or len(name) > 200 or not name.isprintable()):
+            raise ValueError(f"layer name must be a printable str without '.' (1 to 200 chars), got {name!r}")
         if dtype not in (None, "float32", "mixed_float16", "mixed_bfloat16") and \
                 getattr(dtype, "__name__", None) != "float32":
             # a mixed policy keeps float32 variables in Keras too: computed in float32 (pg.mixed_precision)
@@ -437,8 +437,8 @@ class Layer:
             k = len(self._variables)
             name = "variable" if k == 0 else f"variable_{k}"
         check_str("add_weight name", name)
-        if not name or "\0" in name or len(name) > 40 or not name.isprintable():
-            raise ValueError(f"add_weight: weight names are printable, 1 to 40 chars, got {name!r}")
+        if not name or "\0" in name or len(name) > 200 or not name.isprintable():
+            raise ValueError(f"add_weight: weight names are printable, 1 to 200 chars, got {name!r}")
         if name in used:
             # Keras keeps both (a subclass making its parent's weight again); names stay unique here
             # (they key get_weights and the saved tensors): the new one is numbered

@@ -542,9 +542,20 @@ def custom_evaluate(model, x, y, batch_size, verbose, sample_weight, steps, call
     cl.call("on_test_begin", {})
     logs = _run_test_steps(model, data, cl)
     cl.call("on_test_end", logs)
-    if return_dict:
-        return logs
-    values = list(logs.values())
+    return logs if return_dict else _in_keras_order(model, logs)
+
+
+def _in_keras_order(model, logs):
+    """A step's logs as Keras's list: the values of ``model.metrics``' names in that order (the
+    loss, then the compiled metrics), then the other keys sorted; one value alone."""
+    try:
+        names = []
+        for m in model.metrics:              # the compiled metrics' container by its metrics' names
+            subs = getattr(m, "metrics", None) if m.name == "compile_metrics" else None
+            names += [s.name for s in subs] if isinstance(subs, (list, tuple)) else [m.name]
+    except Exception:            # a metrics property of the user's own that fails: the logs' order
+        names = []
+    values = [logs[n] for n in names if n in logs] + [logs[k] for k in sorted(logs) if k not in names]
     return values[0] if len(values) == 1 else values
 
 
@@ -704,7 +715,7 @@ def install(cls):
         self.check_compiled("train_on_batch")
         data = next(iter(_Batches(x, y, sample_weight, 1 << 62, None, class_weight)))
         logs = _floats(self.train_step(data))
-        return logs if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
+        return logs if return_dict else _in_keras_order(self, logs)
 
     @functools.wraps(test_on_batch_)
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
@@ -714,7 +725,7 @@ def install(cls):
         self.reset_metrics()
         data = next(iter(_Batches(x, y, sample_weight, 1 << 62, None)))
         logs = _floats(self.test_step(data), "test_step")
-        return logs if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
+        return logs if return_dict else _in_keras_order(self, logs)
 
     cls.compile, cls.fit, cls.evaluate = compile, fit, evaluate
     # predict stays the fused one (no wrapper on its hot path); a subclass that overrides

@@ -480,14 +480,14 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def __deepcopy__(self, memo):
         return self.clone()
 
-    def save(self, path):
-        gguf_io.save_model(self, path)
+    def save(self, path=None, overwrite=True, **kwargs):
+        gguf_io.save_model(self, gguf_io.keras_save_args("save", path, kwargs, overwrite, ("zipped",)))
 
-    def save_weights(self, path):
-        gguf_io.save_weights(self, path)
+    def save_weights(self, path=None, overwrite=True, **kwargs):
+        gguf_io.save_weights(self, gguf_io.keras_save_args("save_weights", path, kwargs, overwrite, ("max_shard_size",)))
 
-    def load_weights(self, path):
-        self.set_weights(gguf_io.read_weights(path, dict((n, v.store_shape) for n, v in self.named_variables())))
+    def load_weights(self, path=None, skip_mismatch=False, **kwargs):
+        gguf_io.load_weights_into(self, gguf_io.keras_save_args("load_weights", path, kwargs), skip_mismatch)
 
     def free(self):
         """Release the model's native memory (the weights' values stay with the layers).  Idempotent."""

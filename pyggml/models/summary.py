@@ -9,7 +9,27 @@ def _shape(s):
     return str(tuple(s))                                  # (None, 4); (None,) for one number per sample
 
 
+def _print_unbuilt(model, print_fn):
+    # Keras 3's table of a model that waits for its first data: its layers, no shapes yet
+    rows = [("Layer (type)", "Output Shape", "Param #")]
+    from pyggml.layers.layer import snake_case
+    rows += [(f"{l.name or snake_case(type(l).__name__)} ({type(l).__name__})", "?", "0 (unbuilt)")
+             for l in model.layers]
+    w = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
+    out = [f'Model: "{model.name}"', "-" * sum(w)]
+    for k, r in enumerate(rows):
+        out.append("".join(c.ljust(w[i]) for i, c in enumerate(r)))
+        if k == 0:
+            out.append("=" * sum(w))
+    out += ["=" * sum(w), "Total params: 0 (unbuilt)", "Trainable params: 0 (unbuilt)",
+            "Non-trainable params: 0 (unbuilt)"]
+    print_fn("\n".join(out))
+
+
 def print_summary(model, print_fn=print):
+    awaits = getattr(model, "_awaits_data", None)
+    if awaits is not None and awaits():
+        return _print_unbuilt(model, print_fn)
     topo = model._ensure_graph()
     rows = [("Layer (type)", "Output Shape", "Param #")]
     layers = model.layers

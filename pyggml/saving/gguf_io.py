@@ -85,6 +85,55 @@ def _write(model, path, with_config, with_state):
         f.free()
 
 
+def keras_save_args(what, path, kwargs, overwrite=True, takes=()):
+    """Keras's ``save``/``save_weights``/``load_weights`` arguments: the path (``filepath=`` as
+    Keras names it), ``overwrite`` (False: an existing file is refused with FileExistsError where
+    Keras asks on the terminal), and ``takes``, the others that have no effect on one GGUF file
+    (``zipped``, ``max_shard_size``)."""
+    if path is None:
+        if "filepath" not in kwargs:
+            raise TypeError(f"{what}() needs the path of the file")
+        path = kwargs.pop("filepath")
+    elif "filepath" in kwargs:
+        raise TypeError(f"{what}() got the path twice (path and filepath)")
+    unknown = sorted(set(kwargs) - set(takes))
+    if unknown:
+        raise TypeError(f"{what}() got unexpected keyword arguments {unknown}")
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise TypeError(f"{what}(): overwrite must be True or False, got {overwrite!r}")
+    if not overwrite and os.path.exists(_path(path)):
+        raise FileExistsError(f"{what}(): {_path(path)!r} exists and overwrite=False")
+    return path
+
+
+def load_weights_into(model, path, skip_mismatch=False):
+    """``model.load_weights``: every weight from the file; with ``skip_mismatch`` (Keras's), a
+    weight the file lacks or holds in another shape keeps its value, with a warning naming it."""
+    shapes = dict((n, v.store_shape) for n, v in model.named_variables())
+    if not skip_mismatch:
+        model.set_weights(read_weights(path, shapes))
+        return
+    fl = _File(path)
+    try:
+        got, skipped = {}, []
+        for name, shape in shapes.items():
+            try:
+                got[name] = fl.array(name, shape)
+            except GGUFError as e:
+                if "has shape" not in str(e) and "has no weight" not in str(e):
+                    raise
+                skipped.append(name)
+    finally:
+        fl.close()
+    if skipped:
+        import warnings
+        warnings.warn(f"load_weights(skip_mismatch=True): kept {len(skipped)} weight(s) the file lacks or holds in "
+                      f"another shape: {skipped}", stacklevel=3)
+    current = model.get_weights()
+    current.update(got)
+    model.set_weights(current)
+
+
 def save_model(model, path):
     """Write the architecture, compile settings, weights and optimizer state."""
     _write(model, path, with_config=True, with_state=True)

@@ -83,14 +83,15 @@ class Average(_Merge):
 
 @register_builtin
 class Concatenate(Layer):
-    """Join inputs along ``axis`` (the batch axis cannot be joined)."""
+    """Join inputs along ``axis`` (``axis=0``: along the batch, Keras's joining of augmented views;
+    the rows then are the inputs' rows one after the other)."""
 
     supports_masking = True        # along the features; joining along the steps drops the mask (compute_mask)
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
-        if not is_int(axis) or axis == 0:
-            raise ValueError("Concatenate: axis must be a non-zero int (the batch axis cannot be joined)")
+        if not is_int(axis):
+            raise ValueError(f"Concatenate: axis must be an int, got {axis!r}")
         self.axis = int(axis)
 
     def compute_output_shape(self, input_shape):
@@ -99,12 +100,12 @@ class Concatenate(Layer):
         r = len(input_shape[0])
         if any(len(s) != r for s in input_shape):
             raise ValueError(f"Concatenate: inputs must have the same rank, got {input_shape}")
-        ax = self.axis if self.axis > 0 else r + self.axis
-        if not 1 <= ax < r:
+        ax = self.axis if self.axis >= 0 else r + self.axis
+        if not 0 <= ax < r:
             raise ValueError(f"Concatenate: axis {self.axis} out of range for inputs of rank {r}")
         for s in input_shape:
             if any(s[i] != input_shape[0][i] and None not in (s[i], input_shape[0][i])
-                   for i in range(1, r) if i != ax):
+                   for i in range(r) if i != ax):
                 raise ValueError(f"Concatenate: shapes {input_shape} differ outside axis {self.axis}")
         out = list(input_shape[0])
         sizes = [s[ax] for s in input_shape]
@@ -114,7 +115,7 @@ class Concatenate(Layer):
     def takes_5d(self, shapes):
         """volumes are joined along any axis but their depth (axis 1), which folds into the batch
         (pyggml._fold); all the inputs must be volumes."""
-        return all(len(s) == 5 for s in shapes) and self.axis % 5 != 1
+        return all(len(s) == 5 for s in shapes) and self.axis % 5 not in (0, 1)
 
     def call(self, inputs, training=None):
         shapes = _fold.in_shapes()
