@@ -250,3 +250,76 @@ def test_long_layer_names_save_and_load(tmp_path):
     np.testing.assert_allclose(back.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
     with pytest.raises(ValueError, match="1 to 200 chars"):
         layers.Dense(2, name="x" * 201)
+
+
+class _DictHeads(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.d = layers.Dense(3)
+        self.e = layers.Dense(1)
+
+    def call(self, x):
+        h = self.d(x)
+        return {"h": h, "score": self.e(h)}
+
+
+def test_a_subclassed_call_returning_a_dict_trains_and_predicts_a_dict():
+    m = _DictHeads()
+    m.compile(optimizer="adam", loss={"score": "mse", "h": None})
+    x = RNG.random((16, 4)).astype(np.float32)
+    hist = m.fit(x, {"score": np.ones((16, 1), np.float32)}, epochs=2, verbose=0)   # no targets for "h"
+    assert len(hist.history["loss"]) == 2
+    p = m.predict(x, verbose=0)
+    assert set(p) == {"h", "score"}
+    np.testing.assert_allclose(p["h"], x @ m.d.kernel.numpy() + m.d.bias.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p["score"], p["h"] @ m.e.kernel.numpy() + m.e.bias.numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _Center(layers.Layer):
+    """Mixes the rows of its batch and counts them in a state."""
+
+    def __init__(self):
+        super().__init__()
+        self.n = keras.Variable(np.zeros((1,), np.float32), trainable=False)
+
+    def call(self, x):
+        self.n.assign(self.n + ops.sum(ops.ones_like(x[:, :1]), axis=0))
+        return x - ops.mean(x, axis=0, keepdims=True)
+
+
+def test_predict_runs_a_short_last_batch_as_its_own_batch():
+    inp = keras.Input((3,))
+    c = _Center()
+    m = keras.Model(inp, c(inp))
+    x = RNG.random((100, 3)).astype(np.float32)
+    p = m.predict(x, batch_size=32, verbose=0)
+    want = np.concatenate([b - b.mean(0, keepdims=True) for b in np.split(x, [32, 64, 96])])
+    np.testing.assert_allclose(p, want, rtol=1e-5, atol=1e-6)
+    assert float(c.n.numpy()[0]) == 100.0                          # no padded rows counted
+    joined = keras.Model(inp, layers.Concatenate(axis=0)([inp, inp * 2.0]))
+    got = joined.predict(x[:5], batch_size=4, verbose=0)           # per batch: its rows, then twice them
+    np.testing.assert_allclose(got, np.concatenate([x[:4], 2 * x[:4], x[4:5], 2 * x[4:5]]), rtol=1e-6)
+
+
+def test_the_progress_bar_times_every_step_and_shows_an_array_s_mean(capsys):
+    import time
+
+    class Slow(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(1)
+
+        def call(self, x):
+            return self.d(x)
+
+        def train_step(self, data):
+            time.sleep(0.2)
+            return {"vec": np.array([1.0, 3.0])}
+
+    m = Slow()
+    m.compile(optimizer="adam", loss="mse")
+    m.fit(np.zeros((8, 3), np.float32), np.zeros((8, 1), np.float32), batch_size=4, epochs=1, verbose=1)
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    per_step = float(last.split("ms/step")[0].split()[-1])
+    assert per_step >= 190                   # both steps counted (it divided one step's time by two)
+    assert "vec: 2.0000" in last

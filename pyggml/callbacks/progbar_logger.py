@@ -67,6 +67,7 @@ class ProgbarLogger(Callback):
         if self.verbose and self.epochs > 1:
             from pyggml import config
             config.print_msg(f"Epoch {epoch + 1}/{self.epochs}")
+        self._make_bar()              # its clock starts with the epoch (the time per step counts step 1)
 
     def on_train_batch_end(self, batch, logs=None):
         self._update(batch, logs)
@@ -80,6 +81,7 @@ class ProgbarLogger(Callback):
     def on_test_begin(self, logs=None):
         if not self._called_in_fit:
             self._reset()
+            self._make_bar()
 
     def on_test_batch_end(self, batch, logs=None):
         if not self._called_in_fit:
@@ -91,6 +93,7 @@ class ProgbarLogger(Callback):
 
     def on_predict_begin(self, logs=None):
         self._reset()
+        self._make_bar()
 
     def on_predict_batch_end(self, batch, logs=None):
         self._update(batch, {})

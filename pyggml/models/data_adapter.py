@@ -232,6 +232,8 @@ def adapt_targets(specs, y, n):
         ys = [None] * len(specs)
         ys[with_loss[0]] = y
     else:
+        if isinstance(y, dict):          # as Keras: an output without a loss needs no targets
+            y = dict({s.name: None for s in specs if not s.has_loss}, **y)
         ys = _split(y, [s.name for s in specs], "y")
     out = []
     for a, spec in zip(ys, specs):

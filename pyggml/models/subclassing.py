@@ -121,7 +121,10 @@ def build_graph(model, specs, many):
         except (ValueError, TypeError, IndexError):
             pass
     model._multi_in = bool(many)
-    model._multi_out = isinstance(out, (list, tuple))
+    model._multi_out = isinstance(out, (list, tuple, dict))
+    if isinstance(out, dict):            # a call returning a dict (keras-io's AdaIN): predict gives one
+        model._output_keys = functional.output_keys(out)
+        out = list(out.values())
     model._topology = functional.Topology(ins, list(out) if model._multi_out else [out])
     model.built = True
     _finish_compile(model)

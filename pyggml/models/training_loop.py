@@ -369,11 +369,8 @@ def predict(model, x, batch_size, steps):
         return pred.run([fast])
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
     chunks = None
-    # arrays: one graph of the batch size (capped at the rows), the last chunk padded; not with
-    # stateful layers, whose states are per row (a short batch is refused, as Keras)
-    size = data.batch_size if isinstance(data, da.ArrayDataset) and not model.stateful_layers() else None
     for batch in data.batches():
-        outs = _predict_batch(rt, batch.xs, size or batch.n)
+        outs = _predict_batch(rt, batch.xs, batch.n)
         chunks = [[o] for o in outs] if chunks is None else [c + [o] for c, o in zip(chunks, outs)]
     if chunks is None:
         raise ValueError("predict: the data gave no batches")
@@ -402,11 +399,10 @@ def predict_with_callbacks(model, x, batch_size, steps, verbose, callbacks):
     cl = CallbackList(_with_progbar(list(callbacks or []), verbose), model,
                       {"steps": data.steps, "verbose": verbose})
     cl.call("on_predict_begin", {})
-    size = data.batch_size if isinstance(data, da.ArrayDataset) and not model.stateful_layers() else None
     chunks = None
     for bi, batch in enumerate(data.batches()):
         cl.call("on_predict_batch_begin", bi, {})
-        outs = _predict_batch(rt, batch.xs, size or batch.n)
+        outs = _predict_batch(rt, batch.xs, batch.n)
         chunks = [[o] for o in outs] if chunks is None else [c + [o] for c, o in zip(chunks, outs)]
         cl.call("on_predict_batch_end", bi, {"outputs": outs if len(outs) > 1 else outs[0]})
     if chunks is None:
@@ -433,14 +429,10 @@ def predict_repeat(model, x, batch_size, steps):
 
 
 def _predict_batch(rt, xs, b):
-    """Rows are independent at inference: a short chunk runs padded in the b-row graph."""
-    n = len(xs[0])
-    shapes = tuple((b,) + tuple(a.shape[1:]) for a in xs)
-    pred = rt.predictor(shapes)
-    if n == b:
-        return pred.run(xs)
-    padded = [np.concatenate([a, np.zeros((b - n,) + a.shape[1:], dtype=a.dtype)]) for a in xs]
-    return [o[:n] for o in pred.run(padded)]
+    """The outputs of one batch; a short last batch runs as its own batch, in a graph of its rows
+    (as Keras: a call that mixes rows, a batch mean or Concatenate(axis=0), or counts them in a
+    state, saw padded rows when it ran padded in the b-row graph)."""
+    return rt.predictor(tuple((len(a),) + tuple(a.shape[1:]) for a in xs)).run(xs)
 
 
 def _fast_input(model, x, batch_size):

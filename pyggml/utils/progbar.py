@@ -11,6 +11,8 @@ Values given to ``update`` are averaged over the steps they cover, except the
 import sys
 import time
 
+import numpy as np
+
 from pyggml import config
 
 __all__ = ["Progbar"]
@@ -26,7 +28,10 @@ def _format_value(v):
     try:
         v = float(v)
     except (TypeError, ValueError):
-        return f" {v}"
+        try:
+            v = float(np.mean(np.asarray(v, dtype=np.float64)))    # an array: its mean, as Keras shows it
+        except (TypeError, ValueError):
+            return f" {v}"
     return f" {v:.4f}" if abs(v) > 1e-3 or v == 0 else f" {v:.4e}"
 
 
