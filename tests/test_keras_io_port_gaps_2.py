@@ -323,3 +323,45 @@ def test_the_progress_bar_times_every_step_and_shows_an_array_s_mean(capsys):
     per_step = float(last.split("ms/step")[0].split()[-1])
     assert per_step >= 190                   # both steps counted (it divided one step's time by two)
     assert "vec: 2.0000" in last
+
+
+def test_a_metric_result_answers_numpy_and_stays_a_float():
+    import json
+    m = keras.metrics.Mean()
+    m.update_state([1.0, 2.0])
+    r = m.result()
+    assert isinstance(r, float) and r == 1.5 and r.numpy() == np.float32(1.5)
+    assert json.loads(json.dumps({"v": r})) == {"v": 1.5}
+    acc = keras.metrics.BinaryAccuracy()
+    acc.update_state([1, 0], [0.9, 0.2])
+    assert acc.result().numpy() == 1.0
+
+
+def test_a_sequential_starting_with_text_vectorization_builds_on_a_batch_of_texts():
+    texts = np.array(["a b c", "b c d", "c d e", "a a b"])
+    tv = layers.TextVectorization(output_mode="tf_idf")
+    tv.adapt(texts)
+    mlp = keras.Sequential([layers.Dense(4, activation="relu"), layers.Dense(2, activation="sigmoid")])
+    mlp.compile(loss="binary_crossentropy", optimizer="adam")
+    mlp.fit(tv(texts), np.ones((4, 2), np.float32), epochs=1, verbose=0)
+    want = mlp.predict(np.asarray(tv(texts)), verbose=0)
+    np.testing.assert_allclose(keras.Sequential([tv, mlp]).predict(texts, verbose=0), want, rtol=1e-6)
+    np.testing.assert_allclose(keras.Sequential([tv, mlp]).predict(texts[:, None], verbose=0), want, rtol=1e-6)
+
+
+def test_string_lookup_takes_ragged_rows_as_keras_s_ragged_tensors():
+    terms = [["cs.CV"], ["cs.LG", "stat.ML"], ["cs.CV", "cs.LG", "cs.AI"], []]
+    lookup = layers.StringLookup(output_mode="multi_hot")
+    lookup.adapt(terms)
+    vocab = lookup.get_vocabulary()
+    assert sorted(vocab[1:]) == ["cs.AI", "cs.CV", "cs.LG", "stat.ML"]
+    want = np.zeros((4, len(vocab)), np.float32)
+    for i, row in enumerate(terms):
+        for t in row:
+            want[i, vocab.index(t)] = 1.0
+    np.testing.assert_array_equal(lookup(terms), want)
+    np.testing.assert_array_equal(lookup(np.array(terms, dtype=object)), want)
+    counts = layers.StringLookup(vocabulary=vocab[1:], output_mode="count")
+    np.testing.assert_array_equal(counts([["cs.CV", "cs.CV"], ["x"]])[:, [0, vocab.index("cs.CV")]], [[0, 2], [1, 0]])
+    with pytest.raises(ValueError, match="pad them"):
+        layers.StringLookup(vocabulary=vocab[1:])(terms)

@@ -12,11 +12,36 @@ import numpy as np
 
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["Metric", "Mean", "MeanMetricWrapper"]
+__all__ = ["Metric", "MetricValue", "Mean", "MeanMetricWrapper"]
+
+
+class MetricValue(float):
+    """A metric's result: a float that answers TensorFlow's eager ``.numpy()`` (Keras's
+    ``metric.result().numpy()``)."""
+
+    def numpy(self):
+        return np.float32(self)
+
+
+def _answering_numpy(result):
+    import functools
+
+    @functools.wraps(result)
+    def wrapped(self):
+        r = result(self)
+        return MetricValue(r) if type(r) is float or isinstance(r, np.floating) else r
+    wrapped._answers_numpy = True
+    return wrapped
 
 
 class Metric:
     """Base class: ``name``; ``update_state``, ``result``, ``reset_state``."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        r = cls.__dict__.get("result")
+        if r is not None and not getattr(r, "_answers_numpy", False):
+            cls.result = _answering_numpy(r)          # a float result answers .numpy() too
 
     def __init__(self, name=None, dtype=None):
         self.name = name or _snake(type(self).__name__)

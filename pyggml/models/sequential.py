@@ -112,11 +112,12 @@ class Sequential(Model):
     def _build_from(self, array):
         """Keras's deferred build: the input shape and dtype of a first batch."""
         a = np.asarray(array)
-        if a.ndim < 2:
+        strings = a.dtype.kind in "USO"
+        if a.ndim < (1 if strings else 2):        # a (batch,) array of texts (TextVectorization first)
             raise ValueError(f"{self.name}: the first batch fixes the input shape; it needs a batch axis and "
                              f"features, got shape {a.shape}")
         self._set_features(a.shape[1:])
-        self._seq_input_dtype = "int32" if a.dtype.kind in "biu" else "float32"
+        self._seq_input_dtype = "string" if strings else ("int32" if a.dtype.kind in "biu" else "float32")
         return self._ensure_graph()
 
     def _ensure_graph(self):

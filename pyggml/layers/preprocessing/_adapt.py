@@ -11,10 +11,33 @@ from pyggml._validation import check_int
 __all__ = ["adapt_batches"]
 
 
+def ragged_rows(data):
+    """The rows of a ragged batch (a list, or a 1-D object array, of lists of different lengths:
+    what ``tf.ragged.constant`` holds), each a 1-D array; None for any other data."""
+    if isinstance(data, np.ndarray) and data.dtype == object and data.ndim == 1:
+        items = list(data)
+    elif isinstance(data, (list, tuple)):
+        items = list(data)
+    else:
+        return None
+    if not items or not all(isinstance(r, (list, tuple, np.ndarray)) for r in items):
+        return None
+    if not isinstance(data, np.ndarray) and len({len(r) for r in items}) == 1:
+        return None                               # rectangular: an ordinary array
+    try:
+        rows = [np.asarray(r) for r in items]
+    except ValueError:
+        return None
+    return rows if all(r.ndim == 1 for r in rows) else None
+
+
 def _as_array(item, what):
     if isinstance(item, dict):
         raise TypeError(f"{what}: adapt takes the data of one feature, got a dict; pick the feature "
                         f"(e.g. data[name]) first")
+    rows = ragged_rows(item)
+    if rows is not None:                          # a ragged batch: its values, for the vocabulary
+        return np.concatenate(rows) if any(len(r) for r in rows) else np.asarray([], dtype=object)
     try:
         return np.asarray(item)
     except Exception as e:

@@ -23,7 +23,7 @@ import numpy as np
 
 from pyggml._validation import check_int
 from pyggml.layers.node import Node
-from pyggml.layers.preprocessing._adapt import adapt_batches
+from pyggml.layers.preprocessing._adapt import adapt_batches, ragged_rows
 from pyggml.layers.preprocessing._encoding import ENCODINGS, check_output_mode, encode, encoded_shape
 from pyggml.layers.preprocessing.host_layer import HostLayer
 
@@ -294,6 +294,9 @@ class IndexLookup(HostLayer):
         return objects
 
     def host_call(self, inputs):
+        rows = ragged_rows(inputs)
+        if rows is not None and not self.invert:
+            return self._ragged_call(rows)
         if self.invert:
             return self._invert_lookup(inputs)
         keys = self._as_keys(inputs)
@@ -313,6 +316,17 @@ class IndexLookup(HostLayer):
             out = (out * weights).astype(np.float32)
         return out
 
+    def _ragged_call(self, rows):
+        """A ragged batch (terms of different numbers a row, keras-io's multi-label abstracts):
+        one encoded row each, as Keras's lookup on a RaggedTensor gives."""
+        if self.output_mode not in ("multi_hot", "count", "tf_idf"):
+            raise ValueError(f"{type(self).__name__}: rows of different lengths give one row each with "
+                             f"output_mode 'multi_hot', 'count' or 'tf_idf'; for {self.output_mode!r} pad "
+                             f"them to one length first (keras.utils.pad_sequences)")
+        out = [self.host_call(r[None, :])[0] if len(r) else None for r in rows]
+        width = next((o.shape[-1] for o in out if o is not None), self._depth())
+        return np.stack([np.zeros(width, np.float32) if o is None else o for o in out]).astype(np.float32)
+
     @property
     def idf_weights(self):
         """tf_idf: the IDF weight of each index (special ones first), or None."""
@@ -323,6 +337,8 @@ class IndexLookup(HostLayer):
             self._check_node(args[0])
             return super().__call__(*args, **kwargs)
         if args and isinstance(args[0], (list, tuple)) and not any(isinstance(v, Node) for v in args[0]):
+            if ragged_rows(args[0]) is not None:
+                return self.host_call(args[0])
             return self.host_call(np.asarray(args[0]))      # Keras's eager call on a list
         return super().__call__(*args, **kwargs)
 

@@ -320,6 +320,8 @@ class TextVectorization(HostLayer):
     def compute_output_shape(self, input_shape):
         shape = tuple(input_shape)
         feature = shape[1:]
+        if self.split is not None and feature == ():
+            feature = (1,)                       # a (batch,) array of texts: one string a row too
         if self.split is not None and feature != (1,):
             raise ValueError(f"{_WHO}: to split text the input must be of shape (1,) (one string a row), got "
                              f"{feature}")
