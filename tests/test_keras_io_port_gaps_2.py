@@ -365,3 +365,36 @@ def test_string_lookup_takes_ragged_rows_as_keras_s_ragged_tensors():
     np.testing.assert_array_equal(counts([["cs.CV", "cs.CV"], ["x"]])[:, [0, vocab.index("cs.CV")]], [[0, 2], [1, 0]])
     with pytest.raises(ValueError, match="pad them"):
         layers.StringLookup(vocabulary=vocab[1:])(terms)
+
+
+class _QuotientRemainder(layers.Layer):
+    """keras-io memory_efficient_embeddings' quotient-remainder trick."""
+
+    def __init__(self, cast=False):
+        super().__init__()
+        self.cast = cast
+        self.q = layers.Embedding(4, 3)
+        self.r = layers.Embedding(4, 3)
+
+    def call(self, idx):
+        q, r = ops.floor_divide(idx, 4), ops.mod(idx, 4)
+        if self.cast:
+            q, r = ops.cast(q, "int32"), ops.cast(r, "int32")
+        return self.q(q) * self.r(r)
+
+
+@pytest.mark.parametrize("cast", [False, True])
+def test_embedding_of_ids_computed_in_the_graph_picks_their_rows_and_trains(cast):
+    inp = layers.Input(shape=(), dtype="int32")
+    qr = _QuotientRemainder(cast)
+    model = keras.Model(inp, qr(inp))
+    ids = np.arange(16)
+    q, r = qr.q.embeddings.numpy(), qr.r.embeddings.numpy()
+    np.testing.assert_allclose(model.predict(ids, verbose=0), q[ids // 4] * r[ids % 4], rtol=1e-6)
+    # one SGD step on sum(out): d/dq[i] = sum over the ids with i = id // 4 of r[id % 4]
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss=lambda y, p: ops.sum(p))
+    model.train_on_batch(ids, np.zeros((16, 3), np.float32))
+    want_q = q - 0.1 * np.stack([r[ids[ids // 4 == i] % 4].sum(axis=0) for i in range(4)])
+    np.testing.assert_allclose(qr.q.embeddings.numpy(), want_q, rtol=1e-5, atol=1e-6)
+    # an id out of range picks no row (zeros), never reading past the table
+    np.testing.assert_array_equal(model.predict(np.array([16, 17]), verbose=0)[:, :], np.zeros((2, 3)))

@@ -74,14 +74,34 @@ class Embedding(Layer):
             inputs, lambda a: np.asarray(a).astype(np.int32), tuple(inputs.shape), "int32")
 
     def call(self, inputs, training=None):
+        if inputs.dtype != "i32" and inputs.op != "NONE":
+            return self._picked(inputs)            # float ids computed in the graph (floor_divide, mod)
         inputs = self._indices(inputs)
         shape = tuple(inputs.shape)
         n = 1
         for d in shape:
             n *= d
         flat = ops.reshape(inputs if inputs.is_contiguous else ops.cont(inputs), (n,))
-        rows = ops.get_rows(self.weight, flat)
+        try:
+            rows = ops.get_rows(self.weight, flat)
+        except ValueError as e:
+            if "cannot be checked" not in str(e):
+                raise
+            return self._picked(inputs)            # int ids computed in the graph (a cast of them)
         return ops.reshape(rows, shape + (self.output_dim,))
+
+    def _picked(self, ids):
+        """The rows of ids computed in the graph (keras-io's quotient-remainder embeddings:
+        ``x // k`` and ``x % k``), whose values cannot be checked before ggml computes them:
+        a one-hot of each id times the table.  An id out of range picks no row (zeros), as
+        TensorFlow's embedding lookup on a GPU gives, where get_rows would abort the process."""
+        from pyggml._ops_nn import _class_rows
+        f = ids if ids.dtype == "f32" else ops.cast(ids, "float32")
+        shape = tuple(int(d) for d in ids.shape)
+        n = int(np.prod(shape))
+        hot = ops.reshape(_class_rows(f, self.input_dim), (n, self.input_dim))
+        out = ops.matmul(hot, self.weight)
+        return ops.reshape(out if out.is_contiguous else ops.cont(out), shape + (self.output_dim,))
 
     def get_config(self):
         c = super().get_config()
