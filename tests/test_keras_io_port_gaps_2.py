@@ -398,3 +398,42 @@ def test_embedding_of_ids_computed_in_the_graph_picks_their_rows_and_trains(cast
     np.testing.assert_allclose(qr.q.embeddings.numpy(), want_q, rtol=1e-5, atol=1e-6)
     # an id out of range picks no row (zeros), never reading past the table
     np.testing.assert_array_equal(model.predict(np.array([16, 17]), verbose=0)[:, :], np.zeros((2, 3)))
+
+
+def test_a_nested_sequential_starting_with_a_lookup_takes_a_string_input(tmp_path):
+    vocab = [f"user_{i}" for i in range(10)]
+    enc = keras.Sequential([layers.StringLookup(vocabulary=vocab, mask_token=None, num_oov_indices=0),
+                            layers.Embedding(10, 4)])
+    inp = layers.Input(shape=(), dtype="string", name="user_id")
+    head = layers.Dense(1)
+    model = keras.Model(inp, head(enc(inp)))
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+    x = np.array(["user_3", "user_0", "user_9"])
+    table = enc.layers[1].embeddings.numpy()
+    want = table[[3, 0, 9]] @ head.kernel.numpy() + head.bias.numpy()
+    np.testing.assert_allclose(model.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    before = table.copy()
+    model.fit(np.array(vocab * 4), np.ones(40, np.float32), epochs=1, batch_size=40, verbose=0)
+    after = enc.layers[1].embeddings.numpy()
+    assert not np.allclose(after, before)                          # the nested table trains
+    model.save(str(tmp_path / "m.gguf"))
+    back = keras.models.load_model(str(tmp_path / "m.gguf"))
+    np.testing.assert_allclose(back.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
+    assert [l.name for l in model.layers] == [l.name for l in back.layers]
+
+
+def test_shape_ops_on_a_string_input_run_on_the_host_before_a_lookup(tmp_path):
+    inp = layers.Input(name="soil", shape=(), dtype="string")
+    lookup = layers.StringLookup(vocabulary=["a", "b", "c"], mask_token=None, num_oov_indices=0, output_mode="binary")
+    x = lookup(ops.expand_dims(inp, -1))
+    head = layers.Dense(2)
+    model = keras.Model(inp, head(x))
+    got = model.predict(np.array(["a", "c"]), verbose=0)
+    hot = np.array([[1, 0, 0], [0, 0, 1]], np.float32)
+    np.testing.assert_allclose(got, hot @ head.kernel.numpy() + head.bias.numpy(), rtol=1e-6)
+    model.save(str(tmp_path / "m.gguf"))
+    back = keras.models.load_model(str(tmp_path / "m.gguf"))
+    np.testing.assert_allclose(back.predict(np.array(["a", "c"]), verbose=0), got, rtol=1e-6)
+    inp2 = layers.Input(shape=(1,), dtype="string")
+    flat = ops.reshape(inp2, (-1,))
+    assert flat.shape == (None,) and flat.dtype == "string"

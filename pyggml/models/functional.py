@@ -12,7 +12,7 @@ from pyggml import _fold
 from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
-from pyggml.models.host_stage import check_no_nested_host_layers, host_node_ids
+from pyggml.models.host_stage import check_no_nested_host_layers, host_node_ids, prefix_done, split_nested
 
 __all__ = ["GraphShapes", "output_keys", "Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
            "from_config"]
@@ -232,10 +232,19 @@ class Topology:
                                          f"it on pg.Input nodes (or on other preprocessing layers' outputs)")
         self.host_nodes = [n for n in self.nodes if id(n) in host]
         self.host_ids = host
+        # a nested Sequential whose host layers come first, on data: its prefix runs as a host step
+        self.split = {}
+        for n in self.nodes:
+            if id(n) not in host and id(n) not in input_ids:
+                h = split_nested(n, all(id(p) in host or id(p) in input_ids for p in n.inputs))
+                if h is not None:
+                    self.split[id(n)] = h
+                    self.host_nodes.append(h)
+                    host.add(id(h))
         fed = set()
         for n in self.nodes:
             if id(n) not in host and id(n) not in input_ids:
-                fed.update(id(p) for p in n.inputs)
+                fed.update(id(p) for p in ([self.split[id(n)]] if id(n) in self.split else n.inputs))
         fed.update(id(o) for o in self.outputs)
         self.graph_inputs = [n for n in self.inputs + self.host_nodes if id(n) in fed]
         for n in self.graph_inputs:
@@ -275,7 +284,8 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
     for node in topology.nodes:
         if id(node) in vals or not node.inputs or id(node) in topology.host_ids:
             continue
-        args = [vals[id(p)] for p in node.inputs]
+        split = getattr(topology, "split", {}).get(id(node))
+        args = [vals[id(p)] for p in (node.inputs if split is None else [split])]
         arg = args if node.list_input else args[0]
         in_masks = [masks.get(id(p)) for p in node.inputs]
         m_arg = in_masks if node.list_input else in_masks[0]
@@ -294,6 +304,9 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
                 with _fold.pending([(vals[id(p)].shape[0] // p.feature_shape[0],) + p.feature_shape
                                     if p.ndim == 5 else (vals[id(p)].shape[0],) + p.feature_shape
                                     for p in node.inputs]):
+                    out = node.layer(arg, training=mode, **kwargs)
+            elif split is not None:
+                with prefix_done(node.layer):          # the host stage gave its prefix's output
                     out = node.layer(arg, training=mode, **kwargs)
             else:
                 out = node.layer(arg, training=mode, **kwargs)

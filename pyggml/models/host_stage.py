@@ -12,11 +12,13 @@ mixes host layers and graph layers can be the outer model, not a layer of
 another one: its host layers would sit inside the other's graph.
 """
 
+import threading
+
 from pyggml.layers.preprocessing.host_layer import host_call_in_graph, is_fed
 from pyggml.models import data_adapter as da
 
 __all__ = ["HostStage", "HostRun", "check_no_nested_host_layers", "host_node_ids", "host_prefix", "graph_only_view",
-           "nested_view", "host_call_in_graph", "is_fed"]
+           "nested_view", "host_call_in_graph", "is_fed", "split_nested", "prefix_done", "is_prefix_done"]
 
 
 def _is_input(node):
@@ -126,15 +128,68 @@ def host_prefix(layers):
 
 
 class HostRun:
-    """Layers applied on arrays in turn, for host_call_in_graph (a Sequential's host prefix)."""
+    """Layers applied on arrays in turn: a Sequential's host prefix, for host_call_in_graph,
+    or as a host step of the model holding that Sequential (``split_nested``)."""
 
-    def __init__(self, layers):
+    host = True
+
+    def __init__(self, layers, name="preprocessing"):
         self.layers = list(layers)
+        self.name = name
+
+    @property
+    def host_training(self):
+        return any(getattr(l, "host_training", False) for l in self.layers)
 
     def host_apply(self, inputs, training=None):
         for layer in self.layers:
             inputs = layer.host_apply(inputs, training)
         return inputs
+
+
+_prefix_done = threading.local()
+
+
+def split_nested(node, fed):
+    """For a node of a Sequential whose host layers come first, called on one input the host
+    stage gives (``fed``: a model input or a host layer's output), a host node computing that
+    prefix on the host (keras-io's ``Sequential([StringLookup(...), Embedding(...)])`` on a
+    string input: the strings never reach the graph); None for any other node."""
+    from pyggml.layers.node import Node
+    stack = getattr(node.layer, "_stack", None)
+    if stack is None or len(node.inputs) != 1 or not fed:
+        return None
+    k = host_prefix(stack)
+    if not k or k == len(stack):
+        return None
+    inner = node.layer._ensure_graph()
+    last = next((n for n in inner.nodes if n.layer is stack[k - 1]), None)
+    if last is None:
+        return None
+    return Node(last.feature_shape, HostRun(stack[:k], f"{node.layer.name}_preprocessing"), node.inputs,
+                dtype=last.dtype)
+
+
+class prefix_done:
+    """``with prefix_done(sequential):`` its call takes its host prefix's output (the host stage
+    of the model holding it computed that prefix)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        done = getattr(_prefix_done, "ids", None)
+        if done is None:
+            done = _prefix_done.ids = []
+        done.append(id(self.model))
+
+    def __exit__(self, *exc):
+        _prefix_done.ids.pop()
+        return False
+
+
+def is_prefix_done(model):
+    return id(model) in (getattr(_prefix_done, "ids", None) or ())
 
 
 def check_no_nested_host_layers(node, fed=False):

@@ -12,7 +12,7 @@ from pyggml.layers.layer import Layer, feature_shape_of
 from pyggml.layers.node import Node
 from pyggml.layers.preprocessing.host_layer import host_call_in_graph, is_fed
 from pyggml.models import functional
-from pyggml.models.host_stage import HostRun, host_prefix
+from pyggml.models.host_stage import HostRun, host_prefix, is_prefix_done
 from pyggml.models.model import Model
 from pyggml.saving.object_registration import get_registered_name, get_registered_object, register_builtin
 
@@ -165,10 +165,12 @@ class Sequential(Model):
 
     def call(self, inputs, training=None):
         stack = self._stack
-        if self.host and is_fed(inputs):
+        if is_prefix_done(self):
+            stack = stack[host_prefix(stack):]
+        elif self.host and is_fed(inputs):
             # keras-io's data_augmentation Sequential called in a graph on its data
             return host_call_in_graph(self, inputs, training)
-        k = host_prefix(stack) if is_fed(inputs) else 0
+        k = host_prefix(stack) if is_fed(inputs) and stack is self._stack else 0
         x = host_call_in_graph(HostRun(stack[:k]), inputs, training) if k else inputs
         for l in stack[k:]:
             x = l(x, training=training)

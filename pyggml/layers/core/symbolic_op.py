@@ -9,9 +9,10 @@ from pyggml import _symbolic
 from pyggml._validation import is_number
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
+from pyggml.layers.preprocessing.host_layer import HostLayer
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["SymbolicOp"]
+__all__ = ["SymbolicOp", "StringShapeOp"]
 
 
 def _template(value, nodes, what):
@@ -86,7 +87,49 @@ class SymbolicOp(Layer):
         return cfg
 
 
+_STRING_SHAPE_OPS = {"expand_dims": np.expand_dims, "reshape": np.reshape, "squeeze": np.squeeze}
+
+
+@register_builtin
+class StringShapeOp(HostLayer):
+    """``ops.expand_dims``/``reshape``/``squeeze`` of a string input (keras-io's
+    ``lookup(ops.expand_dims(string_input, -1))``): a host step, as strings never enter the
+    graph.  ``args``: the op's arguments after the tensor (the axis or the shape)."""
+
+    output_dtype = "string"
+
+    def __init__(self, op, args=None, kwargs=None, **kw):
+        super().__init__(**kw)
+        if op not in _STRING_SHAPE_OPS:
+            raise ValueError(f"StringShapeOp: {op!r} is not one of {sorted(_STRING_SHAPE_OPS)}")
+        self.op, self.op_args, self.op_kwargs = op, list(args or []), dict(kwargs or {})
+
+    def _apply(self, a):
+        args = [tuple(v) if isinstance(v, list) else v for v in self.op_args]
+        return _STRING_SHAPE_OPS[self.op](a, *args, **self.op_kwargs)
+
+    def host_call(self, inputs):
+        return self._apply(np.asarray(inputs))
+
+    def compute_output_shape(self, input_shape):
+        if self.op == "reshape":
+            shape = tuple(self.op_args[0]) if self.op_args else tuple(self.op_kwargs.get("newshape", ()))
+            return (input_shape[0],) + shape[1:] if shape and shape[0] in (-1, None) else shape
+        probe = self._apply(np.empty((2,) + tuple(1 if d is None else d for d in input_shape[1:]), object))
+        return (input_shape[0],) + tuple(None if d is None else s for d, s in
+                                         zip(list(input_shape[1:]) + [1] * 8, probe.shape[1:]))
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg.update(op=self.op, args=self.op_args, kwargs=self.op_kwargs)
+        return cfg
+
+
 def apply_to_nodes(name, args, kwargs):
+    if name in _STRING_SHAPE_OPS and args and isinstance(args[0], Node) and args[0].dtype == "string" and \
+            not any(isinstance(a, Node) for a in list(args[1:]) + list(kwargs.values())):
+        rest = [list(a) if isinstance(a, tuple) else a for a in args[1:]]
+        return StringShapeOp(name, rest, kwargs)(args[0])
     nodes = []
     what = f"ops.{name}"
     t_args = [_template(a, nodes, what) for a in args]
