@@ -10,11 +10,22 @@ a parameter, so a tensor of its shape alone stands in for it).
 
 Weights in PyTorch's layouts: Conv2D ``weight`` (filters, in_channels, kh, kw),
 Conv1D (filters, in_channels, k).
+
+``groups`` (Keras's grouped convolution): output channels [g * F/G, (g + 1) * F/G) see
+only input channels [g * C/G, (g + 1) * C/G), and ``weight`` is PyTorch's grouped
+(filters, in_channels / groups, *kernel).  groups == in_channels is a depthwise
+convolution (depthwise_rows, with filters / groups kernels per channel); any other
+groups > 1 is one convolution per group on its slice of the channels (the forms
+above), joined by a concatenation.  groups=1 builds the graph it always did.
 """
 
+import math
+
 from pyggml import _scope, ops
+from pyggml._validation import is_int
 from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
+from pyggml.layers.convolutional.depthwise_conv import depthwise_rows
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Conv1D", "Conv2D", "conv_chw_rows"]
@@ -51,6 +62,26 @@ def _conv_chw(layer, xc, kh, kw, pads, strides, dilation):
     return conv_chw_rows(xc, wmat, kh, kw, pads, strides, dilation, layer.bias if layer.use_bias else None)
 
 
+def _slice_axis(x, axis, lo, hi):
+    """x[lo:hi] along ``axis`` of a contiguous f32 tensor: a view along the first axis
+    (contiguous, an op may take it as it is), a contiguous copy along any other."""
+    shape = tuple(x.shape)
+    strides = [4] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    part = ops.view(x, shape[:axis] + (hi - lo,) + shape[axis + 1:], strides, offset=lo * strides[axis])
+    return part if axis == 0 else ops.cont(part)
+
+
+def _groups_of(name, groups, filters):
+    """``groups`` checked before anything is built: a positive int that divides ``filters``."""
+    if not is_int(groups) or groups < 1:
+        raise ValueError(f"{name}: groups must be a positive int, got {groups!r}")
+    if filters % groups:
+        raise ValueError(f"{name}: groups ({groups}) must divide filters ({filters})")
+    return int(groups)
+
+
 def _conv_cl(layer, x, w, padding, strides, dilation):
     """The fused path: channels-last x (N, H, W, C) and w (filters, kh, kw, C) ->
     (N, OH, OW, filters), the activation applied when the op can fuse it."""
@@ -61,7 +92,22 @@ def _conv_cl(layer, x, w, padding, strides, dilation):
 
 
 class _Conv(BaseConv):
+    """BaseConv's arguments and Keras's ``groups`` (keyword only)."""
+
     data_format = "channels_last"          # Keras's attribute (the only layout taken)
+
+    def __init__(self, *args, groups=1, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.groups = _groups_of(type(self).__name__, groups, self.filters)
+
+    def check_groups(self, channels):
+        """The input channels of one group (all of them for groups=1); groups must divide them."""
+        if self.groups == 1:
+            return channels
+        if channels is None or channels % self.groups:
+            raise ValueError(f"{type(self).__name__}: groups ({self.groups}) must divide the input channels, got "
+                             f"{channels} channels")
+        return channels // self.groups
 
     def convolution_op(self, inputs, kernel):
         """Keras's hook: the convolution of ``inputs`` by ``kernel`` (Keras's layout,
@@ -75,6 +121,8 @@ class _Conv(BaseConv):
     def call(self, inputs, training=None):
         if self._own_convolution():
             return self._act(self.pre_activation(inputs, training))
+        if self.groups > 1:
+            return self.grouped(inputs)
         if fused():
             return self.fused_call(inputs)
         return super().call(inputs, training)
@@ -83,10 +131,66 @@ class _Conv(BaseConv):
         if self._own_convolution():
             y = self.convolution_op(inputs, self.kernel)
             return y + self.bias if self.use_bias else y
+        if self.groups > 1:
+            return self.grouped(inputs, activation=False)
         if fused():
             # (a loss that takes logits asks for these)
             return self.fused_call(inputs, activation=False)
         return self.composed(inputs)
+
+    # --- groups > 1 ---------------------------------------------------------------------------
+    def image_geometry(self, spatial):
+        """The convolution as one over (N, H, W, C) images: (image spatial sizes, kernel size,
+        strides, dilation, pads ((top, bottom), (left, right))); a Conv1D's has height 1."""
+        raise NotImplementedError
+
+    def grouped(self, inputs, activation=True):
+        """The output with groups > 1 (its activation applied when ``activation``)."""
+        n, c = inputs.shape[0], inputs.shape[-1]
+        spatial = tuple(inputs.shape[1:-1])
+        self.check_groups(c)
+        out = tuple(self._out_size(size, i) for i, size in enumerate(spatial))
+        bias = self.bias if self.use_bias else None
+        if c == self.groups and self.padding != "causal":
+            # one channel per group: the depthwise convolution, filters / groups kernels a channel
+            kernel = ops.reshape(self.weight, (c, self.filters // c, math.prod(self.kernel_size)))
+            rows, _ = depthwise_rows(inputs, kernel, self.rank, False, self.kernel_size, self.strides,
+                                     self.dilation_rate, self.padding)
+            y = ops.reshape(ops.add(rows, bias) if bias is not None else rows, (n,) + out + (self.filters,))
+            return self._act(y) if activation else y
+        image, (kh, kw), strides, dilation, pads = self.image_geometry(spatial)
+        x = ops.reshape(contiguous(inputs), (n,) + image + (c,))
+        cg, fg = c // self.groups, self.filters // self.groups
+        channel_ranges = [(g * cg, (g + 1) * cg, g * fg, (g + 1) * fg) for g in range(self.groups)]
+        if fused():
+            # conv_2d_cl per group (bias and a fusable activation in its pass), joined by ggml's concat
+            w = cached("conv_cl_weight", self.weight,
+                       lambda: ops.permute_axes(ops.reshape(self.weight, (self.filters, cg, kh, kw)), (0, 2, 3, 1)))
+            spec = self.fusable_activation() if activation else ("linear", 0.0)
+            if self.padding == "causal":
+                padding = (0, pads[1][0], 1, out[0])        # all the padding before the steps
+            else:
+                padding = self.padding
+            y = ops.concatenate([ops.conv_2d_cl(_slice_axis(x, 3, lo, hi), _slice_axis(w, 0, flo, fhi),
+                                                None if bias is None else _slice_axis(bias, 0, flo, fhi),
+                                                strides, padding, dilation, act=spec[0] if spec else "linear",
+                                                alpha=spec[1] if spec else 0.0)
+                                 for lo, hi, flo, fhi in channel_ranges], axis=-1)
+            y = ops.reshape(y, (n,) + out + (self.filters,))
+            return self._act(y) if activation and not spec else y
+        # im2col and mul_mat per group on its channels of the (N, C, H, W) images, joined by rows
+        xc = to_chw(x)
+        wmat = ops.reshape(self.weight, (self.filters, cg * kh * kw))
+        parts = [conv_chw_rows(_slice_axis(xc, 1, lo, hi), _slice_axis(wmat, 0, flo, fhi), kh, kw, pads, strides,
+                               dilation, None if bias is None else _slice_axis(bias, 0, flo, fhi))[0]
+                 for lo, hi, flo, fhi in channel_ranges]
+        y = ops.reshape(ops.concatenate(parts, axis=-1), (n,) + out + (self.filters,))
+        return self._act(y) if activation else y
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["groups"] = self.groups
+        return cfg
 
 
 @register_builtin
@@ -106,7 +210,11 @@ class Conv2D(_Conv):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.add_kernel((self.filters, input_shape[-1]) + self.kernel_size)
+        self.add_kernel((self.filters, self.check_groups(input_shape[-1])) + self.kernel_size)
+
+    def image_geometry(self, spatial):
+        h, w = spatial
+        return (h, w), self.kernel_size, self.strides, self.dilation_rate, (self._pads(h, 0), self._pads(w, 1))
 
     def fused_call(self, inputs, activation=True):
         w = cached("conv_cl_weight", self.weight, lambda: ops.permute_axes(self.weight, (0, 2, 3, 1)))
@@ -136,7 +244,12 @@ class Conv1D(_Conv):
 
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
-        self.add_kernel((self.filters, input_shape[-1], self.kernel_size[0]))
+        self.add_kernel((self.filters, self.check_groups(input_shape[-1]), self.kernel_size[0]))
+
+    def image_geometry(self, spatial):
+        (steps,) = spatial
+        return ((1, steps), (1, self.kernel_size[0]), (1, self.strides[0]), (1, self.dilation_rate[0]),
+                ((0, 0), self._pads(steps, 0)))
 
     def fused_call(self, inputs, activation=True):
         n, steps, c = inputs.shape
