@@ -37,6 +37,7 @@ import numpy as np
 
 from pyggml import _random, _scope
 from pyggml._deep_graph import Graph
+from pyggml._tensor_arrays import as_ops_result
 from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops, reachable_count
 from pyggml.errors import ContextFullError
 
@@ -501,7 +502,7 @@ class GradientTape:
             elif g is not None:
                 s = getattr(s, "variable", s)
                 g = s.gradient_from_base(g) if hasattr(s, "view_base") else g.reshape(np.shape(s))
-            out.append(g)
+            out.append(as_ops_result(g) if type(g) is np.ndarray else g)    # TensorFlow's .numpy() too
         if isinstance(sources, (list, tuple, dict)):
             return _pack(sources, out)
         return out[0]

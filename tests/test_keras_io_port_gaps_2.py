@@ -437,3 +437,71 @@ def test_shape_ops_on_a_string_input_run_on_the_host_before_a_lookup(tmp_path):
     inp2 = layers.Input(shape=(1,), dtype="string")
     flat = ops.reshape(inp2, (-1,))
     assert flat.shape == (None,) and flat.dtype == "string"
+
+
+def test_tape_gradients_answer_numpy():
+    inp = keras.Input((4,))
+    model = keras.Model(inp, layers.Dense(3, activation="softmax")(inp))
+    images = RNG.random((1, 4)).astype(np.float32)
+    with keras.GradientTape() as tape:
+        tape.watch(images)
+        top = model(images)[:, 0]
+    grads = tape.gradient(top, images)
+    assert grads.numpy().shape == (1, 4) and grads[0].numpy().shape == (4,)
+
+
+class _Block(layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.dense = layers.Dense(4, kernel_initializer="ones")
+        self.drop = layers.Dropout(0.5)
+
+    def call(self, x, height, training):
+        return ops.reshape(self.drop(self.dense(x), training), (-1, height, 2))
+
+
+def test_numbers_and_flags_given_by_position_reach_call_by_name():
+    # CaiT's self.drop(x, training); focal modulation's block(x, height, width, channels)
+    inp = keras.Input((4,))
+    block = _Block()
+    model = keras.Model(inp, block(inp, 2, False))
+    x = np.ones((3, 4), np.float32)
+    np.testing.assert_allclose(model.predict(x, verbose=0), np.full((3, 2, 2), 4.0) + 0.0, rtol=1e-6)
+    dropped = np.asarray(block(x, 2, True))                     # training: half of them dropped, x2
+    assert set(np.unique(dropped)) <= {0.0, 8.0} and (dropped == 0).any()
+
+
+class _OwnBuild(keras.Model):
+    def build(self, input_shape):
+        self.w = self.add_weight(shape=(input_shape[-1], 2), initializer="ones")
+        self.dense = layers.Dense(1, kernel_initializer="ones")
+        super().build(input_shape)
+
+    def call(self, x):
+        return self.dense(x @ self.w)
+
+
+def test_a_subclassed_model_s_own_build_runs_before_its_first_call():
+    m = _OwnBuild()
+    m.compile(optimizer="adam", loss="mse")
+    x = RNG.random((8, 4)).astype(np.float32)
+    m.fit(x, np.zeros((8, 1), np.float32), epochs=1, verbose=0)
+    assert len(m.trainable_weights) == 3
+    np.testing.assert_allclose(m.predict(x, verbose=0), x @ m.w.numpy() @ m.dense.kernel.numpy() + m.dense.bias.numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_an_image_preprocessing_sequential_takes_one_image():
+    img = RNG.integers(0, 255, size=(8, 8, 3)).astype(np.uint8)
+    aug = keras.Sequential([layers.Rescaling(1 / 255.0), layers.Resizing(12, 12)])
+    out = np.asarray(aug(img))
+    assert out.shape == (12, 12, 3)
+    np.testing.assert_allclose(out, np.asarray(aug(img[None]))[0], rtol=1e-6)
+
+
+def test_attention_broadcasts_a_query_batch_of_one():
+    att = layers.Attention(use_scale=False)
+    q = RNG.random((1, 3, 8)).astype(np.float32)
+    kv = RNG.random((5, 6, 8)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(att([q, kv, kv])), np.asarray(att([np.repeat(q, 5, 0), kv, kv])),
+                               rtol=1e-6)

@@ -206,6 +206,11 @@ def _graph_constants(inputs):
     return [one(v) for v in inputs] if isinstance(inputs, list) else one(inputs)
 
 
+def _is_option(v):
+    """A call argument that is not an input: a Python number, bool, str or None."""
+    return v is None or isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic)
+
+
 def flatten_inputs(x):
     if isinstance(x, (list, tuple)):
         out = []
@@ -686,7 +691,28 @@ class Layer:
             args.append(kwargs.pop(name))
         return tuple(args), kwargs
 
+    def _options_by_position(self, args, kwargs):
+        """Keras 3 passes a call's arguments after the inputs as given: trailing numbers, flags,
+        strings and None (``self.drop(x, training)``, focal modulation's ``block(x, h, w, c)``)
+        go to call() by its parameters' names, not as more inputs."""
+        if len(args) < 2 or not _is_option(args[-1]):
+            return args, kwargs
+        try:
+            params = list(inspect.signature(type(self).call).parameters.values())[1:]
+        except (TypeError, ValueError):
+            return args, kwargs
+        if any(p.kind == p.VAR_POSITIONAL for p in params):
+            return args, kwargs
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        args, kwargs = list(args), dict(kwargs)
+        while len(args) > 1 and _is_option(args[-1]) and len(args) - 1 < len(names) and \
+                names[len(args) - 1] not in kwargs:
+            name = names[len(args) - 1]
+            kwargs[name] = args.pop()
+        return tuple(args), kwargs
+
     def __call__(self, *args, **kwargs):
+        args, kwargs = self._options_by_position(args, kwargs)
         args, kwargs = self._tensor_keywords_as_inputs(args, kwargs)
         if not args:
             raise TypeError(f"{type(self).__name__} must be called on its inputs")

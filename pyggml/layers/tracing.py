@@ -207,7 +207,7 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
             n_tensors *= 8
         except (ValueError, TypeError) as e:
             if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note") and str(_BATCH) in str(e) \
-                    and "volume" not in str(e):
+                    and "volume" not in str(e) and "at most 4 dimensions" not in str(e):
                 e.add_note(f"(pyggml met this running {type(layer).__name__}'s call on a stand-in batch of {_BATCH} "
                            f"rows to find its output shape, where Keras's batch is symbolic: a call whose shapes "
                            f"depend on the batch size needs it fixed, keras.Input(shape, batch_size=N))")

@@ -56,8 +56,13 @@ class SubclassedCall(Layer):
 
 def _defines_call(model):
     """Whether the model's call is its subclass's own."""
-    owner = next(c for c in type(model).__mro__ if "call" in c.__dict__)
-    return not owner.__module__.startswith("pyggml.models")
+    return _defines(model, "call", "pyggml.models")
+
+
+def _defines(model, method, ours="pyggml."):
+    """Whether ``method`` of the model is its subclass's own (not from the modules ``ours``)."""
+    owner = next((c for c in type(model).__mro__ if method in c.__dict__), None)
+    return owner is not None and not owner.__module__.startswith(ours)
 
 
 def _is_pending(model):
@@ -101,6 +106,14 @@ def build_graph(model, specs, many):
     """Make the graph for inputs of these (feature shape, dtype); compile if it waited."""
     if model._topology is not None:
         return
+    if _defines(model, "build") and not model.__dict__.get("_own_build_called"):
+        # Keras calls a subclass's own build(input_shape) before its first call (layers made
+        # there); its super().build() may make the graph itself
+        model.__dict__["_own_build_called"] = True
+        shapes = [(None,) + tuple(shape) for shape, _ in specs]
+        model.build(shapes if many else shapes[0])
+        if model._topology is not None:
+            return
     ins = [Input(shape=tuple(shape), dtype=dtype) for shape, dtype in specs]
     # traced in inference mode: a call whose outputs differ in training (keras-io's DeiT gives two
     # heads then) has the structure predict and evaluate give
@@ -208,8 +221,9 @@ def install(cls):
                 elif len(flat) == 1:                                  # a Sequential: that input's shape and dtype
                     self._set_features(flat[0].feature_shape)
                     self._seq_input_dtype = flat[0].dtype
-            elif not any(isinstance(v, (Tensor, Variable)) for v in flat):
-                build_for(self, args[0])
+            elif not any(isinstance(v, (Tensor, Variable)) for v in flat) and not \
+                    (not self.__dict__.get("_subclassed", False) and self.host):
+                build_for(self, args[0])      # (preprocessing alone runs on arrays of any shape: one image)
         return call_(self, *args, **kwargs)
 
     @functools.wraps(get_config)

@@ -61,7 +61,14 @@ def test_embedding_takes_float_indices_fed_to_the_graph_as_keras_casts_them():
     m.free()
 
 
-def test_embedding_refuses_computed_float_indices():
+def test_embedding_of_float_indices_computed_in_the_graph_casts_them_as_keras():
+    # ids computed in the graph cannot be checked before compute: a one-hot picks their rows
+    # (Keras's cast drops a fraction; an id out of range picks none)
     x = pg.Input(shape=(3,))
-    with pytest.raises(TypeError, match="indices must be integers"):
-        pg.Model(x, _Lookup(scale=2.0)(x))
+    m = pg.Model(x, _Lookup(scale=2.0)(x))
+    (table,) = m.get_weights().values()
+    idx = np.array([[0.0, 1.25, 2.0], [0.5, 2.9, 3.0]], dtype=np.float32)   # x 2: 0, 2.5, 4 / 1, 5.8, 6
+    got = m.predict(idx)
+    want = np.stack([table[[0, 2, 4]], np.concatenate([table[[1, 5]], np.zeros((1, 2))])])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    m.free()

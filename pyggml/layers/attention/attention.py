@@ -200,6 +200,11 @@ class _BaseAttention(Layer):
         v = contiguous(xs[1]) if len(xs) > 1 else q
         k = contiguous(xs[2]) if len(xs) > 2 else v
         self._split_shapes([tuple(t.shape) for t in (q, v, k)])
+        batch = max(q.shape[0], v.shape[0], k.shape[0])
+        if batch > 1:
+            # a batch of 1 broadcasts, as Keras's matmul does (the Perceiver's learned latent query)
+            q, v, k = (contiguous(ops.broadcast_to(t, (batch,) + tuple(t.shape[1:]))) if t.shape[0] == 1 else t
+                       for t in (q, v, k))
         b, tq, tv = q.shape[0], q.shape[1], v.shape[1]
         if not b == v.shape[0] == k.shape[0]:
             raise ValueError(f"{type(self).__name__}: query, value and key must have the same batch size, got "

@@ -96,7 +96,8 @@ class Embedding(Layer):
         a one-hot of each id times the table.  An id out of range picks no row (zeros), as
         TensorFlow's embedding lookup on a GPU gives, where get_rows would abort the process."""
         from pyggml._ops_nn import _class_rows
-        f = ids if ids.dtype == "f32" else ops.cast(ids, "float32")
+        # Keras casts float ids to int: whole ones stay, others lose their fraction
+        f = ops.floor(ids) if ids.dtype == "f32" else ops.cast(ids, "float32")
         shape = tuple(int(d) for d in ids.shape)
         n = int(np.prod(shape))
         hot = ops.reshape(_class_rows(f, self.input_dim), (n, self.input_dim))
