@@ -500,7 +500,7 @@ def test_attention_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="same batch size"):
         L.Attention()([np.zeros((4, 3, 4)), b])                 # ggml would broadcast 2 over 4
     with pytest.raises(ValueError, match="same batch size"):
-        L.AdditiveAttention()([a, b, np.zeros((1, 5, 4))])
+        L.AdditiveAttention()([a, b, np.zeros((3, 5, 4))])        # (a batch of 1 broadcasts, as Keras's)
 
 
 def test_group_normalization_bad_arguments_are_refused():
