@@ -505,3 +505,18 @@ def test_attention_broadcasts_a_query_batch_of_one():
     kv = RNG.random((5, 6, 8)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(att([q, kv, kv])), np.asarray(att([np.repeat(q, 5, 0), kv, kv])),
                                rtol=1e-6)
+
+
+def test_an_embedding_of_computed_ids_refuses_a_one_hot_too_large():
+    class Big(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.e = layers.Embedding(200_000, 2)
+
+        def call(self, x):
+            return self.e(ops.mod(x, 7))
+
+    i = keras.Input((1000,), dtype="int32")
+    model = keras.Model(i, Big()(i))                    # traced on a stand-in batch: shapes only
+    with pytest.raises(ValueError, match="one-hot of 1000 x 200000"):
+        model.predict(np.zeros((1, 1000), np.int32), verbose=0)

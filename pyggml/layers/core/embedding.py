@@ -10,6 +10,9 @@ from pyggml.saving.object_registration import register_builtin
 __all__ = ["Embedding"]
 
 
+_MAX_ONE_HOT = 1 << 27          # values of the one-hot that picks rows of computed ids (512 MB)
+
+
 @register_builtin
 class Embedding(Layer):
     """``Embedding(input_dim, output_dim, mask_zero=False)``: weight (input_dim, output_dim).
@@ -100,6 +103,10 @@ class Embedding(Layer):
         f = ops.floor(ids) if ids.dtype == "f32" else ops.cast(ids, "float32")
         shape = tuple(int(d) for d in ids.shape)
         n = int(np.prod(shape))
+        if n * self.input_dim > _MAX_ONE_HOT and not getattr(_scope.current(), "shape_only", False):
+            raise ValueError(f"{self.name or 'Embedding'}: ids computed in the graph pick their rows through a "
+                             f"one-hot of {n} x {self.input_dim} values, more than {_MAX_ONE_HOT}; feed the ids as "
+                             f"data (an Input(dtype='int32'), or computed on the host) instead")
         hot = ops.reshape(_class_rows(f, self.input_dim), (n, self.input_dim))
         out = ops.matmul(hot, self.weight)
         return ops.reshape(out if out.is_contiguous else ops.cont(out), shape + (self.output_dim,))
