@@ -148,9 +148,10 @@ def _eager(*tensor_params):
                     if is_number(item) and not isinstance(item, np.ndarray):
                         scalars = True
                         continue                              # a Python number stays one (power's exponent)
-                    if isinstance(item, Tensor) and _scope.tape_of([item]) is not None:
+                    tape = _scope.tape_of([item]) if isinstance(item, Tensor) else None
+                    if tape is not None:
                         # a GradientTape's tensor after its block: the op is recorded on that tape
-                        with _scope.entered(_scope.tape_of([item])):
+                        with _scope.entered(tape):
                             return fn(*args, **kwargs)
                     if isinstance(item, Tensor):
                         return fn(*args, **kwargs)            # a graph tensor outside its graph: fn says so

@@ -98,10 +98,7 @@ class HostStage:
             raise TypeError(f"model {self.name!r} is not made of preprocessing layers only")
         stack = getattr(self, "_stack", None)
         if stack is not None:
-            x = inputs
-            for layer in stack:
-                x = layer.host_apply(x, training)
-            return x
+            return HostRun(stack).host_apply(inputs, training)
         topo = self._ensure_graph()
         xs, _ = da.prepare_inputs(topo, self.input_specs, self.graph_specs, inputs, "inputs", training)
         at = {id(n): i for i, n in enumerate(topo.graph_inputs)}
