@@ -327,7 +327,7 @@ class Layer:
         if not found and not mine:
             return
         for path, layer in found:
-            if layer._given_name is None and layer.name is None:
+            if layer._given_name is None and not layer._has_name():
                 layer.name = path.replace(".", "_")
         if mine and [(k, subs[k]) for k in mine] == found:
             return
@@ -359,6 +359,22 @@ class Layer:
     def given_name(self):
         """The name passed to the constructor, or None."""
         return self._given_name
+
+    @property
+    def name(self):
+        """The layer's name: the one given, else the one its model gave it; before it is in a
+        model, its class's default (``"dense"``), so that ``self.name + "_proj"`` works in an
+        ``__init__`` as in Keras (the model still numbers it: ``"dense_1"``)."""
+        n = self.__dict__.get("_name")
+        return n if n is not None else self.kind()
+
+    @name.setter
+    def name(self, value):
+        object.__setattr__(self, "_name", value)
+
+    def _has_name(self):
+        """True once a name was given or a model named the layer."""
+        return self.__dict__.get("_name") is not None
 
     @property
     def trainable(self):

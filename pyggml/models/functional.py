@@ -109,7 +109,7 @@ def name_layers(layers):
         if l.given_name is not None:
             l.name = l.given_name
             continue
-        if l.name is not None and l.name not in used:
+        if l._has_name() and l.name not in used:
             used[l.name] = l
             continue
         base = l.kind()

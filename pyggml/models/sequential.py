@@ -84,6 +84,11 @@ class Sequential(Model):
             self._seq_input_shape = layer.batch_input_shape
             self._seq_batch_size = layer.fixed_batch_size
         self._stack.append(layer)
+        try:
+            functional.name_layers(self._stack)     # named as added, as Keras ("dense_1")
+        except ValueError:
+            self._stack.pop()
+            raise
         self._invalidate()
         BUILDERS[layer] = weakref.ref(self)     # its weights before compile (layer.weights, .kernel)
         return self
