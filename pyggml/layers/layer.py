@@ -295,6 +295,12 @@ class Layer:
         if not name.startswith("_") and name not in ("input", "output"):
             if "_sublayers" not in self.__dict__:          # set before super().__init__() (Keras tracks it)
                 object.__setattr__(self, "_sublayers", {})
+            old = self.__dict__.get(name)
+            if isinstance(old, np.ndarray) and old is not value and _scope.current() is None:
+                # an array a call reads (a GNN's graph kept as an attribute) went into the graphs
+                # made from the call as a constant: a new one makes them again, as Keras's call
+                # reads the attribute each time
+                layer_changed(self)
             value = _tracked(value, self, name)
             object.__setattr__(self, name, value)
             self._track(name, value)
@@ -640,7 +646,10 @@ class Layer:
                 raise ValueError(f"layer {self.name or type(self).__name__} was built for inputs of shape "
                                  f"{built}, got {shape}")
             return
-        self.build(shape)
+        if self._build_takes_shape():
+            self.build(shape)
+        else:
+            self.build()                # as Keras 3: a build() of no arguments (keras-io's GRN)
         if getattr(_scope.current(), "shape_only", False):
             from pyggml.layers import tracing
             shape = tracing.generalized(shape)     # built while tracing: its variable lengths stay so
@@ -663,6 +672,13 @@ class Layer:
             cache = (p.default if p is not None and isinstance(p.default, bool) else None,)
             type.__setattr__(type(self), "_training_default_cache", cache)
         return cache[0]
+
+    def _build_takes_shape(self):
+        try:
+            params = list(inspect.signature(self.build).parameters.values())
+        except (TypeError, ValueError):
+            return True
+        return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
     def _accepts(self, param):
         cache = type(self).__dict__.get("_call_params")

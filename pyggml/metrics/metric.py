@@ -34,6 +34,28 @@ def _answering_numpy(result):
     return wrapped
 
 
+def _refusing_graph_tensors(update_state):
+    import functools
+
+    from pyggml.core import Tensor
+    from pyggml.errors import GGMLError
+
+    @functools.wraps(update_state)
+    def wrapped(self, *args, **kwargs):
+        try:
+            return update_state(self, *args, **kwargs)
+        except GGMLError:
+            if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+                raise TypeError(
+                    f"{type(self).__name__}.update_state got tensors of a graph being built (a layer's call "
+                    f"in a model), which hold no values yet: metrics run on the host, on arrays. Return the "
+                    f"values as an output of the model and give the metric to compile(metrics=...), or "
+                    f"update it in a train_step") from None
+            raise
+    wrapped._refuses_graph_tensors = True
+    return wrapped
+
+
 class Metric:
     """Base class: ``name``; ``update_state``, ``result``, ``reset_state``."""
 
@@ -42,6 +64,9 @@ class Metric:
         r = cls.__dict__.get("result")
         if r is not None and not getattr(r, "_answers_numpy", False):
             cls.result = _answering_numpy(r)          # a float result answers .numpy() too
+        u = cls.__dict__.get("update_state")
+        if u is not None and not getattr(u, "_refuses_graph_tensors", False):
+            cls.update_state = _refusing_graph_tensors(u)
 
     def __init__(self, name=None, dtype=None):
         self.name = name or _snake(type(self).__name__)

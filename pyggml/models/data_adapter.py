@@ -10,6 +10,7 @@ with its own batch size, so no padded row reaches any statistic).
 """
 
 import math
+import warnings
 
 import numpy as np
 
@@ -149,12 +150,21 @@ def _fits(shape, spec_shape):
     return len(shape) == len(spec_shape) and all(s is None or s == d for d, s in zip(shape, spec_shape))
 
 
+_warned_keys = set()       # the sets of unknown keys warned about once
+
+
 def _split(x, names, what):
     """A list of per-input (or per-output) values from a single value, a list or a dict."""
     if isinstance(x, dict):
         unknown = set(x) - set(names)
-        if unknown:
+        if unknown and what == "y":
             raise ValueError(f"{what} names {sorted(unknown)}, which the model does not have; it has {names}")
+        if unknown and frozenset(unknown) not in _warned_keys:
+            _warned_keys.add(frozenset(unknown))
+            # as Keras: columns of a feature dict the model takes no input for (an id or a weight
+            # column kept in a CSV's features) are left out
+            warnings.warn(f"{what} has keys {sorted(map(str, unknown))} that match no model input (it has "
+                          f"{names}); they are ignored", stacklevel=4)
         missing = [n for n in names if n not in x]
         if missing:
             raise ValueError(f"{what} lacks {missing}")

@@ -184,7 +184,8 @@ def drop_graphs_holding(models, layer):
         return any(s is layer or holds(s) for s in outer.__dict__.get("_sublayers", {}).values())
     for m in models:
         topo = m.__dict__.get("_topology")
-        if topo is None or m.__dict__.get("_freed") or not any(l is layer or holds(l) for l in topo.layers):
+        if topo is None or m.__dict__.get("_freed") or not (m is layer or any(l is layer or holds(l)
+                                                                              for l in topo.layers)):
             continue
         m._predict_fast = None
         if m._rt is not None:

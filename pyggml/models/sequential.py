@@ -14,6 +14,7 @@ from pyggml.layers.preprocessing.host_layer import host_call_in_graph, is_fed
 from pyggml.models import functional
 from pyggml.models.host_stage import HostRun, host_prefix, is_prefix_done
 from pyggml.models.model import Model
+from pyggml.models.subclassing import finish_compile
 from pyggml.saving.object_registration import get_registered_name, get_registered_object, register_builtin
 
 __all__ = ["Sequential"]
@@ -167,6 +168,7 @@ class Sequential(Model):
             # (None, None, 3) keep their leading None
             self._set_features(shape[1:] if isinstance(shape, tuple) and shape[:1] == (None,) else shape)
         self._ensure_graph()
+        finish_compile(self)                  # compile() before build(): Keras takes either order
 
     def call(self, inputs, training=None):
         stack = self._stack

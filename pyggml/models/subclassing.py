@@ -25,7 +25,7 @@ from pyggml.layers.node import Node
 from pyggml.models import functional
 from pyggml.variables import Variable
 
-__all__ = ["install", "SubclassedCall"]
+__all__ = ["install", "SubclassedCall", "finish_compile"]
 
 
 class SubclassedCall(Layer):
@@ -73,7 +73,7 @@ def _is_pending(model):
     return awaits is not None and awaits()
 
 
-def _finish_compile(model):
+def finish_compile(model):
     pending = model.__dict__.pop("_pending_compile", None)
     if pending is not None:
         args = model.__dict__.get("_compile_args")
@@ -94,31 +94,41 @@ def _spec_of(a, what="x"):
     a = np.asarray(a)
     if a.ndim < 1:
         raise ValueError(f"{what}: arrays with a batch axis expected, got a scalar")
-    feature = a.shape[1:] or (1,)         # a column (n,) enters as (n, 1), as the data adapter takes it
     if a.dtype.kind in "USO":
-        return feature, "string"
+        return a.shape[1:] or (1,), "string"
     if a.dtype.kind not in "biuf":
         raise TypeError(f"{what}: expected numbers or strings, got dtype {a.dtype}")
-    return feature, ("int32" if a.dtype.kind in "biu" else "float32")
+    if a.dtype.kind in "biu":
+        # ids (n,) reach the call as Keras gives them (a GNN's node indices to ops.take)
+        return a.shape[1:], "int32"
+    return a.shape[1:] or (1,), "float32"   # a float column (n,) enters as (n, 1), as the data adapter takes it
 
 
 def build_graph(model, specs, many):
-    """Make the graph for inputs of these (feature shape, dtype); compile if it waited."""
+    """Make the graph for inputs of these (feature shape, dtype); compile if it waited.
+    ``specs`` is a list, or a dict by name for a call that takes a dict (its inputs named so)."""
     if model._topology is not None:
         return
+    keys = list(specs) if isinstance(specs, dict) else None
+    if keys is not None:
+        specs = list(specs.values())
+
+    def given(items):                 # what the call receives: one, a list, or a dict by name
+        return dict(zip(keys, items)) if keys is not None else (list(items) if many else items[0])
+
     if _defines(model, "build") and not model.__dict__.get("_own_build_called"):
         # Keras calls a subclass's own build(input_shape) before its first call (layers made
         # there); its super().build() may make the graph itself
         model.__dict__["_own_build_called"] = True
-        shapes = [(None,) + tuple(shape) for shape, _ in specs]
-        model.build(shapes if many else shapes[0])
+        model.build(given([(None,) + tuple(shape) for shape, _ in specs]))
         if model._topology is not None:
             return
-    ins = [Input(shape=tuple(shape), dtype=dtype) for shape, dtype in specs]
+    names = keys or [None] * len(specs)
+    ins = [Input(shape=tuple(shape), dtype=dtype, name=n) for (shape, dtype), n in zip(specs, names)]
     # traced in inference mode: a call whose outputs differ in training (keras-io's DeiT gives two
     # heads then) has the structure predict and evaluate give
     with training_context(False):
-        out = SubclassedCall(model)(ins if many else ins[0])    # builds the layers for these shapes
+        out = SubclassedCall(model)(given(ins))    # builds the layers for these shapes
     # Keras's subclassed model takes batches of other lengths later (padded text batches): the
     # lengths (every axis of token ids, the axes before the features of floats) are variable
     # when the layers, built above, take a variable length too; else the shapes stay
@@ -127,20 +137,20 @@ def build_graph(model, specs, many):
              for shape, dtype in specs]
     if loose != [(tuple(shape), dtype) for shape, dtype in specs]:
         try:
-            loose_ins = [Input(shape=shape, dtype=dtype) for shape, dtype in loose]
+            loose_ins = [Input(shape=shape, dtype=dtype, name=n) for (shape, dtype), n in zip(loose, names)]
             with training_context(False):
-                loose_out = SubclassedCall(model)(loose_ins if many else loose_ins[0])
+                loose_out = SubclassedCall(model)(given(loose_ins))
             ins, out = loose_ins, loose_out
         except (ValueError, TypeError, IndexError):
             pass
-    model._multi_in = bool(many)
+    model._multi_in = bool(many) or keys is not None
     model._multi_out = isinstance(out, (list, tuple, dict))
     if isinstance(out, dict):            # a call returning a dict (keras-io's AdaIN): predict gives one
         model._output_keys = functional.output_keys(out)
         out = list(out.values())
     model._topology = functional.Topology(ins, list(out) if model._multi_out else [out])
     model.built = True
-    _finish_compile(model)
+    finish_compile(model)
 
 
 def build_for(model, x):
@@ -159,14 +169,15 @@ def build_for(model, x):
                              f"ahead: call model.build(input_shape) first")
         if isinstance(first, tuple):
             first = first[0]
-    if isinstance(first, dict):
-        raise TypeError(f"{type(model).__name__}: a subclassed model takes an array or a list of arrays")
     many = isinstance(first, (list, tuple))
     if not model.__dict__.get("_subclassed", False):
-        if many:
+        if many or isinstance(first, dict):
             raise TypeError(f"{model.name}: a Sequential takes one input array, got a list")
         model._build_from(first)                     # a Sequential built on its first data
-        _finish_compile(model)
+        finish_compile(model)
+        return
+    if isinstance(first, dict):         # a call on a dict of inputs: the graph's inputs named by its keys
+        build_graph(model, {k: _spec_of(v, f"x[{k!r}]") for k, v in first.items()}, True)
         return
     build_graph(model, [_spec_of(a) for a in (list(first) if many else [first])], many)
 

@@ -1,0 +1,182 @@
+"""What a third round of keras-io ports needed (graph networks, recipes, generative and RL
+examples), one test per behaviour, each checked against numpy or Keras's documented result."""
+
+import numpy as np
+import pytest
+
+import pyggml as keras
+from pyggml import layers, ops
+
+RNG = np.random.default_rng(37)
+
+
+def _dense_np(layer, x):
+    return x @ layer.kernel.numpy() + layer.bias.numpy()
+
+
+# --- names -----------------------------------------------------------------------------------
+
+class ProjectionBlock(layers.Layer):
+    """A custom layer naming its sublayer after itself in __init__ (a common Keras habit)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.proj = layers.Dense(2, name=self.name + "_proj")
+
+    def call(self, x):
+        return self.proj(x)
+
+
+def test_a_layer_has_its_class_s_name_before_it_is_in_a_model():
+    assert layers.Dense(3).name == "dense"
+    assert ProjectionBlock().proj.name == "projection_block_proj"
+    assert ProjectionBlock(name="enc").proj.name == "enc_proj"
+
+
+def test_a_sequential_names_its_layers_as_they_are_added():
+    m = keras.Sequential([keras.Input((4,)), layers.Dense(3), layers.Dense(3), layers.Dense(2, name="head")])
+    assert [l.name for l in m.layers] == ["dense", "dense_1", "head"]
+    assert m.get_layer("dense_1") is m.layers[1]
+    assert [l for l in m.layers if "dense" in l.name] == m.layers[:2]
+    assert list(m.get_weights())[:4] == ["dense.weight", "dense.bias", "dense_1.weight", "dense_1.bias"]
+    with pytest.raises(ValueError, match="two layers are named 'a'"):
+        keras.Sequential([layers.Dense(3, name="a"), layers.Dense(3, name="a")])
+
+
+# --- compile, then build -----------------------------------------------------------------------
+
+def test_compile_before_build_keeps_the_compile():
+    m = keras.Sequential([layers.Dense(3), layers.Dense(1)])
+    m.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+    m.build((None, 5))
+    x, y = RNG.random((8, 5)).astype(np.float32), RNG.random((8, 1)).astype(np.float32)
+    p = _dense_np(m.layers[1], _dense_np(m.layers[0], x))
+    assert m.evaluate(x, y, verbose=0) == pytest.approx(float(np.mean((p - y) ** 2)), rel=1e-5)
+    m.fit(x, y, epochs=1, verbose=0)
+
+
+# --- subclassed models: dict inputs, id vectors ------------------------------------------------
+
+class _TwoInputs(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = layers.Dense(1)
+
+    def call(self, inputs):
+        return self.dense(inputs["a"]) + inputs["b"]
+
+
+def test_a_subclassed_model_takes_a_dict_of_inputs_by_key():
+    m = _TwoInputs()
+    m.compile(optimizer="adam", loss="mse")
+    xa, xb = RNG.random((16, 4)).astype(np.float32), RNG.random((16, 1)).astype(np.float32)
+    m.fit({"a": xa, "b": xb}, RNG.random((16, 1)), epochs=2, verbose=0)
+    want = _dense_np(m.dense, xa) + xb
+    np.testing.assert_allclose(m.predict({"b": xb, "a": xa}, verbose=0), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m({"a": xa, "b": xb}), want, rtol=1e-5, atol=1e-6)
+
+
+class _NodeLookup(keras.Model):
+    """gnn_citations' pattern: node indices (n,) pick rows of a table the model keeps."""
+
+    def __init__(self, table):
+        super().__init__()
+        self.table = table
+        self.dense = layers.Dense(3)
+
+    def call(self, idx):
+        return self.dense(ops.take(self.table, idx, axis=0))
+
+
+def test_a_subclassed_model_takes_a_vector_of_ids_as_keras_gives_it():
+    table = RNG.random((50, 8)).astype(np.float32)
+    m = _NodeLookup(table)
+    idx = np.array([1, 10, 20])
+    np.testing.assert_allclose(m(idx), _dense_np(m.dense, table[idx]), rtol=1e-5, atol=1e-6)
+    m.compile(optimizer="adam", loss="mse")
+    m.fit(np.arange(8), RNG.random((8, 3)), batch_size=4, epochs=1, verbose=0)
+    np.testing.assert_allclose(m.predict(np.array([5, 6]), verbose=0), _dense_np(m.dense, table[[5, 6]]),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_an_array_kept_as_an_attribute_is_read_again_once_replaced():
+    m = _NodeLookup(np.ones((5, 8), np.float32))
+    idx = np.array([0, 4])
+    m.predict(idx, verbose=0)
+    m.table = np.full((5, 8), 10.0, np.float32)            # gnn_citations swaps its graph this way
+    want = _dense_np(m.dense, m.table[idx])
+    np.testing.assert_allclose(m.predict(idx, verbose=0), want, rtol=1e-5)
+    np.testing.assert_allclose(m(idx), want, rtol=1e-5)
+
+
+class _Offset(layers.Layer):
+    def __init__(self, offset):
+        super().__init__()
+        self.offset = offset
+
+    def call(self, x):
+        return x + self.offset
+
+
+def test_a_layer_s_array_attribute_replaced_reaches_a_functional_model():
+    layer = _Offset(np.ones((1, 2), np.float32))
+    inp = keras.Input((2,))
+    m = keras.Model(inp, layer(inp))
+    np.testing.assert_array_equal(m.predict(np.zeros((1, 2)), verbose=0), [[1, 1]])
+    layer.offset = np.full((1, 2), 5.0, np.float32)
+    np.testing.assert_array_equal(m.predict(np.zeros((1, 2)), verbose=0), [[5, 5]])
+
+
+# --- data: extra keys ---------------------------------------------------------------------------
+
+def test_keys_of_x_no_input_takes_are_ignored_with_a_warning_and_of_y_refused():
+    ins = {k: keras.Input((1,), name=k) for k in ("age", "hours")}
+    dense = layers.Dense(1)
+    m = keras.Model(ins, dense(layers.Concatenate()([ins["age"], ins["hours"]])))
+    m.compile(optimizer="adam", loss="mse")
+    x = {"age": RNG.random((6, 1)), "hours": RNG.random((6, 1)), "fnlwgt_unused": RNG.random((6, 1))}
+    with pytest.warns(UserWarning, match=r"\['fnlwgt_unused'\] that match no model input"):
+        p = m.predict(x, verbose=0)
+    np.testing.assert_allclose(p, _dense_np(dense, np.hstack([x["age"], x["hours"]])), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="which the model does not have"):
+        m.fit(x, {"dense": RNG.random((6, 1)), "other": RNG.random((6, 1))}, verbose=0)
+
+
+# --- layers ---------------------------------------------------------------------------------------
+
+class _ScaleNoBuildArgs(layers.Layer):
+    """keras-io's GRN/VSN: a build() of no arguments ("to remove the build warnings")."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = layers.Dense(2)
+
+    def build(self):
+        self.built = True
+
+    def call(self, x):
+        return self.dense(x) * 2.0
+
+
+def test_a_build_of_no_arguments_is_called_without_the_shape():
+    layer = _ScaleNoBuildArgs()
+    inp = keras.Input((3,))
+    m = keras.Model(inp, layer(inp))
+    x = RNG.random((4, 3)).astype(np.float32)
+    np.testing.assert_allclose(m.predict(x, verbose=0), 2 * _dense_np(layer.dense, x), rtol=1e-5, atol=1e-6)
+
+
+class _Endpoint(layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.acc = keras.metrics.BinaryAccuracy()
+
+    def call(self, logits, targets):
+        self.acc.update_state(targets, logits)
+        return ops.sigmoid(logits)
+
+
+def test_a_metric_updated_in_a_layer_s_call_says_what_to_do_instead():
+    x, t = keras.Input((4,)), keras.Input((1,))
+    with pytest.raises(TypeError, match=r"BinaryAccuracy.update_state got tensors .* compile\(metrics=...\)"):
+        _Endpoint()(layers.Dense(1)(x), t)
