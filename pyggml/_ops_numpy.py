@@ -9,8 +9,9 @@ arrays, as Keras's ops do eagerly.
 
 ggml tensors have at most 4 dimensions; the functions check shapes and axes
 before any ggml call and raise ValueError/TypeError naming what was expected.
-Booleans are float tensors of 0 and 1 (``greater``, ``equal``, ...; ``where``
-takes them).  A reduction over every axis gives a 1-element tensor inside a
+Booleans are float tensors of 0 and 1 in a graph (``greater``, ``equal``, ...;
+``where`` takes them); on arrays, as Keras's, the comparisons give bool arrays and
+the ops that move values keep an integer or bool array's dtype.  A reduction over every axis gives a 1-element tensor inside a
 graph.
 """
 
@@ -174,10 +175,15 @@ def _eager(*tensor_params):
             for a in values:
                 if a.dtype == object or a.dtype.kind not in "biuf":
                     raise TypeError(f"{fn.__name__}: expected real numbers, got dtype {a.dtype}")
+            if _exact_on_host(fn.__name__, bound.arguments, values, slots):
+                # comparisons, and integer or bool arrays moved (pad, tile, take, where, ...): numpy
+                # computes them exactly and of Keras's dtype (bool; the integers' own), which ggml's
+                # float32 would not
+                return _layout_on_host(fn.__name__, bound.arguments, values, _HOST_EXACT)
             if fn.__name__ in _HOST_LAYOUT and (scalars or any(a.ndim == 0 for a in values)):
                 # a 0-d operand of an op that moves values (``expand_dims(h, -1)``): ggml has no 0-d
-                # tensors, so numpy moves them (int32 for integers, float32 otherwise, as ggml's)
-                return _layout_on_host(fn.__name__, bound.arguments)
+                # tensors, so numpy moves them (float32 for floats, as ggml's)
+                return _layout_on_host(fn.__name__, bound.arguments, values)
             out = eager.evaluate(rebuilt, [a.reshape(a.shape or (1,)) for a in values])
             # ggml has no 0-d tensors: numpy's scalars (a reduction over every axis, an op on
             # 0-d arrays) come back of shape (1,), and take numpy's shape () again here
@@ -191,17 +197,34 @@ def _eager(*tensor_params):
     return deco
 
 
-def _layout_on_host(name, arguments):
+def _layout_on_host(name, arguments, inputs, table=None):
     def value(v):
         if isinstance(v, Variable):
             return v.numpy()
         return [value(e) for e in v] if isinstance(v, (list, tuple)) else v
-    out = _HOST_LAYOUT[name](**{k: value(v) for k, v in arguments.items()})
+    out = (table or _HOST_LAYOUT)[name](**{k: value(v) for k, v in arguments.items()})
 
     def typed(a):
+        # Keras's dtypes: a bool stays bool, an integer array's dtype is kept (Python ints alone give
+        # int32), floats are float32 (pyggml's one float type)
         a = np.asarray(a)
-        return np.array(a, dtype=np.int32 if a.dtype.kind in "iub" else np.float32, order="C")
+        if a.dtype.kind == "b" or (a.dtype.kind in "iu" and any(v.dtype == a.dtype for v in inputs)):
+            return np.ascontiguousarray(a)
+        return np.array(a, dtype=np.int32 if a.dtype.kind in "iu" else np.float32, order="C")
     return [typed(o) for o in out] if isinstance(out, list) else typed(out)
+
+
+def _exact_on_host(name, arguments, values, slots):
+    """True where an op on arrays is numpy's (_HOST_EXACT): a comparison, or an op that only moves
+    values whose moved arrays (where's condition aside) are all integers or bools."""
+    if name not in _HOST_EXACT or any(isinstance(v, Tensor) for v in arguments.values()):
+        return False
+    if name in _HOST_BOOL:
+        return True
+    if name == "where" and (arguments.get("x1") is None or arguments.get("x2") is None):
+        return False                     # the one-argument form: where itself says it is not built
+    moved = [a for a, (p, _) in zip(values, slots) if p != "condition"]
+    return bool(moved) and all(a.dtype.kind in "biu" for a in moved)
 
 
 _REDUCTIONS = {"mean", "sum", "max", "min", "var", "std", "logsumexp", "argmax", "argmin", "norm", "moments"}
@@ -264,6 +287,17 @@ _HOST_LAYOUT = {
     "take": lambda x, indices, axis=None: np.take(x, indices, axis),
 }
 
+
+
+def _pad_on_host(x, pad_width, mode="constant", constant_values=None):
+    if mode not in ("constant", "reflect", "symmetric"):
+        raise ValueError(f"pad: mode must be one of ('constant', 'reflect', 'symmetric'), got {mode!r}")
+    if constant_values is not None and mode != "constant":
+        raise ValueError(f"pad: constant_values is only for mode='constant', got mode={mode!r}")
+    fill = {} if constant_values is None else {"constant_values": constant_values}
+    return np.pad(x, pad_width, mode=mode, **fill)
+
+
 # what a graph computes on the host when every argument is known there (shape arithmetic)
 _HOST_FOLD = dict(_HOST_LAYOUT)
 _HOST_FOLD.update({
@@ -279,6 +313,14 @@ _HOST_FOLD.update({
     "maximum": lambda x1, x2: np.maximum(x1, x2),
     "minimum": lambda x1, x2: np.minimum(x1, x2),
 })
+
+# on arrays: the comparisons (Keras's give bool; in a graph they are float 0/1) and, for integer and
+# bool arrays, the ops that only move values, computed by numpy (_exact_on_host)
+_HOST_BOOL = {"greater", "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
+              "logical_or", "logical_not"}
+_HOST_EXACT = dict(_HOST_LAYOUT, pad=_pad_on_host,
+                   where=lambda condition, x1=None, x2=None: np.where(condition, x1, x2),
+                   **{n: _HOST_FOLD[n] for n in _HOST_BOOL})
 
 
 def _axis(axis, ndim, what):
@@ -482,7 +524,8 @@ def transpose(x, axes=None):
 def reshape(x, newshape):
     """numpy's reshape; one entry may be -1 (worked out from the others)."""
     x = _t(x)
-    shape = (newshape,) if is_int(newshape) else tuple(newshape)
+    newshape = _dim_value(newshape)
+    shape = (newshape,) if is_int(newshape) else tuple(_dim_value(d) for d in newshape)
     if not all(is_int(d) and (d > 0 or d == -1) for d in shape) or list(shape).count(-1) > 1:
         raise ValueError(f"reshape: the new shape must be positive ints with at most one -1, got {newshape!r}")
     n = x.nelements
@@ -882,15 +925,26 @@ def eye(N, M=None, k=0, dtype=None):
 
 def zeros_like(x, dtype=None):
     """Zeros of x's shape (a constant: no gradient)."""
-    return _filled(_shape_of(x), 0, dtype, "zeros_like")
+    return _filled_like(x, 0, dtype, "zeros_like")
 
 
 def ones_like(x, dtype=None):
-    return _filled(_shape_of(x), 1, dtype, "ones_like")
+    return _filled_like(x, 1, dtype, "ones_like")
 
 
 def full_like(x, fill_value, dtype=None):
-    return _filled(_shape_of(x), fill_value, dtype, "full_like")
+    return _filled_like(x, fill_value, dtype, "full_like")
+
+
+def _filled_like(x, value, dtype, what):
+    if dtype is None and _scope.current() is None and not _graph_like(x):
+        a = np.asarray(x)
+        if a.dtype.kind in "biu":
+            # an integer or bool array gives its own dtype, as Keras's (float32 otherwise)
+            if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind not in "biuf":
+                raise TypeError(f"{what}: fill_value must be a number (or an array of numbers), got {value!r}")
+            return np.full(a.shape, value, dtype=a.dtype)
+    return _filled(_shape_of(x), value, dtype, what)
 
 
 def _shape_of(x):
@@ -904,6 +958,13 @@ def _shape_of(x):
 def convert_to_tensor(x, dtype=None, sparse=None):
     """A graph tensor for x inside a graph (a constant for arrays), the array outside."""
     if _scope.current() is None:
+        if dtype is None and not isinstance(x, (np.ndarray, np.generic, Variable)):
+            # Python numbers and lists of them take Keras's default dtypes, int32 and float32 (numpy
+            # would make them int64 and float64); arrays keep theirs
+            a = np.asarray(x)
+            kind = a.dtype.kind
+            return a.astype(np.int32) if kind in "iu" and a.dtype.itemsize > 4 else \
+                a.astype(np.float32) if kind == "f" and a.dtype.itemsize > 4 else a
         return np.asarray(x.numpy() if isinstance(x, Variable) else x, dtype=dtype)
     t = _t(x)
     if dtype is not None and dtype in ("float32", "int32"):
@@ -1097,20 +1158,24 @@ def not_equal(x1, x2):
 
 @_eager("x")
 def logical_not(x):
-    x = _f(x)
-    return _t(np.float32(1.0)) - _c.step(x)
+    return _t(np.float32(1.0)) - _truth(x)
 
 
 @_eager("x1", "x2")
 def logical_and(x1, x2):
     a, b = _pair(x1, x2)
-    return _c.step(a) * _c.step(b)
+    return _truth(a) * _truth(b)
 
 
 @_eager("x1", "x2")
 def logical_or(x1, x2):
     a, b = _pair(x1, x2)
-    return _c.step(_cont(_c.step(a) + _c.step(b)))
+    return _c.step(_cont(_truth(a) + _truth(b)))
+
+
+def _truth(x):
+    """1 where x is non-zero (Keras's bool of a number: negatives are true), else 0."""
+    return _c.step(_c.abs(_f(x)))
 
 
 @_eager("condition", "x1", "x2")

@@ -56,6 +56,33 @@ class OpsArray(np.ndarray):
         # numpy on these arrays gives such arrays again (``ops.eye(3) ** 2`` still meets tensors)
         return as_ops_result(getattr(ufunc, method)(*args, **kwargs))
 
+    def __getitem__(self, key):
+        # an index down to one value gives a 0-d OpsArray, as TensorFlow's eager scalar (numpy gives a
+        # numpy scalar): ``env.step(action[0].numpy())`` in keras-io's PPO; int(), float() and use as a
+        # list index (``__index__``) still work
+        value = np.ndarray.__getitem__(self, key)
+        return value if isinstance(value, np.ndarray) else np.asarray(value).view(OpsArray)
+
+    def __iter__(self):
+        # iteration stays numpy's: the values of a 1-d array are numpy scalars (rows of a larger one
+        # are OpsArray, through __getitem__)
+        if self.ndim == 1:
+            return iter(self.view(np.ndarray))
+        return np.ndarray.__iter__(self)
+
+    def __float__(self):
+        # any array of one value, as TensorFlow's ``float(model(x))`` on a (1, 1) output (numpy
+        # takes only 0-d arrays)
+        return float(self._one_value("float"))
+
+    def __int__(self):
+        return int(self._one_value("int"))
+
+    def _one_value(self, what):
+        if self.size != 1:
+            raise TypeError(f"{what}() takes an array of one value, got one of shape {self.shape}")
+        return self.view(np.ndarray).reshape(())
+
     def numpy(self):
         """A plain numpy copy (TensorFlow's eager ``tensor.numpy()``, which ported scripts call on
         what an op returned)."""

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from pyggml import _scope, _symbolic, ops
+from pyggml._tensor_arrays import as_ops_result
 from pyggml._validation import check_number
 from pyggml.core import Tensor
 from pyggml.core import ops as core_ops
@@ -27,8 +28,8 @@ _SQRT1_2 = 1.0 / math.sqrt(2.0)
 
 
 def _eager_on_arrays(fn):
-    """Outside a graph, on arrays (or Variables), compute at once and return a float32 array,
-    as Keras's activations do eagerly (``keras.activations.softmax(logits[None])``)."""
+    """Outside a graph, on arrays (or Variables), compute at once and return a float32 array (an
+    OpsArray, as pyggml.ops's results), as Keras's activations do eagerly (``keras.activations.softmax(logits[None])``)."""
     import functools
 
     @functools.wraps(fn)
@@ -45,7 +46,7 @@ def _eager_on_arrays(fn):
         if a.ndim > 4:
             raise ValueError(f"{fn.__name__}: at most 4 dimensions, got an array of shape {a.shape}")
         out = _eager.evaluate(lambda t: fn(t, *args, **kwargs), [a.astype(np.float32).reshape(a.shape or (1,))])
-        return out.reshape(a.shape)
+        return as_ops_result(out.reshape(a.shape))          # as pyggml.ops's results: with .numpy()
     return act
 
 

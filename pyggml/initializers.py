@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from pyggml._tensor_arrays import as_ops_result
+
 __all__ = ["Initializer", "Constant", "Zeros", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",
            "VarianceScaling", "GlorotUniform", "GlorotNormal", "HeNormal", "HeUniform", "LecunNormal",
            "LecunUniform", "Orthogonal", "Identity", "glorot_uniform", "glorot_normal", "he_normal", "he_uniform",
@@ -154,6 +156,7 @@ class Initializer:
         from pyggml import _random
         if isinstance(rng, str) or (rng is not None and not isinstance(rng, np.random.Generator)):
             dtype, rng = rng, None                       # Keras's __call__(shape, dtype)
+        keras_call = rng is None
         if dtype not in (None, "float32"):
             raise ValueError(f"{type(self).__name__}: weights are float32, got dtype={dtype!r}")
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
@@ -161,7 +164,9 @@ class Initializer:
         if rng is None or seed is not None:
             # a seeded initializer draws the same values each call, as Keras's (stateless) do
             rng = np.random.default_rng(seed) if seed is not None else _random.rng()
-        return np.asarray(self.draw(shape, rng, layout), dtype=np.float32).reshape(shape)
+        values = np.asarray(self.draw(shape, rng, layout), dtype=np.float32).reshape(shape)
+        # Keras's call gives a tensor (its .numpy(); float() of a (1, 1) draw); a layer's draw stays numpy
+        return as_ops_result(values) if keras_call else values
 
     def get_config(self):
         return {}
@@ -327,6 +332,9 @@ def serialize(initializer):
     instance; a name stays a name."""
     if isinstance(initializer, str) or initializer is None:
         return initializer
+    named = next((k for k, v in _NAMED.items() if v is initializer), None)
+    if named is not None:                 # what get("he_normal") gave: its name, as before
+        return named
     if isinstance(initializer, Initializer):
         return {"module": "keras.initializers", "class_name": type(initializer).__name__,
                 "config": initializer.get_config(), "registered_name": None}
@@ -352,9 +360,19 @@ def deserialize(config):
     return cls.from_config(dict(config.get("config") or {}))
 
 
+# the class each name stands for: get() gives an instance, as Keras's
+_CLASS_OF_NAME = {"glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal, "he_normal": HeNormal,
+                  "he_uniform": HeUniform, "lecun_normal": LecunNormal, "lecun_uniform": LecunUniform,
+                  "orthogonal": Orthogonal, "zeros": Zeros, "ones": Ones, "uniform": RandomUniform,
+                  "normal": RandomNormal, "random_normal": RandomNormal, "random_uniform": RandomUniform,
+                  "truncated_normal": TruncatedNormal, "identity": Identity, "constant": Constant,
+                  "variance_scaling": VarianceScaling}
+
+
 def get(name):
-    """The initializer for a name (Keras's snake-case or class name), a config dict, an
-    instance or a callable."""
+    """The initializer for a name (Keras's snake-case or class name: an instance of its class,
+    callable as ``init(shape, dtype=None)``), a config dict (an instance), an instance or a
+    callable (as it is)."""
     if callable(name):
         return name
     if isinstance(name, dict):
@@ -365,7 +383,24 @@ def get(name):
     if key not in _BY_NAME:
         raise ValueError(f"unknown initializer {name!r}; known: {sorted(_BY_NAME)} (or their class names: "
                          f"{sorted(_CLASSES)})")
-    return _BY_NAME[key]
+    if key not in _NAMED:
+        _NAMED[key] = _CLASS_OF_NAME[key]()
+    return _NAMED[key]
+
+
+# one instance per name (a named initializer is unseeded and holds no state): get() of a name and of
+# its class name give the same object, as get() gave the same function before
+_NAMED = {}
+
+
+def drawer(name):
+    """What a weight draws its initial values with: for a name, its function (the draws a seed
+    gave before get() gave instances); else what get() gives."""
+    if isinstance(name, str):
+        key = _CLASS_ALIASES.get(name, name)
+        if key in _BY_NAME:
+            return _BY_NAME[key]
+    return get(name)
 
 
 def config_value(initializer):

@@ -149,6 +149,8 @@ def permute_axes(x, axes):
 
 
 def swapaxes(x, a, b):
+    if isinstance(x, (np.ndarray, list, tuple)) and _ops_numpy._watched(x) is None:
+        return _tensor_arrays.as_ops_result(np.swapaxes(np.asarray(x), a, b))     # values at once, as Keras
     x = as_tensor(x)
     r = len(x.shape)
     a, b = _axis(a, r, "swapaxes"), _axis(b, r, "swapaxes")

@@ -158,7 +158,7 @@ class Variable:
         """Draw the initial values (once; a bound variable keeps its values)."""
         self._check_values()
         if self._value is None and self._tensor is None:
-            init = initializers.get(self.initializer)
+            init = initializers.drawer(self.initializer)
             if isinstance(init, initializers.Initializer) and (self.keras_axes is not None or
                                                                 self.keras_shape is not None):
                 # an Initializer instance draws in Keras's layout (its fans and, seeded, its values

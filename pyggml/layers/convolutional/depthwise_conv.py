@@ -37,7 +37,7 @@ def drawn_with_fans(initializer, fan_shape):
     A callable is used as it is."""
     if not isinstance(initializer, (str, dict, initializers.Initializer)):
         return initializer
-    fn = initializers.get(initializer)
+    fn = initializers.drawer(initializer)
 
     def draw(shape, rng, layout="out_in"):
         return np.asarray(fn(tuple(fan_shape), rng, "out_in"), dtype=np.float32).reshape(shape)
