@@ -22,7 +22,7 @@ class RecommenderNet(pg.Model):
         self.movie_bias = layers.Embedding(num_movies, 1)
 
     def call(self, inputs):
-        users, movies = ops.squeeze(inputs[0], 1), ops.squeeze(inputs[1], 1)
+        users, movies = inputs                  # id vectors (n,), as Keras gives them
         dot = ops.sum(self.user_embedding(users) * self.movie_embedding(movies), axis=1, keepdims=True)
         return ops.sigmoid(dot + self.user_bias(users) + self.movie_bias(movies))
 

@@ -487,6 +487,60 @@ cdef class Tensor:
         from pyggml._ops_numpy import power
         return power(other, self)
 
+    def _keras_op(self, name, other, reflected):
+        """Keras's op ``name`` of pyggml.ops on this tensor and ``other`` (a number, an array
+        or a tensor); NotImplemented for anything else. A GradientTape's tensor after its
+        block gives numpy's result on the values at once, as the comparisons."""
+        if not isinstance(other, Tensor) and not _elementwise_operand(other):
+            return NotImplemented
+        from pyggml import ops as keras_ops
+        fn = getattr(keras_ops, name)
+        v = self._values_now(other)
+        if v is not None:
+            return fn(v[1], v[0]) if reflected else fn(v[0], v[1])
+        return fn(other, self) if reflected else fn(self, other)
+
+    def __floordiv__(self, other):
+        return self._keras_op("floor_divide", other, False)
+
+    def __rfloordiv__(self, other):
+        return self._keras_op("floor_divide", other, True)
+
+    def __mod__(self, other):
+        return self._keras_op("mod", other, False)
+
+    def __rmod__(self, other):
+        return self._keras_op("mod", other, True)
+
+    def __and__(self, other):
+        return self._keras_op("logical_and", other, False)
+
+    def __rand__(self, other):
+        return self._keras_op("logical_and", other, True)
+
+    def __or__(self, other):
+        return self._keras_op("logical_or", other, False)
+
+    def __ror__(self, other):
+        return self._keras_op("logical_or", other, True)
+
+    def __xor__(self, other):
+        return self._keras_op("logical_xor", other, False)
+
+    def __rxor__(self, other):
+        return self._keras_op("logical_xor", other, True)
+
+    def __invert__(self):
+        from pyggml.ops import logical_not
+        return logical_not(self)
+
+    def __pos__(self):
+        return self
+
+    def __round__(self, ndigits=None):
+        from pyggml.ops import round as keras_round
+        return keras_round(self, decimals=ndigits or 0)
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """numpy's ufuncs with a tensor among their operands (``array - tensor``,
         ``np.maximum(tensor, array)``): the Keras op doing the same on graph tensors

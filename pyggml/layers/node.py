@@ -3,7 +3,11 @@
 A node is one output of one call of a layer on other nodes.  ``shape`` is
 Keras's, with ``None`` for the batch (and for any variable length);
 ``feature_shape`` leaves the batch out.  Arithmetic on nodes adds merging
-layers (``a + b`` is ``layers.Add()([a, b])``).
+layers (``a + b`` is ``layers.Add()([a, b])``); the other operators are Keras's
+ops on the node (``a // 2`` is ``ops.floor_divide(a, 2)``, ``a < 1`` is
+``ops.less(a, 1)``, ``~m`` is ``ops.logical_not(m)``), so a model saves them.
+Comparisons give float 0/1 tensors, as in a layer's call.  ``==`` stays object
+equality (nodes are dict keys, as Keras's KerasTensor), ``!=`` is ``ops.not_equal``.
 """
 
 import numpy as np
@@ -17,8 +21,20 @@ __all__ = ["Node", "MERGING_LAYERS"]
 MERGING_LAYERS = {}
 
 
+def _operand(value, logical=False):
+    """True for what an operator takes beside a node: a node, a number or an array (and a
+    bool for the logical operators)."""
+    if isinstance(value, bool):
+        return logical
+    return isinstance(value, (Node, int, float, np.integer, np.floating, np.ndarray))
+
+
 class Node:
     """``Node(feature_shape, layer, inputs, index=0, dtype="float32")``."""
+
+    # numpy hands ``array + node`` (and ``array < node``) to the node's reflected operator
+    # instead of making an object array of per-element nodes
+    __array_ufunc__ = None
 
     # the model's fixed batch size (Keras's Input(batch_size=...)), carried from the inputs; or None
     batch_size = None
@@ -58,15 +74,92 @@ class Node:
         pair = [other, self] if reflected else [self, other]
         return MERGING_LAYERS[kind]()(pair)
 
-    def __truediv__(self, other):
-        if isinstance(other, bool) or not isinstance(other, (Node, int, float, np.integer, np.floating, np.ndarray)):
+    def _op(self, name, other, reflected=False, logical=False):
+        """``ops.<name>(self, other)`` (``(other, self)`` when reflected) as a layer of the model."""
+        if not _operand(other, logical):
             return NotImplemented
-        return _symbolic.apply("divide", (self, other), {})
+        return _symbolic.apply(name, (other, self) if reflected else (self, other), {})
+
+    def __truediv__(self, other):
+        return self._op("divide", other)
 
     def __rtruediv__(self, other):
-        if isinstance(other, bool) or not isinstance(other, (int, float, np.integer, np.floating, np.ndarray)):
-            return NotImplemented
-        return _symbolic.apply("divide", (other, self), {})
+        return self._op("divide", other, True)
+
+    def __floordiv__(self, other):
+        return self._op("floor_divide", other)
+
+    def __rfloordiv__(self, other):
+        return self._op("floor_divide", other, True)
+
+    def __mod__(self, other):
+        return self._op("mod", other)
+
+    def __rmod__(self, other):
+        return self._op("mod", other, True)
+
+    def __pow__(self, other, modulo=None):
+        return NotImplemented if modulo is not None else self._op("power", other)
+
+    def __rpow__(self, other, modulo=None):
+        return NotImplemented if modulo is not None else self._op("power", other, True)
+
+    def __matmul__(self, other):
+        return self._op("matmul", other)
+
+    def __rmatmul__(self, other):
+        return self._op("matmul", other, True)
+
+    # comparisons: float 0/1 tensors (Python reflects ``1.0 < node`` to ``node > 1.0``)
+    def __lt__(self, other):
+        return self._op("less", other)
+
+    def __le__(self, other):
+        return self._op("less_equal", other)
+
+    def __gt__(self, other):
+        return self._op("greater", other)
+
+    def __ge__(self, other):
+        return self._op("greater_equal", other)
+
+    def __ne__(self, other):
+        return self._op("not_equal", other)
+
+    # __eq__ stays object equality, and defining __ne__ alone keeps object.__hash__
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    # logical operators, on boolean (0/1) tensors as Keras's KerasTensor
+    def __and__(self, other):
+        return self._op("logical_and", other, logical=True)
+
+    def __rand__(self, other):
+        return self._op("logical_and", other, True, logical=True)
+
+    def __or__(self, other):
+        return self._op("logical_or", other, logical=True)
+
+    def __ror__(self, other):
+        return self._op("logical_or", other, True, logical=True)
+
+    def __xor__(self, other):
+        return self._op("logical_xor", other, logical=True)
+
+    def __rxor__(self, other):
+        return self._op("logical_xor", other, True, logical=True)
+
+    def __invert__(self):
+        return _symbolic.apply("logical_not", (self,), {})
+
+    def __abs__(self):
+        return _symbolic.apply("absolute", (self,), {})
+
+    def __round__(self, ndigits=None):
+        return _symbolic.apply("round", (self,), {"decimals": int(ndigits or 0)})
+
+    def __pos__(self):
+        return self
 
     def __neg__(self):
         return _symbolic.apply("negative", (self,), {})

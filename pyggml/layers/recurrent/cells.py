@@ -141,17 +141,32 @@ def end_sequence(cell):
             end_sequence(sub)
 
 
+def _is_bare_state(states):
+    """True for one state given as itself (a tensor or an array), not in a list."""
+    return isinstance(states, (Tensor, np.ndarray))
+
+
 class _StepCall:
-    """``cell(inputs, states)`` on tensors inside a layer's call: one step, as Keras's cells."""
+    """``cell(inputs, states)`` on tensors inside a layer's call: one step, as Keras's cells.
+    A cell of one state (GRUCell, SimpleRNNCell) also takes that state bare, as Keras's
+    ``states[0] if nested else states``; its new state then comes back bare too."""
 
     def __call__(self, *args, **kwargs):
-        if len(args) == 2 and isinstance(args[1], (list, tuple)):
-            inputs, states = args
+        step = args + (kwargs["states"],) if len(args) == 1 and "states" in kwargs else args
+        if len(step) == 2 and isinstance(step[0], (Tensor, np.ndarray)) and \
+                (isinstance(step[1], (list, tuple)) or _is_bare_state(step[1])):
+            inputs, states = step
+            bare = _is_bare_state(states)
+            if bare and not isinstance(self.state_size, int):
+                raise ValueError(f"{type(self).__name__} has {len(flat_state_sizes(self.state_size))} states "
+                                 f"(state_size={self.state_size!r}): give them as a list, not one tensor")
+            training = kwargs.get("training")
             if isinstance(inputs, Tensor):
-                out, new = call_cell(self, inputs, list(states), kwargs.get("training"))
-                return out, structure_states(new, self.state_size)
-            if isinstance(inputs, np.ndarray):
-                return self._eager_step(inputs, flatten_states(states), bool(kwargs.get("training", False)))
+                out, new = call_cell(self, inputs, [states] if bare else list(states), training)
+                new = structure_states(new, self.state_size)
+            else:
+                out, new = self._eager_step(inputs, flatten_states(states), bool(training or False))
+            return out, (new[0] if bare else new)
         return super().__call__(*args, **kwargs)
 
     def _eager_step(self, inputs, states, training):
@@ -216,6 +231,7 @@ class _Cell(_StepCall, CellMath, Layer):
         self._sequence_masks = None
 
     def call(self, inputs, states, training=None):
+        bare = self.n_states == 1 and _is_bare_state(states)      # Keras's GRUCell/SimpleRNNCell: h, not [h]
         states = flatten_states(states)
         name = type(self).__name__
         if len(inputs.shape) != 2:
@@ -235,7 +251,7 @@ class _Cell(_StepCall, CellMath, Layer):
             new = self.cell(xp, tuple(contiguous(s) for s in states), self.constants())
         finally:
             self._rec_masks = None
-        return new[0], list(new)
+        return new[0], (new[0] if bare else list(new))
 
     def get_config(self):
         cfg = super().get_config()
