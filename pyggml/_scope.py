@@ -37,7 +37,7 @@ every graph take the composed forms, so that both stay tested on the CPU.
 import os
 import threading
 
-__all__ = ["current", "entered", "paused", "require", "fused", "FORCE_COMPOSED"]
+__all__ = ["current", "entered", "paused", "require", "fused", "FORCE_COMPOSED", "mark_strings", "holds_strings"]
 
 _local = threading.local()
 
@@ -65,6 +65,19 @@ def fused():
         return False
     b = current()
     return b is not None and bool(getattr(b, "fused_ok", False))
+
+
+def mark_strings(builder, tensor):
+    """``tensor`` stands in ``builder``'s graph for an input of strings: it holds nothing the
+    graph can use (zeros), and a host layer called on it (a StringLookup in a layer's call)
+    reads the strings themselves (pyggml.layers.preprocessing.host_layer)."""
+    builder.__dict__.setdefault("_string_inputs", {})[id(tensor)] = tensor
+
+
+def holds_strings(tensor):
+    """Whether ``tensor`` stands for an input of strings in the graph being built."""
+    marked = getattr(current(), "_string_inputs", None)
+    return marked is not None and marked.get(id(tensor)) is tensor
 
 
 def tape_of(values):

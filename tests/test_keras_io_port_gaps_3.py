@@ -180,3 +180,74 @@ def test_a_metric_updated_in_a_layer_s_call_says_what_to_do_instead():
     x, t = keras.Input((4,)), keras.Input((1,))
     with pytest.raises(TypeError, match=r"BinaryAccuracy.update_state got tensors .* compile\(metrics=...\)"):
         _Endpoint()(layers.Dense(1)(x), t)
+
+
+# --- strings into a call of the user's own ---------------------------------------------------------
+
+class _WordEmbedding(layers.Layer):
+    """A lookup wrapped in a custom layer (recommender and structured-data examples)."""
+
+    def __init__(self, vocabulary, **kwargs):
+        super().__init__(**kwargs)
+        self.lookup = layers.StringLookup(vocabulary=vocabulary, mask_token=None, num_oov_indices=0)
+        self.emb = layers.Embedding(len(vocabulary), 4)
+
+    def call(self, inputs):
+        return self.emb(self.lookup(inputs))
+
+
+def test_a_string_lookup_in_a_custom_layer_s_call_reads_the_strings():
+    inp = keras.Input(shape=(), dtype="string")
+    words = _WordEmbedding(["a", "b", "c"])
+    head = layers.Dense(1)
+    m = keras.Model(inp, head(words(inp)))
+    x = np.array(["a", "c", "b", "c"])
+    rows = words.emb.embeddings.numpy()[[0, 2, 1, 2]]
+    np.testing.assert_allclose(m.predict(x, verbose=0), _dense_np(head, rows), rtol=1e-5, atol=1e-6)
+    m.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    before = words.emb.embeddings.numpy()
+    m.fit(x, np.ones((4, 1)), epochs=1, verbose=0)
+    after = words.emb.embeddings.numpy()
+    assert not np.allclose(before[[0, 1, 2]], after[[0, 1, 2]])     # the rows looked up trained
+
+
+class _Retrieval(keras.Model):
+    """keras-rs's retrieval pattern: string ids through Sequential([StringLookup, Embedding])."""
+
+    def __init__(self, users, items):
+        super().__init__()
+        self.user = keras.Sequential([layers.StringLookup(vocabulary=users), layers.Embedding(len(users) + 1, 8)])
+        self.item = keras.Sequential([layers.StringLookup(vocabulary=items), layers.Embedding(len(items) + 1, 8)])
+
+    def call(self, inputs):
+        return ops.sum(self.user(inputs["user_id"]) * self.item(inputs["item_id"]), axis=1, keepdims=True)
+
+
+def test_a_subclassed_model_takes_a_dict_of_string_ids_through_its_lookups():
+    m = _Retrieval(["u1", "u2", "u3"], ["i1", "i2"])
+    x = {"user_id": np.array(["u1", "u3", "u9"]), "item_id": np.array(["i2", "i1", "i1"])}
+    p = m.predict(x, verbose=0)
+    users, items = m.user.layers[1].embeddings.numpy(), m.item.layers[1].embeddings.numpy()
+    # index 0 is the OOV index ("u9"), then the vocabulary in order
+    np.testing.assert_allclose(p[:, 0], (users[[1, 3, 0]] * items[[2, 1, 1]]).sum(1), rtol=1e-5, atol=1e-6)
+    m.compile(optimizer="adam", loss="mse")
+    history = m.fit(x, np.ones((3, 1)), epochs=5, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+# --- logical ops: any non-zero number is true, as Keras's bool ----------------------------------
+
+def test_logical_ops_take_negative_numbers_as_true_in_a_graph_and_on_arrays():
+    a = np.array([[-2.0, 0.0, 1.5, -0.5]], np.float32)
+    b = np.array([[1.0, -1.0, 0.0, 0.0]], np.float32)
+    want = {"and": np.logical_and(a, b), "or": np.logical_or(a, b), "not": np.logical_not(a),
+            "xor": np.logical_xor(a, b)}
+    got_arrays = {"and": ops.logical_and(a, b), "or": ops.logical_or(a, b), "not": ops.logical_not(a),
+                  "xor": ops.logical_xor(a, b)}
+    ia, ib = keras.Input((4,)), keras.Input((4,))
+    m = keras.Model([ia, ib], [ops.logical_and(ia, ib), ops.logical_or(ia, ib), ops.logical_not(ia),
+                               ops.logical_xor(ia, ib)])
+    got_graph = dict(zip(["and", "or", "not", "xor"], m.predict([a, b], verbose=0)))
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got_arrays[k], np.float32), want[k].astype(np.float32), err_msg=k)
+        np.testing.assert_array_equal(got_graph[k], want[k].astype(np.float32), err_msg=k)

@@ -673,6 +673,10 @@ class Layer:
             type.__setattr__(type(self), "_training_default_cache", cache)
         return cache[0]
 
+    def _first_tensors(self, inputs):
+        """The tensors of the first call in a graph, before the layer builds (a Sequential
+        without an input takes their dtype)."""
+
     def _build_takes_shape(self):
         try:
             params = list(inspect.signature(self.build).parameters.values())
@@ -821,6 +825,8 @@ class Layer:
             if not isinstance(inputs, list) or len(keys) != len(inputs):
                 raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
             inputs, shapes = dict(zip(keys, inputs)), dict(zip(keys, shapes))
+        if not self.built:
+            self._first_tensors(inputs)
         self._build_once(shapes)
         training = kwargs.pop("training", None)
         mask = kwargs.pop("mask", None)

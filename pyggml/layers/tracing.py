@@ -156,7 +156,11 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
         b = _ShapeOnly(n_tensors)
         try:
             with _scope.entered(b):
-                xs = [b.ctx.new_tensor(_concrete(n), dtype="i32" if n.dtype == "int32" else "f32") for n in nodes]
+                xs = [b.ctx.new_tensor(_concrete(n), dtype="i32" if n.dtype in ("int32", "string") else "f32")
+                      for n in nodes]
+                for t, n in zip(xs, nodes):
+                    if n.dtype == "string":
+                        _scope.mark_strings(b, t)
                 arg = xs if isinstance(inputs, list) else xs[0]
                 masks = _masks(b, nodes)
                 m_arg = None if masks is None else (masks if isinstance(inputs, list) else masks[0])

@@ -121,17 +121,21 @@ class GraphBuilder:
     # --- for executors ------------------------------------------------------------------
     def input(self, shape, dtype="float32"):
         # a 5-D input (volumes, videos) is folded: (batch * D, H, W, C) (pyggml._fold)
-        return self.in_ctx.new_tensor(_fold.graph_shape(shape), dtype="i32" if dtype == "int32" else "f32")
+        t = self.in_ctx.new_tensor(_fold.graph_shape(shape), dtype="i32" if dtype in ("int32", "string") else "f32")
+        if dtype == "string":
+            _scope.mark_strings(self, t)         # zeros; host layers in a call read the strings
+        return t
 
     def pairs(self, tensors, arrays, out):
         """Append (tensor, array) pairs to ``out`` for Scheduler.run, with derived inputs."""
         if not self._derived:
             out += [(t, a) for t, a in zip(tensors, arrays) if t is not None]
             return out
+        strings = self.__dict__.get("_string_inputs", {})
         todo = [(t, a) for t, a in zip(tensors, arrays) if t is not None]
         while todo:                       # derived from derived ones too (labels sliced, then offset)
             t, a = todo.pop(0)
-            out.append((t, a))
+            out.append((t, np.zeros(a.shape, np.int32) if id(t) in strings else a))
             todo += [(d, np.ascontiguousarray(fn(a))) for d, fn in self._derived.get(id(t), ())]
         return out
 

@@ -248,12 +248,23 @@ class Topology:
         fed.update(id(o) for o in self.outputs)
         self.graph_inputs = [n for n in self.inputs + self.host_nodes if id(n) in fed]
         for n in self.graph_inputs:
-            if n.dtype == "string":
+            # strings reach the graph only as a stand-in for the host layers inside a call of the
+            # user's own (a StringLookup in a custom layer's or a subclassed model's call)
+            if n.dtype == "string" and not all(_own_call(c.layer) for c in self.consumers(n)):
                 raise ValueError(f"the string input {n.layer.name!r} must go through a lookup layer "
                                  f"(StringLookup, ...) before the graph")
 
     def consumers(self, node):
         return [n for n in self.nodes if any(p is node for p in n.inputs)]
+
+
+def _own_call(layer):
+    """Whether the layer's call is the user's (a custom layer, a subclassed model's call)."""
+    call = getattr(type(layer), "call", None)
+    owner = next((c for c in type(layer).__mro__ if "call" in c.__dict__), None)
+    if type(layer).__name__ == "SubclassedCall":
+        return True
+    return call is not None and owner is not None and not owner.__module__.startswith("pyggml.")
 
 
 def ordered_inputs(topology, inputs):

@@ -6,6 +6,8 @@ import weakref
 
 import numpy as np
 
+from pyggml import _scope
+from pyggml.core import Tensor
 from pyggml.layers._keras_weights import BUILDERS
 from pyggml.layers.input_layer import Input, InputLayer
 from pyggml.layers.layer import Layer, feature_shape_of
@@ -102,6 +104,13 @@ class Sequential(Model):
         layer = self._stack.pop()
         self._invalidate()
         return layer
+
+    def _first_tensors(self, inputs):
+        if self._seq_input_shape is None and isinstance(inputs, Tensor):
+            # called first in a graph (a subclassed model's call): strings when they stand for an
+            # input of strings (its StringLookup reads them), ids, or floats
+            self._seq_input_dtype = "string" if _scope.holds_strings(inputs) else \
+                "int32" if inputs.dtype in ("i32", "int32") else "float32"
 
     def _invalidate(self):
         self._topology = None

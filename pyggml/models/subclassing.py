@@ -94,13 +94,12 @@ def _spec_of(a, what="x"):
     a = np.asarray(a)
     if a.ndim < 1:
         raise ValueError(f"{what}: arrays with a batch axis expected, got a scalar")
-    if a.dtype.kind in "USO":
-        return a.shape[1:] or (1,), "string"
-    if a.dtype.kind not in "biuf":
+    if a.dtype.kind not in "biufUSO":
         raise TypeError(f"{what}: expected numbers or strings, got dtype {a.dtype}")
-    if a.dtype.kind in "biu":
-        # ids (n,) reach the call as Keras gives them (a GNN's node indices to ops.take)
-        return a.shape[1:], "int32"
+    if a.dtype.kind in "biuUSO":
+        # ids and strings (n,) reach the call as Keras gives them (a GNN's node indices to
+        # ops.take, a recommender's user ids to its StringLookup)
+        return a.shape[1:], "string" if a.dtype.kind in "USO" else "int32"
     return a.shape[1:] or (1,), "float32"   # a float column (n,) enters as (n, 1), as the data adapter takes it
 
 

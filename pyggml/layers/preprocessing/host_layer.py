@@ -46,7 +46,8 @@ def host_call_in_graph(layer, inputs, training):
                         f"it takes the data the graph is fed (the model's input, or a GradientTape's array), "
                         f"not a tensor computed in the graph; put it before the layers that compute that tensor")
     mode = None if training is None else bool(training)
-    src_dtype = np.int32 if inputs.dtype in ("i32", "int32") else np.float32
+    strings = _scope.holds_strings(inputs)          # a string input: the strings as given
+    src_dtype = object if strings else np.int32 if inputs.dtype in ("i32", "int32") else np.float32
 
     def on_host(a):
         out = np.asarray(layer.host_apply(np.asarray(a, dtype=src_dtype), mode))
@@ -55,8 +56,21 @@ def host_call_in_graph(layer, inputs, training):
                             f"a graph takes numbers")
         return np.ascontiguousarray(out, dtype=np.int32 if out.dtype.kind in "biu" else np.float32)
 
-    probe = on_host(np.zeros(inputs.shape, src_dtype))       # its output's shape and kind
+    probe = on_host(np.full(inputs.shape, _probe_string(layer), object) if strings else
+                    np.zeros(inputs.shape, src_dtype))
     return scope.derived_input(inputs, on_host, probe.shape, "int32" if probe.dtype == np.int32 else "float32")
+
+
+def _probe_string(layer):
+    """A string the first layer of ``layer`` (a host layer, or a run of them) takes: a word of
+    its vocabulary (a lookup without an OOV index refuses others), else ''."""
+    first = (getattr(layer, "layers", None) or getattr(layer, "_stack", None) or [layer])[0]
+    vocabulary = getattr(first, "get_vocabulary", None)
+    try:
+        words = [w for w in (vocabulary() if vocabulary is not None else ()) if isinstance(w, str) and w]
+    except (ValueError, TypeError, RuntimeError):       # not adapted yet
+        words = []
+    return words[-1] if words else ""
 
 
 class HostLayer(Layer):
