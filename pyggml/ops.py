@@ -288,7 +288,9 @@ def _keras_unary(name):
         if ctx is not None:
             return apply(_resolve(x), dict(kwargs, ctx=ctx))
         if isinstance(x, (Tensor, Variable)):
-            return apply(_resolve(x), dict(kwargs))
+            t = _resolve(x)
+            # integers (a Lambda on ids, an int input) compute as floats, as Keras promotes them
+            return apply(_ops_numpy._f(t) if isinstance(t, Tensor) and t.dtype != "f32" else t, dict(kwargs))
         if _scope.current() is not None:
             return apply(_ops_numpy._f(x), dict(kwargs))
         a = np.asarray(x)

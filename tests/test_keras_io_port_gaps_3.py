@@ -251,3 +251,70 @@ def test_logical_ops_take_negative_numbers_as_true_in_a_graph_and_on_arrays():
     for k in want:
         np.testing.assert_array_equal(np.asarray(got_arrays[k], np.float32), want[k].astype(np.float32), err_msg=k)
         np.testing.assert_array_equal(got_graph[k], want[k].astype(np.float32), err_msg=k)
+
+
+# --- fourth round: NLP ports ------------------------------------------------------------------------
+
+class _NormalizedTagger(keras.Model):
+    """A subclassed transformer's shape: Embedding, then a normalization layer, then a head."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.emb = layers.Embedding(10, 4)
+        self.norm = norm
+        self.out = layers.Dense(3)
+
+    def call(self, x):
+        return self.out(self.norm(self.emb(x)))
+
+
+@pytest.mark.parametrize("norm", [layers.LayerNormalization, layers.BatchNormalization, layers.RMSNormalization,
+                                  lambda: layers.GroupNormalization(groups=2)])
+def test_a_subclassed_model_with_a_normalization_takes_other_sequence_lengths(norm):
+    m = _NormalizedTagger(norm())
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    m.fit(np.ones((4, 3), np.int32), np.zeros((4, 3), np.int32), verbose=0)
+    assert m.predict(np.ones((2, 5), np.int32), verbose=0).shape == (2, 5, 3)
+
+
+def test_a_nested_model_s_mask_reaches_the_outer_model_s_loss_and_metrics():
+    i2 = keras.Input((None,), dtype="int32")
+    sub = keras.Model(i2, layers.Dense(3, activation="softmax")(layers.Embedding(10, 4, mask_zero=True)(i2)))
+    inp = keras.Input((None,), dtype="int32")
+    m = keras.Model(inp, sub(inp))
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    x = np.array([[1, 2, 0, 0], [3, 0, 0, 0]])
+    y = np.array([[1, 2, 0, 0], [1, 0, 0, 0]])
+    p = m.predict(x, verbose=0)
+    ce = -np.log(np.take_along_axis(p, y[..., None], -1)[..., 0])
+    real = x != 0                                   # the padded steps count in neither
+    loss, acc = m.evaluate(x, y, verbose=0)
+    assert loss == pytest.approx(float(ce[real].mean()), rel=1e-5)
+    assert acc == pytest.approx(float((p.argmax(-1) == y)[real].mean()), abs=1e-6)
+
+
+def test_a_lookup_s_output_on_arrays_answers_numpy():
+    lookup = layers.StringLookup(output_mode="multi_hot")
+    lookup.adapt([["a", "b"], ["b"]])
+    got = lookup([["a"], ["b"]]).numpy()
+    assert type(got) is np.ndarray and got.shape == (2, 3)
+
+
+@keras.saving.register_keras_serializable(package="gaps3")
+class _OwnLoss(keras.Model):
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None):
+        return ops.mean((y - y_pred) ** 2)
+
+
+def test_a_model_with_its_own_compute_loss_compiled_without_a_loss_saves_and_loads(tmp_path):
+    inp = keras.Input((3,))
+    m = _OwnLoss(inp, layers.Dense(1)(inp))
+    m.compile(optimizer=keras.optimizers.Adam(0.01))
+    x, y = RNG.random((16, 3)).astype(np.float32), RNG.random((16, 1)).astype(np.float32)
+    m.fit(x, y, epochs=1, verbose=0)
+    path = str(tmp_path / "own_loss.keras")
+    m.save(path)
+    back = keras.saving.load_model(path)
+    assert type(back) is _OwnLoss and back.optimizer.learning_rate == pytest.approx(0.01)
+    np.testing.assert_allclose(back.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
+    back.fit(x, y, epochs=1, verbose=0)

@@ -727,7 +727,25 @@ def install(cls):
         logs = _floats(self.test_step(data), "test_step")
         return logs if return_dict else _in_keras_order(self, logs)
 
+    get_compile_config_, compile_from_config_ = cls.get_compile_config, cls.compile_from_config
+
+    @functools.wraps(get_compile_config_)
+    def get_compile_config(self):
+        if self.__dict__.get("_compile_spec") is None and self.__dict__.get("_custom_compiled"):
+            # compiled for a compute_loss or train_step of its own, with no loss: the optimizer
+            self.check_compiled("get_compile_config")
+            return {"optimizer": optimizers_mod.serialize(self.optimizer), "loss": None, "custom_steps": True}
+        return get_compile_config_(self)
+
+    @functools.wraps(compile_from_config_)
+    def compile_from_config(self, config, backend="auto", custom_objects=None):
+        if config.get("custom_steps") and config.get("loss") is None:
+            return self.compile(optimizer=optimizers_mod.deserialize(config["optimizer"], custom_objects),
+                                backend=backend)
+        return compile_from_config_(self, config, backend, custom_objects)
+
     cls.compile, cls.fit, cls.evaluate = compile, fit, evaluate
+    cls.get_compile_config, cls.compile_from_config = get_compile_config, compile_from_config
     # predict stays the fused one (no wrapper on its hot path); a subclass that overrides
     # predict_step gets the custom one when it is defined
     previous = cls.__dict__.get("__init_subclass__")

@@ -142,6 +142,20 @@ class GraphShapes:
     # a model takes volumes (5-D inputs) as its layers do: each checks its own (pyggml._fold)
     takes_5d = True
 
+    def output_mask(self, inputs, mask):
+        """The masks its layers put on its outputs in the call just made on ``inputs`` (a model
+        nested in another), else a layer's rule."""
+        cached = self.__dict__.get("_call_masks")
+        if cached is not None and not self.__dict__.get("_subclassed", False):
+            flat = list(inputs.values()) if isinstance(inputs, dict) else \
+                list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            if cached[0] == frozenset(id(t) for t in flat):
+                masks = cached[1]
+                if all(m is None for m in masks):
+                    return None
+                return list(masks) if self._multi_out else masks[0]
+        return super().output_mask(inputs, mask)
+
     _output_keys = None
 
     def outputs_as_given(self, outs):
@@ -276,7 +290,7 @@ def ordered_inputs(topology, inputs):
     return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
 
-def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
+def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, input_masks=None):
     """Compute the graph on tensors (one per graph input: the model's inputs, or its
     preprocessing layers' outputs) inside a graph scope.
 
@@ -284,9 +298,10 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
     has a ``pre_activation``, that (the logits) instead.  With ``with_masks``,
     (outputs, their padding masks or None).  A mask (batch, steps, 1 for a real
     step) starts at an Embedding(mask_zero=True) and goes on through the layers
-    that keep the steps (``Layer.output_mask``)."""
+    that keep the steps (``Layer.output_mask``); ``input_masks``, the masks the inputs come with
+    (a model nested in another, called on masked steps)."""
     vals = {id(n): t for n, t in zip(topology.graph_inputs, tensors)}
-    masks = {}
+    masks = {id(n): m for n, m in zip(topology.graph_inputs, input_masks or ()) if m is not None}
     calls = {}
     out_index = {}
     for i, o in enumerate(topology.outputs):
@@ -335,6 +350,18 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False):
     if with_masks:
         return outs, [masks.get(id(o)) for o in topology.outputs]
     return outs
+
+
+def call_graph(model, view, inputs, training, mask=None):
+    """A functional model's call inside a graph (nested in another model): its outputs as given,
+    with the masks its layers put on them kept for ``output_mask`` (Keras's nested decoder whose
+    Embedding(mask_zero=True) masks the outer model's loss)."""
+    ordered = ordered_inputs(view, inputs)
+    in_masks = list(mask) if isinstance(mask, (list, tuple)) else [mask]
+    outs, masks = run_nodes(view, ordered, training, with_masks=True,
+                            input_masks=in_masks if len(in_masks) == len(ordered) else None)
+    model.__dict__["_call_masks"] = (frozenset(id(t) for t in ordered), masks)
+    return model.outputs_as_given(outs)
 
 
 def _call_keys(topology):

@@ -178,12 +178,11 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         shapes = [o.shape for o in self.outputs]
         return shapes if self._multi_out else shapes[0]
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
         if self.host and host_stage.is_fed(inputs):     # preprocessing only, in a graph, on its data
             return host_stage.host_call_in_graph(self, inputs, training)
         view = host_stage.nested_view(self._ensure_graph())       # nested: Resizing & co run in the graph
-        outs = functional.run_nodes(view, functional.ordered_inputs(view, inputs), bool(training))
-        return self.outputs_as_given(outs)
+        return functional.call_graph(self, view, inputs, bool(training), mask)
 
     # --- state ---------------------------------------------------------------------------------
     def check_alive(self):

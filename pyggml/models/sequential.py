@@ -29,6 +29,7 @@ class Sequential(Model):
 
     def __init__(self, layers=None, input_shape=None, name=None, **kwargs):
         self._stack = []
+        self._given_names = set()            # the names given to its layers (each once)
         self._seq_input_shape = None
         self._seq_input_dtype = "float32"
         self._seq_batch_size = None          # Keras's fixed batch size (Input(batch_shape=...)), or None
@@ -86,12 +87,12 @@ class Sequential(Model):
         if not self._stack and self._seq_input_shape is None and layer.batch_input_shape is not None:
             self._seq_input_shape = layer.batch_input_shape
             self._seq_batch_size = layer.fixed_batch_size
+        given = self.__dict__.setdefault("_given_names", set())
+        if layer.given_name is not None:
+            if layer.given_name in given:
+                raise ValueError(f"two layers are named {layer.given_name!r}")
+            given.add(layer.given_name)
         self._stack.append(layer)
-        try:
-            functional.name_layers(self._stack)     # named as added, as Keras ("dense_1")
-        except ValueError:
-            self._stack.pop()
-            raise
         self._invalidate()
         BUILDERS[layer] = weakref.ref(self)     # its weights before compile (layer.weights, .kernel)
         return self
@@ -102,6 +103,7 @@ class Sequential(Model):
         if not self._stack:
             raise ValueError("the model has no layers to pop")
         layer = self._stack.pop()
+        self.__dict__.setdefault("_given_names", set()).discard(layer.given_name)
         self._invalidate()
         return layer
 
@@ -167,6 +169,7 @@ class Sequential(Model):
 
     @property
     def layers(self):
+        functional.name_layers(self._stack)     # named as Keras names them ("dense_1") before any build
         return list(self._stack)
 
     def build(self, input_shape=None):

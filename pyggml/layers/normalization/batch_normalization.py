@@ -41,6 +41,11 @@ _INITIALIZERS = ("beta_initializer", "gamma_initializer", "moving_mean_initializ
 class BatchNormalization(Layer):
     supports_masking = True
 
+    @property
+    def build_shape_rule(self):
+        # weights on the last axis: a later call may have other lengths (Layer._fits_built)
+        return "last" if self.axis in (-1, [-1]) else None
+
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):

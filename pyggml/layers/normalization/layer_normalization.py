@@ -19,6 +19,7 @@ _OPTIONS = ("beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_c
 @register_builtin
 class LayerNormalization(Layer):
     supports_masking = True
+    build_shape_rule = "last"        # weights on the last axis: a later call may have other lengths
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,

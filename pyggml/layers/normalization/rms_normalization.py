@@ -17,6 +17,11 @@ class RMSNormalization(Layer):
 
     supports_masking = True
 
+    @property
+    def build_shape_rule(self):
+        # weights on the last axis: a later call may have other lengths (Layer._fits_built)
+        return "last" if self.axis in (-1, [-1]) else None
+
     def __init__(self, axis=-1, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
         items = list(axis) if isinstance(axis, (list, tuple)) else [axis]

@@ -21,6 +21,7 @@ eager call passes its ``training=`` argument (None when not given).
 
 import numpy as np
 
+from pyggml._tensor_arrays import as_ops_result
 from pyggml.layers.layer import Layer
 
 __all__ = ["HostLayer", "host_call_in_graph", "is_fed"]
@@ -100,5 +101,6 @@ class HostLayer(Layer):
         # eager: on arrays, at once (numpy's, and ndarray subclasses such as a Dataset's EagerArray batches)
         if args and not isinstance(args[0], (list, tuple)) and not hasattr(args[0], "graph_tensor") and \
                 (isinstance(args[0], np.ndarray) or type(args[0]).__module__.split(".")[0] != "pyggml"):
-            return self.host_apply(np.asarray(args[0]), kwargs.get("training"))
+            # an array that answers .numpy() too, as a Keras layer's eager tensor (``lookup(labels).numpy()``)
+            return as_ops_result(self.host_apply(np.asarray(args[0]), kwargs.get("training")))
         return super().__call__(*args, **kwargs)

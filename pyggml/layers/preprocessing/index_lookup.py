@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from pyggml._tensor_arrays import as_ops_result
 from pyggml._validation import check_int
 from pyggml.layers.node import Node
 from pyggml.layers.preprocessing._adapt import adapt_batches, ragged_rows
@@ -338,8 +339,8 @@ class IndexLookup(HostLayer):
             return super().__call__(*args, **kwargs)
         if args and isinstance(args[0], (list, tuple)) and not any(isinstance(v, Node) for v in args[0]):
             if ragged_rows(args[0]) is not None:
-                return self.host_call(args[0])
-            return self.host_call(np.asarray(args[0]))      # Keras's eager call on a list
+                return as_ops_result(self.host_call(args[0]))
+            return as_ops_result(self.host_call(np.asarray(args[0])))      # Keras's eager call on a list
         return super().__call__(*args, **kwargs)
 
     def _check_node(self, node):
