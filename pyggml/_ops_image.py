@@ -249,10 +249,17 @@ def _patch_plan(h, w, size, strides, dilation, padding):
     return oh, ow, idx.reshape(-1).astype(np.int64)
 
 
-def extract_patches(images, size, strides=None, dilation_rate=1, padding="valid", data_format=None):
+def extract_patches(images=None, size=None, strides=None, dilation_rate=1, padding="valid", data_format=None,
+                    image=None):
     """Keras's ``ops.image.extract_patches``: (n, h, w, c) -> (n, out_h, out_w, kh * kw * c), each
-    patch's values in (row, column, channel) order; ``strides`` default to ``size``."""
+    patch's values in (row, column, channel) order; ``strides`` default to ``size``.  ``image=``
+    is the name earlier Keras 3 releases gave ``images``."""
     what = "ops.image.extract_patches"
+    if (images is None) == (image is None):
+        raise TypeError(f"{what}: give the images once, as images= (or image=, the earlier name)")
+    images = image if images is None else images
+    if size is None:
+        raise TypeError(f"{what}: missing the patch size (size=)")
     size = _pair(size, "size", what)
     strides = size if strides is None else _pair(strides, "strides", what)
     dilation = _pair(dilation_rate, "dilation_rate", what)

@@ -369,6 +369,29 @@ _CLASS_OF_NAME = {"glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal
                   "variance_scaling": VarianceScaling}
 
 
+def _keras_alias(fn, cls):
+    """``fn`` (the draw of a name) that is also Keras's lowercase alias of its class:
+    ``glorot_uniform(seed=1)`` (no shape) gives a GlorotUniform, as
+    ``keras.initializers.glorot_uniform`` is that class; given a shape it draws, as before."""
+    import functools
+
+    @functools.wraps(fn)
+    def alias(*args, **kwargs):
+        if not args and "shape" not in kwargs:
+            return cls(**kwargs)
+        return fn(*args, **kwargs)
+    alias.keras_class = cls
+    return alias
+
+
+for _name, _cls in _CLASS_OF_NAME.items():
+    if _name in globals() and _name in _BY_NAME:
+        globals()[_name] = _BY_NAME[_name] = _keras_alias(_BY_NAME[_name], _cls)
+        if _BY_NAME.get("normal") is not None and _name == "random_normal":
+            _BY_NAME["normal"] = _BY_NAME[_name]
+del _name, _cls
+
+
 def get(name):
     """The initializer for a name (Keras's snake-case or class name: an instance of its class,
     callable as ``init(shape, dtype=None)``), a config dict (an instance), an instance or a

@@ -318,3 +318,67 @@ def test_a_model_with_its_own_compute_loss_compiled_without_a_loss_saves_and_loa
     assert type(back) is _OwnLoss and back.optimizer.learning_rate == pytest.approx(0.01)
     np.testing.assert_allclose(back.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
     back.fit(x, y, epochs=1, verbose=0)
+
+
+# --- fourth round: vision, timeseries and audio ports ------------------------------------------------
+
+def test_fit_leaves_its_history_on_the_model():
+    m = keras.Sequential([keras.Input((3,)), layers.Dense(1)])
+    m.compile(optimizer="adam", loss="mse")
+    h = m.fit(RNG.random((8, 3)), RNG.random((8, 1)), epochs=2, verbose=0)
+    assert m.history is h and len(m.history.history["loss"]) == 2
+
+
+def test_extract_patches_takes_the_earlier_image_keyword():
+    x = RNG.random((1, 4, 4, 2)).astype(np.float32)
+    np.testing.assert_array_equal(ops.image.extract_patches(image=x, size=2), ops.image.extract_patches(x, 2))
+    with pytest.raises(TypeError, match="give the images once"):
+        ops.image.extract_patches(x, 2, image=x)
+
+
+def test_lowercase_initializer_names_are_keras_s_class_aliases():
+    init = keras.initializers.glorot_uniform(seed=3)
+    assert isinstance(init, keras.initializers.GlorotUniform)
+    np.testing.assert_array_equal(init(shape=(2, 3)), keras.initializers.GlorotUniform(seed=3)(shape=(2, 3)))
+    assert isinstance(keras.initializers.zeros(), keras.initializers.Zeros)
+    np.testing.assert_array_equal(keras.initializers.constant(value=2.0)(shape=(2,)), [2.0, 2.0])
+    layer = layers.Dense(3, kernel_initializer=keras.initializers.he_normal)       # the alias itself
+    assert layer(np.ones((1, 2), np.float32)).shape == (1, 3)
+
+
+@keras.saving.register_keras_serializable(package="gaps3")
+class _ScaleNoConfig(layers.Layer):
+    """A custom layer without get_config (Keras 3 records its constructor's arguments)."""
+
+    def __init__(self, factor, offsets=(0.0, 0.0, 0.0), **kwargs):
+        super().__init__(**kwargs)
+        self.factor = factor
+        self.offsets = offsets
+
+    def call(self, x):
+        return x * self.factor + np.asarray(self.offsets, np.float32)
+
+
+def test_a_custom_layer_without_get_config_saves_its_arguments_and_loads(tmp_path):
+    inp = keras.Input((3,))
+    m = keras.Model(inp, _ScaleNoConfig(2.0, offsets=[1.0, 0.0, -1.0], name="scale")(inp))
+    path = str(tmp_path / "auto.keras")
+    m.save(path)
+    back = keras.saving.load_model(path)
+    assert back.get_layer("scale").factor == 2.0
+    np.testing.assert_allclose(back.predict(np.ones((1, 3)), verbose=0), [[3.0, 2.0, 1.0]])
+
+
+def test_channels_first_global_pooling_1d_and_flatten_as_keras():
+    x = RNG.random((2, 4, 3)).astype(np.float32)                 # (batch, channels, steps)
+    np.testing.assert_allclose(layers.GlobalAveragePooling1D(data_format="channels_first")(x), x.mean(-1),
+                               rtol=1e-6)
+    np.testing.assert_allclose(layers.GlobalMaxPooling1D(data_format="channels_first", keepdims=True)(x),
+                               x.max(-1, keepdims=True))
+    y = np.arange(12, dtype=np.float32).reshape(1, 2, 6)
+    np.testing.assert_array_equal(layers.Flatten(data_format="channels_first")(y),
+                                  y.transpose(0, 2, 1).reshape(1, -1))
+    inp = keras.Input((4, 3))
+    m = keras.Model(inp, layers.GlobalAveragePooling1D(data_format="channels_first")(inp))
+    assert m.output_shape == (None, 4)
+    np.testing.assert_allclose(m.predict(x, verbose=0), x.mean(-1), rtol=1e-6)

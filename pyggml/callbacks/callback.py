@@ -86,3 +86,5 @@ class History(Callback):
         self.epoch.append(epoch)
         for k, v in (logs or {}).items():
             self.history.setdefault(k, []).append(v)
+        if self.model is not None:
+            self.model.history = self            # Keras's model.history, the latest fit's

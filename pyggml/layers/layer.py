@@ -220,6 +220,51 @@ def flatten_inputs(x):
     return [x]
 
 
+def _basic(value):
+    """Whether a config can hold ``value`` as it is (JSON's kinds: numbers, strings, None, lists
+    and dicts of them)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return not isinstance(value, float) or np.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_basic(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _basic(v) for k, v in value.items())
+    return False
+
+
+def _recording_arguments(init):
+    """A user layer's __init__ that records the arguments of its outermost call (Keras 3's
+    automatic config: a custom layer without get_config saves and loads when they are all
+    basic values)."""
+    @functools.wraps(init)
+    def recording(self, *args, **kwargs):
+        if "_auto_config" not in self.__dict__:
+            try:
+                bound = inspect.signature(init).bind(self, *args, **kwargs)
+            except TypeError:
+                bound = None
+            auto = None
+            if bound is not None:
+                auto = {}
+                for name, p in list(bound.signature.parameters.items())[1:]:
+                    if name not in bound.arguments:
+                        continue
+                    if p.kind == p.VAR_KEYWORD:
+                        auto.update(bound.arguments[name])
+                    elif p.kind == p.VAR_POSITIONAL:
+                        auto = None if bound.arguments[name] else auto
+                    else:
+                        auto[name] = bound.arguments[name]
+                    if auto is None:
+                        break
+                if auto is not None and not _basic(auto):
+                    auto = None
+            object.__setattr__(self, "_auto_config", auto)
+        return init(self, *args, **kwargs)
+    recording._records = True
+    return recording
+
+
 def _compatible(built, given, last_only=False):
     """Shapes agree wherever both are known (None is a variable length): every axis after the
     batch, or with ``last_only`` the rank and the last axis."""
@@ -584,6 +629,10 @@ class Layer:
         if self.activity_regularizer is not None:
             from pyggml import regularizers
             cfg["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        auto = self.__dict__.get("_auto_config")
+        if auto is not None and type(self).get_config is Layer.get_config:
+            # as Keras 3: a layer of the user's without get_config saves its constructor's arguments
+            cfg.update(auto)
         return cfg
 
     @classmethod
@@ -605,6 +654,9 @@ class Layer:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and not cls.__module__.startswith("pyggml.") and not getattr(init, "_records", False):
+            cls.__init__ = _recording_arguments(init)
         own = cls.__dict__.get("build")
         if own is not None and not getattr(own, "_marks_built", False):
             # as Keras: a layer built by hand (``embedding.build((1,))`` before ``set_weights``, a

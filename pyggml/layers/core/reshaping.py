@@ -17,6 +17,9 @@ class Flatten(Layer):
 
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
+        if data_format not in (None, "channels_last", "channels_first"):
+            raise ValueError(f"Flatten: data_format must be 'channels_last' or 'channels_first', got {data_format!r}")
+        self.data_format = data_format or "channels_last"
 
     def compute_output_shape(self, input_shape):
         feats = input_shape[1:]
@@ -24,7 +27,18 @@ class Flatten(Layer):
 
     def call(self, inputs, training=None):
         n, feats = _fold.batch_and_features(inputs)
+        if self.data_format == "channels_first" and len(feats) >= 2:
+            # as Keras: the channels (axis 1) go last first, so the order is channels-last's
+            if len(feats) > 3:
+                raise ValueError("Flatten(data_format='channels_first') takes inputs of at most 3 dimensions "
+                                 "besides the batch")
+            inputs = ops.permute_axes(inputs, (0,) + tuple(range(2, len(feats) + 1)) + (1,))
         return ops.reshape(contiguous(inputs), (n, int(np.prod(feats))))
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["data_format"] = self.data_format
+        return cfg
 
 
 @register_builtin

@@ -26,15 +26,18 @@ class _Global1D(Layer):
 
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
-        if data_format not in (None, "channels_last"):
-            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
-                             f"got {data_format!r}")
+        if data_format not in (None, "channels_last", "channels_first"):
+            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default) or "
+                             f"'channels_first', got {data_format!r}")
+        self.data_format = data_format or "channels_last"
         self.keepdims = check_bool("keepdims", keepdims)
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 3:
             raise ValueError(f"{type(self).__name__} expects inputs of shape (steps, channels), "
                              f"got {tuple(input_shape[1:])}")
+        if self.data_format == "channels_first":          # (batch, channels, steps): over the last axis
+            return (input_shape[0], input_shape[1], 1) if self.keepdims else (input_shape[0], input_shape[1])
         return (input_shape[0], 1, input_shape[2]) if self.keepdims else (input_shape[0], input_shape[2])
 
     @staticmethod
@@ -55,17 +58,21 @@ class _Global1D(Layer):
         return ops.pool_2d(contiguous(x), self.op, 1, steps, 1, steps, 0, 0)   # (N, 1, C)
 
     def call(self, inputs, training=None, mask=None):
-        n, steps, c = inputs.shape
-        x = inputs
+        first = self.data_format == "channels_first"
+        x = ops.permute_axes(inputs, (0, 2, 1)) if first else inputs    # channels last, as ggml pools them
+        n, steps, c = x.shape
         if mask is None:
             y = self._reduce(x, n, steps, c)
         else:
             y = self._masked(x, mask, n, steps, c)
-        return y if self.keepdims else ops.reshape(y, (n, c))
+        if not self.keepdims:
+            return ops.reshape(y, (n, c))
+        return ops.reshape(contiguous(y), (n, c, 1)) if first else y
 
     def get_config(self):
         cfg = super().get_config()
         cfg["keepdims"] = self.keepdims
+        cfg["data_format"] = self.data_format
         return cfg
 
 
