@@ -382,3 +382,34 @@ def test_channels_first_global_pooling_1d_and_flatten_as_keras():
     m = keras.Model(inp, layers.GlobalAveragePooling1D(data_format="channels_first")(inp))
     assert m.output_shape == (None, 4)
     np.testing.assert_allclose(m.predict(x, verbose=0), x.mean(-1), rtol=1e-6)
+
+
+def test_timeseries_datasets_are_datasets_that_zip_and_map():
+    a = np.arange(100, dtype=np.float32).reshape(50, 2)
+    inputs = keras.utils.timeseries_dataset_from_array(a[:-3], None, sequence_length=5, batch_size=8)
+    targets = keras.utils.timeseries_dataset_from_array(a[7:], None, sequence_length=1, batch_size=8)
+    pairs = keras.data.Dataset.zip((inputs, targets)).map(lambda x, y: (x, y[:, 0]))
+    x, y = next(iter(pairs))
+    np.testing.assert_array_equal(x[1], a[1:6])                 # window i: steps i .. i+4
+    np.testing.assert_array_equal(y[1], a[8])                   # its target: 7 steps on
+    m = keras.Sequential([keras.Input((5, 2)), layers.Flatten(), layers.Dense(2)])
+    m.compile(optimizer="adam", loss="mse")
+    m.fit(pairs.shuffle(4).prefetch(2), epochs=1, verbose=0)
+
+
+def test_text_line_dataset_and_from_generator(tmp_path):
+    path = tmp_path / "lines.txt"
+    path.write_text("a b\nc d e\n\nlast\n", encoding="utf-8")
+    lines = keras.data.TextLineDataset(str(path))
+    assert [str(s) for s in lines] == ["a b", "c d e", "", "last"]
+
+    def gen(n):
+        for i in range(n):
+            yield np.full((2,), i, np.float32), np.float32(i)
+    batches = keras.data.Dataset.from_generator(gen, args=(5,), output_signature=None).batch(2)
+    got = list(batches.as_numpy_iterator())
+    assert [x.shape for x, _ in got] == [(2, 2), (2, 2), (1, 2)]
+    np.testing.assert_array_equal(np.concatenate([y for _, y in got]), np.arange(5))
+    m = keras.Sequential([keras.Input((2,)), layers.Dense(1)])
+    m.compile(optimizer="adam", loss="mse")
+    m.fit(batches, epochs=2, verbose=0)                 # read again on the second pass

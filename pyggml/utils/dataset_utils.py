@@ -24,13 +24,17 @@ What differs from tf.data:
   argument does not reorder a ``Dataset`` (as with tf.data in Keras).
 """
 
+import os
+
 import numpy as np
 
 from pyggml._validation import is_int
 from pyggml.utils.py_dataset import PyDataset
-from pyggml.utils.timeseries_utils import EagerArray
+from pyggml.utils.py_dataset import EagerArray
 
-__all__ = ["Dataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+__all__ = ["Dataset", "TextLineDataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+
+_MAX_GENERATED = 1 << 24       # elements from_generator reads at most
 
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
@@ -115,6 +119,28 @@ class Dataset(PyDataset):
         """A dataset of one element: the arrays as they are."""
         element = _as_element(_map_structure(np.asarray, tensors))
         return Dataset(1, lambda i: element)
+
+    @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None,
+                       name=None):
+        """The elements a generator yields: ``generator`` is called (with ``args``) when the
+        dataset is first read, and read to its end (a generator that never ends cannot be one);
+        its elements are kept for every later pass.  The types and signature are accepted for
+        tf.data's scripts; the elements are what the generator gives, as arrays."""
+        if not callable(generator):
+            raise TypeError(f"from_generator takes a callable that returns an iterator, got {type(generator).__name__}")
+        elements = []
+
+        def read():
+            if not elements:
+                it = generator(*(args or ()))
+                for k, element in enumerate(it):
+                    if k >= _MAX_GENERATED:
+                        raise ValueError(f"from_generator: the generator gave more than {_MAX_GENERATED} elements "
+                                         f"(an endless one?): a Dataset here is read to its end once")
+                    elements.append(_as_element(_map_structure(np.asarray, element)))
+            return elements
+        return Dataset(lambda: len(read()), lambda i: read()[i])
 
     @staticmethod
     def range(*args, dtype="int64"):
@@ -430,3 +456,22 @@ def _pad(shape, value, arrays):
     for k, a in enumerate(arrays):
         out[(k,) + tuple(slice(0, s) for s in a.shape)] = a
     return out
+
+
+def TextLineDataset(filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None):
+    """tf.data's ``TextLineDataset``: one element per line of the text files (UTF-8), in order,
+    without the line ends, as string arrays."""
+    if compression_type not in (None, ""):
+        raise ValueError(f"TextLineDataset: compressed files are not read here, got compression_type="
+                         f"{compression_type!r}")
+    names = [filenames] if isinstance(filenames, (str, bytes, os.PathLike)) else list(np.asarray(filenames).ravel())
+    lines = []
+    for f in names:
+        path = os.fsdecode(f)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines += fh.read().splitlines()
+        except OSError as e:
+            raise FileNotFoundError(f"TextLineDataset: cannot read {path!r}: {e.strerror or e}") from None
+    data = np.array(lines, dtype=str) if lines else np.zeros((0,), dtype=str)
+    return Dataset(len(data), lambda i: _eager(data[i]))

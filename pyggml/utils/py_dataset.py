@@ -9,9 +9,11 @@ there).  ``fit``, ``evaluate`` and ``predict`` take it directly, without
 ``workers``, ``use_multiprocessing`` and ``max_queue_size`` are accepted for
 Keras's scripts and have no effect."""
 
+import numpy as np
+
 from pyggml._validation import is_int
 
-__all__ = ["PyDataset", "Sequence"]
+__all__ = ["PyDataset", "Sequence", "EagerArray"]
 
 
 class PyDataset:
@@ -79,3 +81,20 @@ class PyDataset:
 
 
 Sequence = PyDataset
+
+
+class EagerArray(np.ndarray):
+    """A numpy array that also answers TensorFlow's ``.numpy()`` (the arrays of a batch:
+    Keras scripts call it on what their datasets yield)."""
+
+    def numpy(self):
+        return np.asarray(self)
+
+    def __getitem__(self, key):
+        item = super().__getitem__(key)
+        # one element stays an array (0-d), as a tensor's does: y[0].numpy()
+        return np.asarray(item).view(EagerArray) if isinstance(item, np.generic) else item
+
+
+def _eager(a):
+    return np.asarray(a).view(EagerArray)

@@ -18,38 +18,24 @@ drawn in a random order (``seed``).
 import numpy as np
 
 from pyggml._validation import is_int
-from pyggml.utils.py_dataset import PyDataset
+from pyggml.utils.dataset_utils import Dataset
+from pyggml.utils.py_dataset import EagerArray, _eager
 
 __all__ = ["timeseries_dataset_from_array", "TimeseriesDataset", "EagerArray"]
 
 
-class EagerArray(np.ndarray):
-    """A numpy array that also answers TensorFlow's ``.numpy()`` (the arrays of a batch:
-    Keras scripts call it on what their datasets yield)."""
-
-    def numpy(self):
-        return np.asarray(self)
-
-    def __getitem__(self, key):
-        item = super().__getitem__(key)
-        # one element stays an array (0-d), as a tensor's does: y[0].numpy()
-        return np.asarray(item).view(EagerArray) if isinstance(item, np.generic) else item
-
-
-def _eager(a):
-    return np.asarray(a).view(EagerArray)
-
-
-class TimeseriesDataset(PyDataset):
-    """Batches of windows (and their targets) over an array; see the module's docstring."""
+class TimeseriesDataset(Dataset):
+    """Batches of windows (and their targets) over an array; see the module's docstring.  A
+    pyggml.data Dataset of those batches (tf.data's: ``map``, ``zip`` with another, ``shuffle``,
+    ``prefetch``, ``unbatch``, ...)."""
 
     def __init__(self, data, targets, starts, sequence_length, sampling_rate, batch_size):
-        super().__init__()
         self._data, self._targets = data, targets
         self._starts = starts                                  # absolute first steps, in the order drawn
         self._steps = np.arange(sequence_length) * sampling_rate
         self._batch_size = batch_size
         self._shape = (sequence_length, sampling_rate)
+        super().__init__(len(self), self._batch)
 
     def __len__(self):
         n = len(self._starts)
@@ -61,7 +47,9 @@ class TimeseriesDataset(PyDataset):
         n = len(self)
         if not -n <= index < n:
             raise IndexError(f"batch {index} of a dataset of {n}")
-        index %= n
+        return self._batch(index % n)
+
+    def _batch(self, index):
         b = 1 if self._batch_size is None else self._batch_size
         starts = self._starts[index * b:(index + 1) * b]
         x = self._data[starts[:, None] + self._steps[None, :]]
