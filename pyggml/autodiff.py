@@ -168,6 +168,7 @@ class _TapeBuilder:
         self.updates = []            # (variable, new value): moving statistics, states
         self._updated = False
         self.losses = []             # (layer, tensor): add_loss and activity regularizers
+        self.parent = None           # the builder of the tape whose block this one was opened in
 
     # --- the scope protocol --------------------------------------------------------------
     def _leaf(self, array, dtype):
@@ -357,6 +358,10 @@ class GradientTape:
             raise RuntimeError("this GradientTape is already recording")
         if self._b is None:
             self._b = _TapeBuilder(self._max)
+        outer = _scope.current()
+        # a tape opened inside another's block (``with gen_tape, disc_tape:``): what it records,
+        # the outer one records too (TensorFlow's): gradient() on the outer tape finds it here
+        self._b.parent = outer if isinstance(outer, _TapeBuilder) else None
         self._b.recording = True
         self._scope = _scope.entered(self._b)
         self._scope.__enter__()
@@ -423,9 +428,26 @@ class GradientTape:
             self.__enter__()
 
     # --- gradients -------------------------------------------------------------------------
-    def _leaf_of(self, source):
-        from pyggml.variables import Variable
+    def _recorder_of(self, target):
+        """The builder whose graph holds ``target``: this tape's, or that of a tape opened inside
+        this one's block while this one had recorded nothing itself (so the inner graph holds
+        all this tape saw: TensorFlow's two tapes in one ``with`` statement)."""
         b = self._b
+        for t in _flatten(target):
+            inner = getattr(getattr(t, "ctx", None), "value_source", None) if isinstance(t, Tensor) else None
+            if not isinstance(inner, _TapeBuilder) or inner is b:
+                continue
+            up = getattr(inner, "parent", None)
+            while up is not None and up is not b:
+                up = getattr(up, "parent", None)
+            if up is b and not b.vars and not b._leaf_values:
+                return inner
+            break
+        return b
+
+    def _leaf_of(self, source, b=None):
+        from pyggml.variables import Variable
+        b = self._b if b is None else b
         source = getattr(source, "variable", source)          # a model's trainable_weights name
         source = getattr(source, "view_base", source)         # Dense.kernel: its weight's leaf
         if isinstance(source, Variable):
@@ -456,7 +478,7 @@ class GradientTape:
                                "persistent=True to call gradient() again")
         if self._b is None:
             raise RuntimeError("the GradientTape recorded nothing (use it as `with pg.GradientTape() as tape:`)")
-        b = self._b
+        b = self._recorder_of(target)
         outer = active_tape()
         if outer is not None and outer is not b:
             # TensorFlow records the inner gradient on the outer tape (a gradient penalty trains
@@ -465,8 +487,8 @@ class GradientTape:
                              "a constant of the outer tape (pyggml has no second-order gradients, which a "
                              "gradient penalty such as WGAN-GP's needs); call it after the outer tape's block")
         flat = _flatten(sources)
-        leaves = [self._leaf_of(s) for s in flat]
-        loss = self._loss_of(target, output_gradients)
+        leaves = [self._leaf_of(s, b) for s in flat]
+        loss = self._loss_of(target, output_gradients, b)
         self._used = True
         if loss is None:
             grads = [None] * len(flat)
@@ -507,10 +529,10 @@ class GradientTape:
             return _pack(sources, out)
         return out[0]
 
-    def _loss_of(self, target, output_gradients):
+    def _loss_of(self, target, output_gradients, b=None):
         """The scalar the backward pass starts from: sum(target * output_gradients), None for
         a target the tape did not record (a constant: every gradient is None)."""
-        b = self._b
+        b = self._b if b is None else b
         targets = _flatten(target)
         seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
         if len(seeds) != len(targets):

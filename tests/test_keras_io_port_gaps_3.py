@@ -413,3 +413,38 @@ def test_text_line_dataset_and_from_generator(tmp_path):
     m = keras.Sequential([keras.Input((2,)), layers.Dense(1)])
     m.compile(optimizer="adam", loss="mse")
     m.fit(batches, epochs=2, verbose=0)                 # read again on the second pass
+
+
+def _gan_pair():
+    keras.utils.set_random_seed(4)
+    g = keras.Sequential([keras.Input((4,)), layers.Dense(4, activation="tanh")])
+    d = keras.Sequential([keras.Input((4,)), layers.Dense(1)])
+    return g, d
+
+
+def test_two_tapes_in_one_with_statement_both_record_as_tensorflow():
+    g, d = _gan_pair()
+    x = RNG.random((3, 4)).astype(np.float32)
+    with keras.GradientTape() as gen_tape, keras.GradientTape() as disc_tape:      # the GAN tutorials' pattern
+        out = d(g(x, training=True), training=True)
+        gen_loss, disc_loss = ops.mean(out), ops.mean(out ** 2)
+    gen_grads = gen_tape.gradient(gen_loss, g.trainable_weights)
+    disc_grads = disc_tape.gradient(disc_loss, d.trainable_weights)
+    with keras.GradientTape(persistent=True) as one:
+        out = d(g(x, training=True), training=True)
+        want_gen, want_disc = one.gradient(ops.mean(out), g.trainable_weights), \
+            one.gradient(ops.mean(out ** 2), d.trainable_weights)
+    for got, want in zip(list(gen_grads) + list(disc_grads), list(want_gen) + list(want_disc)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_an_outer_tape_that_recorded_before_the_inner_one_still_refuses_its_target():
+    g, d = _gan_pair()
+    x = RNG.random((3, 4)).astype(np.float32)
+    with keras.GradientTape() as outer:
+        g(x)                                       # recorded on the outer tape only: its graph is its own
+        with keras.GradientTape() as inner:
+            loss = ops.mean(d(g(x)))
+    with pytest.raises(ValueError, match="recorded by another tape"):
+        outer.gradient(loss, g.trainable_weights)
+    assert inner.gradient(loss, d.trainable_weights)[0].shape == (1, 4)
