@@ -448,3 +448,22 @@ def test_an_outer_tape_that_recorded_before_the_inner_one_still_refuses_its_targ
     with pytest.raises(ValueError, match="recorded by another tape"):
         outer.gradient(loss, g.trainable_weights)
     assert inner.gradient(loss, d.trainable_weights)[0].shape == (1, 4)
+
+
+def test_an_encoder_that_augments_nests_in_another_model_and_augments_in_training_only():
+    keras.utils.set_random_seed(5)
+    aug = keras.Sequential([layers.RandomFlip("horizontal")])
+    inp = keras.Input((6, 6, 1))
+    conv, pool = layers.Conv2D(2, 3), layers.GlobalAveragePooling2D()
+    encoder = keras.Model(inp, pool(conv(aug(inp))))
+    inp2 = keras.Input((6, 6, 1))
+    head = layers.Dense(1)
+    outer = keras.Model(inp2, head(encoder(inp2)))            # supervised contrastive learning's pattern
+    plain_in = keras.Input((6, 6, 1))
+    plain = keras.Model(plain_in, head(pool(conv(plain_in))))  # the same layers without the augmentation
+    x = RNG.random((8, 6, 6, 1)).astype(np.float32)
+    x[:, :, :3] += 2.0                                       # a flip changes every image
+    np.testing.assert_allclose(outer.predict(x, verbose=0), plain.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    outer.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+    y = np.zeros((8, 1), np.float32)
+    assert outer.train_on_batch(x, y) != pytest.approx(outer.test_on_batch(x, y), rel=1e-6)

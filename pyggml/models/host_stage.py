@@ -195,6 +195,12 @@ def check_no_nested_host_layers(node, fed=False):
     inputs or its host layers' outputs): those run on the host on that data."""
     layer = node.layer
     stack = getattr(layer, "_stack", None)
+    if fed and stack is None and getattr(layer, "_topology", None) is not None and \
+            all(all(p in layer._topology.inputs for p in n.inputs) for n in layer._topology.host_nodes):
+        # a functional model called on data whose preprocessing takes its inputs (an encoder that
+        # augments, reused in a classifier): those layers run on the host, on that data, inside
+        # the outer graph (host_call_in_graph)
+        return
     if fed and stack is not None and not any(_runs_on_host(l) or getattr(l, "holds_host_layers", lambda: False)()
                                              for l in stack[host_prefix(stack):]):
         return
@@ -226,6 +232,8 @@ def graph_only_view(topology):
 
 
 def nested_view(topology):
-    """What Model.call runs: inside another model's graph, host layers that can run in the
-    graph (Resizing) do so."""
-    return graph_only_view(topology) or topology
+    """What Model.call runs: inside another model's graph, every layer is called there: host
+    layers that can run in the graph (Resizing) do so, the others on the host on the data the
+    outer graph is fed (host_call_in_graph: an encoder that augments its input, nested in a
+    classifier); one given a computed tensor says so."""
+    return _GraphOnlyView(topology) if getattr(topology, "host_ids", None) else topology
