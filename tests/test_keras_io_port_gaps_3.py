@@ -467,3 +467,18 @@ def test_an_encoder_that_augments_nests_in_another_model_and_augments_in_trainin
     outer.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
     y = np.zeros((8, 1), np.float32)
     assert outer.train_on_batch(x, y) != pytest.approx(outer.test_on_batch(x, y), rel=1e-6)
+
+
+def test_a_constant_attention_mask_on_symbolic_inputs_is_a_constant_of_the_model(tmp_path):
+    mask = ops.cast([1 - ops.eye(5)], dtype="int8")          # vit_small_ds's: no token attends to itself
+    inp = keras.Input(shape=(5, 8))
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    m = keras.Model(inp, mha(inp, inp, attention_mask=mask))
+    x = RNG.random((3, 5, 8)).astype(np.float32)
+    want = mha(x, x, attention_mask=np.repeat(np.asarray(mask), 3, axis=0))      # the eager call, the mask given
+    unmasked = mha(x, x)
+    np.testing.assert_allclose(m.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(want, unmasked, atol=1e-4)
+    path = str(tmp_path / "masked.keras")
+    m.save(path)
+    np.testing.assert_allclose(keras.saving.load_model(path).predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)

@@ -146,7 +146,7 @@ class MultiHeadAttention(Layer):
                 parts.append(value)
             if key is not None:
                 parts.append(key)
-        unsupported = set(kwargs) - {"training", "mask"}
+        unsupported = set(kwargs) - {"training", "mask", "_constant_mask"}
         if unsupported:
             raise TypeError(f"MultiHeadAttention: unsupported call arguments {sorted(unsupported)}")
         if not isinstance(use_causal_mask, (bool, np.bool_)):
@@ -164,9 +164,22 @@ class MultiHeadAttention(Layer):
         if attention_mask is not None:
             from pyggml.layers.node import Node
             if isinstance(parts[0], Node) and not isinstance(attention_mask, Node):
-                raise TypeError("MultiHeadAttention: with symbolic inputs (pg.Input nodes) the attention_mask "
-                                "must be a node too (e.g. a pg.Input of shape (query_steps, value_steps)), got "
-                                f"{type(attention_mask).__name__}")
+                # a mask made of numbers (vit_small_ds's diagonal mask): a constant of the model's
+                # graph, kept in the call's arguments (its config) as 0/1 lists
+                arr = np.asarray(attention_mask)
+                if arr.dtype == object or arr.dtype.kind not in "biuf":
+                    raise TypeError(f"MultiHeadAttention: attention_mask must hold booleans or 0/1 numbers, got "
+                                    f"{type(attention_mask).__name__} of dtype {arr.dtype}")
+                if not 2 <= arr.ndim <= 3:
+                    raise ValueError(f"MultiHeadAttention: attention_mask must be of shape ([batch,] query steps, "
+                                     f"value steps), got {arr.shape}")
+                tq, tv = parts[0].feature_shape[0], parts[min(1, len(parts) - 1)].feature_shape[0]
+                if (tq is not None and arr.shape[-2] != tq) or (tv is not None and arr.shape[-1] != tv):
+                    raise ValueError(f"MultiHeadAttention: attention_mask must be of shape (batch, query steps, "
+                                     f"value steps) = (1, {tq}, {tv}), got {(1,) * (3 - arr.ndim) + arr.shape}")
+                self._masked = False
+                kwargs["_constant_mask"] = (arr != 0).astype(int).tolist()
+                return super().__call__(parts[0] if len(parts) == 1 else parts, **kwargs)
             if not isinstance(parts[0], (Node, Tensor, Variable)) and isinstance(attention_mask, (Tensor, Variable)):
                 raise TypeError("MultiHeadAttention: on arrays the attention_mask must be an array too")
             if isinstance(parts[0], (Tensor, Variable)) and not isinstance(attention_mask, (Tensor, Variable)):
@@ -300,7 +313,7 @@ class MultiHeadAttention(Layer):
         return mask[0] if isinstance(mask, list) else mask
 
     def call(self, inputs, training=None, mask=None, use_causal_mask=False, return_attention_scores=False,
-             _attention_mask_input=False):
+             _attention_mask_input=False, _constant_mask=None):
         """A padding mask on the value (or key) keeps padded steps from being attended to, as do
         the zeros of ``attention_mask`` (batch, query steps, value steps) and, with
         ``use_causal_mask``, the later steps (query i sees value steps j <= i)."""
@@ -319,12 +332,19 @@ class MultiHeadAttention(Layer):
         if _attention_mask_input:
             attention_mask = xs.pop()
             masks = masks[:len(xs)]
+        elif _constant_mask is not None:
+            m = np.asarray(_constant_mask, np.float32)
+            attention_mask = ops.constant(m if m.ndim == 3 else m[None])
         key_mask = masks[2] if len(masks) > 2 else (masks[1] if len(masks) > 1 else masks[0])
         query = xs[0]
         value = xs[1] if len(xs) > 1 else query
         key = xs[2] if len(xs) > 2 else value
         b, tq, _ = query.shape
         tv = value.shape[1]
+        if _constant_mask is not None and (tuple(attention_mask.shape[-2:]) != (tq, tv) or
+                                           attention_mask.shape[0] not in (1, b)):
+            raise ValueError(f"MultiHeadAttention: attention_mask must be of shape (batch, query steps, value steps) "
+                             f"= ({b}, {tq}, {tv}) or (1, {tq}, {tv}), got {tuple(attention_mask.shape)}")
         h, kd, vd = self.num_heads, self.key_dim, self.value_dim
         q = ops.reshape(self._project(query, self.q_w, getattr(self, "q_b", None)), (b, tq, h, kd))
         k = ops.reshape(self._project(key, self.k_w, getattr(self, "k_b", None)), (b, tv, h, kd))
