@@ -482,3 +482,18 @@ def test_a_constant_attention_mask_on_symbolic_inputs_is_a_constant_of_the_model
     path = str(tmp_path / "masked.keras")
     m.save(path)
     np.testing.assert_allclose(keras.saving.load_model(path).predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_global_image_data_format_reaches_layers_given_none():
+    x = RNG.random((2, 4, 3)).astype(np.float32)                 # (batch, channels, steps)
+    keras.backend.set_image_data_format("channels_first")
+    try:
+        pool = layers.GlobalAveragePooling1D()
+        assert pool.data_format == "channels_first"
+        np.testing.assert_allclose(pool(x), x.mean(-1), rtol=1e-6)
+        with pytest.raises(ValueError, match="Conv1D: data_format must be 'channels_last'"):
+            layers.Conv1D(4, 3)                                 # says so, instead of reading channels-last
+        assert layers.GlobalAveragePooling1D(data_format="channels_last").data_format == "channels_last"
+    finally:
+        keras.backend.set_image_data_format("channels_last")
+    assert layers.GlobalAveragePooling1D().data_format == "channels_last"

@@ -232,6 +232,26 @@ def _basic(value):
     return False
 
 
+def _taking_image_data_format(init):
+    """An __init__ with a ``data_format`` argument that takes Keras's global one
+    (``keras.config.set_image_data_format``) where none is given, as Keras's layers do: a
+    layer that computes channels-last only then says so, instead of reading the other layout."""
+    from pyggml import backend
+
+    @functools.wraps(init)
+    def run(self, *args, **kwargs):
+        if backend.image_data_format() == "channels_first" and kwargs.get("data_format") is None:
+            try:
+                given = inspect.signature(init).bind(self, *args, **kwargs).arguments.get("data_format")
+            except TypeError:
+                given = None
+            if given is None:
+                kwargs["data_format"] = "channels_first"
+        return init(self, *args, **kwargs)
+    run._formats = True
+    return run
+
+
 def _recording_arguments(init):
     """A user layer's __init__ that records the arguments of its outermost call (Keras 3's
     automatic config: a custom layer without get_config saves and loads when they are all
@@ -656,7 +676,10 @@ class Layer:
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
         if init is not None and not cls.__module__.startswith("pyggml.") and not getattr(init, "_records", False):
-            cls.__init__ = _recording_arguments(init)
+            cls.__init__ = init = _recording_arguments(init)
+        if init is not None and not getattr(init, "_formats", False) and \
+                "data_format" in inspect.signature(init).parameters:
+            cls.__init__ = _taking_image_data_format(init)
         own = cls.__dict__.get("build")
         if own is not None and not getattr(own, "_marks_built", False):
             # as Keras: a layer built by hand (``embedding.build((1,))`` before ``set_weights``, a
