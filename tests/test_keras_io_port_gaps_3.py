@@ -497,3 +497,20 @@ def test_the_global_image_data_format_reaches_layers_given_none():
     finally:
         keras.backend.set_image_data_format("channels_last")
     assert layers.GlobalAveragePooling1D().data_format == "channels_last"
+
+
+def test_a_functional_model_keeps_nested_outputs_as_given(tmp_path):
+    inp = keras.Input((3,))
+    a, b = layers.Dense(2, name="a")(inp), layers.Dense(1, name="b")(inp)
+    m = keras.Model(inp, [[a, b], {"again": b}])
+    x = RNG.random((4, 3)).astype(np.float32)
+    got = m.predict(x, verbose=0)
+    want_a, want_b = _dense_np(m.get_layer("a"), x), _dense_np(m.get_layer("b"), x)
+    assert isinstance(got, list) and isinstance(got[0], list) and set(got[1]) == {"again"}
+    np.testing.assert_allclose(got[0][0], want_a, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[0][1], want_b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1]["again"], want_b, rtol=1e-5, atol=1e-6)
+    path = str(tmp_path / "nested.keras")
+    m.save(path)
+    back = keras.saving.load_model(path).predict(x, verbose=0)
+    np.testing.assert_allclose(back[1]["again"], want_b, rtol=1e-5, atol=1e-6)

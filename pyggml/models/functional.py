@@ -123,6 +123,42 @@ def name_layers(layers):
         used[cand] = l
 
 
+def flat_outputs(model, outputs):
+    """A model's outputs as a list; a nested structure of them (lists, tuples, dicts within a
+    list: Keras's ``Model(inp, [[a, b], [c]])``) is kept for ``outputs_as_given``."""
+    if isinstance(outputs, dict):
+        return list(outputs.values())
+    if not isinstance(outputs, (list, tuple)):
+        return [outputs]
+    if not any(isinstance(o, (list, tuple, dict)) for o in outputs):
+        return list(outputs)
+    flat = []
+
+    def template(o):
+        if isinstance(o, dict):
+            if not all(isinstance(k, str) for k in o):
+                raise TypeError(f"a Model's outputs in a dict need string keys, got {list(o)!r}")
+            return {"dict": [[k, template(v)] for k, v in o.items()]}
+        if isinstance(o, (list, tuple)):
+            return {"list": [template(v) for v in o], "tuple": isinstance(o, tuple)}
+        flat.append(o)
+        return len(flat) - 1
+    model._output_structure = template(outputs)
+    return flat
+
+
+def _rebuild(template, values):
+    if isinstance(template, int) and not isinstance(template, bool) and 0 <= template < len(values):
+        return values[template]
+    if not isinstance(template, dict) or not isinstance(template.get("dict", template.get("list")), list):
+        raise ValueError(f"an output structure entry must be an output's index or a list or dict of them, got "
+                         f"{template!r}")
+    if "dict" in template:
+        return {k: _rebuild(v, values) for k, v in template["dict"]}
+    items = [_rebuild(v, values) for v in template["list"]]
+    return tuple(items) if template.get("tuple") else items
+
+
 def output_keys(outputs):
     """The keys of a model's outputs given as a dict (Keras 3: its outputs' names), else None."""
     if not isinstance(outputs, dict):
@@ -163,6 +199,9 @@ class GraphShapes:
         dict by the keys it was built with."""
         if self._output_keys is not None:
             return dict(zip(self._output_keys, outs))
+        structure = self.__dict__.get("_output_structure")
+        if structure is not None:
+            return _rebuild(structure, list(outs))
         return outs if self._multi_out else outs[0]
 
     def get_config(self):
@@ -170,13 +209,19 @@ class GraphShapes:
         cfg["multi_input"], cfg["multi_output"] = self._multi_in, self._multi_out
         if self._output_keys is not None:
             cfg["output_keys"] = list(self._output_keys)
+        if self.__dict__.get("_output_structure") is not None:
+            cfg["output_structure"] = self._output_structure
         return cfg
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
         ins, outs = from_config(config, custom_objects)
         keys = config.get("output_keys")
-        outs = dict(zip(keys, outs)) if keys else (outs if config.get("multi_output") else outs[0])
+        structure = config.get("output_structure")
+        if structure is not None:
+            outs = _rebuild(structure, outs)                # Keras's nested outputs, as they were given
+        else:
+            outs = dict(zip(keys, outs)) if keys else (outs if config.get("multi_output") else outs[0])
         return cls(ins if config.get("multi_input") else ins[0], outs, name=config.get("name"))
 
     def _graph_shapes(self, which):

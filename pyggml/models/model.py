@@ -73,8 +73,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
             self._output_keys = functional.output_keys(outputs)      # outputs={"a": ...}: predict gives a dict
             ins = list(inputs.values()) if isinstance(inputs, dict) else \
                 (list(inputs) if self._multi_in else [inputs])
-            outs = list(outputs.values()) if isinstance(outputs, dict) else \
-                (list(outputs) if self._multi_out else [outputs])
+            outs = functional.flat_outputs(self, outputs)
             ins, outs = functional.cut_at_inputs(ins, outs, list(inputs) if isinstance(inputs, dict) else None)
             self._topology = functional.Topology(ins, outs)
             self.built = True
