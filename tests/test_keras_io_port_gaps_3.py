@@ -514,3 +514,43 @@ def test_a_functional_model_keeps_nested_outputs_as_given(tmp_path):
     m.save(path)
     back = keras.saving.load_model(path).predict(x, verbose=0)
     np.testing.assert_allclose(back[1]["again"], want_b, rtol=1e-5, atol=1e-6)
+
+
+class _TemperedAttention(layers.MultiHeadAttention):
+    """keras-io's locality self-attention (vit_small_ds): Keras's _compute_attention hook with a
+    learned temperature and its private helpers."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.tau = keras.Variable(float(np.sqrt(self._key_dim)) / 2.0, trainable=True)
+
+    def _compute_attention(self, query, key, value, attention_mask=None, training=None):
+        query = ops.multiply(query, 1.0 / self.tau)
+        scores = self._masked_softmax(ops.einsum(self._dot_product_equation, key, query), attention_mask)
+        return ops.einsum(self._combine_equation, self._dropout_layer(scores, training=training), value), scores
+
+
+def _attention_np(w, x, heads, key_dim, temperature, allowed):
+    def proj(name):
+        return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
+    b, t, _ = x.shape
+    q, k, v = (proj(n).reshape(b, t, heads, key_dim).transpose(0, 2, 1, 3) for n in ("q_proj", "k_proj", "v_proj"))
+    s = q @ k.transpose(0, 1, 3, 2) / temperature + (allowed[:, None] - 1.0) * 1e9
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    att = (p @ v).transpose(0, 2, 1, 3).reshape(b, t, heads * key_dim)
+    return att @ w["out_proj.weight"].T + w["out_proj.bias"]
+
+
+def test_a_subclass_s_compute_attention_is_used_with_keras_s_helpers():
+    x = RNG.random((2, 5, 8)).astype(np.float32)
+    allowed = np.repeat((1 - np.eye(5))[None], 2, axis=0)
+    inp = keras.Input((5, 8))
+    lsa = _TemperedAttention(num_heads=2, key_dim=4)
+    m = keras.Model(inp, lsa(inp, inp, attention_mask=(1 - np.eye(5)).astype("int8")))
+    w = {k: np.asarray(v, np.float64) for k, v in lsa.get_weights().items()}
+    want = _attention_np(w, x.astype(np.float64), 2, 4, 1.0, allowed)          # tau = sqrt(4) / 2
+    np.testing.assert_allclose(m.predict(x, verbose=0), want, rtol=1e-4, atol=1e-5)
+    m.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    m.fit(x, np.zeros((2, 5, 8), np.float32), epochs=1, verbose=0)
+    assert float(lsa.tau.numpy()) != 1.0                                       # the temperature trains

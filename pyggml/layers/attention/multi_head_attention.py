@@ -349,6 +349,17 @@ class MultiHeadAttention(Layer):
         q = ops.reshape(self._project(query, self.q_w, getattr(self, "q_b", None)), (b, tq, h, kd))
         k = ops.reshape(self._project(key, self.k_w, getattr(self, "k_b", None)), (b, tv, h, kd))
         v = ops.reshape(self._project(value, self.v_w, getattr(self, "v_b", None)), (b, tv, h, vd))
+        if type(self)._compute_attention is not MultiHeadAttention._compute_attention:
+            # a subclass's own attention (keras-io's locality self-attention, a learned temperature):
+            # Keras's hook, on the projections (batch, steps, heads, dim) and the mask (b, tq, tv)
+            allowed = self._allowed(b, tq, tv, key_mask, attention_mask, use_causal_mask)
+            mask3 = None if allowed is None else ops.reshape(contiguous(allowed), (b, tq, tv))
+            att, scores = self._compute_attention(q, k, v, attention_mask=mask3, training=training)
+            if tuple(att.shape) != (b, tq, h, vd):
+                raise ValueError(f"{type(self).__name__}._compute_attention must give attention of shape "
+                                 f"(batch, query steps, heads, value dim) = {(b, tq, h, vd)}, got {tuple(att.shape)}")
+            out = self._project_out(ops.reshape(contiguous(att), (b * tq, h * vd)), b, tq)
+            return [out, scores] if return_attention_scores else out
         q = ops.permute_axes(q, (0, 2, 1, 3))                 # (b, h, tq, kd)
         k = ops.permute_axes(k, (0, 2, 1, 3))                 # (b, h, tv, kd)
         vt = ops.permute_axes(v, (0, 2, 3, 1))                # (b, h, vd, tv)
@@ -413,10 +424,48 @@ class MultiHeadAttention(Layer):
             probs = ops.dropout(probs, self.dropout, training=training)
         att = ops.mul_mat(vt, contiguous(probs))              # (b, h, tq, vd)
         att = ops.reshape(ops.permute_axes(att, (0, 2, 1, 3)), (b * tq, h * vd))
+        return self._project_out(att, b, tq)
+
+    def _project_out(self, att, b, tq):
+        """The heads' outputs (b * tq, heads * value dim) through the output projection."""
         y = ops.mul_mat(self.out_w, att)
         if self.use_bias:
             y = ops.add(y, self.out_b)
         return ops.reshape(y, (b, tq, y.shape[-1]))
+
+    # --- Keras's hooks for subclasses (keras-io's MultiHeadAttentionLSA overrides the first) ------
+    def _compute_attention(self, query, key, value, attention_mask=None, training=None):
+        """Keras's: (attention output (b, tq, heads, vd), scores (b, heads, tq, tv)) from the
+        projections (b, steps, heads, dim); a subclass may override it (called in the graph)."""
+        query = ops.multiply(query, self._inverse_sqrt_key_dim)
+        scores = ops.einsum(self._dot_product_equation, key, query)
+        scores = self._masked_softmax(scores, attention_mask)
+        dropped = self._dropout_layer(scores, training=training)
+        return ops.einsum(self._combine_equation, dropped, value), scores
+
+    def _masked_softmax(self, attention_scores, attention_mask=None):
+        """Softmax over the keys of scores (b, heads, tq, tv), 0 where the mask (b, tq, tv) is 0."""
+        if attention_mask is not None:
+            m = ops.as_tensor(attention_mask)
+            m = ops.reshape(contiguous(m), (int(m.shape[0]), 1) + tuple(int(d) for d in m.shape[1:]))
+            attention_scores = ops.add(attention_scores, ops.scale_bias(ops.cast(m, "f32") if m.dtype != "f32"
+                                                                         else m, 1e9, -1e9))
+        return activations.softmax(attention_scores)
+
+    _dot_product_equation = "aecd,abcd->acbe"      # key, query -> scores (b, heads, tq, tv)
+    _combine_equation = "acbe,aecd->abcd"          # scores, value -> (b, tq, heads, vd)
+    _key_dim = property(lambda self: self.key_dim)
+    _value_dim = property(lambda self: self.value_dim)
+    _num_heads = property(lambda self: self.num_heads)
+    _inverse_sqrt_key_dim = property(lambda self: 1.0 / math.sqrt(float(self.key_dim)))
+
+    @property
+    def _dropout_layer(self):
+        rate = self.dropout
+
+        def drop(x, training=None):
+            return ops.dropout(x, rate, training=bool(training)) if rate > 0 else x
+        return drop
 
     def get_config(self):
         cfg = super().get_config()
