@@ -198,8 +198,9 @@ def softmax(x, axis=-1):
 
 @_eager_on_arrays
 def log_softmax(x, axis=-1):
-    """log(softmax(x)), finite where softmax underflows (a floor of 1e-37)."""
-    return ops.log(ops.scale_bias(softmax(x, axis), 1.0, 1e-37))
+    """log(softmax(x)) as x - logsumexp(x): exact where softmax underflows (a logit 300 below
+    the largest gives -300, and its gradient, not a floor)."""
+    return ops.log_softmax(ops.as_tensor(x), axis)
 
 
 @_eager_on_arrays

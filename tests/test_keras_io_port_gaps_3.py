@@ -554,3 +554,25 @@ def test_a_subclass_s_compute_attention_is_used_with_keras_s_helpers():
     m.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     m.fit(x, np.zeros((2, 5, 8), np.float32), epochs=1, verbose=0)
     assert float(lsa.tau.numpy()) != 1.0                                       # the temperature trains
+
+
+# --- keras-io guides ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", [keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                                  keras.losses.CategoricalCrossentropy(from_logits=True)])
+def test_cross_entropy_from_large_logits_is_exact_and_keeps_its_gradient(loss):
+    sparse = isinstance(loss, keras.losses.SparseCategoricalCrossentropy)
+    y = np.array([0]) if sparse else np.array([[1.0, 0.0, 0.0]], np.float32)
+    logits = np.array([[0.0, 300.0, 0.0]], np.float32)
+    assert float(loss(y, logits)) == pytest.approx(300.0, rel=1e-6)         # log-softmax, not a floor
+    inp = keras.Input((3,))
+    dense = layers.Dense(3, use_bias=False, kernel_initializer="zeros")
+    m = keras.Model(inp, dense(inp))
+    dense.kernel.assign(np.eye(3, dtype=np.float32) * 300.0)
+    x = np.eye(3, dtype=np.float32)[1:2]
+    with keras.GradientTape() as tape:
+        value = loss(y, m(x))
+    g = np.asarray(tape.gradient(value, dense.kernel))                       # Keras's layout (in, out)
+    np.testing.assert_allclose(g, [[0, 0, 0], [-1, 1, 0], [0, 0, 0]], atol=1e-6)   # x^T (softmax - y)
+    m.compile(optimizer=keras.optimizers.SGD(0.1), loss=loss)
+    assert m.evaluate(x, y, verbose=0) == pytest.approx(300.0, rel=1e-6)
