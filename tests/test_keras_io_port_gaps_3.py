@@ -576,3 +576,70 @@ def test_cross_entropy_from_large_logits_is_exact_and_keeps_its_gradient(loss):
     np.testing.assert_allclose(g, [[0, 0, 0], [-1, 1, 0], [0, 0, 0]], atol=1e-6)   # x^T (softmax - y)
     m.compile(optimizer=keras.optimizers.SGD(0.1), loss=loss)
     assert m.evaluate(x, y, verbose=0) == pytest.approx(300.0, rel=1e-6)
+
+
+class _TruePositives(keras.metrics.Metric):
+    """The training guide's CategoricalTruePositives: state in add_variable, result the variable."""
+
+    def __init__(self, name="categorical_true_positives", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.true_positives = self.add_variable(shape=(), name="ctp", initializer="zeros")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_pred = ops.reshape(ops.argmax(y_pred, axis=1), (-1, 1))
+        values = ops.cast(ops.cast(y_true, "int32") == ops.cast(y_pred, "int32"), "float32")
+        self.true_positives.assign_add(ops.sum(values))
+
+    def result(self):
+        return self.true_positives
+
+
+def test_a_custom_metric_keeps_its_state_in_add_variable_and_gets_the_labels_as_given():
+    m = keras.Sequential([keras.Input((4,)), layers.Dense(3)])
+    m.compile(optimizer=keras.optimizers.SGD(0.0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+              metrics=[_TruePositives()])
+    x, y = RNG.random((32, 4)).astype(np.float32), RNG.integers(0, 3, (32, 1))     # labels (n, 1), as the guide
+    hits = float((m.predict(x, verbose=0).argmax(1) == y[:, 0]).sum())
+    h = m.fit(x, y, batch_size=8, epochs=2, verbose=0)
+    assert h.history["categorical_true_positives"] == [hits, hits]                 # reset each epoch
+    assert m.evaluate(x, y, verbose=0)[1] == hits
+    metric = _TruePositives()
+    metric.update_state(np.array([[0], [1]]), np.array([[0.9, 0.1, 0.0], [0.8, 0.1, 0.1]]))
+    assert float(metric.result()) == 1.0 and metric.result().numpy() == 1.0
+    metric.reset_state()                                                            # the default: back to zeros
+    assert float(metric.result()) == 0.0 and len(metric.variables) == 1
+
+
+@keras.saving.register_keras_serializable(package="gaps3")
+class _Wrap(layers.Layer):
+    """The serialization guide's pattern: a layer held in the config, a get_config without the base's."""
+
+    def __init__(self, first_layer, factor=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.first_layer, self.factor = first_layer, factor
+
+    def get_config(self):
+        return {"first_layer": self.first_layer, "factor": self.factor}       # no name: Keras keeps it beside
+
+    @classmethod
+    def from_config(cls, config):
+        config["first_layer"] = keras.layers.deserialize(config["first_layer"])
+        return cls(**config)
+
+    def call(self, x):
+        return self.first_layer(x) * self.factor
+
+
+def test_layers_held_in_a_config_and_configs_without_a_name_save_and_load(tmp_path):
+    inp = keras.Input((4,))
+    m = keras.Model(inp, _Wrap(layers.Dense(2), factor=3.0, name="wrap")(inp))
+    x = RNG.random((3, 4)).astype(np.float32)
+    want = m.predict(x, verbose=0)
+    assert keras.layers.deserialize(keras.layers.serialize(layers.Dense(5))).units == 5
+    rebuilt = keras.Model.from_config(m.get_config())
+    assert rebuilt.get_layer("wrap").factor == 3.0
+    path = str(tmp_path / "wrap.keras")
+    m.save(path)
+    back = keras.saving.load_model(path)
+    np.testing.assert_allclose(back.predict(x, verbose=0), want, rtol=1e-6)
+    assert '"first_layer"' in m.to_json()

@@ -88,7 +88,19 @@ __all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Node", "Dense", "Activa
            "RandomShear", "RandomPerspective", "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix",
            "Pipeline", "MelSpectrogram", "STFTSpectrogram", "Conv3D", "MaxPooling3D", "AveragePooling3D",
            "GlobalAveragePooling3D", "GlobalMaxPooling3D", "ZeroPadding3D", "Cropping3D", "UpSampling3D",
-           "SpatialDropout3D", "ConvLSTM2D", "Conv3DTranspose"] + _ALIASES
+           "SpatialDropout3D", "ConvLSTM2D", "Conv3DTranspose", "serialize", "deserialize"] + _ALIASES
+
+
+def serialize(layer):
+    """Keras's ``keras.layers.serialize``: the layer's class and config as a dict."""
+    from pyggml.saving.serialization_lib import serialize_keras_object
+    return serialize_keras_object(layer)
+
+
+def deserialize(config, custom_objects=None):
+    """Keras's ``keras.layers.deserialize``: the layer ``serialize`` described, made anew."""
+    from pyggml.saving.serialization_lib import deserialize_keras_object
+    return deserialize_keras_object(config, custom_objects=custom_objects)
 
 # the layers that take 5-D inputs (volumes, videos), folded (pyggml._fold); element-wise
 # and last-axis layers take them as they are, where their arguments keep to the last axis

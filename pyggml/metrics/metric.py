@@ -29,6 +29,10 @@ def _answering_numpy(result):
     @functools.wraps(result)
     def wrapped(self):
         r = result(self)
+        if not isinstance(r, (np.ndarray, float, np.floating, dict, list, tuple)) and hasattr(r, "numpy"):
+            r = np.asarray(r.numpy())            # a state variable given as the result (Keras's guides)
+            if r.size == 1:
+                r = r.reshape(())[()]
         return MetricValue(r) if type(r) is float or isinstance(r, np.floating) else r
     wrapped._answers_numpy = True
     return wrapped
@@ -78,9 +82,35 @@ class Metric:
         raise NotImplementedError
 
     def reset_state(self):
-        raise NotImplementedError
+        """Keras's default: every variable made by add_variable back to its first values."""
+        own = self.__dict__.get("_metric_variables")
+        if not own:
+            raise NotImplementedError(f"{type(self).__name__} must define reset_state (or keep its state in "
+                                      f"variables made by add_variable, which this resets)")
+        for v, first in own:
+            v.assign(first)
 
     reset_states = reset_state
+
+    def add_variable(self, shape=(), initializer="zeros", dtype=None, aggregation="sum", name=None):
+        """Keras's: a state variable of the metric (not trained), updated in ``update_state``
+        (``self.total.assign_add(...)``), put back to its first values by ``reset_state``."""
+        from pyggml.variables import Variable
+        own = self.__dict__.setdefault("_metric_variables", [])
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        v = Variable(initializer, shape=shape, dtype=dtype or "float32", trainable=False,
+                     name=name or f"variable_{len(own)}")
+        own.append((v, v.numpy().copy()))
+        return v
+
+    def add_weight(self, name=None, shape=(), initializer="zeros", dtype=None, aggregation="sum", **kwargs):
+        """Keras's older name of add_variable."""
+        return self.add_variable(shape=shape, initializer=initializer, dtype=dtype, aggregation=aggregation,
+                                 name=name)
+
+    @property
+    def variables(self):
+        return [v for v, _ in self.__dict__.get("_metric_variables", [])]
 
     def __call__(self, *args, **kwargs):
         """Keras's: ``update_state(*args, **kwargs)``, then the result so far (the state

@@ -46,6 +46,7 @@ class TargetSpec:
         self.pads_labels = pads_labels          # label rows padded with 0 to the output's steps (CTC)
         self.as_given = as_given                # a user's loss: y of another shape goes to it as it is
         self.given = None                       # then (its shape without the rows, "int32"/"float32")
+        self.labels_tail = None                 # sparse labels: their shape without the rows, as given
 
     @property
     def classes(self):
@@ -280,6 +281,7 @@ def adapt_targets(specs, y, n):
             if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a >= k) or np.any(a != np.floor(a)):
                 raise ValueError(f"labels for output {spec.name!r} must be integers in [0, {k})")
             shape = (n,) + lead if want_size is not None else a.shape[:1 + len(lead)]
+            spec.labels_tail = tuple(a.shape[1:])      # a metric of the user's gets them so (Keras's y_true)
             out.append(np.ascontiguousarray(a.reshape(shape), dtype=np.int32))
             continue
         shape = spec.feature_shape

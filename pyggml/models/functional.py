@@ -8,6 +8,8 @@ layer, else the class's snake-case name numbered in order (``dense``,
 holding it) keeps it.
 """
 
+import numpy as np
+
 from pyggml import _fold
 from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
@@ -437,10 +439,27 @@ def config_of(topology, name):
                     seen.add(keys[id(n)][1])
                     calls.append({"inputs": [list(keys[id(p)]) + [p.index] for p in n.inputs],
                                   "list": n.list_input, "kwargs": n.call_kwargs})
-        entries.append({"class_name": get_registered_name(type(l)), "config": l.get_config(), "calls": calls})
+        entries.append({"class_name": get_registered_name(type(l)), "name": l.name,
+                        "config": _serialized_objects(l.get_config()), "calls": calls})
     return {"name": name, "layers": entries,
             "inputs": [n.layer.name for n in topology.inputs],
             "outputs": [list(keys[id(n)]) + [n.index] for n in topology.outputs]}
+
+
+def _serialized_objects(config):
+    """A layer's config with the layers and other Keras objects it holds (a get_config of the
+    user's returning ``self.first_layer``) as their serialized dicts, as Keras saves them."""
+    def walk(v):
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return type(v)(walk(x) for x in v)
+        if isinstance(v, Layer) or (not isinstance(v, (str, bytes, int, float, bool, type(None), np.generic,
+                                                        np.ndarray)) and hasattr(v, "get_config")):
+            from pyggml.saving.serialization_lib import serialize_keras_object
+            return serialize_keras_object(v)
+        return v
+    return walk(config)
 
 
 def from_config(config, custom_objects=None):
@@ -453,7 +472,14 @@ def from_config(config, custom_objects=None):
             raise ValueError(f"{entry['class_name']!r} is not a layer class")
         layer = cls.from_config(entry["config"], custom_objects) if _takes_custom(cls) else \
             cls.from_config(entry["config"])
-        made[entry["config"]["name"]] = (layer, entry.get("calls", []))
+        # the name the graph knows it by (Keras keeps it beside the config: a get_config of the
+        # user's may leave it out)
+        name = entry.get("name") or entry["config"].get("name")
+        if not isinstance(name, str):
+            raise ValueError(f"a layer of class {entry['class_name']!r} has no name in the config")
+        if layer.name != name:
+            layer.name = name
+        made[name] = (layer, entry.get("calls", []))
     made_calls = {}               # (layer name, call index) -> [output nodes]
     for name, (layer, calls) in made.items():
         if isinstance(layer, InputLayer):

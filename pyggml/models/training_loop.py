@@ -117,6 +117,8 @@ class _Averages:
     def __init__(self, model):
         self.spec = model._compile_spec
         self.names = model.output_names
+        # the labels' shape as given, for metrics of the user's: (n, 1) labels stay (n, 1), as in Keras
+        self.tails = [getattr(t, "labels_tail", None) for t in model.target_specs]
         self.keys = self.spec.all_metric_keys()
         for _, m, _, _ in self.keys:
             m.reset_state()
@@ -134,7 +136,12 @@ class _Averages:
             w = ws[i] if weighted and ws is not None else None
             if w is not None and mask is not None:
                 w = w.reshape(len(w), -1) * mask.reshape(len(mask), -1)      # (n, 1) per sample, by the steps
-            m.update_state(ys[i], outs[i], mask if w is None else w)
+            y = ys[i]
+            tail = self.tails[i] if i < len(self.tails) else None
+            if tail is not None and y is not None and not type(m).__module__.startswith("pyggml.") and \
+                    y.size == len(y) * int(np.prod(tail)) and tuple(y.shape[1:]) != tail:
+                y = y.reshape((len(y),) + tail)
+            m.update_state(y, outs[i], mask if w is None else w)
 
     @property
     def wants_outputs(self):
