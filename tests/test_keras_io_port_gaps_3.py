@@ -643,3 +643,44 @@ def test_layers_held_in_a_config_and_configs_without_a_name_save_and_load(tmp_pa
     back = keras.saving.load_model(path)
     np.testing.assert_allclose(back.predict(x, verbose=0), want, rtol=1e-6)
     assert '"first_layer"' in m.to_json()
+
+
+def test_a_layer_s_weights_unpack_as_keras_s_list_and_keep_their_names():
+    dense = layers.Dense(3)
+    dense(np.ones((1, 4), np.float32))
+    kernel, bias = dense.get_weights()                       # Keras's layouts
+    np.testing.assert_array_equal(kernel, dense.kernel.numpy())
+    assert kernel.shape == (4, 3) and bias.shape == (3,)
+    assert list(dense.get_weights().keys()) == ["weight", "bias"]
+    dense.set_weights([np.zeros_like(w) for w in dense.get_weights()])
+    assert not np.any(dense.kernel.numpy())
+    m = keras.Sequential([keras.Input((4,)), dense])
+    assert sorted(m.get_weights()) == ["dense.bias", "dense.weight"]    # a model's stays a dict (API.md)
+
+
+class _Gan(keras.Model):
+    """The guides' GAN: a compile of its own signature, called before the model has a graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = layers.Dense(4, name="encoder")
+        self.decoder = layers.Dense(3, name="decoder")
+
+    def compile(self, optimizer, loss_fn):
+        super().compile(optimizer=optimizer, loss=loss_fn)
+        self.loss_fn = loss_fn
+
+    def call(self, x):
+        return self.decoder(self.encoder(x))
+
+
+def test_a_subclassed_model_s_own_compile_and_layers_as_keras():
+    m = _Gan()
+    assert [l.name for l in m.layers] == ["encoder", "decoder"]                  # before it is built too
+    m.compile(optimizer="sgd", loss_fn="mse")
+    m.fit(RNG.random((4, 3)), RNG.random((4, 3)), verbose=0)
+    assert [type(l).__name__ for l in m.layers] == ["Dense", "Dense"]
+    for layer in m.layers[:-1]:
+        layer.trainable = False                                                  # freezing through layers
+    m.compile(optimizer="sgd", loss_fn="mse")
+    assert len(m.trainable_weights) == 2

@@ -62,7 +62,7 @@ def test_a_layer_shared_with_another_model_is_brought_back():
     before = shared.get_weights()
     m2.fit(x, rng.random((5, 3), dtype=np.float32), epochs=5, verbose=0)   # moves the shared weights
     after = shared.get_weights()
-    assert any(not np.array_equal(before[k], after[k]) for k in before)
+    assert any(not np.array_equal(before[k], after[k]) for k in before.keys())
     got = m1.predict(x)
     # m1's own first layer is unchanged; the shared last layer has m2's trained values
     w1 = m1.get_weights()

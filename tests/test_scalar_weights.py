@@ -100,7 +100,7 @@ def test_normalization_keeps_keras_s_three_weights():
     n = layers.Normalization()
     n.adapt(np.arange(12, dtype=np.float32).reshape(4, 3))
     w = n.get_weights()
-    assert list(w) == ["mean", "variance", "count"]
+    assert list(w.keys()) == ["mean", "variance", "count"]
     assert w[2].shape == () and w[2].dtype == np.int64 and w[2] == 0
     assert n.count_params() == 7
     np.testing.assert_allclose(w[0], [4.5, 5.5, 6.5])

@@ -70,7 +70,9 @@ def _is_index(key):
 class LayerWeights(dict):
     """``{name: array}`` in pyggml's layouts; an int or a slice indexes the weights in order,
     in Keras's layouts, as Keras's list does, and an int sets one so (Keras's
-    ``w = model.get_weights(); w[i] = ...; model.set_weights(w)``: a target network's update)."""
+    ``w = model.get_weights(); w[i] = ...; model.set_weights(w)``: a target network's update).
+    A layer's (not a model's, which API.md makes a dict) iterates as Keras's list: its arrays
+    in Keras's layouts (``kernel, bias = dense.get_weights()``); names stay in ``keys()``."""
 
     def __init__(self, named, owner="layer"):
         super().__init__((n, v.numpy()) for n, v in named)
@@ -91,6 +93,11 @@ class LayerWeights(dict):
             return [keras_value(lay, dict.__getitem__(self, n)) for n, lay in
                     list(zip(self.keys(), self._layouts))[key]]
         return dict.__getitem__(self, key)
+
+    def __iter__(self):
+        if self._owner == "layer":
+            return iter([self[i] for i in range(len(self))])
+        return dict.__iter__(self)
 
     def __setitem__(self, key, value):
         if _is_index(key):

@@ -599,7 +599,7 @@ class Layer:
             raise TypeError("set_weights takes a dict {name: array}, as get_weights returns, or a list of arrays "
                             "in the order of layer.weights")
         mine = dict(self.named_variables())
-        for k in weights:
+        for k in weights.keys():
             if k not in mine:
                 raise ValueError(f"{self.name}: unknown weight {k!r}; it has {sorted(mine)}")
         for k, a in weights.items():

@@ -583,8 +583,13 @@ def _install_graphless(cls):
     layers_, get_weights_, count_params_, summary_ = cls.layers, cls.get_weights, cls.count_params, cls.summary
 
     def layers(self):
-        if _graphless(self):
-            return list(self._sublayers.values())
+        if _graphless(self) or self.__dict__.get("_subclassed", False):
+            # Keras's: the layers the model holds (a subclassed model's, built or not), each once
+            held = []
+            for l in self._sublayers.values():
+                if not any(l is h for h in held):
+                    held.append(l)
+            return held
         return layers_.fget(self)
 
     @functools.wraps(get_weights_)
@@ -602,7 +607,8 @@ def _install_graphless(cls):
 
     @functools.wraps(summary_)
     def summary(self, print_fn=print, **kwargs):
-        if not _graphless(self):
+        if not (_graphless(self) or (self.__dict__.get("_subclassed", False) and
+                                     self.__dict__.get("_topology") is not None)):
             return summary_(self, print_fn, **kwargs)
         rows = [("Layer (type)", "Param #")] + [(f"{l.name} ({type(l).__name__})", str(l.count_params()))
                                                 for l in self._sublayers.values()]

@@ -74,10 +74,14 @@ def _is_pending(model):
 
 
 def finish_compile(model):
+    """The compile that waited for the graph: pyggml's own (a subclass's compile of another
+    signature, a GAN's compile(d_optimizer, g_optimizer, loss_fn), called it through super())."""
     pending = model.__dict__.pop("_pending_compile", None)
     if pending is not None:
         args = model.__dict__.get("_compile_args")
-        model.compile(**pending)
+        own = next(c.__dict__["compile"] for c in type(model).__mro__
+                   if "compile" in c.__dict__ and c.__module__.startswith("pyggml."))
+        own(model, **pending)
         if model.__dict__.pop("_loss_defaulted_pending", False) and model._compile_spec is not None:
             model._compile_spec.loss_defaulted = True        # compile() was given no loss
             model._compile_args = args

@@ -203,7 +203,7 @@ def test_additive_attention_default_scale_is_learned_glorot_vector():
     q = np.ones((1, 2, 8), np.float32)
     layer([q, q])
     w = layer.get_weights()
-    assert sorted(w) == ["scale"] and w["scale"].shape == (8,)
+    assert sorted(w.keys()) == ["scale"] and w["scale"].shape == (8,)
     assert np.all(np.abs(w["scale"]) <= np.sqrt(6 / 16)) and np.any(w["scale"] != 0)
     att = L.Attention(use_scale=True, score_mode="concat")
     att([q, q])
