@@ -752,6 +752,15 @@ class Layer:
         """The tensors of the first call in a graph, before the layer builds (a Sequential
         without an input takes their dtype)."""
 
+    def _own_call_over_shapes(self):
+        """A subclass of the user's overrides a built-in layer's call but not its output shape (a
+        Dense whose call returns something else): the shape comes from running that call."""
+        mro = type(self).__mro__
+        call_owner = next(c for c in mro if "call" in c.__dict__)
+        shape_owner = next(c for c in mro if "compute_output_shape" in c.__dict__)
+        return not call_owner.__module__.startswith("pyggml.") and shape_owner is not call_owner and \
+            issubclass(call_owner, shape_owner)
+
     def _build_takes_shape(self):
         try:
             params = list(inspect.signature(self.build).parameters.values())
@@ -976,7 +985,7 @@ class Layer:
                                  f"the batch (it folds into the batch), got {[n.shape for n in nodes]}")
         self._build_once(shapes)
         from pyggml.layers import tracing
-        if type(self).compute_output_shape is not Layer.compute_output_shape:
+        if type(self).compute_output_shape is not Layer.compute_output_shape and not self._own_call_over_shapes():
             out_shapes = self.compute_output_shape(shapes)
             dtypes = None
             flags = tracing.output_mask_flags(self, inputs, kwargs,
