@@ -684,3 +684,37 @@ def test_a_subclassed_model_s_own_compile_and_layers_as_keras():
         layer.trainable = False                                                  # freezing through layers
     m.compile(optimizer="sgd", loss_fn="mse")
     assert len(m.trainable_weights) == 2
+
+
+@keras.saving.register_keras_serializable(package="gaps3")
+class _Recommender(keras.Model):
+    def __init__(self, n_users, n_items, dim=4, **kwargs):
+        super().__init__(**kwargs)
+        self.users = layers.Embedding(n_users, dim)
+        self.items = layers.Embedding(n_items, dim)
+
+    def call(self, inputs):
+        return ops.sum(self.users(inputs["user"]) * self.items(inputs["item"]), axis=1, keepdims=True)
+
+
+def test_a_subclassed_model_saves_loads_and_checkpoints_as_keras_3(tmp_path):
+    m = _Recommender(10, 7, dim=3)
+    x = {"user": np.arange(8) % 10, "item": np.arange(8) % 7}
+    m.compile(optimizer="adam", loss="mse")
+    m.fit(x, np.ones((8, 1)), epochs=2, verbose=0,
+          callbacks=[keras.callbacks.ModelCheckpoint(str(tmp_path / "best.keras"))])
+    want = m.predict(x, verbose=0)
+    path = str(tmp_path / "rec.keras")
+    m.save(path)
+    for p in (path, str(tmp_path / "best.keras")):
+        back = keras.saving.load_model(p)
+        assert type(back) is _Recommender and back.compiled
+        np.testing.assert_allclose(back.predict(x, verbose=0), want, rtol=1e-6)
+    back.fit(x, np.ones((8, 1)), epochs=1, verbose=0)
+
+
+def test_a_subclassed_model_whose_constructor_takes_an_array_says_how_to_save():
+    m = _NodeLookup(np.ones((5, 8), np.float32))
+    m(np.array([0, 1]))
+    with pytest.raises(TypeError, match="give it get_config/from_config .* or save its weights"):
+        m.get_config()

@@ -88,9 +88,33 @@ def finish_compile(model):
 
 
 def _refuse_config(model):
-    raise TypeError(f"{type(model).__name__} is a subclassed model: save its weights (save_weights, then "
-                    f"load_weights on a model made by the same code); save() and get_config need the layer "
-                    f"graph of pg.Model(inputs, outputs) or pg.Sequential")
+    raise TypeError(f"{type(model).__name__} is a subclassed model whose constructor takes values a config cannot "
+                    f"hold (or none were recorded): give it get_config/from_config as Keras asks, or save its "
+                    f"weights (save_weights, then load_weights on a model made by the same code)")
+
+
+def _subclassed_config(model, own):
+    """A subclassed model's config, as Keras 3 saves one: its name and trainable flag, the
+    arguments its constructor was given (basic values, recorded; unless the class has its own
+    get_config, which extends this), and beside them the shapes its graph was built for."""
+    cfg = {"name": model.name, "trainable": model.trainable}
+    if not own:
+        auto = model.__dict__.get("_auto_config")
+        if auto is None:
+            _refuse_config(model)
+        cfg.update(auto)
+    topo = model.__dict__.get("_topology")
+    if topo is not None:
+        cfg["pyggml_build"] = {"specs": [[list(n.feature_shape), n.dtype] for n in topo.inputs],
+                               "keys": model.__dict__.get("_dict_input_keys"), "many": bool(model._multi_in)}
+    return cfg
+
+
+def build_saved(model, build):
+    """Make a loaded subclassed model's graph for the shapes it was saved with."""
+    specs = [(tuple(s), d) for s, d in build["specs"]]
+    keys = build.get("keys")
+    build_graph(model, dict(zip(keys, specs)) if keys else specs, bool(build.get("many")))
 
 
 def _spec_of(a, what="x"):
@@ -180,6 +204,7 @@ def build_for(model, x):
         finish_compile(model)
         return
     if isinstance(first, dict):         # a call on a dict of inputs: the graph's inputs named by its keys
+        model.__dict__["_dict_input_keys"] = [str(k) for k in first]
         build_graph(model, {k: _spec_of(v, f"x[{k!r}]") for k, v in first.items()}, True)
         return
     build_graph(model, [_spec_of(a) for a in (list(first) if many else [first])], many)
@@ -243,8 +268,17 @@ def install(cls):
     @functools.wraps(get_config)
     def _get_config(self):
         if self.__dict__.get("_subclassed"):
-            _refuse_config(self)
+            own = next(c for c in type(self).__mro__ if "get_config" in c.__dict__) is not cls
+            return _subclassed_config(self, own)
         return get_config(self)
+
+    from_config_ = cls.from_config.__func__
+
+    @classmethod
+    def _from_config(klass, config, custom_objects=None):
+        if "layers" not in config and klass is not cls:
+            return klass(**config)            # a subclassed model: its constructor's arguments (Keras's)
+        return from_config_(klass, config, custom_objects)
 
     def with_build(method):
         @functools.wraps(method)
@@ -255,6 +289,7 @@ def install(cls):
 
     cls.__init__, cls._ensure_graph, cls.build, cls.compile, cls.__call__, cls.get_config = (
         __init__, _ensure_graph, build, compile, __call__, _get_config)
+    cls.from_config = _from_config
     for name in ("fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"):
         setattr(cls, name, with_build(getattr(cls, name)))
     return cls

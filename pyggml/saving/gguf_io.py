@@ -290,6 +290,14 @@ def load_model(path, backend="auto", custom_objects=None, compile=True):
         return _load_model(path, backend, custom_objects, compile)
 
 
+def _takes_custom_objects(cls):
+    import inspect
+    try:
+        return "custom_objects" in inspect.signature(cls.from_config).parameters
+    except (TypeError, ValueError):
+        return True
+
+
 def _load_model(path, backend, custom_objects, compile):
     fl = _File(path)
     p = fl.path
@@ -305,7 +313,11 @@ def _load_model(path, backend, custom_objects, compile):
         try:
             cls_name = fl.f.get("pyggml.model_class") or ("Sequential" if cfg.get("sequential") else "Model")
             cls = get_registered_object(cls_name, custom_objects)
-            model = cls.from_config(cfg, custom_objects)
+            build = cfg.pop("pyggml_build", None)          # a subclassed model: the shapes it was built for
+            model = cls.from_config(cfg, custom_objects) if _takes_custom_objects(cls) else cls.from_config(cfg)
+            if build is not None:
+                from pyggml.models.subclassing import build_saved
+                build_saved(model, build)
             named = model.named_variables()
         except GGUFError:
             raise
