@@ -718,3 +718,14 @@ def test_a_subclassed_model_whose_constructor_takes_an_array_says_how_to_save():
     m(np.array([0, 1]))
     with pytest.raises(TypeError, match="give it get_config/from_config .* or save its weights"):
         m.get_config()
+
+
+def test_eager_outputs_carry_keras_s_mask_and_compute_mask_takes_arrays():
+    x = np.array([[1, 2, 0, 0], [3, 0, 0, 0]])
+    emb = layers.Embedding(10, 4, mask_zero=True)
+    np.testing.assert_array_equal(emb(x)._keras_mask, x != 0)             # the masking guide's print
+    np.testing.assert_array_equal(emb.compute_mask(x), x != 0)
+    y = np.zeros((2, 3, 2), np.float32)
+    y[0, 0] = 1.0
+    np.testing.assert_array_equal(layers.Masking()(y)._keras_mask, [[True, False, False], [False, False, False]])
+    assert not hasattr(layers.Embedding(10, 4)(x), "_keras_mask")

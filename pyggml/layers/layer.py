@@ -619,6 +619,8 @@ class Layer:
 
     # layers whose output keeps the input's steps set this: a padding mask passes through them
     supports_masking = False
+    # layers whose compute_mask also works on arrays: their eager outputs carry ``_keras_mask``
+    host_mask = False
 
     def compute_mask(self, inputs, mask=None):
         """The padding mask of the output (batch, steps; 1 for a real step), for a layer
@@ -875,7 +877,12 @@ class Layer:
         if any(isinstance(v, (Tensor, Variable)) for v in flat):
             raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
         from pyggml.layers import eager
-        return eager.run_layer(self, inputs, kwargs)
+        out = eager.run_layer(self, inputs, kwargs)
+        if self.host_mask and isinstance(out, np.ndarray) and not isinstance(inputs, list):
+            m = self.compute_mask(np.asarray(inputs))
+            if m is not None:
+                out._keras_mask = np.asarray(m, dtype=bool)      # Keras's eager output's mask
+        return out
 
     def _call_on_tape(self, tape, inputs, kwargs):
         from pyggml.layers.weight_rules import record_call_losses

@@ -4,6 +4,7 @@ import numpy as np
 
 from pyggml import _scope, ops
 from pyggml._validation import check_positive_int
+from pyggml.core import Tensor
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -20,6 +21,8 @@ class Embedding(Layer):
     Its inputs are indices in [0, input_dim) (checked when data enters the model);
     with ``mask_zero`` index 0 is padding, and the layers after it that take a mask
     (recurrent layers, attention, pooling over steps, the loss) leave those steps out."""
+
+    host_mask = True          # compute_mask works on arrays: an eager output carries _keras_mask
 
     build_shape_rule = "any"         # a later call may have any shape (Layer._fits_built)
 
@@ -57,6 +60,8 @@ class Embedding(Layer):
         indices, which enter the graph as data)."""
         if not self.mask_zero:
             return None
+        if not isinstance(inputs, Tensor):
+            return np.asarray(inputs) != 0              # on arrays: Keras's boolean mask, at once
         if inputs.op != "NONE":
             # indices computed in the graph (an argmax): the mask is computed beside them
             from pyggml import ops as keras_ops

@@ -1,7 +1,10 @@
 """Masking: marks the steps whose features all equal ``mask_value`` as padding."""
 
+import numpy as np
+
 from pyggml import ops
 from pyggml._validation import check_number
+from pyggml.core import Tensor
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -26,6 +29,7 @@ class Masking(Layer):
     (batch, steps) is 0 there, so the layers after it that take a mask (LSTM, GRU,
     SimpleRNN, Bidirectional, GlobalAveragePooling1D, attention, the loss) leave it out."""
 
+    host_mask = True          # compute_mask works on arrays: an eager output carries _keras_mask
     supports_masking = True
 
     def __init__(self, mask_value=0.0, **kwargs):
@@ -47,6 +51,8 @@ class Masking(Layer):
         return ops.mul(x, ops.repeat(keep, x) if tuple(keep.shape) != tuple(x.shape) else keep)
 
     def compute_mask(self, inputs, mask=None):
+        if not isinstance(inputs, Tensor):              # on arrays: Keras's boolean mask, at once
+            return np.any(np.asarray(inputs) != self.mask_value, axis=-1)
         x = ops.as_tensor(inputs)
         keep = _real_steps(x, self.mask_value)
         return ops.reshape(keep, tuple(x.shape[:-1]))
