@@ -80,74 +80,15 @@ class Node:
             return NotImplemented
         return _symbolic.apply(name, (other, self) if reflected else (self, other), {})
 
-    def __truediv__(self, other):
-        return self._op("divide", other)
-
-    def __rtruediv__(self, other):
-        return self._op("divide", other, True)
-
-    def __floordiv__(self, other):
-        return self._op("floor_divide", other)
-
-    def __rfloordiv__(self, other):
-        return self._op("floor_divide", other, True)
-
-    def __mod__(self, other):
-        return self._op("mod", other)
-
-    def __rmod__(self, other):
-        return self._op("mod", other, True)
-
     def __pow__(self, other, modulo=None):
         return NotImplemented if modulo is not None else self._op("power", other)
 
     def __rpow__(self, other, modulo=None):
         return NotImplemented if modulo is not None else self._op("power", other, True)
 
-    def __matmul__(self, other):
-        return self._op("matmul", other)
-
-    def __rmatmul__(self, other):
-        return self._op("matmul", other, True)
-
-    # comparisons: float 0/1 tensors (Python reflects ``1.0 < node`` to ``node > 1.0``)
-    def __lt__(self, other):
-        return self._op("less", other)
-
-    def __le__(self, other):
-        return self._op("less_equal", other)
-
-    def __gt__(self, other):
-        return self._op("greater", other)
-
-    def __ge__(self, other):
-        return self._op("greater_equal", other)
-
-    def __ne__(self, other):
-        return self._op("not_equal", other)
-
     # __eq__ stays object equality, and defining __ne__ alone keeps object.__hash__
     __eq__ = object.__eq__
     __hash__ = object.__hash__
-
-    # logical operators, on boolean (0/1) tensors as Keras's KerasTensor
-    def __and__(self, other):
-        return self._op("logical_and", other, logical=True)
-
-    def __rand__(self, other):
-        return self._op("logical_and", other, True, logical=True)
-
-    def __or__(self, other):
-        return self._op("logical_or", other, logical=True)
-
-    def __ror__(self, other):
-        return self._op("logical_or", other, True, logical=True)
-
-    def __xor__(self, other):
-        return self._op("logical_xor", other, logical=True)
-
-    def __rxor__(self, other):
-        return self._op("logical_xor", other, True, logical=True)
 
     def __invert__(self):
         return _symbolic.apply("logical_not", (self,), {})
@@ -193,3 +134,25 @@ class Node:
 
 
 _symbolic.NODE_TYPES.append(Node)
+
+
+def _node_operator(op, reflected, logical=False):
+    def method(self, other):
+        return self._op(op, other, reflected, logical)
+    return method
+
+
+# Python's binary operators on a node as Keras's KerasTensor has them (``__name__`` and its
+# reflected ``__rname__``): Keras's op of that name as a layer of the model; the comparisons give
+# float 0/1 tensors (Python reflects ``1.0 < node`` to ``node > 1.0``), the logical operators
+# take boolean (0/1) tensors
+for _name, _op, _both, _logical in (("truediv", "divide", True, False), ("floordiv", "floor_divide", True, False),
+                                    ("mod", "mod", True, False), ("matmul", "matmul", True, False),
+                                    ("lt", "less", False, False), ("le", "less_equal", False, False),
+                                    ("gt", "greater", False, False), ("ge", "greater_equal", False, False),
+                                    ("ne", "not_equal", False, False), ("and", "logical_and", True, True),
+                                    ("or", "logical_or", True, True), ("xor", "logical_xor", True, True)):
+    setattr(Node, f"__{_name}__", _node_operator(_op, False, _logical))
+    if _both:
+        setattr(Node, f"__r{_name}__", _node_operator(_op, True, _logical))
+del _name, _op, _both, _logical
