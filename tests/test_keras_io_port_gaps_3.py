@@ -729,3 +729,23 @@ def test_eager_outputs_carry_keras_s_mask_and_compute_mask_takes_arrays():
     y[0, 0] = 1.0
     np.testing.assert_array_equal(layers.Masking()(y)._keras_mask, [[True, False, False], [False, False, False]])
     assert not hasattr(layers.Embedding(10, 4)(x), "_keras_mask")
+
+
+class _MakesVolume(layers.Layer):
+    def __init__(self, then=None, **kwargs):
+        super().__init__(**kwargs)
+        self.to5d = layers.Reshape((4, 4, 9, 4))
+        self.then = then
+
+    def call(self, x):
+        v = self.to5d(x)
+        return v if self.then is None else self.then(v)
+
+
+def test_a_volume_made_in_a_call_is_returned_as_one_and_ops_on_it_are_refused_not_wrong():
+    x = RNG.random((2, 4, 4, 36)).astype(np.float32)
+    inp = keras.Input((4, 4, 36))
+    m = keras.Model(inp, layers.Conv3D(2, 3, padding="same")(_MakesVolume()(inp)))
+    assert m.output_shape == (None, 4, 4, 9, 2) and m.predict(x, verbose=0).shape == (2, 4, 4, 9, 2)
+    with pytest.raises(ValueError, match="made a 5-D tensor .* returns a tensor computed from it"):
+        _MakesVolume(then=lambda v: v * 2.0)(keras.Input((4, 4, 36)))     # was (batch * 4) rows, silently

@@ -148,6 +148,24 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
     return (merge(result[0], again[0]),) + tuple(result[1:])
 
 
+def _refuse_leaked_volume(layer, out, nodes, before):
+    """A call on 4-D (or smaller) inputs that made a volume inside (a Reshape to 5-D) and returns
+    a tensor computed from it: its rows are the batch times the volume's depth, which no output
+    shape can say; refused, where the result would silently have the wrong batch."""
+    reg = _fold._registry()
+    if not reg or len(reg) <= before:
+        return False
+    batch = nodes[0].batch_size or _BATCH
+    for t in (out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else [out]):
+        if hasattr(t, "shape") and t not in reg and len(t.shape) >= 1 and t.shape[0] > batch and \
+                t.shape[0] % batch == 0:
+            raise ValueError(f"{type(layer).__name__}'s call made a 5-D tensor (a volume) and returns a tensor computed "
+                             f"from it: pyggml keeps volumes folded into the batch (ggml has four dimensions), so "
+                             f"ops on one in a call see (batch * depth) rows; return the volume layer's own output, "
+                             f"or reshape back to at most 4 dimensions (batch included) with a layer (Reshape) first")
+    return True
+
+
 def _output_shapes(layer, inputs, kwargs, with_masks=False):
     nodes = inputs if isinstance(inputs, list) else [inputs]
     variable = any(d is None for n in nodes for d in n.feature_shape)
@@ -169,6 +187,7 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                     call_kwargs["mask"] = m_arg
                 five = next((n for n in nodes if len(n.feature_shape) == 4), None)
                 known = None
+                volumes_before = len(_fold._registry() or ())
                 if five is not None:
                     with _fold.pending([_keras_concrete(n) for n in nodes]):
                         out = layer(arg, **call_kwargs)
@@ -176,6 +195,8 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                     known = _fold.noted(out if isinstance(out, (list, tuple)) else [out])
                 else:
                     out = layer(arg, **call_kwargs)
+                    if _refuse_leaked_volume(layer, out, nodes, volumes_before):
+                        known = _fold.noted(out if isinstance(out, (list, tuple)) else [out])
                 flags = None
                 if with_masks:
                     n_out = len(out) if isinstance(out, (list, tuple)) else 1

@@ -81,7 +81,11 @@ class Reshape(Layer):
 
     def call(self, inputs, training=None):
         n, feats = _fold.batch_and_features(inputs)
-        return ops.reshape(contiguous(inputs), _fold.graph_shape((n,) + self._resolved(feats)))
+        target = (n,) + self._resolved(feats)
+        out = ops.reshape(contiguous(inputs), _fold.graph_shape(target))
+        if len(target) == 5:
+            _fold.note([out], [target])        # a volume made here (in a custom call too): its Keras shape
+        return out
 
     def get_config(self):
         c = super().get_config()
