@@ -23,6 +23,11 @@ from pyggml.errors import (AllocationError, ComputeError, ContextFullError, Free
 __version__ = _config.version
 
 
+def version():
+    """pyggml's version (Keras's ``keras.version()``)."""
+    return __version__
+
+
 def ggml_version():
     """The version of the ggml compiled in (the pinned release)."""
     return _config.ggml_version
@@ -76,7 +81,7 @@ from pyggml.regularizers import Regularizer
 from pyggml.constraints import Constraint
 
 __all__ = ["GradientTape", "InputSpec", "Layer", "Loss", "Metric", "Optimizer", "Initializer", "Regularizer", "Constraint", "Input", "Model", "Sequential", "Trainer", "Snapshot", "load_model", "set_seed", "set_n_threads",
-           "get_n_threads", "backends", "show_config", "ggml_version", "layers", "callbacks", "optimizers",
+           "get_n_threads", "backends", "show_config", "version", "ggml_version", "layers", "callbacks", "optimizers",
            "losses", "metrics", "ops", "activations", "initializers", "regularizers", "constraints", "saving",
            "utils", "preprocessing", "data", "random", "backend", "config", "mixed_precision", "tree", "Variable",
            "GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError", "RPCError",

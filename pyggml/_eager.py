@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from pyggml import _scope
+from pyggml import _scope, _wide
 from pyggml._deep_graph import Graph
 from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops
 from pyggml.errors import ContextFullError
@@ -131,6 +131,8 @@ def evaluate(fn, arrays, training=False, losses=None):
                 out = fn(*xs)
             many = isinstance(out, (list, tuple))
             outs = list(out) if many else [out]
+            wide = [o.shape if isinstance(o, _wide.Wide) else None for o in outs]
+            outs = [o.t if isinstance(o, _wide.Wide) else o for o in outs]
             bad = [o for o in outs if not isinstance(o, Tensor)]
             if bad:
                 raise TypeError(f"an eager call must compute tensors from its inputs, got "
@@ -147,6 +149,7 @@ def evaluate(fn, arrays, training=False, losses=None):
                 losses.extend((layer, float(np.asarray(v).reshape(-1)[0])) for (layer, _), v in
                               zip(extra, res[len(outs):]))
                 res = res[:len(outs)]
+            res = [r if s is None else r.reshape(s) for r, s in zip(res, wide)] + res[len(wide):]
             return res if many else res[0]
         except ContextFullError:
             if n >= 1 << 22:

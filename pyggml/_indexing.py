@@ -71,6 +71,11 @@ def _int_getitem(x, key, out_shape):
     return core_ops.cast(getitem(core_ops.cast(x, "f32"), key), "i32")
 
 
+def _in_graph():
+    from pyggml import _scope
+    return _scope.current() is not None
+
+
 def getitem(x, key):
     """x[key] for a Tensor x (see the module's docstring)."""
     from pyggml.core import ops as core_ops
@@ -106,9 +111,15 @@ def getitem(x, key):
         axis += 1
     if not out_shape:                        # every axis indexed by an int: one value
         out_shape, out_strides = [1], [_F32]
+    step_neg = any(s < 0 for s in out_strides)
+    if (len(out_shape) > MAX_DIMS or step_neg) and x.dtype == "f32" and _in_graph():
+        # a result of five dimensions or more (``x[:, None]`` of a 4-D x), or a negative step (ggml's
+        # views go forward only): one axis at a time, flipped where the step is negative (pyggml._wide)
+        from pyggml import _wide
+        return _wide.getitem(x, key)
     if len(out_shape) > MAX_DIMS:
         raise IndexError(f"the result would have {len(out_shape)} dimensions; ggml tensors have at most {MAX_DIMS}")
-    if offset < 0 or (step_neg := any(s < 0 for s in out_strides)):
+    if offset < 0 or step_neg:
         raise IndexError("negative slice steps (x[::-1]) are not available on graph tensors: ggml views go forward "
                          "only" if step_neg else "bad offset")
     if x.dtype == "i32":

@@ -21,7 +21,7 @@ import inspect
 
 import numpy as np
 
-from pyggml import _scope
+from pyggml import _scope, _wide
 from pyggml._tensor_arrays import refuse_tensor_array
 from pyggml._validation import is_int, is_number
 from pyggml.core import Tensor
@@ -54,6 +54,10 @@ def _t(x):
         return x
     if isinstance(x, Variable):
         return x.graph_tensor()
+    if isinstance(x, _wide.Wide):
+        raise ValueError(f"a tensor of shape {x.shape} ({x.ndim} dimensions) reached an op or a layer that takes "
+                         f"at most 4: ggml tensors have at most 4 dimensions, and pyggml carries more inside a call "
+                         f"through {_wide._FAMILIES} only; reshape it to at most 4 dimensions first")
     w = _watched(x)
     if w is not None:
         return w
@@ -223,6 +227,10 @@ def _exact_on_host(name, arguments, values, slots):
         return True
     if name == "where" and (arguments.get("x1") is None or arguments.get("x2") is None):
         return False                     # the one-argument form: where itself says it is not built
+    if name == "where":
+        # Python ints or integer arrays picked from (``where(c, 1, 0)``): Keras's result is int32
+        return all((is_int(v) and not isinstance(v, bool)) or (isinstance(v, np.ndarray) and v.dtype.kind in "biu")
+                   for v in (arguments["x1"], arguments["x2"]))
     moved = [a for a, (p, _) in zip(values, slots) if p != "condition"]
     return bool(moved) and all(a.dtype.kind in "biu" for a in moved)
 
@@ -536,7 +544,8 @@ def reshape(x, newshape):
         shape = tuple(n // known if d == -1 else int(d) for d in shape)
     if int(np.prod(shape)) != n:
         raise ValueError(f"reshape: cannot reshape {tuple(x.shape)} ({n} values) into {tuple(shape)}")
-    _check_dims(shape, "reshape")
+    if len(shape) > MAX_DIMS:
+        return _wide.Wide(_cont(x), shape)           # five dimensions or more: pyggml._wide
     return _c.reshape(_cont(x), tuple(int(d) for d in shape))
 
 
@@ -548,7 +557,8 @@ def expand_dims(x, axis):
     ax = _axis(axis, r + 1, "expand_dims")
     shape = list(x.shape)
     shape.insert(ax, 1)
-    _check_dims(shape, "expand_dims")
+    if len(shape) > MAX_DIMS:
+        return _wide.Wide(_cont(x), shape)
     return _c.reshape(_cont(x), tuple(shape))
 
 
@@ -633,6 +643,8 @@ def stack(xs, axis=0):
     if any(tuple(v.shape) != shape for v in xs):
         raise ValueError(f"stack: tensors of different shapes {[tuple(v.shape) for v in xs]}")
     ax = _axis(axis, len(shape) + 1, "stack")
+    if len(shape) + 1 > MAX_DIMS:
+        return _wide.stack(xs, ax, concatenate)
     parts = [expand_dims(v, ax) for v in xs]
     if len(parts) == 1:
         return parts[0]
@@ -676,7 +688,8 @@ def broadcast_to(x, shape):
     """x repeated along its axes of length 1 (and new leading axes) to ``shape``."""
     x = _f(x)
     shape = tuple(int(d) for d in shape)
-    _check_dims(shape, "broadcast_to")
+    if len(shape) > MAX_DIMS:
+        return _wide.broadcast(x, shape, broadcast_to)
     src = tuple(x.shape)
     if len(src) > len(shape) or any(s not in (1, d) for s, d in zip(src[::-1], shape[::-1])):
         raise ValueError(f"broadcast_to: cannot broadcast {src} to {shape}")

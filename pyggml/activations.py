@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from pyggml import _scope, _symbolic, ops
+from pyggml import _scope, _symbolic, _wide, ops
 from pyggml._tensor_arrays import as_ops_result
 from pyggml._validation import check_number
 from pyggml.core import Tensor
@@ -27,6 +27,9 @@ __all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_rel
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 
 
+_ALONG_AN_AXIS = ("softmax", "log_softmax", "sparsemax")
+
+
 def _eager_on_arrays(fn):
     """Outside a graph, on arrays (or Variables), compute at once and return a float32 array (an
     OpsArray, as pyggml.ops's results), as Keras's activations do eagerly (``keras.activations.softmax(logits[None])``)."""
@@ -34,6 +37,11 @@ def _eager_on_arrays(fn):
 
     @functools.wraps(fn)
     def act(x, *args, **kwargs):
+        if type(x) is _wide.Wide:
+            # more than four dimensions in a call: softmax along its axis, the others value by value
+            if fn.__name__ in _ALONG_AN_AXIS:
+                return getattr(ops, fn.__name__)(x, *args, **kwargs)
+            return _wide.Wide(fn(x.t, *args, **kwargs), x.shape)
         if _scope.current() is not None or isinstance(x, Tensor):
             return fn(x, *args, **kwargs)
         if _symbolic.NODE_TYPES and _symbolic.holds_node((x,) + args, kwargs):
@@ -259,8 +267,20 @@ def get(name):
         return linear
     if callable(name):
         return name
+    if isinstance(name, str) and name not in _BY_NAME:
+        # a function of your own, registered (``package>name``) or in custom_objects / a
+        # custom_object_scope, as Keras finds it when a saved or cloned layer is rebuilt
+        from pyggml.saving.object_registration import get_registered_object
+        try:
+            found = get_registered_object(name)
+        except ValueError:
+            found = None
+        if callable(found) and not isinstance(found, type):
+            return found
     if not isinstance(name, str) or name not in _BY_NAME:
-        raise ValueError(f"unknown activation {name!r}; known: {sorted(_BY_NAME)}")
+        raise ValueError(f"unknown activation {name!r}; known: {sorted(_BY_NAME)} (a function of your own is found "
+                         f"by name when registered with @keras.saving.register_keras_serializable() or given in "
+                         f"custom_objects)")
     return _BY_NAME[name]
 
 
@@ -274,7 +294,8 @@ def name_of(act):
     for k, v in _BY_NAME.items():
         if v is act:
             return k
-    return getattr(act, "__name__", "custom")
+    from pyggml.saving.object_registration import get_registered_name
+    return get_registered_name(act) if hasattr(act, "__name__") else "custom"
 
 
 serialize = name_of

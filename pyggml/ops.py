@@ -23,11 +23,13 @@ import builtins
 import functools
 import inspect
 import numbers
+import sys
 
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import _fold, _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope, _symbolic, _tensor_arrays
+from pyggml import (_fold, _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope, _symbolic, _tensor_arrays,
+                    _wide)
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
@@ -72,6 +74,8 @@ def shape(x):
     order (the batch first inside a model's graph)."""
     if isinstance(x, Variable):
         return tuple(int(d) for d in x.shape)           # in a graph or not: the same
+    if isinstance(x, _wide.Wide):
+        return x.shape
     if isinstance(x, Tensor):
         known = _fold.noted([x])            # a folded volume in a custom call: its Keras shape
         return tuple(int(d) for d in (known[0] if known else x.shape))
@@ -406,6 +410,10 @@ def _symbolic_aware(name, fn):
     def op(*args, **kwargs):
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
+        if _wide.holds(args, kwargs):
+            return _wide.apply(name, fn, sig, args, kwargs)   # a tensor of more than 4 dimensions
+        if _scope.current() is None and _wide.takes(name) and _wide.eager_arrays(args, kwargs):
+            return as_ops_result(_wide_on_arrays(name, op, args, kwargs))
         if axis_op and _fold.in_custom_call():
             _axis_on_a_volume(name, sig, args, kwargs)
         if host_when_plain and _scope.current() is not None and _plain(args) and _plain(kwargs):
@@ -418,6 +426,43 @@ def _symbolic_aware(name, fn):
         # computed at once: arrays that a graph tensor later meets become graph constants
         return as_ops_result(out) if _scope.current() is None else out
     return op
+
+
+def _wide_on_arrays(name, op, args, kwargs):
+    """An op called at once on arrays of more than four dimensions: numpy moves the values of
+    the layout ops; the others run in a graph on them as wide tensors (pyggml._wide)."""
+    if name in _ops_numpy._HOST_LAYOUT:
+        bound = inspect.signature(getattr(_ops_numpy, name)).bind(*args, **kwargs)
+        values = [v for v in bound.arguments.values() if isinstance(v, np.ndarray)]
+        return _ops_numpy._layout_on_host(name, bound.arguments, values)
+    from pyggml import _eager
+    arrays = []
+
+    def slot(v):
+        if isinstance(v, np.ndarray) and v.ndim > _wide.MAX_DIMS:
+            arrays.append(v)
+            return _WideSlot(len(arrays) - 1, v.shape)
+        if isinstance(v, (list, tuple)) and builtins.any(isinstance(e, np.ndarray) for e in v):
+            return type(v)(slot(e) for e in v)
+        return v
+    args, kwargs = [slot(a) for a in args], {k: slot(v) for k, v in kwargs.items()}
+
+    def run(*ts):
+        def put(v):
+            if isinstance(v, _WideSlot):
+                return _wide.Wide(ts[v.index], v.shape)
+            if isinstance(v, (list, tuple)) and builtins.any(isinstance(e, _WideSlot) for e in v):
+                return type(v)(put(e) for e in v)
+            return v
+        return op(*[put(a) for a in args], **{k: put(v) for k, v in kwargs.items()})
+    return _eager.evaluate(run, [np.ascontiguousarray(a).reshape(-1) for a in arrays])
+
+
+class _WideSlot:
+    __slots__ = ("index", "shape")
+
+    def __init__(self, index, shape):
+        self.index, self.shape = index, shape
 
 
 def _install_symbolic():
@@ -446,6 +491,7 @@ class _ImageOps:
 
 image_module = image
 _install_symbolic()
+_wide.OPS[0] = sys.modules[__name__]
 _tensor_arrays.UFUNC_OPS.update({u: globals()[n] for u, n in _tensor_arrays.UFUNC_NAMES.items()})
 
 

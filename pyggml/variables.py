@@ -131,6 +131,13 @@ class Variable:
         if value is not None:
             self._value = np.ascontiguousarray(value, dtype=np.float32).reshape(self.shape)
 
+    @property
+    def path(self):
+        """Keras's variable path: ``"<layer name>/<weight name>"`` (the name alone for a Variable
+        no layer holds)."""
+        layer_name = getattr(self._layer, "name", None)
+        return f"{layer_name}/{self.name}" if layer_name else str(self.name)
+
     # --- flags ---------------------------------------------------------------------
     @property
     def trainable(self):

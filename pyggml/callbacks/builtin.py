@@ -63,7 +63,13 @@ class EarlyStopping(Callback):
             self.stopped_epoch = epoch
             self.model.stop_training = True
             if self.restore_best_weights and self.best_weights is not None:
+                if self.verbose > 0:
+                    print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
                 self.model.set_weights(self.best_weights)
+
+    def on_train_end(self, logs=None):
+        if self.stopped_epoch > 0 and self.verbose > 0:
+            print(f"Epoch {self.stopped_epoch + 1}: early stopping")
 
 
 class ReduceLROnPlateau(Callback):

@@ -41,7 +41,12 @@ def from_keras_value(variable, value, what):
 def keras_list_by_name(named, weights, who, note="", owner="layer"):
     """Keras's ``set_weights`` list (arrays in the weights' order, Keras's layouts) as
     ``{name: array}`` in pyggml's layouts; a wrong count, type or shape is refused.  Anything
-    but a list or tuple (pyggml's dict) comes back as it is."""
+    but a list or tuple (pyggml's dict) comes back as it is, except another model's
+    ``get_weights()`` whose names are not these: taken in order, as Keras's list (a functional
+    model's weights into its subclassed twin, whose layers are named otherwise)."""
+    if isinstance(weights, LayerWeights) and len(weights) == len(named) and \
+            set(weights) != {n for n, _ in named}:
+        weights = weights[:]
     if not isinstance(weights, (list, tuple)):
         return weights
     if len(weights) != len(named):

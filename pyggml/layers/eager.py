@@ -3,8 +3,9 @@ computes it at once, in inference mode unless ``training=True``, on the CPU."""
 
 import numpy as np
 
-from pyggml import _eager, _fold
+from pyggml import _eager, _fold, _wide
 from pyggml._tensor_arrays import as_ops_result
+from pyggml.core import Tensor
 
 __all__ = ["run_layer"]
 
@@ -29,7 +30,7 @@ def run_layer(layer, inputs, kwargs):
             # folded volumes (pyggml._fold): their Keras shapes go with them
             with _fold.pending([a.shape for a in given]):
                 return layer(list(tensors) if many else tensors[0], training=training, **kwargs)
-        return layer(list(tensors) if many else tensors[0], training=training, **kwargs)
+        return _made_volumes(layer(list(tensors) if many else tensors[0], training=training, **kwargs))
     losses = []
     out = _eager.evaluate(graph, arrays, training=training, losses=losses)
     if five or layer.takes_5d is not False:
@@ -38,6 +39,23 @@ def run_layer(layer, inputs, kwargs):
     from pyggml.layers.weight_rules import record_call_losses
     record_call_losses(layer, losses)
     return as_ops_result(out)       # TensorFlow's eager .numpy() answers, as the ops' results
+
+
+def _made_volumes(out):
+    """A call on at most 4-D arrays that made volumes (a custom call's 5-D result, folded and
+    noted: pyggml._fold): those come back in their 5-D shapes (as wide tensors, pyggml._wide)."""
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    shapes = _fold.noted([o for o in outs if isinstance(o, Tensor)]) if any(isinstance(o, Tensor) for o in outs) \
+        else None
+    if shapes is None:
+        return out
+    it = iter(shapes)
+    done = []
+    for o in outs:
+        s = next(it) if isinstance(o, Tensor) else None
+        done.append(_wide.Wide(o, s) if s is not None and len(s) == 5 and None not in s and
+                    int(np.prod(s)) == o.nelements else o)
+    return type(out)(done) if isinstance(out, (list, tuple)) else done[0]
 
 
 def _unfolded(layer, given, out):

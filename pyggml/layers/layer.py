@@ -32,7 +32,7 @@ import weakref
 
 import numpy as np
 
-from pyggml import _fold, _scope, autodiff, ops
+from pyggml import _fold, _scope, _wide, autodiff, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
@@ -196,6 +196,52 @@ def feature_shape_of(shape, what="shape", allow_none=False, allow_empty=False):
     return tuple(out)
 
 
+# pyggml's layers that work along the last axis or value by value: on a tensor of more than four
+# dimensions inside a call (pyggml._wide) they run on its leading axes merged into one
+_LAST_AXIS_LAYERS = {"Dense", "LayerNormalization", "RMSNormalization", "BatchNormalization", "Activation", "ReLU",
+                     "LeakyReLU", "ELU", "PReLU", "Softmax", "Dropout", "GaussianNoise", "GaussianDropout",
+                     "AlphaDropout", "Identity", "Rescaling"}
+
+
+def _call_on_wide(layer, inputs, kwargs):
+    """A layer called inside a call on a tensor of more than four dimensions (a wide one)."""
+    cls = type(layer)
+    axis = getattr(layer, "axis", -1)
+    along_last = axis in (-1, None) or (isinstance(axis, (list, tuple)) and list(axis) in ([-1], []))
+    if isinstance(inputs, list) or cls.__name__ not in _LAST_AXIS_LAYERS or \
+            not cls.__module__.startswith("pyggml.") or not along_last:
+        shapes = [getattr(v, "shape", None) for v in (inputs if isinstance(inputs, list) else [inputs])]
+        raise ValueError(f"{cls.__name__} on inputs of shapes {shapes}: ggml tensors have at most 4 dimensions; "
+                         f"inside a call the layers that work along the last axis or value by value "
+                         f"({', '.join(sorted(_LAST_AXIS_LAYERS))}) take more, and ops carry them through "
+                         f"{_wide._FAMILIES}: reshape to at most 4 dimensions before {cls.__name__}")
+    shape = inputs.shape
+    out = layer(_wide.reshape(inputs, (int(np.prod(shape[:-3])),) + shape[-3:]), **kwargs)
+    return _wide.reshape(out, shape[:-3] + tuple(out.shape[1:]))
+
+
+def _folded_volumes(layer, out):
+    """A call's results of more than four dimensions (pyggml._wide): a 5-D one as a volume (its
+    batch and first axis folded into one: pyggml._fold), noted with its Keras shape; more refused."""
+    many = isinstance(out, (list, tuple))
+    if not any(type(o) is _wide.Wide for o in (out if many else [out])):
+        return out
+
+    def one(o):
+        if type(o) is not _wide.Wide:
+            return o
+        if o.ndim > 5:
+            raise ValueError(f"{type(layer).__name__}'s call returns a tensor of shape {o.shape}: a layer's output has "
+                             f"at most 5 dimensions (a volume, folded into ggml's four); reshape it first")
+        t = _wide.reshape(o, (o.shape[0] * o.shape[1],) + o.shape[2:])
+        _fold.note([t], [o.shape])
+        return t
+    return type(out)(one(o) for o in out) if many else one(out)
+
+
+_MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
+
+
 def _graph_constants(inputs):
     """Arrays among a layer's inputs as constants of the graph being built (tensors stay)."""
     def one(v):
@@ -333,6 +379,7 @@ class Layer:
             self._variables = []
         self._given_name = name
         self.name = name
+        self._policy = getattr(dtype, "name", dtype) if getattr(dtype, "name", dtype) in _MIXED_POLICIES else None
         self._trainable = bool(trainable)
         self.built = False
         self.input_shape = None
@@ -554,6 +601,32 @@ class Layer:
         for attr, sub in self._sublayers.items():
             out.extend((f"{attr}.{n}", v) for n, v in sub.named_variables())
         return out
+
+    # Keras's dtypes: pyggml keeps its weights and computes in float32 (pg.mixed_precision)
+    @property
+    def dtype(self):
+        """The weights' dtype, ``"float32"`` (an InputLayer's: its input's)."""
+        return self.__dict__.get("_dtype", "float32")
+
+    @dtype.setter
+    def dtype(self, value):
+        self.__dict__["_dtype"] = value
+
+    @property
+    def compute_dtype(self):
+        """What the layer computes in: ``"float32"`` (a mixed policy too)."""
+        return "float32"
+
+    @property
+    def variable_dtype(self):
+        return "float32"
+
+    @property
+    def dtype_policy(self):
+        """The layer's DTypePolicy: the one given as ``dtype=``, else the global one."""
+        from pyggml import mixed_precision
+        policy = self.__dict__.get("_policy")
+        return mixed_precision.Policy(policy) if policy else mixed_precision.global_policy()
 
     @property
     def variables(self):
@@ -868,6 +941,8 @@ class Layer:
             return self._call_on_tape(tape, inputs, kwargs)
         if all(isinstance(v, (Tensor, Variable)) for v in flat):
             return self._call_in_graph(inputs, kwargs)
+        if any(type(v) is _wide.Wide for v in flat):
+            return _call_on_wide(self, inputs, kwargs)
         if any(isinstance(v, Node) for v in flat):
             raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
         if _scope.current() is not None:
@@ -949,6 +1024,7 @@ class Layer:
         finally:
             stack.pop()
             _fold.leave_call()
+        out = _folded_volumes(self, out)
         if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \

@@ -139,8 +139,8 @@ def as_real_array(x, what):
         a = x
     else:
         try:
-            a = np.asarray(x)
-        except Exception as e:
+            a = np.asarray(x.detach().cpu() if hasattr(x, "detach") and hasattr(x, "cpu") else x)
+        except Exception as e:          # (a torch tensor that requires grad is detached first)
             raise TypeError(f"{what} must be an array of numbers: {e}") from None
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"{what} must hold real numbers, got dtype {a.dtype}")
@@ -574,4 +574,6 @@ def is_generator_like(x):
     """A generator, an iterator, a PyDataset/Sequence, or an iterable of batches (not an array)."""
     if x is None or isinstance(x, (np.ndarray, list, tuple, dict)) or np.isscalar(x):
         return False
+    if hasattr(x, "__array__") and hasattr(x, "shape"):
+        return False                # another library's array (a torch tensor, a DataFrame): one array
     return hasattr(x, "__iter__") or hasattr(x, "__getitem__") and hasattr(x, "__len__")

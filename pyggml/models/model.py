@@ -19,7 +19,7 @@ from pyggml.errors import FreedError
 from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
 from pyggml._tensor_arrays import as_ops_result
 from pyggml.layers import layer as layer_mod
-from pyggml.layers.layer import Layer, flatten_inputs
+from pyggml.layers.layer import Layer, flatten_inputs, snake_case
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
 from pyggml.models import functional, host_stage, summary as summary_mod, training_loop
@@ -80,7 +80,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     @classmethod
     def kind(cls):
-        return "functional"
+        return "functional" if cls is Model else snake_case(cls.__name__)      # Keras's: "mnist_model"
 
     # --- the layer graph -------------------------------------------------------------------
     def _ensure_graph(self):

@@ -31,6 +31,21 @@ def _repeats_forever(x):
     return isinstance(x, DataPipeline) and x.cardinality() == INFINITE_CARDINALITY
 
 
+def _class_indices(model, y):
+    """y (an array) holds integer class indices for the model's one output of several classes."""
+    try:
+        outputs = list(model.outputs or ())
+    except Exception:                          # a subclassed model not built yet
+        return False
+    if y is None or da.is_generator_like(y) or isinstance(y, (list, tuple, dict)) or len(outputs) != 1:
+        return False
+    a = np.asarray(y)
+    shape = tuple(getattr(outputs[0], "feature_shape", ()) or ())
+    if a.dtype.kind not in "iu" or not shape or shape[-1] is None or shape[-1] < 2 or a.ndim < 1:
+        return False
+    return a.shape[1:] in (tuple(shape[:-1]), tuple(shape[:-1]) + (1,))
+
+
 def _yields_no_targets(x, y):
     """fit's data has inputs only: no y with arrays, or a dataset whose first item is x alone."""
     if not da.is_generator_like(x):
@@ -53,6 +68,12 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         optimizer, metrics, loss_weights, args, kwargs = model.__dict__.pop("_compile_args")
         model.compile(model.optimizer if model.optimizer is not None else optimizer, None, metrics, loss_weights,
                       *args, **kwargs)
+    if with_targets and model._compile_spec.loss_defaulted and _class_indices(model, y):
+        # compile() without a loss, then class indices for a many-class output: Keras's "accuracy"
+        # reads them as sparse labels; the defaulted loss takes them so too
+        optimizer, metrics, loss_weights, args, kwargs = model.__dict__.pop("_compile_args")
+        model.compile(model.optimizer if model.optimizer is not None else optimizer,
+                      "sparse_categorical_crossentropy", metrics, loss_weights, *args, **kwargs)
     tspecs = model.target_specs if with_targets else None
     untargeted = with_targets and all(not s.has_loss for s in tspecs)
     training = what in ("fit", "train_on_batch")      # data augmentation runs on these batches only

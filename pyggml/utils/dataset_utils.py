@@ -370,6 +370,14 @@ class Dataset(PyDataset):
             state = reduce_func(state, element)
         return state
 
+    def get_single_element(self, name=None):
+        """The one element of a dataset of one element (tf.data's); any other count is refused."""
+        n = self._finite("get_single_element")
+        if n != 1:
+            raise ValueError(f"get_single_element: the dataset has {n} elements, not one")
+        self._new_pass()
+        return self._get(0)
+
     def apply(self, transformation_func):
         """``transformation_func(self)``."""
         return transformation_func(self)
