@@ -201,7 +201,9 @@ def resize(images, size, interpolation="bilinear", antialias=False, crop_to_aspe
         a = a if ndim == 4 else a[None]
         if data_format == "channels_first":
             a = a.transpose(0, 2, 3, 1)
-        out = np.einsum("ih,nhwc,jw->nijc", mh, a, mw) + pad_term[None, :, :, None]
+        # two products (rows, then columns), not einsum's naive loop over all four axes at once
+        out = np.einsum("jw,niwc->nijc", mw, np.einsum("ih,nhwc->niwc", mh, a, optimize=True), optimize=True) + \
+            pad_term[None, :, :, None]
         if data_format == "channels_first":
             out = out.transpose(0, 3, 1, 2)
         return np.ascontiguousarray(out if ndim == 4 else out[0], dtype=np.float32)

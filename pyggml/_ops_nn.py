@@ -14,12 +14,13 @@ Complex values are pairs ``(real, imag)`` as in ``ops.fft``.  Graph tensors have
 four dimensions, the batch included.
 """
 
+import inspect
 import math
 
 import numpy as np
 
 from pyggml import _ops_numpy as _k
-from pyggml import _scope
+from pyggml import _scope, _wide
 from pyggml._conv_arith import same_pads, transpose_pads, valid_size
 from pyggml._ops_signal import _complex_pair, _matmul_last
 from pyggml._validation import is_int, is_number
@@ -54,7 +55,7 @@ def _in_graph(*xs):
 
 
 def _shape(x):
-    if isinstance(x, Variable):
+    if isinstance(x, (Variable, _wide.Wide)):
         return tuple(int(d) for d in x.shape)
     if isinstance(x, Tensor):
         return tuple(int(d) for d in x.shape)
@@ -1026,9 +1027,12 @@ def einsum(subscripts, *operands, **kwargs):
     if not _in_graph(*operands):
         arrays = [_array(o, "einsum") for o in operands]
         return np.einsum(",".join(terms) + "->" + out, *arrays).astype(np.float32)
-    ts = [_f(o) for o in operands]
+    ts = [o if isinstance(o, _wide.Wide) else _f(o) for o in operands]
     terms = list(terms)
     for i in range(len(ts)):
+        if isinstance(ts[i], _wide.Wide) and len(set(terms[i])) != len(terms[i]):
+            raise ValueError(f"einsum: a diagonal ({terms[i]!r}) of a tensor of {len(terms[i])} dimensions: reshape it "
+                             f"to at most 4 dimensions first")
         ts[i], terms[i] = _diagonals(ts[i], terms[i], sizes)
     while len(ts) > 2:
         # the first two operands contracted, keeping the indices the others or the output use
@@ -1056,8 +1060,22 @@ def _diagonals(x, term, sizes):
     return x, term
 
 
+def _moved(x, order):
+    """numpy's transpose of a graph tensor, of any number of dimensions (pyggml._wide)."""
+    if list(order) == list(range(len(order))):
+        return x
+    return _wide.transpose(x, order) if isinstance(x, _wide.Wide) else _k.transpose(x, order)
+
+
+def _summed(x, axis):
+    if isinstance(x, _wide.Wide):
+        return _wide.apply("sum", _k.sum, inspect.signature(_k.sum), (x,), {"axis": axis})
+    return _k.sum(x, axis=axis)
+
+
 def _einsum_graph(terms, out, sizes, ts):
-    """One- or two-operand einsum of graph tensors (no repeated index within an operand)."""
+    """One- or two-operand einsum of graph tensors (no repeated index within an operand); an
+    operand or the result may have more than four dimensions (pyggml._wide)."""
     terms, ts = list(terms), list(ts)
     # indices of one operand only that the output drops: summed first
     for i, t in enumerate(terms):
@@ -1065,16 +1083,16 @@ def _einsum_graph(terms, out, sizes, ts):
         drop = [j for j, c in enumerate(t) if c not in others]
         if drop:
             if len(drop) == len(t):
-                ts[i] = _c.reshape(_k.sum(ts[i]), (1,))
+                ts[i] = _c.reshape(_summed(ts[i], None), (1,))
                 terms[i] = ""
             else:
-                ts[i] = _k.sum(ts[i], axis=tuple(drop))
+                ts[i] = _summed(ts[i], tuple(drop))
                 terms[i] = "".join(c for j, c in enumerate(t) if j not in drop)
     if len(ts) == 1:
         t, x = terms[0], ts[0]
         if not out:
-            return x if not t else _c.reshape(_k.sum(x), (1,))
-        return _k.transpose(x, [t.index(c) for c in out])
+            return x if not t else _c.reshape(_summed(x, None), (1,))
+        return _moved(x, [t.index(c) for c in out])
     (ta, tb), (a, b) = terms, ts
     batch = [c for c in out if c in ta and c in tb]
     contract = [c for c in ta if c in tb and c not in out]
@@ -1084,20 +1102,16 @@ def _einsum_graph(terms, out, sizes, ts):
     def arranged(x, t, free):
         if not t:
             return _c.reshape(x, (1, 1, 1))
-        order = [t.index(c) for c in batch + free + contract]
-        x = _k.transpose(x, order) if order != list(range(len(t))) else x
+        x = _moved(x, [t.index(c) for c in batch + free + contract])
         dims = [int(np.prod([sizes[c] for c in g])) for g in (batch, free, contract)]
-        return _c.reshape(_cont(x), tuple(dims))
+        return _wide.reshape(x, tuple(dims))
     am, bm = arranged(a, ta, free_a), arranged(b, tb, free_b)
     y = _c.mul_mat(bm, am)                                          # (batch, free_a, free_b)
     got = batch + free_a + free_b
     shape = tuple(sizes[c] for c in got)
     if not got:
         return _c.reshape(y, (1,))
-    _k._check_dims(shape, "einsum")
-    y = _c.reshape(_cont(y), shape)
-    order = [got.index(c) for c in out]
-    return _k.transpose(y, order) if order != list(range(len(got))) else y
+    return _moved(_wide.wrap(_cont(y), shape), [got.index(c) for c in out])
 
 
 # --- selection, segments, sequences ---------------------------------------------------------------

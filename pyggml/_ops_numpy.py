@@ -821,8 +821,16 @@ def take(x, indices, axis=None):
     ishape = tuple(idx.shape) if not (isinstance(indices, np.ndarray) and indices.ndim == 0) else ()
     moved = _permute(x, [ax] + [i for i in range(r) if i != ax]) if ax else _cont(x)
     rest = tuple(moved.shape[1:])
-    rows = _c.get_rows(_c.reshape(moved, (n, int(np.prod(rest)) if rest else 1)),
-                       _c.reshape(_cont(idx), (idx.nelements,)))
+    table = _c.reshape(moved, (n, int(np.prod(rest)) if rest else 1))
+    flat_idx = _c.reshape(_cont(idx), (idx.nelements,))
+    try:
+        rows = _c.get_rows(table, flat_idx)
+    except ValueError as e:
+        if "cannot be checked" not in str(e):
+            raise
+        # indices computed in the graph (an integer Variable reshaped, ids arithmetic): a one-hot
+        # product picks the rows, which ggml cannot read out of range (an index outside gives zeros)
+        rows = matmul(one_hot(flat_idx, n), table)
     out = ishape + rest
     _check_dims(out, "take")
     y = _c.reshape(rows, out or (1,))

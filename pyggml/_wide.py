@@ -88,6 +88,10 @@ class Wide:
     def numpy(self):
         raise TypeError("a graph tensor has no value while its graph is being built")
 
+    def __bool__(self):
+        raise TypeError("the truth value of a graph tensor is not known while its graph is being built: branch "
+                        "inside the graph with ops.cond or ops.where")
+
     def __getitem__(self, key):
         return getitem(self, key)
 
@@ -574,7 +578,9 @@ _UNARY = {"abs", "absolute", "fabs", "arccos", "arccosh", "arcsin", "arcsinh", "
           "sqrt", "square", "squareplus", "stop_gradient", "swish", "tan", "tanh", "tanh_shrink", "trunc",
           "threshold", "zeros_like", "ones_like", "full_like", "copy", "identity", "dropout", "saturate_cast",
           "signbit", "sqr", "conj", "conjugate", "real"}
-_FAMILIES = "reshape, transpose and the other layout ops, indexing, element-wise ops, reductions, softmax and matmul"
+_OWN = {"einsum"}
+_FAMILIES = ("reshape, transpose and the other layout ops, indexing, element-wise ops, reductions, softmax, matmul "
+             "and einsum")
 
 
 def holds(args, kwargs):
@@ -599,6 +605,8 @@ def apply(name, fn, sig, args, kwargs):
     wide = next(v for v in (*args, *kwargs.values(), *[e for v in (*args, *kwargs.values())
                                                         if isinstance(v, (list, tuple)) for e in v])
                 if type(v) is Wide)
+    if name in _OWN:
+        return fn(*args, **kwargs)                    # (its implementation takes wide tensors)
     if sig is None:
         raise refusal(name, wide.shape)
     arguments = dict(sig.bind(*args, **kwargs).arguments)

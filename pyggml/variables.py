@@ -253,7 +253,18 @@ class Variable:
         b = _scope.require(f"variable {self.name!r} as a tensor")
         cache = getattr(b, "cache", None)
         assigned = None if cache is None else cache.get(("assigned", id(self)))
-        return assigned if assigned is not None else b.tensor_of(self)
+        t = assigned if assigned is not None else b.tensor_of(self)
+        if self._integer() and t.dtype == "f32":
+            # Keras's integer variable (Swin's relative-position index for ops.take): int32 in the graph
+            from pyggml.core import ops as core_ops
+            t = core_ops.cast(t if t.is_contiguous else core_ops.cont(t), "i32")
+        return t
+
+    def _integer(self):
+        try:
+            return np.dtype(self._dtype).kind in "iu"
+        except TypeError:
+            return False
 
     def _value_here(self):
         """The graph tensor inside a graph, the numpy values outside one (Keras's eager variable)."""
@@ -267,6 +278,8 @@ class Variable:
         b = _scope.current()
         if not isinstance(new, Tensor):
             raise TypeError(f"variable {self.name!r}: a graph assign takes a tensor, got {type(new).__name__}")
+        if new.dtype == "i32":
+            new = core_ops.cast(new, "f32")            # the variable is held in float32 (exact to 2**24)
         if tuple(new.shape) != self.store_shape and int(np.prod(new.shape)) == self.size:
             new = core_ops.reshape(new if new.is_contiguous else core_ops.cont(new), self.store_shape)
         if tuple(new.shape) != self.store_shape:

@@ -124,3 +124,243 @@ def test_a_subclass_of_model_is_named_after_its_class():
     inp = keras.Input((2,))
     assert MnistModel(inp, layers.Dense(1)(inp)).name == "mnist_model"
     assert keras.Model(inp, layers.Dense(1)(inp)).name.startswith("functional")
+
+
+def test_a_learning_rate_schedule_of_the_epoch_alone(capsys):
+    model = keras.Sequential([keras.Input((2,)), layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    schedule = keras.callbacks.LearningRateScheduler(lambda epoch: 1e-3 * 0.5 ** epoch, verbose=1)
+    history = model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=2, callbacks=[schedule], verbose=0)
+    assert history.history["learning_rate"] == pytest.approx([1e-3, 5e-4])
+    assert "Epoch 2: LearningRateScheduler setting learning rate to 0.0005." in capsys.readouterr().out
+    two = keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.1)
+    history = model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=2, callbacks=[two], verbose=0)
+    assert history.history["learning_rate"] == pytest.approx([5e-5, 5e-6])
+
+
+def test_a_sequential_built_on_one_length_takes_another():
+    class Block(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.ffn = keras.Sequential([layers.Dense(8, activation="relu"), layers.Dense(4)])
+
+        def call(self, x):
+            return self.ffn(x)
+    block = Block()
+    long = np.random.default_rng(2).random((2, 15, 4)).astype(np.float32)
+    full = np.asarray(block(long))
+    np.testing.assert_allclose(np.asarray(block(long[:, :1])), full[:, :1], rtol=1e-5, atol=1e-6)
+    ffn = keras.Sequential([layers.Dense(8), layers.Dense(4)])
+    whole = np.asarray(ffn(long))
+    np.testing.assert_allclose(np.asarray(ffn(long[:, 3:5])), whole[:, 3:5], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError):
+        ffn(np.ones((2, 3, 5), np.float32))                   # the features must still fit the weights
+
+
+def test_sparse_cross_entropy_ignore_class():
+    y = np.array([[1, 2, 0, 0]])
+    p = np.full((1, 4, 3), 1 / 3, np.float32)
+    p[0, 0] = [0.1, 0.8, 0.1]
+    loss = keras.losses.SparseCategoricalCrossentropy(ignore_class=0)
+    assert float(loss(y, p)) == pytest.approx((-np.log(0.8) - np.log(1 / 3)) / 2, rel=1e-5)
+    np.testing.assert_allclose(keras.losses.sparse_categorical_crossentropy(y, p, ignore_class=0),
+                               [[-np.log(0.8), -np.log(1 / 3), 0, 0]], rtol=1e-5)
+    rng = np.random.default_rng(0)
+    x, labels = rng.random((16, 5, 3)).astype(np.float32), rng.integers(0, 4, (16, 5))
+    labels[:, 3:] = -1                                         # padding, outside the classes
+    model = keras.Sequential([keras.Input((5, 3)), layers.Dense(4)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                                                   ignore_class=-1))
+    logits = model.predict(x, verbose=0)
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    keep = labels != -1
+    want = -np.take_along_axis(logp, np.where(keep, labels, 0)[..., None], -1)[..., 0][keep].mean()
+    assert model.evaluate(x, labels, verbose=0) == pytest.approx(want, rel=1e-5)
+    model.fit(x, labels, epochs=2, verbose=0)
+    assert keras.losses.SparseCategoricalCrossentropy(ignore_class=3).get_config()["ignore_class"] == 3
+
+
+@pytest.mark.parametrize("activation, loss", [("sigmoid", "binary_crossentropy"),
+                                              ("softmax", "sparse_categorical_crossentropy")])
+def test_a_nested_model_gives_its_logits_to_cross_entropy(activation, loss):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype(np.float32) * 10
+    units = 1 if activation == "sigmoid" else 3
+    y = (rng.random((64, 1)) < 0.5).astype(np.float32) if units == 1 else rng.integers(0, 3, 64)
+    inner = keras.Sequential([keras.Input((4,)), layers.Dense(units, activation=activation)])
+    inner.layers[0].kernel.assign(np.tile(np.array([[3.0, -3.0, 0.0][:units]], np.float32), (4, 1)))
+    inner.compile(loss=loss)
+    flat = inner.evaluate(x, y, verbose=0)
+    z = x @ np.asarray(inner.layers[0].kernel) + np.asarray(inner.layers[0].bias)
+    if units == 1:
+        exact = np.mean(np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z))))
+    else:
+        logp = z - z.max(-1, keepdims=True)
+        logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+        exact = -np.mean(logp[np.arange(64), y])
+    assert flat == pytest.approx(exact, rel=1e-4)              # far beyond the clipped-probability loss
+    i = keras.Input((4,))
+    outer = keras.Model(i, inner(i))
+    outer.compile(loss=loss, metrics=["accuracy"])
+    assert outer.evaluate(x, y, verbose=0)[0] == pytest.approx(flat, rel=1e-5)
+    np.testing.assert_allclose(outer.predict(x, verbose=0), inner.predict(x, verbose=0), rtol=1e-6)
+
+
+def test_inputs_named_after_csv_columns_with_dots(tmp_path):
+    a, b = keras.Input((1,), name="emp.var.rate"), keras.Input((1,), name="cons.price.idx")
+    model = keras.Model({"emp.var.rate": a, "cons.price.idx": b}, layers.Dense(1)(layers.Concatenate()([a, b])))
+    model.compile(optimizer="adam", loss="mse")
+    x = {"emp.var.rate": np.ones((4, 1)), "cons.price.idx": np.zeros((4, 1))}
+    model.fit(x, np.ones((4, 1)), verbose=0)
+    path = str(tmp_path / "dots.keras")
+    model.save(path)
+    np.testing.assert_allclose(keras.models.load_model(path).predict(x, verbose=0), model.predict(x, verbose=0))
+    with pytest.raises(ValueError, match="without '.'"):
+        layers.Dense(2, name="head.v1")                  # a weight's name is "<layer>.<weight>"
+
+
+def test_feature_space_takes_a_preprocessor_of_your_own():
+    from pyggml.utils import FeatureSpace
+    tv = layers.TextVectorization(output_mode="tf_idf", max_tokens=20)
+    fs = FeatureSpace(features={"t": FeatureSpace.feature(preprocessor=tv, dtype="string", output_mode="float"),
+                                "a": "float_normalized"})
+    x = {"t": np.array(["a b c", "b c d", "e f a"]), "a": np.array([1.0, 2.0, 3.0])}
+    fs.adapt(keras.data.Dataset.from_tensor_slices(x).batch(2))
+    out = np.asarray(fs(x))
+    np.testing.assert_allclose(out[:, 0], (x["a"] - 2.0) / np.sqrt(2 / 3), rtol=1e-5)       # "a" sorts first
+    np.testing.assert_allclose(out[:, 1:], np.asarray(tv(x["t"])), rtol=1e-6)
+    head = layers.Dense(1)
+    model = keras.Model(fs.get_inputs(), head(fs.get_encoded_features()))
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, np.ones(3), verbose=0)
+    kernel, bias = (np.asarray(w) for w in head.get_weights())
+    np.testing.assert_allclose(model.predict(x, verbose=0), out @ kernel + bias, rtol=1e-5, atol=1e-6)
+    hashed = FeatureSpace(features={"c": FeatureSpace.integer_hashed(num_bins=4)}, output_mode="dict")
+    hashed.adapt(keras.data.Dataset.from_tensor_slices({"c": np.array([1, 2, 3])}).batch(2))
+    one = hashed({"c": np.array(4)})["c"]
+    assert one.shape == (4,) and one.numpy().sum() == 1                  # one sample, no batch axis
+
+
+def test_if_on_a_graph_tensor_is_refused_not_always_true():
+    class MaybeFlip(layers.Layer):
+        def call(self, x):
+            if keras.random.uniform(()) < 0.5:          # Keras's eager branch: runs once here, in a graph
+                return -x
+            return x
+    with pytest.raises(TypeError, match="ops.cond"):
+        MaybeFlip()(np.ones((2, 3), np.float32))
+    with keras.GradientTape() as tape:
+        value = ops.sum(keras.Variable(np.ones(3, np.float32)))
+    assert bool(value > 2.0) and not bool(value > 4.0)   # a tape's tensor after its block has a value
+
+
+def test_a_layer_input_given_by_keyword():
+    class Double(layers.Layer):
+        def call(self, images):
+            return images * 2.0
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(np.asarray(Double()(images=x)), 2 * x)
+    assert Double()(images=keras.Input((3,))).shape == (None, 3)
+
+
+def test_folding_items_into_the_batch_in_a_functional_model():
+    inp = keras.Input((8, 4, 1))
+    folded = ops.reshape(inp, (-1, 4, 4, 1))                      # two items per sample, as rows
+    dense = layers.Dense(3)
+    out = ops.reshape(dense(layers.Flatten()(folded)), (-1, 2, 3))
+    model = keras.Model(inp, out)
+    x = np.random.default_rng(3).random((6, 8, 4, 1)).astype(np.float32)
+    kernel, bias = (np.asarray(w) for w in dense.get_weights())
+    np.testing.assert_allclose(model.predict(x, verbose=0), (x.reshape(12, 16) @ kernel + bias).reshape(6, 2, 3),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_compute_loss_of_a_model_compiled_with_a_loss():
+    class Plain(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(3)
+
+        def call(self, x):
+            return self.d(x)
+    model = Plain()
+    model.compile(optimizer="adam", loss=keras.losses.CategoricalCrossentropy(from_logits=True))
+    x = np.random.default_rng(4).standard_normal((2, 4, 5)).astype(np.float32)
+    y = np.array([[1, 2, 0, 0], [2, 0, 0, 0]])
+    onehot, w = np.eye(3, dtype=np.float32)[y], (y != 0).astype(np.float32)
+    p = np.asarray(model(x))
+    logp = p - np.log(np.exp(p).sum(-1, keepdims=True))
+    want = ((-(onehot * logp).sum(-1)) * w).sum() / y.size
+    assert float(model.compute_loss(None, onehot, p, sample_weight=w)) == pytest.approx(want, rel=1e-5)
+
+
+def test_optimizer_iterations_count_steps_not_models():
+    class TwoParts(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.a = keras.Sequential([layers.Dense(3)])
+            self.b = keras.Sequential([layers.Dense(2)])
+
+        def call(self, x):
+            return self.b(self.a(x))
+
+        def train_step(self, data):
+            x, y = data
+            with keras.GradientTape() as tape:
+                loss = self.compiled_loss(y, self.b(self.a(x)))
+            tv = self.a.trainable_variables + self.b.trainable_variables
+            self.optimizer.apply_gradients(zip(tape.gradient(loss, tv), tv))
+            return {"loss": loss}
+    model = TwoParts()
+    model.compile(keras.optimizers.Adam(1e-3), "mse")
+    model.fit(np.ones((64, 4)), np.ones((64, 2)), batch_size=16, epochs=3, verbose=0)
+    assert int(model.optimizer.iterations) == 12
+
+
+def test_a_layer_shared_by_two_sequentials_is_one_weight_stepped_once():
+    class Twice(layers.Layer):
+        def build(self, input_shape):
+            block = [layers.Dense(4)]
+            self.blocks = [keras.Sequential(block) for _ in range(2)]
+
+        def call(self, x):
+            for b in self.blocks:
+                x = b(x)
+            return x
+    twice = Twice()
+    x = np.ones((1, 4), np.float32)
+    twice(x)
+    assert len(twice.trainable_weights) == 2
+    opt = keras.optimizers.SGD(0.1)
+    with keras.GradientTape() as tape:
+        loss = ops.sum(twice(x))
+    grads = tape.gradient(loss, twice.trainable_weights)
+    before = np.asarray(twice.trainable_weights[1].numpy()).copy()
+    opt.apply_gradients(zip(grads, twice.trainable_weights))
+    np.testing.assert_allclose(np.asarray(twice.trainable_weights[1].numpy()) - before,
+                               -0.1 * np.asarray(grads[1]), rtol=1e-5, atol=1e-7)
+    assert int(opt.iterations) == 1
+
+
+def test_an_integer_variable_indexes_in_a_call():
+    class Table(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.table = self.add_weight(shape=(5, 2), initializer="ones")
+            idx = np.array([[0, 4], [2, 3]])
+            self.idx = keras.Variable(initializer=idx, shape=idx.shape, dtype="int32", trainable=False)
+
+        def call(self, x):
+            return x + ops.sum(ops.take(self.table, ops.reshape(self.idx, (-1,)), axis=0))
+    inp = keras.Input((3,))
+    np.testing.assert_array_equal(keras.Model(inp, Table()(inp)).predict(np.zeros((1, 3)), verbose=0), [[8, 8, 8]])
+
+
+def test_resize_on_arrays_matches_the_graph():
+    img = np.random.default_rng(5).random((3, 20, 16, 3)).astype(np.float32)
+    eager = np.asarray(ops.image.resize(img, (13, 9)))
+
+    class Resize(layers.Layer):
+        def call(self, x):
+            return ops.image.resize(x, (13, 9))
+    np.testing.assert_allclose(eager, np.asarray(Resize()(img)), rtol=1e-5, atol=1e-6)

@@ -122,6 +122,17 @@ def test_matmul_of_stacks_of_five_dims():
           lambda t: (t.reshape(2, 2, 2, 6, 10) @ torch.tensor(b)).reshape(-1))
 
 
+def test_einsum_of_and_into_five_dims():
+    _same(lambda v: ops.reshape(ops.einsum("abhnd,abhmd->abhnm", ops.reshape(v, (2, 2, 2, 6, 10)),
+                                           ops.reshape(v, (2, 2, 2, 6, 10)) * 0.5), (-1,)),
+          lambda t: torch.einsum("abhnd,abhmd->abhnm", t.reshape(2, 2, 2, 6, 10),
+                                 t.reshape(2, 2, 2, 6, 10) * 0.5).reshape(-1))
+    _same(lambda v: ops.reshape(ops.einsum("abcd,abce->abced", v, v[..., :3]), (-1,)),
+          lambda t: torch.einsum("abcd,abce->abced", t, t[..., :3]).reshape(-1))
+    _same(lambda v: ops.einsum("abcde->abed", ops.reshape(v, (2, 2, 2, 6, 10))),
+          lambda t: torch.einsum("abcde->abed", t.reshape(2, 2, 2, 6, 10)))
+
+
 def test_stack_concatenate_split_unstack():
     _same(lambda v: ops.reshape(ops.stack([v, v * 2.0], axis=2), (-1, 6)),
           lambda t: torch.stack([t, t * 2], 2).reshape(-1, 6))
@@ -254,7 +265,7 @@ def _call(fn):
 
 
 @pytest.mark.parametrize("fn, words", [
-    (lambda v: ops.reshape(ops.einsum("abcde->abced", ops.reshape(v, (2, 2, 2, 6, 10))), (2, -1)), "ops.einsum"),
+    (lambda v: ops.einsum("abcce->abce", ops.reshape(v, (2, 2, 2, 2, 30))), "diagonal"),
     (lambda v: layers.Conv2D(2, 3)(ops.reshape(v, (2, 2, 2, 6, 10))), "Conv2D"),
     (lambda v: ops.reshape(v, (2, 2, 2, 2, 3, 10)), "at most 5 dimensions"),
     (lambda v: ops.reshape(v, (2, 1, 2, 1, 2, 6, 10)) + ops.reshape(v, (1, 2, 1, 2, 2, 6, 10)), "four groups"),

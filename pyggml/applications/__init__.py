@@ -8,6 +8,7 @@ from pyggml's layers with Keras's architectures, arguments and layer names.
 - ``EfficientNetB0`` ... ``EfficientNetB7`` (``efficientnet``)
 - ``DenseNet121``, ``DenseNet169``, ``DenseNet201`` (``densenet``)
 - ``Xception`` (``xception``)
+- ``InceptionV3`` (``inception_v3``)
 
 Each module has the family's ``preprocess_input`` and ``decode_predictions``;
 ``imagenet_utils`` has both with every preprocessing mode.
@@ -19,11 +20,12 @@ ValueError that says so.  Building a model only makes its layer graph: it is qui
 and ``count_params()`` or ``get_layer(...).output.shape`` compute nothing.
 """
 
-from pyggml.applications import (densenet, efficientnet, imagenet_utils, mobilenet_v2, resnet, resnet50, resnet_v2,
-                                 vgg16, vgg19, xception)
+from pyggml.applications import (densenet, efficientnet, imagenet_utils, inception_v3, mobilenet_v2, resnet, resnet50,
+                                 resnet_v2, vgg16, vgg19, xception)
 from pyggml.applications.densenet import DenseNet121, DenseNet169, DenseNet201
 from pyggml.applications.efficientnet import (EfficientNetB0, EfficientNetB1, EfficientNetB2, EfficientNetB3,
                                               EfficientNetB4, EfficientNetB5, EfficientNetB6, EfficientNetB7)
+from pyggml.applications.inception_v3 import InceptionV3
 from pyggml.applications.mobilenet_v2 import MobileNetV2
 from pyggml.applications.resnet import ResNet50, ResNet101, ResNet152
 from pyggml.applications.resnet_v2 import ResNet50V2, ResNet101V2, ResNet152V2
@@ -31,8 +33,8 @@ from pyggml.applications.vgg16 import VGG16
 from pyggml.applications.vgg19 import VGG19
 from pyggml.applications.xception import Xception
 
-__all__ = ["densenet", "efficientnet", "imagenet_utils", "mobilenet_v2", "resnet", "resnet50", "resnet_v2", "vgg16",
-           "vgg19", "xception", "DenseNet121", "DenseNet169", "DenseNet201", "EfficientNetB0", "EfficientNetB1",
-           "EfficientNetB2", "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6",
-           "EfficientNetB7", "MobileNetV2", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2",
-           "ResNet152V2", "VGG16", "VGG19", "Xception"]
+__all__ = ["densenet", "efficientnet", "imagenet_utils", "inception_v3", "mobilenet_v2", "resnet", "resnet50",
+           "resnet_v2", "vgg16", "vgg19", "xception", "DenseNet121", "DenseNet169", "DenseNet201", "EfficientNetB0",
+           "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6",
+           "EfficientNetB7", "InceptionV3", "MobileNetV2", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2",
+           "ResNet101V2", "ResNet152V2", "VGG16", "VGG19", "Xception"]

@@ -2,6 +2,7 @@
 ModelCheckpoint, LambdaCallback, TerminateOnNaN, CSVLogger."""
 
 import csv
+import inspect
 import json
 import math
 import os
@@ -117,10 +118,25 @@ class LearningRateScheduler(Callback):
         if not callable(schedule):
             raise TypeError("schedule must be callable")
         self.schedule, self.verbose = schedule, verbose
+        self._takes_lr = _takes_two(schedule)
 
     def on_epoch_begin(self, epoch, logs=None):
-        lr = self.schedule(epoch, self.model.optimizer.learning_rate)
+        # Keras's: schedule(epoch, lr), or schedule(epoch) for a function of the epoch alone
+        lr = self.schedule(epoch, self.model.optimizer.learning_rate) if self._takes_lr else self.schedule(epoch)
         self.model.optimizer.learning_rate = float(lr)
+        if self.verbose > 0:
+            print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {float(lr)}.")
+
+
+def _takes_two(fn):
+    """Whether ``fn`` takes two positional arguments (a schedule of the epoch and the rate)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return True
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 2
 
 
 class ModelCheckpoint(Callback):

@@ -562,6 +562,22 @@ cdef class Tensor:
             b = (<Tensor>other).numpy()
         return self.numpy(), np.asarray(b)
 
+    def __bool__(self):
+        """A GradientTape's tensor after its block: the truth of its one value.  A tensor of a
+        graph being built has no value yet: ``if tensor:`` is refused, where it would always be
+        true (Keras's eager ``if ops.random.uniform(()) < 0.5:`` in an augmenting call)."""
+        from pyggml import _scope
+        if _scope.current() is None and getattr(self.ctx, "value_source", None) is not None:
+            a = self.numpy()
+            if a.size != 1:
+                raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous: use ops.any or "
+                                 f"ops.all")
+            return bool(a.reshape(-1)[0])
+        raise TypeError("the truth value of a graph tensor is not known while its graph is being built (a layer's "
+                        "call runs once, to build the graph, not on each batch): branch inside the graph with "
+                        "ops.cond(pred, true_fn, false_fn) or ops.where(pred, x, y); shapes and Python numbers "
+                        "can be tested in Python")
+
     def __lt__(self, other):
         v = self._values_now(other)
         if v is not None:

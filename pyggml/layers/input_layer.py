@@ -24,6 +24,8 @@ class InputLayer(Layer):
     ``output`` is the symbolic input; as the first element of a Sequential (or given to
     ``Sequential.add``) it sets the model's input shape, as ``pg.Input`` does."""
 
+    _dotted_names = True
+
     def __init__(self, shape=None, batch_size=None, dtype="float32", sparse=None, batch_shape=None,
                  input_tensor=None, optional=False, name=None, **kwargs):
         shape, batch_shape = _legacy_shapes(shape, batch_shape, kwargs)

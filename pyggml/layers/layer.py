@@ -358,6 +358,7 @@ class Layer:
     # whether the layer takes 5-D inputs, folded (pyggml._fold): a bool, or a method
     # ``takes_5d(self, shapes)`` (the inputs' Keras shapes) for a layer whose arguments decide
     takes_5d = False
+    _dotted_names = False      # InputLayer's name may hold '.' (a CSV column's, "emp.var.rate"): no weights
     input_spec = None          # an InputSpec (or a list): checked before every call (Keras's)
 
     def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None,
@@ -365,8 +366,9 @@ class Layer:
         kwargs.pop("autocast", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments: {sorted(kwargs)}")
-        if name is not None and (not isinstance(name, str) or not name or "." in name or "\0" in name
-                                 or len(name) > 200 or not name.isprintable()):
+        if name is not None and (not isinstance(name, str) or not name or "\0" in name or len(name) > 200
+                                 or not name.isprintable() or ("." in name and not self._dotted_names)):
+            # ('.' parts a weight's name from its layer's: a layer without weights may have one)
             raise ValueError(f"layer name must be a printable str without '.' (1 to 200 chars), got {name!r}")
         if dtype not in (None, "float32", "mixed_float16", "mixed_bfloat16") and \
                 getattr(dtype, "__name__", None) != "float32":
@@ -630,7 +632,9 @@ class Layer:
 
     @property
     def variables(self):
-        return [v for _, v in self.named_variables()]
+        """Each variable once (a layer shared by two sublayers holds its weights once, as Keras's)."""
+        seen = set()
+        return [v for _, v in self.named_variables() if not (id(v) in seen or seen.add(id(v)))]
 
     weights = variables
 
@@ -870,8 +874,9 @@ class Layer:
     def _tensor_keywords_as_inputs(self, args, kwargs):
         """Keras 3's ``layer(logits, targets=t)`` or ``layer(logits=l, targets=t)`` on a custom
         layer: tensors given by the names of call's leading parameters join the positional inputs."""
+        arrays = not args and any(isinstance(v, (np.ndarray, Variable)) for v in kwargs.values())
         if type(self).__module__.startswith("pyggml.") or \
-                not any(isinstance(v, (Node, Tensor)) for k, v in kwargs.items() if k != "mask"):
+                not (arrays or any(isinstance(v, (Node, Tensor)) for k, v in kwargs.items() if k != "mask")):
             return args, kwargs
         try:
             params = list(inspect.signature(type(self).call).parameters.values())[1:]
@@ -881,7 +886,9 @@ class Layer:
                  and p.name not in ("training", "mask")]
         args, kwargs = list(args), dict(kwargs)
         for name in names[len(args):]:
-            if name not in kwargs or not isinstance(kwargs[name], (Node, Tensor)):
+            # (an array by the first input's name too: Keras's eager ``patch_layer(images=x)``)
+            if name not in kwargs or not (isinstance(kwargs[name], (Node, Tensor)) or
+                                          (not args and isinstance(kwargs[name], (np.ndarray, Variable)))):
                 break
             args.append(kwargs.pop(name))
         return tuple(args), kwargs

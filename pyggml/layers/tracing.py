@@ -17,6 +17,8 @@ __all__ = ["output_shapes", "output_mask_flags", "generalized"]
 # likely to equal by chance, so that a sublayer called on a tensor whose batch moved to another
 # axis (ops.transpose) records that axis as variable, as Keras's symbolic None does
 _BATCH = 97
+_STAND_IN = _BATCH
+_FOLDS = 2520           # lcm(1..10): a second stand-in batch of 97 * 2520 rows divides by any k up to 10
 _LENGTH = 113
 _DTYPES = {"f32": "float32", "i32": "int32"}
 
@@ -167,6 +169,7 @@ def _refuse_leaked_volume(layer, out, nodes, before):
 
 
 def _output_shapes(layer, inputs, kwargs, with_masks=False):
+    global _BATCH
     nodes = inputs if isinstance(inputs, list) else [inputs]
     variable = any(d is None for n in nodes for d in n.feature_shape)
     n_tensors = 4096
@@ -231,6 +234,17 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 raise
             n_tensors *= 8
         except (ValueError, TypeError) as e:
+            if _BATCH == _STAND_IN and all(n.batch_size is None for n in nodes) and str(_BATCH) in str(e) and \
+                    isinstance(e, ValueError):
+                # a call that folds k items into (out of) the batch (ops.reshape(x, (-1, k, n))): found again
+                # on a stand-in batch that many k divide, as Keras's symbolic batch allows any
+                _BATCH = _STAND_IN * _FOLDS
+                try:
+                    return _output_shapes(layer, inputs, kwargs, with_masks)
+                except (ValueError, TypeError, ContextFullError):
+                    pass                                  # the first error says more
+                finally:
+                    _BATCH = _STAND_IN
             if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note") and str(_BATCH) in str(e) \
                     and "volume" not in str(e) and "at most 4 dimensions" not in str(e):
                 e.add_note(f"(pyggml met this running {type(layer).__name__}'s call on a stand-in batch of {_BATCH} "

@@ -3,7 +3,7 @@ sparse categorical cross-entropy (with ``from_logits``)."""
 
 import numpy as np
 from pyggml import activations, ops
-from pyggml._validation import check_number
+from pyggml._validation import check_number, is_int
 from pyggml.losses.loss import EPSILON, Loss, clip
 from pyggml.saving.object_registration import register_builtin
 
@@ -150,12 +150,22 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
     logits_from = "softmax"
     sparse = True
 
-    def __init__(self, from_logits=False, label_smoothing=0.0, name=None, reduction="sum_over_batch_size",
-                 axis=-1, **kwargs):
+    def __init__(self, from_logits=False, ignore_class=None, name=None, reduction="sum_over_batch_size",
+                 axis=-1, label_smoothing=0.0, **kwargs):
         super().__init__(from_logits, label_smoothing, name, reduction, axis, **kwargs)
         if self.label_smoothing:
             raise ValueError("SparseCategoricalCrossentropy takes no label_smoothing (Keras's has none): "
                              "use CategoricalCrossentropy on one-hot targets")
+        if ignore_class is not None and (isinstance(ignore_class, bool) or not is_int(ignore_class)):
+            raise TypeError(f"ignore_class must be an int or None, got {ignore_class!r}")
+        # Keras's: the positions labelled ignore_class count for nothing, and the mean is over the others
+        self.ignore_class = None if ignore_class is None else int(ignore_class)
+
+    def get_config(self):
+        c = super().get_config()
+        c.pop("label_smoothing", None)
+        c["ignore_class"] = self.ignore_class
+        return c
 
     def values(self, y_true, y_pred, from_logits=False):
         """-log p[label] per row of y_pred's last axis, shaped as its leading axes."""
@@ -171,6 +181,10 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
         if labels.nelements != rows:
             raise ValueError(f"sparse_categorical_crossentropy: {labels.nelements} labels for {rows} rows of "
                              f"predictions {tuple(y_pred.shape)}")
+        ignore = self.ignore_class
+        if ignore is not None and labels.op != "NONE":
+            raise ValueError("SparseCategoricalCrossentropy(ignore_class=...) needs the labels as data (y), not "
+                             "computed in the graph")
         if labels.op != "NONE":
             # labels computed in the graph (Keras's ops.argmax(y_true, -1) in a custom loss): each
             # row's one-hot is a row of the identity, picked by its label, and weighs the row
@@ -180,16 +194,37 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
         else:
             # pick each row's log-probability: rows of the flattened (rows * k, 1) by index label + row * k
             flat = ops.reshape(lp, (rows * k, 1))
-            picked = ops.get_rows(flat, ops.as_tensor(_row_offsets(labels, rows, k)))
-        return ops.neg(ops.reshape(picked, lead if len(lead) > 1 else (rows, 1)))
+            picked = ops.get_rows(flat, ops.as_tensor(_row_offsets(labels, rows, k, ignore)))
+        out = ops.neg(ops.reshape(picked, lead if len(lead) > 1 else (rows, 1)))
+        if ignore is not None:
+            out = ops.mul(out, ops.reshape(_kept(labels, rows, ignore, self.reduction == "sum_over_batch_size"),
+                                           tuple(out.shape)))
+        return out
 
 
-def _row_offsets(labels, n, k):
+def _row_offsets(labels, n, k, ignore=None):
     """The flat indices label[i] + i * k, computed on the host from the labels' values
-    whenever they are set (ggml adds no integers)."""
+    whenever they are set (ggml adds no integers); an ignored label picks its row's first."""
     import numpy as np
     from pyggml import _scope
     b = _scope.require("sparse_categorical_crossentropy")
     offsets = np.arange(n, dtype=np.int64) * k
-    return b.derived_input(labels, lambda a: (np.asarray(a).reshape(-1).astype(np.int64) + offsets).astype(np.int32),
-                           (n,), "int32")
+
+    def flat(a):
+        a = np.asarray(a).reshape(-1).astype(np.int64)
+        return (np.where(a == ignore, 0, a) if ignore is not None else a) + offsets
+    return b.derived_input(labels, lambda a: flat(a).astype(np.int32), (n,), "int32")
+
+
+def _kept(labels, n, ignore, mean_of_kept):
+    """1 where the label is not ``ignore``, else 0 (scaled by n / kept with ``mean_of_kept``: the
+    batch's mean is then the mean over the kept positions, as Keras's masked reduction)."""
+    import numpy as np
+    from pyggml import _scope
+    b = _scope.require("sparse_categorical_crossentropy")
+
+    def weights(a):
+        keep = (np.asarray(a).reshape(-1) != ignore).astype(np.float32)
+        kept = keep.sum()
+        return keep * (n / kept) if mean_of_kept and kept else keep
+    return b.derived_input(labels, weights, (n,), "float32")

@@ -1,6 +1,6 @@
 """Sequential and functional models (and subclassed ones: pyggml.models.subclassing)."""
 
-from pyggml.models import custom_steps, loose, subclassing  # noqa: F401 (loose: optimizers' apply_gradients)
+from pyggml.models import custom_steps, functional, loose, subclassing  # noqa: F401 (loose: optimizers' apply_gradients)
 from pyggml.models.cloning import clone_model, model_from_json, to_json
 from pyggml.models.model import Model
 from pyggml.models.sequential import Sequential
@@ -8,6 +8,7 @@ from pyggml.saving import load_model  # Keras's keras.models.load_model
 
 subclassing.install(Model)
 custom_steps.install(Model)
+functional.install_logits(Model)
 Model.to_json = to_json
 
 

@@ -322,6 +322,15 @@ class _TrackedLoss:
         return getattr(self.loss, name)
 
 
+def _loss_for_compute_loss(loss, loss_weights):
+    if loss is _DEFAULT_LOSS or loss is None:
+        return None
+    try:
+        return CompileLoss(loss, loss_weights)
+    except (TypeError, ValueError):       # a form only the fused step takes: compile itself says so
+        return None
+
+
 def _compiled_loss(self):
     cl = self.__dict__.get("_custom_loss")
     return None if cl is None else _TrackedLoss(self, cl)
@@ -648,6 +657,8 @@ def install(cls):
         if not hasattr(type(self), "loss"):          # Keras's model.loss: what compile was given
             self.__dict__["loss"] = None if loss is _DEFAULT_LOSS else loss
         if not _custom_evaluate(self, cls):
+            # (Keras's model.compute_loss works on such a model too: the loss kept for it)
+            self.__dict__["_custom_loss"] = _loss_for_compute_loss(loss, loss_weights)
             out = compile_(self, optimizer, "categorical_crossentropy" if loss is _DEFAULT_LOSS else loss, metrics,
                            loss_weights, *args, **kwargs)
             spec = self.__dict__.get("_compile_spec")

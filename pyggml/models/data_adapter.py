@@ -38,8 +38,10 @@ class InputSpec:
 
 
 class TargetSpec:
-    def __init__(self, name, feature_shape, sparse=False, has_loss=True, pads_labels=False, as_given=False):
+    def __init__(self, name, feature_shape, sparse=False, has_loss=True, pads_labels=False, as_given=False,
+                 ignore_class=None):
         self.name = name
+        self.ignore_class = ignore_class        # a label the loss skips (may lie outside the classes)
         self.feature_shape = tuple(feature_shape)
         self.sparse = sparse                    # class indices in [0, classes)
         self.has_loss = has_loss
@@ -111,7 +113,8 @@ def graph_specs(topology, raw_specs):
 def target_specs(names, outputs, losses):
     return [TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse), has_loss=l is not None,
                        pads_labels=bool(getattr(l, "pads_labels", False)),
-                       as_given=bool(getattr(l, "takes_targets_as_given", False)))
+                       as_given=bool(getattr(l, "takes_targets_as_given", False)),
+                       ignore_class=getattr(l, "ignore_class", None))
             for nm, o, l in zip(names, outputs, losses)]
 
 
@@ -278,7 +281,8 @@ def adapt_targets(specs, y, n):
                                  f"(n{''.join(', ' + str(d) for d in lead)}), got {a.shape} "
                                  f"(one-hot rows need categorical_crossentropy)")
             k = spec.classes
-            if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a >= k) or np.any(a != np.floor(a)):
+            c = a if spec.ignore_class is None else a[a != spec.ignore_class]
+            if not np.all(np.isfinite(c)) or np.any(c < 0) or np.any(c >= k) or np.any(c != np.floor(c)):
                 raise ValueError(f"labels for output {spec.name!r} must be integers in [0, {k})")
             shape = (n,) + lead if want_size is not None else a.shape[:1 + len(lead)]
             spec.labels_tail = tuple(a.shape[1:])      # a metric of the user's gets them so (Keras's y_true)

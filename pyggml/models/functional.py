@@ -353,7 +353,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
     out_index = {}
     for i, o in enumerate(topology.outputs):
         out_index.setdefault(id(o), []).append(i)
-    logits = {}
+    logits, logits_of = {}, {}
     for node in topology.nodes:
         if id(node) in vals or not node.inputs or id(node) in topology.host_ids:
             continue
@@ -368,6 +368,15 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
         # guide's base_model(x, training=False)) holds in every run; else the run's mode
         fixed = node.call_kwargs.get("training")
         mode = training if fixed is None else bool(fixed)
+        nested_logits = not any_mask and split is None and getattr(node.layer, "logits_inside", False) and \
+            any(i in logits_for for i in out_index.get(id(node), ())) and node.layer.activation_name is not None
+        if key not in calls and nested_logits:
+            # a nested model ending in softmax (sigmoid) under cross-entropy: its logits, once, and
+            # its output from them (one pass of the model, not one per form), as for a flat model
+            from pyggml import activations
+            z = node.layer.pre_activation(arg, training=mode)
+            calls[key] = (activations.get(node.layer.activation_name)(z), None)
+            logits_of[key] = z
         if key not in calls:
             kwargs = {k: v for k, v in node.call_kwargs.items() if k != "training"}
             if any_mask:
@@ -391,7 +400,9 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
         if omask is not None:
             masks[id(node)] = omask[node.index] if isinstance(omask, (list, tuple)) else omask
         for i in out_index.get(id(node), ()):
-            if i in logits_for and hasattr(node.layer, "pre_activation"):
+            if i in logits_for and key in logits_of:
+                logits[i] = logits_of[key]
+            elif i in logits_for and hasattr(node.layer, "pre_activation"):
                 logits[i] = node.layer.pre_activation(arg, training=mode)
     outs = [logits.get(i, vals[id(o)]) for i, o in enumerate(topology.outputs)]
     if with_masks:
@@ -409,6 +420,32 @@ def call_graph(model, view, inputs, training, mask=None):
                             input_masks=in_masks if len(in_masks) == len(ordered) else None)
     model.__dict__["_call_masks"] = (frozenset(id(t) for t in ordered), masks)
     return model.outputs_as_given(outs)
+
+
+def install_logits(cls):
+    """A model (nested in another) ending in a softmax (sigmoid) layer gives its logits to a
+    cross-entropy loss, as that layer does in a flat model (the same loss either way)."""
+    def activation_name(self):
+        """Its one output layer's activation where that layer gives logits, else None."""
+        try:
+            outs = self.outputs
+        except (ValueError, AttributeError):       # not built yet
+            return None
+        if not outs or len(outs) != 1 or self._multi_out:
+            return None
+        layer = outs[0].layer
+        return getattr(layer, "activation_name", None) if hasattr(layer, "pre_activation") else None
+
+    def pre_activation(self, inputs, training=None):
+        """Its output before that activation (in the graph being built)."""
+        from pyggml.models import host_stage
+        view = host_stage.nested_view(self._ensure_graph())
+        return run_nodes(view, ordered_inputs(view, inputs), bool(training), logits_for=(0,))[0]
+    cls.activation_name = property(activation_name)
+    cls.pre_activation = pre_activation
+    # (a model of its own call, a subclass's, is left as it is; so is one that preprocesses)
+    cls.logits_inside = property(lambda self: not self.host and getattr(type(self).call, "__qualname__", "") in
+                                 ("Model.call", "Sequential.call"))
 
 
 def _call_keys(topology):

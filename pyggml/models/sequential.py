@@ -39,9 +39,26 @@ class Sequential(Model):
         for l in layers or []:
             self.add(l)
 
+    # a later call may have other lengths (Keras's Sequential checks nothing; each layer checks
+    # its own: a transformer block's Dense feed-forward on one token after training on 15)
+    build_shape_rule = "any"
+
     @classmethod
     def kind(cls):
         return "sequential"
+
+    def _plain_predict(self, x, training=False):
+        """Called on an array of another shape than the one it was built for (same rank, each
+        layer taking it, as Keras's): its layers run one after another on it."""
+        built = self._seq_input_shape
+        if built is not None and isinstance(x, np.ndarray) and x.ndim == len(built) + 1 and \
+                any(b is not None and b != d for b, d in zip(built, x.shape[1:])) and \
+                self._stack and not self.host:
+            out = x
+            for layer in self._stack:
+                out = layer(out, training=training) if training is not None else layer(out)
+            return out
+        return super()._plain_predict(x, training)
 
     @property
     def input_shape(self):

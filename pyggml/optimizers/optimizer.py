@@ -148,12 +148,14 @@ class Optimizer:
         by_home = {}
         loose = []
         pairs = list(grads_and_vars)
+        seen = set()
         for g, v in pairs:
             v = getattr(v, "variable", v)            # a model's trainable_weights names the Variable
             if not isinstance(v, Variable):
                 raise TypeError(f"apply_gradients takes (gradient, Variable) pairs, got a {type(v).__name__}")
-            if g is None:
-                continue
+            if g is None or id(v) in seen:
+                continue                             # (a variable listed twice steps once: layers shared)
+            seen.add(id(v))
             a = np.asarray(g)
             if hasattr(v, "view_base") and a.dtype != object:       # Dense.kernel: Keras's layout
                 if a.shape != v.shape:
@@ -174,10 +176,16 @@ class Optimizer:
             # Keras: "No gradients provided for any variable"
             raise ValueError("apply_gradients: no gradients provided for any variable (every gradient is None: "
                              "does the loss depend on these variables?)")
+        # one step, whatever number of models (and loose variables) the variables belong to: each
+        # part updates at the same step count, which then moves on by one (Keras's iterations)
+        start = self.iterations
         for home, group in by_home.values():
+            self.iterations = start
             home.apply_gradients(self, group)
         if loose:
+            self.iterations = start
             LOOSE_HANDLER[0](self, loose)
+        self.iterations = start + 1
 
     def apply(self, grads, trainable_variables=None):
         """Keras 3's form: ``apply(grads, variables)``, or ``apply(grads_and_vars)``."""

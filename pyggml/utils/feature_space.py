@@ -68,7 +68,11 @@ class Feature:
         self.name = name
 
     def get_config(self):
-        return {"kind": self.kind, "args": dict(self.args), "output_mode": self.output_mode, "name": self.name}
+        args = dict(self.args)
+        if "preprocessor" in args:                  # FeatureSpace.feature's layer: its Keras config
+            from pyggml.saving.serialization_lib import serialize_keras_object
+            args["preprocessor"] = serialize_keras_object(args["preprocessor"])
+        return {"kind": self.kind, "args": args, "output_mode": self.output_mode, "name": self.name}
 
 
 def _positive(what, v):
@@ -132,6 +136,21 @@ class FeatureSpace:
     def integer_hashed(cls, num_bins, output_mode="one_hot", name=None):
         return Feature("int32", "integer_hashed", {"num_bins": _positive("num_bins", num_bins)},
                        _mode("integer_hashed", output_mode), name)
+
+    @classmethod
+    def feature(cls, dtype, preprocessor, output_mode):
+        """Keras's: any preprocessing layer of your own for a feature (a ``TextVectorization`` with
+        ``output_mode="tf_idf"``); adapted by ``adapt`` where it has an ``adapt``; ``output_mode``
+        "float" or "int" (its output as it is) or "one_hot" (its integer output, one-hot)."""
+        if not callable(preprocessor):
+            raise TypeError(f"FeatureSpace.feature: preprocessor must be a layer, got {type(preprocessor).__name__}")
+        if output_mode not in ("float", "int", "one_hot"):
+            raise ValueError(f"FeatureSpace.feature: output_mode must be 'float', 'int' or 'one_hot', got "
+                             f"{output_mode!r}")
+        kind = str(getattr(dtype, "__name__", dtype))
+        kind = "string" if kind in ("string", "str", "object") else "int32" if kind.startswith(("int", "uint")) \
+            else "float32"
+        return Feature(kind, "custom", {"preprocessor": preprocessor}, output_mode)
 
     @classmethod
     def cross(cls, feature_names, crossing_dim, output_mode="one_hot"):
@@ -207,6 +226,8 @@ class FeatureSpace:
                 p = layers.IntegerLookup(max_tokens=a["max_tokens"], num_oov_indices=a["num_oov_indices"])
             elif f.kind == "string_categorical":
                 p = layers.StringLookup(max_tokens=a["max_tokens"], num_oov_indices=a["num_oov_indices"])
+            elif f.kind == "custom":
+                p = a["preprocessor"]
             else:                                                    # hashed
                 p = layers.Hashing(num_bins=a["num_bins"])
             self.preprocessors[fname] = p
@@ -223,6 +244,11 @@ class FeatureSpace:
             if f.kind == "float_discretized":
                 n = f.args["num_bins"]
             elif f.kind in ("integer_categorical", "string_categorical"):
+                n = p.vocabulary_size()
+            elif f.kind == "custom":
+                if not hasattr(p, "vocabulary_size"):
+                    raise ValueError(f"FeatureSpace: feature {fname!r} is one-hot encoded, so its preprocessor "
+                                     f"needs a vocabulary_size() (a lookup layer's)")
                 n = p.vocabulary_size()
             else:
                 n = f.args["num_bins"]
@@ -291,6 +317,8 @@ class FeatureSpace:
     def _learns(self, name):
         """Whether the feature's preprocessing is learned by adapt."""
         f = self.features[name]
+        if f.kind == "custom":
+            return callable(getattr(f.args["preprocessor"], "adapt", None))
         if f.kind in ("float", "float_rescaled", "string_hashed", "integer_hashed"):
             return False
         return not (f.kind == "float_discretized" and f.args["bin_boundaries"] is not None)
@@ -336,10 +364,17 @@ class FeatureSpace:
                              f"{ {n: len(c) for n, c in columns.items()} }")
         out = self._encode(columns, lambda parts: np.concatenate(
             [np.asarray(p, dtype=np.float32).reshape(len(p), -1) for p in parts], axis=-1))
-        if isinstance(out, dict):
-            return {k: np.asarray(v) for k, v in out.items()}
+        # one sample given without a batch axis comes back without one, as Keras's
+        single = all(np.ndim(data[n]) == 0 for n in self.features)
         from pyggml.utils.timeseries_utils import EagerArray
-        return np.ascontiguousarray(out, dtype=np.float32).view(EagerArray)
+
+        def eager(v):         # answers TensorFlow's eager .numpy(), as the concatenated output does
+            v = np.asarray(v)
+            v = v[0] if single and v.ndim and len(v) == 1 else v
+            return np.ascontiguousarray(v).view(EagerArray)
+        if isinstance(out, dict):
+            return {k: eager(v) for k, v in out.items()}
+        return eager(np.asarray(out, dtype=np.float32))
 
     @staticmethod
     def _merge_nodes(parts):

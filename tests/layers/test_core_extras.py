@@ -276,8 +276,10 @@ def test_keras_ops_forms_for_lambda_functions():
     assert L.Lambda(lambda t: ops.expand_dims(t, -1))(z).shape == (2, 1, 3, 1)
     with pytest.raises(ValueError, match="squeeze"):
         L.Lambda(lambda t: ops.squeeze(t, 2))(z)
+    # a fifth axis makes a volume (pyggml._wide), as Keras's result of five dimensions
+    assert np.asarray(L.Lambda(lambda t: ops.expand_dims(t, 4))(np.ones((2, 1, 3, 1)))).shape == (2, 1, 3, 1, 1)
     with pytest.raises(ValueError, match="expand_dims"):
-        L.Lambda(lambda t: ops.expand_dims(t, 4))(np.ones((2, 1, 3, 1)))
+        L.Lambda(lambda t: ops.expand_dims(t, 5))(np.ones((2, 1, 3, 1)))
 
 
 def test_lambda_passes_training_and_mask_and_returns_lists():

@@ -26,7 +26,7 @@ import json
 import sys
 import textwrap
 
-from pyggml import ops
+from pyggml import _wide, ops
 from pyggml._validation import is_int
 from pyggml.core import Tensor
 from pyggml.layers.layer import Layer
@@ -182,7 +182,7 @@ class Lambda(Layer):
             raise TypeError("Lambda: the function returned no tensors")
         outs = [ops.as_tensor(o) if isinstance(o, Variable) else o for o in outs]
         for o in outs:
-            if not isinstance(o, Tensor):
+            if not isinstance(o, (Tensor, _wide.Wide)):          # (a 5-D result is a volume: Layer folds it)
                 raise TypeError(f"Lambda: the function must return tensors computed from its inputs (with "
                                 f"pyggml.ops and tensor arithmetic), got {type(o).__name__}")
         first = inputs if isinstance(inputs, Tensor) else next(
