@@ -249,7 +249,7 @@ def test_if_on_a_graph_tensor_is_refused_not_always_true():
             return x
     with pytest.raises(TypeError, match="ops.cond"):
         MaybeFlip()(np.ones((2, 3), np.float32))
-    with keras.GradientTape() as tape:
+    with keras.GradientTape():
         value = ops.sum(keras.Variable(np.ones(3, np.float32)))
     assert bool(value > 2.0) and not bool(value > 4.0)   # a tape's tensor after its block has a value
 
@@ -364,3 +364,77 @@ def test_resize_on_arrays_matches_the_graph():
         def call(self, x):
             return ops.image.resize(x, (13, 9))
     np.testing.assert_allclose(eager, np.asarray(Resize()(img)), rtol=1e-5, atol=1e-6)
+
+
+def test_a_call_returning_a_nest_with_dicts():
+    class WithMaps(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(3)
+
+        def call(self, x):
+            h = self.d(x)
+            return h, {"block_0_att": h * 2.0}              # CaiT's (logits, attention maps)
+    model = WithMaps()
+    x = np.ones((2, 4), np.float32)
+    logits, maps = model(x)
+    np.testing.assert_allclose(maps["block_0_att"], 2 * np.asarray(logits), rtol=1e-6)
+    logits, maps = model.predict(x, verbose=0)
+    assert isinstance(maps, dict) and maps["block_0_att"].shape == (2, 3)
+
+    class Nest(layers.Layer):
+        def call(self, x):
+            return x, {"a": x * 3.0, "b": [x + 1.0]}
+    inp = keras.Input((4,))
+    out = Nest()(inp)
+    assert out[1]["b"][0].shape == (None, 4)
+    got = keras.Model(inp, out).predict(x, verbose=0)
+    np.testing.assert_array_equal(got[1]["b"][0], x + 1)
+    eager = Nest()(x)
+    np.testing.assert_array_equal(eager[1]["a"].numpy(), 3 * x)
+    traced = Nest()
+    traced(inp)
+    np.testing.assert_array_equal(traced(x)[1]["b"][0], x + 1)          # traced on nodes, then eager
+
+
+@pytest.mark.parametrize("mode", ["concat", "dict"])
+def test_a_feature_space_saves_and_loads(tmp_path, mode):
+    from pyggml.utils import FeatureSpace
+    x = {"a": np.array([1.0, 2.0, 3.0, 4.0]), "s": np.array(["x", "y", "x", "z"]), "n": np.array([3, 1, 3, 2])}
+    fs = FeatureSpace(features={"a": "float_normalized", "s": "string_categorical", "n": "integer_categorical"},
+                      output_mode=mode)
+    fs.adapt(keras.data.Dataset.from_tensor_slices(x).batch(2))
+    path = str(tmp_path / "space.keras")
+    fs.save(path)
+    loaded = keras.saving.load_model(path)
+    want, got = fs(x), loaded(x)
+    if mode == "dict":
+        assert set(got) == set(want)
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-6)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    model = keras.Model(loaded.get_inputs(), layers.Dense(1)(
+        loaded.get_encoded_features() if mode == "concat" else layers.Concatenate()(
+            list(loaded.get_encoded_features().values()))))
+    assert model.predict(x, verbose=0).shape == (4, 1)
+
+
+def test_an_eager_mask_reaches_the_next_layer_and_compute_mask():
+    ids = np.array([[1, 2, 0, 0], [3, 0, 0, 0]])
+    emb = layers.Embedding(10, 4, mask_zero=True)(ids)
+    vals = np.asarray(emb)
+    lstm = layers.LSTM(3)
+    np.testing.assert_allclose(np.asarray(lstm(emb))[0], np.asarray(lstm(vals[:1, :2]))[0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(layers.GlobalAveragePooling1D()(emb)),
+                               [vals[0, :2].mean(0), vals[1, :1].mean(0)], rtol=1e-5, atol=1e-7)
+
+    class Split(layers.Layer):
+        def call(self, x):
+            return ops.split(x, 2, axis=1)
+
+        def compute_mask(self, x, mask=None):
+            return None if mask is None else ops.split(mask, 2, axis=1)
+    a, b = Split()(emb)
+    np.testing.assert_array_equal(a._keras_mask, [[True, True], [True, False]])
+    np.testing.assert_array_equal(b._keras_mask, [[False, False], [False, False]])

@@ -375,6 +375,12 @@ cdef class Tensor:
             self.ctx.value_source.compute(self)
             p = self._p()
         if p.data == NULL or (p.view_src != NULL and p.view_src.data == NULL):
+            from pyggml import _scope
+            if _scope.current() is not None:
+                # int(t), float(t), np.asarray(t) in a layer's call: the call builds the graph
+                raise TypeError("a graph tensor has no value while its graph is being built (a layer's call "
+                                "runs once, to build the graph, not on each batch's values): compute with "
+                                "pyggml.ops inside the graph; shapes (x.shape) are known in Python")
             raise GGMLError("tensor has no memory yet: allocate its context's tensors "
                             "(BackendBuffer) or compute its graph first")
         if not ggml_is_contiguous(p):

@@ -4,6 +4,7 @@ computes it at once, in inference mode unless ``training=True``, on the CPU."""
 import numpy as np
 
 from pyggml import _eager, _fold, _wide
+from pyggml.layers import tracing
 from pyggml._tensor_arrays import as_ops_result
 from pyggml.core import Tensor
 
@@ -25,16 +26,30 @@ def run_layer(layer, inputs, kwargs):
         # volumes go in folded, (batch * D, H, W, C), their Keras shapes beside them (pyggml._fold)
         arrays = [a.reshape(_fold.graph_shape(a.shape)) for a in arrays]
 
+    nest = []
+
+    def flat(out):
+        # a nest of outputs (a tuple holding a dict: CaiT's attention maps): its leaves, rebuilt after
+        if isinstance(out, (list, tuple)) and any(isinstance(o, (list, tuple, dict)) for o in out):
+            nest.append(tracing.nest_template(out))
+            return tracing.flat_leaves(out)
+        known = layer.__dict__.get("_nested_outputs")      # (flattened already: traced on nodes before)
+        if known is not None and isinstance(out, (list, tuple)):
+            nest.append(known)
+        return out
+
     def graph(*tensors):
         if five:
             # folded volumes (pyggml._fold): their Keras shapes go with them
             with _fold.pending([a.shape for a in given]):
-                return layer(list(tensors) if many else tensors[0], training=training, **kwargs)
-        return _made_volumes(layer(list(tensors) if many else tensors[0], training=training, **kwargs))
+                return flat(layer(list(tensors) if many else tensors[0], training=training, **kwargs))
+        return flat(_made_volumes(layer(list(tensors) if many else tensors[0], training=training, **kwargs)))
     losses = []
     out = _eager.evaluate(graph, arrays, training=training, losses=losses)
     if five or layer.takes_5d is not False:
         out = _unfolded(layer, given, out)
+    if nest:
+        out = tracing.rebuild(nest[-1], [as_ops_result(o) for o in out])
     # Keras's layer.losses after a call: this call's losses, by the layer that added them
     from pyggml.layers.weight_rules import record_call_losses
     record_call_losses(layer, losses)

@@ -242,6 +242,18 @@ def _folded_volumes(layer, out):
 _MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
 
 
+def _carry_masks(out, masks):
+    """Keras's eager ``_keras_mask`` on each output array, from compute_mask's result."""
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    ms = list(masks) if isinstance(masks, (list, tuple)) else [masks] * len(outs)
+    for o, m in zip(outs, ms):
+        if m is not None and isinstance(o, np.ndarray):
+            try:
+                o._keras_mask = np.asarray(m).astype(bool)
+            except AttributeError:               # a plain ndarray takes no attribute
+                pass
+
+
 def _graph_constants(inputs):
     """Arrays among a layer's inputs as constants of the graph being built (tensors stay)."""
     def one(v):
@@ -959,11 +971,18 @@ class Layer:
         if any(isinstance(v, (Tensor, Variable)) for v in flat):
             raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
         from pyggml.layers import eager
+        # an array carrying Keras's eager mask (an Embedding(mask_zero=True)'s output): the mask
+        # reaches call() and compute_mask(), and the outputs carry what compute_mask gives
+        in_mask = getattr(inputs, "_keras_mask", None) if not isinstance(inputs, list) else None
+        if in_mask is not None and "mask" not in kwargs and self._accepts("mask"):
+            kwargs = dict(kwargs, mask=np.asarray(in_mask))
         out = eager.run_layer(self, inputs, kwargs)
         if self.host_mask and isinstance(out, np.ndarray) and not isinstance(inputs, list):
             m = self.compute_mask(np.asarray(inputs))
             if m is not None:
                 out._keras_mask = np.asarray(m, dtype=bool)      # Keras's eager output's mask
+        elif in_mask is not None and type(self).compute_mask is not Layer.compute_mask:
+            _carry_masks(out, self.compute_mask(np.asarray(inputs), np.asarray(in_mask)))
         return out
 
     def _call_on_tape(self, tape, inputs, kwargs):
@@ -1032,6 +1051,9 @@ class Layer:
             stack.pop()
             _fold.leave_call()
         out = _folded_volumes(self, out)
+        if self.__dict__.get("_nested_outputs") is not None and isinstance(out, (list, tuple)):
+            from pyggml.layers import tracing
+            out = tracing.flat_leaves(out)          # a nest of outputs: its leaves, as its nodes are
         if isinstance(out, Variable) or (isinstance(out, (list, tuple)) and any(isinstance(o, Variable) for o in out)):
             # a call that returns a weight (Keras's ``return self.total``): its tensor here
             out = out.graph_tensor() if isinstance(out, Variable) else \
@@ -1103,7 +1125,10 @@ class Layer:
         self.output_shape = out_shapes
         out = outs if multi else outs[0]
         keys = self.__dict__.get("_dict_output_keys") or getattr(self, "_output_keys", None)
-        if multi and keys is not None and len(keys) == len(outs):
+        nest = self.__dict__.get("_nested_outputs")
+        if multi and nest is not None:
+            out = tracing.rebuild(nest, outs)       # a call that returns a nest gives its nodes so
+        elif multi and keys is not None and len(keys) == len(outs):
             out = dict(zip(keys, outs))             # a call that returns a dict gives its nodes so
         self.input, self.output = inputs, out
         return out

@@ -11,7 +11,7 @@ from pyggml import _fold, _scope
 from pyggml.core import Context
 from pyggml.errors import ContextFullError
 
-__all__ = ["output_shapes", "output_mask_flags", "generalized"]
+__all__ = ["output_shapes", "output_mask_flags", "generalized", "nest_template", "flat_leaves", "rebuild"]
 
 # a batch of _BATCH rows and variable lengths of _LENGTH: primes no real feature dimension is
 # likely to equal by chance, so that a sublayer called on a tensor whose batch moved to another
@@ -150,6 +150,40 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
     return (merge(result[0], again[0]),) + tuple(result[1:])
 
 
+def nest_template(out):
+    """A nest of outputs as a template of leaf indices (models.functional's form: an int, or
+    {"list": [...], "tuple": bool} / {"dict": [[key, ...], ...]})."""
+    counter = [0]
+
+    def walk(v):
+        if isinstance(v, dict):
+            return {"dict": [[k, walk(x)] for k, x in v.items()]}
+        if isinstance(v, (list, tuple)):
+            return {"list": [walk(x) for x in v], "tuple": isinstance(v, tuple)}
+        counter[0] += 1
+        return counter[0] - 1
+    return walk(out)
+
+
+def flat_leaves(out):
+    """The leaves of a nest of outputs, in the template's order."""
+    if isinstance(out, dict):
+        return [leaf for v in out.values() for leaf in flat_leaves(v)]
+    if isinstance(out, (list, tuple)):
+        return [leaf for v in out for leaf in flat_leaves(v)]
+    return [out]
+
+
+def rebuild(template, values):
+    """The nest of ``template`` with its leaves taken from ``values``."""
+    if isinstance(template, int):
+        return values[template]
+    if "dict" in template:
+        return {k: rebuild(v, values) for k, v in template["dict"]}
+    items = [rebuild(v, values) for v in template["list"]]
+    return tuple(items) if template.get("tuple") else items
+
+
 def _refuse_leaked_volume(layer, out, nodes, before):
     """A call on 4-D (or smaller) inputs that made a volume inside (a Reshape to 5-D) and returns
     a tensor computed from it: its rows are the batch times the volume's depth, which no output
@@ -209,7 +243,12 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                         flags = [m is not None for m in oms][:n_out] + [False] * max(0, n_out - len(oms))
                     except Exception:     # a compute_mask that needs more than shapes
                         flags = [False] * n_out
-            if isinstance(out, dict):
+            if isinstance(out, (list, tuple)) and any(isinstance(o, (list, tuple, dict)) for o in out):
+                # a nest of outputs (CaiT's (logits, {"block_0_att": attn})): its leaves are the
+                # outputs, its shape kept for the nodes and the graph's values (Layer.nest_outputs)
+                object.__setattr__(layer, "_nested_outputs", nest_template(out))
+                out = flat_leaves(out)
+            elif isinstance(out, dict):
                 # a call returning a dict (Keras's): its values are the outputs, its keys kept for
                 # the nodes (Layer._call_symbolic gives them back as a dict)
                 object.__setattr__(layer, "_dict_output_keys", list(out))

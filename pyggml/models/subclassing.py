@@ -175,6 +175,8 @@ def build_graph(model, specs, many):
     if isinstance(out, dict):            # a call returning a dict (keras-io's AdaIN): predict gives one
         model._output_keys = functional.output_keys(out)
         out = list(out.values())
+    elif isinstance(out, (list, tuple)):
+        out = functional.flat_outputs(model, out)     # a nest (CaiT's (logits, {name: attn})): kept
     model._topology = functional.Topology(ins, list(out) if model._multi_out else [out])
     model.built = True
     finish_compile(model)

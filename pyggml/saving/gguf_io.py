@@ -80,6 +80,8 @@ def _write(model, path, with_config, with_state):
                     f.add_tensor(names(f"optimizer.{slot}.{nm}"), np.ascontiguousarray(a, dtype=np.float32))
         if names.long:
             f.set("pyggml.tensor_names", json.dumps(names.long))
+        for key, value in (model.__dict__.get("_saved_with") or {}).items():
+            f.set(key, value)                     # what the model was saved for (a FeatureSpace's config)
         f.write(path)
     finally:
         f.free()
@@ -330,6 +332,10 @@ def _load_model(path, backend, custom_objects, compile):
         values = {n: fl.array(n, v.store_shape).reshape(v.shape) for n, v in named}
         for n, v in named:
             v.assign(values[n])
+        space = _json(fl.f, "pyggml.feature_space", p, required=False)
+        if isinstance(space, dict):                # a FeatureSpace's save: the FeatureSpace back
+            from pyggml.utils.feature_space import SavedFeatureSpace
+            return SavedFeatureSpace(model, space)
         if not compile or comp is None:
             return model
         try:

@@ -397,8 +397,72 @@ class FeatureSpace:
                 node.model_input = True     # a training model takes it as its input, without a warning
         return self._encoded
 
+    def save(self, filepath):
+        """Keras's: the adapted FeatureSpace to a file (``.keras``; GGUF, as pyggml's models), read
+        back by ``keras.saving.load_model``.  What is saved is the model of its encoding (the
+        preprocessing layers with what adapt learned) and this config."""
+        import json
+        from pyggml.models import Model
+        self._check_adapted()
+        model = Model(self.get_inputs(), self.get_encoded_features(), name=self.name)
+        model.__dict__["_saved_with"] = {"pyggml.feature_space": json.dumps(self.get_config())}
+        model.save(filepath)
+
     def get_config(self):
         return {"features": {n: f.get_config() for n, f in self.features.items()}, "output_mode": self.output_mode,
                 "crosses": [c.get_config() for c in self.crosses], "crossing_dim": self.crossing_dim,
                 "hashing_dim": self.hashing_dim, "num_discretization_bins": self.num_discretization_bins,
                 "name": self.name}
+
+
+class SavedFeatureSpace(FeatureSpace):
+    """A FeatureSpace read back by ``load_model``: its encoding is the saved model (the
+    preprocessing layers as adapted), called on a dict of features or on ``get_inputs()``."""
+
+    def __init__(self, model, config):
+        self._model = model
+        self._config = dict(config)
+        self.output_mode = config.get("output_mode", "concat")
+        self.name = config.get("name") or model.name
+        self._adapted = True
+
+    @property
+    def features(self):
+        """{feature name: its saved config}."""
+        return dict(self._config.get("features", {}))
+
+    def get_config(self):
+        return dict(self._config)
+
+    def get_inputs(self):
+        return {n.layer.name: n for n in self._model.inputs}
+
+    def get_encoded_features(self):
+        if self.output_mode == "dict":
+            return dict(zip(self._model.output_names, self._model.outputs))
+        return self._model.outputs[0]
+
+    def save(self, filepath):
+        self._model.__dict__["_saved_with"] = {"pyggml.feature_space": __import__("json").dumps(self._config)}
+        self._model.save(filepath)
+
+    def __call__(self, data):
+        if not isinstance(data, dict):
+            raise TypeError(f"FeatureSpace takes a dict of features, got {type(data).__name__}")
+        from pyggml.layers.node import Node
+        names = list(self.get_inputs())
+        missing = [n for n in names if n not in data]
+        if missing:
+            raise ValueError(f"FeatureSpace: the features {missing} are missing")
+        if any(isinstance(data[n], Node) for n in names):
+            return self._model({n: data[n] for n in names})
+        single = all(np.ndim(data[n]) == 0 for n in names)
+        columns = {n: np.asarray(data[n]).reshape(-1, 1) for n in names}
+        out = self._model.predict(columns, verbose=0)
+        from pyggml.utils.timeseries_utils import EagerArray
+
+        def eager(v):
+            v = np.asarray(v)
+            v = v[0] if single and v.ndim and len(v) == 1 else v
+            return np.ascontiguousarray(v).view(EagerArray)
+        return {k: eager(v) for k, v in out.items()} if isinstance(out, dict) else eager(out)
