@@ -131,6 +131,9 @@ def test_einsum_of_and_into_five_dims():
           lambda t: torch.einsum("abcd,abce->abced", t, t[..., :3]).reshape(-1))
     _same(lambda v: ops.einsum("abcde->abed", ops.reshape(v, (2, 2, 2, 6, 10))),
           lambda t: torch.einsum("abcde->abed", t.reshape(2, 2, 2, 6, 10)))
+    _same(lambda v: ops.reshape(ops.einsum("ab,cd,ef->abcdef", v[0, 0, :2, :3], v[0, 1, :2, :2], v[1, 0, :3, :2]),
+                                (-1,)),
+          lambda t: torch.einsum("ab,cd,ef->abcdef", t[0, 0, :2, :3], t[0, 1, :2, :2], t[1, 0, :3, :2]).reshape(-1))
 
 
 def test_stack_concatenate_split_unstack():

@@ -45,7 +45,7 @@ def keras_list_by_name(named, weights, who, note="", owner="layer"):
     ``get_weights()`` whose names are not these: taken in order, as Keras's list (a functional
     model's weights into its subclassed twin, whose layers are named otherwise)."""
     if isinstance(weights, LayerWeights) and len(weights) == len(named) and \
-            set(weights) != {n for n, _ in named}:
+            set(weights.keys()) != {n for n, _ in named}:
         weights = weights[:]
     if not isinstance(weights, (list, tuple)):
         return weights

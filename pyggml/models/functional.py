@@ -375,7 +375,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
             # its output from them (one pass of the model, not one per form), as for a flat model
             from pyggml import activations
             z = node.layer.pre_activation(arg, training=mode)
-            calls[key] = (activations.get(node.layer.activation_name)(z), None)
+            calls[key] = (activations.get(node.layer.activation_name)(z), node.layer.output_mask(arg, None))
             logits_of[key] = z
         if key not in calls:
             kwargs = {k: v for k, v in node.call_kwargs.items() if k != "training"}
@@ -440,7 +440,10 @@ def install_logits(cls):
         """Its output before that activation (in the graph being built)."""
         from pyggml.models import host_stage
         view = host_stage.nested_view(self._ensure_graph())
-        return run_nodes(view, ordered_inputs(view, inputs), bool(training), logits_for=(0,))[0]
+        ordered = ordered_inputs(view, inputs)
+        outs, masks = run_nodes(view, ordered, bool(training), logits_for=(0,), with_masks=True)
+        self.__dict__["_call_masks"] = (frozenset(id(t) for t in ordered), masks)   # for output_mask
+        return outs[0]
     cls.activation_name = property(activation_name)
     cls.pre_activation = pre_activation
     # (a model of its own call, a subclass's, is left as it is; so is one that preprocesses)
