@@ -168,7 +168,10 @@ def note_outputs(layer, out, shapes):
         k = known[i] if known[i] is not None and len(known[i]) == 5 else None
         if k is None and said is not None and i < len(said) and isinstance(said[i], tuple) and len(said[i]) == 5:
             k = (n,) + tuple(said[i][1:])
-        if k is None and said is None and len(t.shape) == 4 and t.shape[0] == n * d:
+        if k is None and said is None and len(t.shape) == 4 and t.shape[0] == n * d and \
+                not layer.sees_whole_volumes():
+            # (a custom call sees its volumes 5-D, pyggml._wide, and those it returns are noted: a
+            # result of n * d rows there is 4-D, its items folded into the batch)
             k = (n, d) + tuple(t.shape[1:])
         found.append(k)
     note(outs, found)

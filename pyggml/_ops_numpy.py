@@ -275,9 +275,12 @@ def _fold(name, bound, tensor_params):
                 return None
             arguments[k] = known
     out = _HOST_FOLD[name](**arguments)
+
+    def constant(a):                 # (five dimensions or more: a wide constant, pyggml._wide)
+        return wide_constant(a) if np.ndim(a) > MAX_DIMS else host_constant(a)
     if isinstance(out, list):
-        return [host_constant(o) for o in out]
-    return host_constant(out)
+        return [constant(o) for o in out]
+    return constant(out)
 
 # the ops that only rearrange values, on arrays of strings (Keras's TensorFlow backend takes them,
 # as text pipelines call them on string batches): numpy's, with the arguments named as ours
@@ -849,8 +852,18 @@ def one_hot(x, num_classes, axis=-1, dtype="float32", sparse=False):
     row of zeros."""
     if not is_int(num_classes) or num_classes < 1:
         raise ValueError(f"one_hot: num_classes must be a positive int, got {num_classes!r}")
+    if not is_int(axis):
+        raise TypeError(f"one_hot: axis must be an int, got {axis!r}")
     if axis != -1:
-        raise ValueError("one_hot: only axis=-1 (the classes last) is built")
+        # the classes at another axis: made last, then moved there (Keras's one_hot(x, k, axis=1))
+        r = len(x.shape) if isinstance(x, (Tensor, Variable)) else np.ndim(x)
+        ax = _axis(axis, r + 1, "one_hot")
+        hot = one_hot(x, num_classes, -1, dtype, sparse)
+        if ax == r:
+            return hot
+        order = list(range(r))
+        order.insert(ax, r)
+        return transpose(hot, order)
     if sparse:
         raise ValueError("one_hot: sparse=True is not available (pyggml's tensors are dense)")
     if isinstance(x, Variable):
@@ -987,11 +1000,25 @@ def convert_to_tensor(x, dtype=None, sparse=None):
             return a.astype(np.int32) if kind in "iu" and a.dtype.itemsize > 4 else \
                 a.astype(np.float32) if kind == "f" and a.dtype.itemsize > 4 else a
         return np.asarray(x.numpy() if isinstance(x, Variable) else x, dtype=dtype)
+    if isinstance(x, (np.ndarray, list, tuple)) and np.ndim(x) > MAX_DIMS and _watched(x) is None:
+        return wide_constant(x, dtype)               # five dimensions or more (a window mask): pyggml._wide
     t = _t(x)
     if dtype is not None and dtype in ("float32", "int32"):
         want = "f32" if dtype == "float32" else "i32"
         return t if t.dtype == want else _c.cast(t, want)
     return t
+
+
+def wide_constant(a, dtype=None):
+    """A constant of the graph being built for an array of more than four dimensions: one ggml
+    tensor holding its values, with its shape (pyggml._wide)."""
+    a = np.asarray(a)
+    if a.dtype == object or a.dtype.kind not in "biuf":
+        raise TypeError(f"expected real numbers, got dtype {a.dtype}")
+    if dtype is not None and str(dtype).startswith("float"):
+        a = a.astype(np.float32)
+    _check_size(a.shape, "a constant")
+    return _wide.Wide(host_constant(np.ascontiguousarray(a).reshape(-1)), a.shape)
 
 
 # --- elementwise ---------------------------------------------------------------------------------------

@@ -189,7 +189,13 @@ def _around(shape, first, last):
 
 def reshape(x, shape):
     """x (a Wide or a contiguous Tensor) as ``shape`` (already checked: the same number of values)."""
-    return wrap(_tensor(x), shape)
+    t = _tensor(x)
+    out = wrap(t, shape)
+    if out is t and isinstance(x, Wide):
+        # a volume given to a call, reshaped to its folded form (Keras's (-1, h, w, c)): a tensor of
+        # its own, not the volume itself (the graph knows that one as 5-D: pyggml._fold)
+        out = _c.view(t, tuple(t.shape))
+    return out
 
 
 def _permute4(t, order):

@@ -75,6 +75,12 @@ def lift(tape, value):
     a = np.asarray(value)
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"a GradientTape records arrays of numbers, got dtype {a.dtype}")
+    if a.ndim > 4:
+        # a batch of volumes or videos: one tensor of its values, with its shape (pyggml._wide);
+        # the model it goes to folds it (pyggml._fold)
+        from pyggml import _wide
+        kind = "int32" if a.dtype.kind in "biu" else "float32"
+        return _wide.Wide(tape.constant(np.ascontiguousarray(a).reshape(-1), kind), a.shape)
     return tape.constant(value, "int32" if a.dtype.kind in "biu" else "float32")
 
 

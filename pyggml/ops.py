@@ -410,6 +410,10 @@ def _symbolic_aware(name, fn):
     def op(*args, **kwargs):
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
+        if _scope.current() is not None and _wide.eager_arrays(args, kwargs) and _wide.takes(name) and \
+                not (host_when_plain and _plain(args) and _plain(kwargs)):
+            # an array of more than four dimensions meeting tensors (a window mask): a wide constant
+            args, kwargs = _wide_constants(args), {k: _wide_constants([v])[0] for k, v in kwargs.items()}
         if _wide.holds(args, kwargs):
             return _wide.apply(name, fn, sig, args, kwargs)   # a tensor of more than 4 dimensions
         if _scope.current() is None and _wide.takes(name) and _wide.eager_arrays(args, kwargs):
@@ -418,7 +422,8 @@ def _symbolic_aware(name, fn):
             _axis_on_a_volume(name, sig, args, kwargs)
         if host_when_plain and _scope.current() is not None and _plain(args) and _plain(kwargs):
             with _scope.paused():                             # no tensor involved: a value, as Keras's
-                out = fn(*args, **kwargs)
+                out = _wide_on_arrays(name, op, args, kwargs) if _wide.takes(name) and \
+                    _wide.eager_arrays(args, kwargs) else fn(*args, **kwargs)
             if _graph_ready(out):
                 return as_ops_result(out)
             # complex or empty: no graph can hold it, and the op in the graph says so
@@ -456,6 +461,16 @@ def _wide_on_arrays(name, op, args, kwargs):
             return v
         return op(*[put(a) for a in args], **{k: put(v) for k, v in kwargs.items()})
     return _eager.evaluate(run, [np.ascontiguousarray(a).reshape(-1) for a in arrays])
+
+
+def _wide_constants(values):
+    def one(v):
+        if isinstance(v, np.ndarray) and v.ndim > _wide.MAX_DIMS and _ops_numpy._watched(v) is None:
+            return _ops_numpy.wide_constant(v)
+        if isinstance(v, (list, tuple)) and builtins.any(isinstance(e, np.ndarray) for e in v):
+            return type(v)(one(e) for e in v)
+        return v
+    return [one(v) for v in values]
 
 
 class _WideSlot:

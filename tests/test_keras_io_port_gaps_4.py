@@ -438,3 +438,82 @@ def test_an_eager_mask_reaches_the_next_layer_and_compute_mask():
     a, b = Split()(emb)
     np.testing.assert_array_equal(a._keras_mask, [[True, True], [True, False]])
     np.testing.assert_array_equal(b._keras_mask, [[False, False], [False, False]])
+
+
+def test_a_mask_given_by_position_or_as_a_tensor():
+    class Gated(layers.Layer):
+        def call(self, x, mask):                             # gaugan's ResBlock(x, mask)
+            return x * 0 + mask[..., :1]
+    a, b = keras.Input((3,)), keras.Input((3,))
+    model = keras.Model([a, b], Gated()(a, b))
+    np.testing.assert_array_equal(model.predict([np.zeros((1, 3)), np.full((1, 3), 7.0)], verbose=0), [[7, 7, 7]])
+    np.testing.assert_array_equal(Gated()(np.zeros((1, 3), np.float32), np.full((1, 3), 7.0, np.float32)),
+                                  [[7, 7, 7]])
+    steps, feats = 5, 3
+    x_in, m_in = keras.Input((steps, feats)), keras.Input((steps,), dtype="bool")
+    rnn = keras.Model([x_in, m_in], layers.GRU(4)(x_in, mask=m_in))        # video_classification's
+    x = np.random.default_rng(6).random((2, steps, feats)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    x2 = x.copy()
+    x2[0, 3:] = 99.0                                          # masked steps change nothing
+    np.testing.assert_allclose(rnn.predict([x, mask], verbose=0), rnn.predict([x2, mask], verbose=0), rtol=1e-6)
+
+
+def test_build_gets_the_first_input_s_shape_when_inputs_are_given_apart():
+    seen = []
+
+    class Spade(layers.Layer):
+        def build(self, input_shape):
+            seen.append(tuple(input_shape))
+            self.d = layers.Dense(int(input_shape[-1]))
+
+        def call(self, x, other):
+            return self.d(x)
+    a, b = keras.Input((8, 8, 4)), keras.Input((8, 8, 12))
+    assert Spade()(a, b).shape == (None, 8, 8, 4) and seen == [(None, 8, 8, 4)]
+
+
+def test_losses_broadcast_y_true_and_sparse_labels_may_be_floats():
+    y = np.linspace(-1, 1, 4).reshape(4, 1, 1, 1).astype(np.float32)
+    assert float(keras.losses.Hinge()(1.0, y)) == pytest.approx(np.maximum(1 - y, 0).mean(), rel=1e-6)
+    assert float(keras.losses.MeanSquaredError()(0.0, y)) == pytest.approx((y ** 2).mean(), rel=1e-6)
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(3)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = np.random.default_rng(7).random((6, 4)).astype(np.float32)
+    labels = np.array([0.0, 1.0, 2.0, 1.7, 0.2, 2.9])           # a mask resized bilinearly
+    assert model.evaluate(x, labels, verbose=0) == pytest.approx(
+        model.evaluate(x, labels.astype(int), verbose=0), rel=1e-6)
+
+
+def test_fit_on_a_list_alone_gives_train_step_keras_s_structure():
+    seen = []
+
+    class Steps(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(1)
+
+        def call(self, x):
+            return self.d(x)
+
+        def train_step(self, data):
+            seen.append((len(data), len(data[0])))
+            return {"loss": 0.0}
+    model = Steps()
+    model.compile(optimizer="adam")
+    model.fit([np.zeros((4, 3)), np.zeros((4, 5)), np.zeros((4,))], epochs=1, verbose=0, batch_size=4)
+    assert seen == [(1, 3)]                                   # ([a, b, c],): x is data[0]
+
+
+def test_a_dataset_map_returning_a_list_and_one_hot_along_an_axis():
+    ds = keras.data.Dataset.from_tensor_slices((np.zeros((4, 8, 8, 3)), np.zeros((4, 8, 8))))
+    ds = ds.map(lambda a, b: [a[:4, :4], b[:4, :4]]).map(lambda a, b: (a, b + 1)).batch(2)
+    first = next(iter(ds))
+    assert [tuple(t.shape) for t in first] == [(2, 4, 4, 3), (2, 4, 4)]
+    x = np.array([[0, 2], [1, 1]])
+    np.testing.assert_array_equal(np.asarray(ops.one_hot(x, 3, axis=1)), np.moveaxis(np.eye(3)[x], -1, 1))
+
+    class Hot(layers.Layer):
+        def call(self, t):
+            return ops.one_hot(ops.cast(t, "int32"), 3, axis=1)
+    np.testing.assert_array_equal(np.asarray(Hot()(x.astype(np.float32))), np.moveaxis(np.eye(3)[x], -1, 1))

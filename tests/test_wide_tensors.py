@@ -277,3 +277,71 @@ def test_what_a_wide_tensor_cannot_do_is_refused_clearly(fn, words):
     with pytest.raises(ValueError, match="at most 4 dimensions|four groups|at most 5") as e:
         _call(fn)
     assert words in str(e.value)
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (lambda t: ops.reshape(t, (-1, 4, 4, 3)), lambda a: a.reshape(-1, 4, 4, 3)),        # items into the batch
+    (lambda t: t[:, 0], lambda a: a[:, 0]),
+    (lambda t: ops.mean(t, axis=-1), lambda a: a.mean(-1)),
+    (lambda t: ops.transpose(t, (0, 2, 1, 3, 4)), lambda a: a.transpose(0, 2, 1, 3, 4)),
+    (lambda t: ops.reshape(t, (-1, 5, 48)), lambda a: a.reshape(-1, 5, 48)),
+    (lambda t, conv: conv(t) * 1.0, lambda a: np.repeat(a.sum(-1, keepdims=True), 2, -1)),
+])
+def test_a_volume_given_to_a_custom_call_is_five_dimensional_there(fn, ref):
+    class Call(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.conv = layers.Conv3D(2, 1, kernel_initializer="ones", use_bias=False)
+
+        def call(self, t):
+            return fn(t, self.conv) if fn.__code__.co_argcount == 2 else fn(t)
+    x = RNG.standard_normal((2, 5, 4, 4, 3)).astype(np.float32)
+    want = ref(x)
+    np.testing.assert_allclose(np.asarray(Call()(x)), want, rtol=1e-5, atol=1e-5)
+    inp = keras.Input((5, 4, 4, 3))
+    out = Call()(inp)
+    assert out.shape == (None,) + want.shape[1:]
+    np.testing.assert_allclose(keras.Model(inp, out).predict(x, verbose=0), want, rtol=1e-5, atol=1e-5)
+
+
+def test_five_dim_constants_in_a_call_and_ops_on_five_dim_nodes():
+    mask = np.ones((6, 4, 4), np.float32)
+
+    class Masked(layers.Layer):
+        def call(self, a):
+            m = ops.expand_dims(ops.expand_dims(ops.convert_to_tensor(mask), axis=1), axis=0)
+            return ops.reshape(a, (-1, 6, 2, 4, 4)) + m + ops.exp(np.zeros((1, 6, 1, 4, 4), np.float32))
+    x = RNG.standard_normal((3, 6, 2, 4, 4)).astype(np.float32)
+    inp = keras.Input((6, 2, 4, 4))
+    np.testing.assert_allclose(keras.Model(inp, Masked()(inp)).predict(x, verbose=0), x + 2.0, rtol=1e-6)
+    folded = ops.reshape(inp, (-1, 2, 4, 4))                      # an op on a 5-D node: items into the batch
+    np.testing.assert_array_equal(keras.Model(inp, folded).predict(x, verbose=0), x.reshape(-1, 2, 4, 4))
+    lam = layers.Lambda(lambda z: ops.reshape(z, (-1, 2, 4, 4)))(inp)
+    np.testing.assert_array_equal(keras.Model(inp, lam).predict(x, verbose=0), x.reshape(-1, 2, 4, 4))
+
+
+def test_a_gradient_tape_over_a_batch_of_volumes():
+    inp = keras.Input((4, 8, 8, 1))
+    dense = layers.Dense(3)
+    model = keras.Model(inp, dense(layers.Flatten()(layers.Conv3D(2, 3)(inp))))
+    x = RNG.standard_normal((2, 4, 8, 8, 1)).astype(np.float32)
+    with keras.GradientTape() as tape:
+        loss = ops.mean(model(x) ** 2)
+    grads = tape.gradient(loss, dense.trainable_weights)
+    y = model.predict(x, verbose=0)
+    np.testing.assert_allclose(float(loss), np.mean(y ** 2), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(grads[1]), 2 * y.sum(0) / y.size, rtol=1e-4, atol=1e-7)   # the bias's
+
+
+def test_an_eager_call_returning_python_numbers_beside_a_tensor():
+    class PatchEmbed(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.proj = layers.Conv2D(8, 2, strides=2)
+
+        def call(self, x):
+            x = self.proj(x)
+            height, width, channels = ops.shape(x)[1], ops.shape(x)[2], ops.shape(x)[3]
+            return ops.reshape(x, (-1, height * width, channels)), height, width, channels
+    out, h, w, c = PatchEmbed()(np.ones((2, 4, 4, 3), np.float32))
+    assert out.shape == (2, 4, 8) and (h, w, c) == (2, 2, 8)

@@ -752,7 +752,7 @@ cdef object _graph_operand(object other):
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         return None
     if arr.ndim > 4:
-        raise ValueError(f"an array in arithmetic with a tensor has at most 4 dimensions, got shape {arr.shape}")
+        return None          # numpy's reflected operator takes it to pyggml.ops (a wide constant: pyggml._wide)
     return b.constant(np.ascontiguousarray(arr.reshape(arr.shape or (1,)), dtype=np.float32), "float32")
 
 

@@ -27,8 +27,16 @@ def run_layer(layer, inputs, kwargs):
         arrays = [a.reshape(_fold.graph_shape(a.shape)) for a in arrays]
 
     nest = []
+    plain = []
 
     def flat(out):
+        # Python values beside the tensors (focal modulation's x, height, width, channels): as they are
+        if isinstance(out, (list, tuple)) and any(_python_value(o) for o in out) and \
+                not all(_python_value(o) for o in out):
+            plain.append((type(out), [(i, o) for i, o in enumerate(out) if _python_value(o)], len(out)))
+            out = type(out)(o for o in out if not _python_value(o))
+            if len(out) == 1:
+                return flat(out[0])
         # a nest of outputs (a tuple holding a dict: CaiT's attention maps): its leaves, rebuilt after
         if isinstance(out, (list, tuple)) and any(isinstance(o, (list, tuple, dict)) for o in out):
             nest.append(tracing.nest_template(out))
@@ -42,7 +50,8 @@ def run_layer(layer, inputs, kwargs):
         if five:
             # folded volumes (pyggml._fold): their Keras shapes go with them
             with _fold.pending([a.shape for a in given]):
-                return flat(layer(list(tensors) if many else tensors[0], training=training, **kwargs))
+                return flat(_made_volumes(layer(list(tensors) if many else tensors[0], training=training,
+                                                **kwargs)))
         return flat(_made_volumes(layer(list(tensors) if many else tensors[0], training=training, **kwargs)))
     losses = []
     out = _eager.evaluate(graph, arrays, training=training, losses=losses)
@@ -50,10 +59,19 @@ def run_layer(layer, inputs, kwargs):
         out = _unfolded(layer, given, out)
     if nest:
         out = tracing.rebuild(nest[-1], [as_ops_result(o) for o in out])
+    if plain:
+        kind, values, n = plain[-1]
+        tensors = iter(out if isinstance(out, (list, tuple)) and n - len(values) > 1 else [out])
+        given = dict(values)
+        out = kind(given[i] if i in given else as_ops_result(next(tensors)) for i in range(n))
     # Keras's layer.losses after a call: this call's losses, by the layer that added them
     from pyggml.layers.weight_rules import record_call_losses
     record_call_losses(layer, losses)
     return as_ops_result(out)       # TensorFlow's eager .numpy() answers, as the ops' results
+
+
+def _python_value(v):
+    return v is None or isinstance(v, (bool, int, float, str, np.integer, np.floating))
 
 
 def _made_volumes(out):
@@ -85,7 +103,10 @@ def _unfolded(layer, given, out):
     for o, s in zip(outs, shapes):
         if s is not None and None not in s[1:] and o.size == batch * int(np.prod(s[1:])):
             o = o.reshape((batch,) + tuple(s[1:]))       # (another number of rows: Concatenate(axis=0))
-        elif depth is not None and o.ndim == 4 and o.shape[0] == batch * depth:
+        elif depth is not None and o.ndim == 4 and o.shape[0] == batch * depth and \
+                not layer.sees_whole_volumes():
+            # (a custom call's volumes are noted where made: a result of batch * depth rows there is
+            # 4-D, its items folded into the batch, as Keras's ops.reshape(x, (-1, h, w, c)))
             o = o.reshape((batch, depth) + o.shape[1:])
         done.append(o)
     return done if isinstance(out, list) else done[0]

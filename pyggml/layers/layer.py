@@ -206,6 +206,18 @@ _LAST_AXIS_LAYERS = {"Dense", "LayerNormalization", "RMSNormalization", "BatchNo
 def _call_on_wide(layer, inputs, kwargs):
     """A layer called inside a call on a tensor of more than four dimensions (a wide one)."""
     cls = type(layer)
+    flat = inputs if isinstance(inputs, list) else [inputs]
+    if all(type(v) is not _wide.Wide or v.ndim == 5 for v in flat) and \
+            layer._folds_5d([tuple(v.shape) for v in flat]):
+        # a volume (5-D) to a layer that takes volumes (Conv3D, Reshape, a custom layer): folded, as
+        # pyggml holds volumes in the graph (pyggml._fold), its Keras shape noted; a volume it gives
+        # comes back 5-D
+        folded = [_wide.reshape(v, (v.shape[0] * v.shape[1],) + v.shape[2:]) if type(v) is _wide.Wide else v
+                  for v in flat]
+        _fold.note([f for f, v in zip(folded, flat) if type(v) is _wide.Wide],
+                   [v.shape for v in flat if type(v) is _wide.Wide])
+        out = layer(folded if isinstance(inputs, list) else folded[0], **kwargs)
+        return _as_wide_volumes(out)
     axis = getattr(layer, "axis", -1)
     along_last = axis in (-1, None) or (isinstance(axis, (list, tuple)) and list(axis) in ([-1], []))
     if isinstance(inputs, list) or cls.__name__ not in _LAST_AXIS_LAYERS or \
@@ -218,6 +230,38 @@ def _call_on_wide(layer, inputs, kwargs):
     shape = inputs.shape
     out = layer(_wide.reshape(inputs, (int(np.prod(shape[:-3])),) + shape[-3:]), **kwargs)
     return _wide.reshape(out, shape[:-3] + tuple(out.shape[1:]))
+
+
+def _widened(inputs, shapes):
+    """The folded volumes among a call's inputs (dict, list or one) as wide 5-D tensors."""
+    def one(t, s):
+        if isinstance(t, Tensor) and s is not None and len(s) == 5 and None not in s and \
+                int(np.prod(s)) == t.nelements:
+            return _wide.Wide(t, s)
+        return t
+    if isinstance(inputs, dict):
+        return {k: one(t, s) for (k, t), s in zip(inputs.items(), shapes)}
+    if isinstance(inputs, list):
+        return [one(t, s) for t, s in zip(inputs, shapes)]
+    return one(inputs, shapes[0])
+
+
+def _as_wide_volumes(out):
+    """Folded volumes among a layer's results (noted with a 5-D Keras shape of known sizes) as
+    wide tensors (pyggml._wide): what a custom call's own ops take as 5-D."""
+    many = isinstance(out, (list, tuple))
+    outs = list(out) if many else [out]
+    known = _fold.noted([o for o in outs if isinstance(o, Tensor)]) if any(isinstance(o, Tensor) for o in outs) \
+        else None
+    if known is None:
+        return out
+    it = iter(known)
+    done = []
+    for o in outs:
+        s = next(it) if isinstance(o, Tensor) else None
+        done.append(_wide.Wide(o, s) if s is not None and len(s) == 5 and None not in s and
+                    int(np.prod(s)) == o.nelements else o)
+    return type(out)(done) if many else done[0]
 
 
 def _folded_volumes(layer, out):
@@ -800,7 +844,7 @@ class Layer:
             return _compatible(built, shape, last_only=True)
         return _compatible(built, shape)
 
-    def _build_once(self, shape):
+    def _build_once(self, shape, spread=False):
         if self.built:
             built = self.__dict__.get("_built_shape")
             if isinstance(built, dict) and isinstance(shape, dict) and set(built) == set(shape):
@@ -813,7 +857,17 @@ class Layer:
                                  f"{built}, got {shape}")
             return
         if self._build_takes_shape():
-            self.build(shape)
+            if spread and isinstance(shape, list) and len(shape) > 1:
+                # call(self, x, other) given its inputs apart: Keras 3 gives build(input_shape) the
+                # first one's shape, and build(self, x_shape, other_shape) each one's
+                params = [p for p in inspect.signature(self.build).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                if len(params) == len(shape):
+                    self.build(*shape)
+                else:
+                    self.build(shape[0])
+            else:
+                self.build(shape)
         else:
             self.build()                # as Keras 3: a build() of no arguments (keras-io's GRN)
         if getattr(_scope.current(), "shape_only", False):
@@ -823,10 +877,17 @@ class Layer:
         self.input_shape = shape
         self.built = True
 
+    # a call of the user's code (a class outside pyggml, a Lambda's function, an op on symbolic
+    # nodes): it gets volumes 5-D (pyggml._wide), and a result of batch * depth rows is 4-D there
+    volumes_whole = False
+
+    def sees_whole_volumes(self):
+        return self.volumes_whole or not type(self).__module__.startswith("pyggml.")
+
     def _folds_5d(self, shapes):
         t = self.takes_5d
-        if t is False and not type(self).__module__.startswith("pyggml."):
-            return True         # a custom layer: its call gets the folded tensor (pyggml._fold)
+        if t is False and self.sees_whole_volumes():
+            return True         # user code: its call gets the volume as a 5-D tensor (pyggml._wide)
         return bool(t(shapes) if callable(t) else t)
 
     def _training_default(self):
@@ -866,6 +927,26 @@ class Layer:
             cache = (frozenset(params), any(p.kind == p.VAR_KEYWORD for p in params.values()))
             type.__setattr__(type(self), "_call_params", cache)
         return param in cache[0] or cache[1]
+
+    def _mask_as_input(self, args, kwargs):
+        """A mask given as a tensor (``layer(x, mask=m)``, or by position where call's parameter is
+        ``mask``: gaugan's ``call(self, x, mask)``): one more input of the node, given back to call as
+        ``mask`` (a graph's tensors are a node's inputs, never its options)."""
+        m = kwargs.get("mask")
+        if m is None and len(args) == 2 and not type(self).__module__.startswith("pyggml."):
+            try:
+                params = [p for p in list(inspect.signature(type(self).call).parameters.values())[1:]
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            except (TypeError, ValueError):
+                params = []
+            if len(params) >= 2 and params[1].name == "mask":
+                m, args = args[1], args[:1]
+                kwargs = dict(kwargs, mask=m)
+        if not isinstance(m, (Node, Tensor)) or len(args) != 1 or isinstance(args[0], (list, tuple, dict)):
+            return args, kwargs
+        kwargs = {k: v for k, v in kwargs.items() if k != "mask"}
+        kwargs["_mask_input"] = True
+        return (args[0], m), kwargs
 
     def _takes_positional(self, n):
         """Whether call() takes n inputs as separate positional arguments (a custom layer's
@@ -927,13 +1008,15 @@ class Layer:
 
     def __call__(self, *args, **kwargs):
         args, kwargs = self._options_by_position(args, kwargs)
+        args, kwargs = self._mask_as_input(args, kwargs)
         args, kwargs = self._tensor_keywords_as_inputs(args, kwargs)
         if not args:
             raise TypeError(f"{type(self).__name__} must be called on its inputs")
         inputs = args[0] if len(args) == 1 else list(args)
         if isinstance(inputs, tuple):
             inputs = list(inputs)            # Keras takes a tuple of inputs as it takes a list
-        if len(args) > 1 and "_spread" not in kwargs and self._takes_positional(len(args)):
+        if len(args) > 1 and "_spread" not in kwargs and "_mask_input" not in kwargs and \
+                self._takes_positional(len(args)):
             # Keras 3: layer(x, y) calls call(x, y) when call names that many inputs
             kwargs = dict(kwargs, _spread=True)
         if "_input_keys" in kwargs and not isinstance(inputs, list):
@@ -988,6 +1071,8 @@ class Layer:
     def _call_on_tape(self, tape, inputs, kwargs):
         from pyggml.layers.weight_rules import record_call_losses
         inputs = autodiff.lift(tape, inputs)
+        if any(type(v) is _wide.Wide for v in (inputs if isinstance(inputs, list) else [inputs])):
+            return _call_on_wide(self, inputs, kwargs)       # a batch of volumes: folded for the model
         n_losses = len(tape.losses)
         out = self._call_in_graph(inputs, kwargs)
         # Keras's layer.losses after a call: this call's losses (tensors of the tape), by layer
@@ -996,6 +1081,13 @@ class Layer:
 
     def _call_in_graph(self, inputs, kwargs):
         builder = _scope.require(f"calling {type(self).__name__} on tensors")
+        if kwargs.get("_mask_input") and isinstance(inputs, list) and len(inputs) == 2:
+            kwargs = {k: v for k, v in kwargs.items() if k != "_mask_input"}
+            inputs, kwargs["mask"] = inputs[0], inputs[1]           # (Layer._mask_as_input)
+            if isinstance(kwargs["mask"], Variable):
+                kwargs["mask"] = kwargs["mask"].graph_tensor()
+            if isinstance(kwargs["mask"], Tensor) and kwargs["mask"].dtype == "i32":
+                kwargs["mask"] = ops.cast(kwargs["mask"], "f32")       # a bool Input: 1 for a real step
         inputs = [v.graph_tensor() if isinstance(v, Variable) else v for v in inputs] \
             if isinstance(inputs, list) else (inputs.graph_tensor() if isinstance(inputs, Variable) else inputs)
         logical = _fold.take()       # the Keras shapes of 5-D (folded) inputs, where run_nodes gave them
@@ -1019,7 +1111,10 @@ class Layer:
             inputs, shapes = dict(zip(keys, inputs)), dict(zip(keys, shapes))
         if not self.built:
             self._first_tensors(inputs)
-        self._build_once(shapes)
+        if kwargs.get("_spread") and not type(self).__module__.startswith("pyggml."):
+            self._build_once(shapes, True)       # inputs given apart: build gets the first's shape
+        else:
+            self._build_once(shapes)
         training = kwargs.pop("training", None)
         mask = kwargs.pop("mask", None)
         if self.float_inputs:
@@ -1038,7 +1133,12 @@ class Layer:
         if mask is not None and self._accepts("mask"):
             kwargs["mask"] = mask
         stack.append(training)
-        _fold.enter_call(not type(self).__module__.startswith("pyggml."))
+        custom = self.sees_whole_volumes()
+        if custom and volumes:
+            # a custom layer's (or subclassed model's) own ops see its volumes as 5-D (pyggml._wide):
+            # a reshape, an index or a reduction on them is Keras's, not the folded tensor's
+            inputs = _widened(inputs, logical)
+        _fold.enter_call(custom)
         try:
             if logical is None and not _fold.active():
                 out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
@@ -1083,6 +1183,8 @@ class Layer:
             if isinstance(v, (Node, Tensor, Variable)):
                 raise TypeError(f"{type(self).__name__}: tensor argument {k!r}: pass tensors as inputs")
         shapes = [n.shape for n in nodes] if isinstance(inputs, list) else inputs.shape
+        if kwargs.get("_mask_input"):
+            shapes = nodes[0].shape                     # built for the input, not its mask
         if isinstance(inputs, list) and len(nodes) != len(inputs):
             raise TypeError(f"{type(self).__name__}: nested lists of inputs are not supported")
         keys = kwargs.get("_input_keys")
@@ -1095,7 +1197,10 @@ class Layer:
             if any(n.ndim == 5 and n.feature_shape[0] is None for n in nodes):
                 raise ValueError(f"{type(self).__name__}: a 5-D input needs a known length on its first axis after "
                                  f"the batch (it folds into the batch), got {[n.shape for n in nodes]}")
-        self._build_once(shapes)
+        if kwargs.get("_spread") and not type(self).__module__.startswith("pyggml."):
+            self._build_once(shapes, True)       # inputs given apart: build gets the first's shape
+        else:
+            self._build_once(shapes)
         from pyggml.layers import tracing
         if type(self).compute_output_shape is not Layer.compute_output_shape and not self._own_call_over_shapes():
             out_shapes = self.compute_output_shape(shapes)

@@ -259,7 +259,8 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 s = list(t.shape)
                 if k is not None and len(k) == 5:
                     s = list(k)                                                 # a volume, as its layer said
-                elif five is not None and len(s) == 4 and s[0] == _BATCH * _keras_concrete(five)[1]:
+                elif five is not None and len(s) == 4 and s[0] == _BATCH * _keras_concrete(five)[1] and \
+                        not layer.sees_whole_volumes():
                     s = list(_fold.unfold_shape(s, _keras_concrete(five)))     # still 5-D
                 s[0] = None
                 if variable:

@@ -251,7 +251,10 @@ def _at_once(loss, y_true, y_pred):
     what = loss.name
     yt, yp = _floats(y_true, what), _floats(y_pred, what)
     if yt.size != yp.size:
-        raise ValueError(f"{what}: y_true of shape {yt.shape} does not fit y_pred of shape {yp.shape}")
+        try:                                  # y_true broadcast to y_pred, as Keras's losses do
+            yt = np.broadcast_to(yt, yp.shape)
+        except ValueError:
+            raise ValueError(f"{what}: y_true of shape {yt.shape} does not fit y_pred of shape {yp.shape}") from None
     yt = yt.reshape(yp.shape)
     axis = _axis_in_range(getattr(loss, "axis", None), yp.shape, type(loss).__name__)
     out = _eager.evaluate(lambda a, b: loss.call(a, b), [yt.reshape(yp.shape or (1,)), yp.reshape(yp.shape or (1,))])

@@ -41,6 +41,7 @@ def _answering_numpy(result):
 def _refusing_graph_tensors(update_state):
     import functools
 
+    from pyggml import _scope
     from pyggml.core import Tensor
     from pyggml.errors import GGMLError
 
@@ -48,8 +49,8 @@ def _refusing_graph_tensors(update_state):
     def wrapped(self, *args, **kwargs):
         try:
             return update_state(self, *args, **kwargs)
-        except GGMLError:
-            if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+        except (GGMLError, TypeError):
+            if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())) and _scope.current() is not None:
                 raise TypeError(
                     f"{type(self).__name__}.update_state got tensors of a graph being built (a layer's call "
                     f"in a model), which hold no values yet: metrics run on the host, on arrays. Return the "

@@ -463,7 +463,9 @@ class _Batches:
             idx = order[s * self.batch_size:(s + 1) * self.batch_size]
             bx, by, bw = _take(x, idx), _take(y, idx), None if w is None else w[idx]
             if by is None and bw is None:
-                yield tuple(bx) if isinstance(bx, list) else bx
+                # Keras's pack_x_y_sample_weight: a list of inputs alone comes as ([a, b, c],), so that
+                # unpacking it gives x, not (x, y, sample_weight)
+                yield (list(bx),) if isinstance(bx, (list, tuple)) else bx
             else:
                 yield (bx, by) if bw is None else (bx, by, bw)
 

@@ -281,6 +281,8 @@ def adapt_targets(specs, y, n):
                                  f"(n{''.join(', ' + str(d) for d in lead)}), got {a.shape} "
                                  f"(one-hot rows need categorical_crossentropy)")
             k = spec.classes
+            if a.dtype.kind == "f" and np.all(np.isfinite(a)):
+                a = np.trunc(a)            # Keras casts float labels to int (a mask resized bilinearly)
             c = a if spec.ignore_class is None else a[a != spec.ignore_class]
             if not np.all(np.isfinite(c)) or np.any(c < 0) or np.any(c >= k) or np.any(c != np.floor(c)):
                 raise ValueError(f"labels for output {spec.name!r} must be integers in [0, {k})")

@@ -54,6 +54,11 @@ class _Names:
         return short
 
 
+# {metadata key: restore(model, config)}: objects saved as a model of theirs with their config under
+# that key (pg.utils.FeatureSpace.save registers its own); load_model gives the object back
+RESTORERS = {}
+
+
 def _write(model, path, with_config, with_state):
     model.check_alive()
     path = _path(path)
@@ -332,10 +337,10 @@ def _load_model(path, backend, custom_objects, compile):
         values = {n: fl.array(n, v.store_shape).reshape(v.shape) for n, v in named}
         for n, v in named:
             v.assign(values[n])
-        space = _json(fl.f, "pyggml.feature_space", p, required=False)
-        if isinstance(space, dict):                # a FeatureSpace's save: the FeatureSpace back
-            from pyggml.utils.feature_space import SavedFeatureSpace
-            return SavedFeatureSpace(model, space)
+        for key, restore in RESTORERS.items():
+            saved_for = _json(fl.f, key, p, required=False)
+            if isinstance(saved_for, dict):        # a model saved for an object (a FeatureSpace): it, back
+                return restore(model, saved_for)
         if not compile or comp is None:
             return model
         try:

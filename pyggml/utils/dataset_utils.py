@@ -251,7 +251,9 @@ class Dataset(PyDataset):
 
         def get(i):
             e = self._get(i)
-            return _as_element(map_func(*e) if isinstance(e, tuple) else map_func(e))
+            out = map_func(*e) if isinstance(e, tuple) else map_func(e)
+            # tf.data takes a returned list as a tuple of components (the next map's arguments)
+            return _as_element(tuple(out) if isinstance(out, list) else out)
         return Dataset(self._length, get, [self])
 
     def filter(self, predicate, name=None):

@@ -28,6 +28,8 @@ the crosses in the order of their sorted names (``"a_X_b"``).
 
 import numpy as np
 
+from pyggml.saving import gguf_io
+
 __all__ = ["FeatureSpace", "Feature", "Cross"]
 
 _OUTPUT_MODES = ("int", "one_hot")
@@ -466,3 +468,6 @@ class SavedFeatureSpace(FeatureSpace):
             v = v[0] if single and v.ndim and len(v) == 1 else v
             return np.ascontiguousarray(v).view(EagerArray)
         return {k: eager(v) for k, v in out.items()} if isinstance(out, dict) else eager(out)
+
+
+gguf_io.RESTORERS["pyggml.feature_space"] = SavedFeatureSpace

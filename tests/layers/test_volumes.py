@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pyggml as pg
+from pyggml import ops
 from harness import LayerCase, harness_tests
 from test_normalization import _bn_weights, batchnorm_ref, layernorm_ref
 
@@ -189,11 +190,17 @@ def test_spatial_dropout3d_drops_whole_channels_of_each_sample():
     (lambda: L.Conv2D(2, 3), "Conv3D"),
     (lambda: L.Softmax(axis=2), "axis=-1"),
     (lambda: L.Dropout(0.5, noise_shape=(None, 1, 1, 1)), "noise_shape"),
-    (lambda: L.Lambda(lambda t: t * 2), "at most 4 dimensions"),
 ])
 def test_layers_that_cannot_take_volumes_say_so(layer, why):
     with pytest.raises(ValueError, match=why):
         layer()(pg.Input((4, 6, 6, 3)))
+
+
+def test_a_lambda_sees_a_volume_five_dimensional():
+    inp = pg.Input((4, 6, 6, 3))
+    out = L.Lambda(lambda t: ops.sum(t, axis=1) * 2)(inp)              # along the depth: Keras's
+    x = np.random.default_rng(1).normal(size=(2, 4, 6, 6, 3)).astype(np.float32)
+    np.testing.assert_allclose(pg.Model(inp, out).predict(x, verbose=0), x.sum(1) * 2, rtol=1e-5, atol=1e-5)
 
 
 def test_concatenating_along_the_depth_and_a_variable_depth_are_refused():

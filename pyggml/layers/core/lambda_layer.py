@@ -152,6 +152,8 @@ class Lambda(Layer):
     ``load_model(..., custom_objects={"<layer name>": fn})``.
     """
 
+    volumes_whole = True       # the user's function sees a volume 5-D (pyggml._wide)
+
     def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
         super().__init__(**kwargs)
         if not callable(function):
@@ -185,10 +187,11 @@ class Lambda(Layer):
             if not isinstance(o, (Tensor, _wide.Wide)):          # (a 5-D result is a volume: Layer folds it)
                 raise TypeError(f"Lambda: the function must return tensors computed from its inputs (with "
                                 f"pyggml.ops and tensor arithmetic), got {type(o).__name__}")
-        first = inputs if isinstance(inputs, Tensor) else next(
+        first = inputs if isinstance(inputs, (Tensor, _wide.Wide)) else next(
             (t for t in (inputs.values() if isinstance(inputs, dict) else inputs) if isinstance(t, Tensor)), None)
         for o in outs:
-            if first is not None and (not o.shape or o.shape[0] != first.shape[0]):
+            # (items folded into the batch, ops.reshape(x, (-1, h, w, c)), give a multiple of its rows)
+            if first is not None and (not o.shape or o.shape[0] % first.shape[0] or o.shape[0] < first.shape[0]):
                 raise ValueError(f"Lambda: the function must keep the batch (one output row per sample): "
                                  f"inputs of {first.shape[0]} rows gave an output of shape {tuple(o.shape)} "
                                  f"(a reduction over axis 0 or over everything mixes the samples)")

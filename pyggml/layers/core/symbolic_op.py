@@ -66,6 +66,8 @@ class SymbolicOp(Layer):
     """``SymbolicOp(op, args, kwargs)``: ``pyggml.ops.<op>(*args, **kwargs)`` on its inputs (the
     nodes the arguments held, in order of first appearance)."""
 
+    volumes_whole = True       # the user's function sees a volume 5-D (pyggml._wide)
+
     def __init__(self, op, args=None, kwargs=None, **kw):
         super().__init__(**kw)
         if _resolve(op) is None:
