@@ -23,7 +23,7 @@ import numpy as np
 
 from pyggml import _scope, _wide
 from pyggml._tensor_arrays import refuse_tensor_array
-from pyggml._validation import is_int, is_number
+from pyggml._validation import axis_index, is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
 from pyggml.variables import Variable
@@ -334,13 +334,7 @@ _HOST_EXACT = dict(_HOST_LAYOUT, pad=_pad_on_host,
                    **{n: _HOST_FOLD[n] for n in _HOST_BOOL})
 
 
-def _axis(axis, ndim, what):
-    if not is_int(axis):
-        raise TypeError(f"{what}: axis must be an int, got {axis!r}")
-    ax = int(axis) + ndim if axis < 0 else int(axis)
-    if not 0 <= ax < ndim:
-        raise ValueError(f"{what}: axis {axis} is out of range for a tensor of {ndim} dims")
-    return ax
+_axis = axis_index
 
 
 def _axes(axis, ndim, what):

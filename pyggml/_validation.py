@@ -92,3 +92,14 @@ def int_tuple(name, v, n, low=1, high=1 << 16):
     if len(t) != n:
         raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {v!r}")
     return tuple(check_int(name, d, low, high) for d in t)
+
+
+def axis_index(axis, ndim, what):
+    """``axis`` (negative from the end) as an index into ``ndim`` axes; a TypeError for a
+    non-int, a ValueError naming ``what`` for one out of range."""
+    if not is_int(axis):
+        raise TypeError(f"{what}: axis must be an int, got {axis!r}")
+    ax = int(axis) + ndim if axis < 0 else int(axis)
+    if not 0 <= ax < ndim:
+        raise ValueError(f"{what}: axis {axis} is out of range for a tensor of {ndim} dims")
+    return ax

@@ -30,10 +30,11 @@ import math
 
 import numpy as np
 
+from pyggml._validation import axis_index
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
 
-__all__ = ["Wide", "wrap", "holds", "apply", "transpose", "getitem", "stack", "reshape", "broadcast", "takes", "eager_arrays",
+__all__ = ["Wide", "wrap", "holds", "apply", "transpose", "getitem", "stack", "reshape", "broadcast", "takes", "eager_arrays", "volumes_of",
            "refusal"]
 
 MAX_DIMS = 4
@@ -173,13 +174,7 @@ def _shape(x):
     return tuple(np.shape(x))
 
 
-def _axis(axis, ndim, what):
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"{what}: axis must be an int, got {axis!r}")
-    ax = int(axis) + ndim if axis < 0 else int(axis)
-    if not 0 <= ax < ndim:
-        raise ValueError(f"{what}: axis {axis} out of range for a tensor of {ndim} dimensions")
-    return ax
+_axis = axis_index
 
 
 def _around(shape, first, last):
@@ -661,3 +656,21 @@ def eager_arrays(args, kwargs):
         if isinstance(v, (list, tuple)) and any(isinstance(e, np.ndarray) and e.ndim > MAX_DIMS for e in v):
             return True
     return False
+
+
+def volumes_of(out, noted):
+    """The folded volumes among results ``out`` (``noted``: pyggml._fold.noted, their Keras shapes)
+    as wide 5-D tensors; the other results as they are."""
+    many = isinstance(out, (list, tuple))
+    outs = list(out) if many else [out]
+    tensors = [o for o in outs if isinstance(o, Tensor)]
+    known = noted(tensors) if tensors else None
+    if known is None:
+        return out
+    it = iter(known)
+    done = []
+    for o in outs:
+        s = next(it) if isinstance(o, Tensor) else None
+        done.append(Wide(o, s) if s is not None and len(s) == 5 and None not in s and
+                    int(np.prod(s)) == o.nelements else o)
+    return type(out)(done) if many else done[0]

@@ -6,7 +6,6 @@ import numpy as np
 from pyggml import _eager, _fold, _wide
 from pyggml.layers import tracing
 from pyggml._tensor_arrays import as_ops_result
-from pyggml.core import Tensor
 
 __all__ = ["run_layer"]
 
@@ -75,20 +74,9 @@ def _python_value(v):
 
 
 def _made_volumes(out):
-    """A call on at most 4-D arrays that made volumes (a custom call's 5-D result, folded and
-    noted: pyggml._fold): those come back in their 5-D shapes (as wide tensors, pyggml._wide)."""
-    outs = out if isinstance(out, (list, tuple)) else [out]
-    shapes = _fold.noted([o for o in outs if isinstance(o, Tensor)]) if any(isinstance(o, Tensor) for o in outs) \
-        else None
-    if shapes is None:
-        return out
-    it = iter(shapes)
-    done = []
-    for o in outs:
-        s = next(it) if isinstance(o, Tensor) else None
-        done.append(_wide.Wide(o, s) if s is not None and len(s) == 5 and None not in s and
-                    int(np.prod(s)) == o.nelements else o)
-    return type(out)(done) if isinstance(out, (list, tuple)) else done[0]
+    """A call that made volumes (a custom call's 5-D result, folded and noted: pyggml._fold):
+    those come back in their 5-D shapes (as wide tensors)."""
+    return _wide.volumes_of(out, _fold.noted)
 
 
 def _unfolded(layer, given, out):

@@ -247,21 +247,8 @@ def _widened(inputs, shapes):
 
 
 def _as_wide_volumes(out):
-    """Folded volumes among a layer's results (noted with a 5-D Keras shape of known sizes) as
-    wide tensors (pyggml._wide): what a custom call's own ops take as 5-D."""
-    many = isinstance(out, (list, tuple))
-    outs = list(out) if many else [out]
-    known = _fold.noted([o for o in outs if isinstance(o, Tensor)]) if any(isinstance(o, Tensor) for o in outs) \
-        else None
-    if known is None:
-        return out
-    it = iter(known)
-    done = []
-    for o in outs:
-        s = next(it) if isinstance(o, Tensor) else None
-        done.append(_wide.Wide(o, s) if s is not None and len(s) == 5 and None not in s and
-                    int(np.prod(s)) == o.nelements else o)
-    return type(out)(done) if many else done[0]
+    """Folded volumes among a layer's results as wide tensors: what a custom call's ops take as 5-D."""
+    return _wide.volumes_of(out, _fold.noted)
 
 
 def _folded_volumes(layer, out):
