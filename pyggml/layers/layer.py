@@ -921,12 +921,16 @@ class Layer:
         ``mask`` (a graph's tensors are a node's inputs, never its options)."""
         m = kwargs.get("mask")
         if m is None and len(args) == 2 and not type(self).__module__.startswith("pyggml."):
-            try:
-                params = [p for p in list(inspect.signature(type(self).call).parameters.values())[1:]
-                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            except (TypeError, ValueError):
-                params = []
-            if len(params) >= 2 and params[1].name == "mask":
+            second = type(self).__dict__.get("_second_call_param")
+            if second is None:                   # (worked out once per class)
+                try:
+                    params = [p.name for p in list(inspect.signature(type(self).call).parameters.values())[1:]
+                              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                except (TypeError, ValueError):
+                    params = []
+                second = params[1] if len(params) >= 2 else ""
+                type.__setattr__(type(self), "_second_call_param", second)
+            if second == "mask":
                 m, args = args[1], args[:1]
                 kwargs = dict(kwargs, mask=m)
         if not isinstance(m, (Node, Tensor)) or len(args) != 1 or isinstance(args[0], (list, tuple, dict)):
