@@ -51,9 +51,9 @@ class Sequential(Model):
         """Called on an array of another shape than the one it was built for (same rank, each
         layer taking it, as Keras's): its layers run one after another on it."""
         built = self._seq_input_shape
-        if built is not None and isinstance(x, np.ndarray) and x.ndim == len(built) + 1 and \
-                any(b is not None and b != d for b, d in zip(built, x.shape[1:])) and \
-                self._stack and not self.host:
+        if built is not None and isinstance(x, np.ndarray) and x.shape[1:] != built and \
+                x.ndim == len(built) + 1 and any(b is not None and b != d for b, d in zip(built, x.shape[1:])) \
+                and self._stack and not self.host:
             out = x
             for layer in self._stack:
                 out = layer(out, training=training) if training is not None else layer(out)
