@@ -33,7 +33,7 @@ from pyggml import (_fold, _ops_control, _ops_math, _ops_more, _ops_nn, _ops_num
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
-from pyggml._validation import is_int
+from pyggml._validation import axis_index
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor
 from pyggml.variables import Variable
@@ -127,13 +127,7 @@ def arange(start, stop=None, step=1, dtype="int32"):
 
 # --- shapes -------------------------------------------------------------------------------
 
-def _axis(axis, ndim, what):
-    if not is_int(axis):
-        raise TypeError(f"{what}: axis must be an int, got {axis!r}")
-    ax = int(axis) + ndim if axis < 0 else int(axis)
-    if not 0 <= ax < ndim:
-        raise ValueError(f"{what}: axis {axis} out of range for a tensor of {ndim} dims")
-    return ax
+_axis = axis_index
 
 
 def permute_axes(x, axes):
