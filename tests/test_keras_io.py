@@ -14,7 +14,12 @@ and reused by later runs with the same twin scripts, data code, arguments and
 versions of Python, numpy, scikit-learn and PyTorch: the twins do not touch
 pyggml, so a second test run of another pyggml build (``.ci/run`` tests the
 wheel, then the README's source build) need not train them again.  The ports
-always run."""
+always run.
+
+The threshold test and the parity test of a port share one run of it, also
+when pytest-xdist gives them to different workers: the first to need it runs
+it under a lock in the workers' common temporary folder, the other reads the
+outputs it left there (a port's run is about half of this file's time)."""
 
 import hashlib
 import importlib.metadata
@@ -28,6 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+try:
+    import fcntl
+except ImportError:                      # not on Windows: each worker runs the ports it needs
+    fcntl = None
 
 ROOT = Path(__file__).resolve().parent.parent
 PORTS_DIR = ROOT / "examples" / "keras_io"
@@ -126,13 +136,18 @@ def _twin_cached(name, args):
     return None, path
 
 
-def _twin_store(path, result):
-    if path is None:
-        return
+def _store_json(path, obj):
+    """Write obj to path whole or not at all (a reader in another worker sees the old state or
+    the new one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"stdout": result[0], "stderr": result[1]}))
+    tmp.write_text(json.dumps(obj))
     os.replace(tmp, path)
+
+
+def _twin_store(path, result):
+    if path is not None:
+        _store_json(path, {"stdout": result[0], "stderr": result[1]})
 
 
 def _metric(label, text, what):
@@ -144,35 +159,58 @@ def _metric(label, text, what):
 _RESULTS = {}
 
 
+def _shared_folder(tmp_path_factory):
+    """The temporary folder every worker of this pytest run sees (xdist's workers each get a
+    folder inside it), or this run's own one without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def results(name, tmp_path_factory):
-    """{"port": (stdout, stderr), "twin": (stdout, stderr) or None}, run once per port."""
+    """{"port": (stdout, stderr), "twin": (stdout, stderr) or None}, run once per port and
+    pytest run: the first worker to ask runs it, a later one (or one waiting on the lock)
+    reads what it left."""
     if name not in _RESULTS:
         port = PORTS[name]
         missing = _missing(port)
         if missing:
             pytest.skip(f"{name} needs {', '.join(missing)}")
-        cwd = tmp_path_factory.mktemp(name)
-        runs = [port.args + ("--seed", str(s)) for s in port.seeds] or [port.args]
-        procs = {"port": [_start(PORTS_DIR / f"{name}.py", a, cwd) for a in runs]}
-        twins = []                       # per run: (cached output or None, cache path or None)
-        if importlib.util.find_spec("torch") is not None:
-            twins = [_twin_cached(name, a) for a in runs]
-            procs["twin"] = [out or _start(TWINS_DIR / f"{name}_torch.py", a, cwd) for a, (out, _) in zip(runs, twins)]
-        _RESULTS[name] = {k: [p if isinstance(p, tuple) else _finish(p, f"{name} ({k})") for p in ps]
-                          for k, ps in procs.items()}
-        for (out, path), result in zip(twins, _RESULTS[name].get("twin", [])):
-            if out is None:
-                _twin_store(path, result)
-        for k, outs in _RESULTS[name].items():
-            if port.seeds:
-                # the number of seeds whose output has the label, as the output of one run
-                n = sum(port.label in out for out, _ in outs)
-                _RESULTS[name][k] = (f"{port.label} {n}\n" + "".join(out for out, _ in outs),
-                                     "".join(err for _, err in outs))
+        shared = _shared_folder(tmp_path_factory)
+        done = shared / f"keras_io-{name}.json"
+        with open(shared / f"keras_io-{name}.lock", "w") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_EX)       # released when the file closes
+            if done.is_file():
+                _RESULTS[name] = {k: v if v is None else tuple(v) for k, v in json.loads(done.read_text()).items()}
             else:
-                _RESULTS[name][k] = outs[0]
-        _RESULTS[name].setdefault("twin", None)
+                _RESULTS[name] = _run(name, port, tmp_path_factory)
+                _store_json(done, _RESULTS[name])
     return _RESULTS[name]
+
+
+def _run(name, port, tmp_path_factory):
+    """Run a port and its twin (or read the twin's cached output); a port that fails fails the
+    test here, and leaves nothing for another worker to read."""
+    cwd = tmp_path_factory.mktemp(name)
+    runs = [port.args + ("--seed", str(s)) for s in port.seeds] or [port.args]
+    procs = {"port": [_start(PORTS_DIR / f"{name}.py", a, cwd) for a in runs]}
+    twins = []                       # per run: (cached output or None, cache path or None)
+    if importlib.util.find_spec("torch") is not None:
+        twins = [_twin_cached(name, a) for a in runs]
+        procs["twin"] = [out or _start(TWINS_DIR / f"{name}_torch.py", a, cwd) for a, (out, _) in zip(runs, twins)]
+    res = {k: [p if isinstance(p, tuple) else _finish(p, f"{name} ({k})") for p in ps] for k, ps in procs.items()}
+    for (out, path), result in zip(twins, res.get("twin", [])):
+        if out is None:
+            _twin_store(path, result)
+    for k, outs in res.items():
+        if port.seeds:
+            # the number of seeds whose output has the label, as the output of one run
+            n = sum(port.label in out for out, _ in outs)
+            res[k] = (f"{port.label} {n}\n" + "".join(out for out, _ in outs), "".join(err for _, err in outs))
+        else:
+            res[k] = outs[0]
+    res.setdefault("twin", None)
+    return res
 
 
 def test_every_port_has_a_twin_and_a_documented_header():
@@ -226,3 +264,15 @@ def test_twin_cache_keeps_and_returns_one_output_per_script_and_arguments(tmp_pa
     assert [p.name for p in (tmp_path / "twins").iterdir()] == [path.name]      # no temporary left
     monkeypatch.delenv("PYGGML_TEST_TWIN_CACHE")
     assert _twin_cached("mnist_convnet", ("--seed", "1")) == (None, None)
+
+
+def test_a_ports_outputs_are_read_back_by_another_worker(tmp_path_factory, monkeypatch):
+    # what one worker left in the shared folder is what another gets, without running anything
+    monkeypatch.setitem(PORTS, "left_by_another_worker", Port("Score:", 0.5))
+    monkeypatch.delitem(_RESULTS, "left_by_another_worker", raising=False)
+    stored = {"port": ["Score: 0.75\n", ""], "twin": None}
+    _store_json(_shared_folder(tmp_path_factory) / "keras_io-left_by_another_worker.json", stored)
+    monkeypatch.setattr(sys.modules[__name__], "_run", lambda *a: pytest.fail("ran the port again"))
+    got = results("left_by_another_worker", tmp_path_factory)
+    assert got == {"port": ("Score: 0.75\n", ""), "twin": None}
+    assert _metric("Score:", got["port"][0], "stored") == 0.75
