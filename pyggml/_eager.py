@@ -61,8 +61,8 @@ class _EagerBuilder:
         self._masks.append((t, rate))
         return t
 
-    def random_values(self, shape, draw):
-        t = self.in_ctx.new_tensor(shape)
+    def random_values(self, shape, draw, dtype="float32"):
+        t = self.in_ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
         self._masks.append((t, draw))
         return t
 

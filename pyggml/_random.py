@@ -31,7 +31,9 @@ def rng(seed=None):
 
 def draw_values(generator, shape, spec):
     """The values of a random tensor of a graph, redrawn before each step: ``spec`` is a
-    dropout rate (a keep mask of 0 and 1/(1-rate)) or a function draw(rng, shape) -> array."""
+    dropout rate (a keep mask of 0 and 1/(1-rate)) or a function draw(rng, shape) -> array
+    (float32, or int32 where it gives integers: a gather's rows)."""
     if callable(spec):
-        return np.asarray(spec(generator, tuple(shape)), dtype=np.float32).reshape(shape)
+        a = np.asarray(spec(generator, tuple(shape)))
+        return np.ascontiguousarray(a, dtype=np.int32 if a.dtype.kind in "biu" else np.float32).reshape(shape)
     return (generator.random(shape) >= spec).astype(np.float32) / (1.0 - spec)

@@ -11,8 +11,9 @@ dropout masks and the training flag.  The builder is any object with:
 - ``tensor_of(variable)``: the Tensor holding a Variable in this graph;
 - ``constant(array, dtype)``: a Tensor holding a numpy array (set once);
 - ``random_keep_mask(shape, rate)``: a 0 or ``1/(1-rate)`` mask redrawn before each step;
-- ``random_values(shape, draw)``: a float32 tensor set to ``draw(rng, shape)`` (an array,
-  from the library's generator ``rng``) before each step (the noise layers' noise);
+- ``random_values(shape, draw, dtype="float32")``: a tensor set to ``draw(rng, shape)`` (an
+  array, from the library's generator ``rng``) before each step (the noise layers' noise;
+  "int32": rows an augmentation gathers);
 - ``add_update(variable, tensor)``: write ``tensor`` into the variable after a
   training step (BatchNormalization's running statistics);
 - ``add_loss(tensor, layer)`` (optional): a 1-element loss a layer adds to the

@@ -222,8 +222,8 @@ class _TapeBuilder:
     def random_keep_mask(self, shape, rate):
         return self._leaf(_random.draw_values(_random.rng(), tuple(shape), rate), "float32")
 
-    def random_values(self, shape, draw):
-        return self._leaf(_random.draw_values(_random.rng(), tuple(shape), draw), "float32")
+    def random_values(self, shape, draw, dtype="float32"):
+        return self._leaf(_random.draw_values(_random.rng(), tuple(shape), draw), dtype)
 
     def add_update(self, variable, tensor):
         self.updates.append((variable, tensor))

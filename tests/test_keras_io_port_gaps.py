@@ -2,6 +2,8 @@
 NLP, structured data, audio, vision; 2026-12-06): each test is one behaviour those scripts
 rely on, checked against numpy or against what Keras documents."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -224,6 +226,56 @@ def test_a_call_whose_shapes_need_the_batch_builds_on_a_fixed_batch_and_says_so_
     with pytest.raises(ValueError) as e:
         Flat()(layers.Input(shape=(4, 8)))
     assert "batch_size=N" in "".join(getattr(e.value, "__notes__", []))
+
+
+def test_two_threads_tracing_at_once_each_keep_their_own_stand_in_batch():
+    # A's call folds rows by 3, which the first stand-in batch does not allow: its shapes are found
+    # again on a second one.  B traces while A's retry runs: it gets its own thread's stand-in,
+    # where a module-wide one would have shown it A's batch in the middle of its trace.
+    a_retrying, b_done = threading.Event(), threading.Event()
+
+    class FoldsThree(layers.Layer):
+        def call(self, x):
+            y = ops.reshape(x, (-1, 3, 4))
+            if x.shape[0] % 3 == 0 and threading.current_thread().name == "A":
+                a_retrying.set()
+                assert b_done.wait(30)
+            return ops.reshape(y, (-1, 4))
+
+    seen = {}
+
+    class Records(layers.Layer):
+        def call(self, x):
+            seen.setdefault(threading.current_thread().name, []).append(x.shape[0])
+            return ops.transpose(ops.transpose(x * 2.0, [1, 0]), [1, 0])
+
+    def build_b():
+        inp = layers.Input((4,))
+        return keras.Model(inp, Records()(inp))
+
+    build_b()                                                   # alone: the stand-in it sees
+    alone = seen.pop(threading.current_thread().name)
+    models, errors = {}, []
+
+    def run(name, build):
+        try:
+            models[name] = build()
+        except BaseException as e:                              # pragma: no cover - reported below
+            errors.append(e)
+        finally:
+            if name == "B":
+                b_done.set()
+
+    ta = threading.Thread(target=run, name="A", args=("A", lambda: keras.Model(i := layers.Input((4,)), FoldsThree()(i))))
+    tb = threading.Thread(target=run, name="B", args=("B", lambda: a_retrying.wait(30) and build_b()))
+    ta.start(), tb.start()
+    ta.join(60), tb.join(60)
+    assert not errors, errors
+    assert seen["B"] == alone
+    x = RNG.normal(size=(6, 4)).astype(np.float32)
+    np.testing.assert_allclose(models["A"].predict(x, verbose=0), x, rtol=1e-6)
+    np.testing.assert_allclose(models["B"].predict(x, verbose=0), 2 * x, rtol=1e-6)
+    assert models["B"].output_shape == (None, 4)
 
 
 def test_layers_take_other_lengths_than_they_were_built_for_as_in_keras():

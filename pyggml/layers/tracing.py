@@ -7,6 +7,8 @@ uses inside its call.  A batch of ``_BATCH`` rows stands for the batch and
 ``_LENGTH`` for any variable length; output dims equal to those map back to None.
 """
 
+import threading
+
 from pyggml import _fold, _scope
 from pyggml.core import Context
 from pyggml.errors import ContextFullError
@@ -17,9 +19,19 @@ __all__ = ["output_shapes", "output_mask_flags", "generalized", "nest_template",
 # likely to equal by chance, so that a sublayer called on a tensor whose batch moved to another
 # axis (ops.transpose) records that axis as variable, as Keras's symbolic None does
 _BATCH = 97
-_STAND_IN = _BATCH
 _FOLDS = 2520           # lcm(1..10): a second stand-in batch of 97 * 2520 rows divides by any k up to 10
 _LENGTH = 113
+_LENGTH_2 = 127         # a second trace's variable length: output dims that change with it vary
+
+
+class _Trace(threading.local):
+    """The stand-ins of the trace running in this thread (a retry swaps them for its own run):
+    per thread, so that two threads building models at once never see each other's."""
+    batch = _BATCH
+    length = _LENGTH
+
+
+_now = _Trace()
 _DTYPES = {"f32": "float32", "i32": "int32"}
 
 
@@ -53,11 +65,16 @@ class _ShapeOnly:
     def random_keep_mask(self, shape, rate):
         return self.ctx.new_tensor(shape)
 
-    def random_values(self, shape, draw):
-        return self.ctx.new_tensor(shape)
+    def random_values(self, shape, draw, dtype="float32"):
+        return self.ctx.new_tensor(shape, dtype="i32" if dtype == "int32" else "f32")
 
     def add_update(self, variable, tensor):
         pass
+
+    def add_loss(self, tensor, layer=None):
+        # noted, so that a model's eager call knows to compute its losses (model.losses)
+        if layer is not None:
+            layer.__dict__["_adds_losses"] = True
 
     def free(self):
         self.ctx.free()
@@ -72,18 +89,14 @@ def generalized(shape):
     if isinstance(shape, list):
         return [generalized(v) for v in shape]
     if isinstance(shape, tuple):
-        return tuple(None if (i > 0 and d in (_LENGTH, _LENGTH_2, _BATCH)) else d for i, d in enumerate(shape))
+        return tuple(None if (i > 0 and d in (_LENGTH, _LENGTH_2, _now.batch)) else d for i, d in enumerate(shape))
     return shape
-
-
-_LENGTH_2 = 127       # a second trace's variable length: output dims that change with it vary
-_length_now = [_LENGTH]
 
 
 def _keras_concrete(node):
     """The node's shape with its batch (the model's fixed one, Input(batch_size=...), or _BATCH)
     and variable lengths made concrete."""
-    return (node.batch_size or _BATCH,) + tuple(_length_now[0] if d is None else d for d in node.feature_shape)
+    return (node.batch_size or _now.batch,) + tuple(_now.length if d is None else d for d in node.feature_shape)
 
 
 def _concrete(node):
@@ -133,13 +146,13 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
     nodes = inputs if isinstance(inputs, list) else [inputs]
     if not any(d is None for n in nodes for d in n.feature_shape):
         return result
-    _length_now[0] = _LENGTH_2
+    _now.length = _LENGTH_2
     try:
         again = _output_shapes(layer, inputs, kwargs, with_masks)
     except Exception:                   # a call that takes only some lengths: the first trace's shapes
         return result
     finally:
-        _length_now[0] = _LENGTH
+        _now.length = _LENGTH
 
     def merge(a, b):
         if isinstance(a, list):
@@ -191,7 +204,7 @@ def _refuse_leaked_volume(layer, out, nodes, before):
     reg = _fold._registry()
     if not reg or len(reg) <= before:
         return False
-    batch = nodes[0].batch_size or _BATCH
+    batch = nodes[0].batch_size or _now.batch
     for t in (out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else [out]):
         if hasattr(t, "shape") and t not in reg and len(t.shape) >= 1 and t.shape[0] > batch and \
                 t.shape[0] % batch == 0:
@@ -203,7 +216,6 @@ def _refuse_leaked_volume(layer, out, nodes, before):
 
 
 def _output_shapes(layer, inputs, kwargs, with_masks=False):
-    global _BATCH
     nodes = inputs if isinstance(inputs, list) else [inputs]
     variable = any(d is None for n in nodes for d in n.feature_shape)
     n_tensors = 4096
@@ -259,12 +271,12 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 s = list(t.shape)
                 if k is not None and len(k) == 5:
                     s = list(k)                                                 # a volume, as its layer said
-                elif five is not None and len(s) == 4 and s[0] == _BATCH * _keras_concrete(five)[1] and \
+                elif five is not None and len(s) == 4 and s[0] == _now.batch * _keras_concrete(five)[1] and \
                         not layer.sees_whole_volumes():
                     s = list(_fold.unfold_shape(s, _keras_concrete(five)))     # still 5-D
                 s[0] = None
                 if variable:
-                    s = [None if (i > 0 and d == _length_now[0]) else d for i, d in enumerate(s)]
+                    s = [None if (i > 0 and d == _now.length) else d for i, d in enumerate(s)]
                 shapes.append(tuple(s))
             dtypes = [_DTYPES.get(t.dtype, "float32") for t in outs]
             result = (shapes if isinstance(out, (list, tuple)) else shapes[0]), dtypes
@@ -274,20 +286,20 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 raise
             n_tensors *= 8
         except (ValueError, TypeError) as e:
-            if _BATCH == _STAND_IN and all(n.batch_size is None for n in nodes) and str(_BATCH) in str(e) and \
+            if _now.batch == _BATCH and all(n.batch_size is None for n in nodes) and str(_BATCH) in str(e) and \
                     isinstance(e, ValueError):
                 # a call that folds k items into (out of) the batch (ops.reshape(x, (-1, k, n))): found again
                 # on a stand-in batch that many k divide, as Keras's symbolic batch allows any
-                _BATCH = _STAND_IN * _FOLDS
+                _now.batch = _BATCH * _FOLDS
                 try:
                     return _output_shapes(layer, inputs, kwargs, with_masks)
                 except (ValueError, TypeError, ContextFullError):
                     pass                                  # the first error says more
                 finally:
-                    _BATCH = _STAND_IN
-            if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note") and str(_BATCH) in str(e) \
+                    _now.batch = _BATCH
+            if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note") and str(_now.batch) in str(e) \
                     and "volume" not in str(e) and "at most 4 dimensions" not in str(e):
-                e.add_note(f"(pyggml met this running {type(layer).__name__}'s call on a stand-in batch of {_BATCH} "
+                e.add_note(f"(pyggml met this running {type(layer).__name__}'s call on a stand-in batch of {_now.batch} "
                            f"rows to find its output shape, where Keras's batch is symbolic: a call whose shapes "
                            f"depend on the batch size needs it fixed, keras.Input(shape, batch_size=N))")
             raise

@@ -54,7 +54,25 @@ autodiff.THREAD_CHOOSER[0] = ThreadChooser      # a tape's compute picks its thr
 _DEFAULT_LOSS = object()           # compile's loss when not given: none for a custom-step model
 
 
+# --- a call on arrays ----------------------------------------------------------------------
+
+def _call_adds_losses(model):
+    """Whether a layer of the model adds losses in its call (found while its graph was traced),
+    kept per topology."""
+    topo = model._topology
+    if topo is None:
+        return False
+    known = model.__dict__.get("_adds_losses_of")
+    if known is None or known[0] is not topo:
+        from pyggml.layers.weight_rules import layer_tree
+        known = model.__dict__["_adds_losses_of"] = (
+            topo, any(l.__dict__.get("_adds_losses") for l in layer_tree([model])))
+    return known[1]
+
+
 # --- what compile keeps ----------------------------------------------------------------------
+
+
 def _resolved_accuracy(identifier, y_true, y_pred):
     yt, yp = np.asarray(y_true), np.asarray(y_pred)
     binary = yp.ndim >= 1 and yp.shape[-1:] == (1,) or yp.ndim == 1
@@ -784,14 +802,21 @@ def install(cls):
         # calling a model on arrays: predict (never predict_step: no recursion), its arrays
         # answering TensorFlow's eager ``.numpy()`` as the ops' results do.  With no training=
         # given, its preprocessing layers take their own default, as Keras's eager call: an
-        # augmentation augments (nnclr's augmenter called in its train_step)
-        if training is not None:
-            return as_ops_result(predict_(self, x))
-        self.__dict__["_host_training"] = None
-        try:
-            return as_ops_result(predict_(self, x))
-        finally:
-            self.__dict__.pop("_host_training", None)
+        # augmentation augments (nnclr's augmenter called in its train_step).  A model whose
+        # layers add losses (add_loss, activity regularizers) takes the eager path instead,
+        # which computes them, so that model.losses holds this call's, as Keras's
+        if not _call_adds_losses(self):
+            if training is not None:
+                out = as_ops_result(predict_(self, x))
+            else:
+                self.__dict__["_host_training"] = None
+                try:
+                    out = as_ops_result(predict_(self, x))
+                finally:
+                    self.__dict__.pop("_host_training", None)
+            if not _call_adds_losses(self):            # (found out building the graph in this call)
+                return out
+        return Layer.__call__(self, x) if training is None else Layer.__call__(self, x, training=training)
     cls._plain_predict = _plain_predict
     cls.train_on_batch, cls.test_on_batch = train_on_batch, test_on_batch
     cls.train_step, cls.test_step, cls.predict_step = train_step, test_step, predict_step

@@ -115,14 +115,20 @@ def _extend(i, n, fill_mode):
     return np.clip(i, 0, n - 1), inside
 
 
-def affine_sample(images, matrices, interpolation, fill_mode, fill_value):
-    """images (n, h, w, c) float32; matrices (n, 6) rows [a0, a1, a2, b0, b1, b2]."""
-    n, h, w, c = images.shape
+def affine_points(matrices, h, w):
+    """The source (columns, rows), each (n, h, w), that output pixels read under ``matrices``
+    (n, 6) rows [a0, a1, a2, b0, b1, b2]."""
     m = np.asarray(matrices, dtype=np.float32)
     ys = np.arange(h, dtype=np.float32)[None, :, None]
     xs = np.arange(w, dtype=np.float32)[None, None, :]
     sx = m[:, 0, None, None] * xs + m[:, 1, None, None] * ys + m[:, 2, None, None]      # (n, h, w)
     sy = m[:, 3, None, None] * xs + m[:, 4, None, None] * ys + m[:, 5, None, None]
+    return sx, sy
+
+
+def affine_sample(images, matrices, interpolation, fill_mode, fill_value):
+    """images (n, h, w, c) float32; matrices (n, 6) rows [a0, a1, a2, b0, b1, b2]."""
+    sx, sy = affine_points(matrices, images.shape[1], images.shape[2])
     return sample_points(images, sx, sy, interpolation, fill_mode, fill_value)
 
 

@@ -19,7 +19,7 @@ from pyggml import _random
 from pyggml._validation import check_choice, check_number, is_int, is_number
 from pyggml.layers.node import Node
 from pyggml.layers.preprocessing import _image_ops
-from pyggml.layers.preprocessing.host_layer import HostLayer
+from pyggml.layers.preprocessing.host_layer import HostLayer, host_call_in_graph, is_fed
 
 __all__ = ["ImagePreprocessingLayer", "RandomImageLayer", "AffineAugmentation", "check_data_format", "check_size",
            "check_seed", "factor_range"]
@@ -169,6 +169,35 @@ class RandomImageLayer(ImagePreprocessingLayer):
     def augment(self, images):
         raise NotImplementedError
 
+    def graph_augment(self, images):
+        """The augmentation as graph ops on channels-last images (a tensor of the graph being
+        built), drawing on the host before each step as ``augment`` does; None where the layer
+        has none (its call then takes only the data a graph is fed)."""
+        return None
+
+    def graph_call(self, inputs, training=None):
+        """In a graph: data it is fed goes through the host path; a tensor it computes (gan_ada's
+        generated images) is augmented by graph ops, the same augmentation on the same draws,
+        through which the gradient reaches that tensor."""
+        if is_fed(inputs) or type(self).graph_augment is RandomImageLayer.graph_augment:
+            return host_call_in_graph(self, inputs, training)
+        from pyggml import _scope, ops
+        active = training if training is not None else _scope.require(type(self).__name__).training
+        if not active:
+            return inputs
+        if len(inputs.shape) != 4:
+            raise ValueError(f"{type(self).__name__} takes images (batch, height, width, channels) in a graph, got "
+                             f"a tensor of shape {tuple(inputs.shape)}")
+        first = self.data_format == "channels_first"
+        y = self.graph_augment(ops.transpose(inputs, (0, 2, 3, 1)) if first else inputs)
+        return ops.transpose(y, (0, 3, 1, 2)) if first else y
+
+    def graph_draw(self, shape, draw):
+        """A tensor of ``shape`` set to ``draw(generator)`` before each step (the layer's own
+        generator when seeded)."""
+        from pyggml import _scope
+        return _scope.require(type(self).__name__).random_values(tuple(shape), lambda rng, s: draw(self.rng()))
+
     def get_config(self):
         cfg = super().get_config()
         cfg["seed"] = self.seed
@@ -198,6 +227,16 @@ class AffineAugmentation(RandomImageLayer):
     def augment(self, images):
         m = self.matrices(len(images), images.shape[1], images.shape[2])
         return _image_ops.affine_sample(images, m, self.interpolation, self.fill_mode, self.fill_value)
+
+    def graph_augment(self, images):
+        from pyggml.layers.preprocessing import _augment_graph
+
+        def plan(n, h, w):
+            sx, sy = _image_ops.affine_points(self.matrices(n, h, w), h, w)
+            return _augment_graph.sample_plan(sx, sy, h, w, self.interpolation, self.fill_mode, self.fill_value)
+        constant = self.fill_mode == "constant"
+        return _augment_graph.resample(self, images, plan, 1 if self.interpolation == "nearest" else 4,
+                                       self.interpolation != "nearest" or constant, constant and self.fill_value != 0)
 
     def get_config(self):
         cfg = super().get_config()

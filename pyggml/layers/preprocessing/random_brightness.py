@@ -34,6 +34,14 @@ class RandomBrightness(RandomImageLayer):
         delta = self.rng().uniform(self.factor[0], self.factor[1], size=len(images)) * (high - low)
         return np.clip(images + delta.astype(np.float32)[:, None, None, None], low, high)
 
+    def graph_augment(self, images):
+        from pyggml import ops
+        low, high = self.value_range
+        n = images.shape[0]
+        delta = self.graph_draw((n, 1, 1, 1),
+                                lambda rng: rng.uniform(self.factor[0], self.factor[1], size=n) * (high - low))
+        return ops.clip(images + delta, low, high)
+
     def get_config(self):
         cfg = super().get_config()
         cfg.update(factor=list(self.factor), value_range=list(self.value_range))

@@ -29,6 +29,13 @@ class RandomContrast(RandomImageLayer):
         mean = images.mean(axis=(1, 2), keepdims=True)
         return np.clip((images - mean) * c + mean, self.value_range[0], self.value_range[1])
 
+    def graph_augment(self, images):
+        from pyggml import ops
+        n = images.shape[0]
+        c = self.graph_draw((n, 1, 1, 1), lambda rng: rng.uniform(1.0 - self.factor[0], 1.0 + self.factor[1], size=n))
+        mean = ops.mean(images, axis=(1, 2), keepdims=True)
+        return ops.clip((images - mean) * c + mean, self.value_range[0], self.value_range[1])
+
     def get_config(self):
         cfg = super().get_config()
         cfg.update(factor=list(self.factor), value_range=list(self.value_range))

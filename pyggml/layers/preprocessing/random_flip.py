@@ -30,6 +30,15 @@ class RandomFlip(RandomImageLayer):
             out[flip] = out[flip][:, ::-1]
         return out
 
+    def graph_augment(self, images):
+        from pyggml.layers.preprocessing import _augment_graph
+
+        def plan(n, h, w):
+            flips = self.rng().uniform(size=n) <= 0.5
+            rows = _augment_graph.flip_plan(n, h, w, flips, self.mode != "vertical", self.mode != "horizontal")
+            return rows, None, None
+        return _augment_graph.resample(self, images, plan, 1, False, False)
+
     def get_config(self):
         cfg = super().get_config()
         cfg["mode"] = self.mode

@@ -1,0 +1,223 @@
+"""Keras behaviour found missing in the sixth round (2026-12-06), each checked against numpy or
+against what Keras documents."""
+
+import numpy as np
+import pytest
+
+import pyggml as keras
+from pyggml import layers, ops
+
+RNG = np.random.default_rng(23)
+
+
+# --- model.losses after a call on arrays -----------------------------------------------------------
+
+class ActivityRegularization(layers.Layer):
+    """Keras's guide "writing a training loop from scratch": a loss added in call."""
+
+    def call(self, inputs):
+        self.add_loss(1e-2 * ops.sum(inputs))
+        return inputs
+
+
+def _relu(a):
+    return np.maximum(a, 0.0)
+
+
+def test_a_models_call_on_arrays_keeps_the_losses_its_layers_added():
+    inputs = keras.Input(shape=(6,))
+    d1 = layers.Dense(5, activation="relu")
+    d2 = layers.Dense(4, activation="relu", kernel_regularizer=keras.regularizers.L2(1e-3))
+    x1 = d1(inputs)
+    out = layers.Dense(3)(d2(ActivityRegularization()(x1)))
+    model = keras.Model(inputs, out)
+    k1, b1 = d1.get_weights()
+    k2, _ = d2.get_weights()
+    penalty = 1e-3 * np.sum(k2.astype(np.float64) ** 2)
+    # before a call: the weights' penalties alone, as Keras
+    np.testing.assert_allclose(model.losses, [penalty], rtol=1e-5)
+    for rows in (8, 3):
+        x = RNG.normal(size=(rows, 6)).astype(np.float32)
+        y = model(x)
+        added = 1e-2 * np.sum(_relu(x @ k1 + b1))
+        np.testing.assert_allclose(model.losses, [added, penalty], rtol=1e-5)
+        # the call's outputs are the forward pass's, as without the loss
+        np.testing.assert_allclose(y, model.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_a_subclassed_models_first_call_on_arrays_gives_its_loss():
+    class WithKL(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(2)
+
+        def call(self, x):
+            z = self.dense(x)
+            self.add_loss(0.5 * ops.mean(ops.square(z)))
+            return z
+
+    m = WithKL()
+    x = RNG.normal(size=(4, 3)).astype(np.float32)
+    z = np.asarray(m(x))
+    assert len(m.losses) == 1
+    np.testing.assert_allclose(m.losses[0], 0.5 * np.mean(z.astype(np.float64) ** 2), rtol=1e-5)
+    x2 = 3 * x
+    z2 = np.asarray(m(x2))
+    np.testing.assert_allclose(m.losses, [0.5 * np.mean(z2.astype(np.float64) ** 2)], rtol=1e-5)
+
+
+def test_a_model_without_added_losses_lists_only_its_weights_penalties():
+    inputs = keras.Input(shape=(3,))
+    d = layers.Dense(2, kernel_regularizer=keras.regularizers.L1(1e-2))
+    model = keras.Model(inputs, d(inputs))
+    model(RNG.normal(size=(5, 3)).astype(np.float32))
+    np.testing.assert_allclose(model.losses, [1e-2 * np.abs(d.get_weights()[0]).sum()], rtol=1e-5)
+
+
+def test_the_losses_a_model_added_train_as_in_the_guides_loop():
+    # the guide's custom loop: loss_fn(y, logits) + sum(model.losses) on a GradientTape, with the
+    # added loss pulling the activations down; the same loop without it leaves them larger
+    def run(with_loss):
+        keras.utils.set_random_seed(3)
+        inputs = keras.Input(shape=(4,))
+        h = layers.Dense(8, activation="relu")(inputs)
+        if with_loss:
+            h = ActivityRegularization()(h)
+        model = keras.Model(inputs, layers.Dense(2)(h))
+        opt = keras.optimizers.SGD(learning_rate=0.05)
+        loss_fn = keras.losses.MeanSquaredError()
+        x = RNG.normal(size=(16, 4)).astype(np.float32)
+        y = np.zeros((16, 2), np.float32)
+        for _ in range(30):
+            with keras.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+                loss = loss + sum(model.losses) if model.losses else loss
+            grads = tape.gradient(loss, model.trainable_weights)
+            opt.apply_gradients(zip(grads, model.trainable_weights))
+        return float(np.sum(_relu(x @ model.layers[1].get_weights()[0] + model.layers[1].get_weights()[1])))
+
+    assert run(True) < 0.8 * run(False)
+
+
+# --- augmentation of tensors a graph computes (gan_ada) ------------------------------------------
+
+_AUGMENTERS = {
+    "flip_horizontal": lambda: layers.RandomFlip("horizontal", seed=3),
+    "flip_both": lambda: layers.RandomFlip(seed=6),
+    "translation_bilinear_reflect": lambda: layers.RandomTranslation(0.3, 0.3, seed=3),
+    "translation_nearest_constant": lambda: layers.RandomTranslation(0.3, 0.3, fill_mode="constant", fill_value=0.5,
+                                                                     interpolation="nearest", seed=3),
+    "rotation_constant": lambda: layers.RandomRotation(0.2, fill_mode="constant", seed=3),
+    "rotation_nearest": lambda: layers.RandomRotation(0.2, fill_mode="nearest", interpolation="nearest", seed=3),
+    "zoom_wrap": lambda: layers.RandomZoom(0.3, fill_mode="wrap", seed=3),
+    "shear": lambda: layers.RandomShear(0.3, 0.2, seed=3),
+    "translation_channels_first": lambda: layers.RandomTranslation(0.3, 0.2, seed=5, data_format="channels_first"),
+    "contrast": lambda: layers.RandomContrast(0.5, value_range=(-1.5, 1.5), seed=3),
+    "brightness": lambda: layers.RandomBrightness(0.3, value_range=(-1.5, 1.5), seed=3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_AUGMENTERS))
+def test_an_augmentation_of_a_computed_tensor_is_the_host_ones_and_trains(name):
+    make = _AUGMENTERS[name]
+    x = RNG.normal(size=(3, 6, 7, 2)).astype(np.float32)
+    g = RNG.normal(size=x.shape).astype(np.float32)
+    # seeded alike, a layer draws the same transforms on the host (arrays) as in a graph
+    host = np.asarray(make()(x, training=True))
+    xv = keras.Variable(x)
+    with keras.GradientTape() as tape:
+        y = make()(xv * 1.0, training=True)          # a tensor the tape computes, not data it is fed
+        loss = ops.sum(y * g)
+    np.testing.assert_allclose(np.asarray(y), host, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(host, x)                   # (it did change the images)
+    grad = np.asarray(tape.gradient(loss, [xv])[0])
+    if name in ("contrast", "brightness"):
+        # element-wise: g times the factor (contrast: less its share of the mean) where not clipped
+        inside = (host > -1.5) & (host < 1.5)
+        if name == "brightness":
+            want = g * inside
+        else:
+            # each image's factor: the layer's first draw from its seed, uniform in [0.5, 1.5]
+            c = np.random.default_rng(3).uniform(0.5, 1.5, size=3).astype(np.float32)[:, None, None, None]
+            mean = x.mean(axis=(1, 2), keepdims=True)
+            np.testing.assert_allclose(host, np.clip((x - mean) * c + mean, -1.5, 1.5), rtol=1e-5, atol=1e-6)
+            gi = g * inside
+            want = gi * c + gi.mean(axis=(1, 2), keepdims=True) * (1 - c)
+        np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-5)
+        return
+    # the gradient is the sampling's adjoint: <x2, d loss / dx> = <aug(x2) - aug(0), g> for any x2,
+    # aug computed on the host with the same draws
+    x2 = RNG.normal(size=x.shape).astype(np.float32)
+    lhs = float(np.sum(x2.astype(np.float64) * grad))
+    rhs = float(np.sum((np.asarray(make()(x2, training=True), np.float64) -
+                        np.asarray(make()(np.zeros_like(x2), training=True))) * g))
+    assert lhs == pytest.approx(rhs, rel=1e-4, abs=1e-3)
+
+
+def test_an_augmentation_in_a_model_augments_in_fit_only_with_new_draws_each_step():
+    class Probe(layers.Layer):            # the images after augmentation, as the graph saw them
+        def call(self, x):
+            return x
+
+    rng = np.random.default_rng(0)
+    inp = keras.Input((4,))
+    h = layers.Reshape((4, 4, 1))(layers.Dense(16)(inp))
+    aug = layers.RandomFlip("horizontal", seed=1)
+    out = layers.Flatten()(aug(h))
+    m = keras.Model(inp, out)
+    x = rng.normal(size=(8, 4)).astype(np.float32)
+    # inference: the identity
+    plain = keras.Model(inp, layers.Flatten()(h))
+    np.testing.assert_allclose(m.predict(x, verbose=0), plain.predict(x, verbose=0), rtol=1e-6)
+    # training (a call with training=True): each image flipped or not, both seen over calls
+    seen = set()
+    base = np.asarray(plain(x)).reshape(8, 4, 4)
+    for _ in range(6):
+        got = np.asarray(m(x, training=True)).reshape(8, 4, 4)
+        for i in range(8):
+            if np.allclose(got[i], base[i]):
+                seen.add("kept")
+            else:
+                np.testing.assert_allclose(got[i], base[i][:, ::-1], rtol=1e-6)
+                seen.add("flipped")
+    assert seen == {"kept", "flipped"}
+    m.compile(optimizer="sgd", loss="mse")
+    m.fit(x, np.zeros((8, 16), np.float32), epochs=2, batch_size=4, verbose=0)
+
+
+def test_a_generator_trains_through_gan_adas_augmenter():
+    class AdaptiveAugmenter(keras.Model):                 # keras-io's gan_ada, its augmenter
+        def __init__(self):
+            super().__init__()
+            self.probability = keras.Variable(0.5)
+            self.augmenter = keras.Sequential([
+                layers.InputLayer(input_shape=(8, 8, 3)), layers.RandomFlip("horizontal"),
+                layers.RandomTranslation(height_factor=0.125, width_factor=0.125, interpolation="nearest"),
+                layers.RandomRotation(factor=0.05), layers.RandomZoom(height_factor=(-0.2, 0.0),
+                                                                      width_factor=(-0.2, 0.0))])
+
+        def call(self, images, training):
+            if training:
+                augmented = self.augmenter(images, training=training)
+                values = keras.random.uniform(shape=(4, 1, 1, 1))
+                images = ops.where(ops.less(values, self.probability), augmented, images)
+            return images
+
+    keras.utils.set_random_seed(1)
+    aug = AdaptiveAugmenter()
+    gen = keras.Sequential([keras.Input((4,)), layers.Dense(8 * 8 * 3), layers.Reshape((8, 8, 3))])
+    opt = keras.optimizers.Adam(1e-2)
+    target = np.full((4, 8, 8, 3), 0.3, np.float32)     # flips, shifts and zooms leave it as it is
+    rng = np.random.default_rng(2)
+    losses = []
+    for _ in range(40):
+        z = rng.normal(size=(4, 4)).astype(np.float32)
+        with keras.GradientTape() as tape:
+            loss = ops.mean(ops.square(aug(gen(z, training=True), training=True) - target))
+        grads = tape.gradient(loss, gen.trainable_weights)
+        assert all(gr is not None for gr in grads)
+        opt.apply_gradients(zip(grads, gen.trainable_weights))
+        losses.append(float(loss))
+    assert losses[-1] < 0.1 * losses[0]
+    assert np.asarray(aug(np.ones((4, 8, 8, 3), np.float32), training=False)).tolist() == \
+        np.ones((4, 8, 8, 3)).tolist()
