@@ -221,3 +221,70 @@ def test_a_generator_trains_through_gan_adas_augmenter():
     assert losses[-1] < 0.1 * losses[0]
     assert np.asarray(aug(np.ones((4, 8, 8, 3), np.float32), training=False)).tolist() == \
         np.ones((4, 8, 8, 3)).tolist()
+
+
+# --- volumes of a variable depth (conv_lstm's Input(shape=(None, *frame))) ------------------------
+
+def _conv_lstm(frames, optimizer="sgd"):
+    # keras-io's conv_lstm, smaller: frames in, the next frames out
+    inp = layers.Input(shape=(frames, 6, 6, 1))
+    x = layers.ConvLSTM2D(filters=3, kernel_size=(3, 3), padding="same", return_sequences=True,
+                          activation="relu")(inp)
+    x = layers.BatchNormalization()(x)
+    x = layers.Conv3D(filters=1, kernel_size=(3, 3, 3), activation="sigmoid", padding="same")(x)
+    model = keras.Model(inp, x)
+    model.compile(loss=keras.losses.binary_crossentropy, optimizer=optimizer)
+    return model
+
+
+def test_a_model_on_any_number_of_frames_computes_as_one_built_for_that_number():
+    var = _conv_lstm(None)
+    assert var.output_shape == (None, None, 6, 6, 1)
+    w = var.get_weights()
+    for frames in (2, 4, 7):
+        fixed = _conv_lstm(frames)
+        fixed.set_weights(w)
+        x = RNG.random((3, frames, 6, 6, 1)).astype(np.float32)
+        np.testing.assert_array_equal(var.predict(x, verbose=0), fixed.predict(x, verbose=0))
+        assert var.evaluate(x, x, verbose=0) == fixed.evaluate(x, x, verbose=0)
+    # training: the same steps
+    x = RNG.random((4, 5, 6, 6, 1)).astype(np.float32)
+    fixed = _conv_lstm(5, keras.optimizers.SGD(0.1))
+    var = _conv_lstm(None, keras.optimizers.SGD(0.1))
+    var.set_weights(w)
+    fixed.set_weights(w)
+    for m in (var, fixed):
+        m.fit(x, x, batch_size=2, epochs=2, verbose=0, shuffle=False)
+    after = fixed.get_weights()
+    assert any(not np.array_equal(after[k], w[k]) for k in w)
+    for k, v in var.get_weights().items():
+        np.testing.assert_array_equal(v, after[k])
+    # the example's loop: predict the next frame from a growing clip
+    frames = x[0, :3]
+    for _ in range(3):
+        nxt = var.predict(frames[None], verbose=0)[0, -1:]
+        frames = np.concatenate([frames, nxt])
+    assert frames.shape == (6, 6, 6, 1)
+
+
+def test_layers_that_change_a_variable_depth_compute_as_with_a_fixed_one():
+    def build(depth):
+        inp = layers.Input(shape=(depth, 6, 6, 2))
+        x = layers.Conv3D(3, 3, activation="relu")(inp)            # depth - 2
+        x = layers.MaxPooling3D(pool_size=(1, 2, 2))(x)
+        x = layers.TimeDistributed(layers.Flatten())(x)
+        return keras.Model(inp, layers.Dense(2)(layers.LSTM(4)(x)))
+
+    var = build(None)
+    assert [tuple(l.output.shape) for l in var.layers[1:4]] == \
+        [(None, None, 4, 4, 3), (None, None, 2, 2, 3), (None, None, 12)]
+    for depth in (4, 7):
+        fixed = build(depth)
+        fixed.set_weights(var.get_weights())
+        x = RNG.random((3, depth, 6, 6, 2)).astype(np.float32)
+        np.testing.assert_array_equal(var.predict(x, verbose=0), fixed.predict(x, verbose=0))
+    inp = layers.Input(shape=(None, 4, 4, 1))
+    mean = keras.Model(inp, layers.Lambda(lambda t: ops.mean(t, axis=1))(inp))
+    x = RNG.random((2, 5, 4, 4, 1)).astype(np.float32)
+    assert mean.output_shape == (None, 4, 4, 1)
+    np.testing.assert_allclose(mean.predict(x, verbose=0), x.mean(axis=1), rtol=1e-5, atol=1e-6)

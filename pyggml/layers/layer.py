@@ -1185,9 +1185,6 @@ class Layer:
         if any(n.ndim > 4 for n in nodes):
             if not self._folds_5d([n.shape for n in nodes]):
                 raise ValueError(_fold.refusal(self, [n.shape for n in nodes]))
-            if any(n.ndim == 5 and n.feature_shape[0] is None for n in nodes):
-                raise ValueError(f"{type(self).__name__}: a 5-D input needs a known length on its first axis after "
-                                 f"the batch (it folds into the batch), got {[n.shape for n in nodes]}")
         if kwargs.get("_spread") and not type(self).__module__.startswith("pyggml."):
             self._build_once(shapes, True)       # inputs given apart: build gets the first's shape
         else:

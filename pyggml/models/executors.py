@@ -122,6 +122,10 @@ class GraphBuilder:
     def input(self, shape, dtype="float32"):
         # a 5-D input (volumes, videos) is folded: (batch * D, H, W, C) (pyggml._fold)
         t = self.in_ctx.new_tensor(_fold.graph_shape(shape), dtype="i32" if dtype in ("int32", "string") else "f32")
+        if len(shape) == 5:
+            # its Keras shape, for the layers it reaches (a volume's depth may be None in the model:
+            # the graph is built for the data's)
+            self.cache.setdefault("_fold_shapes", {})[t] = tuple(shape)
         if dtype == "string":
             _scope.mark_strings(self, t)         # zeros; host layers in a call read the strings
         return t
@@ -262,7 +266,9 @@ class Predictor(Executor):
     def __init__(self, model, shapes, scale=1):
         super().__init__(model, shapes, training=False, scale=scale)
         with _scope.entered(self.g):
-            self.outs = [ops.dup(o) if o.op == "NONE" else _contiguous(o) for o in self.forward(False)]
+            raw = self.forward(False)
+            made = _fold.noted(raw) or [None] * len(raw)        # the Keras shapes of its volumes
+            self.outs = [ops.dup(o) if o.op == "NONE" else _contiguous(o) for o in raw]
             writes = self.g.state_writes()
         size = reachable_count(self.outs + writes) + 64
         self.graph = Graph(self.g.ctx, size)
@@ -276,8 +282,8 @@ class Predictor(Executor):
         # one input the graph reads as given (nothing derived from it): run_one's case
         self.one = len(self.xs) == 1 and not self.g.has_derived
         # 5-D outputs come back folded (pyggml._fold): their Keras shapes
-        self.unfold = [(self.batch,) + o.feature_shape if o.ndim == 5 else None
-                       for o in model._topology.outputs]
+        self.unfold = [(m if m is not None and len(m) == 5 else (self.batch, -1) + o.feature_shape[1:])
+                       if o.ndim == 5 else None for o, m in zip(model._topology.outputs, made)]
         if not any(self.unfold):
             self.unfold = None
 

@@ -8,6 +8,7 @@ layer, else the class's snake-case name numbered in order (``dense``,
 holding it) keeps it.
 """
 
+import contextlib
 import numpy as np
 
 from pyggml import _fold
@@ -337,6 +338,20 @@ def ordered_inputs(topology, inputs):
     return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
 
+def _keras_shape(node, t):
+    """The Keras shape of the tensor ``t`` computed for ``node`` in this graph: a folded volume's
+    as noted where it was made (its depth, None in the model, is the data's), else from the node."""
+    if node.ndim != 5:
+        return (t.shape[0],) + node.feature_shape
+    known = _fold.noted([t])
+    if known is not None and len(known[0]) == 5:
+        return known[0]
+    if node.feature_shape[0] is None:
+        raise ValueError(f"the depth of a 5-D tensor of shape {node.shape} is not known in this graph: give "
+                         f"Input(shape=...) its depth")
+    return (t.shape[0] // node.feature_shape[0],) + node.feature_shape
+
+
 def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, input_masks=None):
     """Compute the graph on tensors (one per graph input: the model's inputs, or its
     preprocessing layers' outputs) inside a graph scope.
@@ -383,9 +398,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
                 kwargs["mask"] = m_arg
             if any(p.ndim == 5 for p in node.inputs):
                 # the inputs' Keras shapes reach the layer's call (their tensors are folded)
-                with _fold.pending([(vals[id(p)].shape[0] // p.feature_shape[0],) + p.feature_shape
-                                    if p.ndim == 5 else (vals[id(p)].shape[0],) + p.feature_shape
-                                    for p in node.inputs]):
+                with _fold.pending([_keras_shape(p, vals[id(p)]) for p in node.inputs]):
                     out = node.layer(arg, training=mode, **kwargs)
             elif split is not None:
                 with prefix_done(node.layer):          # the host stage gave its prefix's output
@@ -403,7 +416,10 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
             if i in logits_for and key in logits_of:
                 logits[i] = logits_of[key]
             elif i in logits_for and hasattr(node.layer, "pre_activation"):
-                logits[i] = node.layer.pre_activation(arg, training=mode)
+                # (called directly, not through Layer.__call__: its inputs' Keras shapes given so)
+                with _fold.inputs([_keras_shape(p, vals[id(p)]) for p in node.inputs]) \
+                        if any(p.ndim == 5 for p in node.inputs) else contextlib.nullcontext():
+                    logits[i] = node.layer.pre_activation(arg, training=mode)
     outs = [logits.get(i, vals[id(o)]) for i, o in enumerate(topology.outputs)]
     if with_masks:
         return outs, [masks.get(id(o)) for o in topology.outputs]
