@@ -56,6 +56,10 @@ _DEFAULT_LOSS = object()           # compile's loss when not given: none for a c
 
 # --- a call on arrays ----------------------------------------------------------------------
 
+def _eager_call(model, x, training):
+    return Layer.__call__(model, x) if training is None else Layer.__call__(model, x, training=training)
+
+
 def _call_adds_losses(model):
     """Whether a layer of the model adds losses in its call (found while its graph was traced),
     kept per topology."""
@@ -803,20 +807,29 @@ def install(cls):
         # answering TensorFlow's eager ``.numpy()`` as the ops' results do.  With no training=
         # given, its preprocessing layers take their own default, as Keras's eager call: an
         # augmentation augments (nnclr's augmenter called in its train_step).  A model whose
-        # layers add losses (add_loss, activity regularizers) takes the eager path instead,
-        # which computes them, so that model.losses holds this call's, as Keras's
-        if not _call_adds_losses(self):
-            if training is not None:
+        # layers add losses (add_loss, activity regularizers) takes the eager path, which
+        # computes them, so that model.losses holds this call's, as Keras's (where that path
+        # does not take the inputs, strings, predict gives the outputs without them)
+        adds = _call_adds_losses(self)
+        if adds:
+            try:
+                return _eager_call(self, x, training)
+            except (TypeError, ValueError):
+                pass
+        if training is not None:
+            out = as_ops_result(predict_(self, x))
+        else:
+            self.__dict__["_host_training"] = None
+            try:
                 out = as_ops_result(predict_(self, x))
-            else:
-                self.__dict__["_host_training"] = None
-                try:
-                    out = as_ops_result(predict_(self, x))
-                finally:
-                    self.__dict__.pop("_host_training", None)
-            if not _call_adds_losses(self):            # (found out building the graph in this call)
-                return out
-        return Layer.__call__(self, x) if training is None else Layer.__call__(self, x, training=training)
+            finally:
+                self.__dict__.pop("_host_training", None)
+        if not adds and _call_adds_losses(self):        # (found out building the graph in this call)
+            try:
+                return _eager_call(self, x, training)
+            except (TypeError, ValueError):
+                pass
+        return out
     cls._plain_predict = _plain_predict
     cls.train_on_batch, cls.test_on_batch = train_on_batch, test_on_batch
     cls.train_step, cls.test_step, cls.predict_step = train_step, test_step, predict_step
