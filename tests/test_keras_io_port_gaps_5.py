@@ -288,3 +288,27 @@ def test_layers_that_change_a_variable_depth_compute_as_with_a_fixed_one():
     x = RNG.random((2, 5, 4, 4, 1)).astype(np.float32)
     assert mean.output_shape == (None, 4, 4, 1)
     np.testing.assert_allclose(mean.predict(x, verbose=0), x.mean(axis=1), rtol=1e-5, atol=1e-6)
+
+
+# --- a loss of y_pred broadcast against y_true ---------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mse", "mae", "huber"])
+def test_a_loss_broadcasts_y_pred_against_y_true_as_pytorch_expands_it(name):
+    torch = pytest.importorskip("torch")
+    fn = {"mse": torch.nn.functional.mse_loss, "mae": torch.nn.functional.l1_loss,
+          "huber": torch.nn.functional.huber_loss}[name]
+    loss = {"mse": keras.losses.MeanSquaredError(), "mae": keras.losses.MeanAbsoluteError(),
+            "huber": keras.losses.Huber()}[name]
+    yt = RNG.random((4, 16, 3)).astype(np.float32)          # a window of targets
+    yp = RNG.random((4, 1, 3)).astype(np.float32)           # one forecast step
+    v = keras.Variable(yp)
+    with keras.GradientTape() as tape:
+        got = loss(yt, v * 1.0)
+    grad = np.asarray(tape.gradient(got, [v])[0])
+    tp = torch.tensor(yp, requires_grad=True)
+    want = fn(tp.expand(4, 16, 3), torch.tensor(yt))
+    want.backward()
+    assert float(got) == pytest.approx(float(want), rel=1e-5)
+    np.testing.assert_allclose(grad, tp.grad.numpy(), rtol=1e-4, atol=1e-7)
+    with pytest.raises(ValueError, match="does not fit"):
+        loss(yt, RNG.random((4, 2, 3)).astype(np.float32))

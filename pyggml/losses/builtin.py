@@ -15,14 +15,14 @@ def _pair(y_true, y_pred):
     y_true, y_pred = ops.as_tensor(y_true), ops.as_tensor(y_pred)
     if y_true.shape != y_pred.shape:
         if y_true.nelements != y_pred.nelements:
-            # Keras's losses broadcast y_true (a GAN's Hinge()(1.0, scores), MSE against 0.0)
+            # Keras's losses broadcast one against the other (a GAN's Hinge()(1.0, scores), MSE
+            # against 0.0, a forecast of one step against a window of targets)
             try:
-                fits = tuple(np.broadcast_shapes(tuple(y_true.shape), tuple(y_pred.shape))) == tuple(y_pred.shape)
+                common = tuple(np.broadcast_shapes(tuple(y_true.shape), tuple(y_pred.shape)))
             except ValueError:
-                fits = False
-            if not fits:
-                raise ValueError(f"y_true of shape {y_true.shape} does not fit y_pred of shape {y_pred.shape}")
-            return ops.broadcast_to(y_true, tuple(y_pred.shape)), y_pred
+                raise ValueError(f"y_true of shape {y_true.shape} does not fit y_pred of shape {y_pred.shape}") \
+                    from None
+            return tuple(t if tuple(t.shape) == common else ops.broadcast_to(t, common) for t in (y_true, y_pred))
         y_true = ops.reshape(y_true if y_true.is_contiguous else ops.cont(y_true), y_pred.shape)
     return y_true, y_pred
 
