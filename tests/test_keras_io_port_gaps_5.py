@@ -312,3 +312,58 @@ def test_a_loss_broadcasts_y_pred_against_y_true_as_pytorch_expands_it(name):
     np.testing.assert_allclose(grad, tp.grad.numpy(), rtol=1e-4, atol=1e-7)
     with pytest.raises(ValueError, match="does not fit"):
         loss(yt, RNG.random((4, 2, 3)).astype(np.float32))
+
+
+# --- data_format="channels_first" (eeg_bci_ssvepformer sets it for the whole script) --------------
+
+def test_channels_first_convolutions_and_pooling_compute_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    f = torch.nn.functional
+    x1 = RNG.normal(size=(2, 3, 10)).astype(np.float32)               # (batch, channels, steps)
+    c1 = layers.Conv1D(4, 3, padding="same", data_format="channels_first", activation="relu")
+    y1 = np.asarray(c1(x1))
+    k1, b1 = c1.get_weights()                                          # Keras's kernel (k, in, out)
+    want1 = torch.relu(f.conv1d(torch.tensor(x1), torch.tensor(k1).permute(2, 1, 0), torch.tensor(b1), padding=1))
+    np.testing.assert_allclose(y1, want1.numpy(), rtol=1e-5, atol=1e-5)
+    x2 = RNG.normal(size=(2, 3, 8, 6)).astype(np.float32)             # (batch, channels, h, w)
+    c2 = layers.Conv2D(5, 3, strides=2, data_format="channels_first")
+    y2 = np.asarray(c2(x2))
+    k2, b2 = c2.get_weights()
+    want2 = f.conv2d(torch.tensor(x2), torch.tensor(k2).permute(3, 2, 0, 1), torch.tensor(b2), stride=2)
+    np.testing.assert_allclose(y2, want2.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(layers.MaxPooling2D(data_format="channels_first")(x2)),
+                               f.max_pool2d(torch.tensor(x2), 2).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(layers.AveragePooling1D(2, data_format="channels_first")(x1)),
+                               f.avg_pool1d(torch.tensor(x1), 2).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(layers.GlobalAveragePooling2D(data_format="channels_first")(x2)),
+                               x2.mean(axis=(2, 3)), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="channels_last"):
+        layers.Conv3D(2, 3, data_format="channels_first")              # (volumes: channels-last only)
+
+
+def test_a_script_that_sets_channels_first_trains_saves_and_loads(tmp_path):
+    keras.backend.set_image_data_format("channels_first")
+    try:
+        inp = keras.Input((3, 10))                                     # 3 electrodes, 10 samples
+        x = layers.Conv1D(4, 3, padding="same")(inp)
+        x = layers.MaxPooling1D()(x)
+        model = keras.Model(inp, layers.Dense(2)(layers.Flatten()(x)))
+    finally:
+        keras.backend.set_image_data_format("channels_last")
+    assert [tuple(l.output.shape) for l in model.layers[1:3]] == [(None, 4, 10), (None, 4, 5)]
+    assert model.layers[1].get_config()["data_format"] == "channels_first"
+    x = RNG.normal(size=(8, 3, 10)).astype(np.float32)
+    # a twin built channels-last on the transposed data, with the same weights, computes the same
+    # (Flatten takes the global format too, and flattens channels-first in channels-last order)
+    inp2 = keras.Input((10, 3))
+    h = layers.MaxPooling1D()(layers.Conv1D(4, 3, padding="same")(inp2))
+    twin = keras.Model(inp2, layers.Dense(2)(layers.Flatten()(h)))
+    twin.set_weights(model.get_weights())
+    np.testing.assert_allclose(model.predict(x, verbose=0), twin.predict(x.transpose(0, 2, 1), verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, np.zeros((8, 2), np.float32), epochs=2, verbose=0)
+    path = str(tmp_path / "cf.keras")
+    model.save(path)
+    back = keras.saving.load_model(path)
+    np.testing.assert_array_equal(back.predict(x, verbose=0), model.predict(x, verbose=0))

@@ -74,9 +74,12 @@ class BaseConv(Activated):
         padding = padding.lower() if isinstance(padding, str) else padding
         self.padding = check_choice("padding", padding, ("valid", "same", "causal") if self.rank == 1
                                     else ("valid", "same"))
-        if data_format not in (None, "channels_last"):
+        from pyggml.layers._channels_first import TransposesChannelsFirst, data_format_of
+        fmt = data_format_of(data_format, type(self).__name__)
+        if fmt == "channels_first" and not isinstance(self, TransposesChannelsFirst):
             raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
                              f"got {data_format!r}")
+        self.data_format = fmt
         self.use_bias = bool(use_bias)
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
 
@@ -113,7 +116,7 @@ class BaseConv(Activated):
         cfg = super().get_config()
         cfg.update(filters=self.filters, kernel_size=self.kernel_size, strides=self.strides,
                    padding=self.padding, activation=self.activation_name, use_bias=self.use_bias,
-                   dilation_rate=self.dilation_rate)
+                   dilation_rate=self.dilation_rate, data_format=self.data_format)
         cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance

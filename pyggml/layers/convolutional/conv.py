@@ -24,6 +24,7 @@ import math
 from pyggml import _scope, ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import cached, contiguous, fused
+from pyggml.layers._channels_first import TransposesChannelsFirst
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
 from pyggml.layers.convolutional.depthwise_conv import depthwise_rows
 from pyggml.saving.object_registration import register_builtin
@@ -91,10 +92,9 @@ def _conv_cl(layer, x, w, padding, strides, dilation):
     return y if spec else layer._act(y)
 
 
-class _Conv(BaseConv):
-    """BaseConv's arguments and Keras's ``groups`` (keyword only)."""
-
-    data_format = "channels_last"          # Keras's attribute (the only layout taken)
+class _Conv(TransposesChannelsFirst, BaseConv):
+    """BaseConv's arguments and Keras's ``groups`` (keyword only); channels-first inputs are
+    transposed (pyggml.layers._channels_first)."""
 
     def __init__(self, *args, groups=1, **kwargs):
         super().__init__(*args, **kwargs)

@@ -26,6 +26,7 @@ from pyggml import ops
 from pyggml._validation import check_choice, int_tuple
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.convolutional.base_conv import to_chw, to_hwc
+from pyggml.layers._channels_first import TransposesChannelsFirst, data_format_of
 from pyggml.layers.layer import Layer
 
 __all__ = ["pool_out_size", "pool_pads", "pool_last_two", "pool_cl_images", "pool_images", "BasePooling"]
@@ -112,8 +113,11 @@ def pool_images(x, op, kernel, strides, padding):
     return to_hwc(pool_last_two(to_chw(x), op, kernel, strides, pads))
 
 
-class BasePooling(Layer):
-    """Arguments shared by the windowed pooling layers (channels-last)."""
+class BasePooling(TransposesChannelsFirst, Layer):
+    """Arguments shared by the windowed pooling layers (channels-last; channels-first inputs
+    are transposed, pyggml.layers._channels_first, where the subclass takes them)."""
+
+    takes_channels_first = True
 
     rank = 2
 
@@ -123,9 +127,11 @@ class BasePooling(Layer):
         self.strides = self.pool_size if strides is None else int_tuple("strides", strides, self.rank)
         self.padding = check_choice("padding", padding.lower() if isinstance(padding, str) else padding,
                                     ("valid", "same"))
-        if data_format not in (None, "channels_last"):
+        fmt = data_format_of(data_format, type(self).__name__)
+        if fmt == "channels_first" and not self.takes_channels_first:
             raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
                              f"got {data_format!r}")
+        self.data_format = fmt
 
     def spatial_out(self, sizes):
         """The output's spatial sizes for the input's (None stays None)."""
@@ -144,5 +150,5 @@ class BasePooling(Layer):
 
     def get_config(self):
         c = super().get_config()
-        c.update(pool_size=self.pool_size, strides=self.strides, padding=self.padding)
+        c.update(pool_size=self.pool_size, strides=self.strides, padding=self.padding, data_format=self.data_format)
         return c

@@ -7,18 +7,17 @@ from pyggml._validation import check_bool
 from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.convolutional.base_conv import to_chw
+from pyggml.layers._channels_first import TransposesChannelsFirst, data_format_of
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["GlobalAveragePooling2D", "GlobalMaxPooling2D"]
 
 
-class _Global2D(Layer):
+class _Global2D(TransposesChannelsFirst, Layer):
     def __init__(self, data_format=None, keepdims=False, **kwargs):
         super().__init__(**kwargs)
-        if data_format not in (None, "channels_last"):
-            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
-                             f"got {data_format!r}")
+        self.data_format = data_format_of(data_format, type(self).__name__)
         self.keepdims = check_bool("keepdims", keepdims)
 
     def compute_output_shape(self, input_shape):
@@ -33,7 +32,7 @@ class _Global2D(Layer):
 
     def get_config(self):
         cfg = super().get_config()
-        cfg["keepdims"] = self.keepdims
+        cfg.update(keepdims=self.keepdims, data_format=self.data_format)
         return cfg
 
 

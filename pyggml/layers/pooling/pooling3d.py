@@ -20,6 +20,7 @@ __all__ = ["MaxPooling3D", "AveragePooling3D", "GlobalAveragePooling3D", "Global
 
 
 class _Pooling3D(BasePooling):
+    takes_channels_first = False
     rank = 3
     op = "max"
     takes_5d = True
