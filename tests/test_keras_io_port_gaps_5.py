@@ -367,3 +367,32 @@ def test_a_script_that_sets_channels_first_trains_saves_and_loads(tmp_path):
     model.save(path)
     back = keras.saving.load_model(path)
     np.testing.assert_array_equal(back.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_a_model_called_on_a_list_of_numbers_takes_them_as_one_array():
+    class NodeClassifier(keras.Model):                   # gnn_citations: gnn_model([1, 10, 100])
+        def __init__(self):
+            super().__init__()
+            self.table = RNG.random((50, 8)).astype(np.float32)
+            self.dense = layers.Dense(3)
+
+        def call(self, idx):
+            return self.dense(ops.take(self.table, idx, axis=0))
+
+    m = NodeClassifier()
+    got = np.asarray(m([1, 10, 20]))
+    k, b = m.dense.get_weights()
+    np.testing.assert_allclose(got, m.table[[1, 10, 20]] @ k + b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_stateful_layers_states_start_another_layer_as_in_the_rnn_guide():
+    p = RNG.random((4, 5, 6)).astype(np.float32)
+    lstm = layers.LSTM(3, stateful=True)
+    lstm(p)
+    lstm(p)
+    states = lstm.states                                  # Variables, as Keras's
+    new = layers.LSTM(3)
+    got = np.asarray(new(p, initial_state=states))
+    want = np.asarray(new(p, initial_state=[s.numpy() for s in states]))
+    np.testing.assert_array_equal(got, want)
+    assert not np.allclose(got, np.asarray(new(p)), atol=1e-4)      # (the states did start it)

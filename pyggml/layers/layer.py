@@ -321,6 +321,15 @@ def _basic(value):
     return False
 
 
+def _variable_values(inputs):
+    """``inputs`` (an array, a Variable, or a list or tuple of them) with each Variable's value."""
+    if isinstance(inputs, Variable):
+        return inputs.numpy()
+    if isinstance(inputs, (list, tuple)):
+        return type(inputs)(_variable_values(v) for v in inputs)
+    return inputs
+
+
 def _taking_image_data_format(init):
     """An __init__ with a ``data_format`` argument that takes Keras's global one
     (``keras.config.set_image_data_format``) where none is given, as Keras's layers do: a
@@ -1042,8 +1051,11 @@ class Layer:
             # arrays in a graph being built (positions a custom layer made in build, given to its
             # Embedding in call): constants of this graph, and the layer's weights train
             return self._call_in_graph(_graph_constants(inputs), kwargs)
-        if any(isinstance(v, (Tensor, Variable)) for v in flat):
+        if any(isinstance(v, Tensor) for v in flat):
             raise TypeError(f"{type(self).__name__}: inputs mix symbolic nodes, tensors and arrays")
+        if any(isinstance(v, Variable) for v in flat):
+            # weights among arrays (a stateful LSTM's states as another's initial_state): their values
+            inputs = _variable_values(inputs)
         from pyggml.layers import eager
         # an array carrying Keras's eager mask (an Embedding(mask_zero=True)'s output): the mask
         # reaches call() and compute_mask(), and the outputs carry what compute_mask gives

@@ -253,6 +253,9 @@ def install(cls):
 
     @functools.wraps(call_)
     def __call__(self, *args, **kwargs):
+        if args and isinstance(args[0], (list, tuple)) and args[0] and \
+                all(isinstance(v, (int, float, np.number)) for v in args[0]):
+            args = (np.asarray(args[0]),) + args[1:]   # model([1, 10, 100]), gnn_citations' node ids: one array
         if args and _is_pending(self):
             first = list(args[0].values()) if isinstance(args[0], dict) else args[0]
             flat = flatten_inputs(first)
