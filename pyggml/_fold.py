@@ -221,6 +221,12 @@ def leave_call():
     _state.__dict__["custom"].pop()
 
 
+def caller_is_custom():
+    """Whether the innermost running layer call (the one calling the next) is user code's."""
+    stack = _state.__dict__.get("custom")
+    return bool(stack) and stack[-1]
+
+
 def in_custom_call():
     """Whether the innermost running layer call is a custom layer's, in a graph holding volumes
     (pyggml.ops refuses there an axis other than the channels' on a volume)."""

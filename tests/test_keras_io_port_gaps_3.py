@@ -743,10 +743,12 @@ class _MakesVolume(layers.Layer):
         return v if self.then is None else self.then(v)
 
 
-def test_a_volume_made_in_a_call_is_returned_as_one_and_ops_on_it_are_refused_not_wrong():
+def test_a_volume_made_in_a_call_is_returned_as_one_and_ops_on_it_are_keras():
     x = RNG.random((2, 4, 4, 36)).astype(np.float32)
     inp = keras.Input((4, 4, 36))
     m = keras.Model(inp, layers.Conv3D(2, 3, padding="same")(_MakesVolume()(inp)))
     assert m.output_shape == (None, 4, 4, 9, 2) and m.predict(x, verbose=0).shape == (2, 4, 4, 9, 2)
-    with pytest.raises(ValueError, match="made a 5-D tensor .* returns a tensor computed from it"):
-        _MakesVolume(then=lambda v: v * 2.0)(keras.Input((4, 4, 36)))     # was (batch * 4) rows, silently
+    # (once (batch * 4) rows, silently; then refused; now the volume reaches the call 5-D)
+    doubled = keras.Model(inp, _MakesVolume(then=lambda v: v * 2.0)(inp))
+    assert doubled.output_shape == (None, 4, 4, 9, 4)
+    np.testing.assert_allclose(doubled.predict(x, verbose=0), 2 * x.reshape(2, 4, 4, 9, 4), rtol=1e-6)

@@ -396,3 +396,38 @@ def test_a_stateful_layers_states_start_another_layer_as_in_the_rnn_guide():
     want = np.asarray(new(p, initial_state=[s.numpy() for s in states]))
     np.testing.assert_array_equal(got, want)
     assert not np.allclose(got, np.asarray(new(p)), atol=1e-4)      # (the states did start it)
+
+
+# --- a volume a custom call makes with a pyggml layer, then uses ------------------------------------
+
+def test_a_volume_a_custom_call_makes_reaches_its_ops_5d():
+    class SumGroups(layers.Layer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.to5d = layers.Reshape((4, 4, 9, 3))          # (B, 4, 4, 27) -> (B, 4, 4, 9, 3)
+
+        def call(self, x):
+            v = self.to5d(x) * 2.0
+            return ops.sum(v, axis=3)                          # Keras: (B, 4, 4, 3)
+
+    class Scaled(SumGroups):
+        def call(self, x):
+            return self.to5d(x) * 2.0                          # a volume out: (B, 4, 4, 9, 3)
+
+    x = RNG.random((2, 4, 4, 27)).astype(np.float32)
+    want = 2 * x.reshape(2, 4, 4, 9, 3)
+    np.testing.assert_allclose(np.asarray(SumGroups()(x)), want.sum(3), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(Scaled()(x)), want, rtol=1e-6)
+    inp = keras.Input((4, 4, 27))
+    m = keras.Model(inp, SumGroups()(inp))
+    assert m.output_shape == (None, 4, 4, 3)
+    np.testing.assert_allclose(m.predict(x, verbose=0), want.sum(3), rtol=1e-5)
+    m2 = keras.Model(inp, Scaled()(inp))
+    assert m2.output_shape == (None, 4, 4, 9, 3)
+    np.testing.assert_allclose(m2.predict(x, verbose=0), want, rtol=1e-6)
+    # it trains: a Dense before it learns to make the target
+    d = layers.Dense(27)
+    m3 = keras.Model(inp, SumGroups()(d(inp)))
+    m3.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    h = m3.fit(x, want.sum(3), epochs=60, verbose=0)
+    assert h.history["loss"][-1] < 0.05 * h.history["loss"][0]

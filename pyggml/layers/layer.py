@@ -1141,6 +1141,7 @@ class Layer:
             # a custom layer's (or subclassed model's) own ops see its volumes as 5-D (pyggml._wide):
             # a reshape, an index or a reduction on them is Keras's, not the folded tensor's
             inputs = _widened(inputs, logical)
+        for_user = _fold.caller_is_custom() and not custom     # a pyggml layer that user code calls
         _fold.enter_call(custom)
         try:
             if logical is None and not _fold.active():
@@ -1154,6 +1155,10 @@ class Layer:
             stack.pop()
             _fold.leave_call()
         out = _folded_volumes(self, out)
+        if for_user and not volumes:
+            # a volume it made from smaller inputs (a Reshape to 5-D) reaches that code 5-D, as the
+            # volumes its own inputs hold do (pyggml._wide)
+            out = _as_wide_volumes(out)
         if self.__dict__.get("_nested_outputs") is not None and isinstance(out, (list, tuple)):
             from pyggml.layers import tracing
             out = tracing.flat_leaves(out)          # a nest of outputs: its leaves, as its nodes are
