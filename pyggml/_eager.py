@@ -12,7 +12,7 @@ import numpy as np
 
 from pyggml import _scope, _wide
 from pyggml._deep_graph import Graph
-from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops
+from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops, reachable_hashes
 from pyggml.errors import ContextFullError
 
 __all__ = ["evaluate"]
@@ -33,6 +33,7 @@ class _EagerBuilder:
         self._values = []            # (tensor, array) to set once memory exists
         self._masks = []
         self._vars = {}
+        self._strings = {}           # id(tensor) -> (tensor, its strings)
         self.losses = []             # (layer, 1-element tensor): activity regularizers, add_loss
         self.state_updates = []      # (state variable, its new value)
 
@@ -50,7 +51,19 @@ class _EagerBuilder:
             t = self._vars[id(variable)] = self._leaf(variable.numpy(), "float32")
         return t
 
+    def strings(self, array):
+        """An input of strings: zeros in the graph, the strings for the host layers in the call
+        (a StringLookup), as a model's string inputs (pyggml._scope.mark_strings)."""
+        a = np.asarray(array)
+        t = self._leaf(np.zeros(a.shape, np.int32), "int32")
+        _scope.mark_strings(self, t)
+        self._strings[id(t)] = (t, a)
+        return t
+
     def derived_input(self, source, fn, shape, dtype):
+        kept = self._strings.get(id(source))
+        if kept is not None and kept[0] is source:
+            return self._leaf(np.ascontiguousarray(fn(kept[1])).reshape(shape), dtype)
         for t, a in self._values:
             if t is source:
                 return self._leaf(np.ascontiguousarray(fn(a)).reshape(shape), dtype)
@@ -125,7 +138,8 @@ def evaluate(fn, arrays, training=False, losses=None):
         b._graph_size = n
         try:
             with _scope.entered(b):
-                xs = [b.constant(np.ascontiguousarray(a, dtype=np.int32 if np.asarray(a).dtype.kind in "iub"
+                xs = [b.strings(a) if np.asarray(a).dtype.kind in "USO" else
+                      b.constant(np.ascontiguousarray(a, dtype=np.int32 if np.asarray(a).dtype.kind in "iub"
                                                       else np.float32),
                                  "int32" if np.asarray(a).dtype.kind in "iub" else "float32") for a in arrays]
                 out = fn(*xs)
@@ -138,6 +152,12 @@ def evaluate(fn, arrays, training=False, losses=None):
                 raise TypeError(f"an eager call must compute tensors from its inputs, got "
                                 f"{type(bad[0]).__name__} (a layer that takes one array was given a "
                                 f"dict or a nested structure?)")
+            if b._strings:
+                # strings stand in the graph as zeros: only host layers (a StringLookup) may read them
+                reach = reachable_hashes(outs)
+                if any(hash(t) in reach for t, _ in b._strings.values()):
+                    raise TypeError("an input of strings reaches an op that takes numbers: strings go through "
+                                    "a lookup layer first (StringLookup, TextVectorization, Hashing, ...)")
             extra = b.losses if losses is not None else []
             states = b.state_updates
             res = b.run(outs + [t for _, t in extra] + [t for _, t in states])

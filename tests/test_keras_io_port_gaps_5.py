@@ -431,3 +431,21 @@ def test_a_volume_a_custom_call_makes_reaches_its_ops_5d():
     m3.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
     h = m3.fit(x, want.sum(3), epochs=60, verbose=0)
     assert h.history["loss"][-1] < 0.05 * h.history["loss"][0]
+
+
+def test_a_layer_holding_a_lookup_takes_strings_when_called_on_arrays():
+    class Lookup(layers.Layer):
+        def __init__(self, vocab, **kw):
+            super().__init__(**kw)
+            self.lookup = layers.StringLookup(vocabulary=vocab, mask_token=None, num_oov_indices=0)
+            self.emb = layers.Embedding(len(vocab), 4)
+
+        def call(self, inputs):
+            return self.emb(self.lookup(inputs))
+
+    layer = Lookup(["a", "b", "c"])
+    got = np.asarray(layer(np.array(["a", "c", "b"])))
+    np.testing.assert_array_equal(got, layer.emb.get_weights()[0][[0, 2, 1]])
+    # strings straight into numbers are refused, never computed as zeros
+    with pytest.raises(TypeError, match="lookup layer first"):
+        layers.Dense(3)(np.array([["a", "b"]]))

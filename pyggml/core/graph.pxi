@@ -48,6 +48,16 @@ cdef int _count_reachable(ggml_tensor * root, set seen) except -1:
     return n
 
 
+def reachable_hashes(tensors):
+    """The hashes (``hash(t)``, the addresses) of every tensor the given ones depend on,
+    themselves included."""
+    seen = set()
+    for t in tensors:
+        (<Tensor>t)._check()
+        _count_reachable((<Tensor>t).ptr, seen)
+    return {hash(a) for a in seen}
+
+
 def reachable_count(tensors):
     """How many distinct tensors the given ones depend on, themselves included: the
     size a forward graph of them needs (a backward pass adds about three times that)."""

@@ -14,8 +14,9 @@ def run_layer(layer, inputs, kwargs):
     many = isinstance(inputs, (list, tuple))
     arrays = [np.asarray(a) for a in (inputs if many else [inputs])]
     for a in arrays:
-        if a.dtype == object or a.dtype.kind not in "biuf":
-            raise TypeError(f"{type(layer).__name__}: inputs must be arrays of numbers, got dtype {a.dtype}")
+        if a.dtype.kind not in "biufUSO" or (a.dtype == object and not _all_strings(a)):
+            raise TypeError(f"{type(layer).__name__}: inputs must be arrays of numbers or strings, got dtype "
+                            f"{a.dtype}")
     kwargs = dict(kwargs)
     training = bool(kwargs.pop("training", False))
 
@@ -67,6 +68,11 @@ def run_layer(layer, inputs, kwargs):
     from pyggml.layers.weight_rules import record_call_losses
     record_call_losses(layer, losses)
     return as_ops_result(out)       # TensorFlow's eager .numpy() answers, as the ops' results
+
+
+def _all_strings(a):
+    """An object array of str and bytes only (the strings a StringLookup inside the call reads)."""
+    return all(isinstance(v, (str, bytes)) for v in a.reshape(-1))
 
 
 def _python_value(v):
