@@ -175,11 +175,17 @@ class RandomImageLayer(ImagePreprocessingLayer):
         has none (its call then takes only the data a graph is fed)."""
         return None
 
-    def graph_call(self, inputs, training=None):
+    @property
+    def graph_call(self):
+        """The call in a graph for a layer with a graph_augment (as Resizing's: such a layer
+        runs in a model's graph after graph layers), else None (host only)."""
+        return None if type(self).graph_augment is RandomImageLayer.graph_augment else self._graph_call
+
+    def _graph_call(self, inputs, training=None):
         """In a graph: data it is fed goes through the host path; a tensor it computes (gan_ada's
         generated images) is augmented by graph ops, the same augmentation on the same draws,
         through which the gradient reaches that tensor."""
-        if is_fed(inputs) or type(self).graph_augment is RandomImageLayer.graph_augment:
+        if is_fed(inputs):
             return host_call_in_graph(self, inputs, training)
         from pyggml import _scope, ops
         active = training if training is not None else _scope.require(type(self).__name__).training
