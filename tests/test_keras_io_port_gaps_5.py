@@ -1,6 +1,9 @@
 """Keras behaviour found missing in the sixth round (2026-12-06), each checked against numpy or
 against what Keras documents."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -449,3 +452,97 @@ def test_a_layer_holding_a_lookup_takes_strings_when_called_on_arrays():
     # strings straight into numbers are refused, never computed as zeros
     with pytest.raises(TypeError, match="lookup layer first"):
         layers.Dense(3)(np.array([["a", "b"]]))
+
+
+# --- Keras 3's saving hooks (the serialization and saving guide) ------------------------------------
+
+@keras.saving.register_keras_serializable(package="gaps_5")
+class _WithOwnVariable(layers.Dense):
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+        self.my_variable = keras.Variable(RNG.random((units,)), name="my_variable", dtype="float32")
+        self.extras = None
+
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        store["variables"] = self.my_variable.numpy()
+        store["exact"] = np.array([1 / 3, 2 ** 60 + 1], dtype=np.float64)
+        store["big"] = np.array([2 ** 62 + 3, -7], dtype=np.int64)
+        store["words"] = np.array(["alpha", "beta"])
+
+    def load_own_variables(self, store):
+        self.my_variable.assign(store["variables"])
+        for i, v in enumerate(self.weights):
+            v.assign(store[f"{i}"])
+        self.extras = {k: store[k] for k in ("exact", "big", "words")}
+
+    def call(self, inputs):
+        return super().call(inputs) + self.my_variable
+
+
+@keras.saving.register_keras_serializable(package="gaps_5")
+class _Vocabulary(layers.Layer):
+    def __init__(self, vocabulary=None, **kwargs):
+        super().__init__(**kwargs)
+        self.vocabulary = vocabulary
+
+    def save_assets(self, dir_path):
+        os.makedirs(os.path.join(dir_path, "sub"))
+        with open(os.path.join(dir_path, "sub", "vocabulary.txt"), "w") as f:
+            f.write("\n".join(self.vocabulary))
+
+    def load_assets(self, dir_path):
+        with open(os.path.join(dir_path, "sub", "vocabulary.txt")) as f:
+            self.vocabulary = f.read().split("\n")
+
+    def call(self, x):
+        return x
+
+
+def test_a_layers_own_variables_and_assets_are_saved_and_given_back(tmp_path):
+    model = keras.Sequential([keras.Input((10,)), _WithOwnVariable(2), _Vocabulary(["a", "b", "c"])])
+    x = RNG.random((8, 10)).astype(np.float32)
+    want = model.predict(x, verbose=0)
+    path = str(tmp_path / "own.keras")
+    model.save(path)
+    back = keras.saving.load_model(path)
+    np.testing.assert_array_equal(back.predict(x, verbose=0), want)
+    own, vocab = back.layers
+    np.testing.assert_array_equal(own.my_variable.numpy(), model.layers[0].my_variable.numpy())
+    # every dtype comes back exactly
+    assert own.extras["exact"].dtype == np.float64
+    assert own.extras["exact"].tolist() == np.array([1 / 3, 2 ** 60 + 1], np.float64).tolist()
+    assert own.extras["big"].dtype == np.int64 and own.extras["big"].tolist() == [2 ** 62 + 3, -7]
+    assert own.extras["words"].tolist() == ["alpha", "beta"]
+    assert vocab.vocabulary == ["a", "b", "c"]
+    # save_weights / load_weights ask the hooks too
+    other = keras.Sequential([keras.Input((10,)), _WithOwnVariable(2), _Vocabulary(["x"])])
+    wpath = str(tmp_path / "own.weights.h5")
+    model.save_weights(wpath)
+    other.load_weights(wpath)
+    np.testing.assert_array_equal(other.predict(x, verbose=0), want)
+    assert other.layers[0].extras["big"].tolist() == [2 ** 62 + 3, -7]
+
+
+def test_saved_layer_state_that_does_not_fit_is_refused_clearly():
+    from pyggml.errors import GGUFError
+    from pyggml.saving import own_state
+    model = keras.Sequential([keras.Input((10,)), _WithOwnVariable(2), _Vocabulary(["a"])])
+
+    def read(name):
+        return np.zeros(4, np.int32)
+
+    bad = [
+        {"1": {"class": "Dense", "variables": {}}},                                 # another class there
+        {"9": {"class": "_WithOwnVariable"}},                                       # no such layer
+        {"2": {"class": "_Vocabulary", "assets": {"../escape.txt": "eA=="}}},      # leaves the folder
+        {"2": {"class": "_Vocabulary", "assets": {"/etc/x": "eA=="}}},
+        {"2": {"class": "_Vocabulary", "assets": {"v.txt": "not base64!"}}},
+        {"1": {"class": "_WithOwnVariable", "variables": {"0": {"tensor": "t", "dtype": "O", "shape": [2]}}}},
+        {"1": {"class": "_WithOwnVariable", "variables": {"0": {"tensor": "t", "dtype": "<f8", "shape": [9]}}}},
+    ]
+    for manifest in bad:
+        with pytest.raises(GGUFError):
+            own_state.restore(model, json.dumps(manifest), read, "hostile.gguf")
+    with pytest.raises(GGUFError, match="not JSON"):
+        own_state.restore(model, "{", read, "hostile.gguf")

@@ -773,6 +773,44 @@ class Layer:
             return out
         return mask
 
+    # --- Keras 3's saving hooks (pyggml.saving.own_state asks the classes that define them) -------
+    def save_own_variables(self, store):
+        """Keras's: put this layer's state in ``store`` (a dict of arrays) when the model is
+        saved; by default its weights, under "0", "1", ... in ``self.weights`` order."""
+        for i, v in enumerate(self.weights):
+            store[str(i)] = v.numpy()
+
+    def load_own_variables(self, store):
+        """Keras's: take back what ``save_own_variables`` stored, after the weights load."""
+        weights = self.weights
+        if len(store) != len(weights) or any(str(i) not in store for i in range(len(weights))):
+            raise ValueError(f"{self.name}: load_own_variables expects {len(weights)} values '0'.."
+                             f"'{len(weights) - 1}', got keys {sorted(store)}")
+        for i, v in enumerate(weights):
+            v.assign(np.asarray(store[str(i)]).reshape(v.shape))
+
+    def save_assets(self, dir_path):
+        """Keras's: write files (a vocabulary) into ``dir_path`` when the model is saved; they
+        are kept in the model's file and given back to ``load_assets``."""
+
+    def load_assets(self, dir_path):
+        """Keras's: read back the files ``save_assets`` wrote, from ``dir_path``."""
+
+    def get_build_config(self):
+        """Keras's: what ``build_from_config`` needs to build the layer again (its input shape),
+        or None while it is not built."""
+        shape = self.__dict__.get("_built_shape")
+        if not self.built or shape is None:
+            return None
+        return {"input_shape": [list(s) if isinstance(s, tuple) else s for s in shape]
+                if isinstance(shape, list) else list(shape)}
+
+    def build_from_config(self, config):
+        """Keras's: build from ``get_build_config``'s result."""
+        if config and config.get("input_shape") is not None:
+            shape = config["input_shape"]
+            self.build([tuple(s) for s in shape] if shape and isinstance(shape[0], list) else tuple(shape))
+
     def get_config(self):
         cfg = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
         if self._batch_input_shape is not None:

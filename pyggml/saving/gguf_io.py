@@ -22,6 +22,7 @@ import numpy as np
 
 from pyggml.core import GGUFFile
 from pyggml.errors import GGMLError, GGUFError
+from pyggml.saving import own_state
 from pyggml.saving.object_registration import custom_object_scope, get_registered_name, get_registered_object
 
 __all__ = ["save_model", "save_weights", "read_weights", "load_model", "restore", "FORMAT_VERSION"]
@@ -77,6 +78,11 @@ def _write(model, path, with_config, with_state):
                 f.set("pyggml.compile", json.dumps(model.get_compile_config()))
         for k, v in weights.items():
             f.add_tensor(names(k), np.ascontiguousarray(v, dtype=np.float32))
+        manifest, own = own_state.collect(model, names)        # layers' save_own_variables / save_assets
+        if manifest is not None:
+            f.set(own_state.KEY, manifest)
+            for k, a in own.items():
+                f.add_tensor(k, a)
         state = model.get_optimizer_state() if with_state else None
         if state is not None and state["slots"]:
             f.set("pyggml.optimizer.iter", int(state["iterations"]))
@@ -119,6 +125,11 @@ def load_weights_into(model, path, skip_mismatch=False):
     shapes = dict((n, v.store_shape) for n, v in model.named_variables())
     if not skip_mismatch:
         model.set_weights(read_weights(path, shapes))
+        fl = _File(path)
+        try:
+            own_state.restore(model, fl.f.get(own_state.KEY), fl.raw, fl.path)
+        finally:
+            fl.close()
         return
     fl = _File(path)
     try:
@@ -216,6 +227,13 @@ class _File:
         if not np.all(np.isfinite(a)):
             raise GGUFError(f"weight {name!r} holds NaN or inf")
         return a
+
+    def raw(self, name):
+        """The tensor ``name`` as stored (a layer's own saved state)."""
+        t = self.by_name.get(name) if isinstance(name, str) else None
+        if t is None:
+            raise GGUFError(f"{self.path!r}: the file has no tensor {name!r}")
+        return self.f.read_tensor(t)
 
     def close(self):
         self.f.free()
@@ -337,6 +355,7 @@ def _load_model(path, backend, custom_objects, compile):
         values = {n: fl.array(n, v.store_shape).reshape(v.shape) for n, v in named}
         for n, v in named:
             v.assign(values[n])
+        own_state.restore(model, fl.f.get(own_state.KEY), fl.raw, p)   # layers' load_own_variables / load_assets
         for key, restore in RESTORERS.items():
             saved_for = _json(fl.f, key, p, required=False)
             if isinstance(saved_for, dict):        # a model saved for an object (a FeatureSpace): it, back
