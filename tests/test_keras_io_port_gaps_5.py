@@ -546,3 +546,50 @@ def test_saved_layer_state_that_does_not_fit_is_refused_clearly():
             own_state.restore(model, json.dumps(manifest), read, "hostile.gguf")
     with pytest.raises(GGUFError, match="not JSON"):
         own_state.restore(model, "{", read, "hostile.gguf")
+
+
+@keras.saving.register_keras_serializable(package="gaps_5")
+class _CustomBuild(layers.Layer):
+    """The saving guide's LayerWithCustomBuild: a build with an argument of its own."""
+
+    def __init__(self, units=32, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+
+    def call(self, inputs):
+        return ops.matmul(inputs, self.w) + self.b
+
+    def get_config(self):
+        return dict(units=self.units, **super().get_config())
+
+    def build(self, input_shape, layer_init):
+        super().build(input_shape)
+        self._input_shape = input_shape
+        self.w = self.add_weight(shape=(input_shape[-1], self.units), initializer=layer_init, trainable=True)
+        self.b = self.add_weight(shape=(self.units,), initializer=layer_init, trainable=True)
+        self.layer_init = layer_init
+
+    def get_build_config(self):
+        return {"layer_init": self.layer_init, "input_shape": self._input_shape}
+
+    def build_from_config(self, config):
+        self.build(config["input_shape"], config["layer_init"])
+
+
+@pytest.mark.parametrize("kind", ["sequential", "functional"])
+def test_a_layer_whose_build_takes_more_than_the_shape_loads_by_its_build_config(kind, tmp_path):
+    layer = _CustomBuild(units=4)
+    layer.build(input_shape=(8,), layer_init="random_normal")
+    if kind == "sequential":
+        model = keras.Sequential([layer, layers.Dense(1, activation="sigmoid")])
+    else:
+        inp = keras.Input((8,))
+        model = keras.Model(inp, layers.Dense(1, activation="sigmoid")(layer(inp)))
+    x = RNG.normal(size=(16, 8)).astype(np.float32)
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(x, RNG.normal(size=(16, 1)).astype(np.float32), verbose=0)
+    path = str(tmp_path / "custom_build.keras")
+    model.save(path)
+    back = keras.saving.load_model(path)
+    np.testing.assert_array_equal(back.predict(x, verbose=0), model.predict(x, verbose=0))
+    assert [l for l in back.layers if isinstance(l, _CustomBuild)][0].layer_init == "random_normal"

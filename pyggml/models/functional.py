@@ -16,6 +16,7 @@ from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
 from pyggml.models.host_stage import check_no_nested_host_layers, host_node_ids, prefix_done, split_nested
+from pyggml.saving import own_state
 
 __all__ = ["GraphShapes", "output_keys", "Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
            "from_config"]
@@ -496,7 +497,8 @@ def config_of(topology, name):
                     calls.append({"inputs": [list(keys[id(p)]) + [p.index] for p in n.inputs],
                                   "list": n.list_input, "kwargs": n.call_kwargs})
         entries.append({"class_name": get_registered_name(type(l)), "name": l.name,
-                        "config": _serialized_objects(l.get_config()), "calls": calls})
+                        "config": _serialized_objects(l.get_config()), "calls": calls,
+                        **own_state.build_config_entry(l)})
     return {"name": name, "layers": entries,
             "inputs": [n.layer.name for n in topology.inputs],
             "outputs": [list(keys[id(n)]) + [n.index] for n in topology.outputs]}
@@ -535,6 +537,7 @@ def from_config(config, custom_objects=None):
             raise ValueError(f"a layer of class {entry['class_name']!r} has no name in the config")
         if layer.name != name:
             layer.name = name
+        own_state.build_from_entry(layer, entry)
         made[name] = (layer, entry.get("calls", []))
     made_calls = {}               # (layer name, call index) -> [output nodes]
     for name, (layer, calls) in made.items():

@@ -17,6 +17,7 @@ from pyggml.models import functional
 from pyggml.models.host_stage import HostRun, host_prefix, is_prefix_done
 from pyggml.models.model import Model
 from pyggml.models.subclassing import finish_compile
+from pyggml.saving import own_state
 from pyggml.saving.object_registration import get_registered_name, get_registered_object, register_builtin
 
 __all__ = ["Sequential"]
@@ -229,8 +230,8 @@ class Sequential(Model):
         self._ensure_graph()
         cfg = {"name": self.name, "sequential": True, "input_shape": list(self._seq_input_shape),
                "input_dtype": self._seq_input_dtype,
-               "layers": [{"class_name": get_registered_name(type(l)), "config": l.get_config()}
-                          for l in self._stack]}
+               "layers": [{"class_name": get_registered_name(type(l)), "config": l.get_config(),
+                           **own_state.build_config_entry(l)} for l in self._stack]}
         if self._seq_batch_size is not None:
             cfg["batch_size"] = self._seq_batch_size
         return cfg
@@ -247,5 +248,7 @@ class Sequential(Model):
             klass = get_registered_object(entry["class_name"], custom_objects)
             if not (isinstance(klass, type) and issubclass(klass, Layer)):
                 raise ValueError(f"{entry['class_name']!r} is not a layer class")
-            m.add(klass.from_config(entry["config"]))
+            layer = klass.from_config(entry["config"])
+            own_state.build_from_entry(layer, entry)
+            m.add(layer)
         return m

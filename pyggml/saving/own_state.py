@@ -24,7 +24,7 @@ import numpy as np
 
 from pyggml.errors import GGUFError
 
-__all__ = ["KEY", "collect", "restore"]
+__all__ = ["KEY", "collect", "restore", "build_config_entry", "build_from_entry"]
 
 KEY = "pyggml.own_state"
 _HOOKS = ("save_own_variables", "load_own_variables", "save_assets", "load_assets")
@@ -147,3 +147,24 @@ def restore(model, manifest, read, path):
                 layer.load_assets(folder)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def build_config_entry(layer):
+    """{"build_config": ...} for a model config's layer entry, where the layer's class defines
+    ``get_build_config`` (a build taking more than the input shape), else {}."""
+    if not _defines(layer, "get_build_config"):
+        return {}
+    bc = layer.get_build_config()
+    if not bc:
+        return {}
+    from pyggml.saving.serialization_lib import serialize_keras_object
+    return {"build_config": serialize_keras_object(bc)}
+
+
+def build_from_entry(layer, entry):
+    """Build a layer made from a model config's entry as its ``build_from_config`` says (Keras's
+    load: before the model calls it, so a build with arguments of its own is not called plainly)."""
+    bc = entry.get("build_config") if isinstance(entry, dict) else None
+    if bc and _defines(layer, "build_from_config") and not layer.built:
+        from pyggml.saving.serialization_lib import _inner
+        layer.build_from_config(_inner(bc, None, None))
