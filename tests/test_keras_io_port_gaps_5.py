@@ -593,3 +593,22 @@ def test_a_layer_whose_build_takes_more_than_the_shape_loads_by_its_build_config
     back = keras.saving.load_model(path)
     np.testing.assert_array_equal(back.predict(x, verbose=0), model.predict(x, verbose=0))
     assert [l for l in back.layers if isinstance(l, _CustomBuild)][0].layer_init == "random_normal"
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda fmt: layers.Conv2DTranspose(4, 3, strides=2, padding="same", data_format=fmt), (2, 3, 5, 4)),
+    (lambda fmt: layers.Conv1DTranspose(2, 3, data_format=fmt), (2, 3, 6)),
+    (lambda fmt: layers.UpSampling2D(2, interpolation="bilinear", data_format=fmt), (2, 3, 5, 4)),
+    (lambda fmt: layers.Conv2D(3, 2, padding="same", data_format=fmt), (2, 3, 5, 4)),
+])
+def test_a_channels_first_layer_is_its_channels_last_twin_on_transposed_data(make, shape):
+    x = RNG.normal(size=shape).astype(np.float32)
+    first, last = make("channels_first"), make("channels_last")
+    to_last = (0,) + tuple(range(2, len(shape))) + (1,)
+    y = np.asarray(first(x))
+    last(x.transpose(to_last))
+    last.set_weights(first.get_weights())
+    want = np.asarray(last(x.transpose(to_last)))
+    np.testing.assert_array_equal(y.transpose(to_last), want)
+    assert first.get_config()["data_format"] == "channels_first"
+    assert first.compute_output_shape((None,) + shape[1:]) == (None,) + y.shape[1:]

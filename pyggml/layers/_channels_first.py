@@ -86,12 +86,12 @@ def _wrap(name, fn):
 class TransposesChannelsFirst:
     """A base (first among the bases) of channels-last layer classes: with
     ``self.data_format == "channels_first"``, the build, output shape, call and pre-activation
-    that each subclass defines see channels-last shapes and tensors, transposed once on the
-    way in and out (a call of one from another passes through)."""
+    of each subclass (its own or inherited) see channels-last shapes and tensors, transposed
+    once on the way in and out (a call of one from another passes through)."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         for name in ("build", "compute_output_shape", "call", "pre_activation"):
-            fn = cls.__dict__.get(name)
+            fn = getattr(cls, name, None)         # its own, or one it inherits from a base after this one
             if fn is not None and not getattr(fn, "_transposing", False):
                 setattr(cls, name, _wrap(name, fn))

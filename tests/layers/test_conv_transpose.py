@@ -256,7 +256,7 @@ def test_keras_examples_shapes():
     lambda: L.Conv2DTranspose(2, 3, padding="full"),
     lambda: L.Conv2DTranspose(2, 3, output_padding=(1, 1, 1)),
     lambda: L.Conv2DTranspose(0, 3),
-    lambda: L.Conv1DTranspose(2, 3, data_format="channels_first"),
+    lambda: L.Conv1DTranspose(2, 3, data_format="channels_middle"),
 ])
 def test_bad_arguments_are_refused(make):
     with pytest.raises((TypeError, ValueError)):

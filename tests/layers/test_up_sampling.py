@@ -81,7 +81,7 @@ def test_output_shapes():
 @pytest.mark.parametrize("make, match", [
     (lambda: L.UpSampling2D(interpolation="bicubic"), "not supported"),
     (lambda: L.UpSampling2D(interpolation="cubic"), "interpolation"),
-    (lambda: L.UpSampling2D(data_format="channels_first"), "channels_last"),
+    (lambda: L.UpSampling2D(data_format="channels_middle"), "channels_last"),
     (lambda: L.UpSampling2D((2, 2, 2)), "size"),
     (lambda: L.UpSampling1D(0), "size"),
 ])

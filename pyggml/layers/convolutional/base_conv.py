@@ -76,7 +76,7 @@ class BaseConv(Activated):
                                     else ("valid", "same"))
         from pyggml.layers._channels_first import TransposesChannelsFirst, data_format_of
         fmt = data_format_of(data_format, type(self).__name__)
-        if fmt == "channels_first" and not isinstance(self, TransposesChannelsFirst):
+        if fmt == "channels_first" and not (isinstance(self, TransposesChannelsFirst) and self.rank < 3):
             raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
                              f"got {data_format!r}")
         self.data_format = fmt

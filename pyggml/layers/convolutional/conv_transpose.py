@@ -40,6 +40,7 @@ from pyggml import _scope, ops
 from pyggml._conv_arith import transpose_out_size, transpose_pads
 from pyggml._validation import check_int, is_int
 from pyggml.layers._helpers import cached, contiguous, fused
+from pyggml.layers._channels_first import TransposesChannelsFirst
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
 from pyggml.saving.object_registration import register_builtin
 
@@ -109,7 +110,9 @@ def _conv_transpose_taps(layer, x, weight, pads, strides, out_hw):
     return y
 
 
-class _BaseConvTranspose(BaseConv):
+class _BaseConvTranspose(TransposesChannelsFirst, BaseConv):
+    """(channels-first inputs are transposed: pyggml.layers._channels_first; not for volumes)"""
+
     def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None,
                  activation=None, use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  dilation_rate=1, data_format=None, **kwargs):

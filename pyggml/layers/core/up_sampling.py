@@ -11,6 +11,7 @@ import numpy as np
 
 from pyggml import _scope, ops
 from pyggml._validation import check_choice, int_tuple
+from pyggml.layers._channels_first import TransposesChannelsFirst, data_format_of
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -103,7 +104,7 @@ class UpSampling1D(_UpSampling):
 
 
 @register_builtin
-class UpSampling2D(_UpSampling):
+class UpSampling2D(TransposesChannelsFirst, _UpSampling):
     """Repeat rows and columns ``size`` = (rows, cols) times (``interpolation``
     "nearest"), or interpolate them ("bilinear")."""
 
@@ -112,9 +113,7 @@ class UpSampling2D(_UpSampling):
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         super().__init__(**kwargs)
         self.size = int_tuple("size", size, 2)
-        if data_format not in (None, "channels_last"):
-            raise ValueError(f"UpSampling2D: data_format must be 'channels_last' (Keras's default), "
-                             f"got {data_format!r}")
+        self.data_format = data_format_of(data_format, "UpSampling2D")     # (channels-first: transposed)
         if interpolation in ("bicubic", "lanczos3", "lanczos5", "area"):
             raise ValueError(f"UpSampling2D: interpolation={interpolation!r} is not supported; "
                              f"'nearest' and 'bilinear' are")
@@ -140,5 +139,5 @@ class UpSampling2D(_UpSampling):
 
     def get_config(self):
         cfg = super().get_config()
-        cfg.update(size=self.size, interpolation=self.interpolation)
+        cfg.update(size=self.size, interpolation=self.interpolation, data_format=self.data_format)
         return cfg
