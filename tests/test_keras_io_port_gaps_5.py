@@ -311,7 +311,7 @@ def test_a_loss_broadcasts_y_pred_against_y_true_as_pytorch_expands_it(name):
     tp = torch.tensor(yp, requires_grad=True)
     want = fn(tp.expand(4, 16, 3), torch.tensor(yt))
     want.backward()
-    assert float(got) == pytest.approx(float(want), rel=1e-5)
+    assert float(got) == pytest.approx(want.item(), rel=1e-5)
     np.testing.assert_allclose(grad, tp.grad.numpy(), rtol=1e-4, atol=1e-7)
     with pytest.raises(ValueError, match="does not fit"):
         loss(yt, RNG.random((4, 2, 3)).astype(np.float32))
