@@ -75,8 +75,6 @@ def _call_adds_losses(model):
 
 
 # --- what compile keeps ----------------------------------------------------------------------
-
-
 def _resolved_accuracy(identifier, y_true, y_pred):
     yt, yp = np.asarray(y_true), np.asarray(y_pred)
     binary = yp.ndim >= 1 and yp.shape[-1:] == (1,) or yp.ndim == 1
