@@ -59,8 +59,8 @@ class Graph(_CoreGraph):
             return super().build_forward(t)
         return _on_large_stack(n, super().build_forward, t)
 
-    def build_backward(self, accumulators=None):
+    def build_backward(self, accumulators=None, tensor_ctx=None):
         n = self.n_nodes
         if n <= SMALL // 4:
-            return super().build_backward(accumulators)
-        return _on_large_stack(4 * n, super().build_backward, accumulators)
+            return super().build_backward(accumulators, tensor_ctx)
+        return _on_large_stack(4 * n, super().build_backward, accumulators, tensor_ctx)

@@ -24,11 +24,20 @@ BatchNormalization called with ``training=True`` updates its moving statistics
 when the tape first computes.
 
 What ggml cannot do, the tape cannot either: an op without a backward pass on the
-path from a source to the target is refused with the op's name, and a gradient is
-not itself recorded (no second-order gradients: a gradient penalty such as
-WGAN-GP's needs one), so ``gradient()`` inside another recording tape is refused
-rather than giving the outer tape a constant.  A computation that uses tensors of
-two tapes is refused too.
+path from a source to the target is refused with the op's name.  A computation that
+uses tensors of two tapes is refused too.
+
+Second-order gradients (a gradient penalty such as WGAN-GP's, a Hessian-vector
+product): a tape opened inside another's ``with`` block records into the same graph,
+and its ``gradient()`` taken while the outer tape records returns tensors of that
+graph (its backward pass, as ops), which the outer tape differentiates again.  The
+ops that have a backward pass of their backward pass (ggml/patches/0040) are the
+dense products, convolutions (Conv1D/2D and their transposes), element-wise
+arithmetic, reshapes, padding, upsampling, dropout, average pooling, max pooling
+over windows that do not overlap, layer normalization and the activations relu,
+leaky_relu, tanh, sigmoid, elu, selu and softplus; another op on that path
+(batch normalization, softmax, gelu, a recurrent cell) is refused with its name
+when the outer gradient is taken.
 """
 
 import threading
@@ -175,6 +184,7 @@ class _TapeBuilder:
         self._updated = False
         self.losses = []             # (layer, tensor): add_loss and activity regularizers
         self.parent = None           # the builder of the tape whose block this one was opened in
+        self.open_tapes = []         # the tapes inside whose with block this builder records
 
     # --- the scope protocol --------------------------------------------------------------
     def _leaf(self, array, dtype):
@@ -357,17 +367,25 @@ class GradientTape:
         self._scope = None
         self._used = False
         self._watched_vars = {}          # id -> Variable (watch())
+        self._shared = False             # records into the graph of the tape it was opened in
 
     # --- recording -------------------------------------------------------------------------
     def __enter__(self):
         if self._scope is not None:
             raise RuntimeError("this GradientTape is already recording")
+        outer = _scope.current()
+        if self._shared and not (outer is self._b and self._b.recording):
+            self._b, self._shared = None, False        # a shared graph is not entered again alone
+        if self._b is None and isinstance(outer, _TapeBuilder) and outer.recording:
+            # a tape opened inside another's block (``with gen_tape, disc_tape:``, a gradient
+            # penalty's tape): what it records, the outer one records too (TensorFlow's), in one
+            # graph, so the outer tape can differentiate this one's gradient again
+            self._b, self._shared = outer, True
         if self._b is None:
             self._b = _TapeBuilder(self._max)
-        outer = _scope.current()
-        # a tape opened inside another's block (``with gen_tape, disc_tape:``): what it records,
-        # the outer one records too (TensorFlow's): gradient() on the outer tape finds it here
-        self._b.parent = outer if isinstance(outer, _TapeBuilder) else None
+        if not self._shared:
+            self._b.parent = outer if isinstance(outer, _TapeBuilder) else None
+        self._b.open_tapes.append(self)
         self._b.recording = True
         self._scope = _scope.entered(self._b)
         self._scope.__enter__()
@@ -376,7 +394,9 @@ class GradientTape:
     def __exit__(self, *exc):
         scope, self._scope = self._scope, None
         scope.__exit__(*exc)
-        self._b.recording = False
+        if self in self._b.open_tapes:
+            self._b.open_tapes.remove(self)
+        self._b.recording = bool(self._b.open_tapes)
         if exc[0] is ContextFullError:
             raise ContextFullError(f"the GradientTape recorded more than {self._max} tensors: make it with "
                                    f"pg.GradientTape(max_tensors=...) larger") from exc[1]
@@ -401,13 +421,11 @@ class GradientTape:
             elif isinstance(x, Tensor):
                 if (self._b is None or x.ctx is not self._b.ctx) and x.op != "NONE" and \
                         getattr(x.ctx, "value_source", None) is not None:
-                    raise ValueError("watch() of a tensor another GradientTape computed: a gradient with respect to "
-                                     "it, taken inside that tape, would be a second-order gradient (a gradient "
-                                     "penalty such as WGAN-GP's), which pyggml does not have (ggml has no backward "
-                                     "pass of a backward pass)")
-                if self._b is None or x.ctx is not self._b.ctx or x.op != "NONE" or x.dtype != "f32":
-                    raise ValueError("watch() takes a float leaf tensor of this tape (a constant it recorded), "
-                                     "a Variable or an array")
+                    raise ValueError("watch() of a tensor another GradientTape computed: open this tape inside that "
+                                     "tape's with block (they then record one graph, and a gradient with respect "
+                                     "to it can be differentiated again)")
+                if self._b is None or x.ctx is not self._b.ctx or x.dtype != "f32":
+                    raise ValueError("watch() takes a float tensor this tape recorded, a Variable or an array")
             elif isinstance(x, np.ndarray) and x.dtype.kind == "f":
                 if self._b is None:
                     self._b = _TapeBuilder(self._max)
@@ -488,14 +506,17 @@ class GradientTape:
         outer = active_tape()
         if outer is not None and outer is not b:
             # TensorFlow records the inner gradient on the outer tape (a gradient penalty trains
-            # through it); ggml has no backward pass of a backward pass: say so, not train wrong
-            raise ValueError("gradient() of a tape inside another recording GradientTape: the result would be "
-                             "a constant of the outer tape (pyggml has no second-order gradients, which a "
-                             "gradient penalty such as WGAN-GP's needs); call it after the outer tape's block")
+            # through it); a tape that does not share the outer one's graph cannot: say so
+            raise ValueError("gradient() of a tape inside another recording GradientTape whose graph it does not "
+                             "share (it recorded before that tape's with block): open it inside the outer "
+                             "tape's block, or call gradient() after that block")
         flat = _flatten(sources)
         leaves = [self._leaf_of(s, b) for s in flat]
         loss = self._loss_of(target, output_gradients, b)
         self._used = True
+        if outer is b and any(t is not self for t in b.open_tapes):
+            # another tape records this gradient: its ops join the graph (second order)
+            return self._recorded_gradient(b, sources, flat, leaves, loss, unconnected_gradients)
         if loss is None:
             grads = [None] * len(flat)
         else:
@@ -531,6 +552,61 @@ class GradientTape:
                 s = getattr(s, "variable", s)
                 g = s.gradient_from_base(g) if hasattr(s, "view_base") else g.reshape(np.shape(s))
             out.append(as_ops_result(g) if type(g) is np.ndarray else g)    # TensorFlow's .numpy() too
+        if isinstance(sources, (list, tuple, dict)):
+            return _pack(sources, out)
+        return out[0]
+
+    def _recorded_gradient(self, b, sources, flat, leaves, loss, unconnected_gradients):
+        """gradient() while another tape records: the backward pass built as ops of the shared
+        graph (ggml's, in the tape's context), so the tensors returned are that tape's and it
+        can differentiate them again; nothing is computed here."""
+        for s, l in zip(flat, leaves):
+            if l is not None and hasattr(s, "view_base"):
+                raise ValueError(f"a gradient another tape differentiates again is taken with respect to weights in "
+                                 f"pyggml's layout ({getattr(s, 'name', s)!r} is a view in Keras's): use the "
+                                 f"layer's trainable_variables")
+        grads = [None] * len(flat)
+        wanted = [l for l in leaves if l is not None]
+        if loss is not None and wanted:
+            with _lock:
+                for t in b.ctx.tensors():            # marks of earlier passes: this pass has its own
+                    if t.dtype == "f32" and "param" in t.flags:
+                        t.mark_source(False)
+                seed = b._leaf(np.ones(1, dtype=np.float32), "float32")
+                b._fill()
+                n = reachable_count([loss])
+                size = 5 * n + 256
+                gctx = Context(n_tensors=8, graph_size=size)
+                try:
+                    for l in wanted:
+                        l.mark_source(True)
+                    loss.set_loss()
+                    g = Graph(gctx, size, grads=True)
+                    g.build_forward(loss)
+                    if g.count_outside(b.ctx, gctx):
+                        raise ValueError("a recorded computation uses tensors of another GradientTape (or of a "
+                                         "model's graph): a tape computes only what it recorded itself")
+                    try:
+                        g.build_backward({loss: seed}, tensor_ctx=b.ctx)
+                    except ValueError as e:
+                        if "does not depend on any trainable weight" not in str(e):
+                            raise
+                    else:
+                        grads = [None if l is None else g.grad(l) for l in leaves]
+                finally:
+                    loss.set_loss(False)
+                    for l in wanted:
+                        l.mark_source(False)
+                    gctx.free()
+        out = []
+        with b.ctx.as_default():
+            for s, gr in zip(flat, grads):
+                if gr is None and unconnected_gradients == "zero":
+                    gr = b._leaf(np.zeros(np.shape(getattr(s, "variable", s)), dtype=np.float32), "float32")
+                elif gr is not None and not gr.is_contiguous:
+                    gr = ops.cont(gr)
+                out.append(gr)
+        b._fill()
         if isinstance(sources, (list, tuple, dict)):
             return _pack(sources, out)
         return out[0]

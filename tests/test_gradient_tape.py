@@ -256,18 +256,23 @@ def test_tensor_number_conversions():
         float(many)
 
 
-def test_a_gradient_inside_another_recording_tape_is_refused_not_silently_constant():
+def test_a_gradient_inside_another_recording_tape_is_recorded_not_silently_constant():
+    # the outer tape differentiates it again (second order: tests/test_second_order.py)
     m = _mlp()
     x, _ = _data()
     with pg.GradientTape() as outer:
-        with pg.GradientTape() as inner:
+        with pg.GradientTape(persistent=True) as inner:
             inner.watch(x)
             out = ops.sum(m(x))
-        with pytest.raises(ValueError, match="second-order"):
-            inner.gradient(out, x)
+        g = inner.gradient(out, x)
+        assert isinstance(g, pg.core.Tensor)
+        loss = ops.sum(m(x)) + ops.sum(ops.square(g))
+    with_penalty = outer.gradient(loss, m.trainable_variables)[0]
+    assert with_penalty.shape == (6, 4)
+    np.testing.assert_allclose(inner.gradient(out, x), np.asarray(g), rtol=1e-6)   # after the block: numbers
+    with pg.GradientTape() as plain:
         loss = ops.sum(m(x))
-    assert outer.gradient(loss, m.trainable_variables)[0].shape == (6, 4)
-    assert inner.gradient(out, x).shape == x.shape            # after the outer block: allowed
+    assert np.abs(np.asarray(with_penalty) - np.asarray(plain.gradient(loss, m.trainable_variables)[0])).max() > 1e-3
 
 
 def test_mixing_two_tapes_is_refused_not_garbage():

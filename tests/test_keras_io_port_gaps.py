@@ -403,14 +403,17 @@ def test_a_recorded_tensor_compares_with_numbers_after_the_tape():
     assert bool(loss <= total + 0.01) and bool(loss >= 0)
 
 
-def test_watching_another_tape_s_tensor_says_second_order_gradients_are_missing():
+def test_watching_another_tape_s_tensor_gives_a_gradient_the_outer_tape_differentiates():
+    # (tests/test_second_order.py has the rest)
     x = RNG.random((2, 3)).astype(np.float32)
     with keras.GradientTape() as outer:
         outer.watch(x)
         y = ops.multiply(x, 2.0)
         with keras.GradientTape() as inner:
-            with pytest.raises(ValueError, match="second-order gradient"):
-                inner.watch(y)
+            inner.watch(y)
+            z = ops.sum(ops.square(y))
+        s = ops.sum(inner.gradient(z, y))                       # sum(2y) = sum(4x)
+    np.testing.assert_allclose(np.asarray(outer.gradient(s, x)), np.full((2, 3), 4.0))
 
 
 # --- targets a user's loss takes as they are ---------------------------------------------------------

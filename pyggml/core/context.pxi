@@ -359,9 +359,27 @@ cdef class Tensor:
             p.flags = p.flags & ~GGML_TENSOR_FLAG_PARAM
         return self
 
-    def set_loss(self):
-        """Mark as the loss to minimise (a scalar f32 tensor)."""
+    def mark_source(self, flag=True):
+        """Mark any f32 tensor, a result of operations too, as a source of the next
+        backward pass built (``flag=False`` clears the mark): its gradient is computed,
+        and only what depends on it gets one (a gradient with respect to a recorded
+        result, which another pass differentiates again)."""
         cdef ggml_tensor * p = self._p()
+        if p.type != GGML_TYPE_F32:
+            raise TypeError("a gradient's source must be f32")
+        if flag:
+            p.flags = p.flags | GGML_TENSOR_FLAG_PARAM
+        else:
+            p.flags = p.flags & ~GGML_TENSOR_FLAG_PARAM
+        return self
+
+    def set_loss(self, flag=True):
+        """Mark as the loss to minimise (a scalar f32 tensor); ``flag=False`` clears the
+        mark (a graph built afterwards does not start a backward pass from it)."""
+        cdef ggml_tensor * p = self._p()
+        if not flag:
+            p.flags = p.flags & ~GGML_TENSOR_FLAG_LOSS
+            return self
         if ggml_nelements(p) != 1 or p.type != GGML_TYPE_F32:
             raise ValueError("a loss must be a scalar f32 tensor")
         ggml_set_loss(p)

@@ -18,6 +18,9 @@ cdef set _BACKWARD_OPS = {
     <int>GGML_OP_POOL_1D, <int>GGML_OP_UPSCALE, <int>GGML_OP_BIAS_ACT, <int>GGML_OP_BATCH_NORM,
     <int>GGML_OP_POOL_CL, <int>GGML_OP_CONV_CL, <int>GGML_OP_CONV_CL_BACK_INPUT, <int>GGML_OP_LSTM_CELL,
     <int>GGML_OP_GRU_CELL,
+    # ggml/patches/0040 (the backward passes of backward ops: second-order gradients)
+    <int>GGML_OP_OUT_PROD, <int>GGML_OP_UNARY_BACK, <int>GGML_OP_REPEAT_BACK, <int>GGML_OP_POOL_CL_BACK,
+    <int>GGML_OP_NORM_BACK,
 }
 cdef set _BACKWARD_UNARY = {
     <int>GGML_UNARY_OP_ABS, <int>GGML_UNARY_OP_SGN, <int>GGML_UNARY_OP_NEG, <int>GGML_UNARY_OP_STEP,
@@ -224,6 +227,9 @@ cdef bint _needs_grad(ggml_tensor * t, dict memo):
     cdef int i
     if not r and not (t.flags & GGML_TENSOR_FLAG_NO_GRAD):       # a stop-gradient passes none
         for i in range(GGML_MAX_SRC):
+            if i == 1 and ((t.op == GGML_OP_UNARY_BACK and _act_piecewise_linear(t.op_params[0])) or
+                           t.op == GGML_OP_POOL_CL_BACK):
+                continue            # g f'(b) does not vary with b; the input gives a shape, an argmax (0040)
             if t.src[i] != NULL and _needs_grad(t.src[i], memo):
                 r = True
                 break
@@ -300,6 +306,7 @@ cdef class Graph(_Owner):
     cdef list _row_checks    # get_rows indices to check before compute
     cdef int _row_checks_n   # the node count they were collected for
     cdef object _compute_cache   # (owners generation, scheduler id, its locks, fork generation): compute
+    cdef Context _tctx           # the context build_backward made its tensors in (None: self.ctx)
 
     def __init__(self, Context ctx not None, size=GGML_DEFAULT_GRAPH_SIZE, grads=False):
         ctx._check()
@@ -354,7 +361,7 @@ cdef class Graph(_Owner):
         ggml_build_forward_expand(self.ptr, t.ptr)
         return self
 
-    def build_backward(self, accumulators=None):
+    def build_backward(self, accumulators=None, tensor_ctx=None):
         """Add the backward pass of the loss (tensors marked with set_loss)
         to the parameters (tensors marked with set_param).
 
@@ -363,8 +370,18 @@ cdef class Graph(_Owner):
         a parameter's gradient is added into its accumulator (zero it to start
         anew), and the loss's accumulator is its seed gradient (set it to 1).
         Without one, a parameter's gradient is computed afresh by each compute
-        and the loss's seed is set by reset()."""
+        and the loss's seed is set by reset().
+
+        ``tensor_ctx``: the Context the backward pass's tensors are made in (the
+        graph's own by default); a GradientTape makes a gradient that another tape
+        differentiates again in its own context."""
         self._check()
+        cdef Context tctx = self.ctx
+        if tensor_ctx is not None:
+            if not isinstance(tensor_ctx, Context):
+                raise TypeError("tensor_ctx must be a Context")
+            tctx = <Context>tensor_ctx
+            tctx._check()
         if not self.grads:
             raise ValueError("create the Graph with grads=True to build a backward pass")
         _check_backward(self.ptr)
@@ -408,8 +425,12 @@ cdef class Graph(_Owner):
                     self._ctxs.append((<Tensor>v).ctx)
                     (<Tensor>v).ctx._add_dependent(self)
         try:
-            self.ctx._reserve(<size_t>(3 * len(self._seen) + 16), 0)
-            ggml_build_backward_expand(self.ctx.ptr, self.ptr, accs)
+            tctx._reserve(<size_t>(3 * len(self._seen) + 16), 0)
+            if tctx is not self.ctx and tctx not in self._ctxs:
+                self._ctxs.append(tctx)
+                tctx._add_dependent(self)
+            self._tctx = tctx
+            ggml_build_backward_expand(tctx.ptr, self.ptr, accs)
         finally:
             if accs != NULL:
                 c_free(accs)
@@ -495,7 +516,7 @@ cdef class Graph(_Owner):
         cdef ggml_tensor * g = ggml_graph_get_grad(self.ptr, t.ptr)
         if g == NULL:
             return None
-        return Tensor._wrap(self.ctx, g, 0)
+        return Tensor._wrap(self.ctx if self._tctx is None else self._tctx, g, 0)
 
     def reset(self):
         """Zero the gradients and set the loss gradient to 1 (after allocation)."""

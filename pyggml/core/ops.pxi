@@ -1222,4 +1222,26 @@ cdef int _check_backward_pyggml(ggml_tensor * t, list needs) except -1:
         raise GGMLError("gru_cell has no gradient for its mask")
     if t.op == GGML_OP_BATCH_NORM and needs[3]:
         raise GGMLError("batch_norm's stats must not need a gradient")
+    if t.op == GGML_OP_OUT_PROD and (needs[0] or needs[1]) and \
+            (t.src[0].ne[2] != t.src[1].ne[2] or t.src[0].ne[3] != t.src[1].ne[3]):
+        raise GGMLError("no backward pass for a broadcast out_prod (a second-order gradient through a product "
+                        "of a weight with a batch of matrices)")
+    if t.op == GGML_OP_POOL_CL_BACK and needs[0] and t.op_params[0] == GGML_POOL_CL_MAX and \
+            not ((t.src[0].ne[1] == 1 or t.op_params[1] <= t.op_params[3]) and
+                 (t.src[0].ne[2] == 1 or t.op_params[2] <= t.op_params[4])):
+        raise GGMLError("no second-order gradient through max pooling whose windows overlap (pool_size larger "
+                        "than strides)")
+    if t.op == GGML_OP_UNARY_BACK and needs[1] and not _act_piecewise_linear(t.op_params[0]) and \
+            not (t.op_params[1] != 0 and t.op_params[0] in (GGML_ACT_TANH, GGML_ACT_SIGMOID, GGML_ACT_ELU)):
+        raise GGMLError(f"no second-order gradient through the activation {_ACT_NAMES[t.op_params[0]]} (pyggml has "
+                        f"them for relu, leaky_relu, clamp, tanh, sigmoid and elu)")
     return 0
+
+
+cdef bint _act_piecewise_linear(int act) noexcept:
+    """Activations whose derivative is piecewise constant (ggml/patches/0040)."""
+    return act == GGML_ACT_NONE or act == GGML_ACT_RELU or act == GGML_ACT_LEAKY_RELU or act == GGML_ACT_CLAMP
+
+
+_ACT_NAMES = ("none", "relu", "tanh", "sigmoid", "elu", "leaky_relu", "softplus", "gelu", "gelu (exact)", "silu",
+              "clamp")

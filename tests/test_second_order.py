@@ -1,0 +1,381 @@
+"""Second-order gradients: a tape opened inside another's block records its gradient as ops,
+which the outer tape differentiates again (WGAN-GP's gradient penalty, Hessian-vector
+products).  Checked against PyTorch's double backward (float64, same weights and inputs);
+what pyggml has no double backward for is refused with the op's name, never a crash."""
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+from pyggml import layers, ops
+from pyggml.errors import GGMLError
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:          # the parity tests skip; the rest run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+RNG = np.random.default_rng(7)
+
+
+def _penalised(model, real, interp, gp_weight=10.0):
+    """WGAN-GP's critic loss, written as keras-io writes it: mean(D(real)) plus the penalty on the
+    norm of D's gradient at ``interp``; returns (loss, penalty, gradients of the loss)."""
+    with pg.GradientTape() as tape:
+        x = ops.multiply(interp, 1.0)                     # a tensor the outer tape computed
+        with pg.GradientTape() as gp_tape:
+            gp_tape.watch(x)
+            pred = model(x, training=True)
+        grads = gp_tape.gradient(pred, [x])[0]
+        axes = list(range(1, len(interp.shape)))
+        norm = ops.sqrt(ops.sum(ops.square(grads), axis=axes))
+        gp = ops.mean((norm - 1.0) ** 2)
+        loss = ops.mean(model(real, training=True)) + gp * gp_weight
+    return float(loss), float(gp), tape.gradient(loss, model.trainable_variables)
+
+
+def _torch_penalised(fn, weights, real, interp, gp_weight=10.0):
+    w = [torch.tensor(np.asarray(v.numpy()), dtype=torch.float64, requires_grad=True) for v in weights]
+    x = torch.tensor(interp, dtype=torch.float64, requires_grad=True)
+    gx, = torch.autograd.grad(fn(w, x).sum(), x, create_graph=True)
+    gp = ((gx.pow(2).sum(tuple(range(1, gx.ndim))).sqrt() - 1.0) ** 2).mean()
+    loss = fn(w, torch.tensor(real, dtype=torch.float64)).mean() + gp_weight * gp
+    grads = torch.autograd.grad(loss, w, allow_unused=True, materialize_grads=True)
+    return loss.item(), gp.item(), [g.numpy() for g in grads]
+
+
+def _check(ours, ref, no_penalty=None):
+    loss, gp, grads = ours
+    tloss, tgp, tgrads = ref
+    # float32 sums of terms of order one (the loss is a difference of two of them)
+    assert loss == pytest.approx(tloss, rel=1e-5, abs=1e-5)
+    assert gp == pytest.approx(tgp, rel=1e-5, abs=1e-6)
+    for g, t in zip(grads, tgrads):
+        g = np.zeros_like(t) if g is None else np.asarray(g)
+        scale = max(float(np.abs(t).max()), 1e-3)
+        np.testing.assert_allclose(g, t, rtol=1e-4, atol=1e-5 * scale)
+    if no_penalty is not None:
+        # the penalty's own gradient (second order) moves the weights' gradients: not a test of zeros
+        moved = max(float(np.abs(np.asarray(a) - b).max()) for a, b in zip(grads, no_penalty) if a is not None)
+        assert moved > 1e-2
+
+
+def _same_pad(x, k, s):
+    n = x.shape[-1]
+    out = -(-n // s)
+    pad = max((out - 1) * s + k - n, 0)
+    return F.pad(x, (pad // 2, pad - pad // 2, pad // 2, pad - pad // 2))
+
+
+@needs_torch
+def test_gradient_penalty_of_a_dense_critic_matches_pytorch():
+    pg.set_seed(1)
+    d = pg.Sequential([pg.Input((5,)), layers.Dense(8), layers.LeakyReLU(0.2),
+                       layers.Dense(6, activation="tanh"), layers.Dense(4, activation="sigmoid"),
+                       layers.Dense(3, activation="elu"), layers.Dense(1)])
+    real = RNG.normal(size=(6, 5)).astype(np.float32)
+    interp = RNG.normal(size=(6, 5)).astype(np.float32)
+
+    def fn(w, x):
+        h = F.leaky_relu(x @ w[0].T + w[1], 0.2)
+        h = torch.tanh(h @ w[2].T + w[3])
+        h = torch.sigmoid(h @ w[4].T + w[5])
+        h = F.elu(h @ w[6].T + w[7])
+        return h @ w[8].T + w[9]
+
+    ours = _penalised(d, real, interp)
+    _check(ours, _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@needs_torch
+def test_gradient_penalty_of_keras_io_s_convolutional_critic_matches_pytorch():
+    # wgan_gp's critic, smaller: zero padding, strided "same" convolutions, LeakyReLU, a dense head;
+    # and convolutions with a fused tanh and sigmoid
+    pg.set_seed(2)
+    inp = pg.Input((10, 10, 2))
+    x = layers.ZeroPadding2D((1, 1))(inp)
+    x = layers.Conv2D(4, 5, strides=2, padding="same")(x)
+    x = layers.LeakyReLU(0.2)(x)
+    x = layers.Conv2D(6, 3, strides=2, padding="same", activation="tanh")(x)
+    x = layers.Conv2D(5, 2, activation="sigmoid")(x)
+    x = layers.Flatten()(x)
+    d = pg.Model(inp, layers.Dense(1)(x))
+    real = RNG.normal(size=(3, 10, 10, 2)).astype(np.float32)
+    interp = RNG.normal(size=(3, 10, 10, 2)).astype(np.float32)
+
+    def fn(w, x):
+        x = F.pad(x.permute(0, 3, 1, 2), (1, 1, 1, 1))
+        x = F.leaky_relu(F.conv2d(_same_pad(x, 5, 2), w[0], w[1], stride=2), 0.2)
+        x = torch.tanh(F.conv2d(_same_pad(x, 3, 2), w[2], w[3], stride=2))
+        x = torch.sigmoid(F.conv2d(x, w[4], w[5]))
+        return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1) @ w[6].T + w[7]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@needs_torch
+def test_gradient_penalty_through_conv1d_transposed_conv_and_upsampling_matches_pytorch():
+    pg.set_seed(3)
+    inp = pg.Input((6, 6, 2))
+    x = layers.Conv2DTranspose(3, 3, strides=2, padding="same", activation="relu")(inp)
+    x = layers.UpSampling2D()(x)
+    x = layers.Reshape((576, 3))(x)
+    x = layers.Conv1D(4, 5, strides=3, activation="tanh")(x)
+    x = layers.Flatten()(x)
+    d = pg.Model(inp, layers.Dense(1)(x))
+    real = RNG.normal(size=(2, 6, 6, 2)).astype(np.float32)
+    interp = RNG.normal(size=(2, 6, 6, 2)).astype(np.float32)
+
+    def fn(w, x):
+        x = x.permute(0, 3, 1, 2)
+        # Keras's "same" transposed convolution, stride 2, kernel 3: the full 13 cut to 12 at the end
+        x = F.relu(F.conv_transpose2d(x, w[0], w[1], stride=2)[:, :, :12, :12])
+        x = F.interpolate(x, scale_factor=2, mode="nearest")
+        x = x.permute(0, 2, 3, 1).reshape(x.shape[0], 576, 3).permute(0, 2, 1)
+        x = torch.tanh(F.conv1d(x, w[2], w[3], stride=3))
+        return x.permute(0, 2, 1).reshape(x.shape[0], -1) @ w[4].T + w[5]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp))
+
+
+@needs_torch
+def test_hessian_vector_product_of_nested_tapes_matches_pytorch():
+    pg.set_seed(4)
+    w = RNG.normal(size=(4, 3)).astype(np.float32)
+    v = RNG.normal(size=(2, 4)).astype(np.float32)
+    x = pg.Variable(RNG.normal(size=(2, 4)).astype(np.float32))
+    with pg.GradientTape() as outer:
+        with pg.GradientTape() as inner:
+            y = ops.sum(ops.tanh(ops.matmul(x, w)) * ops.sigmoid(ops.matmul(x, w)))
+        g = inner.gradient(y, x)
+        assert isinstance(g, pg.core.Tensor)                  # recorded by the outer tape
+        hv = ops.sum(g * v)
+    got = outer.gradient(hv, x)
+    tx = torch.tensor(x.numpy(), dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(w, dtype=torch.float64)
+    ty = (torch.tanh(tx @ tw) * torch.sigmoid(tx @ tw)).sum()
+    tg, = torch.autograd.grad(ty, tx, create_graph=True)
+    th, = torch.autograd.grad((tg * torch.tensor(v, dtype=torch.float64)).sum(), tx)
+    np.testing.assert_allclose(np.asarray(g), tg.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got), th.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_second_derivative_of_a_cube_by_hand():
+    # y = 2x, z = sum(y^3): dz/dy = 3 y^2 = 12 x^2, and d/dx sum(dz/dy) = 24 x
+    x = RNG.random((2, 3)).astype(np.float32) + 0.5
+    with pg.GradientTape() as outer:
+        outer.watch(x)
+        y = ops.multiply(x, 2.0)
+        with pg.GradientTape() as inner:
+            inner.watch(y)
+            z = ops.sum(y * y * y)
+        dz = inner.gradient(z, y)                                  # 3 y^2 = 12 x^2
+        s = ops.sum(dz)
+    np.testing.assert_allclose(np.asarray(dz), 12 * x ** 2, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(outer.gradient(s, x)), 24 * x, rtol=1e-5)
+
+
+def test_an_inner_gradient_is_recorded_with_its_value_and_the_outer_tape_trains_through_it():
+    pg.set_seed(5)
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(6, activation="tanh"), layers.Dense(1)])
+    x = RNG.normal(size=(5, 4)).astype(np.float32)
+    with pg.GradientTape(persistent=True) as plain:
+        plain.watch(x)
+        out = ops.sum(m(x))
+    expected = np.asarray(plain.gradient(out, x))
+    with pg.GradientTape() as outer:
+        with pg.GradientTape() as inner:
+            inner.watch(x)
+            out = ops.sum(m(x))
+        g = inner.gradient(out, x)
+        penalty = ops.sum(ops.square(g))
+    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-6)
+    grads = outer.gradient(penalty, m.trainable_variables)
+    # the gradient with respect to x does not depend on the last bias: None there, as TensorFlow's
+    assert grads[-1] is None and all(np.all(np.isfinite(gr)) for gr in grads[:-1])
+    grads = grads[:-1]
+    # one small step against the penalty lowers it: the gradient points the right way
+    before = float(np.sum(expected ** 2))
+    for v, gr in zip(m.trainable_variables[:-1], grads):
+        v.assign(v.numpy() - 1e-3 * np.asarray(gr))
+    with pg.GradientTape() as again:
+        again.watch(x)
+        out = ops.sum(m(x))
+    assert float(np.sum(np.asarray(again.gradient(out, x)) ** 2)) < before
+
+
+def test_unconnected_inner_gradient_is_none_or_recorded_zeros():
+    x = RNG.random((2, 3)).astype(np.float32)
+    other = RNG.random((2, 3)).astype(np.float32)
+    with pg.GradientTape() as outer:
+        outer.watch(x)
+        with pg.GradientTape(persistent=True) as inner:
+            inner.watch(x)
+            inner.watch(other)
+            z = ops.sum(ops.square(x))
+        assert inner.gradient(z, other) is None
+        zero = inner.gradient(z, other, unconnected_gradients="zero")
+        total = ops.sum(inner.gradient(z, x)) + ops.sum(zero)
+    np.testing.assert_array_equal(np.asarray(zero), np.zeros((2, 3), np.float32))
+    np.testing.assert_allclose(np.asarray(outer.gradient(total, x)), np.full((2, 3), 2.0), rtol=1e-6)
+
+
+_POOLED = {
+    "max": ([layers.MaxPooling2D], lambda h: F.max_pool2d(h, 2)),
+    "average": ([layers.AveragePooling2D], lambda h: F.avg_pool2d(h, 2)),
+    "global_average": ([layers.GlobalAveragePooling2D], lambda h: h.mean((2, 3))),
+    "global_max": ([layers.GlobalMaxPooling2D], lambda h: h.amax((2, 3))),
+    "layer_norm": ([layers.LayerNormalization, lambda: layers.LeakyReLU(0.2)], None),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", sorted(_POOLED))
+def test_gradient_penalty_through_pooling_and_layer_normalization_matches_pytorch(kind):
+    # the WGAN-GP paper's critic takes layer normalization where a GAN's would take batch normalization
+    pg.set_seed(9)
+    inp = pg.Input((6, 6, 2))
+    x = layers.Conv2D(3, 3, padding="same", activation=None if kind == "layer_norm" else "tanh")(inp)
+    for make in _POOLED[kind][0]:
+        x = make()(x)
+    if len(x.shape) > 2:
+        x = layers.Flatten()(x)
+    d = pg.Model(inp, layers.Dense(1)(x))
+    real = RNG.normal(size=(3, 6, 6, 2)).astype(np.float32)
+    interp = RNG.normal(size=(3, 6, 6, 2)).astype(np.float32)
+
+    def fn(w, x):
+        h = F.conv2d(x.permute(0, 3, 1, 2), w[0], w[1], padding=1)
+        if kind == "layer_norm":       # over the channels (Keras's last axis), epsilon 1e-3
+            h = F.leaky_relu(F.layer_norm(h.permute(0, 2, 3, 1), (3,), w[2], w[3], 1e-3), 0.2).permute(0, 3, 1, 2)
+        else:
+            h = _POOLED[kind][1](torch.tanh(h))
+        if h.ndim == 4:
+            h = h.permute(0, 2, 3, 1)
+        return h.reshape(h.shape[0], -1) @ w[-2].T + w[-1]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@pytest.mark.parametrize("body, op", [
+    (lambda: [layers.Conv2D(4, 3, padding="same"), layers.BatchNormalization()], "BATCH_NORM_BACK"),
+    (lambda: [layers.Conv2D(4, 3, padding="same"), layers.MaxPooling2D(3, strides=2)], "overlap"),
+    (lambda: [layers.Flatten(), layers.Dense(8, activation="gelu")], "gelu"),
+    (lambda: [layers.Flatten(), layers.Dense(8, activation="softmax")], "SOFT_MAX_BACK"),
+    (lambda: [layers.Flatten(), layers.Dense(8, activation="silu")], "SILU_BACK"),
+    (lambda: [layers.Reshape((64, 2)), layers.LSTM(3)], "LSTM_CELL_BACK"),
+])
+def test_what_has_no_double_backward_is_refused_by_name(body, op):
+    inp = pg.Input((8, 8, 2))
+    x = inp
+    for layer in body():
+        x = layer(x)
+    if len(x.shape) > 2:
+        x = layers.Flatten()(x)
+    d = pg.Model(inp, layers.Dense(1)(x))
+    real = RNG.random((2, 8, 8, 2)).astype(np.float32)
+    with pytest.raises(GGMLError, match=op):
+        _penalised(d, real, real * 0.5)
+
+
+@needs_torch
+@pytest.mark.parametrize("act", ["softplus", "selu", "relu"])
+def test_activations_whose_double_backward_meets_a_transposed_gradient_match_pytorch(act):
+    # their double backward reaches a transposed gradient, which ggml's formulas took as it was (an
+    # abort in a binary op) until patch 0040 made it contiguous
+    pg.set_seed(6)
+    d = pg.Sequential([pg.Input((4,)), layers.Dense(5, activation=act), layers.Dense(1)])
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    f = {"softplus": F.softplus, "selu": F.selu, "relu": F.relu}[act]
+    _check(_penalised(d, x, x * 0.5),
+           _torch_penalised(lambda w, x: f(x @ w[0].T + w[1]) @ w[2].T + w[3], d.trainable_variables, x, x * 0.5))
+
+
+@needs_torch
+def test_keras_io_s_wgan_gp_train_step_matches_pytorch():
+    # the structure of keras-io's wgan_gp: a Model subclass whose train_step opens the critic's tape,
+    # calls a gradient_penalty method that opens its own tape inside it, and steps two optimizers;
+    # run by fit; one step of plain SGD compared with PyTorch's (latents and alpha fixed here)
+    pg.set_seed(8)
+    critic = pg.Sequential([pg.Input((6, 6, 1)), layers.Conv2D(3, 3, strides=2, padding="same"),
+                            layers.LeakyReLU(0.2), layers.Flatten(), layers.Dense(1)])
+    gen = pg.Sequential([pg.Input((4,)), layers.Dense(36, activation="tanh"), layers.Reshape((6, 6, 1))])
+    real = RNG.normal(size=(4, 6, 6, 1)).astype(np.float32)
+    z_d, z_g = RNG.normal(size=(4, 4)).astype(np.float32), RNG.normal(size=(4, 4)).astype(np.float32)
+    alpha = RNG.random((4, 1, 1, 1)).astype(np.float32)
+
+    class WGAN(pg.Model):
+        def __init__(self):
+            super().__init__()
+            self.discriminator, self.generator = critic, gen
+
+        def compile(self, d_optimizer, g_optimizer):
+            super().compile()
+            self.d_optimizer, self.g_optimizer = d_optimizer, g_optimizer
+
+        def gradient_penalty(self, real_images, fake_images):
+            interpolated = real_images + alpha * (fake_images - real_images)
+            with pg.GradientTape() as gp_tape:
+                gp_tape.watch(interpolated)
+                pred = self.discriminator(interpolated, training=True)
+            grads = gp_tape.gradient(pred, [interpolated])[0]
+            norm = ops.sqrt(ops.sum(ops.square(grads), axis=[1, 2, 3]))
+            return ops.mean((norm - 1.0) ** 2)
+
+        def train_step(self, real_images):
+            with pg.GradientTape() as tape:
+                fake_images = self.generator(z_d, training=True)
+                d_cost = ops.mean(self.discriminator(fake_images, training=True)) - \
+                    ops.mean(self.discriminator(real_images, training=True))
+                d_loss = d_cost + self.gradient_penalty(real_images, fake_images) * 10.0
+            d_gradient = tape.gradient(d_loss, self.discriminator.trainable_variables)
+            self.d_optimizer.apply_gradients(zip(d_gradient, self.discriminator.trainable_variables))
+            with pg.GradientTape() as tape:
+                g_loss = -ops.mean(self.discriminator(self.generator(z_g, training=True), training=True))
+            gen_gradient = tape.gradient(g_loss, self.generator.trainable_variables)
+            self.g_optimizer.apply_gradients(zip(gen_gradient, self.generator.trainable_variables))
+            return {"d_loss": d_loss, "g_loss": g_loss}
+
+    T = lambda a: torch.tensor(np.asarray(a), dtype=torch.float64, requires_grad=True)
+    cw = [T(v.numpy()) for v in critic.trainable_variables]
+    gw = [T(v.numpy()) for v in gen.trainable_variables]
+    wgan = WGAN()
+    wgan.compile(pg.optimizers.SGD(0.05), pg.optimizers.SGD(0.05))
+    hist = wgan.fit(real, batch_size=4, epochs=1, shuffle=False, verbose=0)
+
+    def c(w, x):
+        h = F.leaky_relu(F.conv2d(_same_pad(x.permute(0, 3, 1, 2), 3, 2), w[0], w[1], stride=2), 0.2)
+        return h.permute(0, 2, 3, 1).reshape(x.shape[0], -1) @ w[2].T + w[3]
+
+    def g(w, z):
+        return torch.tanh(torch.tensor(z, dtype=torch.float64) @ w[0].T + w[1]).reshape(-1, 6, 6, 1)
+
+    fake = g(gw, z_d).detach()
+    x = torch.tensor(real, dtype=torch.float64)
+    interp = (x + torch.tensor(alpha, dtype=torch.float64) * (fake - x)).requires_grad_(True)
+    gx, = torch.autograd.grad(c(cw, interp).sum(), interp, create_graph=True)
+    gp = ((gx.pow(2).sum((1, 2, 3)).sqrt() - 1) ** 2).mean()
+    d_loss = c(cw, fake).mean() - c(cw, x).mean() + 10 * gp
+    new_cw = [(w - 0.05 * gr).detach() for w, gr in zip(cw, torch.autograd.grad(d_loss, cw))]
+    g_loss = -c(new_cw, g(gw, z_g)).mean()
+    new_gw = [(w - 0.05 * gr).detach() for w, gr in zip(gw, torch.autograd.grad(g_loss, gw))]
+    assert hist.history["d_loss"][0] == pytest.approx(d_loss.item(), rel=1e-4)
+    assert hist.history["g_loss"][0] == pytest.approx(g_loss.item(), rel=1e-4, abs=1e-6)
+    for v, t in zip(critic.trainable_variables + gen.trainable_variables, new_cw + new_gw):
+        np.testing.assert_allclose(v.numpy(), t.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_a_tape_that_recorded_before_the_outer_block_cannot_give_it_a_gradient():
+    x = RNG.random((2, 3)).astype(np.float32)
+    inner = pg.GradientTape()
+    inner.watch(x)                       # made its own graph before the outer tape's block
+    with pg.GradientTape():
+        with inner:
+            z = ops.sum(ops.square(x))
+        with pytest.raises(ValueError, match="does not share"):
+            inner.gradient(z, x)
