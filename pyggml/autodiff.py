@@ -47,7 +47,7 @@ import numpy as np
 from pyggml import _random, _scope
 from pyggml._deep_graph import Graph
 from pyggml._tensor_arrays import as_ops_result
-from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops, reachable_count
+from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, backward_bound, ops, reachable_count
 from pyggml.errors import ContextFullError
 
 __all__ = ["GradientTape", "active_tape", "lift"]
@@ -268,9 +268,12 @@ class _TapeBuilder:
             if loss is None and not todo and not updates:
                 self._fill()
                 return grads
-            n = reachable_count(todo + [t for _, t in updates] + ([loss] if loss is not None else []))
-            size = (5 if loss is not None else 1) * n + 256
-            gctx = Context(n_tensors=(4 * n + 64) if loss is not None else 8, graph_size=size)
+            roots = todo + [t for _, t in updates] + ([loss] if loss is not None else [])
+            n = reachable_count(roots)
+            # the backward pass's tensors: about three per node, more for a second-order pass
+            back = backward_bound(roots) if loss is not None else 0
+            size = 2 * n + back + 256 if loss is not None else n + 256
+            gctx = Context(n_tensors=(n + back + 64) if loss is not None else 8, graph_size=size)
             try:
                 g = Graph(gctx, size, grads=loss is not None)
                 if loss is not None:
@@ -575,7 +578,7 @@ class GradientTape:
                 seed = b._leaf(np.ones(1, dtype=np.float32), "float32")
                 b._fill()
                 n = reachable_count([loss])
-                size = 5 * n + 256
+                size = 2 * n + backward_bound([loss]) + 256
                 gctx = Context(n_tensors=8, graph_size=size)
                 try:
                     for l in wanted:
@@ -588,6 +591,10 @@ class GradientTape:
                                          "model's graph): a tape computes only what it recorded itself")
                     try:
                         g.build_backward({loss: seed}, tensor_ctx=b.ctx)
+                    except ContextFullError as e:
+                        raise ContextFullError(f"the GradientTape has no room for this gradient's backward pass: "
+                                               f"make the outer tape with pg.GradientTape(max_tensors=...) "
+                                               f"larger ({e})") from e
                     except ValueError as e:
                         if "does not depend on any trainable weight" not in str(e):
                             raise

@@ -8,7 +8,7 @@ import pytest
 
 import pyggml as pg
 from pyggml import layers, ops
-from pyggml.errors import GGMLError
+from pyggml.errors import ContextFullError, GGMLError
 
 try:
     import torch
@@ -379,3 +379,19 @@ def test_a_tape_that_recorded_before_the_outer_block_cannot_give_it_a_gradient()
             z = ops.sum(ops.square(x))
         with pytest.raises(ValueError, match="does not share"):
             inner.gradient(z, x)
+
+
+def test_a_tape_too_small_for_the_second_order_pass_says_so():
+    pg.set_seed(10)
+    inp = pg.Input((6, 6, 2))
+    x = inp
+    for _ in range(3):
+        x = layers.LeakyReLU(0.2)(layers.LayerNormalization()(layers.Conv2D(3, 3, padding="same")(x)))
+    d = pg.Model(inp, layers.Dense(1)(layers.Flatten()(x)))
+    real = RNG.normal(size=(2, 6, 6, 2)).astype(np.float32)
+    with pg.GradientTape(max_tensors=120):         # the critic takes 42; its backward pass up to 3 a node
+        with pg.GradientTape() as gp_tape:
+            gp_tape.watch(real)
+            pred = d(real, training=True)
+        with pytest.raises(ContextFullError, match="max_tensors"):
+            gp_tape.gradient(pred, real)

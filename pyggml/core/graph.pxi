@@ -61,6 +61,41 @@ def reachable_hashes(tensors):
     return {hash(a) for a in seen}
 
 
+# tensors the backward pass of a backward op makes (ggml/patches/0040), beyond the average
+# three per node of a first-order pass; a graph holding such ops may also make each node's
+# gradient contiguous (two copies per node at most: its own and an accumulated one)
+cdef dict _SECOND_ORDER_EXTRA = {
+    <int>GGML_OP_OUT_PROD: 6, <int>GGML_OP_UNARY_BACK: 8, <int>GGML_OP_POOL_CL_BACK: 8,
+    <int>GGML_OP_NORM_BACK: 40,
+}
+
+
+cdef Py_ssize_t _backward_bound(list ptrs) except -1:
+    """At most how many tensors (and graph nodes) ggml's backward pass makes for a graph of
+    these tensors (addresses of the graph's tensors)."""
+    cdef Py_ssize_t n = len(ptrs), extra = 0
+    cdef ggml_tensor * t
+    cdef bint second = False
+    for addr in ptrs:
+        t = <ggml_tensor *><uintptr_t>addr
+        e = _SECOND_ORDER_EXTRA.get(<int>t.op)
+        if e is not None:
+            extra += <Py_ssize_t>e
+            second = True
+    return 3 * n + 16 + extra + (2 * n if second else 0)
+
+
+def backward_bound(tensors):
+    """At most how many tensors ggml's backward pass adds to a graph of the given tensors
+    and what they depend on (size a graph and its context by it: its forward tensors plus
+    this)."""
+    seen = set()
+    for t in tensors:
+        (<Tensor>t)._check()
+        _count_reachable((<Tensor>t).ptr, seen)
+    return _backward_bound(list(seen))
+
+
 def reachable_count(tensors):
     """How many distinct tensors the given ones depend on, themselves included: the
     size a forward graph of them needs (a backward pass adds about three times that)."""
@@ -386,9 +421,10 @@ cdef class Graph(_Owner):
             raise ValueError("create the Graph with grads=True to build a backward pass")
         _check_backward(self.ptr)
         cdef int n = ggml_graph_n_nodes(self.ptr)
-        if 4 * len(self._seen) + 16 >= self.size:
+        cdef Py_ssize_t bound = _backward_bound(list(self._seen))
+        if len(self._seen) + bound >= self.size:
             raise ContextFullError(f"graph of size {self.size} is too small for the backward pass of "
-                                   f"{n} nodes; use a size of at least {4 * len(self._seen) + 16}")
+                                   f"{n} nodes; use a size of at least {len(self._seen) + bound + 1}")
         cdef ggml_tensor ** accs = NULL
         cdef ggml_tensor * node
         cdef Tensor key, acc
@@ -425,7 +461,7 @@ cdef class Graph(_Owner):
                     self._ctxs.append((<Tensor>v).ctx)
                     (<Tensor>v).ctx._add_dependent(self)
         try:
-            tctx._reserve(<size_t>(3 * len(self._seen) + 16), 0)
+            tctx._reserve(<size_t>bound, 0)
             if tctx is not self.ctx and tctx not in self._ctxs:
                 self._ctxs.append(tctx)
                 tctx._add_dependent(self)
