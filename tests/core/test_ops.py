@@ -1041,11 +1041,12 @@ def test_gradient_accumulates_over_uses(backend, sched):
 
 
 NO_BACKWARD = {
-    "out_prod": lambda a, ctx: ops.out_prod(a, a, ctx=ctx),
     "mean_of_rows": lambda a, ctx: ops.mean(a, ctx=ctx),     # only a scalar mean has one
-    # the backward ops of ggml/patches/0020 have none themselves
-    "unary_back": lambda a, ctx: ops.unary_back(a, a, "tanh", ctx=ctx),
-    "norm_back": lambda a, ctx: ops.norm_back(a, a, ctx=ctx),
+    # backward ops without a backward pass of their own (ggml/patches/0040 gave some one)
+    "conv_2d_cl_back_filter": lambda a, ctx: ops.conv_2d_cl_back_filter(
+        ops.reshape(a, (1, 3, 4, 1), ctx=ctx), ops.reshape(a, (1, 3, 4, 1), ctx=ctx), (1, 1), ctx=ctx),
+    # the derivative in b of tanh's derivative written from its input
+    "unary_back_from_input": lambda a, ctx: ops.unary_back(a, a, "gelu", False, ctx=ctx),
 }
 
 
@@ -1058,7 +1059,76 @@ def test_backward_refused_for_ops_without_one(name, backend):
     loss.set_loss()
     g = core.Graph(cctx, 512, grads=True)
     g.build_forward(loss)
-    with pytest.raises(GGMLError, match="backward pass"):
+    with pytest.raises(GGMLError, match="backward pass|second-order gradient"):
+        g.build_backward()
+
+
+# --- the backward passes of backward ops (ggml/patches/0040: second-order gradients) -----------
+
+def _norm_back_exact(g, x, eps=1e-5):
+    g, x = np.asarray(g, np.float64), np.asarray(x, np.float64)
+    y = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    return (g - g.mean(-1, keepdims=True) - y * (g * y).mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+
+
+def _away_from_zero(shape, k, lo=0.2, hi=1.5):
+    # magnitudes in [lo, hi] with random signs: no kink of relu or elu within a finite difference
+    r = rng(k)
+    return (r.uniform(lo, hi, size=shape) * r.choice([-1.0, 1.0], size=shape)).astype(np.float32)
+
+
+_POOL_G = rng(71).normal(size=(2, 2, 3, 3)).astype(np.float32)                # pool_cl (2, 2) of POOL_X
+_POOL_DISTINCT = (rng(72).permutation(2 * 5 * 7 * 3).reshape(2, 5, 7, 3) * 0.01).astype(np.float32)   # no ties
+
+BACKWARD_OF_BACKWARD = {
+    # name: (build, numpy reference, arrays, the arrays to differentiate)
+    "out_prod": (lambda a, b, ctx: ops.out_prod(a, b, ctx=ctx), lambda a, b: np.einsum("ki,kj->ji", a, b),
+                 [_sym((4, 3), 81), _sym((4, 5), 82)], (0, 1)),
+    "out_prod_batched": (lambda a, b, ctx: ops.out_prod(a, b, ctx=ctx),
+                         lambda a, b: np.einsum("nki,nkj->nji", a, b), [_sym((2, 4, 3), 83), _sym((2, 4, 5), 84)],
+                         (0, 1)),
+    "unary_back_tanh": (lambda g, y, ctx: ops.unary_back(g, y, "tanh", True, ctx=ctx), lambda g, y: g * (1 - y * y),
+                        [A34, rng(85).uniform(-0.9, 0.9, size=(3, 4)).astype(np.float32)], (0, 1)),
+    "unary_back_sigmoid": (lambda g, y, ctx: ops.unary_back(g, y, "sigmoid", True, ctx=ctx),
+                           lambda g, y: g * y * (1 - y),
+                           [A34, rng(86).uniform(0.05, 0.95, size=(3, 4)).astype(np.float32)], (0, 1)),
+    "unary_back_elu": (lambda g, y, ctx: ops.unary_back(g, y, "elu", True, 1.0, ctx=ctx),
+                       lambda g, y: np.where(y < 0, g * (y + 1), g),
+                       [A34, np.clip(_away_from_zero((3, 4), 87), -0.9, None)], (0, 1)),
+    "unary_back_leaky_relu": (lambda g, x, ctx: ops.unary_back(g, x, "leaky_relu", False, 0.2, ctx=ctx),
+                              lambda g, x: g * np.where(x > 0, 1.0, 0.2), [A34, _away_from_zero((3, 4), 88)], (0, 1)),
+    "norm_back": (lambda g, x, ctx: ops.norm_back(g, x, 1e-5, ctx=ctx), _norm_back_exact,
+                  [_sym((3, 6), 89), _sym((3, 6), 90)], (0, 1)),
+    "pool_cl_back_avg_same": (lambda g, x, ctx: ops.pool_cl_back(g, x, "avg", (3, 3), (2, 2), "same", ctx=ctx),
+                              lambda g, x: pool_cl_grad_ref(x, g, "avg", (3, 3), (2, 2), "same"),
+                              [rng(73).normal(size=(2, 3, 4, 3)).astype(np.float32), POOL_X], (0,)),
+    "pool_cl_back_sum": (lambda g, x, ctx: ops.pool_cl_back(g, x, "sum", (2, 2), ctx=ctx),
+                         lambda g, x: pool_cl_grad_ref(x, g, "sum", (2, 2)), [_POOL_G, POOL_X], (0,)),
+    "pool_cl_back_max": (lambda g, x, ctx: ops.pool_cl_back(g, x, "max", (2, 2), ctx=ctx),
+                         lambda g, x: pool_cl_grad_ref(x, g, "max", (2, 2)), [_POOL_G, _POOL_DISTINCT], (0, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BACKWARD_OF_BACKWARD))
+def test_backward_of_backward_ops_matches_finite_differences(case, backend, sched):
+    # the input's gradient of unary_back for a piecewise-linear activation and of pool_cl_back is
+    # zero (ggml gives none: zeros here), which the finite differences confirm
+    build, ref, arrays, wrts = BACKWARD_OF_BACKWARD[case]
+    weights = rng(97).normal(size=np.shape(ref(*arrays)))
+    for wrt in wrts:
+        got = ggml_grad(backend, sched, build, arrays, wrt, weights)
+        want = numeric_grad(ref, arrays, wrt, weights)
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-3)
+
+
+def test_backward_of_a_broadcast_out_prod_is_refused(backend):
+    lctx, buf, (a, b) = make_leaves(backend, [_sym((4, 3), 81), _sym((2, 4, 5), 84)])
+    a.set_param()
+    cctx = core.Context(n_tensors=64, graph_size=512)
+    loss = ops.sum(ops.out_prod(a, b, ctx=cctx), ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(GGMLError, match="broadcast out_prod"):
         g.build_backward()
 
 
@@ -1724,7 +1794,8 @@ def _refused_backward(backend, build, match):
 def test_backward_refusals_of_the_new_ops(backend):
     # upscaling axes that are not adjacent, the backward ops themselves, a parameter as a mask
     _refused_backward(backend, lambda w, ctx: ops.upscale(w, (2, 1, 1, 2), ctx=ctx), "upscale")
-    _refused_backward(backend, lambda w, ctx: ops.pool_cl_back(ops.pool_cl(w, ctx=ctx), w, ctx=ctx), "backward pass")
+    _refused_backward(backend, lambda w, ctx: ops.pool_cl_back(ops.pool_cl(w, "max", (3, 3), (2, 2), ctx=ctx), w,
+                                                               "max", (3, 3), (2, 2), ctx=ctx), "overlap")
     _refused_backward(backend, lambda w, ctx: ops.conv_2d_cl_back_filter(w, w, (1, 1), ctx=ctx), "backward pass")
     lctx, buf, (m, zx, c) = make_leaves(backend, [np.ones(2, np.float32), LSTM_ZX, LSTM_C])
     m.set_param()
