@@ -777,10 +777,9 @@ def cases_preprocessing():
     return cases
 
 
-def cases_training():
-    # each op applied to a (batch, 4, 6) tensor t inside a model that trains (the backward pass), on
-    # contiguous, transposed (non-contiguous), sliced-by-split and broadcast inputs
-    OPS = {
+# ops applied to a (batch, 4, 6) tensor t inside a model that trains (the backward pass), on
+# contiguous, transposed (non-contiguous), sliced-by-split and broadcast inputs
+TRAIN_OPS = {
      "sum": "ops.sum({x}, axis=-1, keepdims=True)", "sum_all_keep": "ops.sum({x}, axis=(1, 2), keepdims=True)",
      "mean": "ops.mean({x}, axis=1, keepdims=True)", "max": "ops.max({x}, axis=-1, keepdims=True)",
      "min": "ops.min({x}, axis=1, keepdims=True)", "var": "ops.var({x}, axis=-1, keepdims=True)",
@@ -809,12 +808,15 @@ def cases_training():
      "equal": "ops.equal({x}, {x}) * {x}", "not_equal": "ops.not_equal({x}, 0.0) * {x}", "logical_not": "ops.logical_not(ops.greater({x}, 0.0)) * {x}",
      "greater_equal": "ops.greater_equal({x}, 0.0) * {x}", "negative": "ops.negative({x})", "subtract": "ops.subtract({x}, 1.0)",
      "full_like": "{x} + ops.full_like({x}, 2.0)", "zeros_like": "{x} + ops.zeros_like({x})",
-    }
-    WRAP = {"plain": "t", "transposed": "ops.transpose(ops.transpose(t, (0, 2, 1)), (0, 2, 1))",
-            "tview": "ops.transpose(t, (0, 2, 1))", "split": "ops.split(t, 2, axis=-1)[0]", "neg_zero": "t * 0.0"}
+}
+TRAIN_WRAPS = {"plain": "t", "transposed": "ops.transpose(ops.transpose(t, (0, 2, 1)), (0, 2, 1))",
+               "tview": "ops.transpose(t, (0, 2, 1))", "split": "ops.split(t, 2, axis=-1)[0]", "neg_zero": "t * 0.0"}
+
+
+def cases_training():
     cases = []
-    for on, expr in OPS.items():
-        for wn, w in WRAP.items():
+    for on, expr in TRAIN_OPS.items():
+        for wn, w in TRAIN_WRAPS.items():
             body = expr.format(x=w)
             code = (f"def f(t):\n    return {body}\n"
                     "i = pg.Input(shape=(4, 6)); h = L.Dense(6)(i); o = L.Lambda(f)(h); o = L.Flatten()(o); o = L.Dense(1)(o)\n"
@@ -825,6 +827,57 @@ def cases_training():
             cases.append((f"train.{on}.{wn}", code))
             # eager + int input
             cases.append((f"eager_int.{on}.{wn}", f"def f(t):\n    return {body}\nR = np.shape(L.Lambda(f)(np.ones((4, 4, 6), np.int64)))"))
+    return cases
+
+
+def cases_second_order():
+    # each op of TRAIN_OPS inside a critic whose input gradient is penalised (WGAN-GP): the gradient
+    # taken in an inner tape is differentiated again by the outer one; finite gradients or a clear
+    # refusal, never an abort; then batches of disjoint graphs given wrong
+    cases = []
+    for on, expr in TRAIN_OPS.items():
+        for wn in ("plain", "transposed", "tview"):
+            body = expr.format(x=TRAIN_WRAPS[wn])
+            code = (f"def f(t):\n    return {body}\n"
+                    "i = pg.Input(shape=(4, 6)); h = L.Dense(6, activation='tanh')(i); o = L.Lambda(f)(h)\n"
+                    "m = pg.Model(i, L.Dense(1)(L.Flatten()(o)))\n"
+                    "x = np.random.default_rng(0).normal(size=(3, 4, 6)).astype(np.float32)\n"
+                    "with pg.GradientTape() as outer:\n"
+                    "    xi = ops.multiply(x, 1.0)\n"
+                    "    with pg.GradientTape() as inner:\n"
+                    "        inner.watch(xi)\n"
+                    "        p = m(xi, training=True)\n"
+                    "    g = inner.gradient(p, xi)\n"
+                    "    pen = ops.mean(ops.square(g))\n"
+                    "gr = outer.gradient(pen, m.trainable_variables)\n"
+                    "R = [None if a is None else bool(np.isfinite(np.asarray(a)).all()) for a in gr]")
+            cases.append((f"second_order.{on}.{wn}", code))
+    graphs = ("class Pool(L.Layer):\n"
+              "    def call(self, inputs):\n"
+              "        return ops.segment_sum(inputs[0], inputs[1], num_segments=2)\n"
+              "a = pg.Input((3,), name='a'); e = pg.Input((2,), dtype='int32', name='e'); gi = pg.Input((), dtype='int32', name='g')\n"
+              "m = pg.Model([a, e, gi], L.Dense(1)(Pool()([L.Dense(4)(a), gi]))).compile(loss='mse', optimizer='adam')\n"
+              "x = {'a': np.ones((5, 3), np.float32), 'e': np.zeros((8, 2), np.int32), 'g': np.array([0, 0, 1, 1, 1], np.int32)}\n")
+    bad = {
+        "targets_rows": "m.train_on_batch(x, np.ones((3, 1), np.float32))",
+        "targets_none": "m.train_on_batch(x, None)",
+        "targets_scalar": "m.train_on_batch(x, np.float32(1))",
+        "targets_3d": "m.train_on_batch(x, np.ones((2, 1, 1, 1, 1), np.float32))",
+        "weights_rows": "m.train_on_batch(x, np.ones((2, 1), np.float32), sample_weight=np.ones(5, np.float32))",
+        "weights_nan": "m.test_on_batch(x, np.ones((2, 1), np.float32), sample_weight=np.array([np.nan, 1], np.float32))",
+        "class_weight": "m.train_on_batch(x, np.ones((2, 1), np.float32), class_weight={0: 1.0})",
+        "graph_ids_out_of_range": "x['g'][:] = 7; m.predict(x, verbose=0)",
+        "graph_ids_negative": "x['g'][:] = -1; m.predict(x, verbose=0)",
+        "fit_arrays": "m.fit(x, np.ones((2, 1), np.float32), epochs=1, verbose=0)",
+        "evaluate_arrays": "m.evaluate(x, np.ones((2, 1), np.float32), verbose=0)",
+        "validation_split": "m.fit(iter([(x, np.ones((2, 1), np.float32))]), validation_split=0.5, verbose=0)",
+        "generator_mixed": "m.fit(iter([(x, np.ones((2, 1), np.float32)), ({'a': np.ones((4, 3), np.float32), 'e': np.zeros((1, 2), np.int32), 'g': np.zeros(4, np.int32)}, np.ones((2, 1), np.float32))]), verbose=0)",
+        "empty_input": "x['e'] = np.zeros((0, 2), np.int32); m.predict(x, verbose=0)",
+        "predict_on_batch_list": "m.predict_on_batch([x['a'], x['e'], x['g']])",
+        "call_list": "m([x['a'], x['e'], x['g']])",
+    }
+    for name, stmt in bad.items():
+        cases.append((f"ragged.{name}", graphs + f"R = {stmt}" if not stmt.startswith("x[") else graphs + stmt.replace("; ", "\nR = ", 1)))
     return cases
 
 

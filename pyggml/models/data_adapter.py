@@ -16,7 +16,7 @@ import numpy as np
 
 from pyggml._validation import is_int, is_number
 
-__all__ = ["InputSpec", "TargetSpec", "Batch", "input_specs", "graph_specs", "target_specs", "prepare_inputs",
+__all__ = ["InputSpec", "TargetSpec", "Batch", "OneBatch", "input_specs", "graph_specs", "target_specs", "prepare_inputs",
            "bucketed",
            "adapt_inputs", "adapt_targets", "adapt_weights",
            "Dataset", "ArrayDataset", "GeneratorDataset", "unpack_item", "is_generator_like"]
@@ -118,10 +118,11 @@ def target_specs(names, outputs, losses):
             for nm, o, l in zip(names, outputs, losses)]
 
 
-def prepare_inputs(topology, raw_specs, graph_specs_, x, what="x", training=False):
+def prepare_inputs(topology, raw_specs, graph_specs_, x, what="x", training=False, one_batch=False):
     """(the graph's input arrays, rows): x checked, then the preprocessing (host) layers applied
-    (in training mode with ``training``: data augmentation)."""
-    xs, n = adapt_inputs(raw_specs, x, what)
+    (in training mode with ``training``: data augmentation).  ``one_batch``: x is one batch,
+    whose inputs may have different row counts (rows None then; see adapt_inputs)."""
+    xs, n = adapt_inputs(raw_specs, x, what, one_batch)
     if not topology.host_nodes and len(topology.graph_inputs) == len(topology.inputs):
         return xs, n
     vals = {id(node): a for node, a in zip(topology.inputs, xs)}
@@ -131,7 +132,7 @@ def prepare_inputs(topology, raw_specs, graph_specs_, x, what="x", training=Fals
         vals[id(node)] = out[node.index] if isinstance(out, (list, tuple)) else out
     arrays = [vals[id(node)] for node in topology.graph_inputs]
     graph_xs, _ = adapt_inputs(graph_specs_, arrays if len(arrays) > 1 else arrays[0],
-                               "the preprocessing layers' output")
+                               "the preprocessing layers' output", one_batch)
     return graph_xs, n
 
 
@@ -183,8 +184,13 @@ def _split(x, names, what):
     return list(x)
 
 
-def adapt_inputs(specs, x, what="x"):
-    """(arrays, n): one array per input, float32 or int32, checked against the specs."""
+def adapt_inputs(specs, x, what="x", one_batch=False):
+    """(arrays, n): one array per input, float32 or int32, checked against the specs.
+
+    The inputs have the same number of rows n, except in ``one_batch`` (a batch a generator
+    yields, train_on_batch's, a model called on arrays), where they may differ: a batch of
+    disjoint graphs has a row per node in one input, per edge in another (Keras's batches
+    from a dataset); n is None then."""
     xs = _split(x, [s.name for s in specs], what)
     out = []
     for a, spec in zip(xs, specs):
@@ -233,12 +239,21 @@ def adapt_inputs(specs, x, what="x"):
         out.append(a)
     n = out[0].shape[0]
     if any(a.shape[0] != n for a in out):
-        raise ValueError(f"all inputs must have the same number of rows, got {[a.shape[0] for a in out]}")
+        if one_batch:
+            return out, None
+        raise ValueError(f"all inputs must have the same number of rows, got {[a.shape[0] for a in out]} (inputs "
+                         f"whose rows differ, such as a batch of disjoint graphs, go as whole batches: a "
+                         f"generator or PyDataset yielding them, train_on_batch, test_on_batch, predict_on_batch, "
+                         f"or the model called on them)")
     return out, n
 
 
 def adapt_targets(specs, y, n):
-    """One array per output: float32 of the output's shape, or int32 class indices (n,)."""
+    """One array per output: float32 of the output's shape, or int32 class indices (n,).
+    n None: a batch whose inputs' rows differ; each target has the rows it has (the graph
+    checks them against its output's)."""
+    if n is None:
+        return _adapt_targets_own_rows(specs, y)
     with_loss = [i for i, s in enumerate(specs) if s.has_loss]
     if len(specs) > 1 and len(with_loss) == 1 and y is not None and not isinstance(y, (list, tuple, dict)):
         # as Keras: one target array for a model whose only trained output is one of several
@@ -306,6 +321,30 @@ def adapt_targets(specs, y, n):
         if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
             raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
         out.append(np.ascontiguousarray(a, dtype=np.float32))
+    return out
+
+
+def _adapt_targets_own_rows(specs, y):
+    """adapt_targets for a batch of inputs with different row counts: each target array its own rows."""
+    if isinstance(y, dict):
+        y = dict({s.name: None for s in specs if not s.has_loss}, **y)
+    with_loss = [i for i, s in enumerate(specs) if s.has_loss]
+    if len(specs) > 1 and len(with_loss) == 1 and y is not None and not isinstance(y, (list, tuple, dict)):
+        ys = [None] * len(specs)
+        ys[with_loss[0]] = y
+    else:
+        ys = _split(y, [s.name for s in specs], "y")
+    out = []
+    for spec, a in zip(specs, ys):
+        if a is None and spec.has_loss:
+            raise ValueError(f"no targets for output {spec.name!r}, which has a loss")
+        if a is None or not spec.has_loss:
+            out.append(None)
+            continue
+        a = as_real_array(a, "y")
+        if a.ndim == 0:
+            raise ValueError(f"y for output {spec.name!r} must have a batch axis, got a scalar")
+        out.append(adapt_targets([spec], a, a.shape[0])[0])
     return out
 
 
@@ -381,10 +420,12 @@ def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
             if not is_number(v) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"class_weight values must be finite and >= 0, got {v!r} for class {k}")
     out = []
+    given_n = n
     for spec, loss, sw, y in zip(specs, losses, sws, ys):
         if y is None:
             out.append(None)
             continue
+        n = len(y) if given_n is None else given_n      # a batch whose inputs' rows differ: the target's
         if sw is None:
             w = np.ones((n, 1), dtype=np.float32)
         else:
@@ -422,6 +463,18 @@ class Dataset:
 
     def batches(self, epoch, shuffle, rng):
         raise NotImplementedError
+
+
+class OneBatch(Dataset):
+    """One batch as it is (inputs whose rows differ: a batch of disjoint graphs)."""
+
+    steps = 1
+
+    def __init__(self, batch):
+        self.batch = batch
+
+    def batches(self, epoch=0, shuffle=False, rng=None):
+        yield self.batch
 
 
 class ArrayDataset(Dataset):

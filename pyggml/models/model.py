@@ -143,9 +143,11 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
             topo.graph_specs = da.graph_specs(topo, self.input_specs)
         return topo.graph_specs
 
-    def prepare_inputs(self, x, what="x", training=False):
-        """(the graph's input arrays, rows) from x: checked, preprocessing layers applied."""
-        return da.prepare_inputs(self._ensure_graph(), self.input_specs, self.graph_specs, x, what, training)
+    def prepare_inputs(self, x, what="x", training=False, one_batch=False):
+        """(the graph's input arrays, rows) from x: checked, preprocessing layers applied
+        (one_batch: the inputs' rows may differ, rows None then)."""
+        return da.prepare_inputs(self._ensure_graph(), self.input_specs, self.graph_specs, x, what, training,
+                                 one_batch)
 
     @property
     def target_specs(self):

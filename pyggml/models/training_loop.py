@@ -88,8 +88,8 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
 
         def adapt(item):
             bx, by, bw = da.unpack_item(item, with_targets)
-            xs, n = model.prepare_inputs(bx, training=training)
-            if bucket:
+            xs, n = model.prepare_inputs(bx, training=training, one_batch=True)
+            if bucket and n is not None:
                 xs = da.bucketed(xs, gspecs)
             if not with_targets:
                 return da.Batch(xs)
@@ -114,8 +114,19 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         def stage(batch_xs, batch_training):
             return model.prepare_inputs(batch_xs if multi else batch_xs[0], training=batch_training)[0]
     else:
-        # (None: a model called on arrays with no training=, see Model._plain_predict)
-        xs, n = model.prepare_inputs(x, training=model.__dict__.get("_host_training", False))
+        # (None: a model called on arrays with no training=, see Model._plain_predict).  Inputs
+        # whose rows differ (a batch of disjoint graphs) are one batch: in predict (a model called
+        # on them) and the one-batch calls; fit and evaluate cannot cut them into batches
+        xs, n = model.prepare_inputs(x, training=model.__dict__.get("_host_training", False),
+                                     one_batch=what in ("predict", "train_on_batch", "test_on_batch"))
+        if n is None:
+            if not with_targets:
+                return da.OneBatch(da.Batch(xs))
+            ys = da.adapt_targets(tspecs, y, None) if y is not None else [None] * len(tspecs)
+            if y is None and not untargeted:
+                raise ValueError(f"{what} needs targets y")
+            ws = da.adapt_weights(tspecs, model._compile_spec.losses, sample_weight, class_weight, ys, None)
+            return da.OneBatch(da.Batch(xs, ys, ws))
     if n == 0:
         raise ValueError(f"{what} needs at least one row")
     if not with_targets:
@@ -351,8 +362,7 @@ def train_on_batch(model, x, y, sample_weight, class_weight, return_dict):
 def test_on_batch(model, x, y, sample_weight, return_dict):
     """Keras's test_on_batch: evaluate on all the rows given, as one batch."""
     batch = _one_batch(model, x, y, sample_weight, None, "test_on_batch")
-    return _results(model, run_evaluation(model, da.ArrayDataset(batch.xs, batch.ys, batch.ws, batch.n, batch.n)),
-                    return_dict)
+    return _results(model, run_evaluation(model, da.OneBatch(batch)), return_dict)
 
 
 class BatchCalls:
@@ -369,7 +379,10 @@ class BatchCalls:
         return self._locked("test_on_batch", test_on_batch, x, y, sample_weight, return_dict)
 
     def predict_on_batch(self, x):
-        return self.predict(x, batch_size=max(len(np.asarray(x[0] if isinstance(x, (list, tuple)) else x)), 1))
+        """predict on all of x as one batch (a list or dict of inputs too)."""
+        parts = list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, (list, tuple)) else [x]
+        rows = [len(p) for p in parts if np.ndim(p) > 0]
+        return self.predict(x, batch_size=max(rows + [1]))
 
     # --- stateful recurrent layers (their states carry over between these calls) ------------
     def stateful_layers(self):
