@@ -395,3 +395,25 @@ def test_a_tape_too_small_for_the_second_order_pass_says_so():
             pred = d(real, training=True)
         with pytest.raises(ContextFullError, match="max_tensors"):
             gp_tape.gradient(pred, real)
+
+
+@needs_torch
+def test_gradient_penalty_through_split_views_matches_pytorch():
+    # split's parts are views: their inner gradient gathers into one tensor in place (ggml's
+    # acc), which the outer pass differentiates again (ggml asserted on the in-place node)
+    pg.set_seed(11)
+    inp = pg.Input((4, 6))
+    h = layers.Dense(6, activation="tanh")(inp)
+    h = layers.Lambda(lambda t: ops.split(t, 2, axis=-1)[0] * ops.split(t, 2, axis=-1)[1] +
+                      ops.split(t, [1, 3], axis=1)[1][:, :1, :3])(h)
+    d = pg.Model(inp, layers.Dense(1)(layers.Flatten()(h)))
+    real = RNG.normal(size=(3, 4, 6)).astype(np.float32)
+    interp = RNG.normal(size=(3, 4, 6)).astype(np.float32)
+
+    def fn(w, x):
+        t = torch.tanh(x @ w[0].T + w[1])
+        t = t[..., :3] * t[..., 3:] + t[:, 1:2, :3]
+        return t.reshape(t.shape[0], -1) @ w[2].T + w[3]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])

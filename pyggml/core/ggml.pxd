@@ -74,6 +74,7 @@ cdef extern from "ggml.h" nogil:
         GGML_OP_TRANSPOSE
         GGML_OP_GET_ROWS
         GGML_OP_GET_ROWS_BACK
+        GGML_OP_SET_ROWS
         GGML_OP_DIAG_MASK_INF
         GGML_OP_DIAG_MASK_ZERO
         GGML_OP_SOFT_MAX

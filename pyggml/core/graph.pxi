@@ -300,6 +300,10 @@ cdef int _check_backward(ggml_cgraph * g) except -1:
         needs = [t.src[j] != NULL and _needs_grad(t.src[j], memo) for j in range(GGML_MAX_SRC)]
         if not any(needs):
             continue
+        if t.view_src != NULL and t.op not in (GGML_OP_CPY, GGML_OP_SET_ROWS, GGML_OP_VIEW, GGML_OP_RESHAPE,
+                                                GGML_OP_PERMUTE, GGML_OP_TRANSPOSE, GGML_OP_ACC):
+            raise GGMLError(f"ggml has no backward pass for the in-place {(<bytes>ggml_op_desc(t)).decode()} "
+                            f"(tensor {t.name.decode()!r})")
         if t.type != GGML_TYPE_F32:
             raise TypeError(f"backward pass needs f32 tensors; {t.name.decode()!r} is "
                             f"{(<bytes>ggml_type_name(t.type)).decode()}")
