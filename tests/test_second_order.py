@@ -417,3 +417,70 @@ def test_gradient_penalty_through_split_views_matches_pytorch():
 
     _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
            no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@needs_torch
+@pytest.mark.parametrize("reduce", ["max", "min", "logsumexp", "log_softmax", "global_max_1d", "max_pool_1d",
+                                    "avg_pool_1d", "avg_pool_2d_channels_first"])
+def test_gradient_penalty_through_reductions_that_take_a_maximum_matches_pytorch(reduce):
+    # ops.max and its kin pool with ggml's pool_2d: its backward pass is differentiated again
+    pg.set_seed(12)
+    inp = pg.Input((6, 4))
+    h = layers.Dense(4, activation="tanh")(inp)
+    if reduce == "global_max_1d":
+        h = layers.GlobalMaxPooling1D()(h)
+    elif reduce == "max_pool_1d":
+        h = layers.Flatten()(layers.MaxPooling1D(2)(h))
+    elif reduce == "avg_pool_1d":
+        h = layers.Flatten()(layers.AveragePooling1D(3, strides=2)(h))
+    elif reduce == "avg_pool_2d_channels_first":
+        h = layers.Reshape((1, 6, 4))(h)
+        h = layers.Flatten()(layers.AveragePooling2D(2, data_format="channels_first")(h))
+    else:
+        f = {"max": lambda t: ops.max(t, axis=1), "min": lambda t: ops.min(t, axis=-1),
+             "logsumexp": lambda t: ops.logsumexp(t, axis=-1), "log_softmax": lambda t: ops.log_softmax(t, axis=1)}
+        h = layers.Flatten()(layers.Lambda(f[reduce])(h))
+    d = pg.Model(inp, layers.Dense(1)(h))
+    real = RNG.normal(size=(3, 6, 4)).astype(np.float32)
+    interp = RNG.normal(size=(3, 6, 4)).astype(np.float32)
+
+    def fn(w, x):
+        t = torch.tanh(x @ w[0].T + w[1])
+        t = {"max": lambda: t.amax(1), "min": lambda: t.amin(-1), "logsumexp": lambda: torch.logsumexp(t, -1),
+             "log_softmax": lambda: torch.log_softmax(t, 1), "global_max_1d": lambda: t.amax(1),
+             "max_pool_1d": lambda: torch.nn.functional.max_pool1d(t.transpose(1, 2), 2).transpose(1, 2),
+             "avg_pool_1d": lambda: torch.nn.functional.avg_pool1d(t.transpose(1, 2), 3, 2).transpose(1, 2),
+             "avg_pool_2d_channels_first": lambda: torch.nn.functional.avg_pool2d(t[:, None], 2)}[reduce]()
+        return t.reshape(t.shape[0], -1) @ w[2].T + w[3]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@needs_torch
+@pytest.mark.parametrize("op", ["avg", "max"])
+def test_gradient_penalty_through_ggml_s_pool_2d_matches_pytorch(op):
+    # pool_2d directly (ggml's layout is PyTorch's NCHW): its mean over windows that overlap, with
+    # padding, and its maximum over windows that do not
+    from pyggml.core import ops as core_ops
+    w = pg.Variable(RNG.normal(size=(2, 3, 6, 5)).astype(np.float32))
+    v = RNG.normal(size=(2, 3, 3, 3) if op == "avg" else (2, 3, 3, 2)).astype(np.float32)
+    x = RNG.normal(size=(2, 3, 6, 5)).astype(np.float32)
+    k, s, p = ((3, 2, 1) if op == "avg" else (2, 2, 0))
+    with pg.GradientTape() as outer:
+        with pg.GradientTape() as inner:
+            inner.watch(x)
+            h = ops.tanh(ops.multiply(x, w))
+            y = ops.sum(ops.multiply(core_ops.pool_2d(h, op, k, k, s, s, p, p), v))
+        g = inner.gradient(y, x)
+        pen = ops.sum(ops.square(g))
+    got = outer.gradient(pen, w)
+    tw = torch.tensor(w.numpy(), dtype=torch.float64, requires_grad=True)
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    th = torch.tanh(tx * tw)
+    pooled = torch.nn.functional.avg_pool2d(th, k, s, p, count_include_pad=True) if op == "avg" else \
+        torch.nn.functional.max_pool2d(th, k, s, p)
+    tg, = torch.autograd.grad((pooled * torch.tensor(v, dtype=torch.float64)).sum(), tx, create_graph=True)
+    want, = torch.autograd.grad((tg ** 2).sum(), tw)
+    np.testing.assert_allclose(np.asarray(g), tg.detach().numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-4, atol=1e-5 * float(np.abs(want.numpy()).max()))

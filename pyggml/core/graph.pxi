@@ -20,7 +20,7 @@ cdef set _BACKWARD_OPS = {
     <int>GGML_OP_GRU_CELL,
     # ggml/patches/0040 (the backward passes of backward ops: second-order gradients)
     <int>GGML_OP_OUT_PROD, <int>GGML_OP_UNARY_BACK, <int>GGML_OP_REPEAT_BACK, <int>GGML_OP_POOL_CL_BACK,
-    <int>GGML_OP_NORM_BACK,
+    <int>GGML_OP_NORM_BACK, <int>GGML_OP_POOL_2D_BACK,
 }
 cdef set _BACKWARD_UNARY = {
     <int>GGML_UNARY_OP_ABS, <int>GGML_UNARY_OP_SGN, <int>GGML_UNARY_OP_NEG, <int>GGML_UNARY_OP_STEP,
@@ -263,7 +263,7 @@ cdef bint _needs_grad(ggml_tensor * t, dict memo):
     if not r and not (t.flags & GGML_TENSOR_FLAG_NO_GRAD):       # a stop-gradient passes none
         for i in range(GGML_MAX_SRC):
             if i == 1 and ((t.op == GGML_OP_UNARY_BACK and _act_piecewise_linear(t.op_params[0])) or
-                           t.op == GGML_OP_POOL_CL_BACK):
+                           t.op == GGML_OP_POOL_CL_BACK or t.op == GGML_OP_POOL_2D_BACK):
                 continue            # g f'(b) does not vary with b; the input gives a shape, an argmax (0040)
             if t.src[i] != NULL and _needs_grad(t.src[i], memo):
                 r = True

@@ -1231,6 +1231,11 @@ cdef int _check_backward_pyggml(ggml_tensor * t, list needs) except -1:
                  (t.src[0].ne[2] == 1 or t.op_params[2] <= t.op_params[4])):
         raise GGMLError("no second-order gradient through max pooling whose windows overlap (pool_size larger "
                         "than strides)")
+    if t.op == GGML_OP_POOL_2D_BACK and needs[0] and t.op_params[0] == GGML_OP_POOL_MAX and \
+            not ((t.src[0].ne[0] == 1 or t.op_params[1] <= t.op_params[3]) and
+                 (t.src[0].ne[1] == 1 or t.op_params[2] <= t.op_params[4])):
+        raise GGMLError("no second-order gradient through max pooling whose windows overlap (pool_size larger "
+                        "than strides)")
     if t.op == GGML_OP_UNARY_BACK and needs[1] and not _act_piecewise_linear(t.op_params[0]) and \
             not (t.op_params[1] != 0 and t.op_params[0] in (GGML_ACT_TANH, GGML_ACT_SIGMOID, GGML_ACT_ELU)):
         raise GGMLError(f"no second-order gradient through the activation {_ACT_NAMES[t.op_params[0]]} (pyggml has "
