@@ -176,10 +176,17 @@ class _Endpoint(layers.Layer):
         return ops.sigmoid(logits)
 
 
-def test_a_metric_updated_in_a_layer_s_call_says_what_to_do_instead():
+def test_a_metric_updated_in_a_layer_s_call_is_updated_with_each_batch_s_values():
+    # (tests/test_metric_in_call.py has keras-io's endpoint layer)
     x, t = keras.Input((4,)), keras.Input((1,))
-    with pytest.raises(TypeError, match=r"BinaryAccuracy.update_state got tensors .* compile\(metrics=...\)"):
-        _Endpoint()(layers.Dense(1)(x), t)
+    dense = layers.Dense(1)
+    m = keras.Model([x, t], _Endpoint()(dense(x), t))
+    m.compile("adam", "mse")
+    xs = RNG.normal(size=(8, 4)).astype(np.float32)
+    ts = (RNG.random((8, 1)) > 0.5).astype(np.float32)
+    logs = m.evaluate([xs, ts], ts, verbose=0, return_dict=True)
+    logits = xs @ dense.kernel.numpy() + dense.bias.numpy()
+    assert logs["binary_accuracy"] == pytest.approx(float(np.mean((logits > 0.5) == ts)))
 
 
 # --- strings into a call of the user's own ---------------------------------------------------------

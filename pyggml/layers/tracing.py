@@ -71,6 +71,9 @@ class _ShapeOnly:
     def add_update(self, variable, tensor):
         pass
 
+    def add_metric_update(self, metric, args, kwargs):
+        pass                 # shapes only: nothing is computed
+
     def add_loss(self, tensor, layer=None):
         # noted, so that a model's eager call knows to compute its losses (model.losses)
         if layer is not None:

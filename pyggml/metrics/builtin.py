@@ -74,8 +74,9 @@ class BinaryAccuracy(_PerSample):
         self.threshold = check_number("threshold", threshold)
 
     def values(self, y_true, y_pred):
+        # Keras's: the thresholded prediction equals the label (a soft label of 0.3 matches neither)
         yt, yp, _ = _last_axis(y_true, y_pred)
-        return ((yp > self.threshold) == (yt > 0.5)).astype(np.float64).mean(axis=-1)
+        return ((yp > self.threshold).astype(np.float64) == yt).astype(np.float64).mean(axis=-1)
 
     def get_config(self):
         return {"name": self.name, "threshold": self.threshold}

@@ -47,6 +47,13 @@ def _refusing_graph_tensors(update_state):
 
     @functools.wraps(update_state)
     def wrapped(self, *args, **kwargs):
+        if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+            # in a layer's call (keras-io's endpoint layer): the graph being built reads the values
+            # back after each compute and updates the metric on the host with them
+            record = getattr(_scope.current(), "add_metric_update", None)
+            if record is not None:
+                record(self, args, kwargs)
+                return None
         try:
             return update_state(self, *args, **kwargs)
         except (GGMLError, TypeError):
@@ -59,6 +66,26 @@ def _refusing_graph_tensors(update_state):
             raise
     wrapped._refuses_graph_tensors = True
     return wrapped
+
+
+class MetricUpdate:
+    """A metric's ``update_state`` called in a layer's call with tensors of a graph being built:
+    the graph reads ``tensors()`` back after each compute, and ``apply`` updates the metric with
+    their values (the other arguments as given)."""
+
+    def __init__(self, metric, args, kwargs):
+        self.metric, self.args, self.kwargs = metric, tuple(args), dict(kwargs)
+
+    def tensors(self):
+        from pyggml.core import Tensor
+        return [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, Tensor)]
+
+    def apply(self, values):
+        from pyggml.core import Tensor
+        it = iter(values)
+        args = [next(it) if isinstance(a, Tensor) else a for a in self.args]
+        kwargs = {k: next(it) if isinstance(v, Tensor) else v for k, v in self.kwargs.items()}
+        self.metric.update_state(*args, **kwargs)
 
 
 class Metric:

@@ -19,6 +19,7 @@ graph's memory.
 import numpy as np
 
 from pyggml import _fold, _random, _scope
+from pyggml.metrics.metric import MetricUpdate
 from pyggml._deep_graph import Graph
 from pyggml.core import BackendBuffer, Context, Scheduler, ops, reachable_count
 from pyggml.errors import ContextFullError, GGMLError
@@ -55,6 +56,7 @@ class GraphBuilder:
         self._derived = {}           # id(source) -> [(tensor, fn)]
         self._buffers = []
         self.added_losses = []       # 1-element tensors layers added (activity regularizers, add_loss)
+        self.metric_updates = []     # MetricUpdate: a metric's update_state in a layer's call
 
     # --- the scope protocol ----------------------------------------------------------
     def tensor_of(self, variable):
@@ -104,6 +106,11 @@ class GraphBuilder:
 
     def add_loss(self, tensor, layer=None):
         self.added_losses.append(tensor)
+
+    def add_metric_update(self, metric, args, kwargs):
+        """A metric's update_state in a layer's call: its tensors are read back after each
+        compute and the metric updated with their values (pyggml.metrics.metric)."""
+        self.metric_updates.append(MetricUpdate(metric, args, kwargs))
 
     def derived_input(self, source, fn, shape, dtype):
         if source.op != "NONE":
@@ -384,12 +391,20 @@ class _LossGraph(Executor):
                 wanted = spec.wants_outputs(i)
                 self.read_outs.append(_contiguous(o) if wanted else None)
                 self.read_masks.append(_contiguous(self.masks[i]) if wanted and self.masks[i] is not None else None)
+            # metrics a layer's call updates (keras-io's endpoint layer): their tensors are read
+            # back with every step, and the metrics updated with the values (the model's logs hold them)
+            self.metric_reads = [_contiguous(t) for u in self.g.metric_updates for t in u.tensors()]
+            calls = model.__dict__.setdefault("_call_metrics", [])
+            for u in self.g.metric_updates:
+                if all(u.metric is not m for m in calls):
+                    calls.append(u.metric)
         self.total = total
         self.opt_period = opt_period
         self.loss_heads = [h for h in self.heads if h is not None]
         # each head's loss is read back when there are several, or when the total holds more
         self.read_heads = len(self.heads) > 1 or self.penalty is not None
-        for t in [total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
+        for t in [total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None] + \
+                self.metric_reads:
             t.set_output()
 
     def batch_pairs(self, xs, ys, ws):
@@ -414,6 +429,7 @@ class _LossGraph(Executor):
             if want_outputs:
                 r += [o for o in self.read_outs if o is not None]
                 r += [m for m in self.read_masks if m is not None]
+            r += self.metric_reads
             cache[want_outputs] = r
         return r
 
@@ -441,6 +457,10 @@ class _LossGraph(Executor):
             for m in self.read_masks:
                 self.last_masks.append(None if m is None else got[k])
                 k += m is not None
+        for u in self.g.metric_updates:
+            n = len(u.tensors())
+            u.apply(got[k:k + n])
+            k += n
         return loss, heads, outs
 
 
@@ -448,7 +468,8 @@ class LossEvaluator(_LossGraph):
     def __init__(self, model, shapes, weight_kinds, scale=1):
         super().__init__(model, shapes, training=False, weight_kinds=weight_kinds,
                          trainable=model._trainable_now()[0], scale=scale)
-        wanted = [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]
+        wanted = [self.total] + self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None] + \
+            self.metric_reads
         with _scope.entered(self.g):
             writes = self.g.state_writes()
         size = reachable_count(wanted + writes) + 64
@@ -520,14 +541,14 @@ class TrainStep(_LossGraph):
         # masks, derived inputs or accumulation, every output with its targets
         ws = [w for w in self.ws if w is not None]
         self.plain = (opt_period == 1 and not g.has_derived and not g.has_masks and None not in self.ys
-                      and len(ws) in (0, len(self.ws)))
+                      and len(ws) in (0, len(self.ws)) and not self.metric_reads)
         self._plain_tensors = tuple(self.xs) + tuple(self.ys) + tuple(ws) + (self.scalars,)
 
     def _graph(self, size, accumulators, params, with_updates):
         g = self.g
         graph = Graph(g.ctx, size, grads=True)
         graph.build_forward(self.total)
-        for t in self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None]:
+        for t in self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None] + self.metric_reads:
             graph.build_forward(t)
         graph.build_backward(accumulators)
         with _scope.entered(g):

@@ -154,6 +154,10 @@ class _Averages:
         self.keys = self.spec.all_metric_keys()
         for _, m, _, _ in self.keys:
             m.reset_state()
+        # metrics that layers' calls update (filled in as the model's graphs are built)
+        self.calls = model.__dict__.setdefault("_call_metrics", [])
+        for m in self.calls:
+            m.reset_state()
         self.total = 0.0
         self.heads = None
         self.seen = 0
@@ -187,6 +191,8 @@ class _Averages:
                     logs[f"{nm}_loss"] = h / max(self.seen, 1)
         for _, m, key, _ in self.keys:
             logs[key] = float(m.result())
+        for m in self.calls:
+            logs.setdefault(m.name, float(m.result()))
         return logs
 
 
