@@ -35,10 +35,9 @@ ops that have a backward pass of their backward pass (ggml/patches/0040) are the
 dense products, convolutions (Conv1D/2D and their transposes), element-wise
 arithmetic, reshapes, splits, padding, upsampling, dropout, average pooling, max
 pooling over windows that do not overlap (and ops.max, logsumexp, log_softmax),
-layer normalization and the activations relu,
-leaky_relu, tanh, sigmoid, elu, selu and softplus; another op on that path
-(batch normalization, softmax, gelu, a recurrent cell) is refused with its name
-when the outer gradient is taken.
+layer normalization and the activations relu, leaky_relu, tanh, sigmoid, elu,
+selu and softplus; another op on that path (batch normalization, softmax, gelu, a
+recurrent cell) is refused with its name when the outer gradient is taken.
 """
 
 import threading

@@ -66,7 +66,7 @@ def reachable_hashes(tensors):
 # gradient contiguous (two copies per node at most: its own and an accumulated one)
 cdef dict _SECOND_ORDER_EXTRA = {
     <int>GGML_OP_OUT_PROD: 6, <int>GGML_OP_UNARY_BACK: 8, <int>GGML_OP_POOL_CL_BACK: 8,
-    <int>GGML_OP_NORM_BACK: 40,
+    <int>GGML_OP_POOL_2D_BACK: 10, <int>GGML_OP_NORM_BACK: 40,
 }
 
 
