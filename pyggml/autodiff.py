@@ -370,6 +370,7 @@ class GradientTape:
         self._scope = None
         self._used = False
         self._watched_vars = {}          # id -> Variable (watch())
+        self._watched_arrays = set()     # ids of the arrays this tape watches (a shared graph holds others')
         self._shared = False             # records into the graph of the tape it was opened in
 
     # --- recording -------------------------------------------------------------------------
@@ -433,6 +434,7 @@ class GradientTape:
                 if self._b is None:
                     self._b = _TapeBuilder(self._max)
                 self._b.watched[id(x)] = (x, None)
+                self._watched_arrays.add(id(x))
             else:
                 raise TypeError(f"watch() takes Variables, float arrays or tensors of the tape, got "
                                 f"{type(x).__name__}")
@@ -491,6 +493,8 @@ class GradientTape:
             return source if source.dtype == "f32" else None
         if isinstance(source, np.ndarray):
             w = b.watched.get(id(source))
+            if b is self._b and id(source) not in self._watched_arrays:
+                return None                    # another tape of the shared graph watches it, not this one
             return None if w is None or w[0] is not source else w[1]
         raise TypeError(f"gradient(): sources must be Variables, watched arrays or tensors of the tape, got "
                         f"{type(source).__name__}")

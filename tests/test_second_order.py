@@ -484,3 +484,18 @@ def test_gradient_penalty_through_ggml_s_pool_2d_matches_pytorch(op):
     want, = torch.autograd.grad((tg ** 2).sum(), tw)
     np.testing.assert_allclose(np.asarray(g), tg.detach().numpy(), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-4, atol=1e-5 * float(np.abs(want.numpy()).max()))
+
+
+def test_an_array_only_the_inner_tape_watches_has_no_gradient_on_the_outer_one():
+    # TensorFlow's: watching is per tape, also when the two record one graph
+    x = RNG.random((2, 3)).astype(np.float32)
+    w = pg.Variable(RNG.random((2, 3)).astype(np.float32))
+    with pg.GradientTape() as outer:
+        with pg.GradientTape() as inner:
+            inner.watch(x)
+            y = ops.sum(ops.multiply(x, w))
+        g = inner.gradient(y, x)                     # w, as a recorded tensor
+        z = ops.sum(ops.square(g)) + ops.sum(x)
+    gx, gw = outer.gradient(z, [x, w])
+    assert gx is None
+    np.testing.assert_allclose(np.asarray(gw), 2 * w.numpy(), rtol=1e-6)
