@@ -47,7 +47,7 @@ import numpy as np
 from pyggml import _random, _scope
 from pyggml._deep_graph import Graph
 from pyggml._tensor_arrays import as_ops_result
-from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, backward_bound, ops, reachable_count
+from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops, reachable_count, reachable_sizes
 from pyggml.errors import ContextFullError
 
 __all__ = ["GradientTape", "active_tape", "lift"]
@@ -269,9 +269,8 @@ class _TapeBuilder:
                 self._fill()
                 return grads
             roots = todo + [t for _, t in updates] + ([loss] if loss is not None else [])
-            n = reachable_count(roots)
             # the backward pass's tensors: about three per node, more for a second-order pass
-            back = backward_bound(roots) if loss is not None else 0
+            n, back = reachable_sizes(roots) if loss is not None else (reachable_count(roots), 0)
             size = 2 * n + back + 256 if loss is not None else n + 256
             gctx = Context(n_tensors=(n + back + 64) if loss is not None else 8, graph_size=size)
             try:
@@ -581,8 +580,8 @@ class GradientTape:
                         t.mark_source(False)
                 seed = b._leaf(np.ones(1, dtype=np.float32), "float32")
                 b._fill()
-                n = reachable_count([loss])
-                size = 2 * n + backward_bound([loss]) + 256
+                n, back = reachable_sizes([loss])
+                size = 2 * n + back + 256
                 gctx = Context(n_tensors=8, graph_size=size)
                 try:
                     for l in wanted:

@@ -36,7 +36,7 @@ from pyggml.core._core import (  # noqa: E402,F401
     load_info,
     n_threads_is_set,
     reachable_count,
-    backward_bound,
+    reachable_sizes,
     reachable_hashes,
     set_n_threads,
 )

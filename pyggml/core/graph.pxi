@@ -85,15 +85,22 @@ cdef Py_ssize_t _backward_bound(list ptrs) except -1:
     return 3 * n + 16 + extra + (2 * n if second else 0)
 
 
-def backward_bound(tensors):
-    """At most how many tensors ggml's backward pass adds to a graph of the given tensors
-    and what they depend on (size a graph and its context by it: its forward tensors plus
-    this)."""
+cdef size_t _largest_nbytes(list ptrs):
+    cdef size_t m = 0
+    for addr in ptrs:
+        m = max(m, ggml_nbytes(<ggml_tensor *><uintptr_t>addr))
+    return m
+
+
+def reachable_sizes(tensors):
+    """(how many distinct tensors the given ones depend on, themselves included; at most how
+    many tensors ggml's backward pass adds to a graph of them): one walk, to size a graph
+    and its context (its forward tensors plus the backward pass's)."""
     seen = set()
     for t in tensors:
         (<Tensor>t)._check()
         _count_reachable((<Tensor>t).ptr, seen)
-    return _backward_bound(list(seen))
+    return len(seen), _backward_bound(list(seen))
 
 
 def reachable_count(tensors):
@@ -465,7 +472,10 @@ cdef class Graph(_Owner):
                     self._ctxs.append((<Tensor>v).ctx)
                     (<Tensor>v).ctx._add_dependent(self)
         try:
-            tctx._reserve(<size_t>bound, 0)
+            # a context that holds data (no_alloc=False) gives each new tensor memory at once: at
+            # most the largest tensor of the graph each (the gradients take the shapes of its tensors)
+            tctx._reserve(<size_t>bound, 0 if ggml_get_no_alloc(tctx.ptr) else
+                          <size_t>bound * _largest_nbytes(list(self._seen)))
             if tctx is not self.ctx and tctx not in self._ctxs:
                 self._ctxs.append(tctx)
                 tctx._add_dependent(self)

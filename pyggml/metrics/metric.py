@@ -74,11 +74,12 @@ class MetricUpdate:
     their values (the other arguments as given)."""
 
     def __init__(self, metric, args, kwargs):
+        from pyggml.core import Tensor
         self.metric, self.args, self.kwargs = metric, tuple(args), dict(kwargs)
+        self.graph_tensors = [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, Tensor)]
 
     def tensors(self):
-        from pyggml.core import Tensor
-        return [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, Tensor)]
+        return self.graph_tensors
 
     def apply(self, values):
         from pyggml.core import Tensor

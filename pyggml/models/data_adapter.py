@@ -252,8 +252,6 @@ def adapt_targets(specs, y, n):
     """One array per output: float32 of the output's shape, or int32 class indices (n,).
     n None: a batch whose inputs' rows differ; each target has the rows it has (the graph
     checks them against its output's)."""
-    if n is None:
-        return _adapt_targets_own_rows(specs, y)
     with_loss = [i for i, s in enumerate(specs) if s.has_loss]
     if len(specs) > 1 and len(with_loss) == 1 and y is not None and not isinstance(y, (list, tuple, dict)):
         # as Keras: one target array for a model whose only trained output is one of several
@@ -275,8 +273,11 @@ def adapt_targets(specs, y, n):
             out.append(None)
             continue
         a = as_real_array(a, "y")
-        if a.ndim == 0 or a.shape[0] != n:
-            raise ValueError(f"y for output {spec.name!r} has {a.shape[0] if a.ndim else 0} rows, x has {n}")
+        if a.ndim == 0:
+            raise ValueError(f"y for output {spec.name!r} must have a batch axis, got a scalar")
+        if n is not None and a.shape[0] != n:
+            raise ValueError(f"y for output {spec.name!r} has {a.shape[0]} rows, x has {n}")
+        rows = a.shape[0]
         if spec.sparse and spec.pads_labels:
             if len(spec.feature_shape) == 2 and spec.feature_shape[0] is None and a.ndim == 2:
                 # an output of variable steps (Input((None, features))): the labels go as they are,
@@ -290,7 +291,7 @@ def adapt_targets(specs, y, n):
             if any(d is None for d in lead):
                 want_size = None
             else:
-                want_size = n * (int(np.prod(lead)) if lead else 1)
+                want_size = rows * (int(np.prod(lead)) if lead else 1)
             if (want_size is not None and a.size != want_size) or (want_size is None and a.ndim < 1 + len(lead)):
                 raise ValueError(f"sparse_categorical_crossentropy takes integer labels of shape "
                                  f"(n{''.join(', ' + str(d) for d in lead)}), got {a.shape} "
@@ -301,7 +302,7 @@ def adapt_targets(specs, y, n):
             c = a if spec.ignore_class is None else a[a != spec.ignore_class]
             if not np.all(np.isfinite(c)) or np.any(c < 0) or np.any(c >= k) or np.any(c != np.floor(c)):
                 raise ValueError(f"labels for output {spec.name!r} must be integers in [0, {k})")
-            shape = (n,) + lead if want_size is not None else a.shape[:1 + len(lead)]
+            shape = (rows,) + lead if want_size is not None else a.shape[:1 + len(lead)]
             spec.labels_tail = tuple(a.shape[1:])      # a metric of the user's gets them so (Keras's y_true)
             out.append(np.ascontiguousarray(a.reshape(shape), dtype=np.int32))
             continue
@@ -314,37 +315,13 @@ def adapt_targets(specs, y, n):
                 raise ValueError(f"y for output {spec.name!r} must have {len(shape) + 1} dims, got {a.shape}")
         else:
             cells = int(np.prod(shape)) if shape else 1
-            if a.size != n * cells:
+            if a.size != rows * cells:
                 raise ValueError(f"y for output {spec.name!r} must have shape (n, {', '.join(map(str, shape))}), "
                                  f"got {a.shape}")
-            a = a.reshape((n,) + shape)
+            a = a.reshape((rows,) + shape)
         if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
             raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
         out.append(np.ascontiguousarray(a, dtype=np.float32))
-    return out
-
-
-def _adapt_targets_own_rows(specs, y):
-    """adapt_targets for a batch of inputs with different row counts: each target array its own rows."""
-    if isinstance(y, dict):
-        y = dict({s.name: None for s in specs if not s.has_loss}, **y)
-    with_loss = [i for i, s in enumerate(specs) if s.has_loss]
-    if len(specs) > 1 and len(with_loss) == 1 and y is not None and not isinstance(y, (list, tuple, dict)):
-        ys = [None] * len(specs)
-        ys[with_loss[0]] = y
-    else:
-        ys = _split(y, [s.name for s in specs], "y")
-    out = []
-    for spec, a in zip(specs, ys):
-        if a is None and spec.has_loss:
-            raise ValueError(f"no targets for output {spec.name!r}, which has a loss")
-        if a is None or not spec.has_loss:
-            out.append(None)
-            continue
-        a = as_real_array(a, "y")
-        if a.ndim == 0:
-            raise ValueError(f"y for output {spec.name!r} must have a batch axis, got a scalar")
-        out.append(adapt_targets([spec], a, a.shape[0])[0])
     return out
 
 

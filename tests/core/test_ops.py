@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pyggml import _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, core, ops
-from pyggml.errors import GGMLError
+from pyggml.errors import ContextFullError, GGMLError
 
 RNG_SEED = 1234
 
@@ -2103,3 +2103,21 @@ def test_backward_sources_are_not_overwritten_in_place(name, backend, sched):
     got = ggml_grad(backend, sched, build, [x], 0, weights)
     want = numeric_grad(ref, [x], 0, weights)
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("where", ["own", "tensor_ctx"])
+def test_a_backward_pass_into_a_context_holding_data_reserves_that_data(where, backend):
+    # a context that is not no_alloc gives each tensor ggml makes memory at once: too little
+    # memory must raise before ggml asserts (it aborted)
+    lctx, buf, (w,) = make_leaves(backend, [_sym((64, 64), 5)])
+    w.set_param()
+    if where == "own":
+        cctx, target = core.Context(n_tensors=64, graph_size=512, no_alloc=False, mem_size=1000), None
+    else:
+        cctx, target = core.Context(n_tensors=64, graph_size=512), core.Context(n_tensors=64, no_alloc=False,
+                                                                               mem_size=40000)
+    loss = ops.sum(ops.tanh(ops.mul_mat(w, w, ctx=cctx), ctx=cctx), ctx=cctx).set_loss()
+    g = core.Graph(cctx, 512, grads=True)
+    g.build_forward(loss)
+    with pytest.raises(ContextFullError):
+        g.build_backward(tensor_ctx=target)
