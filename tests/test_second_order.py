@@ -118,6 +118,29 @@ def test_gradient_penalty_of_keras_io_s_convolutional_critic_matches_pytorch():
 
 
 @needs_torch
+def test_gradient_penalty_through_convolutions_with_many_channels_matches_pytorch():
+    # a critic with the channels of keras-io's (32 and 64 here): its second layer takes the
+    # blocked products (patch 0041) forward, for the kernel gradient, and for the input
+    # gradient one phase of the stride at a time; the penalty differentiates all three again
+    pg.set_seed(4)
+    inp = pg.Input((16, 16, 8))
+    x = layers.LeakyReLU(0.2)(layers.Conv2D(32, 5, strides=2, padding="same")(inp))
+    x = layers.LeakyReLU(0.2)(layers.Conv2D(64, 5, strides=2, padding="same")(x))
+    d = pg.Model(inp, layers.Dense(1)(layers.Flatten()(x)))
+    real = RNG.normal(size=(8, 16, 16, 8)).astype(np.float32)
+    interp = RNG.normal(size=(8, 16, 16, 8)).astype(np.float32)
+
+    def fn(w, x):
+        x = x.permute(0, 3, 1, 2)
+        x = F.leaky_relu(F.conv2d(_same_pad(x, 5, 2), w[0], w[1], stride=2), 0.2)
+        x = F.leaky_relu(F.conv2d(_same_pad(x, 5, 2), w[2], w[3], stride=2), 0.2)
+        return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1) @ w[4].T + w[5]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@needs_torch
 def test_gradient_penalty_through_conv1d_transposed_conv_and_upsampling_matches_pytorch():
     pg.set_seed(3)
     inp = pg.Input((6, 6, 2))

@@ -195,6 +195,11 @@ def models():
     yield "cnn", lambda: pg.Sequential([L.Conv2D(8, 3, padding="same", activation="relu"), L.MaxPooling2D(),
                                         L.BatchNormalization(), L.Conv2D(8, 3, activation="relu"), L.Flatten(),
                                         L.Dense(4, activation="softmax")], input_shape=(12, 12, 1)), (12, 12, 1), 4
+    # channels enough for the blocked products (forward, kernel and strided input gradients)
+    yield "cnn_wide", lambda: pg.Sequential([L.Conv2D(32, 3, padding="same", activation="relu"),
+                                             L.Conv2D(48, 5, strides=2, padding="same", activation="relu"),
+                                             L.Flatten(), L.Dense(4, activation="softmax")],
+                                            input_shape=(12, 12, 3)), (12, 12, 3), 4
     yield "lstm", lambda: pg.Sequential([L.Bidirectional(L.LSTM(8)), L.Dense(4, activation="softmax")],
                                         input_shape=(10, 6)), (10, 6), 4
 

@@ -24,7 +24,12 @@ gradient, batch 256): pyggml's ``mul_mat``/``out_prod`` in one graph beside
 ``torch.mm`` on the same operands.  ``tape_actor_critic`` is keras-io's
 actor-critic step as that example writes it (one state, a 4-128 network with
 an actor and a critic head, ``GradientTape`` and Adam) beside the same step in
-eager PyTorch; ``_busy`` rows run with another process busy on one core.
+eager PyTorch; ``tape_wgan_gp`` is keras-io's WGAN-GP critic step as that example
+writes it (four 5x5 stride-2 convolutions of 64 to 512 filters on padded 28x28
+images, LeakyReLU, dropout, a dense head; the critic on fake, real and
+interpolated images, the gradient penalty from a tape inside the step's tape,
+Adam; batch 64) beside PyTorch's ``create_graph=True`` twin; ``_busy`` rows run
+with another process busy on one core.
 Besides wall time, every row reports
 the CPU time of its process per step (all its threads): steadier than wall
 time on a shared machine.
@@ -49,7 +54,7 @@ import time
 
 WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "mnist_mlp_busy", "wide_mlp", "mnist_cnn",
              "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer", "products_wide",
-             "tape_actor_critic", "tape_actor_critic_busy"]
+             "tape_actor_critic", "tape_actor_critic_busy", "tape_wgan_gp"]
 RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
 CHILD = r"""
@@ -376,6 +381,58 @@ elif wl == "tape_actor_critic":
             loss.backward()
             opt.step()
     result = {"value": best_time(f, 300) * 1e6, "unit": "us/step", "better": "lower", "cpu_value": CPU[-1] * 1e6}
+elif wl == "tape_wgan_gp":
+    # keras-io's wgan_gp critic step (its discriminator model, its gradient_penalty and the
+    # critic half of its train_step), batch 64
+    bsz = 64
+    real, fake = rng.normal(size=(2, bsz, 28, 28, 1)).astype(np.float32)
+    alpha = rng.random((bsz, 1, 1, 1)).astype(np.float32)
+    if fw == "pyggml":
+        L, ops = pg.layers, pg.ops
+        inp = pg.Input((28, 28, 1))
+        h = L.ZeroPadding2D((2, 2))(inp)
+        for filters, drop in ((64, False), (128, True), (256, True), (512, False)):
+            h = L.LeakyReLU(0.2)(L.Conv2D(filters, 5, strides=2, padding="same")(h))
+            h = L.Dropout(0.3)(h) if drop else h
+        critic = pg.Model(inp, L.Dense(1)(L.Dropout(0.2)(L.Flatten()(h))))
+        opt = pg.optimizers.Adam(learning_rate=2e-4, beta_1=0.5, beta_2=0.9)
+
+        def f():
+            with pg.GradientTape() as tape:
+                cost = ops.mean(critic(fake, training=True)) - ops.mean(critic(real, training=True))
+                interpolated = real + alpha * (fake - real)
+                with pg.GradientTape() as gp_tape:
+                    gp_tape.watch(interpolated)
+                    pred = critic(interpolated, training=True)
+                grads = gp_tape.gradient(pred, [interpolated])[0]
+                norm = ops.sqrt(ops.sum(ops.square(grads), axis=[1, 2, 3]))
+                loss = cost + 10.0 * ops.mean((norm - 1.0) ** 2)
+            d_grads = tape.gradient(loss, critic.trainable_variables)
+            opt.apply_gradients(zip(d_grads, critic.trainable_variables))
+    else:
+        nn, F = torch.nn, torch.nn.functional
+        convs = nn.ModuleList([nn.Conv2d(a, b_, 5, 2, 2) for a, b_ in ((1, 64), (64, 128), (128, 256), (256, 512))])
+        head = nn.Linear(512 * 2 * 2, 1)
+        opt = torch.optim.Adam([*convs.parameters(), *head.parameters()], lr=2e-4, betas=(0.5, 0.9))
+
+        def critic(x):
+            x = F.pad(x, (2, 2, 2, 2))
+            for i, c in enumerate(convs):
+                x = F.leaky_relu(c(x), 0.2)
+                x = F.dropout(x, 0.3, True) if i in (1, 2) else x
+            return head(F.dropout(x.flatten(1), 0.2, True))
+        rt, ft = (torch.from_numpy(a.transpose(0, 3, 1, 2).copy()) for a in (real, fake))
+        at = torch.from_numpy(alpha)
+
+        def f():
+            opt.zero_grad()
+            cost = critic(ft).mean() - critic(rt).mean()
+            interpolated = (rt + at * (ft - rt)).requires_grad_(True)
+            grads, = torch.autograd.grad(critic(interpolated).sum(), interpolated, create_graph=True)
+            loss = cost + 10.0 * ((grads.flatten(1).norm(dim=1) - 1.0) ** 2).mean()
+            loss.backward()
+            opt.step()
+    result = {"value": best_time(f, 2) * 1e3, "unit": "ms/step", "better": "lower", "cpu_value": CPU[-1] * 1e3}
 elif wl == "products_wide":
     # the five large products of a wide_mlp step (batch 256): the two layers' forward
     # products, their weight gradients, the hidden layer's input gradient; pyggml's

@@ -1404,6 +1404,15 @@ CONV_SHAPES = [
     # the input gradient (4 channels a tap) direct
     (1, 40, 40, 16, 8, (3, 3), (1, 1), "same", (1, 1), "relu"),
     (1, 1, 270000, 16, 4, (1, 3), (1, 1), "same", (1, 1), "linear"),
+    # (0041) many channels: the blocked products (over 2M multiply-adds, 24 or more channels).
+    # A WGAN critic's 5x5 stride-2 "same" layer (the input gradient one phase of the stride
+    # at a time); dilation with explicit padding and channels that fill no whole vector; a
+    # stride larger than the kernel (phases no tap reaches: zero gradient) and input pixels
+    # past the last window; a Conv1D's stride 2 in width only
+    (2, 16, 16, 32, 64, (5, 5), (2, 2), "same", (1, 1), "leaky_relu"),
+    (2, 13, 11, 36, 40, (3, 3), (1, 1), (1, 2, 11, 9), (2, 2), "tanh"),
+    (8, 17, 31, 40, 48, (1, 2), (2, 3), "valid", (1, 1), "linear"),
+    (3, 1, 100, 64, 64, (1, 5), (1, 2), "same", (1, 1), "relu"),
 ]
 
 
