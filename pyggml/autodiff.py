@@ -41,6 +41,7 @@ recurrent cell) is refused with its name when the outer gradient is taken.
 """
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -156,7 +157,9 @@ def _compute(g, size):
 
 def _allocate(ctx):
     try:
-        BackendBuffer(ctx, _cpu())          # the context keeps it: freed with the context
+        # the context keeps it, freed with the context; its memory from pyggml's pool (the next
+        # step's tape takes it again without the system's fresh pages)
+        BackendBuffer(ctx, _cpu(), pooled=True)
     except ValueError as e:
         if _NO_MEMORY not in str(e):
             raise
@@ -170,8 +173,10 @@ class _TapeBuilder:
     fused_ok = True              # computed on the CPU (pyggml._scope.fused)
 
     def __init__(self, n_tensors):
-        self.ctx = Context(n_tensors=n_tensors)
-        self.ctx.value_source = self
+        self._ctx = Context(n_tensors=n_tensors)
+        self._ctx.value_source = self
+        self._ctx_ref = None         # (weak) once no tape uses this builder: see tape_gone
+        self.n_tapes = 0             # the GradientTapes that record (or may yet record) here
         self.training = False
         self.recording = True
         self.cache = {}
@@ -185,6 +190,28 @@ class _TapeBuilder:
         self.losses = []             # (layer, tensor): add_loss and activity regularizers
         self.parent = None           # the builder of the tape whose block this one was opened in
         self.open_tapes = []         # the tapes inside whose with block this builder records
+
+    @property
+    def ctx(self):
+        """The context of the tape's tensors (None once they are all gone, after tape_gone)."""
+        return self._ctx if self._ctx is not None else self._ctx_ref()
+
+    def tape_gone(self):
+        """One of the GradientTapes of this builder is gone.  With the last, what recording
+        needs is dropped and the context is held weakly: the context holds this builder (its
+        value_source, which computes a kept tensor's value on demand), so the two referred to
+        each other, and a finished tape's memory (a GAN critic's step: hundreds of megabytes)
+        waited for Python's garbage collector, which counts objects, not bytes.  Now it goes
+        with the tape's last tensor.  (Leaves not yet given their values and weight updates
+        not yet made keep the cycle: the collector still frees those.)"""
+        self.n_tapes -= 1
+        if self.n_tapes > 0 or self.recording or self._ctx is None or self._pending or \
+                (self.updates and not self._updated):
+            return
+        self.vars, self.watched, self.cache, self._leaf_values = {}, {}, {}, {}
+        self.losses, self.updates, self.open_tapes = [], [], []
+        self._ctx_ref = weakref.ref(self._ctx)
+        self._ctx = None
 
     # --- the scope protocol --------------------------------------------------------------
     def _leaf(self, array, dtype):
@@ -337,16 +364,18 @@ def _flatten(structure):
 
 
 def _pack(structure, flat):
-    it = iter(flat)
+    return _pack_from(structure, iter(flat))
 
-    def go(s):
-        if isinstance(s, dict):
-            return {k: go(s[k]) for k in s}
-        if isinstance(s, (list, tuple)):
-            out = [go(v) for v in s]
-            return out if isinstance(s, list) else tuple(out)
-        return next(it)
-    return go(structure)
+
+def _pack_from(s, it):
+    # (a module function: a nested one calling itself is a reference cycle, which kept the
+    # packed gradients' tensors, and their tape's memory, for the garbage collector)
+    if isinstance(s, dict):
+        return {k: _pack_from(s[k], it) for k in s}
+    if isinstance(s, (list, tuple)):
+        out = [_pack_from(v, it) for v in s]
+        return out if isinstance(s, list) else tuple(out)
+    return next(it)
 
 
 class GradientTape:
@@ -372,20 +401,38 @@ class GradientTape:
         self._watched_arrays = set()     # ids of the arrays this tape watches (a shared graph holds others')
         self._shared = False             # records into the graph of the tape it was opened in
 
+    def _use(self, builder):
+        """Record into ``builder`` (None: none yet); the builder counts its tapes."""
+        if builder is self._b:
+            return
+        old, self._b = self._b, builder
+        if builder is not None:
+            builder.n_tapes += 1
+        if old is not None:
+            old.tape_gone()
+
+    def __del__(self):
+        try:
+            self._use(None)
+        except Exception:         # (at interpreter exit, or a half-made tape)
+            pass
+
     # --- recording -------------------------------------------------------------------------
     def __enter__(self):
         if self._scope is not None:
             raise RuntimeError("this GradientTape is already recording")
         outer = _scope.current()
         if self._shared and not (outer is self._b and self._b.recording):
-            self._b, self._shared = None, False        # a shared graph is not entered again alone
+            self._use(None)                             # a shared graph is not entered again alone
+            self._shared = False
         if self._b is None and isinstance(outer, _TapeBuilder) and outer.recording:
             # a tape opened inside another's block (``with gen_tape, disc_tape:``, a gradient
             # penalty's tape): what it records, the outer one records too (TensorFlow's), in one
             # graph, so the outer tape can differentiate this one's gradient again
-            self._b, self._shared = outer, True
+            self._use(outer)
+            self._shared = True
         if self._b is None:
-            self._b = _TapeBuilder(self._max)
+            self._use(_TapeBuilder(self._max))
         if not self._shared:
             self._b.parent = outer if isinstance(outer, _TapeBuilder) else None
         self._b.open_tapes.append(self)
@@ -431,7 +478,7 @@ class GradientTape:
                     raise ValueError("watch() takes a float tensor this tape recorded, a Variable or an array")
             elif isinstance(x, np.ndarray) and x.dtype.kind == "f":
                 if self._b is None:
-                    self._b = _TapeBuilder(self._max)
+                    self._use(_TapeBuilder(self._max))
                 self._b.watched[id(x)] = (x, None)
                 self._watched_arrays.add(id(x))
             else:
@@ -450,7 +497,7 @@ class GradientTape:
         recording = self._scope is not None
         if recording:
             self.__exit__(None, None, None)
-        self._b = None
+        self._use(None)
         self._used = False
         if recording:
             self.__enter__()

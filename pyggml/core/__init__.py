@@ -35,6 +35,8 @@ from pyggml.core._core import (  # noqa: E402,F401
     n_threads_adaptive,
     load_info,
     n_threads_is_set,
+    pool_release,
+    pool_stats,
     reachable_count,
     reachable_sizes,
     reachable_hashes,
@@ -42,4 +44,5 @@ from pyggml.core._core import (  # noqa: E402,F401
 )
 
 __all__ = ["Backend", "BackendBuffer", "Context", "GGUFFile", "Graph", "OptContext", "Scheduler",
-           "Tensor", "backends", "devices", "get_n_threads", "ggml_version", "load_info", "set_n_threads"]
+           "Tensor", "backends", "devices", "get_n_threads", "ggml_version", "load_info", "pool_release",
+           "pool_stats", "set_n_threads"]

@@ -75,6 +75,11 @@ cdef extern from "_guard.h" nogil:
     ggml_status pyggml_sched_graph_compute(ggml_backend_sched_t sched, ggml_cgraph * graph)
     void pyggml_sched_reset(ggml_backend_sched_t sched)
     ggml_backend_buffer_t pyggml_alloc_ctx_tensors(ggml_context * ctx, ggml_backend_t backend)
+    ggml_backend_buffer_t pyggml_pool_alloc_ctx_tensors(ggml_context * ctx, ggml_backend_t backend, void ** block,
+                                                        size_t * block_size)
+    void pyggml_pool_give(void * block, size_t block_size)
+    void pyggml_pool_release()
+    void pyggml_pool_stats(size_t * held, size_t * in_use, size_t * peak)
     ggml_opt_context_t pyggml_opt_init(ggml_opt_params params)
     ggml_status pyggml_opt_alloc(ggml_opt_context_t opt_ctx, bint backward)
     ggml_status pyggml_opt_eval(ggml_opt_context_t opt_ctx)

@@ -2,11 +2,16 @@
 
 #include "_guard.h"
 
+#include "ggml-alloc.h"
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <cxxabi.h>
 #include <exception>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace {
 
@@ -82,6 +87,166 @@ void pyggml_sched_reset(ggml_backend_sched_t sched) {
 
 ggml_backend_buffer_t pyggml_alloc_ctx_tensors(struct ggml_context * ctx, ggml_backend_t backend) {
     return guarded<ggml_backend_buffer_t>(nullptr, [&] { return ggml_backend_alloc_ctx_tensors(ctx, backend); });
+}
+
+}  // extern "C"
+
+namespace {
+
+const size_t POOL_MIN = 1 << 20;        // smaller buffers: malloc's own reuse serves them
+const size_t POOL_ALIGN = 4096;
+// (a block is lent for a request of at least half its size: a large block is not tied up by a
+// small buffer)
+
+struct pool_block {
+    void * p;
+    size_t size;
+};
+
+std::mutex g_pool_mu;
+std::vector<pool_block> g_pool_free;    // kept for the next buffers
+size_t g_pool_held = 0;                 // bytes of g_pool_free
+size_t g_pool_in_use = 0;               // bytes lent out now
+size_t g_pool_peak = 0;                 // most lent out at once since the last release
+
+// a kept block of at least size bytes (the smallest that fits, at most twice the size), or a
+// new one; NULL when the system has no memory left even after the pool gave its blocks back
+void * pool_take(size_t size, size_t * got) {
+    {
+        std::lock_guard<std::mutex> lock(g_pool_mu);
+        size_t best = g_pool_free.size();
+        for (size_t i = 0; i < g_pool_free.size(); ++i) {
+            const size_t s = g_pool_free[i].size;
+            if (s >= size && s / 2 <= size && (best == g_pool_free.size() || s < g_pool_free[best].size)) {
+                best = i;
+            }
+        }
+        if (best < g_pool_free.size()) {
+            const pool_block b = g_pool_free[best];
+            g_pool_free.erase(g_pool_free.begin() + (std::ptrdiff_t) best);
+            g_pool_held -= b.size;
+            g_pool_in_use += b.size;
+            g_pool_peak = g_pool_in_use > g_pool_peak ? g_pool_in_use : g_pool_peak;
+            *got = b.size;
+            return b.p;
+        }
+    }
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        void * p = nullptr;
+        if (posix_memalign(&p, POOL_ALIGN, size) == 0) {
+            std::lock_guard<std::mutex> lock(g_pool_mu);
+            g_pool_in_use += size;
+            g_pool_peak = g_pool_in_use > g_pool_peak ? g_pool_in_use : g_pool_peak;
+            *got = size;
+            return p;
+        }
+        pyggml_pool_release();          // what the pool keeps may be what the system lacks
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+void pyggml_pool_give(void * block, size_t block_size) {
+    if (block == nullptr) {
+        return;
+    }
+    std::lock_guard<std::mutex> lock(g_pool_mu);
+    g_pool_in_use -= block_size;
+    // keep it while the pool stays within what was lent out at once (a tape's step lends the
+    // same again); else give it back
+    if (g_pool_held + block_size <= g_pool_peak) {
+        try {
+            g_pool_free.push_back({block, block_size});
+            g_pool_held += block_size;
+            return;
+        } catch (...) {
+        }
+    }
+    free(block);
+}
+
+void pyggml_pool_release(void) {
+    std::vector<pool_block> blocks;
+    {
+        std::lock_guard<std::mutex> lock(g_pool_mu);
+        blocks.swap(g_pool_free);
+        g_pool_held = 0;
+        g_pool_peak = g_pool_in_use;
+    }
+    for (const pool_block & b : blocks) {
+        free(b.p);
+    }
+}
+
+void pyggml_pool_stats(size_t * held, size_t * in_use, size_t * peak) {
+    std::lock_guard<std::mutex> lock(g_pool_mu);
+    *held = g_pool_held;
+    *in_use = g_pool_in_use;
+    *peak = g_pool_peak;
+}
+
+ggml_backend_buffer_t pyggml_pool_alloc_ctx_tensors(struct ggml_context * ctx, ggml_backend_t backend, void ** block,
+                                                    size_t * block_size) {
+    *block = nullptr;
+    *block_size = 0;
+    if (ggml_backend_get_default_buffer_type(backend) != ggml_backend_cpu_buffer_type()) {
+        return pyggml_alloc_ctx_tensors(ctx, backend);
+    }
+    // the tensors' bytes as the block's buffer places them (each padded to its alignment,
+    // 32 bytes: 64 here, to be sure)
+    size_t size = 0;
+    for (ggml_tensor * t = ggml_get_first_tensor(ctx); t != nullptr; t = ggml_get_next_tensor(ctx, t)) {
+        if (t->data == nullptr && t->view_src == nullptr) {
+            size += GGML_PAD(ggml_nbytes(t), 64);
+        }
+    }
+    if (size < POOL_MIN) {
+        return pyggml_alloc_ctx_tensors(ctx, backend);
+    }
+    size = GGML_PAD(size, POOL_ALIGN);
+    size_t got = 0;
+    void * p = pool_take(size, &got);
+    if (p == nullptr) {
+        return pyggml_alloc_ctx_tensors(ctx, backend);      // reports the failure its way
+    }
+    ggml_backend_buffer_t buf = guarded<ggml_backend_buffer_t>(nullptr, [&] {
+        return ggml_backend_cpu_buffer_from_ptr(p, got);
+    });
+    if (buf == nullptr) {
+        pyggml_pool_give(p, got);
+        return nullptr;
+    }
+    ggml_tallocr talloc = ggml_tallocr_new(buf);
+    for (ggml_tensor * t = ggml_get_first_tensor(ctx); t != nullptr; t = ggml_get_next_tensor(ctx, t)) {
+        enum ggml_status st = GGML_STATUS_SUCCESS;
+        if (t->data == nullptr) {
+            if (t->view_src == nullptr) {
+                st = ggml_tallocr_alloc(&talloc, t);
+            } else if (t->buffer == nullptr) {
+                st = ggml_backend_view_init(t);
+            }
+        } else if (t->view_src != nullptr && t->buffer == nullptr) {
+            st = ggml_backend_view_init(t);
+        }
+        if (st != GGML_STATUS_SUCCESS) {
+            // (not reached: the block holds every tensor, and views follow their sources)
+            for (ggml_tensor * u = ggml_get_first_tensor(ctx); u != nullptr; u = ggml_get_next_tensor(ctx, u)) {
+                if (u->buffer == buf) {
+                    u->data = nullptr;
+                    u->buffer = nullptr;
+                }
+            }
+            ggml_backend_buffer_free(buf);
+            pyggml_pool_give(p, got);
+            return nullptr;
+        }
+    }
+    *block = p;
+    *block_size = got;
+    return buf;
 }
 
 ggml_opt_context_t pyggml_opt_init(struct ggml_opt_params params) {

@@ -37,6 +37,20 @@ enum ggml_status pyggml_sched_graph_compute(ggml_backend_sched_t sched, struct g
 void pyggml_sched_reset(ggml_backend_sched_t sched);
 ggml_backend_buffer_t pyggml_alloc_ctx_tensors(struct ggml_context * ctx, ggml_backend_t backend);
 
+/* The CPU buffers that are made and freed step after step (a GradientTape's) take their memory
+ * from a pool: memory fresh from the system costs a page fault and a page of zeros per 4 KiB
+ * (a fifth of a large tape's step).  pyggml_pool_alloc_ctx_tensors is pyggml_alloc_ctx_tensors
+ * for such a buffer: on the CPU, for 1 MiB or more, the tensors are placed in a block of the
+ * pool (*block, *block_size; NULL where the buffer owns its memory as usual); the block goes
+ * back with pyggml_pool_give once the buffer is freed.  The pool keeps at most what was lent
+ * out at once since its last release; pyggml_pool_release gives it all back to the system. */
+ggml_backend_buffer_t pyggml_pool_alloc_ctx_tensors(struct ggml_context * ctx, ggml_backend_t backend, void ** block,
+                                                    size_t * block_size);
+void pyggml_pool_give(void * block, size_t block_size);
+void pyggml_pool_release(void);
+/* bytes kept for reuse, lent out now, and the most lent out at once since the last release */
+void pyggml_pool_stats(size_t * held, size_t * in_use, size_t * peak);
+
 /* ggml-opt */
 ggml_opt_context_t pyggml_opt_init(struct ggml_opt_params params);
 enum ggml_status pyggml_opt_alloc(ggml_opt_context_t opt_ctx, bool backward);

@@ -366,14 +366,40 @@ cdef inline void _bump_buffer_epoch() noexcept:
     _buffer_epoch += 1
 
 
+def pool_stats():
+    """pyggml's pool of CPU memory for pooled buffers (``BackendBuffer(..., pooled=True)``,
+    a GradientTape's): a dict of bytes ``held`` for reuse, ``in_use`` (lent to buffers now)
+    and ``peak`` (most lent at once since the last ``pool_release``; the pool keeps no more
+    than that)."""
+    cdef size_t held = 0, in_use = 0, peak = 0
+    pyggml_pool_stats(&held, &in_use, &peak)
+    return {"held": int(held), "in_use": int(in_use), "peak": int(peak)}
+
+
+def pool_release():
+    """Give the memory the pool holds for reuse back to the system (what buffers use now stays
+    theirs, and returns to the system when they are freed).  Returns the bytes released."""
+    held = pool_stats()["held"]
+    with nogil:
+        pyggml_pool_release()
+    return held
+
+
 cdef class BackendBuffer(_Owner):
     """Device memory for every not yet allocated tensor of a Context:
-    ``BackendBuffer(ctx, backend)``.  Freeing it detaches the tensors."""
+    ``BackendBuffer(ctx, backend)``.  Freeing it detaches the tensors.
+
+    ``pooled=True`` (a buffer made and freed again and again, as a GradientTape's each
+    step): on the CPU, from 1 MiB, the memory comes from pyggml's pool and goes back to it
+    when the buffer is freed, so the next such buffer skips the system's fresh pages (a
+    page fault and a page of zeros per 4 KiB).  See ``pool_stats`` and ``pool_release``."""
     cdef ggml_backend_buffer_t ptr
     cdef object _ctx_ref         # weak: the Context holds its buffers, not the reverse
     cdef readonly Backend backend
+    cdef void * _block           # the pool's block the tensors are in (NULL: the buffer's own memory)
+    cdef size_t _block_size
 
-    def __init__(self, Context ctx not None, Backend backend not None):
+    def __init__(self, Context ctx not None, Backend backend not None, *, bint pooled=False):
         ctx._check()
         backend._check()
         if not ctx.no_alloc:
@@ -388,7 +414,10 @@ cdef class BackendBuffer(_Owner):
             raise ValueError("the Context has no tensors without memory to allocate")
         pyggml_guard_clear()
         with nogil:
-            self.ptr = pyggml_alloc_ctx_tensors(ctx.ptr, backend.ptr)
+            if pooled:
+                self.ptr = pyggml_pool_alloc_ctx_tensors(ctx.ptr, backend.ptr, &self._block, &self._block_size)
+            else:
+                self.ptr = pyggml_alloc_ctx_tensors(ctx.ptr, backend.ptr)
         if self.ptr == NULL:
             _rpc_check_backend(backend.ptr)
             why = _guard_text()
@@ -438,10 +467,13 @@ cdef class BackendBuffer(_Owner):
                 t = ggml_get_next_tensor(ctx.ptr, t)
         ggml_backend_buffer_free(self.ptr)
         self.ptr = NULL
+        pyggml_pool_give(self._block, self._block_size)      # (nothing when not pooled)
+        self._block = NULL
         _bump_buffer_epoch()
 
     cdef void _forget(self) noexcept:
         self.ptr = NULL
+        self._block = NULL       # (its memory is no longer known to be unused: never lent again)
 
     @property
     def size(self):

@@ -384,6 +384,10 @@ cdef class Graph(_Owner):
 
     cdef void _release(self) noexcept:
         self.ptr = NULL          # the memory belongs to the context
+        # nor does a freed graph keep other contexts alive (a GradientTape's, with its memory:
+        # a scheduler holds its last graph until it lays out the next)
+        self._ctxs = []
+        self._tctx = None
 
     cdef void _forget(self) noexcept:
         self.ptr = NULL
