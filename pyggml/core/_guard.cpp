@@ -13,6 +13,8 @@
 #include <new>
 #include <vector>
 
+#include <pthread.h>
+
 namespace {
 
 thread_local char g_error[256] = "";
@@ -104,6 +106,13 @@ struct pool_block {
 };
 
 std::mutex g_pool_mu;
+
+// a fork while another thread holds the pool's lock would leave the child's copy locked for
+// good: the lock is taken around fork() and the child gets a fresh one
+void pool_fork_prepare() { g_pool_mu.lock(); }
+void pool_fork_parent() { g_pool_mu.unlock(); }
+void pool_fork_child() { new (&g_pool_mu) std::mutex(); }
+[[maybe_unused]] const int g_pool_atfork = pthread_atfork(pool_fork_prepare, pool_fork_parent, pool_fork_child);
 std::vector<pool_block> g_pool_free;    // kept for the next buffers
 size_t g_pool_held = 0;                 // bytes of g_pool_free
 size_t g_pool_in_use = 0;               // bytes lent out now

@@ -125,3 +125,40 @@ def test_pooled_keyword_only_and_on_a_context_that_holds_data(cpu):
     with pytest.raises(ValueError, match="no_alloc"):
         core.BackendBuffer(held, cpu, pooled=True)
     ctx.free()
+
+
+def test_a_forked_child_allocates_from_its_own_pool(cpu):
+    import os
+    import threading
+    ctx, _ = _ctx(MIB)
+    core.BackendBuffer(ctx, cpu, pooled=True).free()
+    # another thread takes and gives blocks while the fork happens (the pool's lock must not be
+    # copied held into the child)
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            c, _ = _ctx(MIB)
+            core.BackendBuffer(c, cpu, pooled=True).free()
+            c.free()
+    th = threading.Thread(target=churn)
+    th.start()
+    try:
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    c, (t,) = _ctx(MIB)
+                    b = core.BackendBuffer(c, core.Backend("cpu"), pooled=True)
+                    t.set(np.ones(t.shape, np.float32))
+                    code = 0 if float(t.numpy().sum()) == t.shape[0] and core.pool_stats()["in_use"] > 0 else 2
+                    b.free()
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        stop.set()
+        th.join()
+    ctx.free()
