@@ -288,9 +288,6 @@ def test_gradient_penalty_through_pooling_and_layer_normalization_matches_pytorc
 @pytest.mark.parametrize("body, op", [
     (lambda: [layers.Conv2D(4, 3, padding="same"), layers.BatchNormalization()], "BATCH_NORM_BACK"),
     (lambda: [layers.Conv2D(4, 3, padding="same"), layers.MaxPooling2D(3, strides=2)], "overlap"),
-    (lambda: [layers.Flatten(), layers.Dense(8, activation="gelu")], "gelu"),
-    (lambda: [layers.Flatten(), layers.Dense(8, activation="softmax")], "SOFT_MAX_BACK"),
-    (lambda: [layers.Flatten(), layers.Dense(8, activation="silu")], "SILU_BACK"),
     (lambda: [layers.Reshape((64, 2)), layers.LSTM(3)], "LSTM_CELL_BACK"),
 ])
 def test_what_has_no_double_backward_is_refused_by_name(body, op):
@@ -304,6 +301,67 @@ def test_what_has_no_double_backward_is_refused_by_name(body, op):
     real = RNG.random((2, 8, 8, 2)).astype(np.float32)
     with pytest.raises(GGMLError, match=op):
         _penalised(d, real, real * 0.5)
+
+
+_SMOOTH = {
+    # Keras's gelu (exact, erf) and its tanh approximation, silu (ggml's SILU_BACK), softmax over
+    # the units (SOFT_MAX_BACK), and softplus fused into a convolution (its derivative written
+    # from the output): patch 0042
+    "gelu": (lambda: layers.Activation("gelu"), lambda h: F.gelu(h)),
+    "gelu_tanh": (lambda: layers.Activation(lambda t: pg.activations.gelu(t, approximate=True)),
+                  lambda h: F.gelu(h, approximate="tanh")),
+    "silu": (lambda: layers.Activation("silu"), F.silu),
+    "softmax": (lambda: layers.Activation("softmax"), lambda h: torch.softmax(h, -1)),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", sorted(_SMOOTH) + ["softplus_conv"])
+def test_gradient_penalty_through_gelu_silu_softmax_and_a_fused_softplus_matches_pytorch(kind):
+    pg.set_seed(11)
+    inp = pg.Input((5, 5, 2))
+    if kind == "softplus_conv":
+        x = layers.Flatten()(layers.Conv2D(3, 3, padding="same", activation="softplus")(inp))
+    else:
+        x = _SMOOTH[kind][0]()(layers.Dense(7)(layers.Flatten()(inp)))
+    d = pg.Model(inp, layers.Dense(1)(x))
+    real = RNG.normal(size=(3, 5, 5, 2)).astype(np.float32)
+    interp = RNG.normal(size=(3, 5, 5, 2)).astype(np.float32)
+
+    def fn(w, x):
+        if kind == "softplus_conv":
+            h = F.softplus(F.conv2d(x.permute(0, 3, 1, 2), w[0], w[1], padding=1)).permute(0, 2, 3, 1)
+            h = h.reshape(h.shape[0], -1)
+        else:
+            h = _SMOOTH[kind][1](x.reshape(x.shape[0], -1) @ w[0].T + w[1])
+        return h @ w[2].T + w[3]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@needs_torch
+def test_gradient_penalty_through_self_attention_matches_pytorch():
+    # softmax over the keys of a scaled dot-product attention (a transformer critic's), then a
+    # residual, gelu and a mean over the positions
+    pg.set_seed(12)
+    inp = pg.Input((4, 6))
+    # (no bias for the keys: softmax over the keys ignores it, its gradient is zero up to rounding)
+    q, k, v = layers.Dense(5)(inp), layers.Dense(5, use_bias=False)(inp), layers.Dense(6)(inp)
+    att = layers.Activation("softmax")(ops.matmul(q, ops.transpose(k, (0, 2, 1))) * (1.0 / np.sqrt(5.0)))
+    h = layers.Activation("gelu")(ops.matmul(att, v) + inp)
+    d = pg.Model(inp, layers.Dense(1)(layers.GlobalAveragePooling1D()(h)))
+    real = RNG.normal(size=(3, 4, 6)).astype(np.float32)
+    interp = RNG.normal(size=(3, 4, 6)).astype(np.float32)
+
+    def fn(w, x):
+        q, k, v = x @ w[0].T + w[1], x @ w[2].T, x @ w[3].T + w[4]
+        att = torch.softmax(q @ k.transpose(1, 2) / np.sqrt(5.0), -1)
+        h = F.gelu(att @ v + x).mean(1)
+        return h @ w[5].T + w[6]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
 
 
 @needs_torch

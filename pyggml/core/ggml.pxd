@@ -281,6 +281,9 @@ cdef extern from "ggml.h" nogil:
     ggml_tensor * ggml_unary_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * b, ggml_act act,
                                   bint from_output, float alpha, float beta)
     ggml_tensor * ggml_norm_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * a, float eps)
+    ggml_tensor * ggml_silu_back(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b)
+    ggml_tensor * ggml_soft_max_ext_back(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, float scale,
+                                         float max_bias)
     ggml_tensor * ggml_bias_act(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_act act, float alpha)
     ggml_tensor * ggml_batch_norm(ggml_context * ctx, ggml_tensor * a, ggml_tensor * gamma, ggml_tensor * beta,
                                   ggml_tensor * stats, float eps, ggml_act act, float alpha)

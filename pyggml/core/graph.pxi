@@ -21,6 +21,8 @@ cdef set _BACKWARD_OPS = {
     # ggml/patches/0040 (the backward passes of backward ops: second-order gradients)
     <int>GGML_OP_OUT_PROD, <int>GGML_OP_UNARY_BACK, <int>GGML_OP_REPEAT_BACK, <int>GGML_OP_POOL_CL_BACK,
     <int>GGML_OP_NORM_BACK, <int>GGML_OP_POOL_2D_BACK,
+    # ggml/patches/0042 (softmax's and silu's backward ops: attention and silu in second order)
+    <int>GGML_OP_SOFT_MAX_BACK, <int>GGML_OP_SILU_BACK,
 }
 cdef set _BACKWARD_UNARY = {
     <int>GGML_UNARY_OP_ABS, <int>GGML_UNARY_OP_SGN, <int>GGML_UNARY_OP_NEG, <int>GGML_UNARY_OP_STEP,
@@ -65,8 +67,9 @@ def reachable_hashes(tensors):
 # three per node of a first-order pass; a graph holding such ops may also make each node's
 # gradient contiguous (two copies per node at most: its own and an accumulated one)
 cdef dict _SECOND_ORDER_EXTRA = {
-    <int>GGML_OP_OUT_PROD: 6, <int>GGML_OP_UNARY_BACK: 8, <int>GGML_OP_POOL_CL_BACK: 8,
-    <int>GGML_OP_POOL_2D_BACK: 10, <int>GGML_OP_NORM_BACK: 40,
+    <int>GGML_OP_OUT_PROD: 6, <int>GGML_OP_UNARY_BACK: 26, <int>GGML_OP_POOL_CL_BACK: 8,
+    <int>GGML_OP_POOL_2D_BACK: 10, <int>GGML_OP_NORM_BACK: 40, <int>GGML_OP_SOFT_MAX_BACK: 16,
+    <int>GGML_OP_SILU_BACK: 14,
 }
 
 

@@ -811,6 +811,36 @@ def unary_back(Tensor grad not None, Tensor b not None, act, bint from_output=Tr
     return _out(c, ggml_unary_back(c.ptr, grad.ptr, b.ptr, code, from_output, alpha, beta), _nd(grad), (grad, b))
 
 
+def silu_back(Tensor grad not None, Tensor x not None, ctx=None):
+    """grad * silu'(x): silu's backward op (ggml's SILU_BACK), which a second-order pass
+    differentiates again."""
+    cdef Context c = _pick_ctx(grad, ctx)
+    x._check()
+    for t in (grad, x):
+        _need_f32(<Tensor>t, "silu_back")
+        _need_dense_rows(<Tensor>t, "silu_back")
+    if not ggml_are_same_shape(grad.ptr, x.ptr):
+        raise ValueError(f"silu_back: grad {grad.shape} and x {x.shape} differ")
+    _prep(c, ggml_nbytes(x.ptr))
+    return _out(c, ggml_silu_back(c.ptr, grad.ptr, x.ptr), _nd(x), (grad, x))
+
+
+def soft_max_back(Tensor grad not None, Tensor y not None, float scale=1.0, ctx=None):
+    """The gradient through a softmax (over ggml dim 0, numpy's last axis) from its output y:
+    scale * y * (grad - sum(grad * y)) row by row (ggml's SOFT_MAX_BACK)."""
+    cdef Context c = _pick_ctx(grad, ctx)
+    y._check()
+    for t in (grad, y):
+        _need_f32(<Tensor>t, "soft_max_back")
+        _need_contiguous(<Tensor>t, "soft_max_back")
+    if not ggml_are_same_shape(grad.ptr, y.ptr):
+        raise ValueError(f"soft_max_back: grad {grad.shape} and y {y.shape} differ")
+    if not np.isfinite(scale):
+        raise ValueError("soft_max_back: scale must be finite")
+    _prep(c, ggml_nbytes(y.ptr))
+    return _out(c, ggml_soft_max_ext_back(c.ptr, grad.ptr, y.ptr, scale, 0.0), _nd(y), (grad, y))
+
+
 def norm_back(Tensor grad not None, Tensor a not None, float eps=1e-5, ctx=None):
     """The gradient through ops.norm(a, eps) (over ggml dim 0) of grad."""
     cdef Context c = _pick_ctx(grad, ctx)
@@ -1237,9 +1267,13 @@ cdef int _check_backward_pyggml(ggml_tensor * t, list needs) except -1:
         raise GGMLError("no second-order gradient through max pooling whose windows overlap (pool_size larger "
                         "than strides)")
     if t.op == GGML_OP_UNARY_BACK and needs[1] and not _act_piecewise_linear(t.op_params[0]) and \
-            not (t.op_params[1] != 0 and t.op_params[0] in (GGML_ACT_TANH, GGML_ACT_SIGMOID, GGML_ACT_ELU)):
+            not (t.op_params[1] != 0 and t.op_params[0] in (GGML_ACT_TANH, GGML_ACT_SIGMOID, GGML_ACT_ELU,
+                                                            GGML_ACT_SOFTPLUS)) and \
+            not (t.op_params[1] == 0 and t.op_params[0] in (GGML_ACT_GELU, GGML_ACT_GELU_ERF)):
         raise GGMLError(f"no second-order gradient through the activation {_ACT_NAMES[t.op_params[0]]} (pyggml has "
-                        f"them for relu, leaky_relu, clamp, tanh, sigmoid and elu)")
+                        f"them for relu, leaky_relu, clamp, tanh, sigmoid, elu, softplus, gelu and silu)")
+    if t.op == GGML_OP_SOFT_MAX_BACK and (needs[0] or needs[1]) and (<float *>t.op_params)[1] != 0.0:
+        raise GGMLError("no second-order gradient through a softmax with an ALiBi slope (max_bias)")
     return 0
 
 

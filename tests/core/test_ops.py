@@ -581,6 +581,11 @@ OPS.update({
     "unary_back_x_clamp": (lambda g, x, ctx: ops.unary_back(g, x, "clamp", False, -0.5, 0.7, ctx=ctx),
                            lambda g, x: g * act_grad_ref("clamp", x, -0.5, 0.7), [B34, A34]),
     "norm_back": (lambda g, x, ctx: ops.norm_back(g, x, 1e-5, ctx=ctx), norm_back_ref, [B34, A34]),
+    "silu_back": (lambda g, x, ctx: ops.silu_back(g, x, ctx=ctx),
+                  lambda g, x: g * (1 / (1 + np.exp(-x))) * (1 + x * (1 - 1 / (1 + np.exp(-x)))), [B34, A34]),
+    "soft_max_back": (lambda g, y, ctx: ops.soft_max_back(g, y, 0.5, ctx=ctx),
+                      lambda g, y: 0.5 * y * (g - np.sum(g * y, -1, keepdims=True)),
+                      [B34, (np.exp(A34) / np.exp(A34).sum(-1, keepdims=True)).astype(np.float32)]),
     "bias_act": (lambda a, b, ctx: ops.bias_act(a, b, "tanh", ctx=ctx),
                  lambda a, b: np.tanh(a + b), [A34, _sym((4,), 64)]),
     "bias_act_column": (lambda a, b, ctx: ops.bias_act(a, b, "leaky_relu", 0.2, ctx=ctx),
@@ -1045,8 +1050,9 @@ NO_BACKWARD = {
     # backward ops without a backward pass of their own (ggml/patches/0040 gave some one)
     "conv_2d_cl_back_filter": lambda a, ctx: ops.conv_2d_cl_back_filter(
         ops.reshape(a, (1, 3, 4, 1), ctx=ctx), ops.reshape(a, (1, 3, 4, 1), ctx=ctx), (1, 1), ctx=ctx),
-    # the derivative in b of tanh's derivative written from its input
-    "unary_back_from_input": lambda a, ctx: ops.unary_back(a, a, "gelu", False, ctx=ctx),
+    # the derivative in b of tanh's derivative written from its input (pyggml writes tanh's from
+    # its output; from the input, gelu's only)
+    "unary_back_from_input": lambda a, ctx: ops.unary_back(a, a, "tanh", False, ctx=ctx),
 }
 
 
@@ -1080,6 +1086,26 @@ def _away_from_zero(shape, k, lo=0.2, hi=1.5):
 _POOL_G = rng(71).normal(size=(2, 2, 3, 3)).astype(np.float32)                # pool_cl (2, 2) of POOL_X
 _POOL_DISTINCT = (rng(72).permutation(2 * 5 * 7 * 3).reshape(2, 5, 7, 3) * 0.01).astype(np.float32)   # no ties
 
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _gelu_tanh_grad(x):
+    c, a = math.sqrt(2 / math.pi), 0.044715
+    t = np.tanh(c * (x + a * x ** 3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * a * x * x)
+
+
+def _gelu_erf_grad(x):
+    erf = np.vectorize(math.erf)
+    return 0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+
+
+def _softmax_rows(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+
 BACKWARD_OF_BACKWARD = {
     # name: (build, numpy reference, arrays, the arrays to differentiate)
     "out_prod": (lambda a, b, ctx: ops.out_prod(a, b, ctx=ctx), lambda a, b: np.einsum("ki,kj->ji", a, b),
@@ -1097,6 +1123,19 @@ BACKWARD_OF_BACKWARD = {
                        [A34, np.clip(_away_from_zero((3, 4), 87), -0.9, None)], (0, 1)),
     "unary_back_leaky_relu": (lambda g, x, ctx: ops.unary_back(g, x, "leaky_relu", False, 0.2, ctx=ctx),
                               lambda g, x: g * np.where(x > 0, 1.0, 0.2), [A34, _away_from_zero((3, 4), 88)], (0, 1)),
+    # (0042) softplus from its output, gelu (tanh form and exact) from the input, silu, softmax
+    "unary_back_softplus": (lambda g, y, ctx: ops.unary_back(g, y, "softplus", True, ctx=ctx),
+                            lambda g, y: g * -np.expm1(-y),
+                            [A34, rng(91).uniform(0.05, 2.0, size=(3, 4)).astype(np.float32)], (0, 1)),
+    "unary_back_gelu": (lambda g, x, ctx: ops.unary_back(g, x, "gelu", False, ctx=ctx),
+                        lambda g, x: g * _gelu_tanh_grad(x), [A34, _sym((3, 4), 92)], (0, 1)),
+    "unary_back_gelu_erf": (lambda g, x, ctx: ops.unary_back(g, x, "gelu_erf", False, ctx=ctx),
+                            lambda g, x: g * _gelu_erf_grad(x), [A34, _sym((3, 4), 93)], (0, 1)),
+    "silu_back": (lambda g, x, ctx: ops.silu_back(g, x, ctx=ctx),
+                  lambda g, x: g * _sigmoid(x) * (1 + x * (1 - _sigmoid(x))), [A34, _sym((3, 4), 94)], (0, 1)),
+    "soft_max_back": (lambda g, y, ctx: ops.soft_max_back(g, y, 0.7, ctx=ctx),
+                      lambda g, y: 0.7 * y * (g - np.sum(g * y, -1, keepdims=True)),
+                      [A34, _softmax_rows(_sym((3, 4), 95))], (0, 1)),
     "norm_back": (lambda g, x, ctx: ops.norm_back(g, x, 1e-5, ctx=ctx), _norm_back_exact,
                   [_sym((3, 6), 89), _sym((3, 6), 90)], (0, 1)),
     "pool_cl_back_avg_same": (lambda g, x, ctx: ops.pool_cl_back(g, x, "avg", (3, 3), (2, 2), "same", ctx=ctx),
