@@ -818,7 +818,7 @@ def silu_back(Tensor grad not None, Tensor x not None, ctx=None):
     x._check()
     for t in (grad, x):
         _need_f32(<Tensor>t, "silu_back")
-        _need_dense_rows(<Tensor>t, "silu_back")
+        _need_contiguous(<Tensor>t, "silu_back")
     if not ggml_are_same_shape(grad.ptr, x.ptr):
         raise ValueError(f"silu_back: grad {grad.shape} and x {x.shape} differ")
     _prep(c, ggml_nbytes(x.ptr))
