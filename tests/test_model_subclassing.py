@@ -97,10 +97,39 @@ def test_training_flag_and_a_symbolic_first_call():
     model.free()
 
 
-def test_a_generator_cannot_build_it():
+class _Regressor(pg.Model):
+    def __init__(self):
+        super().__init__()
+        self.hidden = layers.Dense(8, activation="relu")
+        self.out = layers.Dense(3)
+
+    def call(self, inputs):
+        return self.out(self.hidden(inputs))
+
+
+def test_a_generator_builds_it_from_its_first_batch_and_trains_on_every_batch():
+    # Keras peeks at a generator's first batch to build the model; that batch is then trained on
+    rng = np.random.default_rng(5)
+    batches = [(rng.standard_normal((2, 4)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32))
+               for _ in range(3)]
+    model = _Regressor().compile(optimizer=pg.optimizers.SGD(learning_rate=0.1), loss="mse", seed=3)
+    model.fit((b for b in batches), epochs=1, shuffle=False, verbose=0)
+    assert model.optimizer.iterations == 3
+    # the same three steps by hand, from the same drawn weights
+    twin = _Regressor().compile(optimizer=pg.optimizers.SGD(learning_rate=0.1), loss="mse", seed=3)
+    twin.build((None, 4))
+    for bx, by in batches:
+        twin.train_on_batch(bx, by)
+    got, want = model.get_weights(), twin.get_weights()
+    assert sorted(got) == sorted(want)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-6)
+
+
+def test_an_empty_generator_cannot_build_it():
     model = Classifier().compile(loss="mse")
-    with pytest.raises(ValueError, match="build"):
-        model.fit((b for b in [(np.ones((2, 4)), np.ones((2, 3)))]), epochs=1, steps_per_epoch=1, verbose=0)
+    with pytest.raises(ValueError, match="yields no batch"):
+        model.fit((b for b in []), epochs=1, verbose=0)
 
 
 # --- initializers ---------------------------------------------------------------------------------

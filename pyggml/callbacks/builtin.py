@@ -15,17 +15,46 @@ __all__ = ["EarlyStopping", "ReduceLROnPlateau", "LearningRateScheduler", "Model
            "TerminateOnNaN", "CSVLogger", "BackupAndRestore"]
 
 
-def _is_better(mode, monitor, current, best, min_delta):
+# the metrics that are better higher, by the words of their Keras names (the rest, losses and
+# errors, are better lower)
+_UP_WORDS = ("acc", "accuracy", "auc", "precision", "recall", "f1", "fbeta", "iou", "r2", "fmeasure", "cosine",
+             "specificity", "sensitivity")
+
+
+def _auto_mode(monitor, model=None):
+    """Keras's mode "auto": "max" for a metric that is better higher (accuracy, AUC, precision,
+    recall, F-scores, IoU, R2: what a metric object's ``_direction`` says, else its name), "min"
+    for losses and errors."""
+    name = monitor[4:] if monitor.startswith("val_") else monitor
+    if name == "loss" or name.endswith("_loss"):
+        return "min"
+    spec = getattr(model, "_compile_spec", None) if model is not None else None
+    try:
+        metrics = [m for _, m, _, _ in spec.all_metric_keys()] if spec is not None else []
+    except Exception:
+        metrics = []
+    for m in metrics:
+        direction = getattr(m, "_direction", None)
+        if getattr(m, "name", None) == name and direction in ("up", "down"):
+            return "max" if direction == "up" else "min"
+    words = name.lower().split("_")
+    if any(w.startswith(u) for w in words for u in _UP_WORDS) or "true_positives" in name \
+            or "true_negatives" in name:
+        return "max"
+    return "min"
+
+
+def _is_better(mode, monitor, current, best, min_delta, model=None):
     if mode == "auto":
-        mode = "max" if ("acc" in monitor or monitor.startswith("fmeasure")) else "min"
+        mode = _auto_mode(monitor, model)
     if mode == "min":
         return current < best - abs(min_delta)
     return current > best + abs(min_delta)
 
 
-def _initial(mode, monitor):
+def _initial(mode, monitor, model=None):
     if mode == "auto":
-        mode = "max" if "acc" in monitor else "min"
+        mode = _auto_mode(monitor, model)
     return np.inf if mode == "min" else -np.inf
 
 
@@ -42,7 +71,7 @@ class EarlyStopping(Callback):
     def on_train_begin(self, logs=None):
         self.wait = 0
         self.stopped_epoch = 0
-        self.best = _initial(self.mode, self.monitor) if self.baseline is None else self.baseline
+        self.best = _initial(self.mode, self.monitor, self.model) if self.baseline is None else self.baseline
         self.best_weights = None
         self.best_epoch = 0
 
@@ -53,7 +82,7 @@ class EarlyStopping(Callback):
         if self.restore_best_weights and self.best_weights is None:
             self.best_weights = self.model.get_weights()
         self.wait += 1
-        if _is_better(self.mode, self.monitor, current, self.best, self.min_delta):
+        if _is_better(self.mode, self.monitor, current, self.best, self.min_delta, self.model):
             self.best = current
             self.best_epoch = epoch
             self.wait = 0
@@ -85,7 +114,7 @@ class ReduceLROnPlateau(Callback):
     def on_train_begin(self, logs=None):
         self.wait = 0
         self.cooldown_counter = 0
-        self.best = _initial(self.mode, self.monitor)
+        self.best = _initial(self.mode, self.monitor, self.model)
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
@@ -96,7 +125,7 @@ class ReduceLROnPlateau(Callback):
         if self.cooldown_counter > 0:
             self.cooldown_counter -= 1
             self.wait = 0
-        if _is_better(self.mode, self.monitor, current, self.best, self.min_delta):
+        if _is_better(self.mode, self.monitor, current, self.best, self.min_delta, self.model):
             self.best = current
             self.wait = 0
         elif self.cooldown_counter <= 0:
@@ -158,6 +187,11 @@ class ModelCheckpoint(Callback):
         self._batches = 0
         self._epoch = 0
 
+    def on_train_begin(self, logs=None):
+        if self.mode == "auto" and self.best in (np.inf, -np.inf):
+            # nothing saved as best yet: the direction from the compiled metric, now that it is known
+            self.best = _initial(self.mode, self.monitor, self.model)
+
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
 
@@ -184,7 +218,7 @@ class ModelCheckpoint(Callback):
                              f"do not have ({sorted(fields)})") from None
         if self.save_best_only:
             current = logs.get(self.monitor)
-            if current is None or not _is_better(self.mode, self.monitor, current, self.best, 0):
+            if current is None or not _is_better(self.mode, self.monitor, current, self.best, 0, self.model):
                 return
             self.best = current
         folder = os.path.dirname(path)

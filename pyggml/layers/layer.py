@@ -1107,6 +1107,16 @@ class Layer:
                 out._keras_mask = np.asarray(m, dtype=bool)      # Keras's eager output's mask
         elif in_mask is not None and type(self).compute_mask is not Layer.compute_mask:
             _carry_masks(out, self.compute_mask(np.asarray(inputs), np.asarray(in_mask)))
+        elif type(self).compute_mask is not Layer.compute_mask and not isinstance(inputs, list):
+            # a layer of the user's that makes a mask (a custom Embedding's compute_mask on the ids):
+            # Keras's __call__ attaches it to the eager output; one written for graph tensors only
+            # (not runnable on arrays) leaves the output without one, as before
+            try:
+                m = self.compute_mask(np.asarray(inputs), None)
+            except Exception:
+                m = None
+            if m is not None:
+                _carry_masks(out, m)
         return out
 
     def _call_on_tape(self, tape, inputs, kwargs):

@@ -14,7 +14,7 @@ load saved models), or pass a plain function ``fn(y_true, y_pred)`` to
 
 import numpy as np
 
-from pyggml import _eager, ops
+from pyggml import _eager, _scope, ops
 from pyggml._tensor_arrays import as_ops_result
 from pyggml.core import Tensor
 from pyggml.saving.object_registration import register_builtin
@@ -25,11 +25,16 @@ EPSILON = 1e-7          # Keras's clipping epsilon for probabilities
 
 
 def clip(p, low, high):
-    """p limited to [low, high] as high - relu(high - max(p, low)), from relu (which trains:
-    zero slope outside, as Keras's clip).  The outer subtraction gives exactly ``high``
-    for a large p, so 1 - p stays positive (a difference of two relus rounded past it)."""
-    at_least_low = ops.scale_bias(ops.relu(ops.scale_bias(p, 1.0, -low)), 1.0, low)
-    return ops.scale_bias(ops.relu(ops.scale_bias(at_least_low, -1.0, high)), -1.0, high)
+    """p limited to [low, high], exactly at both ends as Keras's clip (a zero probability's
+    -log is -log(1e-7) = 16.118), with the gradient 1 inside and 0 outside.  On the CPU it is
+    the clamp op (its backward a fused CPU op); in the composed form, the low end is
+    relu(p - low) + low and the high end a pick by a 0/1 step mask, exact where a
+    difference with ``high`` near 1 would round (1 - 1e-7 is 1 - 1.19e-7 in float32)."""
+    if _scope.fused():
+        return ops.clamp(p if p.is_contiguous else ops.cont(p), low, high)
+    q = ops.scale_bias(ops.relu(ops.scale_bias(p, 1.0, -low)), 1.0, low)
+    above = ops.step(ops.scale_bias(q, 1.0, -high))
+    return ops.add(ops.mul(q, ops.scale_bias(above, -1.0, 1.0)), ops.scale(above, high))
 
 
 def reduce_loss(values, weights=None, mask=None):

@@ -491,6 +491,12 @@ class _Batches:
 
     def _items(self):
         src = self.source
+        if _is_torch_loader(src):
+            yield from (_torch_batch(item) for item in self._raw_items(src))
+            return
+        yield from self._raw_items(src)
+
+    def _raw_items(self, src):
         if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not hasattr(src, "__next__"):
             for i in range(self.steps if self.steps is not None else len(src)):
                 yield src[i]
@@ -503,6 +509,24 @@ class _Batches:
             yield item
             if self.steps_given is not None and k + 1 >= self.steps_given:
                 return
+
+
+def _is_torch_loader(src):
+    return any(c.__module__.startswith("torch.utils.data") and c.__name__ == "DataLoader" for c in type(src).__mro__)
+
+
+def _torch_batch(item):
+    """A torch DataLoader's batch as Keras's adapter hands it to train_step on a backend other
+    than torch: a list becomes a tuple (``(x, y)``), its torch tensors numpy arrays."""
+    def host(v):
+        if isinstance(v, (list, tuple)):
+            return tuple(host(e) for e in v)
+        if isinstance(v, dict):
+            return {k: host(e) for k, e in v.items()}
+        if type(v).__module__.startswith("torch") and hasattr(v, "detach"):
+            return v.detach().cpu().numpy()
+        return v
+    return host(item)
 
 
 def _run_test_steps(model, batches, cl=None):
@@ -529,11 +553,8 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
         if da.is_generator_like(validation_data):
             val = _Batches(validation_data, None, None, validation_batch_size or batch_size, validation_steps)
         else:
-            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
-                raise ValueError("validation_data must be (x, y) or (x, y, sample_weight), or a dataset")
-            val = _Batches(validation_data[0], validation_data[1],
-                           validation_data[2] if len(validation_data) == 3 else None,
-                           validation_batch_size or batch_size, validation_steps)
+            vx, vy, vw = da.unpack_validation_data(validation_data)
+            val = _Batches(vx, vy, vw, validation_batch_size or batch_size, validation_steps)
     elif validation_split > 0:
         data, val = data.split(validation_split)
     history, cl, rng, start = begin_fit(model, cbs, verbose, epochs, data.steps, initial_epoch)
@@ -637,10 +658,14 @@ def _install_graphless(cls):
         return count_params_(self)
 
     @functools.wraps(summary_)
-    def summary(self, print_fn=print, **kwargs):
+    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False,
+                layer_range=None):
+        if callable(line_length) and print_fn is None:      # summary(print_fn) positionally
+            line_length, print_fn = None, line_length
         if not (_graphless(self) or (self.__dict__.get("_subclassed", False) and
                                      self.__dict__.get("_topology") is not None)):
-            return summary_(self, print_fn, **kwargs)
+            return summary_(self, line_length, positions, print_fn, expand_nested, show_trainable, layer_range)
+        print_fn = print if print_fn is None else print_fn
         rows = [("Layer (type)", "Param #")] + [(f"{l.name} ({type(l).__name__})", str(l.count_params()))
                                                 for l in self._sublayers.values()]
         w = [max(len(r[i]) for r in rows) + 2 for i in range(2)]

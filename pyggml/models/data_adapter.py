@@ -248,6 +248,14 @@ def adapt_inputs(specs, x, what="x", one_batch=False):
     return out, n
 
 
+def unpack_validation_data(validation_data):
+    """fit's ``validation_data`` of arrays as (x, y, sample_weight): Keras's ``(x,)`` (a model
+    trained on its add_loss alone), ``(x, y)`` or ``(x, y, sample_weight)``."""
+    if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (1, 2, 3):
+        raise ValueError("validation_data must be (x,), (x, y) or (x, y, sample_weight), or a dataset")
+    return (tuple(validation_data) + (None, None))[:3]
+
+
 def adapt_targets(specs, y, n):
     """One array per output: float32 of the output's shape, or int32 class indices (n,).
     n None: a batch whose inputs' rows differ; each target has the rows it has (the graph
@@ -270,7 +278,10 @@ def adapt_targets(specs, y, n):
             out.append(None)
             continue
         if not spec.has_loss:
-            out.append(None)
+            # no loss, so the graph takes no targets; kept on the host for the output's compiled
+            # metrics (Keras computes them from the targets given)
+            a = as_real_array(a, "y")
+            out.append(a if a.ndim >= 1 and (n is None or a.shape[0] == n) else None)
             continue
         a = as_real_array(a, "y")
         if a.ndim == 0:
@@ -408,16 +419,31 @@ def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
         else:
             w = as_real_array(sw, "sample_weight").astype(np.float64)
             cells = int(np.prod(y.shape[1:])) if y.ndim > 1 and not spec.sparse else 1
+            # the losses of one sample for a loss per row (cross-entropy): one per step of a sequence
+            steps = (y.size // max(n, 1) if spec.sparse else
+                     int(np.prod(y.shape[1:-1])) if y.ndim > 2 else 1)
+            given = int(np.prod(w.shape[1:])) if w.ndim >= 2 else 1
             if w.ndim == 1 or (w.ndim == 2 and w.shape[1] == 1):
                 if w.shape[0] != n:
                     raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}")
                 w = w.reshape(n, 1)
+            elif not loss.elementwise and w.shape[0] == n and steps > 1 and given == steps:
+                # a weight per step (Keras's temporal weights: padded tokens weighted 0) of a loss per
+                # row, as each step's loss is weighted
+                w = w.reshape(n, steps)
+            elif loss.elementwise and w.shape[0] == n and 1 < given < cells and cells % given == 0 and \
+                    tuple(w.shape[1:]) == tuple(y.shape[1:w.ndim]):
+                # a weight per step of an element-wise loss: each step's values weighted by it (Keras
+                # broadcasts the weights over the trailing axes)
+                w = np.repeat(w.reshape(n, given), cells // given, axis=1)
             elif w.ndim == 2 and w.shape == (n, cells) and cells > 1:
                 if not loss.elementwise:
                     raise ValueError(f"per-cell sample_weight needs an element-wise loss (mse, mae, huber, "
                                      f"binary_crossentropy), not {loss.name}")
             else:
-                raise ValueError(f"sample_weight must have shape ({n},) or ({n}, {cells}), got {w.shape}")
+                shapes = f"({n},) or ({n}, {cells})" if loss.elementwise else \
+                    f"({n},)" + (f" or ({n}, {steps}) (one per step)" if steps > 1 else "")
+                raise ValueError(f"sample_weight must have shape {shapes}, got {w.shape}")
             if not np.all(np.isfinite(w)) or np.any(w < 0):
                 raise ValueError("sample_weight must be finite and non-negative")
             if np.any(np.abs(w) > np.finfo(np.float32).max):

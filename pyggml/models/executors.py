@@ -16,6 +16,8 @@ executor has its own scheduler, so a prediction never re-lays the training
 graph's memory.
 """
 
+import warnings
+
 import numpy as np
 
 from pyggml import _fold, _random, _scope
@@ -362,8 +364,7 @@ class _LossGraph(Executor):
                 # a 5-D output comes folded, (batch * D, ...): its weights are per sample (pyggml._fold)
                 rows = self.batch if model._topology.outputs[i].ndim == 5 else o.shape[0]
                 if kind is not None:
-                    cells = o.nelements // rows
-                    w = self.g.input((rows, cells if kind == "cells" else 1))
+                    w = self.g.input((rows, int(kind)))       # the weights' width: 1, the cells or the steps
                 self.ws.append(w)
                 if w is None and self.masks[i] is None:
                     head = loss.mean_loss(y, o, from_logits=spec.logits[i])
@@ -510,9 +511,13 @@ class TrainStep(_LossGraph):
             if on:
                 params.append((name, v, t))
         if not params:
-            raise ValueError("the model has no trainable weights (every layer is frozen)")
+            # Keras warns and runs: the loss and metrics of each batch (dropout on, as in
+            # training), layers' own updates, and no weight changes
+            warnings.warn("the model has no trainable weights (every layer is frozen): fit computes the loss "
+                          "and metrics and changes no weight", stacklevel=2)
         state.ensure([(n, v) for n, v, _ in params])
-        self.total.set_loss()
+        if params:
+            self.total.set_loss()
         self.seed = g.input((1,))
         self.scalars = g.input((opt.n_scalars,))
         self.accs = None
@@ -546,11 +551,12 @@ class TrainStep(_LossGraph):
 
     def _graph(self, size, accumulators, params, with_updates):
         g = self.g
-        graph = Graph(g.ctx, size, grads=True)
+        graph = Graph(g.ctx, size, grads=bool(params))
         graph.build_forward(self.total)
         for t in self.loss_heads + [o for o in self.read_outs + self.read_masks if o is not None] + self.metric_reads:
             graph.build_forward(t)
-        graph.build_backward(accumulators)
+        if params:
+            graph.build_backward(accumulators)
         with _scope.entered(g):
             for target, value in g.updates:
                 graph.build_forward(ops.cpy(value, target))
@@ -560,7 +566,7 @@ class TrainStep(_LossGraph):
             opt = self.optimizer
             grads = [(v, t, graph.grad(t)) for _, v, t in params]
             grads = [(v, t, opt.unscale(gr)) for v, t, gr in grads if gr is not None]
-            if with_updates and not grads:
+            if with_updates and not grads and params:
                 raise ValueError("the loss does not depend on any trainable weight")
             # Keras's gradient accumulation runs the moving average and the constraints after
             # every batch (its apply), the update on the last of each N only

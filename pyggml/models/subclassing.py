@@ -14,6 +14,7 @@ to the functional graph).
 """
 
 import functools
+import itertools
 
 import numpy as np
 
@@ -186,16 +187,27 @@ def build_for(model, x):
     """The graph from a first batch of data: arrays, a list of them, a dataset of (x, y)
     batches or a PyDataset (its first batch)."""
     if not _is_pending(model) or x is None:
-        return
+        return x
     first = x
     if not isinstance(x, (np.ndarray, list, tuple, dict)) and not np.isscalar(x):
-        if hasattr(x, "__getitem__") and hasattr(x, "__len__"):
+        if hasattr(x, "__array__") and not hasattr(x, "__next__"):
+            first = np.asarray(x)           # a DataFrame, a Series, a torch tensor: an array (Keras's)
+        elif hasattr(x, "__getitem__") and hasattr(x, "__len__"):
             first = x[0]
         elif hasattr(x, "__iter__") and not hasattr(x, "__next__"):
             first = next(iter(x))
+        elif hasattr(x, "__next__"):
+            # a generator: its first batch builds the model, then goes first again (Keras peeks too)
+            try:
+                item = next(x)
+            except StopIteration:
+                raise ValueError(f"{type(model).__name__} is not built yet and the generator yields no batch "
+                                 f"to build it from") from None
+            x = itertools.chain([item], x)
+            first = item
         else:
-            raise ValueError(f"{type(model).__name__} is not built yet and a generator cannot be looked at "
-                             f"ahead: call model.build(input_shape) first")
+            raise ValueError(f"{type(model).__name__} is not built yet and {type(x).__name__} cannot be looked "
+                             f"at ahead: call model.build(input_shape) first")
         if isinstance(first, tuple):
             first = first[0]
     many = isinstance(first, (list, tuple))
@@ -204,12 +216,13 @@ def build_for(model, x):
             raise TypeError(f"{model.name}: a Sequential takes one input array, got a list")
         model._build_from(first)                     # a Sequential built on its first data
         finish_compile(model)
-        return
+        return x
     if isinstance(first, dict):         # a call on a dict of inputs: the graph's inputs named by its keys
         model.__dict__["_dict_input_keys"] = [str(k) for k in first]
         build_graph(model, {k: _spec_of(v, f"x[{k!r}]") for k, v in first.items()}, True)
-        return
+        return x
     build_graph(model, [_spec_of(a) for a in (list(first) if many else [first])], many)
+    return x
 
 
 def install(cls):
@@ -288,7 +301,13 @@ def install(cls):
     def with_build(method):
         @functools.wraps(method)
         def run(self, *args, **kwargs):
-            build_for(self, args[0] if args else kwargs.get("x"))
+            x = args[0] if args else kwargs.get("x")
+            seen = build_for(self, x)
+            if seen is not x:                   # a generator peeked at: its first batch put back
+                if args:
+                    args = (seen,) + args[1:]
+                else:
+                    kwargs["x"] = seen
             return method(self, *args, **kwargs)
         return run
 

@@ -9,10 +9,22 @@ def _shape(s):
     return str(tuple(s))                                  # (None, 4); (None,) for one number per sample
 
 
-def _print_table(model, rows, totals, print_fn):
-    """Keras's table: the model's name, a row per layer, then the parameter totals."""
-    rows = [("Layer (type)", "Output Shape", "Param #")] + rows
-    w = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
+def _trainable_mark(layer):
+    """Keras's Trainable column: Y or N for a layer with weights, - for one without."""
+    if not layer.weights:
+        return "-"
+    return "Y" if layer.trainable else "N"
+
+
+def _print_table(model, rows, totals, print_fn, layers=None, show_trainable=False):
+    """Keras's table: the model's name, a row per layer, then the parameter totals
+    (``show_trainable``: a column saying whether each layer trains)."""
+    head = ("Layer (type)", "Output Shape", "Param #")
+    if show_trainable and layers is not None:
+        head += ("Trainable",)
+        rows = [r + (_trainable_mark(l),) for r, l in zip(rows, layers)]
+    rows = [head] + rows
+    w = [max(len(r[i]) for r in rows) + 2 for i in range(len(head))]
     out = [f'Model: "{model.name}"', "-" * sum(w)]
     for k, r in enumerate(rows):
         out.append("".join(c.ljust(w[i]) for i, c in enumerate(r)))
@@ -22,7 +34,26 @@ def _print_table(model, rows, totals, print_fn):
     print_fn("\n".join(out))
 
 
-def print_summary(model, print_fn=print):
+def _layer_range(layers, layer_range):
+    """Keras's ``layer_range=[first, last]``: the rows from the first layer whose name matches
+    ``first`` (a pattern) to the last one matching ``last``."""
+    import re
+    if layer_range is None:
+        return list(layers)
+    if not isinstance(layer_range, (list, tuple)) or len(layer_range) != 2 or \
+            not all(isinstance(p, str) for p in layer_range):
+        raise ValueError(f"layer_range must be a list of two layer-name patterns, got {layer_range!r}")
+    names = [l.name for l in layers]
+    first = [i for i, n in enumerate(names) if re.match(layer_range[0], n)]
+    last = [i for i, n in enumerate(names) if re.match(layer_range[1], n)]
+    if not first or not last or first[0] > last[-1]:
+        raise ValueError(f"layer_range {list(layer_range)} matches no range of the model's layers {names}")
+    return list(layers)[first[0]:last[-1] + 1]
+
+
+def print_summary(model, print_fn=print, show_trainable=False, layer_range=None):
+    if print_fn is None:
+        print_fn = print
     awaits = getattr(model, "_awaits_data", None)
     if awaits is not None and awaits():
         # Keras 3's table of a model that waits for its first data: its layers, no shapes yet
@@ -32,7 +63,8 @@ def print_summary(model, print_fn=print):
         return _print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn)
     topo = model._ensure_graph()
     rows = []
-    for l in model.layers:
+    shown = _layer_range(model.layers, layer_range)
+    for l in shown:
         nodes = [n for n in topo.nodes if n.layer is l]
         # a fixed batch size (Keras's Input(batch_shape=...)) shows, as in Keras
         shapes = [(n.batch_size,) + tuple(n.feature_shape) for n in nodes]
@@ -40,4 +72,4 @@ def print_summary(model, print_fn=print):
         rows.append((f"{l.name} ({type(l).__name__})", shape, str(l.count_params())))
     total = model.count_params()
     trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
-    _print_table(model, rows, [total, trainable, total - trainable], print_fn)
+    _print_table(model, rows, [total, trainable, total - trainable], print_fn, shown, show_trainable)

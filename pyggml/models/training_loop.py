@@ -59,12 +59,23 @@ def _yields_no_targets(x, y):
     return da.unpack_item(first, True)[1] is None
 
 
+def _adds_losses(model):
+    """Some layer of the model calls add_loss in its call (noted while the graph was traced)."""
+    from pyggml.layers import weight_rules
+    try:
+        layers = model._ensure_graph().layers
+    except Exception:                          # a model whose graph waits for data
+        return False
+    return any(l.__dict__.get("_adds_losses", False) for l in weight_rules.layer_tree(layers))
+
+
 def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
-    if with_targets and model._compile_spec.loss_defaulted and _yields_no_targets(x, y):
-        # Keras's compile() without a loss, then fit on inputs alone (the endpoint-layer pattern):
-        # the model trains on its layers' add_loss, not on the default loss
+    if with_targets and model._compile_spec.loss_defaulted and (_yields_no_targets(x, y) or _adds_losses(model)):
+        # Keras's compile() without a loss, then fit on inputs alone (the endpoint-layer pattern),
+        # or on a model whose layers add losses (with targets too: Keras's loss is then its
+        # layers' add_loss alone, the targets unused): it trains on add_loss, not on the default loss
         optimizer, metrics, loss_weights, args, kwargs = model.__dict__.pop("_compile_args")
         model.compile(model.optimizer if model.optimizer is not None else optimizer, None, metrics, loss_weights,
                       *args, **kwargs)
@@ -173,6 +184,8 @@ class _Averages:
             if w is not None and mask is not None:
                 w = w.reshape(len(w), -1) * mask.reshape(len(mask), -1)      # (n, 1) per sample, by the steps
             y = ys[i]
+            if y is None:
+                continue                # no targets given (an add_loss model evaluated on x alone)
             tail = self.tails[i] if i < len(self.tails) else None
             if tail is not None and y is not None and not type(m).__module__.startswith("pyggml.") and \
                     y.size == len(y) * int(np.prod(tail)) and tuple(y.shape[1:]) != tail:
@@ -199,7 +212,8 @@ class _Averages:
 def _weight_kinds(batch):
     if batch.ws is None:
         return None
-    return tuple(None if w is None else ("cells" if w.shape[1] > 1 else 1) for w in batch.ws)
+    # (the weights' width: 1 per sample, else one per cell or per step of the output)
+    return tuple(None if w is None else int(w.shape[1]) for w in batch.ws)
 
 
 def run_evaluation(model, dataset, callbacks=None):
@@ -283,11 +297,9 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             val = make_dataset(model, validation_data, None, None, None, validation_batch_size or batch_size,
                                validation_steps, "validation_data")
         else:
-            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (2, 3):
-                raise ValueError("validation_data must be (x, y) or (x, y, sample_weight), or a dataset")
-            val = make_dataset(model, validation_data[0], validation_data[1],
-                               validation_data[2] if len(validation_data) == 3 else None, None,
-                               validation_batch_size or batch_size, validation_steps, "validation_data")
+            vx, vy, vw = da.unpack_validation_data(validation_data)
+            val = make_dataset(model, vx, vy, vw, None, validation_batch_size or batch_size, validation_steps,
+                               "validation_data")
     elif validation_split > 0:
         if not isinstance(data, da.ArrayDataset):
             raise ValueError("validation_split needs arrays; give a generator's validation set as validation_data")

@@ -83,7 +83,7 @@ class Trainer(Freeable):
         self.loss_mask = None if loss_mask is None else int(loss_mask)
         self._n_out = n_out
         self._period = period
-        self._kinds = None if loss_mask is None else (("cells",) if loss_mask > 1 else (1,))
+        self._kinds = None if loss_mask is None else (int(loss_mask),)      # the weights' width
         self._optimizer = _copy_optimizer(model.optimizer)
         self._steps = {}              # input shapes -> TrainStep (one optimizer state for all)
         self._evals = {}
