@@ -141,6 +141,30 @@ def test_gradient_penalty_through_convolutions_with_many_channels_matches_pytorc
 
 
 @needs_torch
+def test_gradient_penalty_through_depthwise_convolutions_matches_pytorch():
+    # ConvMixer's block (a depthwise 5x5 "same" with gelu, then a pointwise one) and a strided
+    # depthwise layer: pyggml's depthwise op (patch 0043), its input gradient differentiated again
+    pg.set_seed(5)
+    inp = pg.Input((9, 9, 16))
+    x = layers.DepthwiseConv2D(5, padding="same", activation="gelu")(inp)
+    x = layers.Conv2D(16, 1, activation="tanh")(x)
+    x = layers.DepthwiseConv2D(3, strides=2, padding="same")(x)
+    d = pg.Model(inp, layers.Dense(1)(layers.Flatten()(x)))
+    real = RNG.normal(size=(4, 9, 9, 16)).astype(np.float32)
+    interp = RNG.normal(size=(4, 9, 9, 16)).astype(np.float32)
+
+    def fn(w, x):
+        x = x.permute(0, 3, 1, 2)
+        x = F.gelu(F.conv2d(F.pad(x, (2, 2, 2, 2)), w[0], w[1], groups=16))
+        x = torch.tanh(F.conv2d(x, w[2], w[3]))
+        x = F.conv2d(_same_pad(x, 3, 2), w[4], w[5], stride=2, groups=16)
+        return x.permute(0, 2, 3, 1).reshape(x.shape[0], -1) @ w[6].T + w[7]
+
+    _check(_penalised(d, real, interp), _torch_penalised(fn, d.trainable_variables, real, interp),
+           no_penalty=_torch_penalised(fn, d.trainable_variables, real, interp, gp_weight=0.0)[2])
+
+
+@needs_torch
 def test_gradient_penalty_through_conv1d_transposed_conv_and_upsampling_matches_pytorch():
     pg.set_seed(3)
     inp = pg.Input((6, 6, 2))

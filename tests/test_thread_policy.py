@@ -200,6 +200,13 @@ def models():
                                              L.Conv2D(48, 5, strides=2, padding="same", activation="relu"),
                                              L.Flatten(), L.Dense(4, activation="softmax")],
                                             input_shape=(12, 12, 3)), (12, 12, 3), 4
+    # depthwise (patch 0043): 40 channels (a vector block and a remainder), shared out by channel
+    # for the kernel gradient, by rows otherwise
+    yield "cnn_depthwise", lambda: pg.Sequential([L.Conv2D(40, 1), L.DepthwiseConv2D(5, padding="same",
+                                                                                      activation="relu"),
+                                                  L.DepthwiseConv2D(3, strides=2), L.Flatten(),
+                                                  L.Dense(4, activation="softmax")],
+                                                 input_shape=(12, 12, 3)), (12, 12, 3), 4
     yield "lstm", lambda: pg.Sequential([L.Bidirectional(L.LSTM(8)), L.Dense(4, activation="softmax")],
                                         input_shape=(10, 6)), (10, 6), 4
 

@@ -299,6 +299,13 @@ cdef extern from "ggml.h" nogil:
                                           int p0, int p1, int d0, int d1, int64_t iw, int64_t ih)
     ggml_tensor * ggml_conv_cl_back_filter(ggml_context * ctx, ggml_tensor * dy, ggml_tensor * a, int kw, int kh,
                                            int s0, int s1, int p0, int p1, int d0, int d1, bint with_bias)
+    ggml_tensor * ggml_conv_cl_dw(ggml_context * ctx, ggml_tensor * a, ggml_tensor * w, ggml_tensor * b, int s0,
+                                  int s1, int p0, int p1, int d0, int d1, int64_t ow, int64_t oh, ggml_act act,
+                                  float alpha)
+    ggml_tensor * ggml_conv_cl_dw_back_input(ggml_context * ctx, ggml_tensor * dy, ggml_tensor * w, int s0, int s1,
+                                             int p0, int p1, int d0, int d1, int64_t iw, int64_t ih)
+    ggml_tensor * ggml_conv_cl_dw_back_filter(ggml_context * ctx, ggml_tensor * dy, ggml_tensor * a, int kw, int kh,
+                                              int s0, int s1, int p0, int p1, int d0, int d1, bint with_bias)
     ggml_tensor * ggml_lstm_cell(ggml_context * ctx, ggml_tensor * zx, ggml_tensor * zh, ggml_tensor * c,
                                  ggml_tensor * h, ggml_tensor * mask)
     ggml_tensor * ggml_lstm_cell_back(ggml_context * ctx, ggml_tensor * grad, ggml_tensor * zx, ggml_tensor * zh,

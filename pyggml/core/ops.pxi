@@ -1071,6 +1071,89 @@ def conv_2d_cl_back_filter(Tensor dy not None, Tensor a not None, kernel_size, s
                 1, (dy, a))
 
 
+# the most taps a depthwise kernel may have (the kernels gather one pointer per tap on the stack)
+cdef int _DW_MAX_TAPS = 256
+
+
+cdef tuple _dw_kernel(Tensor w, int64_t channels, str what):
+    """(KH, KW) of a depthwise kernel w (1, KH, KW, C), checked."""
+    _need_plain(w, what, "w")
+    if w.ptr.ne[3] != 1 or w.ptr.ne[0] != channels or ggml_n_dims(w.ptr) > 4:
+        raise ValueError(f"{what}: w must be (1, KH, KW, {channels}) (a kernel per channel), got {w.shape}")
+    if w.ptr.ne[1] * w.ptr.ne[2] > _DW_MAX_TAPS:
+        raise ValueError(f"{what}: a depthwise kernel of {w.ptr.ne[2]} x {w.ptr.ne[1]} taps is more than "
+                         f"{_DW_MAX_TAPS}")
+    return (w.ptr.ne[2], w.ptr.ne[1])
+
+
+def conv_2d_cl_dw(Tensor a not None, Tensor w not None, Tensor b=None, strides=(1, 1), padding="valid",
+                  dilation=(1, 1), act="linear", float alpha=0.0, ctx=None):
+    """Channels-last depthwise 2-D convolution (patch 0043): each of a's channels (N, H, W, C)
+    with its own kernel, w (1, KH, KW, C), plus b (C,) or None, act fused as conv_2d_cl's.
+    padding as conv_2d_cl's.  Result (N, OH, OW, C)."""
+    cdef Context c = _pick_ctx(a, ctx)
+    cdef ggml_act code = _act_of(act, alpha, "conv_2d_cl_dw", True)
+    _need_plain(a, "conv_2d_cl_dw", "a")
+    kh, kw = _dw_kernel(w, a.ptr.ne[0], "conv_2d_cl_dw")
+    if b is not None:
+        _need_plain(b, "conv_2d_cl_dw", "b")
+        if ggml_nelements(b.ptr) != a.ptr.ne[0]:
+            raise ValueError(f"conv_2d_cl_dw: b must have {a.ptr.ne[0]} elements (a's channels), got {b.shape}")
+    sh, sw = _int_pair(strides, "conv_2d_cl_dw", "strides", 1)
+    dh, dw = _int_pair(dilation, "conv_2d_cl_dw", "dilation", 1)
+    top, left, oh, ow = _window_geometry(padding, a.ptr.ne[2], a.ptr.ne[1], kh, kw, sh, sw, dh, dw, "conv_2d_cl_dw")
+    _conv_elems(a.ptr.ne[0] * ow * oh * a.ptr.ne[3], "conv_2d_cl_dw")
+    _prep(c, 4 * a.ptr.ne[0] * ow * oh * a.ptr.ne[3])
+    return _out(c, ggml_conv_cl_dw(c.ptr, a.ptr, w.ptr, NULL if b is None else b.ptr, sw, sh, left, top, dw, dh,
+                                   ow, oh, code, alpha), 4, (a, w, b))
+
+
+def conv_2d_cl_dw_back_input(Tensor dy not None, Tensor w not None, input_size, strides=(1, 1), padding="valid",
+                             dilation=(1, 1), ctx=None):
+    """The gradient of conv_2d_cl_dw's input: dy (N, OH, OW, C), w (1, KH, KW, C),
+    input_size (H, W) of the forward input; padding as the forward's.  Result (N, H, W, C)."""
+    cdef Context c = _pick_ctx(dy, ctx)
+    _need_plain(dy, "conv_2d_cl_dw_back_input", "dy")
+    kh, kw = _dw_kernel(w, dy.ptr.ne[0], "conv_2d_cl_dw_back_input")
+    ih, iw = _int_pair(input_size, "conv_2d_cl_dw_back_input", "input_size", 1)
+    if ih > _MAX_EXTENT or iw > _MAX_EXTENT:
+        raise ValueError(f"conv_2d_cl_dw_back_input: input_size ({ih}, {iw}) out of range")
+    sh, sw = _int_pair(strides, "conv_2d_cl_dw_back_input", "strides", 1)
+    dh, dw = _int_pair(dilation, "conv_2d_cl_dw_back_input", "dilation", 1)
+    top, left, oh, ow = _window_geometry(padding, ih, iw, kh, kw, sh, sw, dh, dw, "conv_2d_cl_dw_back_input")
+    if (oh, ow) != (dy.ptr.ne[2], dy.ptr.ne[1]):
+        raise ValueError(f"conv_2d_cl_dw_back_input: dy {dy.shape} is not the output ({oh}, {ow}) of an input "
+                         f"({ih}, {iw})")
+    _conv_elems(dy.ptr.ne[0] * iw * ih * dy.ptr.ne[3], "conv_2d_cl_dw_back_input")
+    _prep(c, 4 * dy.ptr.ne[0] * iw * ih * dy.ptr.ne[3])
+    return _out(c, ggml_conv_cl_dw_back_input(c.ptr, dy.ptr, w.ptr, sw, sh, left, top, dw, dh, iw, ih), 4, (dy, w))
+
+
+def conv_2d_cl_dw_back_filter(Tensor dy not None, Tensor a not None, kernel_size, strides=(1, 1), padding="valid",
+                              dilation=(1, 1), bint with_bias=True, ctx=None):
+    """The gradients of conv_2d_cl_dw's kernel and bias: dy (N, OH, OW, C), a the forward
+    input (N, H, W, C); a 1-d tensor [dw (KH*KW*C, w's order), db (C, with_bias)]."""
+    cdef Context c = _pick_ctx(dy, ctx)
+    _need_plain(dy, "conv_2d_cl_dw_back_filter", "dy")
+    _need_plain(a, "conv_2d_cl_dw_back_filter", "a")
+    if dy.ptr.ne[3] != a.ptr.ne[3] or dy.ptr.ne[0] != a.ptr.ne[0]:
+        raise ValueError(f"conv_2d_cl_dw_back_filter: dy {dy.shape} and a {a.shape} differ in batch or channels")
+    kh, kw = _int_pair(kernel_size, "conv_2d_cl_dw_back_filter", "kernel_size", 1)
+    if kh * kw > _DW_MAX_TAPS:
+        raise ValueError(f"conv_2d_cl_dw_back_filter: a kernel of {kh} x {kw} taps is more than {_DW_MAX_TAPS}")
+    sh, sw = _int_pair(strides, "conv_2d_cl_dw_back_filter", "strides", 1)
+    dh, dw = _int_pair(dilation, "conv_2d_cl_dw_back_filter", "dilation", 1)
+    top, left, oh, ow = _window_geometry(padding, a.ptr.ne[2], a.ptr.ne[1], kh, kw, sh, sw, dh, dw,
+                                         "conv_2d_cl_dw_back_filter")
+    if (oh, ow) != (dy.ptr.ne[2], dy.ptr.ne[1]):
+        raise ValueError(f"conv_2d_cl_dw_back_filter: dy {dy.shape} is not the output ({oh}, {ow}) of a {a.shape}")
+    cdef int64_t n = a.ptr.ne[0] * kh * kw + (a.ptr.ne[0] if with_bias else 0)
+    _conv_elems(n, "conv_2d_cl_dw_back_filter")
+    _prep(c, 4 * n)
+    return _out(c, ggml_conv_cl_dw_back_filter(c.ptr, dy.ptr, a.ptr, kw, kh, sw, sh, left, top, dw, dh, with_bias),
+                1, (dy, a))
+
+
 cdef int _cell_check(Tensor zx, Tensor zh, Tensor state, Tensor h, Tensor mask, int gates, str what) except -1:
     _need_plain(zx, what, "the input projection")
     _need_plain(zh, what, "the recurrent projection")

@@ -14,6 +14,7 @@ from pyggml.core._core import (  # noqa: F401
     sum_rows, tanh, transpose, view,
     # ggml/patches/0020: backward passes and fused CPU kernels
     batch_norm, batch_norm_back, bias_act, conv_2d_cl, conv_2d_cl_back_filter, conv_transpose_2d_cl, gelu_erf,
+    conv_2d_cl_dw, conv_2d_cl_dw_back_filter, conv_2d_cl_dw_back_input,
     gru_cell, gru_cell_back, lstm_cell, lstm_cell_back, norm_back, pad_ext, pool_1d, pool_cl, pool_cl_back,
     unary_back, upscale,
     # ggml's own backward ops, which a second-order pass differentiates (patch 0042)

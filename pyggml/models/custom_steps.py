@@ -664,7 +664,8 @@ def _install_graphless(cls):
             line_length, print_fn = None, line_length
         if not (_graphless(self) or (self.__dict__.get("_subclassed", False) and
                                      self.__dict__.get("_topology") is not None)):
-            return summary_(self, line_length, positions, print_fn, expand_nested, show_trainable, layer_range)
+            return summary_(self, line_length, positions, print_fn, expand_nested, show_trainable=show_trainable,
+                            layer_range=layer_range)
         print_fn = print if print_fn is None else print_fn
         rows = [("Layer (type)", "Param #")] + [(f"{l.name} ({type(l).__name__})", str(l.count_params()))
                                                 for l in self._sublayers.values()]

@@ -449,15 +449,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return super().__call__(*args, **kwargs)
 
     # --- misc -----------------------------------------------------------------------------------
-    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False,
-                layer_range=None):
-        """Keras's table of the layers, their output shapes and parameters, then the totals;
-        ``show_trainable`` adds whether each layer trains, ``layer_range`` (two name patterns)
-        limits the rows.  (``line_length``, ``positions`` and ``expand_nested`` shape Keras's
-        rich-text table and are accepted as it takes them.)"""
-        if callable(line_length) and print_fn is None:      # summary(print_fn) positionally, as before
-            line_length, print_fn = None, line_length
-        summary_mod.print_summary(self, print_fn, show_trainable=show_trainable, layer_range=layer_range)
+    def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, **kwargs):
+        summary_mod.print_summary(self, print_fn, line_length, **kwargs)     # Keras's (show_trainable, layer_range)
 
     def get_optimizer_state(self):
         """The fit's optimizer state: {"iterations", "slots": {slot: {weight: array}}}, or None."""

@@ -51,7 +51,12 @@ def _layer_range(layers, layer_range):
     return list(layers)[first[0]:last[-1] + 1]
 
 
-def print_summary(model, print_fn=print, show_trainable=False, layer_range=None):
+def print_summary(model, print_fn=print, line_length=None, show_trainable=False, layer_range=None):
+    """Keras's ``summary``: ``show_trainable`` adds whether each layer trains, ``layer_range``
+    (two name patterns) limits the rows.  (``line_length``, ``positions`` and ``expand_nested``
+    shape Keras's rich-text table; Model.summary takes them as Keras does.)"""
+    if callable(line_length) and print_fn is None:        # summary(print_fn) positionally, as before
+        print_fn = line_length
     if print_fn is None:
         print_fn = print
     awaits = getattr(model, "_awaits_data", None)

@@ -566,6 +566,8 @@ GRU_XP, GRU_HP = _sym((2, 3 * U_), 60), _sym((2, 3 * U_), 61)
 MASK2 = np.array([1.0, 0.0], np.float32)
 POOL_X = rng(62).normal(size=(2, 5, 7, 3)).astype(np.float32)
 CT_A = rng(63).normal(size=(2, 3, 2, 4)).astype(np.float32)               # (N, H, W, OC) for conv_transpose
+DW_KER = (rng(64).normal(size=(1, 3, 2, 3)) * 0.5).astype(np.float32)     # (1, KH, KW, C): depthwise
+BIAS3 = rng(65).normal(size=(3,)).astype(np.float32)
 
 
 def _bn_back_ref(g, x, y, gamma):
@@ -608,6 +610,19 @@ OPS.update({
         lambda dy, a, ctx: ops.conv_2d_cl_back_filter(dy, a, (3, 2), (1, 2), "same", ctx=ctx),
         lambda dy, a: np.concatenate([r.ravel() for r in conv_grads_ref(a, KER_CL, dy, "same", (1, 2))[1:]]),
         [_sym((2, 5, 3, 4), 68), IMG_CL]),
+    # (0043) the depthwise forms: IMG_CL's 3 channels, a (3, 2) kernel each
+    "conv_2d_cl_dw": (lambda a, w, b, ctx: ops.conv_2d_cl_dw(a, w, b, (1, 2), "same", ctx=ctx),
+                      lambda a, w, b: _dw_ref(a, w[0], b, "same", (1, 2), (1, 1)), [IMG_CL, DW_KER, BIAS3]),
+    "conv_2d_cl_dw_back_filter": (
+        lambda dy, a, ctx: ops.conv_2d_cl_dw_back_filter(dy, a, (3, 2), (1, 2), "same", ctx=ctx),
+        lambda dy, a: vjp_ref(lambda ww, bb: _dw_ref(a, ww, bb, "same", (1, 2), (1, 1)), [DW_KER[0], BIAS3], [0, 1],
+                              dy),
+        [_sym((2, 5, 3, 3), 69), IMG_CL]),
+    "conv_2d_cl_dw_back_input": (
+        lambda dy, w, ctx: ops.conv_2d_cl_dw_back_input(dy, w, (5, 6), (1, 2), "same", ctx=ctx),
+        lambda dy, w: vjp_ref(lambda a: _dw_ref(a, w[0], None, "same", (1, 2), (1, 1)), [IMG_CL], [0],
+                              dy).reshape(IMG_CL.shape),
+        [_sym((2, 5, 3, 3), 70), DW_KER]),
     "conv_transpose_2d_cl": (
         lambda a, w, ctx: ops.conv_transpose_2d_cl(a, w, (2, 2), "same", ctx=ctx),
         lambda a, w: conv_transpose_ref(a, w, (6, 4), window_geometry("same", 6, 4, 3, 2, 2, 2)[:2], (2, 2)),
@@ -953,6 +968,8 @@ GRAD_CASES.update({
     "pool_cl": ("pool_cl", 0), "pool_cl_avg_same": ("pool_cl_avg_same", 0),
     "conv_2d_cl_a": ("conv_2d_cl", 0), "conv_2d_cl_w": ("conv_2d_cl", 1), "conv_2d_cl_b": ("conv_2d_cl", 2),
     "conv_transpose_2d_cl_a": ("conv_transpose_2d_cl", 0), "conv_transpose_2d_cl_w": ("conv_transpose_2d_cl", 1),
+    "conv_2d_cl_dw_a": ("conv_2d_cl_dw", 0), "conv_2d_cl_dw_w": ("conv_2d_cl_dw", 1),
+    "conv_2d_cl_dw_b": ("conv_2d_cl_dw", 2),
     "lstm_cell_zx": ("lstm_cell", 0), "lstm_cell_zh": ("lstm_cell", 1), "lstm_cell_c": ("lstm_cell", 2),
     "lstm_cell_masked_zx": ("lstm_cell_masked", 0), "lstm_cell_masked_c": ("lstm_cell_masked", 2),
     "lstm_cell_masked_h": ("lstm_cell_masked", 3),
@@ -1050,6 +1067,8 @@ NO_BACKWARD = {
     # backward ops without a backward pass of their own (ggml/patches/0040 gave some one)
     "conv_2d_cl_back_filter": lambda a, ctx: ops.conv_2d_cl_back_filter(
         ops.reshape(a, (1, 3, 4, 1), ctx=ctx), ops.reshape(a, (1, 3, 4, 1), ctx=ctx), (1, 1), ctx=ctx),
+    "conv_2d_cl_dw_back_filter": lambda a, ctx: ops.conv_2d_cl_dw_back_filter(
+        ops.reshape(a, (1, 3, 4, 1), ctx=ctx), ops.reshape(a, (1, 3, 4, 1), ctx=ctx), (1, 1), ctx=ctx),
     # the derivative in b of tanh's derivative written from its input (pyggml writes tanh's from
     # its output; from the input, gelu's only)
     "unary_back_from_input": lambda a, ctx: ops.unary_back(a, a, "tanh", False, ctx=ctx),
@@ -1138,6 +1157,13 @@ BACKWARD_OF_BACKWARD = {
                       [A34, _softmax_rows(_sym((3, 4), 95))], (0, 1)),
     "norm_back": (lambda g, x, ctx: ops.norm_back(g, x, 1e-5, ctx=ctx), _norm_back_exact,
                   [_sym((3, 6), 89), _sym((3, 6), 90)], (0, 1)),
+    # (0043) the depthwise input gradient (a gradient penalty through a DepthwiseConv2D): its
+    # gradients are the depthwise convolution and the kernel gradient
+    "conv_2d_cl_dw_back_input": (
+        lambda g, w, ctx: ops.conv_2d_cl_dw_back_input(g, w, (5, 6), (1, 2), "same", ctx=ctx),
+        lambda g, w: vjp_ref(lambda a: _dw_ref(a, w[0], None, "same", (1, 2), (1, 1)), [IMG_CL], [0],
+                             g).reshape(IMG_CL.shape),
+        [_sym((2, 5, 3, 3), 71), DW_KER], (0, 1)),
     "pool_cl_back_avg_same": (lambda g, x, ctx: ops.pool_cl_back(g, x, "avg", (3, 3), (2, 2), "same", ctx=ctx),
                               lambda g, x: pool_cl_grad_ref(x, g, "avg", (3, 3), (2, 2), "same"),
                               [rng(73).normal(size=(2, 3, 4, 3)).astype(np.float32), POOL_X], (0,)),
@@ -1496,6 +1522,79 @@ def test_conv_2d_cl_kernel_shapes(shape, n_threads, backend, sched):
     _close(dx, wx, 1e-4, "input gradient")
     _close(dw, ww_, 1e-4, "kernel gradient")
     _close(db, wb, 1e-4, "bias gradient")
+
+
+# (N, H, W, C, (KH, KW), strides, padding, dilation, act): depthwise (patch 0043).  ConvMixer's
+# 5x5 "same" on 64 channels (two register blocks of 32); channels off the block (3, 40, 33, 17,
+# 70: the remainder loop); strides with Keras's uneven "same"; dilation; explicit padding; a
+# Conv1D-like row; a stride larger than the kernel (input pixels no tap reads: zero gradient)
+DW_SHAPES = [
+    (2, 16, 16, 64, (5, 5), (1, 1), "same", (1, 1), "linear"),
+    (1, 9, 7, 3, (3, 2), (2, 2), "same", (1, 1), "relu"),
+    (2, 8, 8, 40, (3, 3), (2, 1), "valid", (1, 1), "tanh"),
+    (1, 11, 10, 33, (3, 3), (1, 1), "same", (2, 2), "elu"),
+    (2, 6, 7, 17, (2, 3), (1, 2), (1, 2, 7, 4), (1, 1), "sigmoid"),
+    (3, 1, 50, 70, (1, 5), (1, 2), "same", (1, 1), "relu"),
+    (1, 10, 9, 8, (2, 2), (3, 3), "valid", (1, 1), "leaky_relu"),
+]
+
+
+def _dw_ref(x, wt, b, padding, strides, dilation, act="linear", alpha=0.0):
+    """Depthwise as one single-channel convolution per channel (conv_ref)."""
+    return np.concatenate([conv_ref(x[..., c:c + 1], wt[None, :, :, c:c + 1], None if b is None else b[c:c + 1],
+                                    padding, strides, dilation, act, alpha) for c in range(x.shape[-1])], axis=-1)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+@pytest.mark.parametrize("shape", DW_SHAPES, ids=lambda s: "x".join(map(str, s[:4])) + f"-{s[6]}-{s[8]}")
+def test_conv_2d_cl_dw_kernel_shapes(shape, n_threads, backend, sched):
+    n, h, w, c, k, strides, padding, dilation, act = shape
+    r = rng(83)
+    x = r.normal(size=(n, h, w, c)).astype(np.float32)
+    wt = (r.normal(size=k + (c,)) / math.sqrt(k[0] * k[1])).astype(np.float32)        # (KH, KW, C)
+    b = r.normal(size=(c,)).astype(np.float32) * 0.1
+    alpha = 0.3 if act in ("elu", "leaky_relu") else 0.0
+    want = _dw_ref(x, wt, b, padding, strides, dilation, act, alpha)
+    gy = r.normal(size=want.shape)
+    build = lambda a, ww, bb, ctx: ops.conv_2d_cl_dw(a, ops.reshape(ww, (1,) + k + (c,), ctx=ctx), bb, strides,
+                                                     padding, dilation, act, alpha, ctx=ctx)
+    got, (dx, dw, db) = run_ops(backend, sched, build, [x, wt, b], (0, 1, 2), gy, n_threads)
+    _close(got, want, 1e-4, "forward")
+    pre = _dw_ref(x, wt, b, padding, strides, dilation)
+    dz = gy * act_grad_ref(act, pre, alpha)
+    wx = np.zeros(x.shape)
+    ww_ = np.zeros(wt.shape)
+    for ch in range(c):
+        gx, gw, _ = conv_grads_ref(x[..., ch:ch + 1], wt[None, :, :, ch:ch + 1], dz[..., ch:ch + 1], padding,
+                                   strides, dilation)
+        wx[..., ch] = gx[..., 0]
+        ww_[..., ch] = gw[0, :, :, 0]
+    _close(dx, wx, 1e-4, "input gradient")
+    _close(dw, ww_, 1e-4, "kernel gradient")
+    _close(db, dz.sum(axis=(0, 1, 2)), 1e-4, "bias gradient")
+
+
+def test_conv_2d_cl_dw_refuses_what_its_kernels_cannot_take(backend):
+    ctx = core.Context(n_tensors=64)
+    a = ctx.new_tensor((2, 8, 8, 4))
+    with pytest.raises(ValueError, match=r"w must be \(1, KH, KW, 4\)"):
+        ops.conv_2d_cl_dw(a, ctx.new_tensor((1, 3, 3, 5)))
+    with pytest.raises(ValueError, match=r"w must be \(1, KH, KW, 4\)"):
+        ops.conv_2d_cl_dw(a, ctx.new_tensor((2, 3, 3, 4)))
+    with pytest.raises(ValueError, match="more than 256"):
+        ops.conv_2d_cl_dw(ctx.new_tensor((1, 20, 20, 4)), ctx.new_tensor((1, 17, 17, 4)))
+    with pytest.raises(ValueError, match="b must have 4"):
+        ops.conv_2d_cl_dw(a, ctx.new_tensor((1, 3, 3, 4)), ctx.new_tensor((3,)))
+    with pytest.raises(ValueError, match="larger than the input"):
+        ops.conv_2d_cl_dw(a, ctx.new_tensor((1, 9, 3, 4)))
+    with pytest.raises(ValueError, match="not the output"):
+        ops.conv_2d_cl_dw_back_input(ctx.new_tensor((2, 7, 8, 4)), ctx.new_tensor((1, 3, 3, 4)), (8, 8),
+                                     padding="same")
+    with pytest.raises(ValueError, match="differ in batch or channels"):
+        ops.conv_2d_cl_dw_back_filter(ctx.new_tensor((2, 8, 8, 3)), a, (3, 3), padding="same")
+    with pytest.raises(TypeError, match="f32"):
+        ops.conv_2d_cl_dw(ctx.new_tensor((2, 8, 8, 4), dtype="i32"), ctx.new_tensor((1, 3, 3, 4)))
+    ctx.free()
 
 
 # (N, H, W, OC -> C, (KH, KW), strides, padding): Conv2DTranspose's usual upsampling by 2,

@@ -1,7 +1,9 @@
 """DepthwiseConv1D and DepthwiseConv2D: every input channel convolved with its own
 ``depth_multiplier`` kernels (Keras's output channel ``c * depth_multiplier + m``).
 
-How it is computed (ops that train on every backend): the images are moved to
+How it is computed.  On the CPU (channels last, one kernel per channel): pyggml's
+depthwise op (patch 0043), a direct convolution with the bias fused, and its two
+gradients.  Otherwise, with ops that train on every backend: the images are moved to
 (C, N, H, W) and unfolded one channel at a time (an im2col of C * N one-channel
 images: rows of kh * kw taps), so that the taps of channel c form the batch
 slice c of a (C, N * OH * OW, kh * kw) tensor; one batched mul_mat with the
@@ -186,9 +188,36 @@ class BaseDepthwise(Activated):
         c, spatial = self.split_shape(shape)
         if c != self.in_channels:
             raise ValueError(f"{type(self).__name__} was built for {self.in_channels} input channels, got {c}")
-        self.spatial_out(spatial)
+        out = self.spatial_out(spatial)
+        direct = self.depthwise_direct(inputs)
+        if direct is not None:
+            return ops.reshape(direct, (shape[0] * int(np.prod(out)), c)), out
         return depthwise_rows(inputs, self.depthwise_kernel_cmk(), self.rank, self.channels_first,
                               self.kernel_size, self.strides, self.dilation_rate, self.padding)
+
+    def depthwise_direct(self, inputs, bias=None):
+        """The depthwise step (plus ``bias``) as pyggml's channels-last depthwise CPU op (patch
+        0043), (N, *out spatial, C), while the graph computes on the CPU: channels last, one
+        kernel per channel, at most 256 taps; else None (depthwise_rows composes it)."""
+        taps = int(np.prod(self.kernel_size))
+        if not _scope.fused() or self.channels_first or self.depth_multiplier != 1 or taps > 256 or \
+                inputs.dtype != "f32":
+            return None
+        shape = tuple(inputs.shape)
+        n, c = shape[0], shape[-1]
+        if self.rank == 1:
+            k, s, d = (1,) + self.kernel_size, (1,) + self.strides, (1,) + self.dilation_rate
+            x = ops.reshape(contiguous(inputs), (n, 1, shape[1], c))
+        else:
+            k, s, d = self.kernel_size, self.strides, self.dilation_rate
+            x = contiguous(inputs)
+        # the kernel (C, 1, taps) as (1, KH, KW, C): the channels last, as the input's
+        w = ops.permute_axes(ops.reshape(self.depthwise_kernel_cmk(), (c, taps)), (1, 0))
+        w = ops.reshape(contiguous(w), (1,) + tuple(k) + (c,))
+        y = ops.conv_2d_cl_dw(x, w, bias, s, self.padding, d)
+        if self.rank == 1:
+            y = ops.reshape(y, (n, y.shape[2], c))
+        return y
 
     def geometry_config(self):
         cfg = super().get_config()
@@ -235,6 +264,12 @@ class _DepthwiseConv(BaseDepthwise):
         return ops.reshape(self.weight, (self.in_channels, self.depth_multiplier, int(np.prod(self.kernel_size))))
 
     def pre_activation(self, inputs, training=None):
+        c, spatial = self.split_shape(tuple(inputs.shape))
+        if c == self.in_channels:
+            self.spatial_out(spatial)                       # (a kernel larger than the input: Keras's message)
+            direct = self.depthwise_direct(inputs, self.bias if self.use_bias else None)
+            if direct is not None:
+                return direct
         rows, out = self.depthwise(inputs)
         if self.use_bias:
             rows = ops.add(rows, self.bias)
