@@ -9,12 +9,14 @@ A port and its twin run at once, in fresh interpreters of one CPU thread each
 The parity tests skip without PyTorch.  (The timeouts only guard against a
 hang; nothing here measures speed.)
 
-With ``PYGGML_TEST_TWIN_CACHE`` set to a folder, a twin's output is kept there
-and reused by later runs with the same twin scripts, data code, arguments and
-versions of Python, numpy, scikit-learn and PyTorch: the twins do not touch
-pyggml, so a second test run of another pyggml build (``.ci/run`` tests the
-wheel, then the README's source build) need not train them again.  The ports
-always run.
+The twins do not touch pyggml, so their outputs are kept and reused, by their
+twin script, data code, arguments and versions of Python, numpy, scikit-learn,
+pandas, scipy and PyTorch: recorded ones in tests/keras_io_twin_outputs/
+(PyTorch's outputs on the project's machine; ``PYGGML_TEST_TWIN_RECORD=1``
+records them again), and with ``PYGGML_TEST_TWIN_CACHE`` set to a folder, the
+outputs of the twins this run trained (a change of twin, data or version) for a
+later run (``.ci/run`` tests the wheel, then the README's source build).  The
+ports always run.
 
 The threshold test and the parity test of a port share one run of it, also
 when pytest-xdist gives them to different workers: the first to need it runs
@@ -42,6 +44,7 @@ except ImportError:                      # not on Windows: each worker runs the 
 ROOT = Path(__file__).resolve().parent.parent
 PORTS_DIR = ROOT / "examples" / "keras_io"
 TWINS_DIR = ROOT / "tools" / "keras_io_twins"
+RECORDED_DIR = ROOT / "tests" / "keras_io_twin_outputs"
 HANG_GUARD_S = 600
 
 
@@ -126,10 +129,17 @@ def _twin_key(name, args):
 
 
 def _twin_cached(name, args):
+    key = _twin_key(name, args)
+    recorded = RECORDED_DIR / f"{key}.json"
+    if os.environ.get("PYGGML_TEST_TWIN_RECORD", "") not in ("", "0"):
+        return None, recorded                  # trained again, and recorded
+    if recorded.is_file():
+        out = json.loads(recorded.read_text())
+        return (out["stdout"], out["stderr"]), None
     folder = os.environ.get("PYGGML_TEST_TWIN_CACHE", "")
     if not folder:
         return None, None
-    path = Path(folder) / f"{_twin_key(name, args)}.json"
+    path = Path(folder) / f"{key}.json"
     if path.is_file():
         out = json.loads(path.read_text())
         return (out["stdout"], out["stderr"]), path
@@ -253,6 +263,8 @@ def test_port_matches_its_pytorch_twin(name, tmp_path_factory):
 
 
 def test_twin_cache_keeps_and_returns_one_output_per_script_and_arguments(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "RECORDED_DIR", tmp_path / "recorded")
+    monkeypatch.delenv("PYGGML_TEST_TWIN_RECORD", raising=False)
     monkeypatch.setenv("PYGGML_TEST_TWIN_CACHE", str(tmp_path / "twins"))
     out, path = _twin_cached("mnist_convnet", ("--seed", "1"))
     assert out is None and path.parent == tmp_path / "twins"
@@ -264,6 +276,25 @@ def test_twin_cache_keeps_and_returns_one_output_per_script_and_arguments(tmp_pa
     assert [p.name for p in (tmp_path / "twins").iterdir()] == [path.name]      # no temporary left
     monkeypatch.delenv("PYGGML_TEST_TWIN_CACHE")
     assert _twin_cached("mnist_convnet", ("--seed", "1")) == (None, None)
+    # recording trains the twin again into the recorded outputs, which come first from then on
+    monkeypatch.setenv("PYGGML_TEST_TWIN_CACHE", str(tmp_path / "twins"))
+    monkeypatch.setenv("PYGGML_TEST_TWIN_RECORD", "1")
+    out, recorded = _twin_cached("mnist_convnet", ("--seed", "1"))
+    assert out is None and recorded.parent == tmp_path / "recorded"
+    _twin_store(recorded, ("Test accuracy: 0.97\n", ""))
+    monkeypatch.delenv("PYGGML_TEST_TWIN_RECORD")
+    assert _twin_cached("mnist_convnet", ("--seed", "1")) == (("Test accuracy: 0.97\n", ""), None)
+
+
+def test_the_recorded_twin_outputs_are_pytorch_s_and_cover_every_port():
+    # one recorded output per port and run (each seed of actor_critic's), each with its metric
+    names = sorted(p.name.rsplit("-", 1)[0] for p in RECORDED_DIR.glob("*.json"))
+    want = sorted(n for n, port in PORTS.items() for _ in (port.seeds or [None]))
+    assert names == want
+    for p in RECORDED_DIR.glob("*.json"):
+        name = p.name.rsplit("-", 1)[0]
+        out = json.loads(p.read_text())["stdout"]
+        assert PORTS[name].label in out or name == "actor_critic_cartpole", (p.name, out[-500:])
 
 
 def test_a_ports_outputs_are_read_back_by_another_worker(tmp_path_factory, monkeypatch):

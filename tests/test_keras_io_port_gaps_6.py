@@ -280,3 +280,60 @@ def test_cross_entropy_clips_at_keras_epsilon(path, monkeypatch):
     y = (x.sum(1, keepdims=True) > 1.5).astype(np.float32)
     h = m.fit(x, y, epochs=30, batch_size=64, verbose=0)
     assert h.history["loss"][-1] < 0.8 * h.history["loss"][0]
+
+
+# --- Keras's own weight lists of the recurrent layers -------------------------------------------
+
+def _sig(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def _keras_lstm(x, k, rk, b):
+    u = rk.shape[0]
+    h = c = np.zeros((x.shape[0], u))
+    for t in range(x.shape[1]):
+        z = x[:, t] @ k + h @ rk + b
+        i, f, g, o = _sig(z[:, :u]), _sig(z[:, u:2 * u]), np.tanh(z[:, 2 * u:3 * u]), _sig(z[:, 3 * u:])
+        c = f * c + i * g
+        h = o * np.tanh(c)
+    return h
+
+
+def _keras_gru(x, k, rk, b):
+    # Keras 3's GRU, reset_after=True: gates z, r, h along the columns, bias (2, 3 units)
+    u = rk.shape[0]
+    h = np.zeros((x.shape[0], u))
+    for t in range(x.shape[1]):
+        xz = x[:, t] @ k + b[0]
+        inner = h @ rk + b[1]
+        z = _sig(xz[:, :u] + inner[:, :u])
+        r = _sig(xz[:, u:2 * u] + inner[:, u:2 * u])
+        hh = np.tanh(xz[:, 2 * u:] + r * inner[:, 2 * u:])
+        h = z * h + (1 - z) * hh
+    return h
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+def test_a_recurrent_layer_takes_keras_s_three_arrays(kind):
+    units, feats = 4, 3
+    x = RNG.normal(size=(2, 5, feats)).astype(np.float32)
+    g = {"lstm": 4, "gru": 3, "simple_rnn": 1}[kind]
+    k = RNG.normal(size=(feats, g * units)) * 0.5
+    rk = RNG.normal(size=(units, g * units)) * 0.5
+    b = RNG.normal(size=(2, g * units) if kind == "gru" else (g * units,)) * 0.5
+    layer = {"lstm": layers.LSTM, "gru": layers.GRU, "simple_rnn": layers.SimpleRNN}[kind](units)
+    layer(x)
+    layer.set_weights([k, rk, b])
+    if kind == "lstm":
+        want = _keras_lstm(x, k, rk, b)
+    elif kind == "gru":
+        want = _keras_gru(x, k, rk, b)
+    else:
+        h = np.zeros((2, units))
+        for t in range(5):
+            h = np.tanh(x[:, t] @ k + h @ rk + b)
+        want = h
+    np.testing.assert_allclose(layer(x), want, rtol=1e-5, atol=1e-5)
+    if kind == "gru":
+        with pytest.raises(ValueError, match="reset_after"):
+            layer.set_weights([k, rk, b[0]])

@@ -17,7 +17,10 @@ average pooling, batch 32), ``keras_bilstm`` (IMDB: Embedding 20000x128,
 Bidirectional(LSTM 64, sequences), Bidirectional(LSTM 64) over 200 tokens,
 batch 32), ``keras_transformer`` (text classification: token and position
 embedding 32, one transformer block with 2 heads, dropout, global average
-pooling, over 200 tokens, batch 32).  ``products_wide`` times the five
+pooling, over 200 tokens, batch 32), ``keras_convmixer`` (image_classification_with_convmixer:
+ConvMixer-256/8 on 32x32x3 images, a 2x2 stride-2 stem, eight blocks of a 5x5 depthwise
+convolution, gelu, BatchNormalization, a residual add and a 1x1 convolution, batch 128, AdamW).
+``products_wide`` times the five
 large matrix products of a ``wide_mlp`` step alone (the forward products of
 its two 2048-wide layers, their weight gradients and the hidden layer's input
 gradient, batch 256): pyggml's ``mul_mat``/``out_prod`` in one graph beside
@@ -53,7 +56,8 @@ import sys
 import time
 
 WORKLOADS = ["step_4_8_2", "step_8_64_64_4", "mnist_mlp", "mnist_mlp_busy", "wide_mlp", "mnist_cnn",
-             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer", "products_wide",
+             "predict_small_1", "predict_small_64", "predict_1", "predict_1000", "dqn_cartpole_150ep", "keras_convnet", "keras_conv1d_bn", "keras_bilstm", "keras_transformer", "keras_convmixer",
+             "products_wide",
              "tape_actor_critic", "tape_actor_critic_busy", "tape_wgan_gp"]
 RPC_WORKLOADS = ["step_8_64_64_4", "mnist_mlp"]      # also over loopback RPC (fw "pyggml-rpc")
 
@@ -126,6 +130,18 @@ if fw.startswith("pyggml"):
             m = pg.Sequential(layers + [L.GlobalAveragePooling1D(), L.Dense(2, activation="softmax")],
                               input_shape=(TS_LEN, 1))
             loss = "sparse_categorical_crossentropy"
+        elif wl == "keras_convmixer":
+            def act_bn(x):
+                return L.BatchNormalization()(L.Activation("gelu")(x))
+            inp = pg.Input((32, 32, 3))
+            x = act_bn(L.Conv2D(256, 2, strides=2)(L.Rescaling(1 / 255)(inp)))
+            for _ in range(8):
+                x0 = x
+                x = L.Add()([act_bn(L.DepthwiseConv2D(5, padding="same")(x)), x0])
+                x = act_bn(L.Conv2D(256, 1)(x))
+            m = pg.Model(inp, L.Dense(10, activation="softmax")(L.GlobalAveragePooling2D()(x)))
+            return m.compile(optimizer=pg.optimizers.AdamW(learning_rate=1e-3, weight_decay=1e-4),
+                             loss="sparse_categorical_crossentropy", seed=0, backend=BACKEND)
         elif wl == "keras_bilstm":
             inp = pg.Input((SEQ,), dtype="int32")
             x = L.Embedding(VOCAB, 128)(inp)
@@ -177,6 +193,24 @@ else:
                 layers += [nn.Conv1d(cin, 64, 3, padding=1), nn.BatchNorm1d(64, eps=1e-3, momentum=0.01), nn.ReLU()]
                 cin = 64
             return nn.Sequential(*layers, nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(64, 2))
+        if wl == "keras_convmixer":
+            def act_bn():
+                # Keras's gelu is the exact one; its BatchNormalization: epsilon 1e-3, momentum 0.99
+                return [nn.GELU(), nn.BatchNorm2d(256, eps=1e-3, momentum=0.01)]
+
+            class Residual(nn.Module):
+                def __init__(self, *mods):
+                    super().__init__()
+                    self.f = nn.Sequential(*mods)
+
+                def forward(self, x):
+                    return self.f(x) + x
+            blocks = []
+            for _ in range(8):
+                blocks += [Residual(nn.Conv2d(256, 256, 5, padding=2, groups=256), *act_bn()),
+                           nn.Conv2d(256, 256, 1), *act_bn()]
+            return nn.Sequential(nn.Conv2d(3, 256, 2, stride=2), *act_bn(), *blocks, nn.AdaptiveAvgPool2d(1),
+                                 nn.Flatten(), nn.Linear(256, 10))
         if wl == "keras_bilstm":
             class BiLSTM(nn.Module):
                 def __init__(self):
@@ -284,10 +318,12 @@ elif wl in ("mnist_mlp", "wide_mlp", "mnist_cnn"):
         result = {"value": sps, "unit": "samples/s", "better": "higher", "cpu_value": n / CPU[-1]}
 elif wl.startswith("keras_"):
     # a training step of fit, the example's batch size, over 4 batches
-    b = {"keras_convnet": 128}.get(wl, 32)
+    b = {"keras_convnet": 128, "keras_convmixer": 128}.get(wl, 32)
     n = 4 * b
     if wl == "keras_convnet":
         x, y = rng.random((n, 28, 28, 1)).astype(np.float32), np.eye(10, dtype=np.float32)[rng.integers(0, 10, n)]
+    elif wl == "keras_convmixer":
+        x, y = (rng.random((n, 32, 32, 3)) * 255).astype(np.float32), rng.integers(0, 10, n)
     elif wl == "keras_conv1d_bn":
         x, y = rng.random((n, TS_LEN, 1)).astype(np.float32), rng.integers(0, 2, n)
     else:
@@ -299,10 +335,13 @@ elif wl.startswith("keras_"):
         f = lambda: m.fit(x, y, epochs=1, batch_size=b, verbose=0, shuffle=False)
     else:
         net = keras_model(wl).train()
-        xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy() if wl == "keras_convnet" else
+        xt = torch.from_numpy(x.transpose(0, 3, 1, 2).copy() / 255 if wl == "keras_convmixer" else
+                              x.transpose(0, 3, 1, 2).copy() if wl == "keras_convnet" else
                               x.transpose(0, 2, 1).copy() if wl == "keras_conv1d_bn" else x.astype(np.int64))
-        yt = torch.from_numpy(y if wl != "keras_conv1d_bn" and wl != "keras_transformer" else y.astype(np.int64))
-        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        yt = torch.from_numpy(y.astype(np.int64) if wl in ("keras_conv1d_bn", "keras_transformer", "keras_convmixer")
+                              else y)
+        opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-4) if wl == "keras_convmixer" else \
+            torch.optim.Adam(net.parameters(), lr=1e-3)
         lf = torch.nn.BCEWithLogitsLoss() if wl == "keras_bilstm" else torch.nn.CrossEntropyLoss()
 
         def f():

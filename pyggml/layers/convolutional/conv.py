@@ -151,6 +151,19 @@ class _Conv(TransposesChannelsFirst, BaseConv):
         self.check_groups(c)
         out = tuple(self._out_size(size, i) for i, size in enumerate(spatial))
         bias = self.bias if self.use_bias else None
+        if c == self.groups and self.filters == c and fused() and math.prod(self.kernel_size) <= 256:
+            # one kernel per channel on the CPU: pyggml's depthwise op (patch 0043), bias and a
+            # fusable activation in its pass
+            image, (kh, kw), strides, dilation, pads = self.image_geometry(spatial)
+            x = ops.reshape(contiguous(inputs), (n,) + image + (c,))
+            w = cached("conv_dw_weight", self.weight, lambda: ops.reshape(
+                contiguous(ops.permute_axes(ops.reshape(self.weight, (c, kh * kw)), (1, 0))), (1, kh, kw, c)))
+            spec = self.fusable_activation() if activation else ("linear", 0.0)
+            padding = (0, pads[1][0], 1, out[0]) if self.padding == "causal" else self.padding
+            y = ops.conv_2d_cl_dw(x, w, bias, strides, padding, dilation, act=spec[0] if spec else "linear",
+                                  alpha=spec[1] if spec else 0.0)
+            y = ops.reshape(y, (n,) + out + (self.filters,))
+            return self._act(y) if activation and not spec else y
         if c == self.groups and self.padding != "causal":
             # one channel per group: the depthwise convolution, filters / groups kernels a channel
             kernel = ops.reshape(self.weight, (c, self.filters // c, math.prod(self.kernel_size)))

@@ -416,6 +416,43 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
         self.return_sequences = bool(return_sequences)
         self.go_backwards = bool(go_backwards)
 
+    # Keras's gate order as blocks of pyggml's (PyTorch's) order: pyggml's block j is Keras's
+    # block keras_gates[j] (a GRU's r, z, n are Keras's r, z, h at 1, 0, 2); None: the same order
+    keras_gates = None
+
+    def set_weights(self, weights):
+        """As Layer.set_weights; also Keras's own three arrays of this layer: kernel (features,
+        G units), recurrent kernel (units, G units) and bias (G units; a GRU's (2, 3 units): the
+        input and the recurrent biases), in Keras's gate order."""
+        if isinstance(weights, (list, tuple)) and len(weights) == 3 and self.use_bias and \
+                len(self.named_variables()) == 4:
+            weights = self._from_keras_three(weights)
+        super().set_weights(weights)
+
+    def _from_keras_three(self, weights):
+        u, g = self.units, self.n_gates
+        kernel, recurrent, bias = (np.asarray(w, dtype=np.float64) for w in weights)
+        who = f"{self.name}.set_weights"
+        if kernel.ndim != 2 or kernel.shape[1] != g * u or recurrent.shape != (u, g * u):
+            raise ValueError(f"{who}: Keras's kernels are (features, {g * u}) and ({u}, {g * u}), got {kernel.shape} "
+                             f"and {recurrent.shape}")
+        if bias.shape == (2, g * u):
+            b_ih, b_hh = bias[0], bias[1]
+        elif bias.shape == (g * u,) and self.keras_gates is None:
+            b_ih, b_hh = bias, np.zeros(g * u)
+        else:
+            raise ValueError(f"{who}: Keras's bias is ({g * u},)" + (f" or (2, {g * u})" if self.keras_gates is None
+                                                                      else f" as (2, {g * u}) (reset_after=True: a "
+                                                                           f"Keras GRU with reset_after=False computes "
+                                                                           f"otherwise)") + f", got {bias.shape}")
+
+        def order(a):              # the gate blocks along the last axis, into pyggml's order
+            if self.keras_gates is None:
+                return a
+            return np.concatenate([a[..., k * u:(k + 1) * u] for k in self.keras_gates], axis=-1)
+        return {"weight_ih": order(kernel).T, "weight_hh": order(recurrent).T, "bias_ih": order(b_ih),
+                "bias_hh": order(b_hh)}
+
     # --- initial and final states ----------------------------------------------------------
     @property
     def state_sizes(self):
