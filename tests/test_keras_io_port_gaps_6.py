@@ -337,3 +337,50 @@ def test_a_recurrent_layer_takes_keras_s_three_arrays(kind):
     if kind == "gru":
         with pytest.raises(ValueError, match="reset_after"):
             layer.set_weights([k, rk, b[0]])
+
+
+# --- symbolic masks, summary's class names, a schedule without get_config -----------------------
+
+def test_a_symbolic_tensor_carries_keras_s_mask():
+    # the masking guide: an Embedding(mask_zero=True), a layer that supports masking after it
+    class MyActivation(layers.Layer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.supports_masking = True
+
+        def call(self, inputs):
+            return ops.relu(inputs)
+
+    inputs = keras.Input(shape=(None,), dtype="int32")
+    x = layers.Embedding(input_dim=50, output_dim=4, mask_zero=True)(inputs)
+    y = MyActivation()(x)
+    assert inputs._keras_mask is None
+    assert layers.Embedding(50, 4)(inputs)._keras_mask is None                  # mask_zero=False
+    assert layers.Flatten()(keras.Input((4, 3)))._keras_mask is None
+    assert y._keras_mask is y._keras_mask and y._keras_mask.shape == (None, None)
+    # the mask is a tensor of the model: 1 for real steps
+    m = keras.Model(inputs, [layers.LSTM(3)(y), y._keras_mask])
+    ids = np.array([[3, 4, 0, 0], [5, 0, 0, 0]])
+    np.testing.assert_array_equal(m.predict(ids, verbose=0)[1], (ids != 0).astype(np.float32))
+
+
+def test_summary_names_a_nested_functional_model_functional():
+    i = keras.Input((3,))
+    inner = keras.Model(i, layers.Dense(2)(i))
+    j = keras.Input((3,))
+    m = keras.Model(j, layers.Dense(1)(inner(j)))
+    lines = []
+    m.summary(print_fn=lines.append)
+    assert any(r.startswith("functional (Functional)") for r in lines[0].splitlines())
+
+
+def test_a_schedule_without_get_config_says_what_to_override(tmp_path):
+    class Sched(keras.optimizers.schedules.LearningRateSchedule):
+        def __call__(self, step):
+            return 1e-3
+
+    m = keras.Sequential([keras.Input((2,)), layers.Dense(1)])
+    m.compile(optimizer=keras.optimizers.Adam(Sched()), loss="mse")
+    with pytest.raises(NotImplementedError, match="'Sched' must override `get_config"):
+        m.save(str(tmp_path / "s.keras"))
+    assert not (tmp_path / "s.keras").exists()

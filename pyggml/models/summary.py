@@ -9,6 +9,12 @@ def _shape(s):
     return str(tuple(s))                                  # (None, 4); (None,) for one number per sample
 
 
+def _class_name(layer):
+    """The class a row names: Keras's "Functional" for a model made as Model(inputs, outputs)."""
+    from pyggml.models.model import Model
+    return "Functional" if type(layer) is Model else type(layer).__name__
+
+
 def _trainable_mark(layer):
     """Keras's Trainable column: Y or N for a layer with weights, - for one without."""
     if not layer.weights:
@@ -63,7 +69,7 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
     if awaits is not None and awaits():
         # Keras 3's table of a model that waits for its first data: its layers, no shapes yet
         from pyggml.layers.layer import snake_case
-        rows = [(f"{l.name or snake_case(type(l).__name__)} ({type(l).__name__})", "?", "0 (unbuilt)")
+        rows = [(f"{l.name or snake_case(type(l).__name__)} ({_class_name(l)})", "?", "0 (unbuilt)")
                 for l in model.layers]
         return _print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn)
     topo = model._ensure_graph()
@@ -74,7 +80,7 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
         # a fixed batch size (Keras's Input(batch_shape=...)) shows, as in Keras
         shapes = [(n.batch_size,) + tuple(n.feature_shape) for n in nodes]
         shape = _shape(shapes) if len(nodes) > 1 else (_shape(shapes[0]) if nodes else "?")
-        rows.append((f"{l.name} ({type(l).__name__})", shape, str(l.count_params())))
+        rows.append((f"{l.name} ({_class_name(l)})", shape, str(l.count_params())))
     total = model.count_params()
     trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
     _print_table(model, rows, [total, trainable, total - trainable], print_fn, shown, show_trainable)

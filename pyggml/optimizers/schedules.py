@@ -18,10 +18,12 @@ class LearningRateSchedule:
     """Base class: ``__call__(step) -> learning rate``; ``get_config``."""
 
     def __call__(self, step):
-        raise NotImplementedError
+        raise NotImplementedError(f"Learning rate schedule '{type(self).__name__}' must override "
+                                  f"`__call__(self, step)`")
 
     def get_config(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"Learning rate schedule '{type(self).__name__}' must override `get_config()` "
+                                  f"in order to be serializable (saving a model saves its optimizer's schedule)")
 
     @classmethod
     def from_config(cls, config):

@@ -9,7 +9,7 @@ from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
-__all__ = ["Masking"]
+__all__ = ["Masking", "MaskOf"]
 
 
 def _real_steps(x, mask_value):
@@ -61,3 +61,22 @@ class Masking(Layer):
         c = super().get_config()
         c["mask_value"] = self.mask_value
         return c
+
+
+class MaskOf(Layer):
+    """The padding mask a tensor of a functional model carries, as a tensor of the model
+    (batch, steps; 1 for a real step, 0 for padding): what ``node._keras_mask`` gives, as
+    Keras's symbolic ``_keras_mask``.  Its own output carries no mask."""
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:2])
+
+    def call(self, inputs, mask=None):
+        x = contiguous(ops.as_tensor(inputs))
+        if mask is None:                                  # no mask reached it: every step is real
+            x = ops.cast(x, "f32") if x.dtype == "i32" else x
+            b, t = x.shape[0], x.shape[1]
+            per_step = x if len(x.shape) == 2 else ops.sum_rows(ops.reshape(x, (b, t, x.nelements // (b * t))))
+            return ops.reshape(ops.scale_bias(contiguous(per_step), 0.0, 1.0), (b, t))
+        m = ops.as_tensor(mask)
+        return contiguous(ops.cast(m, "f32") if m.dtype == "i32" else m)
