@@ -39,7 +39,7 @@ def _auto_mode(monitor, model=None):
             return "max" if direction == "up" else "min"
     words = name.lower().split("_")
     if any(w.startswith(u) for w in words for u in _UP_WORDS) or "true_positives" in name \
-            or "true_negatives" in name:
+            or "true_negatives" in name or "io_u" in name:          # (MeanIoU's name: "mean_io_u")
         return "max"
     return "min"
 

@@ -53,20 +53,6 @@ class Node:
         return (None,) + self.feature_shape
 
     @property
-    def _keras_mask(self):
-        """Keras's symbolic ``_keras_mask``: the padding mask this tensor carries as a node of the
-        model, (batch, steps), 1 for a real step (pyggml.layers.core.masking.MaskOf); None when
-        no layer before it makes one (an Embedding(mask_zero=True), a Masking, a layer's own
-        compute_mask) or a layer between drops it."""
-        if not _carries_mask(self):
-            return None
-        node = self.__dict__.get("_mask_node")
-        if node is None:
-            from pyggml.layers.core.masking import MaskOf
-            node = self.__dict__["_mask_node"] = MaskOf()(self)
-        return node
-
-    @property
     def ndim(self):
         return len(self.feature_shape) + 1
 
@@ -170,24 +156,3 @@ for _name, _op, _both, _logical in (("truediv", "divide", True, False), ("floord
     if _both:
         setattr(Node, f"__r{_name}__", _node_operator(_op, True, _logical))
 del _name, _op, _both, _logical
-
-
-def _carries_mask(node, seen=None):
-    """Whether a padding mask reaches ``node`` (the rules the model's graph follows)."""
-    from pyggml.layers.core.embedding import Embedding
-    from pyggml.layers.core.masking import Masking
-    from pyggml.layers.layer import Layer
-    layer = node.layer
-    if layer is None or not node.inputs or len(node.shape) < 2:
-        return False
-    if isinstance(layer, Embedding):
-        return bool(getattr(layer, "mask_zero", False))
-    if isinstance(layer, Masking) or type(layer).compute_mask is not Layer.compute_mask:
-        return True
-    if not getattr(layer, "supports_masking", False):
-        return False
-    seen = set() if seen is None else seen
-    if id(node) in seen:
-        return False
-    seen.add(id(node))
-    return any(isinstance(i, Node) and _carries_mask(i, seen) for i in node.inputs)

@@ -410,7 +410,7 @@ def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
     out = []
     given_n = n
     for spec, loss, sw, y in zip(specs, losses, sws, ys):
-        if y is None:
+        if y is None or loss is None:          # (an output without a loss: its targets feed metrics only)
             out.append(None)
             continue
         n = len(y) if given_n is None else given_n      # a batch whose inputs' rows differ: the target's

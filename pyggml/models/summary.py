@@ -11,8 +11,8 @@ def _shape(s):
 
 def _class_name(layer):
     """The class a row names: Keras's "Functional" for a model made as Model(inputs, outputs)."""
-    from pyggml.models.model import Model
-    return "Functional" if type(layer) is Model else type(layer).__name__
+    cls = type(layer)
+    return "Functional" if (cls.__name__, cls.__module__) == ("Model", "pyggml.models.model") else cls.__name__
 
 
 def _trainable_mark(layer):

@@ -7,6 +7,7 @@ from pyggml._validation import check_number
 from pyggml.core import Tensor
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
+from pyggml.layers.node import Node
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Masking", "MaskOf"]
@@ -80,3 +81,38 @@ class MaskOf(Layer):
             return ops.reshape(ops.scale_bias(contiguous(per_step), 0.0, 1.0), (b, t))
         m = ops.as_tensor(mask)
         return contiguous(ops.cast(m, "f32") if m.dtype == "i32" else m)
+
+
+def _carries_mask(node, seen=None):
+    """Whether a padding mask reaches ``node`` (the rules the model's graph follows): made by an
+    Embedding(mask_zero=True), a Masking or a layer's own compute_mask, passed on by the
+    layers that support masking."""
+    layer = node.layer
+    if layer is None or not node.inputs or len(node.shape) < 2:
+        return False
+    if hasattr(layer, "mask_zero"):                    # an Embedding
+        return bool(layer.mask_zero)
+    if type(layer).compute_mask is not Layer.compute_mask:
+        return True
+    if not getattr(layer, "supports_masking", False):
+        return False
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return False
+    seen.add(id(node))
+    return any(isinstance(i, Node) and _carries_mask(i, seen) for i in node.inputs)
+
+
+def _keras_mask(node):
+    """Keras's symbolic ``_keras_mask``: the padding mask this tensor carries as a node of the
+    model, (batch, steps), 1 for a real step (MaskOf); None when no layer before it makes one
+    or a layer between drops it."""
+    if not _carries_mask(node):
+        return None
+    mask = node.__dict__.get("_mask_node")
+    if mask is None:
+        mask = node.__dict__["_mask_node"] = MaskOf()(node)
+    return mask
+
+
+Node._keras_mask = property(_keras_mask)        # (here: a node knows no layers)
