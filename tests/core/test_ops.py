@@ -3,6 +3,7 @@ gradient of those ggml can differentiate against finite differences, and the
 refusals of bad shapes and dtypes (an exception, never an abort)."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -1595,6 +1596,17 @@ def test_conv_2d_cl_dw_refuses_what_its_kernels_cannot_take(backend):
     with pytest.raises(TypeError, match="f32"):
         ops.conv_2d_cl_dw(ctx.new_tensor((2, 8, 8, 4), dtype="i32"), ctx.new_tensor((1, 3, 3, 4)))
     ctx.free()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_conv_2d_cl_dw_hostile_arguments_never_crash(seed):
+    import subprocess
+    import sys
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dw_hostile_program.py")
+    r = subprocess.run([sys.executable, script, str(seed)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
+    ok, refused = (int(v) for v in r.stdout.split()[1:4:2])
+    assert ok > 50 and refused > 50, r.stdout      # both kinds of case were reached
 
 
 # (N, H, W, OC -> C, (KH, KW), strides, padding): Conv2DTranspose's usual upsampling by 2,
