@@ -2,7 +2,7 @@
 subprocess: wrong shapes, dtypes, views, strides, paddings, dilations and activations are
 refused with Python exceptions; what is accepted computes (forward), on 1 to 3 threads.
 Prints "ok N refused M"; a crash kills the process."""
-import itertools, sys
+import sys
 import numpy as np
 from pyggml import core
 from pyggml.core import ops
