@@ -384,3 +384,17 @@ def test_a_schedule_without_get_config_says_what_to_override(tmp_path):
     with pytest.raises(NotImplementedError, match="'Sched' must override `get_config"):
         m.save(str(tmp_path / "s.keras"))
     assert not (tmp_path / "s.keras").exists()
+
+
+def test_targets_of_an_output_without_a_loss_that_are_not_numbers_are_left_alone():
+    # they fed nothing before the metrics read such targets, and still train nothing
+    i = keras.Input((3,))
+    m = keras.Model(i, {"a": layers.Dense(2, name="a")(i), "b": layers.Dense(1, name="b")(i)})
+    m.compile(optimizer="adam", loss={"a": "mse", "b": None})
+    x = RNG.random((8, 3)).astype(np.float32)
+    ya = RNG.random((8, 2)).astype(np.float32)
+    h = m.fit(x, {"a": ya, "b": np.array(["text"] * 8)}, epochs=1, verbose=0)
+    p = m.predict(x, verbose=0)
+    assert np.isfinite(h.history["loss"][0])
+    np.testing.assert_allclose(m.evaluate(x, {"a": ya, "b": np.array(["t"] * 8)}, verbose=0),
+                               np.mean((p["a"] - ya) ** 2), rtol=1e-5)

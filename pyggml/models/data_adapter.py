@@ -280,8 +280,11 @@ def adapt_targets(specs, y, n):
         if not spec.has_loss:
             # no loss, so the graph takes no targets; kept on the host for the output's compiled
             # metrics (Keras computes them from the targets given)
-            a = as_real_array(a, "y")
-            out.append(a if a.ndim >= 1 and (n is None or a.shape[0] == n) else None)
+            try:
+                a = as_real_array(a, "y")
+            except TypeError:                  # not numbers: nothing a metric could read, as before
+                a = None
+            out.append(a if a is not None and a.ndim >= 1 and (n is None or a.shape[0] == n) else None)
             continue
         a = as_real_array(a, "y")
         if a.ndim == 0:
