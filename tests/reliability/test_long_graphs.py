@@ -32,20 +32,13 @@ def seq(T, feats=2, batch=4):
 """
 
 
+# (1000 steps; 300, past the old limits of both, are in the PyTorch gradient test below)
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])
-@pytest.mark.parametrize("steps", [300, 1000])
+@pytest.mark.parametrize("steps", [1000])
 def test_recurrent_trains_on_long_sequences(kind, steps):
     r = run_py(TRAIN, f"""
         x, y = seq({steps})
         train([L.{kind}(8), L.Dense(1)], x, y)
-    """, timeout=600)
-    assert "TRAINED" in r.stdout
-
-
-def test_stack_of_two_trains_on_700_steps():
-    r = run_py(TRAIN, """
-        x, y = seq(700)
-        train([L.LSTM(8, return_sequences=True), L.GRU(8), L.Dense(1)], x, y)
     """, timeout=600)
     assert "TRAINED" in r.stdout
 
@@ -58,16 +51,7 @@ def test_stack_of_two_trains_on_1000_steps():
     assert "TRAINED" in r.stdout
 
 
-@pytest.mark.parametrize("depth", [500, 900])
-def test_deep_dense_stack_trains(depth):
-    r = run_py(TRAIN, f"""
-        x = rng.normal(size=(4, 3)).astype(np.float32)
-        y = rng.normal(size=(4, 1)).astype(np.float32)
-        train([L.Dense(4) for _ in range({depth})] + [L.Dense(1)], x, y)
-    """, timeout=600)
-    assert "TRAINED" in r.stdout
-
-
+# (past 409 layers, where the old free-block limit aborted)
 def test_dense_stack_of_1000_layers_trains():
     r = run_py(TRAIN, """
         x = rng.normal(size=(4, 3)).astype(np.float32)
