@@ -23,11 +23,12 @@ its own ops see the folded tensor.
 """
 
 import contextlib
+import math
 import threading
 
 from pyggml import _scope
 
-__all__ = ["note", "noted", "note_outputs", "said_shapes", "graph_shape", "batch_of", "pending", "take", "inputs",
+__all__ = ["folds", "depth", "MAX_DIMS", "note", "noted", "note_outputs", "said_shapes", "graph_shape", "batch_of", "pending", "take", "inputs",
            "in_shape", "in_shapes", "unfold_shape", "refusal", "batch_and_features", "active", "FIVE_D_LAYERS"]
 
 # filled in by pyggml.layers: the names of the layers that take 5-D inputs (for the refusal)
@@ -36,20 +37,39 @@ FIVE_D_LAYERS = []
 _state = threading.local()
 
 
+# the most dimensions a node (the batch included) may have: pyggml._wide's
+MAX_DIMS = 8
+
+
+def folds(shape):
+    """Whether a tensor of Keras shape ``shape`` is held folded: five dimensions or more."""
+    return shape is not None and len(shape) >= 5
+
+
+def depth(shape):
+    """How many of a folded tensor's items are in one sample's rows: the product of the axes
+    between the batch and the last three (a volume's D), None where one is unknown."""
+    mid = tuple(shape)[1:-3]
+    if any(d is None for d in mid):
+        return None
+    return int(math.prod(int(d) for d in mid))
+
+
 def graph_shape(shape):
-    """The shape a tensor of Keras shape ``shape`` has in the graph (5-D folded to 4-D)."""
+    """The shape a tensor of Keras shape ``shape`` has in the graph: five dimensions or more
+    folded to four, the batch and the axes before the last three merged."""
     shape = tuple(shape)
-    if len(shape) == 5:
-        return (shape[0] * shape[1],) + shape[2:]
+    if len(shape) >= 5:
+        return (shape[0] * depth(shape),) + shape[-3:]
     return shape
 
 
 def batch_of(x, shape):
     """The batch of the folded tensor x whose Keras shape is ``shape`` (batch, D, ...)."""
-    d = shape[1]
+    d = depth(shape)
     if d is None or x.shape[0] % d:
-        raise ValueError(f"a folded 5-D tensor of graph shape {tuple(x.shape)} does not hold inputs of shape "
-                         f"{tuple(shape)}")
+        raise ValueError(f"a folded {len(shape)}-D tensor of graph shape {tuple(x.shape)} does not hold inputs of "
+                         f"shape {tuple(shape)}")
     return x.shape[0] // d
 
 
@@ -57,18 +77,18 @@ def batch_and_features(x):
     """(batch, Keras feature shape) of x, the first input of the layer call now running:
     from the call's Keras shapes where x is a folded volume, else from x."""
     shapes = in_shapes()
-    if shapes and shapes[0] is not None and len(shapes[0]) == 5:
+    if shapes and folds(shapes[0]):
         return batch_of(x, shapes[0]), tuple(shapes[0][1:])
     return x.shape[0], tuple(x.shape[1:])
 
 
 def unfold_shape(graph, like):
     """The Keras shape of a layer's output ``graph`` (a graph shape with None for the batch
-    or its batch size) when its input was the 5-D ``like``: still 5-D where its first
-    dimension is the batch times like's D."""
+    or its batch size) when its input was the folded ``like``: still as many dimensions
+    where its first dimension is the batch times like's depth."""
     graph = tuple(graph)
-    if len(graph) == 4 and like[1] is not None:
-        return (None, like[1]) + graph[1:]
+    if len(graph) == 4 and depth(like) is not None:
+        return (None,) + tuple(like[1:-3]) + graph[1:]
     return graph
 
 
@@ -119,7 +139,7 @@ def note(tensors, shapes):
     """Keep the Keras shapes of the folded (5-D) ones of ``tensors`` for this graph."""
     reg = None
     for t, s in zip(tensors, shapes):
-        if s is not None and len(s) == 5 and hasattr(t, "shape") and len(t.shape) == 4:
+        if folds(s) and hasattr(t, "shape") and len(t.shape) == 4:
             reg = reg if reg is not None else _registry(create=True)
             if reg is not None:
                 reg[t] = tuple(s)
@@ -153,8 +173,8 @@ def note_outputs(layer, out, shapes):
     Keras shapes (a noted one keeps its note: a layer inside made it; else the layer's
     compute_output_shape; else a result of (batch * D) rows stays 5-D)."""
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    five = next(s for s in shapes if s is not None and len(s) == 5)
-    n, d = five[0], five[1]
+    five = next(s for s in shapes if folds(s))
+    n, d = five[0], depth(five)
     known = noted(outs) or [None] * len(outs)
     try:
         said = said_shapes(layer, shapes)
@@ -165,14 +185,14 @@ def note_outputs(layer, out, shapes):
         if not hasattr(t, "shape"):
             found.append(None)
             continue
-        k = known[i] if known[i] is not None and len(known[i]) == 5 else None
-        if k is None and said is not None and i < len(said) and isinstance(said[i], tuple) and len(said[i]) == 5:
+        k = known[i] if folds(known[i]) else None
+        if k is None and said is not None and i < len(said) and isinstance(said[i], tuple) and folds(said[i]):
             k = (n,) + tuple(said[i][1:])
-        if k is None and said is None and len(t.shape) == 4 and t.shape[0] == n * d and \
+        if k is None and said is None and len(t.shape) == 4 and d is not None and t.shape[0] == n * d and \
                 not layer.sees_whole_volumes():
             # (a custom call sees its volumes 5-D, pyggml._wide, and those it returns are noted: a
             # result of n * d rows there is 4-D, its items folded into the batch)
-            k = (n, d) + tuple(t.shape[1:])
+            k = (n,) + tuple(five[1:-3]) + tuple(t.shape[1:])
         found.append(k)
     note(outs, found)
 
@@ -207,7 +227,7 @@ def refusal(layer, shapes):
     if callable(rule):
         return f"{who} cannot take the 5-D inputs {shapes} with its arguments: {(rule.__doc__ or '').strip()}"
     return (f"{who} takes inputs of at most 4 dimensions, the batch included, got {shapes}: ggml tensors have "
-            f"four, and 5-D inputs (volumes, videos) reach only the layers that fold them: "
+            f"four, and inputs of 5 dimensions or more (volumes, videos) reach only the layers that fold them: "
             f"{', '.join(FIVE_D_LAYERS)}")
 
 
@@ -225,6 +245,12 @@ def caller_is_custom():
     """Whether the innermost running layer call (the one calling the next) is user code's."""
     stack = _state.__dict__.get("custom")
     return bool(stack) and stack[-1]
+
+
+def called_from_a_tape():
+    """Whether no layer's call is running and the graph being built is a GradientTape's: the
+    next layer is called by the user's code in the tape's block."""
+    return not _state.__dict__.get("custom") and getattr(_scope.current(), "open_tapes", None) is not None
 
 
 def in_custom_call():

@@ -660,7 +660,7 @@ def eager_arrays(args, kwargs):
 
 def volumes_of(out, noted):
     """The folded volumes among results ``out`` (``noted``: pyggml._fold.noted, their Keras shapes)
-    as wide 5-D tensors; the other results as they are."""
+    as wide tensors of their Keras shapes; the other results as they are."""
     many = isinstance(out, (list, tuple))
     outs = list(out) if many else [out]
     tensors = [o for o in outs if isinstance(o, Tensor)]
@@ -671,6 +671,6 @@ def volumes_of(out, noted):
     done = []
     for o in outs:
         s = next(it) if isinstance(o, Tensor) else None
-        done.append(Wide(o, s) if s is not None and len(s) == 5 and None not in s and
+        done.append(Wide(o, s) if s is not None and len(s) >= 5 and None not in s and
                     int(np.prod(s)) == o.nelements else o)
     return type(out)(done) if many else done[0]

@@ -372,7 +372,7 @@ def _axis_on_a_volume(name, sig, args, kwargs):
     Keras's (a custom layer's ops.sum(x, axis=3) on (batch, D, H, W, C))."""
     folded = _fold.noted([a for a in args if isinstance(a, Tensor)] +
                          [v for v in kwargs.values() if isinstance(v, Tensor)])
-    if folded is None or not builtins.any(s is not None and len(s) == 5 for s in folded):
+    if folded is None or not builtins.any(_fold.folds(s) for s in folded):
         return
     try:
         bound = sig.bind(*args, **kwargs).arguments
@@ -383,8 +383,9 @@ def _axis_on_a_volume(name, sig, args, kwargs):
         if axis is None:
             continue
         axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
-        if builtins.any(not isinstance(a, (int, np.integer)) or a % 5 != 4 for a in axes):
-            shape = (None,) + tuple(next(s for s in folded if s is not None and len(s) == 5)[1:])
+        full = next(s for s in folded if _fold.folds(s))
+        if builtins.any(not isinstance(a, (int, np.integer)) or a % len(full) != len(full) - 1 for a in axes):
+            shape = (None,) + tuple(full[1:])
             raise ValueError(f"ops.{name}({key}={axis!r}) on a volume of shape {shape}: "
                              f"inside a layer's call pyggml holds volumes as (batch * depth, height, width, "
                              f"channels), so only the channels' axis (-1) works there; reshape the volume to 4 "

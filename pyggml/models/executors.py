@@ -131,7 +131,7 @@ class GraphBuilder:
     def input(self, shape, dtype="float32"):
         # a 5-D input (volumes, videos) is folded: (batch * D, H, W, C) (pyggml._fold)
         t = self.in_ctx.new_tensor(_fold.graph_shape(shape), dtype="i32" if dtype in ("int32", "string") else "f32")
-        if len(shape) == 5:
+        if len(shape) >= 5:
             # its Keras shape, for the layers it reaches (a volume's depth may be None in the model:
             # the graph is built for the data's)
             self.cache.setdefault("_fold_shapes", {})[t] = tuple(shape)
@@ -291,8 +291,8 @@ class Predictor(Executor):
         # one input the graph reads as given (nothing derived from it): run_one's case
         self.one = len(self.xs) == 1 and not self.g.has_derived
         # 5-D outputs come back folded (pyggml._fold): their Keras shapes
-        self.unfold = [(m if m is not None and len(m) == 5 else (self.batch, -1) + o.feature_shape[1:])
-                       if o.ndim == 5 else None for o, m in zip(model._topology.outputs, made)]
+        self.unfold = [(m if _fold.folds(m) else (self.batch, -1) + o.feature_shape[1:])
+                       if o.ndim >= 5 else None for o, m in zip(model._topology.outputs, made)]
         if not any(self.unfold):
             self.unfold = None
 
@@ -352,7 +352,7 @@ class _LossGraph(Executor):
                 given = model.target_specs[i].given
                 if given is not None:
                     # a user's loss takes y as the data has it (data_adapter's as_given)
-                    rows_y = self.batch if model._topology.outputs[i].ndim == 5 else o.shape[0]
+                    rows_y = self.batch if model._topology.outputs[i].ndim >= 5 else o.shape[0]
                     y = self.g.input((rows_y,) + given[0] if given[0] else (rows_y,), given[1])
                 elif loss.sparse:
                     y = self.g.input(tuple(o.shape[:-1]), "int32")
@@ -362,7 +362,7 @@ class _LossGraph(Executor):
                 kind = weight_kinds[i] if weight_kinds else None
                 w = None
                 # a 5-D output comes folded, (batch * D, ...): its weights are per sample (pyggml._fold)
-                rows = self.batch if model._topology.outputs[i].ndim == 5 else o.shape[0]
+                rows = self.batch if model._topology.outputs[i].ndim >= 5 else o.shape[0]
                 if kind is not None:
                     w = self.g.input((rows, int(kind)))       # the weights' width: 1, the cells or the steps
                 self.ws.append(w)

@@ -43,7 +43,8 @@ class Flatten(Layer):
 
 @register_builtin
 class Reshape(Layer):
-    """To and from 5-D too (volumes, folded: pyggml._fold)."""
+    """To and from 5-D and more too (volumes, folded: pyggml._fold), up to 8 dimensions with
+    the batch (the patches' reshape of keras-io's involution)."""
 
     takes_5d = True
 
@@ -55,8 +56,8 @@ class Reshape(Layer):
         for d in t:
             if not is_int(d) or (d < 1 and d != -1):
                 raise ValueError(f"Reshape: target_shape entries must be positive ints or -1, got {t}")
-        if not t or len(t) > 4:
-            raise ValueError("Reshape: 1 to 4 dimensions besides the batch")
+        if not t or len(t) > _fold.MAX_DIMS - 1:
+            raise ValueError(f"Reshape: 1 to {_fold.MAX_DIMS - 1} dimensions besides the batch, got {t}")
         self.target_shape = tuple(int(d) for d in t)
 
     def _resolved(self, feats):
@@ -83,7 +84,7 @@ class Reshape(Layer):
         n, feats = _fold.batch_and_features(inputs)
         target = (n,) + self._resolved(feats)
         out = ops.reshape(contiguous(inputs), _fold.graph_shape(target))
-        if len(target) == 5:
+        if len(target) >= 5:
             _fold.note([out], [target])        # a volume made here (in a custom call too): its Keras shape
         return out
 
