@@ -160,7 +160,14 @@ def evaluate(fn, arrays, training=False, losses=None):
                                     "a lookup layer first (StringLookup, TextVectorization, Hashing, ...)")
             extra = b.losses if losses is not None else []
             states = b.state_updates
-            res = b.run(outs + [t for _, t in extra] + [t for _, t in states])
+            kept = getattr(b, "kept", None) or []        # tensors a layer keeps as attributes (layers.eager)
+            res = b.run(outs + [t for _, t in extra] + [t for _, t in states] +
+                        [v.t if isinstance(v, _wide.Wide) else v for _, _, v in kept])
+            if kept:
+                from pyggml._tensor_arrays import as_ops_result
+                for (obj, name, v), value in zip(kept, res[len(res) - len(kept):]):
+                    object.__setattr__(obj, name, as_ops_result(value.reshape(v.shape)))
+                res = res[:len(res) - len(kept)]
             if states:
                 for (v, _), value in zip(states, res[len(res) - len(states):]):
                     v.assign(value.reshape(v.shape))

@@ -695,7 +695,19 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
         raise ValueError(f"conv: the inputs' {c} channels must be a multiple of the kernel's {kin} input channels "
                          f"(groups), and the filters ({cout}) a multiple of the groups")
     groups = c // kin
-    if groups == 1:
+    if groups == 1 and _scope.fused():
+        # pyggml's channels-last convolution, the op the Conv layers use: its gradients have
+        # gradients of their own (a gradient penalty through ops.conv: StyleGAN's equalized
+        # layers), where im2col's backward has none
+        kernel_oc = _cont(_k.transpose(w, (rank + 1,) + tuple(range(rank + 1))))    # (O, *kernel, C)
+        if rank == 1:
+            y = _c.conv_2d_cl(_cont(_c.reshape(_cont(x), (int(x.shape[0]), 1) + tuple(int(d) for d in x.shape[1:]))),
+                              _c.reshape(kernel_oc, (cout, 1) + tuple(int(d) for d in kernel_oc.shape[1:])), None,
+                              (1,) + strides, padding, (1,) + dilation)
+            y = _c.reshape(y, (int(y.shape[0]),) + tuple(int(d) for d in y.shape[2:]))
+        else:
+            y = _c.conv_2d_cl(_cont(x), kernel_oc, None, strides, padding, dilation)
+    elif groups == 1:
         y = _conv_cl(x, w, rank, strides, dilation, padding, what)
     else:
         xs = _k.split(x, groups, axis=-1)

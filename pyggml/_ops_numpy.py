@@ -48,12 +48,22 @@ SHARED_WITH_GGML = ("sum", "mean", "argmax", "transpose", "reshape", "repeat", "
 
 # --- tensors, eager calls ----------------------------------------------------------------------------
 
+def _holds_graph_values(x):
+    """A list or tuple holding (at any depth) a tensor, a weight or a wide tensor."""
+    return any(isinstance(v, (Tensor, Variable, _wide.Wide)) or (isinstance(v, (list, tuple)) and _holds_graph_values(v))
+               for v in x)
+
+
 def _t(x):
-    """A Tensor for a Tensor, a Variable or an array/number (a float32 constant)."""
+    """A Tensor for a Tensor, a Variable or an array/number (a float32 constant); a list of
+    tensors is stacked, as Keras's convert_to_tensor (``ops.mean([loss_a, loss_b])``: the
+    gradient goes on to each)."""
     if isinstance(x, Tensor):
         return x
     if isinstance(x, Variable):
         return x.graph_tensor()
+    if isinstance(x, (list, tuple)) and x and _holds_graph_values(x):
+        return stack(list(x))
     if isinstance(x, _wide.Wide):
         raise ValueError(f"a tensor of shape {x.shape} ({x.ndim} dimensions) reached an op or a layer that takes "
                          f"at most 4: ggml tensors have at most 4 dimensions, and pyggml carries more inside a call "
@@ -173,6 +183,10 @@ def _eager(*tensor_params):
                         arguments[name][k] = t
                 return fn(**arguments)
             from pyggml import _eager as eager
+            if fn.__name__ in ("equal", "not_equal") and any(a.dtype.kind in "SUO" for a in values):
+                # strings compared (tf.equal on a text batch): numpy's answer, element by element
+                a, b = (np.asarray(bound.arguments[k]) for k in ("x1", "x2"))
+                return (np.equal if fn.__name__ == "equal" else np.not_equal)(a.astype(str), b.astype(str))
             if fn.__name__ in _HOST_LAYOUT and any(a.dtype.kind in "SU" for a in values):
                 # strings (a text dataset's batch in a map function) only move: numpy does it
                 return _HOST_LAYOUT[fn.__name__](**bound.arguments)
@@ -341,6 +355,12 @@ def _axes(axis, ndim, what):
     """A sorted tuple of axes (all for None)."""
     if axis is None:
         return tuple(range(ndim))
+    if isinstance(axis, (Tensor, np.ndarray)):
+        # axes as a tensor known on the host (TensorFlow's ops.sum(x, axis=ops.arange(1, rank)))
+        known = host_value(axis) if isinstance(axis, Tensor) else axis
+        if known is None or np.asarray(known).dtype.kind not in "iu" or np.ndim(known) > 1:
+            raise TypeError(f"{what}: axis must be an int, ints, or a constant tensor of ints, got {axis!r}")
+        axis = tuple(int(a) for a in np.asarray(known).reshape(-1))
     axes = axis if isinstance(axis, (list, tuple)) else (axis,)
     out = sorted({_axis(a, ndim, what) for a in axes})
     if len(out) != len(axes):
@@ -994,7 +1014,9 @@ def convert_to_tensor(x, dtype=None, sparse=None):
             return a.astype(np.int32) if kind in "iu" and a.dtype.itemsize > 4 else \
                 a.astype(np.float32) if kind == "f" and a.dtype.itemsize > 4 else a
         return np.asarray(x.numpy() if isinstance(x, Variable) else x, dtype=dtype)
-    if isinstance(x, (np.ndarray, list, tuple)) and np.ndim(x) > MAX_DIMS and _watched(x) is None:
+    if isinstance(x, (list, tuple)) and x and _holds_graph_values(x):
+        pass                                         # tensors in a list: stacked by _t
+    elif isinstance(x, (np.ndarray, list, tuple)) and np.ndim(x) > MAX_DIMS and _watched(x) is None:
         return wide_constant(x, dtype)               # five dimensions or more (a window mask): pyggml._wide
     t = _t(x)
     if dtype is not None and dtype in ("float32", "int32"):
@@ -1022,22 +1044,44 @@ def _pair(x, y):
     return a, b
 
 
+def _whole(v):
+    """An operand of whole numbers: an int32 tensor or weight, a Python or numpy int, an array
+    of ints (bools are not)."""
+    if isinstance(v, Tensor):
+        return v.dtype == "i32"
+    if isinstance(v, Variable):
+        return str(v.dtype).startswith(("int", "uint"))
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (int, np.integer)):
+        return True
+    return isinstance(v, np.ndarray) and v.dtype.kind in "iu"
+
+
+def _as_whole(out, *operands):
+    """out as int32 where every operand is whole (Keras's result dtype: int32 + 1 is int32);
+    computed in float32, exact up to 2**24."""
+    if all(_whole(v) for v in operands) and out.dtype != "i32":
+        return _c.cast(_cont(out), "i32")
+    return out
+
+
 @_eager("x1", "x2")
 def add(x1, x2):
     a, b = _pair(x1, x2)
-    return a + b
+    return _as_whole(a + b, x1, x2)
 
 
 @_eager("x1", "x2")
 def subtract(x1, x2):
     a, b = _pair(x1, x2)
-    return a - b
+    return _as_whole(a - b, x1, x2)
 
 
 @_eager("x1", "x2")
 def multiply(x1, x2):
     a, b = _pair(x1, x2)
-    return a * b
+    return _as_whole(a * b, x1, x2)
 
 
 @_eager("x1", "x2")
@@ -1094,11 +1138,22 @@ def cosh(x):
     return _c.scale(_cont(_c.exp(x) + _c.exp(_c.neg(x))), 0.5)
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 @_eager("x1", "x2")
 def _pick(a, b, m):
     """a where the 0/1 mask m is 1, else b, exactly (b + relu(a - b) rounded small values
-    away next to large ones); the gradient goes to the one picked."""
-    return a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0)
+    away next to large ones); the gradient goes to the one picked.  An infinite operand is
+    picked or left as numpy does (minimum(inf, 0) is 0: Keras's Transformer schedule at step
+    0, where 0 * inf made NaN): on the CPU both are clamped to float32's range first and a
+    result at its end is made infinite again (the clamp's backward is pyggml's CPU op)."""
+    if not _scope.fused():
+        return a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0)
+    a, b = (_c.clamp(_cont(v), -_F32_MAX, _F32_MAX) for v in (a, b))
+    out = _cont(a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0))
+    at_end = _c.scale_bias(_c.step(_c.scale_bias(_c.abs(out), -1.0, _F32_MAX)), -1.0, 1.0)
+    return out * _c.scale_bias(at_end, 2.0, 1.0)           # (3 * the largest float is inf)
 
 
 def _as_f32(t):
@@ -1190,12 +1245,37 @@ def less_equal(x1, x2):
 
 @_eager("x1", "x2")
 def equal(x1, x2):
+    on_strings = _compare_strings(x1, x2, np.equal)
+    if on_strings is not None:
+        return on_strings
     return logical_not(logical_or(greater(x1, x2), less(x1, x2)))
 
 
 @_eager("x1", "x2")
 def not_equal(x1, x2):
+    on_strings = _compare_strings(x1, x2, np.not_equal)
+    if on_strings is not None:
+        return on_strings
     return logical_not(equal(x1, x2))
+
+
+def _compare_strings(x1, x2, compare):
+    """A model's input of strings compared with a string (``thal == "fixed"`` in a structured-
+    data model's call): 1 or 0 per entry, computed on the host from the strings each batch
+    brings (the graph holds zeros for them, pyggml._scope.mark_strings); None for anything else."""
+    for s, other in ((x1, x2), (x2, x1)):
+        if isinstance(s, Tensor) and _scope.holds_strings(s):
+            want = np.asarray(other.numpy() if isinstance(other, Variable) else other)
+            if isinstance(other, Tensor) or want.dtype.kind not in "USO":
+                raise TypeError(f"a tensor of strings compares with strings only, got {type(other).__name__}")
+            want = np.char.decode(want.astype(bytes), "utf-8", "replace") if want.dtype.kind == "S" else want.astype(str)
+
+            def fn(a, want=want):
+                a = np.asarray(a)
+                a = np.char.decode(a.astype(bytes), "utf-8", "replace") if a.dtype.kind == "S" else a.astype(str)
+                return compare(a, want).astype(np.float32)
+            return _scope.current().derived_input(s, fn, tuple(s.shape), "float32")
+    return None
 
 
 @_eager("x")
@@ -1228,7 +1308,7 @@ def where(condition, x1=None, x2=None):
                          "shape only known from the data)")
     c = _c.step(_c.abs(_f(condition)))
     a, b = _pair(x1, x2)
-    return b + c * (a - b)
+    return _as_whole(_pick(a, b, c), x1, x2)    # (where(labels == -100, 0, labels) stays int32)
 
 
 @_eager("x1", "x2")

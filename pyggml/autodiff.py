@@ -75,8 +75,9 @@ def active_tape():
 def lift(tape, value):
     """``value`` as a tensor of ``tape``: arrays and numbers become constants, Variables
     their tensors, tensors stay; a list is lifted element by element."""
-    if isinstance(value, Tensor):
-        return value
+    from pyggml import _wide
+    if isinstance(value, Tensor) or type(value) is _wide.Wide:
+        return value             # (a tensor of more than four dimensions in the tape: kept, not read back)
     if isinstance(value, (list, tuple)):
         return [lift(tape, v) for v in value]
     from pyggml.variables import Variable
@@ -88,7 +89,6 @@ def lift(tape, value):
     if a.ndim > 4:
         # a batch of volumes or videos: one tensor of its values, with its shape (pyggml._wide);
         # the model it goes to folds it (pyggml._fold)
-        from pyggml import _wide
         kind = "int32" if a.dtype.kind in "biu" else "float32"
         return _wide.Wide(tape.constant(np.ascontiguousarray(a).reshape(-1), kind), a.shape)
     return tape.constant(value, "int32" if a.dtype.kind in "biu" else "float32")
@@ -476,6 +476,11 @@ class GradientTape:
                                      "to it can be differentiated again)")
                 if self._b is None or x.ctx is not self._b.ctx or x.dtype != "f32":
                     raise ValueError("watch() takes a float tensor this tape recorded, a Variable or an array")
+                # a constant (ops.convert_to_tensor) is no longer one the ops may compute on the host:
+                # its gradient is asked for (a PINN's coordinates, concatenated before the model)
+                known = self._b.cache.get("host_values", {})
+                if id(x) in known and known[id(x)][0] is x:
+                    del known[id(x)]
             elif isinstance(x, np.ndarray) and x.dtype.kind == "f":
                 if self._b is None:
                     self._use(_TapeBuilder(self._max))

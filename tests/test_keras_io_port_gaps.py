@@ -518,12 +518,13 @@ def test_a_loss_that_overrides_dunder_call_trains():
         def __call__(self, y_true, y_pred, sample_weight=None):
             return ops.mean(ops.square(y_true - y_pred))
 
+    keras.utils.set_random_seed(5)               # (its own draws: the suite's order left the test's data to chance)
     inp = keras.Input((4,))
     model = keras.Model(inp, layers.Dense(1)(inp))
     model.compile(optimizer=keras.optimizers.SGD(0.05), loss=MyLoss())
-    x = RNG.normal(size=(32, 4)).astype(np.float32)
-    h = model.fit(x, x.sum(1, keepdims=True), epochs=20, verbose=0)
-    assert h.history["loss"][-1] < 0.1 * h.history["loss"][0]
+    x = np.random.default_rng(5).normal(size=(32, 4)).astype(np.float32)
+    h = model.fit(x, x.sum(1, keepdims=True), epochs=40, verbose=0)
+    assert h.history["loss"][-1] < 0.05 * h.history["loss"][0]           # (0.017 here)
 
 
 def test_a_metric_reading_a_tape_tensor_first_leaves_the_labels_usable():

@@ -216,6 +216,14 @@ cdef class Context(_Owner):
         return f"<pyggml.core.Context {ggml_used_mem(self.ptr)}/{ggml_get_mem_size(self.ptr)} bytes>"
 
 
+def _string_operand(Tensor t, other):
+    """A string met by a tensor that stands for an input of strings, while a graph is built."""
+    if not isinstance(other, (str, bytes)) and not (isinstance(other, np.ndarray) and other.dtype.kind in "US"):
+        return False
+    from pyggml import _scope
+    return _scope.current() is not None and _scope.holds_strings(t)
+
+
 def _elementwise_operand(other):
     """A number or a numeric array, met by a tensor while a graph is built: == compares values."""
     if isinstance(other, bool) or other is None:
@@ -666,14 +674,15 @@ cdef class Tensor:
 
     def __eq__(self, other):
         # a tensor with a number or an array, in a graph being built, compares element by element
-        # (Keras's ``x == 1.0`` in a layer's call); tensors among themselves stay identity (dict keys)
-        if not isinstance(other, Tensor) and _elementwise_operand(other):
+        # (Keras's ``x == 1.0`` in a layer's call; an input of strings with a string); tensors among
+        # themselves stay identity (dict keys)
+        if not isinstance(other, Tensor) and (_elementwise_operand(other) or _string_operand(self, other)):
             from pyggml._ops_numpy import equal
             return equal(self, other)
         return isinstance(other, Tensor) and (<Tensor>other).ptr == self.ptr
 
     def __ne__(self, other):
-        if not isinstance(other, Tensor) and _elementwise_operand(other):
+        if not isinstance(other, Tensor) and (_elementwise_operand(other) or _string_operand(self, other)):
             from pyggml._ops_numpy import not_equal
             return not_equal(self, other)
         return not (isinstance(other, Tensor) and (<Tensor>other).ptr == self.ptr)
@@ -774,9 +783,30 @@ cdef object _graph_operand(object other):
     return b.constant(np.ascontiguousarray(arr.reshape(arr.shape or (1,)), dtype=np.float32), "float32")
 
 
+cdef bint _int_operand(object v):
+    """A whole-number operand: an int32 tensor, a Python or numpy int, an array of ints."""
+    if isinstance(v, Tensor):
+        return (<Tensor>v).ptr.type == GGML_TYPE_I32
+    if isinstance(v, (bool, np.bool_)):
+        return False
+    if isinstance(v, (int, np.integer)):
+        return True
+    return isinstance(v, np.ndarray) and v.dtype.kind in "iu"
+
+
 cdef object _arith(int which, Tensor a, object other, bint reflected):
-    """a (op) other, or other (op) a when reflected: 0 add, 1 sub, 2 mul, 3 div."""
+    """a (op) other, or other (op) a when reflected: 0 add, 1 sub, 2 mul, 3 div.  Sums,
+    differences and products of whole numbers are int32, as Keras's (``f[:, None] - f[None]
+    + 2``: a relative-position index for ops.take); computed in float32 (exact to 2**24)."""
     a._check()
+    cdef bint ints = which != 3 and a.ptr.type == GGML_TYPE_I32 and _int_operand(other)
+    r = _arith_f32(which, a, other, reflected)
+    if ints and isinstance(r, Tensor) and (<Tensor>r).ptr.type != GGML_TYPE_I32:
+        r = cast(r if (<Tensor>r).is_contiguous else cont(r), "i32")
+    return r
+
+
+cdef object _arith_f32(int which, Tensor a, object other, bint reflected):
     if a.ptr.type == GGML_TYPE_I32:
         a = cast(a, "f32")                      # integer tensors (positions, aranges) compute as float32
     if isinstance(other, (np.ndarray, list)):
@@ -798,6 +828,12 @@ cdef object _arith(int which, Tensor a, object other, bint reflected):
         if which == 2:
             return scale(a, s)
         if reflected:
+            vals = a._values_now(other)
+            if vals is not None:
+                # a GradientTape's tensor after its block (PSNR's 10 * log10(1 / mse)): the
+                # quotient of its value, as its other operators give
+                from pyggml import ops as keras_ops
+                return keras_ops.divide(vals[1], vals[0])
             raise TypeError("number / Tensor is not supported: write number * (1 / x) with ops that train "
                             "(e.g. ops.exp(-ops.log(x)) for positive x)")
         if s == 0.0:

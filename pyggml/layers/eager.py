@@ -4,6 +4,7 @@ computes it at once, in inference mode unless ``training=True``, on the CPU."""
 import numpy as np
 
 from pyggml import _eager, _fold, _wide
+from pyggml.core import Tensor
 from pyggml.layers import tracing
 from pyggml._tensor_arrays import as_ops_result
 
@@ -20,7 +21,7 @@ def run_layer(layer, inputs, kwargs):
     kwargs = dict(kwargs)
     training = bool(kwargs.pop("training", False))
 
-    five = any(a.ndim == 5 for a in arrays)
+    five = any(a.ndim >= 5 for a in arrays)
     given = arrays
     if five:
         # volumes go in folded, (batch * D, H, W, C), their Keras shapes beside them (pyggml._fold)
@@ -50,9 +51,14 @@ def run_layer(layer, inputs, kwargs):
         if five:
             # folded volumes (pyggml._fold): their Keras shapes go with them
             with _fold.pending([a.shape for a in given]):
-                return flat(_made_volumes(layer(list(tensors) if many else tensors[0], training=training,
-                                                **kwargs)))
-        return flat(_made_volumes(layer(list(tensors) if many else tensors[0], training=training, **kwargs)))
+                out = flat(_made_volumes(layer(list(tensors) if many else tensors[0], training=training,
+                                               **kwargs)))
+        else:
+            out = flat(_made_volumes(layer(list(tensors) if many else tensors[0], training=training, **kwargs)))
+        from pyggml import _scope
+        b = _scope.current()
+        b.kept = tensor_attributes(layer, (b.ctx, b.in_ctx))
+        return out
     losses = []
     out = _eager.evaluate(graph, arrays, training=training, losses=losses)
     if five or layer.takes_5d is not False:
@@ -68,6 +74,34 @@ def run_layer(layer, inputs, kwargs):
     from pyggml.layers.weight_rules import record_call_losses
     record_call_losses(layer, losses)
     return as_ops_result(out)       # TensorFlow's eager .numpy() answers, as the ops' results
+
+
+def tensor_attributes(layer, contexts):
+    """[(object, attribute, tensor)]: the tensors of this graph (in ``contexts``; None: of any) that ``layer``
+    and the layers in it keep as attributes (FocalNet's ``self.gates`` set in call, read after
+    an eager call to plot them): the eager call gives them their values, as Keras's does."""
+    found, seen = [], set()
+
+    def visit(obj):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        for k, v in list(obj.__dict__.items()):
+            t = v.t if type(v) is _wide.Wide else v
+            if isinstance(t, Tensor) and not k.startswith("__") and not t.closed and \
+                    (contexts is None or any(t.ctx is c for c in contexts)):
+                found.append((obj, k, v))
+        subs = list(obj.__dict__.get("_sublayers", {}).values())
+        if "_topology" in obj.__dict__ or "_stack" in obj.__dict__:
+            try:
+                subs += list(obj.layers)           # a Sequential's or functional model's
+            except Exception:
+                pass
+        for sub in subs:
+            if hasattr(sub, "__dict__"):
+                visit(sub)
+    visit(layer)
+    return found
 
 
 def _all_strings(a):
@@ -89,7 +123,8 @@ def _unfolded(layer, given, out):
     """The results of a layer on volumes (they come back folded) in their Keras shapes: the
     layer's output shapes where it says them, else a folded result stays 5-D."""
     batch = given[0].shape[0]
-    depth = next((a.shape[1] for a in given if a.ndim == 5), None)
+    vol = next((a.shape for a in given if a.ndim >= 5), None)
+    depth = None if vol is None else _fold.depth(vol)
     outs = out if isinstance(out, list) else [out]
     said = _fold.said_shapes(layer, [a.shape for a in given]) or []
     shapes = list(said[:len(outs)]) + [None] * (len(outs) - len(said))
@@ -101,6 +136,6 @@ def _unfolded(layer, given, out):
                 not layer.sees_whole_volumes():
             # (a custom call's volumes are noted where made: a result of batch * depth rows there is
             # 4-D, its items folded into the batch, as Keras's ops.reshape(x, (-1, h, w, c)))
-            o = o.reshape((batch, depth) + o.shape[1:])
+            o = o.reshape((batch,) + tuple(vol[1:-3]) + o.shape[1:])
         done.append(o)
     return done if isinstance(out, list) else done[0]

@@ -26,6 +26,7 @@ built.  Every op used must have a backward pass for the model to train;
 import functools
 import inspect
 import re
+import sys
 import threading
 
 import weakref
@@ -43,7 +44,8 @@ from pyggml.variables import Variable
 __all__ = ["Layer", "snake_case", "feature_shape_of"]
 
 _MAX_WEIGHT_VALUES = 2 ** 30           # one weight of 4 GiB of f32 at most
-_MAX_FEATURE_DIMS = 4                  # ggml tensors have 4 dims; a 5-D node folds its batch (pyggml._fold)
+# ggml tensors have 4 dims; a node of more folds them into its batch (pyggml._fold)
+_MAX_FEATURE_DIMS = _fold.MAX_DIMS - 1
 # the training mode of the layer calls running on this thread, innermost last (Keras's call
 # context): a layer called without training= inside another's call takes the outer one's
 _CALLS = threading.local()
@@ -94,6 +96,11 @@ LAYER_CHANGED = []
 def layer_changed(layer):
     for hook in LAYER_CHANGED:
         hook(layer)
+
+
+def _set_by_user_code():
+    """Whether the attribute being set (Layer.__setattr__'s caller) is set by code outside pyggml."""
+    return not sys._getframe(2).f_globals.get("__name__", "").startswith("pyggml")
 
 
 def _layers_in(value, path):
@@ -207,13 +214,12 @@ def _call_on_wide(layer, inputs, kwargs):
     """A layer called inside a call on a tensor of more than four dimensions (a wide one)."""
     cls = type(layer)
     flat = inputs if isinstance(inputs, list) else [inputs]
-    if all(type(v) is not _wide.Wide or v.ndim == 5 for v in flat) and \
+    if all(type(v) is not _wide.Wide or v.ndim >= 5 for v in flat) and \
             layer._folds_5d([tuple(v.shape) for v in flat]):
         # a volume (5-D) to a layer that takes volumes (Conv3D, Reshape, a custom layer): folded, as
         # pyggml holds volumes in the graph (pyggml._fold), its Keras shape noted; a volume it gives
         # comes back 5-D
-        folded = [_wide.reshape(v, (v.shape[0] * v.shape[1],) + v.shape[2:]) if type(v) is _wide.Wide else v
-                  for v in flat]
+        folded = [_wide.reshape(v, _fold.graph_shape(v.shape)) if type(v) is _wide.Wide else v for v in flat]
         _fold.note([f for f, v in zip(folded, flat) if type(v) is _wide.Wide],
                    [v.shape for v in flat if type(v) is _wide.Wide])
         out = layer(folded if isinstance(inputs, list) else folded[0], **kwargs)
@@ -235,7 +241,7 @@ def _call_on_wide(layer, inputs, kwargs):
 def _widened(inputs, shapes):
     """The folded volumes among a call's inputs (dict, list or one) as wide 5-D tensors."""
     def one(t, s):
-        if isinstance(t, Tensor) and s is not None and len(s) == 5 and None not in s and \
+        if isinstance(t, Tensor) and _fold.folds(s) and None not in s and \
                 int(np.prod(s)) == t.nelements:
             return _wide.Wide(t, s)
         return t
@@ -261,10 +267,10 @@ def _folded_volumes(layer, out):
     def one(o):
         if type(o) is not _wide.Wide:
             return o
-        if o.ndim > 5:
+        if o.ndim > _fold.MAX_DIMS:
             raise ValueError(f"{type(layer).__name__}'s call returns a tensor of shape {o.shape}: a layer's output has "
-                             f"at most 5 dimensions (a volume, folded into ggml's four); reshape it first")
-        t = _wide.reshape(o, (o.shape[0] * o.shape[1],) + o.shape[2:])
+                             f"at most {_fold.MAX_DIMS} dimensions (folded into ggml's four); reshape it first")
+        t = _wide.reshape(o, _fold.graph_shape(o.shape))
         _fold.note([t], [o.shape])
         return t
     return type(out)(one(o) for o in out) if many else one(out)
@@ -458,7 +464,11 @@ class Layer:
 
     # --- sublayers ---------------------------------------------------------------------
     def __setattr__(self, name, value):
-        if not name.startswith("_") and name not in ("input", "output"):
+        if not name.startswith("_") and name not in ("input", "output") or \
+                (name.startswith("_") and not name.startswith("__") and _set_by_user_code() and
+                 isinstance(value, (Layer, list, tuple, dict)) and _layers_in(value, name)):
+            # (Keras 3 tracks the layers of every attribute: keras_hub's ``self._self_attention_layer``;
+            # pyggml's own code keeps its private ones untracked)
             if "_sublayers" not in self.__dict__:          # set before super().__init__() (Keras tracks it)
                 object.__setattr__(self, "_sublayers", {})
             old = self.__dict__.get(name)
@@ -500,7 +510,7 @@ class Layer:
             return
         for path, layer in found:
             if layer._given_name is None and not layer._has_name():
-                layer.name = path.replace(".", "_")
+                layer.name = path.replace(".", "_").lstrip("_") or layer.kind()
         if mine and [(k, subs[k]) for k in mine] == found:
             return
         items, placed = [], False
@@ -596,19 +606,43 @@ class Layer:
         return recorded + weight_rules.current_penalties([self])
 
     # --- weights --------------------------------------------------------------------------
-    def add_weight(self, name=None, shape=None, initializer="glorot_uniform", trainable=True, dtype=None,
-                   layout="out_in", regularizer=None, constraint=None):
+    # the positional orders: pyggml's (a name first) and Keras 3's (a shape first)
+    _ADD_WEIGHT_ORDER = ("name", "shape", "initializer", "trainable", "dtype", "layout", "regularizer", "constraint")
+    _ADD_WEIGHT_KERAS_ORDER = ("shape", "initializer", "dtype", "trainable", "autocast", "regularizer", "constraint",
+                               "aggregation", "overwrite_with_gradient", "name")
+
+    def add_weight(self, *args, **kwargs):
         """A new weight of this layer (a Variable): ``add_weight(name, shape, initializer,
-        trainable)``; Keras's keyword form ``add_weight(shape=..., initializer=..., name=...)``
-        works too.  ``layout`` says how the initializer counts fans: "out_in" (PyTorch's
-        layouts, the default) or "in_out".  ``regularizer`` (pyggml.regularizers) adds a
-        penalty on the weight to the training loss; ``constraint`` (pyggml.constraints)
-        projects it after every optimizer update."""
+        trainable)``; Keras 3's forms, ``add_weight(shape, initializer, dtype, trainable, ...,
+        name=...)`` by position (a shape first) or keyword, work too.  ``layout`` says how the
+        initializer counts fans: "out_in" (PyTorch's layouts, the default) or "in_out".
+        ``regularizer`` (pyggml.regularizers) adds a penalty on the weight to the training loss;
+        ``constraint`` (pyggml.constraints) projects it after every optimizer update.  Keras's
+        ``autocast``, ``aggregation`` and ``overwrite_with_gradient`` are taken and have no
+        effect here (one device, no mixed-precision casts of weights)."""
+        order = self._ADD_WEIGHT_KERAS_ORDER if args and args[0] is not None and not isinstance(args[0], str) \
+            else self._ADD_WEIGHT_ORDER
+        if len(args) > len(order):
+            raise TypeError(f"add_weight takes at most {len(order)} positional arguments, got {len(args)}")
+        given = dict(zip(order, args))
+        for k, v in kwargs.items():
+            if k in given:
+                raise TypeError(f"add_weight got multiple values for argument {k!r}")
+            given[k] = v
+        known = set(self._ADD_WEIGHT_ORDER) | set(self._ADD_WEIGHT_KERAS_ORDER)
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise TypeError(f"add_weight got unexpected keyword arguments {unknown}")
+        for k in ("autocast", "aggregation", "overwrite_with_gradient"):
+            given.pop(k, None)
+        if given.get("initializer") is None:
+            given.pop("initializer", None)
+        return self._add_weight(**given)
+
+    def _add_weight(self, name=None, shape=None, initializer="glorot_uniform", trainable=True, dtype=None,
+                    layout="out_in", regularizer=None, constraint=None):
         if name is not None and not isinstance(name, str):
-            if shape is None:               # Keras 3 order: add_weight(shape, initializer, ...)
-                name, shape = None, name
-            else:
-                raise TypeError(f"add_weight: name must be a str, got {name!r}")
+            raise TypeError(f"add_weight: name must be a str, got {name!r}")
         from pyggml import constraints as constraints_mod, regularizers as regularizers_mod
         regularizer = regularizers_mod.get(regularizer)
         constraint = constraints_mod.get(constraint)
@@ -938,6 +972,11 @@ class Layer:
         """The tensors of the first call in a graph, before the layer builds (a Sequential
         without an input takes their dtype)."""
 
+    def _shapes_by_tracing(self, nodes):
+        """Whether this call's output shapes come from running it on these nodes rather than from
+        compute_output_shape (a model built on variable sizes, called on known ones)."""
+        return False
+
     def _own_call_over_shapes(self):
         """A subclass of the user's overrides a built-in layer's call but not its output shape (a
         Dense whose call returns something else): the shape comes from running that call."""
@@ -1145,7 +1184,7 @@ class Layer:
         flat_in = inputs if isinstance(inputs, list) else [inputs]
         if logical is None:
             logical = _fold.noted(flat_in)            # volumes inside a custom layer's call
-        volumes = logical is not None and any(s is not None and len(s) == 5 for s in logical)
+        volumes = logical is not None and any(_fold.folds(s) for s in logical)
         if volumes:
             if not self._folds_5d(logical):
                 raise ValueError(_fold.refusal(self, logical))
@@ -1189,7 +1228,8 @@ class Layer:
             # a custom layer's (or subclassed model's) own ops see its volumes as 5-D (pyggml._wide):
             # a reshape, an index or a reduction on them is Keras's, not the folded tensor's
             inputs = _widened(inputs, logical)
-        for_user = _fold.caller_is_custom() and not custom     # a pyggml layer that user code calls
+        # a pyggml layer that user code calls: in a custom call, or in a GradientTape's block
+        for_user = (_fold.caller_is_custom() and not custom) or _fold.called_from_a_tape()
         _fold.enter_call(custom)
         try:
             if logical is None and not _fold.active():
@@ -1255,7 +1295,17 @@ class Layer:
         else:
             self._build_once(shapes)
         from pyggml.layers import tracing
-        if type(self).compute_output_shape is not Layer.compute_output_shape and not self._own_call_over_shapes():
+        own_shapes = type(self).compute_output_shape is not Layer.compute_output_shape and \
+            not self._own_call_over_shapes()
+        traced = None
+        if own_shapes and self._shapes_by_tracing(nodes):
+            try:
+                traced = tracing.output_shapes(self, inputs, kwargs, with_masks=True)
+            except Exception:          # (the shapes it says, as before)
+                traced = None
+        if traced is not None:
+            out_shapes, dtypes, flags = traced
+        elif own_shapes:
             out_shapes = self.compute_output_shape(shapes)
             dtypes = None
             flags = tracing.output_mask_flags(self, inputs, kwargs,
@@ -1264,9 +1314,10 @@ class Layer:
             out_shapes, dtypes, flags = tracing.output_shapes(self, inputs, kwargs, with_masks=True)
         multi = isinstance(out_shapes, list)
         out_list = out_shapes if multi else [out_shapes]
-        if any(isinstance(s, tuple) and len(s) == 5 for s in out_list) and \
+        if any(isinstance(s, tuple) and _fold.folds(s) for s in out_list) and \
                 not self._folds_5d([n.shape for n in nodes]):
-            raise ValueError(f"{type(self).__name__} ({self.name}): an output of shape {out_shapes} has 5 dimensions, "
+            raise ValueError(f"{type(self).__name__} ({self.name}): an output of shape {out_shapes} has 5 dimensions "
+                             f"or more, "
                              f"which only the layers that fold volumes make: {', '.join(_fold.FIVE_D_LAYERS)}")
         outs = []
         for i, s in enumerate(out_list):

@@ -168,10 +168,13 @@ def output_shapes(layer, inputs, kwargs, with_masks=False):
 
 def nest_template(out):
     """A nest of outputs as a template of leaf indices (models.functional's form: an int, or
-    {"list": [...], "tuple": bool} / {"dict": [[key, ...], ...]})."""
+    {"list": [...], "tuple": bool} / {"dict": [[key, ...], ...]}; {"none": True} for a None in
+    it, a call's ``return logits, None``)."""
     counter = [0]
 
     def walk(v):
+        if v is None:
+            return {"none": True}
         if isinstance(v, dict):
             return {"dict": [[k, walk(x)] for k, x in v.items()]}
         if isinstance(v, (list, tuple)):
@@ -187,13 +190,15 @@ def flat_leaves(out):
         return [leaf for v in out.values() for leaf in flat_leaves(v)]
     if isinstance(out, (list, tuple)):
         return [leaf for v in out for leaf in flat_leaves(v)]
-    return [out]
+    return [] if out is None else [out]
 
 
 def rebuild(template, values):
     """The nest of ``template`` with its leaves taken from ``values``."""
     if isinstance(template, int):
         return values[template]
+    if template.get("none"):
+        return None
     if "dict" in template:
         return {k: rebuild(v, values) for k, v in template["dict"]}
     items = [rebuild(v, values) for v in template["list"]]
@@ -237,7 +242,7 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 call_kwargs = dict(kwargs)
                 if m_arg is not None and "mask" not in call_kwargs:
                     call_kwargs["mask"] = m_arg
-                five = next((n for n in nodes if len(n.feature_shape) == 4), None)
+                five = next((n for n in nodes if len(n.feature_shape) >= 4), None)
                 known = None
                 volumes_before = len(_fold._registry() or ())
                 if five is not None:
@@ -258,7 +263,7 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                         flags = [m is not None for m in oms][:n_out] + [False] * max(0, n_out - len(oms))
                     except Exception:     # a compute_mask that needs more than shapes
                         flags = [False] * n_out
-            if isinstance(out, (list, tuple)) and any(isinstance(o, (list, tuple, dict)) for o in out):
+            if isinstance(out, (list, tuple)) and any(isinstance(o, (list, tuple, dict)) or o is None for o in out):
                 # a nest of outputs (CaiT's (logits, {"block_0_att": attn})): its leaves are the
                 # outputs, its shape kept for the nodes and the graph's values (Layer.nest_outputs)
                 object.__setattr__(layer, "_nested_outputs", nest_template(out))
@@ -272,11 +277,15 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
             shapes = []
             for t, k in zip(outs, known or [None] * len(outs)):
                 s = list(t.shape)
-                if k is not None and len(k) == 5:
+                if _fold.folds(k):
                     s = list(k)                                                 # a volume, as its layer said
-                elif five is not None and len(s) == 4 and s[0] == _now.batch * _keras_concrete(five)[1] and \
+                elif five is not None and len(s) == 4 and s[0] == _now.batch * _fold.depth(_keras_concrete(five)) and \
                         not layer.sees_whole_volumes():
                     s = list(_fold.unfold_shape(s, _keras_concrete(five)))     # still 5-D
+                if not s:
+                    raise ValueError(f"{type(layer).__name__}'s call returns a value without a batch axis "
+                                     f"({type(t).__name__} of shape ()): a layer's output in a model has one row "
+                                     f"per sample")
                 s[0] = None
                 if variable:
                     s = [None if (i > 0 and d == _now.length) else d for i, d in enumerate(s)]

@@ -219,16 +219,16 @@ def _batch_size(x):
 
 def _compute_loss(model, x, y, y_pred, sw, training):
     """model.compute_loss with the arguments its signature takes (Keras 3.0's had
-    ``allow_empty``, later ones ``training``)."""
+    ``allow_empty``, later ones ``training``): x, y, y_pred and sample_weight by position, as
+    Keras passes them (an override may name them ``y_true``), ``training`` by keyword."""
     import inspect
-    kw = dict(x=x, y=y, y_pred=y_pred, sample_weight=sw)
     try:
         params = inspect.signature(model.compute_loss).parameters
     except (TypeError, ValueError):
         params = {}
     if "training" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        kw["training"] = training
-    return model.compute_loss(**kw)
+        return model.compute_loss(x, y, y_pred, sw, training=training)
+    return model.compute_loss(x, y, y_pred, sw)
 
 
 def _check_callable(model, step):

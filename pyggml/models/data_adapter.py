@@ -146,6 +146,12 @@ def as_real_array(x, what):
             a = np.asarray(x.detach().cpu() if hasattr(x, "detach") and hasattr(x, "cpu") else x)
         except Exception as e:          # (a torch tensor that requires grad is detached first)
             raise TypeError(f"{what} must be an array of numbers: {e}") from None
+    if a.dtype == object and a.size and all(isinstance(v, (int, float, np.integer, np.floating)) and
+                                            not isinstance(v, (bool, np.bool_)) for v in a.reshape(-1)):
+        # numbers in an object array (a pandas column after replace({"positive": 1, ...})): as
+        # TensorFlow's conversion takes them, ints as int64, any float making them float
+        whole = all(isinstance(v, (int, np.integer)) for v in a.reshape(-1))
+        a = a.astype(np.int64 if whole else np.float64)
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"{what} must hold real numbers, got dtype {a.dtype}")
     return a

@@ -52,6 +52,20 @@ def order_nodes(inputs, outputs):
     return order
 
 
+def name_inputs_by_keys(topology, inputs):
+    """Model(inputs={"a": Input(...), ...}): data is matched to the inputs by the dict's keys, as
+    Keras 3 matches it, so an Input given no name of its own takes its key as its name (where no
+    other layer of the model has that name)."""
+    taken = {layer.name for layer in topology.layers}
+    for key, node in inputs.items():
+        layer = getattr(node, "layer", None)
+        if isinstance(layer, InputLayer) and layer.given_name is None and layer.name != key and \
+                isinstance(key, str) and key not in taken:
+            taken.discard(layer.name)
+            layer.name = key
+            taken.add(key)
+
+
 def cut_at_inputs(inputs, outputs, names=None):
     """Keras's model on intermediate nodes: each given input that is a layer's output, not
     an Input node, gets a new Input in its place (same shape and dtype, named ``names[i]``
@@ -134,11 +148,13 @@ def flat_outputs(model, outputs):
         return list(outputs.values())
     if not isinstance(outputs, (list, tuple)):
         return [outputs]
-    if not any(isinstance(o, (list, tuple, dict)) for o in outputs):
+    if not any(isinstance(o, (list, tuple, dict)) or o is None for o in outputs):
         return list(outputs)
     flat = []
 
     def template(o):
+        if o is None:
+            return {"none": True}           # (a subclassed call's ``return logits, None``)
         if isinstance(o, dict):
             if not all(isinstance(k, str) for k in o):
                 raise TypeError(f"a Model's outputs in a dict need string keys, got {list(o)!r}")
@@ -154,6 +170,8 @@ def flat_outputs(model, outputs):
 def _rebuild(template, values):
     if isinstance(template, int) and not isinstance(template, bool) and 0 <= template < len(values):
         return values[template]
+    if isinstance(template, dict) and template.get("none") is True and len(template) == 1:
+        return None
     if not isinstance(template, dict) or not isinstance(template.get("dict", template.get("list")), list):
         raise ValueError(f"an output structure entry must be an output's index or a list or dict of them, got "
                          f"{template!r}")
@@ -342,15 +360,16 @@ def ordered_inputs(topology, inputs):
 def _keras_shape(node, t):
     """The Keras shape of the tensor ``t`` computed for ``node`` in this graph: a folded volume's
     as noted where it was made (its depth, None in the model, is the data's), else from the node."""
-    if node.ndim != 5:
+    if node.ndim < 5:
         return (t.shape[0],) + node.feature_shape
     known = _fold.noted([t])
-    if known is not None and len(known[0]) == 5:
+    if known is not None and _fold.folds(known[0]):
         return known[0]
-    if node.feature_shape[0] is None:
-        raise ValueError(f"the depth of a 5-D tensor of shape {node.shape} is not known in this graph: give "
-                         f"Input(shape=...) its depth")
-    return (t.shape[0] // node.feature_shape[0],) + node.feature_shape
+    d = _fold.depth((None,) + tuple(node.feature_shape))
+    if d is None:
+        raise ValueError(f"the depth of a {node.ndim}-D tensor of shape {node.shape} is not known in this graph: "
+                         f"give Input(shape=...) its depth")
+    return (t.shape[0] // d,) + node.feature_shape
 
 
 def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, input_masks=None):
@@ -397,7 +416,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
             kwargs = {k: v for k, v in node.call_kwargs.items() if k != "training"}
             if any_mask:
                 kwargs["mask"] = m_arg
-            if any(p.ndim == 5 for p in node.inputs):
+            if any(p.ndim >= 5 for p in node.inputs):
                 # the inputs' Keras shapes reach the layer's call (their tensors are folded)
                 with _fold.pending([_keras_shape(p, vals[id(p)]) for p in node.inputs]):
                     out = node.layer(arg, training=mode, **kwargs)
@@ -419,7 +438,7 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
             elif i in logits_for and hasattr(node.layer, "pre_activation"):
                 # (called directly, not through Layer.__call__: its inputs' Keras shapes given so)
                 with _fold.inputs([_keras_shape(p, vals[id(p)]) for p in node.inputs]) \
-                        if any(p.ndim == 5 for p in node.inputs) else contextlib.nullcontext():
+                        if any(p.ndim >= 5 for p in node.inputs) else contextlib.nullcontext():
                     logits[i] = node.layer.pre_activation(arg, training=mode)
     outs = [logits.get(i, vals[id(o)]) for i, o in enumerate(topology.outputs)]
     if with_masks:

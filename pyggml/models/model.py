@@ -17,12 +17,11 @@ from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
 from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
-from pyggml._tensor_arrays import as_ops_result
 from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs, snake_case
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
-from pyggml.models import functional, host_stage, summary as summary_mod, training_loop
+from pyggml.models import array_calls, functional, host_stage, summary as summary_mod, training_loop
 from pyggml.models.compile_spec import CompileSpec
 from pyggml.models.runtime import Runtime, drop_graphs_holding
 from pyggml.saving import gguf_io
@@ -76,6 +75,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
             outs = functional.flat_outputs(self, outputs)
             ins, outs = functional.cut_at_inputs(ins, outs, list(inputs) if isinstance(inputs, dict) else None)
             self._topology = functional.Topology(ins, outs)
+            if isinstance(inputs, dict):
+                functional.name_inputs_by_keys(self._topology, inputs)
             self.built = True
 
     @classmethod
@@ -178,6 +179,14 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def compute_output_shape(self, input_shape):
         shapes = [o.shape for o in self.outputs]
         return shapes if self._multi_out else shapes[0]
+
+    def _shapes_by_tracing(self, nodes):
+        # (an application built on (None, None, 3) called on (96, 96, 3): Keras's (None, 3, 3, 1280))
+        topo = self._topology
+        if topo is None or not any(d is None for o in topo.outputs for d in o.feature_shape):
+            return False
+        return any(m is None and g is not None for i, n in zip(topo.inputs, nodes)
+                   for m, g in zip(i.feature_shape, n.feature_shape))
 
     def call(self, inputs, training=None, mask=None):
         if self.host and host_stage.is_fed(inputs):     # preprocessing only, in a graph, on its data
@@ -436,16 +445,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         first = (list(args[0].values()) if isinstance(args[0], dict) else args[0]) if args else None
         if args and autodiff.active_tape() is None and \
                 not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
-            if self.host and set(kwargs) <= {"training"}:        # preprocessing only: at once, as Keras
-                return as_ops_result(self.host_apply(args[0], kwargs.get("training")))
-            if set(kwargs) - {"training"}:
-                raise TypeError(f"calling a model on arrays takes only training=, got {sorted(kwargs)}")
-            training = kwargs.get("training")
-            if training is None and self._training_default():
-                kwargs = dict(kwargs, training=True)  # Keras: call(self, x, training=True) is a training call
-            elif not training:
-                return self._plain_predict(args[0], training)   # never an overridden predict_step
-            self._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
+            return array_calls.call_on_arrays(self, super().__call__, args, kwargs)
         return super().__call__(*args, **kwargs)
 
     # --- misc -----------------------------------------------------------------------------------

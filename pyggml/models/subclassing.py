@@ -101,14 +101,38 @@ def _subclassed_config(model, own):
     cfg = {"name": model.name, "trainable": model.trainable}
     if not own:
         auto = model.__dict__.get("_auto_config")
+        if auto is None and all("__init__" not in c.__dict__ for c in type(model).__mro__
+                                if c.__module__.split(".")[0] != "pyggml" and c is not object):
+            auto = {}                   # no constructor of its own: nothing to record (Keras's {} too)
         if auto is None:
             _refuse_config(model)
         cfg.update(auto)
-    topo = model.__dict__.get("_topology")
-    if topo is not None:
-        cfg["pyggml_build"] = {"specs": [[list(n.feature_shape), n.dtype] for n in topo.inputs],
-                               "keys": model.__dict__.get("_dict_input_keys"), "many": bool(model._multi_in)}
+    build = build_config(model)
+    if build is not None:
+        cfg["pyggml_build"] = build
     return cfg
+
+
+def build_config(model):
+    """The shapes (and dtypes) a subclassed model's graph was built for, or None if not built."""
+    topo = model.__dict__.get("_topology")
+    if topo is None:
+        return None
+    return {"specs": [[list(n.feature_shape), n.dtype] for n in topo.inputs],
+            "keys": model.__dict__.get("_dict_input_keys"), "many": bool(model._multi_in)}
+
+
+def _constructor_arguments(klass, config):
+    """config for klass(**config): Keras's own keys (name, trainable, dtype) left out where the
+    constructor takes neither them nor **kwargs, as Keras 3's auto config leaves them out."""
+    import inspect
+    try:
+        params = inspect.signature(klass.__init__).parameters
+    except (TypeError, ValueError):
+        return config
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return config
+    return {k: v for k, v in config.items() if k in params or k not in ("name", "trainable", "dtype")}
 
 
 def build_saved(model, build):
@@ -132,9 +156,12 @@ def _spec_of(a, what="x"):
     return a.shape[1:] or (1,), "float32"   # a float column (n,) enters as (n, 1), as the data adapter takes it
 
 
-def build_graph(model, specs, many):
+def build_graph(model, specs, many, from_build=False):
     """Make the graph for inputs of these (feature shape, dtype); compile if it waited.
-    ``specs`` is a list, or a dict by name for a call that takes a dict (its inputs named so)."""
+    ``specs`` is a list, or a dict by name for a call that takes a dict (its inputs named so).
+    ``from_build``: the shapes are build(input_shape)'s, which in Keras makes weights only: a
+    one-axis input's length is variable too where the layers allow (an LM built on (16, 32)
+    and then called on one token at a time)."""
     if model._topology is not None:
         return
     keys = list(specs) if isinstance(specs, dict) else None
@@ -160,8 +187,9 @@ def build_graph(model, specs, many):
     # Keras's subclassed model takes batches of other lengths later (padded text batches): the
     # lengths (every axis of token ids, the axes before the features of floats) are variable
     # when the layers, built above, take a variable length too; else the shapes stay
-    loose = [(tuple(None for _ in shape) if dtype == "int32" else (None,) * (len(shape) - 1) + tuple(shape[-1:]),
-              dtype) if dtype != "string" and len(shape) >= (1 if dtype == "int32" else 2) else (tuple(shape), dtype)
+    loose = [(tuple(None for _ in shape) if dtype == "int32" or (from_build and len(shape) == 1)
+              else (None,) * (len(shape) - 1) + tuple(shape[-1:]), dtype)
+             if dtype != "string" and len(shape) >= (1 if dtype == "int32" or from_build else 2) else (tuple(shape), dtype)
              for shape, dtype in specs]
     if loose != [(tuple(shape), dtype) for shape, dtype in specs]:
         try:
@@ -250,7 +278,8 @@ def install(cls):
         if not _is_pending(self):
             return
         many = isinstance(input_shape, list) and bool(input_shape) and isinstance(input_shape[0], (list, tuple))
-        build_graph(self, [(tuple(s)[1:], "float32") for s in (input_shape if many else [input_shape])], many)
+        build_graph(self, [(tuple(s)[1:], "float32") for s in (input_shape if many else [input_shape])], many,
+                    from_build=True)
 
     @functools.wraps(compile_)
     def compile(self, optimizer="adam", loss="categorical_crossentropy", metrics=None, loss_weights=None,
@@ -273,7 +302,11 @@ def install(cls):
             first = list(args[0].values()) if isinstance(args[0], dict) else args[0]
             flat = flatten_inputs(first)
             if all(isinstance(v, Node) for v in flat):              # model(pg.Input(...)): on its shape
-                if self.__dict__.get("_subclassed", False):
+                if self.__dict__.get("_subclassed", False) and isinstance(args[0], dict):
+                    # a dict of Inputs (a preprocessing model's): its call gets the dict, as Keras's
+                    self.__dict__["_dict_input_keys"] = [str(k) for k in args[0]]
+                    build_graph(self, {str(k): (v.feature_shape, v.dtype) for k, v in args[0].items()}, True)
+                elif self.__dict__.get("_subclassed", False):
                     build_graph(self, [(v.feature_shape, v.dtype) for v in flat], isinstance(first, list))
                 elif len(flat) == 1:                                  # a Sequential: that input's shape and dtype
                     self._set_features(flat[0].feature_shape)
@@ -295,7 +328,14 @@ def install(cls):
     @classmethod
     def _from_config(klass, config, custom_objects=None):
         if "layers" not in config and klass is not cls:
-            return klass(**config)            # a subclassed model: its constructor's arguments (Keras's)
+            # a subclassed model: its constructor's arguments (Keras's), then the graph for the
+            # shapes it was saved with (a model nested in a functional one is rebuilt so too)
+            config = dict(config)
+            build = config.pop("pyggml_build", None)
+            model = klass(**_constructor_arguments(klass, config))
+            if build is not None and model.__dict__.get("_subclassed") and model._topology is None:
+                build_saved(model, build)
+            return model
         return from_config_(klass, config, custom_objects)
 
     def with_build(method):

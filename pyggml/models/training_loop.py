@@ -46,6 +46,21 @@ def _class_indices(model, y):
     return a.shape[1:] in (tuple(shape[:-1]), tuple(shape[:-1]) + (1,))
 
 
+def _first_targets(x):
+    """The targets of a re-iterable dataset's first batch (looked at ahead, as Keras's adapters
+    peek), or None (a one-pass generator is not looked at)."""
+    if not hasattr(x, "__iter__") or hasattr(x, "__next__"):
+        return None
+    try:
+        first = next(iter(x))
+    except Exception:
+        return None
+    try:
+        return da.unpack_item(first, True)[1]
+    except Exception:
+        return None
+
+
 def _yields_no_targets(x, y):
     """fit's data has inputs only: no y with arrays, or a dataset whose first item is x alone."""
     if not da.is_generator_like(x):
@@ -79,7 +94,8 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         optimizer, metrics, loss_weights, args, kwargs = model.__dict__.pop("_compile_args")
         model.compile(model.optimizer if model.optimizer is not None else optimizer, None, metrics, loss_weights,
                       *args, **kwargs)
-    if with_targets and model._compile_spec.loss_defaulted and _class_indices(model, y):
+    if with_targets and model._compile_spec.loss_defaulted and \
+            _class_indices(model, _first_targets(x) if da.is_generator_like(x) else y):
         # compile() without a loss, then class indices for a many-class output: Keras's "accuracy"
         # reads them as sparse labels; the defaulted loss takes them so too
         optimizer, metrics, loss_weights, args, kwargs = model.__dict__.pop("_compile_args")

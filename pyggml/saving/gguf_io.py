@@ -73,7 +73,7 @@ def _write(model, path, with_config, with_state):
         f.set("pyggml.format_version", FORMAT_VERSION, kind="u32")
         if with_config:
             f.set("pyggml.model_class", get_registered_name(type(model)))
-            f.set("pyggml.config", json.dumps(model.get_config()))
+            f.set("pyggml.config", json.dumps(_config_with_build(model)))
             if model.compiled:                    # an uncompiled model saves without (Keras's too)
                 f.set("pyggml.compile", json.dumps(model.get_compile_config()))
         for k, v in weights.items():
@@ -304,15 +304,32 @@ def _upgrade_v1(cfg, comp):
     return cfg, comp
 
 
-def load_model(path, backend="auto", custom_objects=None, compile=True):
+def load_model(path, backend="auto", custom_objects=None, compile=True, safe_mode=True):
     """The model of a file written by ``model.save``, compiled as it was saved (a model saved
     uncompiled loads uncompiled, as does ``compile=False``); classes (and functions:
     regularizers, constraints, ...) of your own come from ``@register_serializable``
-    or ``custom_objects``."""
+    or ``custom_objects``.  ``safe_mode`` is Keras's, taken for its code: pyggml never loads
+    code from a file (a Lambda's function is found by its name, as a custom object), so
+    there is nothing for it to allow."""
+    if not isinstance(safe_mode, (bool, type(None))):
+        raise TypeError(f"safe_mode must be True, False or None, got {safe_mode!r}")
     if custom_objects is not None and not isinstance(custom_objects, dict):
         raise TypeError(f"custom_objects must be a dict {{name: object}}, got {type(custom_objects).__name__}")
     with custom_object_scope(custom_objects):
         return _load_model(path, backend, custom_objects, compile)
+
+
+def _config_with_build(model):
+    """model.get_config(), with the shapes a subclassed model's graph was built for beside it
+    (its own get_config, which need not call super's, may leave them out: Keras keeps them apart
+    too, as its build config)."""
+    cfg = model.get_config()
+    if isinstance(cfg, dict) and "pyggml_build" not in cfg and model.__dict__.get("_subclassed"):
+        from pyggml.models.subclassing import build_config
+        build = build_config(model)
+        if build is not None:
+            cfg = dict(cfg, pyggml_build=build)
+    return cfg
 
 
 def _takes_custom_objects(cls):

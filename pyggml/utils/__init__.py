@@ -36,6 +36,7 @@ from pyggml.saving.object_registration import (CustomObjectScope, custom_object_
                                                get_registered_name, register_keras_serializable)
 from pyggml.saving.serialization_lib import deserialize_keras_object, get_registered_object, serialize_keras_object
 from pyggml.utils.audio_dataset_utils import audio_dataset_from_directory
+from pyggml.utils.config_utils import Config
 from pyggml.utils.data_packing import pack_x_y_sample_weight, unpack_x_y_sample_weight
 from pyggml.utils.dataset_utils import Dataset
 from pyggml.utils.feature_space import FeatureSpace
@@ -50,7 +51,7 @@ from pyggml.utils.rng_utils import set_random_seed
 from pyggml.utils.sequence_utils import pad_sequences
 from pyggml.utils.timeseries_utils import timeseries_dataset_from_array
 
-__all__ = ["to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequence", "set_random_seed",
+__all__ = ["Config", "to_categorical", "normalize", "pad_sequences", "PyDataset", "Sequence", "set_random_seed",
            "plot_model", "model_to_dot", "timeseries_dataset_from_array", "Dataset", "text_dataset_from_directory",
            "image_dataset_from_directory", "split_dataset", "load_img", "img_to_array", "array_to_img", "save_img",
            "FeatureSpace", "register_keras_serializable", "serialize_keras_object", "deserialize_keras_object",

@@ -323,11 +323,14 @@ class Dataset(PyDataset):
         """The elements in a random order (a new one every pass, unless
         ``reshuffle_each_iteration=False``)."""
         _positive("buffer_size", buffer_size) if buffer_size != AUTOTUNE else None
-        n = self._finite("shuffle")
         if seed is not None and (not is_int(seed) or seed < 0):
             raise ValueError(f"shuffle: seed must be a non-negative int or None, got {seed!r}")
         from pyggml._random import rng as library_rng
         gen = np.random.default_rng(int(seed)) if seed is not None else library_rng()
+        if self._length is None:
+            return self._stream_shuffle(4096 if buffer_size == AUTOTUNE else int(buffer_size), gen,
+                                        reshuffle_each_iteration)
+        n = self._finite("shuffle")
         order = {"perm": gen.permutation(n), "passes": 0}
 
         def on_pass():
@@ -403,6 +406,37 @@ class Dataset(PyDataset):
 
     def with_options(self, options, name=None):
         return self
+
+    def _stream_shuffle(self, size, gen, reshuffle):
+        """tf.data's shuffle of a dataset that repeats forever: a buffer of ``size`` elements,
+        each output drawn from it at random and its place taken by the next element.  Read in
+        order (as fit reads), positions are made as they are asked for; the last few thousand
+        are kept, and an earlier one makes the stream again from its start."""
+        keep = max(4 * size, 1024)
+        seed = int(gen.integers(2 ** 63))
+        state = {}
+
+        def restart():
+            state.update(rng=np.random.default_rng(seed if reshuffle is False else int(gen.integers(2 ** 63))),
+                         buf=[], read=0, made={}, count=0)
+
+        def get(i):
+            if not state or (i < state["count"] and i not in state["made"]):
+                restart()
+            made, buf = state["made"], state["buf"]
+            while state["count"] <= i:
+                while len(buf) < size:
+                    buf.append(self._get(state["read"]))
+                    state["read"] += 1
+                k = int(state["rng"].integers(len(buf)))
+                made[state["count"]] = buf[k]
+                buf[k] = buf[-1]
+                buf.pop()
+                state["count"] += 1
+                if len(made) > keep:
+                    del made[state["count"] - keep - 1]
+            return made[i]
+        return Dataset(None, get, [self], lambda: state.clear())
 
     def _finite(self, what):
         if self._length is None:

@@ -95,8 +95,11 @@ class Concatenate(Layer):
         self.axis = int(axis)
 
     def compute_output_shape(self, input_shape):
-        if not isinstance(input_shape, list) or len(input_shape) < 2:
-            raise ValueError("Concatenate must be called on a list of at least two inputs")
+        if isinstance(input_shape, tuple) and input_shape and not isinstance(input_shape[0], (tuple, list)):
+            return input_shape                                  # one input (a list of one, unpacked)
+        if not isinstance(input_shape, list) or not input_shape:
+            raise ValueError("Concatenate must be called on a list of inputs (one or more: Keras 3 gives one back "
+                             "as it is)")
         r = len(input_shape[0])
         if any(len(s) != r for s in input_shape):
             raise ValueError(f"Concatenate: inputs must have the same rank, got {input_shape}")
@@ -118,6 +121,8 @@ class Concatenate(Layer):
         return all(len(s) == 5 for s in shapes) and self.axis % 5 not in (0, 1)
 
     def call(self, inputs, training=None):
+        if isinstance(inputs, (list, tuple)) and len(inputs) == 1:
+            return inputs[0]                                     # (Keras 3: one input comes back as it is)
         shapes = _fold.in_shapes()
         if shapes and len(shapes[0]) == 5 and self.axis > 0:
             return ops.concatenate(inputs, self.axis - 1)        # on the folded (batch * D, H, W, C)

@@ -1,0 +1,42 @@
+"""A model called on arrays: Keras's eager forward pass (``model(x)``), which also works
+before compile.  Plain calls take the model's cached predict graph; a training call, a
+subclassed call given more arguments, and a call that keeps tensors as attributes run
+eagerly through the layer's own call (``layer_call``: Layer.__call__ of the model)."""
+
+from pyggml._tensor_arrays import as_ops_result
+
+__all__ = ["call_on_arrays"]
+
+
+def _own_call(model):
+    """Whether the model's class (or a class of the user's it derives from) writes its call."""
+    return any("call" in c.__dict__ for c in type(model).__mro__ if c.__module__.split(".")[0] != "pyggml")
+
+
+def call_on_arrays(model, layer_call, args, kwargs):
+    if model.host and set(kwargs) <= {"training"}:        # preprocessing only: at once, as Keras
+        return as_ops_result(model.host_apply(args[0], kwargs.get("training")))
+    if len(args) > 1 or set(kwargs) - {"training"}:
+        if _own_call(model):
+            # a call of the user's with more arguments (``self(x, y)`` in a test_step, a
+            # ``targets=`` keyword): one eager pass of it, every argument given
+            return layer_call(*args, **kwargs)
+        raise TypeError(f"calling a model on arrays takes its inputs and training= only, got "
+                        f"{len(args)} positional arguments and {sorted(kwargs)}")
+    training = kwargs.get("training")
+    if training is None and model._training_default():
+        kwargs = dict(kwargs, training=True)  # Keras: call(self, x, training=True) is a training call
+    elif not training:
+        if model.__dict__.get("_keeps_tensors"):
+            return layer_call(*args, **kwargs)
+        res = model._plain_predict(args[0], training)   # never an overridden predict_step
+        if "_keeps_tensors" not in model.__dict__:
+            # a call that keeps tensors as attributes (FocalNet's self.gates, to plot): eager
+            # passes of it from now on, which give them each call's values as Keras's does
+            from pyggml.layers.eager import tensor_attributes
+            model.__dict__["_keeps_tensors"] = bool(tensor_attributes(model, None))
+            if model.__dict__["_keeps_tensors"]:
+                return layer_call(*args, **kwargs)
+        return res
+    model._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
+    return layer_call(*args, **kwargs)
