@@ -521,3 +521,39 @@ def test_ops_conv_is_the_same_in_its_fused_and_composed_forms(rank, monkeypatch)
     monkeypatch.setattr(_scope, "FORCE_COMPOSED", True)
     composed = np.asarray(Conv()(x))
     np.testing.assert_allclose(fused, composed, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+def test_a_recurrent_layers_weights_come_as_keras_s_three_arrays(kind):
+    from test_keras_io_port_gaps_6 import _keras_gru, _keras_lstm
+    units, feats = 4, 3
+    x = RNG.normal(size=(2, 5, feats)).astype(np.float32)
+    layer = {"lstm": layers.LSTM, "gru": layers.GRU, "simple_rnn": layers.SimpleRNN}[kind](units)
+    # PyTorch's two biases (pyggml's) made different, so that their sum is tested
+    layer(x)
+    g = {"lstm": 4, "gru": 3, "simple_rnn": 1}[kind]
+    layer.set_weights({"bias_ih": RNG.normal(size=g * units), "bias_hh": RNG.normal(size=g * units)})
+    want = np.asarray(layer(x))
+    kernel, recurrent_kernel, bias = layer.get_weights()          # Keras's idiom
+    assert len(layer.get_weights()) == 3
+    assert kernel.shape == (feats, g * units) and recurrent_kernel.shape == (units, g * units)
+    assert bias.shape == ((2, g * units) if kind == "gru" else (g * units,))
+    if kind == "lstm":
+        ref = _keras_lstm(x, kernel, recurrent_kernel, bias)
+    elif kind == "gru":
+        ref = _keras_gru(x, kernel, recurrent_kernel, bias)
+    else:
+        h = np.zeros((2, units))
+        for t in range(5):
+            h = np.tanh(x[:, t] @ kernel + h @ recurrent_kernel + bias)
+        ref = h
+    np.testing.assert_allclose(ref, want, rtol=1e-5, atol=1e-5)
+    # set_weights(get_weights()) and Keras's w[i] = ...; set_weights(w) round-trip
+    w = layer.get_weights()
+    layer.set_weights(w)
+    np.testing.assert_allclose(np.asarray(layer(x)), want, rtol=1e-6, atol=1e-6)
+    w[2] = np.zeros_like(w[2])
+    layer.set_weights(w)
+    np.testing.assert_array_equal(layer.get_weights()[2], np.zeros_like(bias))
+    layer.set_weights(list(layer.get_weights()))
+    assert sorted(layer.get_weights().keys()) == ["bias_hh", "bias_ih", "weight_hh", "weight_ih"]

@@ -79,18 +79,30 @@ class LayerWeights(dict):
     A layer's (not a model's, which API.md makes a dict) iterates as Keras's list: its arrays
     in Keras's layouts (``kernel, bias = dense.get_weights()``); names stay in ``keys()``."""
 
-    def __init__(self, named, owner="layer"):
+    def __init__(self, named, owner="layer", keras_list=None):
         super().__init__((n, v.numpy()) for n, v in named)
         self._layouts = [_Layout(v) for _, v in named]
         self._owner = owner
+        # (to, back): a layer whose Keras list is not one array per weight (a recurrent layer's
+        # kernel, recurrent kernel and bias, where pyggml keeps PyTorch's two biases): the list
+        # from {name: array}, and {name: array} from the list
+        self._keras = keras_list
+
+    def _list(self):
+        return self._keras[0](dict(self.items()))
+
+    def __len__(self):
+        return len(self._list()) if getattr(self, "_keras", None) is not None else dict.__len__(self)
 
     def _position(self, key):
-        n = len(self._layouts)
+        n = len(self)
         if not -n <= key < n:
             raise IndexError(f"the {self._owner} has {n} weights, no index {key}")
         return int(key) % n
 
     def __getitem__(self, key):
+        if getattr(self, "_keras", None) is not None and (_is_index(key) or isinstance(key, slice)):
+            return self._list()[self._position(key)] if _is_index(key) else self._list()[key]
         if _is_index(key):
             i = self._position(key)
             return keras_value(self._layouts[i], dict.__getitem__(self, list(self.keys())[i]))
@@ -105,6 +117,16 @@ class LayerWeights(dict):
         return dict.__iter__(self)
 
     def __setitem__(self, key, value):
+        if getattr(self, "_keras", None) is not None and _is_index(key):
+            i = self._position(key)
+            arrays = self._list()
+            a = np.asarray(value)
+            if a.shape != arrays[i].shape or a.dtype == object or a.dtype.kind not in "biuf":
+                raise ValueError(f"get_weights()[{i}] takes an array of numbers of shape {arrays[i].shape} (Keras's "
+                                 f"layout), got {a.dtype} {a.shape}")
+            arrays[i] = a
+            dict.update(self, self._keras[1](arrays))
+            return
         if _is_index(key):
             i = self._position(key)
             a = np.asarray(value)

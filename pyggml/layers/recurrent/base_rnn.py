@@ -429,6 +429,29 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
             weights = self._from_keras_three(weights)
         super().set_weights(weights)
 
+    def get_weights(self):
+        """As Layer.get_weights; by position (``kernel, recurrent_kernel, bias = lstm.get_weights()``)
+        Keras's three arrays: the kernels in Keras's gate order, and the bias (units * gates,): the sum
+        of pyggml's (PyTorch's) two biases, which compute the same; a GRU's (2, 3 units): both."""
+        named = self.named_variables()
+        if not (self.use_bias and len(named) == 4):
+            return super().get_weights()
+        from pyggml.layers._keras_weights import LayerWeights
+        return LayerWeights(named, keras_list=(self._to_keras_three, lambda arrays: {
+            k: np.asarray(v, np.float32) for k, v in self._from_keras_three(arrays).items()}))
+
+    def _to_keras_three(self, weights):
+        u = self.units
+        back = None if self.keras_gates is None else [self.keras_gates.index(k) for k in range(self.n_gates)]
+
+        def order(a):              # pyggml's gate blocks along the last axis, into Keras's order
+            if back is None:
+                return np.ascontiguousarray(a)
+            return np.concatenate([a[..., j * u:(j + 1) * u] for j in back], axis=-1)
+        w_ih, w_hh, b_ih, b_hh = (np.asarray(weights[k]) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+        bias = np.stack([order(b_ih), order(b_hh)]) if self.keras_gates is not None else order(b_ih + b_hh)
+        return [order(w_ih.T), order(w_hh.T), bias]
+
     def _from_keras_three(self, weights):
         u, g = self.units, self.n_gates
         kernel, recurrent, bias = (np.asarray(w, dtype=np.float64) for w in weights)
