@@ -557,3 +557,29 @@ def test_a_recurrent_layers_weights_come_as_keras_s_three_arrays(kind):
     np.testing.assert_array_equal(layer.get_weights()[2], np.zeros_like(bias))
     layer.set_weights(list(layer.get_weights()))
     assert sorted(layer.get_weights().keys()) == ["bias_hh", "bias_ih", "weight_hh", "weight_ih"]
+
+
+def test_class_weight_weighs_the_training_rows_only_with_validation_split():
+    x = RNG.normal(size=(100, 5)).astype(np.float32)
+    y = (RNG.random(100) < 0.3).astype(np.float32)
+    model = keras.Sequential([keras.Input((5,)), layers.Dense(1, activation="sigmoid")])
+    model.compile(keras.optimizers.SGD(0.0), "binary_crossentropy")
+    p = np.clip(model.predict(x, verbose=0)[:, 0].astype(np.float64), 1e-7, 1 - 1e-7)
+    bce = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    cw = np.where(y == 1, 2.0, 0.5)
+    hist = model.fit(x, y, batch_size=100, validation_split=0.2, shuffle=False, verbose=0,
+                     class_weight={0: 0.5, 1: 2.0}).history
+    assert hist["val_loss"][0] == pytest.approx(bce[80:].mean(), rel=1e-5)
+    assert hist["loss"][0] == pytest.approx((cw[:80] * bce[:80]).sum() / 80, rel=1e-5)
+
+
+def test_checkpoint_and_plateau_say_what_keras_says(tmp_path, capsys):
+    model = keras.Sequential([keras.Input((2,)), layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(1e-3), "mse")
+    x, y = RNG.random((16, 2)).astype(np.float32), RNG.random((16, 1)).astype(np.float32)
+    cbs = [keras.callbacks.ModelCheckpoint(str(tmp_path / "ck.keras"), save_best_only=True, verbose=1),
+           keras.callbacks.ReduceLROnPlateau(monitor="loss", patience=0, min_delta=10.0, factor=0.5, verbose=1)]
+    model.fit(x, y, validation_data=(x, y), epochs=2, verbose=0, callbacks=cbs)
+    out = capsys.readouterr().out
+    assert "Epoch 1: val_loss improved from inf to " in out and "saving model to " in out
+    assert "Epoch 2: ReduceLROnPlateau reducing learning rate to 0.0005." in out      # (epoch 1 beat inf)

@@ -135,6 +135,8 @@ class ReduceLROnPlateau(Callback):
                 new = max(old * self.factor, self.min_lr)
                 if new < old and new > 0:
                     self.model.optimizer.learning_rate = new
+                    if self.verbose > 0:
+                        print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new}.")
                 self.cooldown_counter = self.cooldown
                 self.wait = 0
 
@@ -216,10 +218,14 @@ class ModelCheckpoint(Callback):
         except (KeyError, IndexError) as e:
             raise ValueError(f"ModelCheckpoint: the file name {self.filepath!r} names {e}, which the logs "
                              f"do not have ({sorted(fields)})") from None
+        said = f"saving model to {path}"
         if self.save_best_only:
             current = logs.get(self.monitor)
             if current is None or not _is_better(self.mode, self.monitor, current, self.best, 0, self.model):
+                if self.verbose > 0 and current is not None:
+                    print(f"\nEpoch {epoch + 1}: {self.monitor} did not improve from {self.best:.5f}")
                 return
+            said = f"{self.monitor} improved from {self.best:.5f} to {current:.5f}, {said}"
             self.best = current
         folder = os.path.dirname(path)
         if folder:
@@ -228,8 +234,8 @@ class ModelCheckpoint(Callback):
             self.model.save_weights(path)
         else:
             self.model.save(path)
-        if self.verbose:
-            print(f"ModelCheckpoint: saved {path}")
+        if self.verbose > 0:
+            print(f"\nEpoch {epoch + 1}: {said}")               # (Keras's words)
 
 
 class LambdaCallback(Callback):

@@ -320,6 +320,10 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         if not isinstance(data, da.ArrayDataset):
             raise ValueError("validation_split needs arrays; give a generator's validation set as validation_data")
         data, val = data.split(validation_split)
+        if class_weight is not None:
+            # Keras weighs only the training rows by class: the held-out rows keep their own weights
+            _, val = make_dataset(model, x, y, sample_weight, None, batch_size, steps_per_epoch).split(
+                validation_split)
     history, cl, rng, start = begin_fit(model, cbs, verbose, epochs, data.steps, initial_epoch)
     logs = {}
     for epoch in range(start, epochs):
