@@ -21,7 +21,7 @@ import inspect
 
 import numpy as np
 
-from pyggml import _scope, _wide
+from pyggml import _logits, _scope, _wide
 from pyggml._tensor_arrays import refuse_tensor_array
 from pyggml._validation import axis_index, is_int, is_number
 from pyggml.core import Tensor
@@ -1393,7 +1393,9 @@ def softmax(x, axis=-1):
     r = len(x.shape)
     ax = _axis(axis, r, "softmax")
     if ax == r - 1:
-        return _c.soft_max(_cont(x))
+        y = _c.soft_max(_cont(x))
+        _logits.note(y, x, "softmax")          # (a cross-entropy of y computes from x: pyggml._logits)
+        return y
     order = [i for i in range(r) if i != ax] + [ax]
     y = _c.soft_max(_permute(x, order))
     return _permute(y, [order.index(i) for i in range(r)])

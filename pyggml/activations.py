@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from pyggml import _scope, _symbolic, _wide, ops
+from pyggml import _logits, _scope, _symbolic, _wide, ops
 from pyggml._tensor_arrays import as_ops_result
 from pyggml._validation import check_number
 from pyggml.core import Tensor
@@ -108,11 +108,14 @@ def _plain(x):
 
 @_eager_on_arrays
 def sigmoid(x):
-    if _scope.fused():
-        return ops.sigmoid(_plain(x))
-    # exp(-softplus(-x)): stable for either sign, and every op has a backward pass
     x = ops.as_tensor(x)
-    return ops.exp(ops.neg(ops.softplus(ops.neg(x))))
+    if _scope.fused():
+        y = ops.sigmoid(_plain(x))
+    else:
+        # exp(-softplus(-x)): stable for either sign, and every op has a backward pass
+        y = ops.exp(ops.neg(ops.softplus(ops.neg(x))))
+    _logits.note(y, x, "sigmoid")           # (a cross-entropy of y computes from x: pyggml._logits)
+    return y
 
 
 @_eager_on_arrays
@@ -201,7 +204,9 @@ def softmax(x, axis=-1):
         raise ValueError(f"softmax: axis {axis} out of range for a tensor of {r} dims")
     if ax != r - 1:
         return ops.swapaxes(softmax(ops.swapaxes(x, ax, r - 1)), ax, r - 1)
-    return ops.soft_max(x if x.is_contiguous else ops.cont(x))
+    y = ops.soft_max(x if x.is_contiguous else ops.cont(x))
+    _logits.note(y, x, "softmax")
+    return y
 
 
 @_eager_on_arrays

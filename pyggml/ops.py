@@ -28,8 +28,8 @@ import sys
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import (_fold, _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope, _symbolic, _tensor_arrays,
-                    _wide)
+from pyggml import (_fold, _logits, _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope, _symbolic,
+                    _tensor_arrays, _wide)
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
@@ -262,6 +262,10 @@ def _keras_unary(name):
         return _apply(t, kwargs, {"ctx": ctx} if ctx is not None else {})
 
     def _apply(t, kwargs, extra):
+        if name == "sigmoid" and isinstance(t, Tensor) and not extra:
+            y = ggml_op(t)
+            _logits.note(y, t, "sigmoid")           # (a cross-entropy of y computes from t)
+            return y
         if name == "gelu":
             approximate = kwargs.pop("approximate", True)
             if not isinstance(approximate, (bool, np.bool_)):

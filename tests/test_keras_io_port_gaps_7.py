@@ -583,3 +583,45 @@ def test_checkpoint_and_plateau_say_what_keras_says(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Epoch 1: val_loss improved from inf to " in out and "saving model to " in out
     assert "Epoch 2: ReduceLROnPlateau reducing learning rate to 0.0005." in out      # (epoch 1 beat inf)
+
+
+# --- cross-entropy from the logits behind a sigmoid or softmax inside custom code ------------------
+def test_cross_entropy_of_a_sigmoid_inside_custom_code_uses_its_logits():
+    # Keras's TensorFlow backend keeps a sigmoid's or softmax's logits on its output: the loss of a
+    # saturated output is exact and has a gradient (the clipped probability gives 16.118 and none)
+    class Head(layers.Layer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.d = layers.Dense(1, activation="sigmoid", kernel_initializer="ones", bias_initializer="zeros")
+
+        def call(self, x):
+            return self.d(x)
+
+    class Soft(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(3, kernel_initializer="ones", bias_initializer="zeros")
+
+        def call(self, x):
+            return ops.softmax(self.d(x) * ops.convert_to_tensor(np.array([[1.0, 0.0, -1.0]], np.float32)))
+    x = np.full((4, 1), -30.0, np.float32)
+    y = np.ones((4, 1), np.float32)
+    inp = keras.Input((1,))
+    model = keras.Model(inp, Head()(inp))
+    model.compile(keras.optimizers.SGD(0.01), "binary_crossentropy")
+    assert model.evaluate(x, y, verbose=0) == pytest.approx(30.0, rel=1e-5)
+    w0 = model.get_weights()["head.d.weight"].copy()
+    model.fit(x, y, epochs=1, batch_size=4, verbose=0)
+    # d/dw of softplus(-w x) at w x = -30: -x * sigmoid(-w x) = 30, so w moves by -0.01 * 30
+    np.testing.assert_allclose(model.get_weights()["head.d.weight"], w0 - 0.01 * 30.0, rtol=1e-5)
+
+    soft = Soft()
+    soft.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+    xs = np.full((2, 1), 30.0, np.float32)
+    assert soft.evaluate(xs, np.array([2, 2]), verbose=0) == pytest.approx(60.0, rel=1e-5)
+
+    v = keras.Variable(np.array([[-30.0]], np.float32))
+    with keras.GradientTape() as tape:
+        loss = keras.losses.binary_crossentropy(np.ones((1, 1), np.float32), ops.sigmoid(v))
+    assert float(ops.sum(loss)) == pytest.approx(30.0, rel=1e-5)
+    assert float(np.asarray(tape.gradient(loss, v)).ravel()[0]) == pytest.approx(-1.0, rel=1e-5)

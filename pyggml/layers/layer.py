@@ -33,7 +33,7 @@ import weakref
 
 import numpy as np
 
-from pyggml import _fold, _scope, _wide, autodiff, ops
+from pyggml import _fold, _logits, _scope, _wide, autodiff, ops
 from pyggml._validation import check_str, is_int
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
@@ -96,6 +96,14 @@ LAYER_CHANGED = []
 def layer_changed(layer):
     for hook in LAYER_CHANGED:
         hook(layer)
+
+
+def _note_logits(layer, inputs, out, training):
+    """A layer ending in a sigmoid or softmax it fuses (Dense(1, "sigmoid") in a custom call): its
+    pre-activation, made if a cross-entropy asks, are the output's logits (pyggml._logits)."""
+    act = getattr(layer, "activation_name", None) if isinstance(out, Tensor) else None
+    if act in ("sigmoid", "softmax") and hasattr(layer, "pre_activation") and not _logits.known(out):
+        _logits.note(out, lambda: layer.pre_activation(inputs, training=training), act)
 
 
 def _set_by_user_code():
@@ -1243,6 +1251,7 @@ class Layer:
             stack.pop()
             _fold.leave_call()
         out = _folded_volumes(self, out)
+        _note_logits(self, inputs, out, training)
         if for_user and not volumes:
             # a volume it made from smaller inputs (a Reshape to 5-D) reaches that code 5-D, as the
             # volumes its own inputs hold do (pyggml._wide)

@@ -2,7 +2,7 @@
 sparse categorical cross-entropy (with ``from_logits``)."""
 
 import numpy as np
-from pyggml import activations, ops
+from pyggml import _logits, activations, ops
 from pyggml._validation import check_number, is_int
 from pyggml.losses.loss import EPSILON, Loss, clip
 from pyggml.saving.object_registration import register_builtin
@@ -91,9 +91,10 @@ class BinaryCrossentropy(_CrossEntropy):
 
     def values(self, y_true, y_pred, from_logits=False):
         y_true, y_pred = _pair(y_true, y_pred)
+        y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "sigmoid")
         if self.label_smoothing:
             y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, 0.5 * self.label_smoothing)
-        if from_logits or self.from_logits:
+        if from_logits:
             # softplus(z) - y z: stable for any logit
             return ops.sub(ops.softplus(y_pred), ops.mul(y_true, y_pred))
         # probabilities clipped to [eps, 1 - eps] as Keras does (finite for any output)
@@ -101,6 +102,16 @@ class BinaryCrossentropy(_CrossEntropy):
         t = ops.add(ops.mul(y_true, ops.log(p)),
                     ops.mul(ops.scale_bias(y_true, -1.0, 1.0), ops.log(ops.scale_bias(p, -1.0, 1.0))))
         return ops.neg(t)
+
+
+def _behind(y_pred, from_logits, kind):
+    """(logits, True) where y_pred is a sigmoid's or softmax's output whose logits the graph
+    knows (pyggml._logits: Keras's TensorFlow backend computes from them too), else as given."""
+    if not from_logits:
+        z = _logits.of(y_pred, kind)
+        if z is not None and tuple(z.shape) == tuple(y_pred.shape):
+            return z, True
+    return y_pred, from_logits
 
 
 def _log_probs(y_pred, from_logits):
@@ -123,13 +134,14 @@ class CategoricalCrossentropy(_CrossEntropy):
     def values(self, y_true, y_pred, from_logits=False):
         """Over the last axis (the classes): one loss per row, shaped as y_pred's leading axes."""
         y_true, y_pred = _pair(y_true, y_pred)
+        y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
         lead = tuple(y_pred.shape[:-1])
         if len(y_pred.shape) != 2:
             y_pred, y_true = ops.flatten_rows(y_pred), ops.flatten_rows(y_true)
         if self.label_smoothing:
             k = y_pred.shape[-1]
             y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, self.label_smoothing / k)
-        lp = _log_probs(y_pred, from_logits or self.from_logits)
+        lp = _log_probs(y_pred, from_logits)
         per_row = ops.neg(ops.sum_rows(ops.mul(y_true, lp)))
         return per_row if len(lead) == 1 else ops.reshape(per_row, lead)
 
@@ -138,6 +150,7 @@ class CategoricalCrossentropy(_CrossEntropy):
         log-softmax; patch 0026 makes its gradient sum(y) * softmax(z) - y for any targets)."""
         own = type(self).values is CategoricalCrossentropy.values and type(self).call is _CrossEntropy.call
         y_true, y_pred = _pair(y_true, y_pred)
+        y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
         if not (own and (from_logits or self.from_logits) and len(y_pred.shape) == 2
                 and y_pred.dtype == "f32" and y_true.dtype == "f32"):
             return super().mean_loss(y_true, y_pred, from_logits)
@@ -177,11 +190,12 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
     def values(self, y_true, y_pred, from_logits=False):
         """-log p[label] per row of y_pred's last axis, shaped as its leading axes."""
         y_pred = ops.as_tensor(y_pred)
+        y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
         lead = tuple(y_pred.shape[:-1])
         k = y_pred.shape[-1]
         rows = y_pred.nelements // k
         lp = _log_probs(ops.flatten_rows(y_pred) if len(lead) != 1 else
-                        (y_pred if y_pred.is_contiguous else ops.cont(y_pred)), from_logits or self.from_logits)
+                        (y_pred if y_pred.is_contiguous else ops.cont(y_pred)), from_logits)
         labels = ops.as_tensor(y_true)
         if labels.dtype != "i32":
             raise TypeError("sparse_categorical_crossentropy: labels must be integers")
