@@ -625,3 +625,55 @@ def test_cross_entropy_of_a_sigmoid_inside_custom_code_uses_its_logits():
         loss = keras.losses.binary_crossentropy(np.ones((1, 1), np.float32), ops.sigmoid(v))
     assert float(ops.sum(loss)) == pytest.approx(30.0, rel=1e-5)
     assert float(np.asarray(tape.gradient(loss, v)).ravel()[0]) == pytest.approx(-1.0, rel=1e-5)
+
+
+def test_sparse_cross_entropy_takes_labels_computed_in_the_call():
+    class Masked(layers.Layer):
+        def call(self, labels, logits):
+            safe = ops.cast(ops.where(labels == -100, 0, labels), "int32")
+            return keras.losses.sparse_categorical_crossentropy(safe, logits, from_logits=True)
+    lab = keras.Input((5,), dtype="int32")
+    lg = keras.Input((5, 7))
+    model = keras.Model([lab, lg], Masked()(lab, lg))
+    labels = np.array([[1, 2, -100, -100, 3]])
+    logits = RNG.standard_normal((1, 5, 7)).astype(np.float32)
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    want = -np.take_along_axis(logp, np.where(labels == -100, 0, labels)[..., None], -1)[..., 0]
+    np.testing.assert_allclose(model.predict([labels, logits], verbose=0), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_lambda_compares_a_string_input_with_a_string():
+    inp = keras.Input((1,), dtype="string", name="thal")
+
+    def is_fixed(x):
+        return ops.cast(x == "fixed", "float32")
+    model = keras.Model(inp, layers.concatenate([layers.Lambda(is_fixed)(inp), layers.Lambda(is_fixed)(inp) * 2.0]))
+    np.testing.assert_array_equal(model.predict(np.array([["fixed"], ["normal"]]), verbose=0), [[1, 2], [0, 0]])
+
+
+def test_an_eager_call_keeping_tensors_runs_its_side_effects_once():
+    class Count(layers.Layer):
+        def build(self, s):
+            self.n = self.add_weight(shape=(), initializer="zeros", trainable=False, name="n")
+
+        def call(self, x):
+            self.n.assign_add(ops.cast(ops.shape(x)[0], "float32"))
+            self.seen = x * 1.0                          # (kept: the model's calls then run eagerly)
+            return x
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.c = Count()
+            self.d = layers.Dense(1)
+
+        def call(self, x):
+            return self.d(self.c(x))
+    model = Net()
+    counts = []
+    for _ in range(3):
+        model(np.ones((8, 2), np.float32))
+        counts.append(float(model.c.n.numpy()))
+    assert counts == [8.0, 16.0, 24.0]
+    np.testing.assert_array_equal(np.asarray(model.c.seen), np.ones((8, 2)))

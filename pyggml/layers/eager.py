@@ -76,7 +76,7 @@ def run_layer(layer, inputs, kwargs):
     return as_ops_result(out)       # TensorFlow's eager .numpy() answers, as the ops' results
 
 
-def tensor_attributes(layer, contexts):
+def tensor_attributes(layer, contexts, closed_too=False):
     """[(object, attribute, tensor)]: the tensors of this graph (in ``contexts``; None: of any) that ``layer``
     and the layers in it keep as attributes (FocalNet's ``self.gates`` set in call, read after
     an eager call to plot them): the eager call gives them their values, as Keras's does."""
@@ -88,7 +88,7 @@ def tensor_attributes(layer, contexts):
         seen.add(id(obj))
         for k, v in list(obj.__dict__.items()):
             t = v.t if type(v) is _wide.Wide else v
-            if isinstance(t, Tensor) and not k.startswith("__") and not t.closed and \
+            if isinstance(t, Tensor) and not k.startswith("__") and (closed_too or not t.closed) and \
                     (contexts is None or any(t.ctx is c for c in contexts)):
                 found.append((obj, k, v))
         subs = list(obj.__dict__.get("_sublayers", {}).values())

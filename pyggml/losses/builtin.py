@@ -207,10 +207,13 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
             raise ValueError("SparseCategoricalCrossentropy(ignore_class=...) needs the labels as data (y), not "
                              "computed in the graph")
         if labels.op != "NONE":
-            # labels computed in the graph (Keras's ops.argmax(y_true, -1) in a custom loss): each
-            # row's one-hot is a row of the identity, picked by its label, and weighs the row
-            idx = ops.reshape(labels if labels.is_contiguous else ops.cont(labels), (rows,))
-            one_hot = ops.get_rows(ops.as_tensor(np.eye(k, dtype=np.float32)), idx)
+            # labels computed in the graph (Keras's ops.argmax(y_true, -1) in a custom loss, a
+            # where(labels == -100, 0, labels)): each row's one-hot compares its label with 0..k-1
+            # (no row is read by a computed index: ggml takes those only from argmax), and
+            # weighs the row; a label out of range gives a row of zeros
+            col = ops.reshape(ops.cast(labels if labels.is_contiguous else ops.cont(labels), "f32"), (rows, 1))
+            grid = ops.as_tensor(np.arange(k, dtype=np.float32).reshape(1, k))
+            one_hot = ops.step(ops.scale_bias(ops.abs(col - grid), -1.0, 0.5))
             picked = ops.sum_rows(ops.mul(one_hot, lp if lp.is_contiguous else ops.cont(lp)))
         else:
             # pick each row's log-probability: rows of the flattened (rows * k, 1) by index label + row * k

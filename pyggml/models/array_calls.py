@@ -27,16 +27,14 @@ def call_on_arrays(model, layer_call, args, kwargs):
     if training is None and model._training_default():
         kwargs = dict(kwargs, training=True)  # Keras: call(self, x, training=True) is a training call
     elif not training:
+        if "_keeps_tensors" not in model.__dict__ and model._topology is not None:
+            # a call that keeps tensors as attributes (FocalNet's self.gates, to plot; set when its
+            # graph was traced): eager passes of it, which give them each call's values as Keras's
+            # does (and run the call's side effects once, as the predict graph does)
+            from pyggml.layers.eager import tensor_attributes
+            model.__dict__["_keeps_tensors"] = bool(tensor_attributes(model, None, closed_too=True))
         if model.__dict__.get("_keeps_tensors"):
             return layer_call(*args, **kwargs)
-        res = model._plain_predict(args[0], training)   # never an overridden predict_step
-        if "_keeps_tensors" not in model.__dict__:
-            # a call that keeps tensors as attributes (FocalNet's self.gates, to plot): eager
-            # passes of it from now on, which give them each call's values as Keras's does
-            from pyggml.layers.eager import tensor_attributes
-            model.__dict__["_keeps_tensors"] = bool(tensor_attributes(model, None))
-            if model.__dict__["_keeps_tensors"]:
-                return layer_call(*args, **kwargs)
-        return res
+        return model._plain_predict(args[0], training)   # never an overridden predict_step
     model._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
     return layer_call(*args, **kwargs)

@@ -343,8 +343,8 @@ def _own_call(layer):
     """Whether the layer's call is the user's (a custom layer, a subclassed model's call)."""
     call = getattr(type(layer), "call", None)
     owner = next((c for c in type(layer).__mro__ if "call" in c.__dict__), None)
-    if type(layer).__name__ == "SubclassedCall":
-        return True
+    if type(layer).__name__ in ("SubclassedCall", "Lambda"):
+        return True             # (a Lambda's function is the user's: ``x == "fixed"`` on the strings)
     return call is not None and owner is not None and not owner.__module__.startswith("pyggml.")
 
 
