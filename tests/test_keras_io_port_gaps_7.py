@@ -525,7 +525,7 @@ def test_ops_conv_is_the_same_in_its_fused_and_composed_forms(rank, monkeypatch)
 
 @pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
 def test_a_recurrent_layers_weights_come_as_keras_s_three_arrays(kind):
-    from test_keras_io_port_gaps_6 import _keras_gru, _keras_lstm
+    from test_keras_io_port_gaps_6 import keras_rnn
     units, feats = 4, 3
     x = RNG.normal(size=(2, 5, feats)).astype(np.float32)
     layer = {"lstm": layers.LSTM, "gru": layers.GRU, "simple_rnn": layers.SimpleRNN}[kind](units)
@@ -538,16 +538,7 @@ def test_a_recurrent_layers_weights_come_as_keras_s_three_arrays(kind):
     assert len(layer.get_weights()) == 3
     assert kernel.shape == (feats, g * units) and recurrent_kernel.shape == (units, g * units)
     assert bias.shape == ((2, g * units) if kind == "gru" else (g * units,))
-    if kind == "lstm":
-        ref = _keras_lstm(x, kernel, recurrent_kernel, bias)
-    elif kind == "gru":
-        ref = _keras_gru(x, kernel, recurrent_kernel, bias)
-    else:
-        h = np.zeros((2, units))
-        for t in range(5):
-            h = np.tanh(x[:, t] @ kernel + h @ recurrent_kernel + bias)
-        ref = h
-    np.testing.assert_allclose(ref, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(keras_rnn(kind, x, kernel, recurrent_kernel, bias), want, rtol=1e-5, atol=1e-5)
     # set_weights(get_weights()) and Keras's w[i] = ...; set_weights(w) round-trip
     w = layer.get_weights()
     layer.set_weights(w)
