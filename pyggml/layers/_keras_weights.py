@@ -112,6 +112,8 @@ class LayerWeights(dict):
         return dict.__getitem__(self, key)
 
     def __iter__(self):
+        if getattr(self, "_keras", None) is not None:
+            return iter(self._list())
         if self._owner == "layer":
             return iter([self[i] for i in range(len(self))])
         return dict.__iter__(self)

@@ -473,8 +473,8 @@ class Layer:
     # --- sublayers ---------------------------------------------------------------------
     def __setattr__(self, name, value):
         if not name.startswith("_") and name not in ("input", "output") or \
-                (name.startswith("_") and not name.startswith("__") and _set_by_user_code() and
-                 isinstance(value, (Layer, list, tuple, dict)) and _layers_in(value, name)):
+                (name.startswith("_") and not name.startswith("__") and
+                 isinstance(value, (Layer, list, tuple, dict)) and _layers_in(value, name) and _set_by_user_code()):
             # (Keras 3 tracks the layers of every attribute: keras_hub's ``self._self_attention_layer``;
             # pyggml's own code keeps its private ones untracked)
             if "_sublayers" not in self.__dict__:          # set before super().__init__() (Keras tracks it)
