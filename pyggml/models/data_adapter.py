@@ -597,9 +597,13 @@ class GeneratorDataset(Dataset):
 
 
 def _sized(source):
-    """Whether len(source) works (a pg.utils.Dataset that repeats forever has none)."""
+    """Whether len(source) works (a pg.utils.Dataset that repeats forever has none; one whose
+    generator has not ended is read as a stream: its length is not asked for)."""
     if not hasattr(source, "__len__"):
         return True                  # a plain iterable: read until it stops
+    from pyggml.utils.dataset_utils import Dataset as DataPipeline
+    if isinstance(source, DataPipeline) and source._open():
+        return False
     try:
         len(source)
     except TypeError:

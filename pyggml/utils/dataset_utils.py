@@ -22,7 +22,12 @@ What differs from tf.data:
   accepted and ignored.  ``cache`` keeps elements in memory, a file name or not.
 - ``fit`` takes the batches in the dataset's own order: its ``shuffle``
   argument does not reorder a ``Dataset`` (as with tf.data in Keras).
+- ``from_generator`` reads its generator as elements are asked for, so a
+  generator that never ends works with ``fit(..., steps_per_epoch=n)``, ``take``
+  and the other steps; its length is known once it has ended.
 """
+
+import collections
 
 import os
 
@@ -34,7 +39,8 @@ from pyggml.utils.py_dataset import EagerArray
 
 __all__ = ["Dataset", "TextLineDataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
-_MAX_GENERATED = 1 << 24       # elements from_generator reads at most
+_MAX_GENERATED = 1 << 24       # elements from_generator counts at most when asked for its length
+_KEEP_BYTES = 256 << 20        # the last elements of a generator kept for reading again (all, when they fit)
 
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
@@ -87,18 +93,95 @@ def _stack(parts):
                          f"for elements of different lengths") from None
 
 
+class _End(IndexError):
+    """A read past the end of a dataset whose length is not known yet (one made from a
+    generator that has not ended): iteration stops there."""
+
+
+class _GeneratorSource:
+    """``from_generator``'s elements, read from the generator as they are asked for.
+
+    The elements read are kept while they fit in ``_KEEP_BYTES`` (all of a small dataset, so
+    later passes read them again); beyond that the oldest are let go, and reading one of
+    them, or a new pass, calls the generator again from its start, as tf.data calls it
+    for every pass.  The length is known once the generator has ended."""
+
+    def __init__(self, generator, args):
+        self.generator, self.args = generator, tuple(args or ())
+        self.it = None
+        self.base = 0                    # the position of kept[0]
+        self.kept = collections.deque()  # (element, nbytes)
+        self.nbytes = 0
+        self.total = None                # the number of elements, once the generator has ended
+
+    def open(self):
+        return self.total is None
+
+    def _whole(self):
+        return self.total is not None and self.base == 0 and len(self.kept) == self.total
+
+    def _restart(self):
+        self.it = iter(self.generator(*self.args))
+        self.base, self.nbytes = 0, 0
+        self.kept.clear()
+
+    def new_pass(self):
+        if not self._whole():
+            self.it = None               # the next read calls the generator again
+
+    def get(self, i):
+        if self.total is not None and i >= self.total:
+            raise _End(f"element {i} of a dataset of {self.total}")
+        if i < self.base or (self.it is None and not self._whole()):
+            self._restart()
+        while i >= self.base + len(self.kept):
+            try:
+                element = next(self.it)
+            except StopIteration:
+                self.total, self.it = self.base + len(self.kept), None
+                raise _End(f"element {i} of a dataset of {self.total}") from None
+            element = _as_element(_map_structure(np.asarray, element))
+            size = sum(a.nbytes for a in _leaves(element))
+            self.kept.append((element, size))
+            self.nbytes += size
+            while self.nbytes > _KEEP_BYTES and len(self.kept) > 1:
+                self.nbytes -= self.kept.popleft()[1]
+                self.base += 1
+        return self.kept[i - self.base][0]
+
+    def count(self):
+        """The number of elements: the generator read to its end."""
+        while self.total is None:
+            i = self.base + len(self.kept) if self.it is not None else 0
+            if i >= _MAX_GENERATED:
+                raise ValueError(f"from_generator: the generator gave more than {_MAX_GENERATED} elements (an "
+                                 f"endless one?), and its length was asked for: give fit steps_per_epoch "
+                                 f"(validation_steps, steps), or take(n) from it")
+            try:
+                self.get(i)
+            except _End:
+                pass
+        return self.total
+
+
 class Dataset(PyDataset):
     """A pipeline of elements read by position; see the module's docstring.
 
     Make one with ``Dataset.from_tensor_slices``, ``Dataset.from_tensors``,
     ``Dataset.range`` or the ``*_dataset_from_directory`` utilities."""
 
-    def __init__(self, length, get, parents=(), on_pass=None):
+    def __init__(self, length, get, parents=(), on_pass=None, source_open=None):
         super().__init__()
         self._length = length               # an int, a function giving it (worked out when read), None: infinite
-        self._get = get                     # position -> element
+        self._get = get                     # position -> element (raises _End past the end of an open one)
         self._parents = tuple(parents)
         self._on_pass = on_pass             # called at the start of every pass (a new shuffle)
+        self._source_open = source_open     # a generator's: whether its length is still unknown
+
+    def _open(self):
+        """The length is not known yet without reading a generator to its end: read by
+        position until _End instead of asking for it."""
+        return (self._source_open is not None and self._source_open()) or any(p._open() for p in self._parents)
 
     # --- sources ---------------------------------------------------------------------------------
 
@@ -124,23 +207,19 @@ class Dataset(PyDataset):
     def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None,
                        name=None):
         """The elements a generator yields: ``generator`` is called (with ``args``) when the
-        dataset is first read, and read to its end (a generator that never ends cannot be one);
-        its elements are kept for every later pass.  The types and signature are accepted for
-        tf.data's scripts; the elements are what the generator gives, as arrays."""
+        dataset is first read, and read as elements are asked for, so it may never end (give
+        ``fit`` ``steps_per_epoch`` then, or ``take(n)``).  The elements of a small dataset are
+        kept for later passes; otherwise each pass calls the generator again, as tf.data does.
+        The length is known when the generator has ended (``len`` reads it to its end;
+        ``cardinality`` is UNKNOWN_CARDINALITY until then).  The types and signature are
+        accepted for tf.data's scripts; the elements are what the generator gives, as arrays."""
         if not callable(generator):
             raise TypeError(f"from_generator takes a callable that returns an iterator, got {type(generator).__name__}")
-        elements = []
-
-        def read():
-            if not elements:
-                it = generator(*(args or ()))
-                for k, element in enumerate(it):
-                    if k >= _MAX_GENERATED:
-                        raise ValueError(f"from_generator: the generator gave more than {_MAX_GENERATED} elements "
-                                         f"(an endless one?): a Dataset here is read to its end once")
-                    elements.append(_as_element(_map_structure(np.asarray, element)))
-            return elements
-        return Dataset(lambda: len(read()), lambda i: read()[i])
+        if args is not None and not isinstance(args, (tuple, list)):
+            raise TypeError(f"from_generator: args must be a tuple of the generator's arguments, got "
+                            f"{type(args).__name__}")
+        source = _GeneratorSource(generator, args)
+        return Dataset(source.count, source.get, on_pass=source.new_pass, source_open=source.open)
 
     @staticmethod
     def range(*args, dtype="int64"):
@@ -182,21 +261,27 @@ class Dataset(PyDataset):
         return self._length() if callable(self._length) else self._length
 
     def cardinality(self):
-        """The number of elements (INFINITE_CARDINALITY, -1, for a dataset that repeats forever)."""
+        """The number of elements (INFINITE_CARDINALITY, -1, for a dataset that repeats forever;
+        UNKNOWN_CARDINALITY, -2, for one made from a generator that has not ended yet)."""
+        if self._length is not None and self._open():
+            return UNKNOWN_CARDINALITY
         n = self._n()
         return INFINITE_CARDINALITY if n is None else n
 
     def __getitem__(self, index):
         if not is_int(index):
             raise TypeError(f"a Dataset is read by int position, got {type(index).__name__}")
-        n = self._n()
-        if n is not None:
+        if self._length is not None and (index < 0 or not self._open()):
+            n = self._n()
             if not -n <= index < n:
                 raise IndexError(f"element {index} of a dataset of {n}")
             index %= n
         elif index < 0:
             raise IndexError("a dataset that repeats forever has no last element")
-        return self._get(int(index))
+        try:
+            return self._get(int(index))
+        except _End as e:
+            raise IndexError(str(e)) from None
 
     def _new_pass(self):
         for p in self._parents:
@@ -209,9 +294,14 @@ class Dataset(PyDataset):
 
     def __iter__(self):
         self._new_pass()
+        n = self._n() if self._length is not None and not self._open() else None
         i = 0
-        while self._length is None or i < self._n():
-            yield self._get(i)
+        while n is None or i < n:
+            try:
+                element = self._get(i)
+            except _End:
+                return
+            yield element
             i += 1
 
     def as_numpy_iterator(self):
@@ -225,9 +315,24 @@ class Dataset(PyDataset):
             raise ValueError(f"take: count must be an int, -1 or more, got {count!r}")
         if count == -1:
             return Dataset(self._length, self._get, [self])
+        count = int(count)
+
+        def get(i):
+            if i >= count:
+                raise _End(f"element {i} of a dataset of {count}")
+            return self._get(i)
         if self._length is None:
-            return Dataset(int(count), self._get, [self])
-        return Dataset(lambda: min(int(count), self._n()), self._get, [self])
+            return Dataset(count, get, [self])
+
+        def length():
+            if self._open():
+                try:
+                    self._get(count - 1)        # a generator read this far only
+                    return count
+                except _End:
+                    pass
+            return min(count, self._n())
+        return Dataset(length, get, [self])
 
     def skip(self, count):
         """The elements after the first ``count`` (none for -1)."""
@@ -240,6 +345,8 @@ class Dataset(PyDataset):
 
         def skipped():
             return self._n() if count == -1 else min(int(count), self._n())
+        if count != -1 and self._open():
+            return Dataset(lambda: max(self._n() - int(count), 0), lambda i: self._get(i + int(count)), [self])
         return Dataset(lambda: self._n() - skipped(), lambda i: self._get(i + skipped()), [self])
 
     # --- transformations -------------------------------------------------------------------------
@@ -260,34 +367,63 @@ class Dataset(PyDataset):
         """The elements for which ``predicate`` is true (worked out again on every pass)."""
         if not callable(predicate):
             raise TypeError(f"filter takes a function, got {type(predicate).__name__}")
-        self._finite("filter")
-        kept = {}
+        state = {}
 
-        def positions():
-            if "list" not in kept:
-                kept["list"] = [i for i in range(self._n()) if _truth(predicate, self._get(i))]
-            return kept["list"]
-        return Dataset(lambda: len(positions()), lambda i: self._get(positions()[i]), [self],
-                       lambda: kept.pop("list", None))
+        def scan(i):
+            """The kept positions, found until the i-th (or the end)."""
+            if not state:
+                state.update(kept=[], scanned=0, done=False)
+            kept = state["kept"]
+            while len(kept) <= i and not state["done"]:
+                j = state["scanned"]
+                if self._length is not None and not self._open() and j >= self._n():
+                    state["done"] = True
+                    break
+                try:
+                    element = self._get(j)
+                except _End:
+                    state["done"] = True
+                    break
+                state["scanned"] = j + 1
+                if _truth(predicate, element):
+                    kept.append(j)
+            return kept
+
+        def get(i):
+            kept = scan(i)
+            if i >= len(kept):
+                raise _End(f"element {i} of a dataset of {len(kept)}")
+            return self._get(kept[i])
+        return Dataset(None if self._length is None else (lambda: len(scan(float("inf")))), get, [self],
+                       lambda: state.clear())
 
     def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
         """Consecutive elements stacked into batches of ``batch_size`` (a shorter last one
         unless ``drop_remainder``)."""
         b = _positive("batch_size", batch_size)
         return Dataset(self._batches(b, drop_remainder),
-                       lambda i: _map_structure(lambda *a: _eager(_stack(a)), *self._run(i, b)), [self])
+                       lambda i: _map_structure(lambda *a: _eager(_stack(a)), *self._run(i, b, drop_remainder)),
+                       [self])
 
     def _batches(self, b, drop_remainder):
-        n = self._n()
-        if n is None:
+        if self._length is None:
             return None
         return lambda: self._n() // b if drop_remainder else -(-self._n() // b)
 
-    def _run(self, i, b):
+    def _run(self, i, b, drop_remainder=False):
         """The elements of batch i (of b each)."""
-        n = self._n()
-        stop = (i + 1) * b if n is None else min((i + 1) * b, n)
-        return [self._get(j) for j in range(i * b, stop)]
+        if self._length is not None and not self._open():
+            parts = [self._get(j) for j in range(i * b, min((i + 1) * b, self._n()))]
+        else:
+            parts = []
+            for j in range(i * b, (i + 1) * b):
+                try:
+                    parts.append(self._get(j))
+                except _End:
+                    break
+        if not parts or (drop_remainder and len(parts) < b):
+            raise _End(f"batch {i}: the data ended")
+        return parts
 
     def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
         """Batches of elements padded at the end of each axis to the longest in the batch
@@ -295,7 +431,7 @@ class Dataset(PyDataset):
         b = _positive("batch_size", batch_size)
 
         def get(i):
-            parts = self._run(i, b)
+            parts = self._run(i, b, drop_remainder)
             shapes = _per_part(padded_shapes, parts[0], "padded_shapes", shape=True)
             values = _per_part(padding_values, parts[0], "padding_values", shape=False)
             return _map_structure(lambda s, v, *a: _eager(_pad(s, v, a)), shapes, values, *parts)
@@ -303,21 +439,38 @@ class Dataset(PyDataset):
 
     def unbatch(self, name=None):
         """The rows of every batch as elements of their own."""
-        self._finite("unbatch")
-        ends = {}
+        state = {}
 
-        def offsets():
-            if "ends" not in ends:
-                ends["ends"] = np.cumsum([len(np.asarray(_leaves(self._get(i))[0])) for i in range(self._n())])
-            return ends["ends"]
+        def offsets(i):
+            """The end offsets of the batches read, until one ends past row i (or the data ends)."""
+            if not state:
+                state.update(ends=[], done=False)
+            ends = state["ends"]
+            while (not ends or ends[-1] <= i) and not state["done"]:
+                k = len(ends)
+                if self._length is not None and not self._open() and k >= self._n():
+                    state["done"] = True
+                    break
+                try:
+                    batch = self._get(k)
+                except _End:
+                    state["done"] = True
+                    break
+                ends.append((ends[-1] if ends else 0) + len(np.asarray(_leaves(batch)[0])))
+            return ends
 
         def get(i):
-            e = offsets()
+            e = offsets(i)
+            if not e or i >= e[-1]:
+                raise _End(f"row {i}: the data ended")
             k = int(np.searchsorted(e, i, side="right"))
             start = 0 if k == 0 else int(e[k - 1])
             return _map_structure(lambda a: _eager(np.asarray(a)[i - start]), self._get(k))
-        return Dataset(lambda: int(offsets()[-1]) if len(offsets()) else 0, get, [self],
-                       lambda: ends.pop("ends", None))
+
+        def length():
+            e = offsets(float("inf"))
+            return int(e[-1]) if e else 0
+        return Dataset(None if self._length is None else length, get, [self], lambda: state.clear())
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
         """The elements in a random order (a new one every pass, unless
@@ -327,7 +480,7 @@ class Dataset(PyDataset):
             raise ValueError(f"shuffle: seed must be a non-negative int or None, got {seed!r}")
         from pyggml._random import rng as library_rng
         gen = np.random.default_rng(int(seed)) if seed is not None else library_rng()
-        if self._length is None:
+        if self._length is None or self._open():
             return self._stream_shuffle(4096 if buffer_size == AUTOTUNE else int(buffer_size), gen,
                                         reshuffle_each_iteration)
         n = self._finite("shuffle")
@@ -341,6 +494,10 @@ class Dataset(PyDataset):
 
     def repeat(self, count=None, name=None):
         """The dataset ``count`` times over (forever for None or -1)."""
+        if count is not None and count != -1 and (not is_int(count) or count < 0):
+            raise ValueError(f"repeat: count must be a non-negative int, -1 or None, got {count!r}")
+        if self._length is not None and self._open():
+            return self._repeat_open(None if count is None or count == -1 else int(count))
         n = self._finite("repeat")
         if count is None or count == -1:
             if n == 0:
@@ -354,9 +511,18 @@ class Dataset(PyDataset):
         """This dataset's elements, then ``dataset``'s."""
         if not isinstance(dataset, Dataset):
             raise TypeError(f"concatenate takes a Dataset, got {type(dataset).__name__}")
-        self._finite("concatenate")
-        return Dataset(None if dataset._length is None else (lambda: self._n() + dataset._n()),
-                       lambda i: self._get(i) if i < self._n() else dataset._get(i - self._n()), [self, dataset])
+        if self._length is None:
+            raise ValueError("concatenate needs a dataset that ends; this one repeats forever")
+
+        def get(i):
+            if self._open():
+                try:
+                    return self._get(i)
+                except _End:
+                    pass
+            n = self._n()
+            return self._get(i) if i < n else dataset._get(i - n)
+        return Dataset(None if dataset._length is None else (lambda: self._n() + dataset._n()), get, [self, dataset])
 
     def enumerate(self, start=0, name=None):
         """``(position + start, element)`` pairs."""
@@ -418,16 +584,22 @@ class Dataset(PyDataset):
 
         def restart():
             state.update(rng=np.random.default_rng(seed if reshuffle is False else int(gen.integers(2 ** 63))),
-                         buf=[], read=0, made={}, count=0)
+                         buf=[], read=0, made={}, count=0, ended=False)
 
         def get(i):
             if not state or (i < state["count"] and i not in state["made"]):
                 restart()
             made, buf = state["made"], state["buf"]
             while state["count"] <= i:
-                while len(buf) < size:
-                    buf.append(self._get(state["read"]))
+                while len(buf) < size and not state.get("ended"):
+                    try:
+                        buf.append(self._get(state["read"]))
+                    except _End:
+                        state["ended"] = True
+                        break
                     state["read"] += 1
+                if not buf:
+                    raise _End(f"element {i}: the data ended")
                 k = int(state["rng"].integers(len(buf)))
                 made[state["count"]] = buf[k]
                 buf[k] = buf[-1]
@@ -436,7 +608,22 @@ class Dataset(PyDataset):
                 if len(made) > keep:
                     del made[state["count"] - keep - 1]
             return made[i]
-        return Dataset(None, get, [self], lambda: state.clear())
+        return Dataset(None if self._length is None else self._n, get, [self], lambda: state.clear())
+
+    def _repeat_open(self, count):
+        """repeat() of a generator's dataset whose length is not known yet: its first pass is
+        read as it comes; the length, known at its end, places the later passes."""
+        def get(i):
+            if self._open():
+                try:
+                    return self._get(i)
+                except _End:
+                    pass
+            n = self._n()
+            if n == 0 or (count is not None and i >= n * count):
+                raise _End(f"element {i}: the data ended")
+            return self._get(i % n)
+        return Dataset(None if count is None else (lambda: self._n() * count), get, [self])
 
     def _finite(self, what):
         if self._length is None:
