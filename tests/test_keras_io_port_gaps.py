@@ -548,8 +548,46 @@ def test_a_metric_reading_a_tape_tensor_first_leaves_the_labels_usable():
 def test_batch_normalization_takes_the_last_axis_by_its_index():
     x = keras.Input((8, 8, 4))
     assert keras.Model(x, layers.BatchNormalization(axis=3)(x)).output_shape == (None, 8, 8, 4)
-    with pytest.raises(ValueError, match="channels-first"):
-        keras.Model(x, layers.BatchNormalization(axis=1)(x))
+    assert keras.Model(x, layers.BatchNormalization(axis=1)(x)).layers[-1].gamma.shape == (8,)
+    for bad in (0, 4, -4):
+        with pytest.raises(ValueError, match="axis"):
+            keras.Model(x, layers.BatchNormalization(axis=bad)(x))
+
+
+@pytest.mark.parametrize("axis", [1, -3, 2])
+def test_batch_normalization_on_another_axis_matches_numpy_and_its_running_statistics(axis):
+    x = RNG.normal(2, 3, (8, 4, 5, 6)).astype(np.float32)
+    bn = layers.BatchNormalization(axis=axis, momentum=0.9, gamma_initializer="ones")
+    model = keras.Sequential([keras.Input(x.shape[1:]), bn])
+    a = axis % 4
+    others = tuple(i for i in range(4) if i != a)
+    mean, var = x.mean(others, keepdims=True), x.var(others, keepdims=True)
+    np.testing.assert_allclose(model(x, training=True), (x - mean) / np.sqrt(var + 1e-3), atol=2e-5)
+    model.compile("sgd", "mse")
+    model.fit(x, np.zeros_like(x), batch_size=8, epochs=1, verbose=0)
+    # two moves of the running statistics (the eager call in training mode, as Keras's, and the step)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), 0.19 * mean.ravel(), rtol=1e-5)
+    np.testing.assert_allclose(bn.moving_variance.numpy(), 0.81 + 0.19 * var.ravel(), rtol=1e-5)
+    infer = (x - bn.moving_mean.numpy().reshape(mean.shape)) / np.sqrt(bn.moving_variance.numpy().reshape(
+        var.shape) + 1e-3) * bn.gamma.numpy().reshape(mean.shape) + bn.beta.numpy().reshape(mean.shape)
+    np.testing.assert_allclose(model.predict(x, verbose=0), infer, atol=2e-5)
+
+
+def test_channels_first_convolutions_with_batch_normalization_on_axis_1_train_and_load(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3, 12, 12)), layers.Conv2D(8, 3, data_format="channels_first"),
+                              layers.BatchNormalization(axis=1), layers.ReLU(),
+                              layers.GlobalAveragePooling2D(data_format="channels_first"), layers.Dense(2)])
+    model.compile(keras.optimizers.Adam(0.02), keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = RNG.random((64, 3, 12, 12)).astype(np.float32)
+    x[:32, 0] += 1.0
+    y = (np.arange(64) < 32).astype(np.int32)
+    loss = model.fit(x, y, epochs=20, verbose=0).history["loss"]
+    assert loss[-1] < 0.5 * loss[0]
+    assert model.layers[1].moving_mean.shape == (8,)
+    model.save(tmp_path / "cf.keras")
+    again = keras.models.load_model(tmp_path / "cf.keras")
+    np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
 def test_an_optimizer_with_long_updates_steps_many_weights():

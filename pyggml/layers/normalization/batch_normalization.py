@@ -1,5 +1,8 @@
-"""BatchNormalization: normalise each channel (the last axis) by the batch's
-statistics while training and by the running ones at inference.
+"""BatchNormalization: normalise each channel (the last axis, or ``axis``) by the
+batch's statistics while training and by the running ones at inference.
+
+Another axis than the last (``axis=1`` for channels-first data) is moved last
+for the normalisation and back after it.
 
 The running statistics move inside the training graph, after each step:
 ``running = momentum * running + (1 - momentum) * batch statistic`` (Keras's
@@ -52,8 +55,9 @@ class BatchNormalization(Layer):
         super().__init__(**kwargs)
         if isinstance(axis, (list, tuple)) and len(axis) == 1:
             axis = axis[0]
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not (axis == -1 or axis >= 1):
-            raise ValueError(f"BatchNormalization normalises the last axis (axis=-1, or its index), got {axis!r}")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or axis == 0:
+            raise ValueError(f"BatchNormalization: axis must be the int index of the channels' axis (not the "
+                             f"batch's, 0), got {axis!r}")
         self.axis = int(axis)            # checked against the inputs' rank in build
         self.momentum = check_fraction("momentum", momentum)
         self.epsilon = check_number("epsilon", epsilon, 0.0, low_open=True)
@@ -75,12 +79,20 @@ class BatchNormalization(Layer):
     moving_mean = property(lambda self: self.running_mean, doc="Keras's moving_mean: the running_mean Variable.")
     moving_variance = property(lambda self: self.running_var, doc="Keras's moving_variance: the running_var Variable.")
 
+    def _channel_axis(self, rank, shape=None):
+        """The channels' axis as a positive index for inputs of this rank."""
+        a = self.axis + rank if self.axis < 0 else self.axis
+        if not 1 <= a < rank:
+            raise ValueError(f"BatchNormalization: axis={self.axis} is not a channels' axis of inputs of shape "
+                             f"{tuple(shape) if shape is not None else rank} (1 to {rank - 1}, or -1 to "
+                             f"{1 - rank})")
+        return a
+
     def build(self, input_shape):
-        if self.axis != -1 and self.axis != len(input_shape) - 1:
-            raise ValueError(f"BatchNormalization normalises the last axis (axis=-1 or {len(input_shape) - 1} for "
-                             f"inputs of shape {tuple(input_shape)}), got axis={self.axis}: channels-first data "
-                             f"is not supported")
-        c = input_shape[-1]
+        c = input_shape[self._channel_axis(len(input_shape), input_shape)]
+        if c is None:
+            raise ValueError(f"BatchNormalization: the channels' axis {self.axis} of inputs of shape "
+                             f"{tuple(input_shape)} must have a known length")
         self.weight = self.add_weight("weight", (c,), self.gamma_initializer, regularizer=self.gamma_regularizer,
                                       constraint=self.gamma_constraint) if self.scale else None
         self.bias = self.add_weight("bias", (c,), self.beta_initializer, regularizer=self.beta_regularizer,
@@ -98,6 +110,13 @@ class BatchNormalization(Layer):
         # Keras 3: a frozen BatchNormalization runs in inference mode (its moving statistics, never
         # updated), also in training (a frozen base model in transfer learning)
         training = bool(training) and self.trainable
+        rank = len(inputs.shape)
+        a = self._channel_axis(rank, inputs.shape)
+        if a != rank - 1:
+            return ops.moveaxis(self._normalise(ops.moveaxis(inputs, a, -1), training), -1, a)
+        return self._normalise(inputs, training)
+
+    def _normalise(self, inputs, training):
         if fused():
             return self.fused_call(inputs, training)
         shape = inputs.shape
