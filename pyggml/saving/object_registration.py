@@ -12,6 +12,8 @@ so that ``load_model`` can rebuild it from its config.  Keras's
 is active; ``load_model(..., custom_objects=)`` opens one around the rebuild.
 """
 
+import importlib
+import sys
 import threading
 
 __all__ = ["register_serializable", "register_keras_serializable", "get_registered_object",
@@ -22,6 +24,7 @@ _scopes = threading.local()
 _BY_NAME = {}          # registered name -> class
 _NAME_OF = {}          # class -> registered name
 _GLOBAL_CUSTOM = {}    # Keras's global custom objects: the user's registrations, and what they add by hand
+_ON_DEMAND = {"pyggml_applications": "pyggml.applications"}     # package -> the module registering its classes
 
 
 def register_serializable(package="Custom", name=None):
@@ -115,5 +118,11 @@ def get_registered_object(name, custom_objects=None):
     plain = [c for k, c in _BY_NAME.items() if k.split(">")[-1] == name]
     if len(plain) == 1:
         return plain[0]
+    package = name.split(">")[0] if ">" in name else None
+    if package in _ON_DEMAND and _ON_DEMAND[package] not in sys.modules:
+        # pyggml's own classes in a module imported on demand (the applications' LayerScale): importing
+        # it registers them
+        importlib.import_module(_ON_DEMAND[package])
+        return get_registered_object(name, custom_objects)
     raise ValueError(f"unknown class {name!r}: a class of your own must be registered with "
                      f"@pyggml.saving.register_serializable() (or passed in custom_objects) to be loaded")
