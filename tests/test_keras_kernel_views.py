@@ -38,19 +38,12 @@ def test_kernels_are_keras_s_weights_in_keras_s_layout(make, shape, names):
     for i, name in enumerate(names):
         view = getattr(layer, name)
         assert view is getattr(layer, name)
-        want = keras_list[i]
-        if isinstance(layer, layers.GRU):
-            # (get_weights() gives Keras's gate order z, r, h; the views keep pyggml's r, z, n)
-            u = layer.units
-            want = np.concatenate([want[:, u:2 * u], want[:, :u], want[:, 2 * u:]], axis=1)
+        want = keras_list[i]                    # (a GRU's in Keras's gate order z, r, h, as the view's)
         assert view.shape == want.shape and np.array_equal(view.numpy(), want)
         assert np.array_equal(np.asarray(view), want)
         new = np.random.default_rng(i).standard_normal(want.shape).astype(np.float32)
         view.assign(new)
-        got = layer.get_weights()[i]
-        if isinstance(layer, layers.GRU):
-            got = np.concatenate([got[:, u:2 * u], got[:, :u], got[:, 2 * u:]], axis=1)
-        assert np.array_equal(got, new)
+        assert np.array_equal(layer.get_weights()[i], new)
         with pytest.raises(ValueError, match=r"takes an array of shape"):
             view.assign(np.zeros(want.shape[::-1] + (2,), np.float32))
         with pytest.raises(TypeError, match="real numbers"):
@@ -224,3 +217,30 @@ def test_a_model_s_get_weights_is_also_keras_s_list_for_a_target_network_update(
         target.set_weights([a0[0], a0[1]])
     with pytest.raises(TypeError, match="must be an array of numbers"):
         target.set_weights(["a", "b", "c", "d"])
+
+
+def test_a_gru_kernel_view_is_in_keras_s_gate_order_in_a_tape_and_a_call():
+    gru = _built(layers.GRU(3), (None, 4, 2))
+    u = gru.units
+    w_ih = gru.weight_ih.numpy()                 # pyggml's (PyTorch's) rows r, z, n
+    z, r, n = w_ih[u:2 * u], w_ih[:u], w_ih[2 * u:]
+    np.testing.assert_array_equal(gru.kernel.numpy(), np.concatenate([z, r, n]).T)
+    x = np.random.default_rng(0).standard_normal((2, 4, 2)).astype(np.float32)
+    with pg.GradientTape() as tape:
+        loss = ops.sum(gru(x) ** 2)
+    g_view, g_base = tape.gradient(loss, [gru.kernel, gru.weight_ih])
+    g_base = np.asarray(g_base)
+    np.testing.assert_allclose(np.asarray(g_view), np.concatenate([g_base[u:2 * u], g_base[:u], g_base[2 * u:]]).T,
+                               rtol=1e-6)
+
+    class UsesKernel(layers.Layer):              # the view's tensor in a call
+        def __init__(self):
+            super().__init__()
+            self.gru = layers.GRU(3)
+
+        def call(self, t):
+            h = self.gru(t)                     # built first, as in Keras
+            return ops.matmul(t[:, 0], self.gru.kernel) + 0 * ops.sum(h)
+    m = pg.Sequential([pg.Input((4, 2)), UsesKernel()])
+    out = m.predict(x, verbose=0)
+    np.testing.assert_allclose(out, x[:, 0] @ m.layers[0].gru.kernel.numpy(), rtol=1e-5, atol=1e-6)

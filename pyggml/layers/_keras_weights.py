@@ -148,11 +148,16 @@ class KerasLayoutView(Variable):
     GradientTape it is the weight's tensor moved to Keras's layout (gradients reach the
     weight); as a source of ``GradientTape.gradient`` or a target of
     ``optimizer.apply_gradients`` its gradient is in Keras's layout too.  The weight stays
-    the model's variable (``trainable_variables`` lists the weight, not the view)."""
+    the model's variable (``trainable_variables`` lists the weight, not the view).
 
-    def __init__(self, base, name):
+    ``gates`` (a recurrent layer's ``keras_gates``) also reorders the blocks of the last
+    axis: a GRU's ``kernel`` has Keras's gate order (z, r, h) over pyggml's (r, z, n)."""
+
+    def __init__(self, base, name, gates=None):
         self.view_base = base
         self.name = name
+        gates = tuple(int(g) for g in gates) if gates is not None else None
+        self._gates = gates if gates is not None and gates != tuple(range(len(gates))) else None
         base_shape = tuple(base.keras_shape) if base.keras_shape is not None else tuple(base.shape)
         self._axes = tuple(base.keras_axes) if base.keras_axes is not None else tuple(range(len(base_shape)))
         self.shape = tuple(base_shape[a] for a in self._axes)
@@ -190,8 +195,21 @@ class KerasLayoutView(Variable):
         self.view_base.initialize(rng)
         return self
 
+    def _blocks(self, a, order):
+        """An array in Keras's layout with the blocks of its last axis in ``order``."""
+        if self._gates is None:
+            return a
+        parts = np.split(a, len(order), axis=-1)
+        return np.ascontiguousarray(np.concatenate([parts[g] for g in order], axis=-1))
+
+    def _keras_gates(self, a):
+        return self._blocks(a, self._gates)
+
+    def _own_gates(self, a):
+        return self._blocks(a, tuple(int(g) for g in np.argsort(self._gates))) if self._gates else a
+
     def numpy(self):
-        return keras_value(self.view_base, self.view_base.numpy())
+        return self._keras_gates(keras_value(self.view_base, self.view_base.numpy()))
 
     def assign(self, value):
         from pyggml.core import Tensor
@@ -200,7 +218,10 @@ class KerasLayoutView(Variable):
         a = np.asarray(value)
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
-        self.view_base.assign(from_keras_value(self.view_base, a, f"{self.name}.assign"))
+        if a.shape != self.shape:
+            raise ValueError(f"{self.name}.assign: weight {self.view_base.name!r} takes an array of shape "
+                             f"{self.shape} (Keras's layout), got {a.shape}")
+        self.view_base.assign(from_keras_value(self.view_base, self._own_gates(a), f"{self.name}.assign"))
         return self
 
     def bind(self, tensor, home):
@@ -218,7 +239,15 @@ class KerasLayoutView(Variable):
         t = base.graph_tensor()
         if base.keras_shape is not None:
             t = ops.reshape(t if t.is_contiguous else core_ops.cont(t), tuple(base.keras_shape))
-        return ops.transpose(t, self._axes) if self._axes != tuple(range(len(self._axes))) else t
+        t = ops.transpose(t, self._axes) if self._axes != tuple(range(len(self._axes))) else t
+        return self._graph_blocks(t, self._gates)
+
+    def _graph_blocks(self, t, order):
+        if order is None:
+            return t
+        from pyggml import ops
+        parts = ops.split(t, len(order), axis=-1)
+        return ops.concatenate([parts[g] for g in order], axis=-1)
 
     def _assign_in_graph(self, new):
         from pyggml import ops
@@ -228,6 +257,8 @@ class KerasLayoutView(Variable):
         if tuple(new.shape) != self.shape:
             raise ValueError(f"variable {self.name!r} has shape {self.shape}, got a tensor of shape "
                              f"{tuple(new.shape)}")
+        if self._gates is not None:
+            new = self._graph_blocks(new, tuple(int(g) for g in np.argsort(self._gates)))
         t = ops.transpose(new, tuple(int(i) for i in np.argsort(self._axes)))
         self.view_base._assign_in_graph(t if self.view_base.keras_shape is None else
                                         ops.reshape(t, self.view_base.shape))
@@ -236,11 +267,15 @@ class KerasLayoutView(Variable):
     # --- gradients: Keras's layout ----------------------------------------------------------------
     def gradient_from_base(self, g):
         """The weight's gradient (pyggml's layout) in this view's (Keras's)."""
-        return keras_value(self.view_base, np.asarray(g).reshape(self.view_base.shape))
+        return self._keras_gates(keras_value(self.view_base, np.asarray(g).reshape(self.view_base.shape)))
 
     def gradient_to_base(self, g):
         """A gradient in this view's layout in the weight's (a wrong shape is refused)."""
-        return from_keras_value(self.view_base, g, f"the gradient of {self.name!r}")
+        g = np.asarray(g)
+        if g.shape != self.shape:
+            raise ValueError(f"the gradient of {self.name!r}: weight {self.view_base.name!r} takes an array of "
+                             f"shape {self.shape} (Keras's layout), got {g.shape}")
+        return from_keras_value(self.view_base, self._own_gates(g), f"the gradient of {self.name!r}")
 
     def __repr__(self):
         return (f"<pyggml.Variable {self.name!r} shape={self.shape} trainable={self.trainable} "
@@ -293,5 +328,5 @@ class KerasKernel:
         views = obj.__dict__.setdefault("_keras_views", {})
         v = views.get(self.name)
         if v is None or v.view_base is not base:
-            v = views[self.name] = KerasLayoutView(base, self.name)
+            v = views[self.name] = KerasLayoutView(base, self.name, getattr(obj, "keras_gates", None))
         return v

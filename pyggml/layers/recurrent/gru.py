@@ -92,6 +92,7 @@ class GRUMath(CellMath):
 @register_builtin
 class GRU(GRUMath, BaseRNN):
     keras_gates = (1, 0, 2)          # Keras's z, r, h; pyggml's (PyTorch's) r, z, n
+
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid", use_bias=True,
                  return_sequences=False, reset_after=True, **kwargs):
         super().__init__(units, activation=activation, recurrent_activation=recurrent_activation,
