@@ -16,7 +16,9 @@ What differs from tf.data:
   read: any Python works in it (it is not traced).
 - ``shuffle`` shuffles the whole dataset (a uniform permutation), whatever
   ``buffer_size`` says, and again for every pass unless
-  ``reshuffle_each_iteration=False``.
+  ``reshuffle_each_iteration=False``; a dataset that repeats forever, or a
+  generator's whose length is not known yet, is shuffled through a buffer of
+  ``buffer_size``, as tf.data does.
 - ``prefetch`` and ``with_options`` change nothing (elements are made in this
   process, when read); ``num_parallel_calls`` and ``deterministic`` are
   accepted and ignored.  ``cache`` keeps elements in memory, a file name or not.
