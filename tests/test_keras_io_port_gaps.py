@@ -573,6 +573,54 @@ def test_batch_normalization_on_another_axis_matches_numpy_and_its_running_stati
     np.testing.assert_allclose(model.predict(x, verbose=0), infer, atol=2e-5)
 
 
+@pytest.mark.parametrize("axis", [[1, 2, 3], 3, [-1], 1, [1, 3], -2])
+def test_layer_normalization_over_any_axes_matches_numpy(axis, tmp_path):
+    x = RNG.normal(1, 2, (3, 4, 5, 6)).astype(np.float32)
+    ln = layers.LayerNormalization(axis=axis, gamma_initializer="random_normal", beta_initializer="random_normal")
+    model = keras.Sequential([keras.Input(x.shape[1:]), ln])
+    out = model.predict(x, verbose=0)
+    axes = tuple(sorted(a % 4 for a in (axis if isinstance(axis, list) else [axis])))
+    assert ln.gamma.shape == tuple(x.shape[a] for a in axes)          # Keras's: the normalized axes' shape
+    shape = [x.shape[a] if a in axes else 1 for a in range(4)]
+    want = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + 1e-3) * \
+        ln.gamma.numpy().reshape(shape) + ln.beta.numpy().reshape(shape)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    model.save(tmp_path / "ln.keras")
+    np.testing.assert_array_equal(keras.models.load_model(tmp_path / "ln.keras").predict(x, verbose=0), out)
+
+
+def test_layer_normalization_over_all_features_has_pytorch_s_gradients():
+    torch = pytest.importorskip("torch")
+    x = RNG.normal(1, 2, (3, 4, 5, 6)).astype(np.float32)
+    ln = layers.LayerNormalization(axis=[1, 2, 3], gamma_initializer="random_normal")
+    xt = ops.convert_to_tensor(x)
+    with keras.GradientTape() as tape:
+        tape.watch(xt)
+        loss = ops.sum(ln(xt) ** 3)
+    gx, gg = tape.gradient(loss, [xt, ln.gamma])
+    ref = torch.nn.LayerNorm((4, 5, 6), eps=1e-3)
+    with torch.no_grad():
+        ref.weight.copy_(torch.tensor(ln.gamma.numpy()))
+    tx = torch.tensor(x, requires_grad=True)
+    (ref(tx) ** 3).sum().backward()
+    np.testing.assert_allclose(np.asarray(gx), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(gg), ref.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+def test_normalizations_of_volumes_take_the_channels_axis_by_any_name_and_refuse_others():
+    x = RNG.normal(1, 2, (2, 3, 4, 4, 5)).astype(np.float32)
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-3)
+    for layer in (layers.LayerNormalization(axis=4), layers.LayerNormalization(axis=[-1]),
+                  layers.BatchNormalization(axis=4)):
+        model = keras.Sequential([keras.Input(x.shape[1:]), layer])
+        got = model(x, training=True) if isinstance(layer, layers.BatchNormalization) else model.predict(x, verbose=0)
+        bn_ref = (x - x.mean((0, 1, 2, 3), keepdims=True)) / np.sqrt(x.var((0, 1, 2, 3), keepdims=True) + 1e-3)
+        np.testing.assert_allclose(got, bn_ref if isinstance(layer, layers.BatchNormalization) else want, atol=2e-5)
+    for layer in (layers.LayerNormalization(axis=1), layers.BatchNormalization(axis=2)):
+        with pytest.raises(ValueError, match="channels"):
+            keras.Sequential([keras.Input(x.shape[1:]), layer]).predict(x, verbose=0)
+
+
 def test_channels_first_convolutions_with_batch_normalization_on_axis_1_train_and_load(tmp_path):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((3, 12, 12)), layers.Conv2D(8, 3, data_format="channels_first"),

@@ -105,7 +105,7 @@ def deserialize(config, custom_objects=None):
 # the layers that take 5-D inputs (volumes, videos), folded (pyggml._fold); element-wise
 # and last-axis layers take them as they are, where their arguments keep to the last axis
 for _cls in (Activation, ReLU, LeakyReLU, ELU, Dense, Identity, GaussianNoise, GaussianDropout, AlphaDropout,
-             ActivityRegularization, BatchNormalization, LayerNormalization):
+             ActivityRegularization):
     _cls.takes_5d = True
 _fold.FIVE_D_LAYERS[:] = sorted(n for n in __all__ if isinstance(globals().get(n), type) and n not in _ALIASES and
                                 issubclass(globals()[n], Layer) and globals()[n].takes_5d is not False)

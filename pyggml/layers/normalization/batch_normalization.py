@@ -25,7 +25,7 @@ as Keras makes no such weight then."""
 
 import numpy as np
 
-from pyggml import _scope, initializers, ops
+from pyggml import _fold, _scope, initializers, ops
 from pyggml._validation import check_bool, check_fraction, check_number
 from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
@@ -79,8 +79,16 @@ class BatchNormalization(Layer):
     moving_mean = property(lambda self: self.running_mean, doc="Keras's moving_mean: the running_mean Variable.")
     moving_variance = property(lambda self: self.running_var, doc="Keras's moving_variance: the running_var Variable.")
 
+    def takes_5d(self, shapes):
+        """volumes are normalised over their channels (the last axis) only (pyggml._fold)."""
+        return self.axis in (-1, len(shapes[0]) - 1)
+
     def _channel_axis(self, rank, shape=None):
-        """The channels' axis as a positive index for inputs of this rank."""
+        """The channels' axis as a positive index for inputs of this rank (a folded volume's
+        axis is its Keras shape's: the last, as takes_5d asked)."""
+        keras_shape = _fold.in_shape(self) if _fold.active() else None
+        if keras_shape is not None and _fold.folds(keras_shape) and self.axis == len(keras_shape) - 1:
+            return rank - 1
         a = self.axis + rank if self.axis < 0 else self.axis
         if not 1 <= a < rank:
             raise ValueError(f"BatchNormalization: axis={self.axis} is not a channels' axis of inputs of shape "
