@@ -78,9 +78,11 @@ def _variable_arguments(args, kwargs):
         else str(getattr(dtype, "name", dtype))
     if dtype != "float32" and not dtype.startswith(("int", "uint")):
         raise ValueError(f"Variable(): dtype must be a float or an integer type, got {kwargs.get('dtype')!r}")
-    trainable = bool(kwargs.get("trainable", True))
+    # an integer variable (a step counter) is not trainable unless asked: no gradient reaches one
+    trainable = bool(kwargs.get("trainable", dtype == "float32"))
     if trainable and dtype != "float32":
-        raise ValueError(f"Variable(): a trainable variable must be a float, got dtype {dtype!r}")
+        raise ValueError(f"Variable(): a trainable variable must be a float, got dtype {dtype!r} with "
+                         f"trainable=True")
     return (kwargs.get("name") or "variable", shape, init, trainable, kwargs.get("layout", "out_in"), None, dtype,
             value)
 

@@ -335,6 +335,56 @@ def _basic(value):
     return False
 
 
+def _keras_object(value):
+    """A regularizer, initializer or constraint of pyggml's (Keras's kinds): a config holds it
+    serialized (Keras's ``{"module", "class_name", "config"}``)."""
+    from pyggml import constraints, initializers, regularizers
+    return isinstance(value, (regularizers.Regularizer, initializers.Initializer, constraints.Constraint))
+
+
+def _savable(value):
+    """Whether an automatic config can hold ``value``: JSON's kinds, numpy numbers, and
+    regularizers, initializers and constraints (serialized)."""
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return _basic(value.item())
+    if _keras_object(value):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_savable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _savable(v) for k, v in value.items())
+    return _basic(value)
+
+
+def _config_value(value):
+    """``value`` as an automatic config holds it (see _savable)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if _keras_object(value):
+        from pyggml.saving.serialization_lib import serialize_keras_object
+        return serialize_keras_object(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_config_value(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _config_value(v) for k, v in value.items()}
+    return value
+
+
+def _from_config_value(value):
+    """An automatic config's value as the constructor got it: a serialized regularizer,
+    initializer or constraint becomes the object again."""
+    if isinstance(value, dict):
+        module = value.get("module")
+        if "class_name" in value and isinstance(module, str) and \
+                module in ("keras.regularizers", "keras.initializers", "keras.constraints"):
+            from pyggml.saving.serialization_lib import deserialize_keras_object
+            return deserialize_keras_object(value)
+        return {k: _from_config_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_config_value(v) for v in value]
+    return value
+
+
 def _variable_values(inputs):
     """``inputs`` (an array, a Variable, or a list or tuple of them) with each Variable's value."""
     if isinstance(inputs, Variable):
@@ -389,7 +439,7 @@ def _recording_arguments(init):
                         auto[name] = bound.arguments[name]
                     if auto is None:
                         break
-                if auto is not None and not _basic(auto):
+                if auto is not None and not _savable(auto):
                     auto = None
             object.__setattr__(self, "_auto_config", auto)
         return init(self, *args, **kwargs)
@@ -860,17 +910,41 @@ class Layer:
         if self.activity_regularizer is not None:
             from pyggml import regularizers
             cfg["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
-        auto = self.__dict__.get("_auto_config")
-        if auto is not None and type(self).get_config is Layer.get_config:
+        if type(self).get_config is Layer.get_config and "_auto_config" in self.__dict__:
+            auto = self.__dict__["_auto_config"]
+            if auto is None:
+                # as Keras 3: a config without the constructor's arguments would make another layer
+                # (or none) when loaded or cloned
+                raise NotImplementedError(
+                    f"{type(self).__name__} has no get_config, and the arguments its constructor got cannot be "
+                    f"kept automatically (only numbers, strings, None, lists and dicts of them, and "
+                    f"regularizers, initializers and constraints can): define get_config() returning them "
+                    f"(and from_config if they need rebuilding) to save, load or clone it")
             # as Keras 3: a layer of the user's without get_config saves its constructor's arguments
-            cfg.update(auto)
+            cfg.update(_config_value(auto))
         return cfg
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config.pop("dtype", None)
-        return cls(**config)
+        if cls.get_config is Layer.get_config and not cls.__module__.startswith("pyggml."):
+            config = _from_config_value(config)          # an automatic config (see get_config)
+        try:
+            params = inspect.signature(cls.__init__).parameters
+        except (TypeError, ValueError):
+            params = None
+        if params is None or any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            return cls(**config)
+        # a constructor without **kwargs takes no name or trainable: set them after it
+        extra = {k: config.pop(k) for k in list(config) if k not in params}
+        extra = {k: v for k, v in extra.items() if k in ("name", "trainable", "batch_input_shape")}
+        layer = cls(**config)
+        if isinstance(extra.get("name"), str) and extra["name"]:
+            layer.name = extra["name"]
+        if isinstance(extra.get("trainable"), bool):
+            layer.trainable = extra["trainable"]
+        return layer
 
     # --- building ---------------------------------------------------------------------------
     @property

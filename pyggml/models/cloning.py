@@ -11,11 +11,24 @@ of the old ones.  A subclassed model has no config: it is refused, naming it.
 
 from pyggml.layers.input_layer import Input, InputLayer
 
-__all__ = ["clone_model", "to_json", "model_from_json"]
+__all__ = ["clone_model", "to_json", "model_from_json", "from_own_config"]
 
 
 def _fresh(layer):
     return layer.__class__.from_config(layer.get_config())
+
+
+def from_own_config(model):
+    """``model`` made anew from its config, its layers' classes found as the model's own (a
+    custom layer need not be registered to be cloned, as in Keras's clone_model)."""
+    from pyggml.layers.weight_rules import layer_tree
+    from pyggml.models.sequential import Sequential
+    from pyggml.saving.object_registration import custom_object_scope, get_registered_name
+    classes = {}
+    for layer in layer_tree([model]):
+        classes.setdefault(get_registered_name(type(layer)), type(layer))
+    with custom_object_scope(classes):
+        return (Sequential if isinstance(model, Sequential) else type(model)).from_config(model.get_config())
 
 
 def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
@@ -36,7 +49,7 @@ def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
         topo = model._ensure_graph() if model.__dict__.get("_seq_input_shape") is not None or \
             model._topology is not None else None
         if clone_function is None:
-            return Sequential.from_config(model.get_config())
+            return from_own_config(model)
         layers = [fn(l) for l in (model.layers if topo is None else
                                   [l for l in topo.layers if not isinstance(l, InputLayer)])]
         if topo is None:
@@ -45,8 +58,7 @@ def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
         return Sequential([Input(shape=ins.feature_shape, dtype=ins.dtype)] + layers, name=model.name)
     topo = model._ensure_graph()
     if clone_function is None and input_tensors is None:
-        return type(model).from_config(model.get_config()) if not isinstance(model, Sequential) else \
-            Sequential.from_config(model.get_config())
+        return from_own_config(model)
     if input_tensors is None:
         new_inputs = [Input(shape=n.feature_shape, dtype=n.dtype, name=n.layer.name) for n in topo.inputs]
     else:

@@ -469,7 +469,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         """A copy in memory of its own: the same architecture, compile settings (if
         compiled, on the same device) and weights; no optimizer state."""
         self.check_alive()
-        twin = type(self).from_config(self.get_config())
+        from pyggml.models.cloning import from_own_config
+        twin = from_own_config(self)
         if self._compiled:
             twin.compile_from_config(self.get_compile_config(), backend=self.backend_name)
         twin.set_weights(self.get_weights())

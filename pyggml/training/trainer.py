@@ -19,6 +19,7 @@ from pyggml._validation import check_number, is_int, is_number
 from pyggml.errors import FreedError
 from pyggml.models import Model
 from pyggml.models import data_adapter as da
+from pyggml.models.cloning import from_own_config
 from pyggml.models.training_loop import check_batch_size
 
 __all__ = ["Trainer", "Snapshot"]
@@ -290,7 +291,7 @@ class Snapshot(Freeable):
     def __init__(self, model):
         self._lock = threading.RLock()
         _SNAPSHOTS.add(self)
-        clone = type(model).from_config(model.get_config())
+        clone = from_own_config(model)
         clone.compile_from_config(model.get_compile_config(), backend=model.backend_name)
         clone.blend_from(model, None)
         self._model = clone

@@ -1,0 +1,120 @@
+"""Gaps found by this round's ports and the recheck of earlier repros: automatic configs of
+custom layers given Keras objects, constructors without **kwargs, a save refused before it
+writes an unloadable file, integer Variables as step counters."""
+
+import os
+
+import numpy as np
+import pytest
+
+import pyggml as keras
+from pyggml import layers
+
+RNG = np.random.default_rng(8)
+
+
+class _Scaled(layers.Layer):
+    """keras-io's attention_mil pattern: no get_config, a regularizer object given."""
+
+    def __init__(self, dim, kernel_regularizer=None, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.dim = dim
+        self.kernel_regularizer = kernel_regularizer
+        self.kernel_initializer = kernel_initializer
+
+    def build(self, shape):
+        self.w = self.add_weight(shape=(shape[-1], self.dim), regularizer=self.kernel_regularizer,
+                                 initializer=self.kernel_initializer)
+
+    def call(self, x):
+        return x @ self.w
+
+
+class _NoKwargs(layers.Layer):
+    """keras-io's mlp_image_classification pattern: a constructor without **kwargs."""
+
+    def __init__(self, patch_size, num_patches):
+        super().__init__()
+        self.patch_size = patch_size
+        self.num_patches = num_patches
+
+    def call(self, x):
+        return x * float(self.patch_size) + float(self.num_patches)
+
+
+class _Table(layers.Layer):
+    def __init__(self, table, **kwargs):
+        super().__init__(**kwargs)
+        self.table = np.asarray(table, np.float32)
+
+    def call(self, x):
+        return x * self.table
+
+
+def test_an_automatic_config_keeps_regularizer_and_initializer_objects(tmp_path):
+    inp = keras.Input((3,))
+    layer = _Scaled(4, kernel_regularizer=keras.regularizers.L2(0.01),
+                    kernel_initializer=keras.initializers.RandomNormal(stddev=0.5, seed=1), name="scaled")
+    model = keras.Model(inp, layer(inp))
+    model.compile("sgd", "mse")
+    x = RNG.random((5, 3)).astype(np.float32)
+    model.save(tmp_path / "m.keras")
+    again = keras.models.load_model(tmp_path / "m.keras", custom_objects={"_Scaled": _Scaled})
+    got = again.get_layer("scaled")
+    assert got.dim == 4
+    assert isinstance(got.kernel_regularizer, keras.regularizers.L2) and got.kernel_regularizer.l2 == pytest.approx(0.01)
+    assert isinstance(got.kernel_initializer, keras.initializers.RandomNormal)
+    np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
+    w = layer.w.numpy()
+    assert float(sum(np.asarray(v) for v in again.losses)) == pytest.approx(0.01 * float((w ** 2).sum()), rel=1e-5)
+
+
+def test_a_constructor_without_kwargs_loads_with_its_name(tmp_path):
+    inp = keras.Input((3,))
+    model = keras.Model(inp, _NoKwargs(2, 4)(inp))
+    model.save(tmp_path / "m.keras")
+    again = keras.models.load_model(tmp_path / "m.keras", custom_objects={"_NoKwargs": _NoKwargs})
+    assert again.layers[1].name == model.layers[1].name
+    np.testing.assert_array_equal(again.predict(np.ones((1, 3)), verbose=0), [[6.0, 6.0, 6.0]])
+    clone = keras.models.clone_model(model)
+    assert clone.layers[1].patch_size == 2 and clone.layers[1].num_patches == 4
+
+
+def test_a_layer_whose_arguments_cannot_be_kept_refuses_the_save_and_leaves_the_old_file(tmp_path):
+    inp = keras.Input((3,))
+    model = keras.Model(inp, _Table(np.full(3, 2.0))(inp))
+    np.testing.assert_array_equal(model.predict(np.ones((1, 3)), verbose=0), [[2.0, 2.0, 2.0]])
+    path = tmp_path / "m.keras"
+    path.write_bytes(b"an older save")
+    with pytest.raises(NotImplementedError, match="get_config"):
+        model.save(path)
+    assert path.read_bytes() == b"an older save"
+    assert sorted(os.listdir(tmp_path)) == ["m.keras"]            # nothing half written beside it
+    with pytest.raises(NotImplementedError, match="get_config"):
+        model.layers[1].get_config()
+    model.save_weights(tmp_path / "w.weights.h5")                 # the weights alone still save
+
+
+def test_an_integer_variable_is_a_step_counter():
+    step = keras.Variable(0, dtype="int64")
+    assert not step.trainable
+    step.assign_add(1)
+    step.assign_add(2)
+    assert int(step.numpy()) == 3
+    with pytest.raises(ValueError, match="trainable=True"):
+        keras.Variable(0, dtype="int32", trainable=True)
+
+
+def test_a_target_network_snapshot_and_clone_of_a_model_with_an_unregistered_custom_layer():
+    inp = keras.Input((3,))
+    model = keras.Model(inp, layers.Dense(2)(_Scaled(4, kernel_regularizer=keras.regularizers.L2(0.01))(inp)))
+    model.compile("adam", "mse")
+    x = RNG.random((8, 3)).astype(np.float32)
+    twin = model.clone()
+    np.testing.assert_array_equal(twin.predict(x, verbose=0), model.predict(x, verbose=0))
+    trainer = keras.Trainer(model, 8)
+    target = trainer.snapshot()
+    before = target.predict(x)
+    trainer.step(x, np.zeros((8, 2), np.float32))
+    np.testing.assert_array_equal(target.predict(x), before)            # frozen while the model moves
+    assert not np.array_equal(model.predict(x, verbose=0), before)
