@@ -118,3 +118,16 @@ def test_a_target_network_snapshot_and_clone_of_a_model_with_an_unregistered_cus
     trainer.step(x, np.zeros((8, 2), np.float32))
     np.testing.assert_array_equal(target.predict(x), before)            # frozen while the model moves
     assert not np.array_equal(model.predict(x, verbose=0), before)
+
+
+def test_add_variable_is_add_weight_with_the_shape_and_initializer_first():
+    class Bias(layers.Layer):
+        def build(self, shape):
+            self.b = self.add_variable((shape[-1],), "ones", name="b")
+            self.steps = self.add_variable((), "zeros", dtype="int32", trainable=False, name="steps")
+
+        def call(self, x):
+            return x + self.b
+    layer = Bias()
+    np.testing.assert_array_equal(layer(np.zeros((2, 3), np.float32)), np.ones((2, 3)))
+    assert [w.name for w in layer.trainable_weights] == ["b"] and not layer.steps.trainable

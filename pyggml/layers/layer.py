@@ -697,6 +697,12 @@ class Layer:
             given.pop("initializer", None)
         return self._add_weight(**given)
 
+    def add_variable(self, shape, initializer, dtype=None, trainable=True, autocast=True, regularizer=None,
+                     constraint=None, name=None):
+        """Keras 3's other name of ``add_weight``, its shape and initializer first."""
+        return self.add_weight(shape=shape, initializer=initializer, dtype=dtype, trainable=trainable,
+                               regularizer=regularizer, constraint=constraint, name=name)
+
     def _add_weight(self, name=None, shape=None, initializer="glorot_uniform", trainable=True, dtype=None,
                     layout="out_in", regularizer=None, constraint=None):
         if name is not None and not isinstance(name, str):
