@@ -131,3 +131,17 @@ def test_add_variable_is_add_weight_with_the_shape_and_initializer_first():
     layer = Bias()
     np.testing.assert_array_equal(layer(np.zeros((2, 3), np.float32)), np.ones((2, 3)))
     assert [w.name for w in layer.trainable_weights] == ["b"] and not layer.steps.trainable
+
+
+@pytest.mark.parametrize("make, states", [(lambda: layers.LSTM(4), [4, 4]), (lambda: layers.GRU(4), 4),
+                                          (lambda: layers.SimpleRNN(4), 4)])
+def test_a_recurrent_layer_s_cell_shows_its_weights_as_keras_s_cell(make, states):
+    layer = make()
+    keras.Sequential([keras.Input((5, 3)), layer]).predict(np.ones((2, 5, 3), np.float32), verbose=0)
+    cell = layer.cell
+    assert cell.units == 4 and cell.state_size == states and cell.output_size == 4
+    kernel, recurrent, *_ = layer.get_weights()
+    np.testing.assert_array_equal(cell.kernel.numpy(), kernel)
+    np.testing.assert_array_equal(cell.recurrent_kernel.numpy(), recurrent)
+    cell.kernel.assign(np.zeros_like(kernel))
+    assert not np.any(layer.get_weights()[0])

@@ -47,7 +47,7 @@ from pyggml.layers._keras_weights import KerasKernel
 from pyggml.layers.layer import Layer
 from pyggml.layers.recurrent.stateful import Stateful
 
-__all__ = ["BaseRNN", "CellMath", "TakesInitialState", "SequenceMask", "padding_mask", "stack_steps", "stack_fused"]
+__all__ = ["CellView", "BaseRNN", "CellMath", "TakesInitialState", "SequenceMask", "padding_mask", "stack_steps", "stack_fused"]
 
 _OPTIONS = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
             "recurrent_constraint", "bias_constraint")
@@ -134,7 +134,7 @@ class TakesInitialState:
 class CellMath:
     """A recurrent cell's arguments, weights and per-step maths (a base, before Layer, of
     the recurrent layers and of the cells).  Subclasses define ``n_gates``,
-    ``initial_state`` and ``cell``."""
+    ``initial_state`` and ``step_math`` (one step: the cell's gates)."""
 
     n_gates = 1
     n_states = 1                # h (LSTM: h and c)
@@ -345,7 +345,7 @@ class CellMath:
         outputs = []
         order = range(steps - 1, -1, -1) if go_backwards else range(steps)
         for t in order:
-            new = self.cell(self.step_rows(p, t, batch), state, consts)
+            new = self.step_math(self.step_rows(p, t, batch), state, consts)
             m = None
             if step_masks is not None:
                 m = ops.reshape(ops.view(step_masks, (batch,), offset=t * batch * 4), (batch, 1))
@@ -391,8 +391,38 @@ class CellMath:
         return (self.stack_fused(outputs) if return_sequences else state[0]), state
 
 
+class CellView:
+    """Keras's ``lstm.cell``: the layer's cell, here the layer itself seen as one
+    (``lstm.cell.kernel``, ``.units``, ``.state_size``: the layer's weights and arguments)."""
+
+    __slots__ = ("_layer",)
+
+    def __init__(self, layer):
+        object.__setattr__(self, "_layer", layer)
+
+    @property
+    def state_size(self):
+        layer = self._layer
+        return layer.units if layer.n_states == 1 else [layer.units] * layer.n_states
+
+    @property
+    def output_size(self):
+        return self._layer.units
+
+    def __getattr__(self, name):
+        return getattr(self._layer, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._layer, name, value)
+
+    def __repr__(self):
+        return f"<{type(self._layer).__name__} {self._layer.name!r}'s cell>"
+
+
 class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
     """A recurrent layer over a sequence, with its cell's maths (CellMath) built in."""
+
+    cell = property(CellView, doc="Keras's cell of the layer: a view of the layer's weights and arguments.")
 
     build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
 

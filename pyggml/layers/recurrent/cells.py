@@ -248,7 +248,7 @@ class _Cell(_StepCall, CellMath, Layer):
         in_masks, self._rec_masks = masks
         try:
             xp = self.input_projection(self.masked_inputs(inputs, in_masks))
-            new = self.cell(xp, tuple(contiguous(s) for s in states), self.constants())
+            new = self.step_math(xp, tuple(contiguous(s) for s in states), self.constants())
         finally:
             self._rec_masks = None
         return new[0], (new[0] if bare else list(new))

@@ -60,7 +60,7 @@ class GRUMath(CellMath):
     def initial_state(self, batch):
         return (ops.constant(np.zeros((batch, self.units), dtype=np.float32)),)
 
-    def cell(self, xp, state, consts):
+    def step_math(self, xp, state, consts):
         (h,) = state
         if not self.reset_after:
             return self._reset_before_cell(xp, h)

@@ -38,7 +38,7 @@ class LSTMMath(CellMath):
         s[2 * self.units:3 * self.units] = 2.0
         return ops.constant(s)
 
-    def cell(self, xp, state, consts):
+    def step_math(self, xp, state, consts):
         h, c = state
         gates = ops.add(xp, self.recurrent_projection(h))                 # (batch, 4 units)
         if self.fused:

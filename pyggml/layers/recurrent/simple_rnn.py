@@ -26,7 +26,7 @@ class SimpleRNNMath(CellMath):
     def initial_state(self, batch):
         return (ops.constant(np.zeros((batch, self.units), dtype=np.float32)),)
 
-    def cell(self, xp, state, consts):
+    def step_math(self, xp, state, consts):
         (h,) = state
         return (self._act(ops.add(xp, self.recurrent_projection(h))),)
 
