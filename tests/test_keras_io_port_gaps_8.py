@@ -145,3 +145,23 @@ def test_a_recurrent_layer_s_cell_shows_its_weights_as_keras_s_cell(make, states
     np.testing.assert_array_equal(cell.recurrent_kernel.numpy(), recurrent)
     cell.kernel.assign(np.zeros_like(kernel))
     assert not np.any(layer.get_weights()[0])
+
+
+def test_a_subclassed_model_drawing_numpy_randomness_draws_anew_on_each_eager_call():
+    class Jitter(keras.Model):
+        def call(self, x):
+            return x + np.random.uniform(-1, 1)
+
+    class Plain(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = layers.Dense(2)
+
+        def call(self, x):
+            return self.dense(x)
+    img = np.zeros((4, 4, 3), np.float32)
+    jitter = Jitter()
+    assert len({np.asarray(jitter(img)).tobytes() for _ in range(10)}) == 10       # as Keras's eager call
+    plain = Plain()
+    x = np.ones((2, 3), np.float32)
+    assert len({np.asarray(plain(x)).tobytes() for _ in range(5)}) == 1

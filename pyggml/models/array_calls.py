@@ -1,16 +1,44 @@
 """A model called on arrays: Keras's eager forward pass (``model(x)``), which also works
 before compile.  Plain calls take the model's cached predict graph; a training call, a
-subclassed call given more arguments, and a call that keeps tensors as attributes run
-eagerly through the layer's own call (``layer_call``: Layer.__call__ of the model)."""
+subclassed call given more arguments, a call that keeps tensors as attributes and one
+that draws numpy's random numbers run eagerly through the layer's own call
+(``layer_call``: Layer.__call__ of the model)."""
+
+import inspect
+import re
+import weakref
 
 from pyggml._tensor_arrays import as_ops_result
 
 __all__ = ["call_on_arrays"]
 
+# numpy's or Python's random draws in a call: made once when a graph is traced
+_HOST_RANDOM = re.compile(r"\b(?:np|numpy)\.random\.|\brandom\.(?:random|uniform|randint|choice|choices|gauss|"
+                          r"normalvariate|shuffle|sample|randrange|betavariate|triangular)\(|\bdefault_rng\(")
+_DRAWS = weakref.WeakKeyDictionary()         # class -> whether its call draws on the host
+
 
 def _own_call(model):
     """Whether the model's class (or a class of the user's it derives from) writes its call."""
     return any("call" in c.__dict__ for c in type(model).__mro__ if c.__module__.split(".")[0] != "pyggml")
+
+
+def _draws_on_host(model):
+    """Whether a call of the user's draws numpy's or Python's random numbers (an augmentation
+    model's ``x + np.random.uniform(...)``): Keras's eager call draws anew each time, so each
+    call runs it again instead of the cached predict graph, which holds one draw."""
+    cls = type(model)
+    if cls not in _DRAWS:
+        found = False
+        for c in cls.__mro__:
+            if c.__module__.split(".")[0] == "pyggml" or "call" not in c.__dict__:
+                continue
+            try:
+                found = found or bool(_HOST_RANDOM.search(inspect.getsource(c.__dict__["call"])))
+            except (OSError, TypeError):
+                pass
+        _DRAWS[cls] = found
+    return _DRAWS[cls]
 
 
 def call_on_arrays(model, layer_call, args, kwargs):
@@ -33,7 +61,7 @@ def call_on_arrays(model, layer_call, args, kwargs):
             # does (and run the call's side effects once, as the predict graph does)
             from pyggml.layers.eager import tensor_attributes
             model.__dict__["_keeps_tensors"] = bool(tensor_attributes(model, None, closed_too=True))
-        if model.__dict__.get("_keeps_tensors"):
+        if model.__dict__.get("_keeps_tensors") or _draws_on_host(model):
             return layer_call(*args, **kwargs)
         return model._plain_predict(args[0], training)   # never an overridden predict_step
     model._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
