@@ -373,22 +373,9 @@ class Dataset(PyDataset):
 
         def scan(i):
             """The kept positions, found until the i-th (or the end)."""
-            if not state:
-                state.update(kept=[], scanned=0, done=False)
-            kept = state["kept"]
-            while len(kept) <= i and not state["done"]:
-                j = state["scanned"]
-                if self._length is not None and not self._open() and j >= self._n():
-                    state["done"] = True
-                    break
-                try:
-                    element = self._get(j)
-                except _End:
-                    state["done"] = True
-                    break
-                state["scanned"] = j + 1
-                if _truth(predicate, element):
-                    kept.append(j)
+            kept = state.setdefault("kept", [])
+            self._read_on(state, lambda: len(kept) <= i,
+                          lambda element, j: kept.append(j) if _truth(predicate, element) else None)
             return kept
 
         def get(i):
@@ -445,20 +432,9 @@ class Dataset(PyDataset):
 
         def offsets(i):
             """The end offsets of the batches read, until one ends past row i (or the data ends)."""
-            if not state:
-                state.update(ends=[], done=False)
-            ends = state["ends"]
-            while (not ends or ends[-1] <= i) and not state["done"]:
-                k = len(ends)
-                if self._length is not None and not self._open() and k >= self._n():
-                    state["done"] = True
-                    break
-                try:
-                    batch = self._get(k)
-                except _End:
-                    state["done"] = True
-                    break
-                ends.append((ends[-1] if ends else 0) + len(np.asarray(_leaves(batch)[0])))
+            ends = state.setdefault("ends", [])
+            self._read_on(state, lambda: not ends or ends[-1] <= i,
+                          lambda batch, k: ends.append((ends[-1] if ends else 0) + len(np.asarray(_leaves(batch)[0]))))
             return ends
 
         def get(i):
@@ -611,6 +587,23 @@ class Dataset(PyDataset):
                     del made[state["count"] - keep - 1]
             return made[i]
         return Dataset(None if self._length is None else self._n, get, [self], lambda: state.clear())
+
+    def _read_on(self, state, wanted, use):
+        """This dataset's elements read in order from where ``state`` last stopped, each given
+        to ``use(element, position)``, while ``wanted()`` and the data lasts (filter's and
+        unbatch's scans, which read only as far as they are asked)."""
+        while wanted() and not state.get("done"):
+            k = state.get("read", 0)
+            if self._length is not None and not self._open() and k >= self._n():
+                state["done"] = True
+                break
+            try:
+                element = self._get(k)
+            except _End:
+                state["done"] = True
+                break
+            state["read"] = k + 1
+            use(element, k)
 
     def _repeat_open(self, count):
         """repeat() of a generator's dataset whose length is not known yet: its first pass is
