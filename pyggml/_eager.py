@@ -48,7 +48,7 @@ class _EagerBuilder:
     def tensor_of(self, variable):
         t = self._vars.get(id(variable))
         if t is None:
-            t = self._vars[id(variable)] = self._leaf(variable.numpy(), "float32")
+            t = self._vars[id(variable)] = self._leaf(variable.numpy().reshape(variable.store_shape), "float32")
         return t
 
     def strings(self, array):

@@ -246,7 +246,10 @@ class _TapeBuilder:
     def tensor_of(self, variable):
         e = self.vars.get(id(variable))
         if e is None:
-            e = self.vars[id(variable)] = (self._leaf(variable.numpy(), "float32"), variable)
+            # (a weight of more than four dimensions is held as it is stored; see Variable)
+            values = variable.numpy()
+            e = self.vars[id(variable)] = (self._leaf(values.reshape(variable.store_shape) if values.ndim > 4 else
+                                                      values, "float32"), variable)
         return e[0]
 
     def derived_input(self, source, fn, shape, dtype):

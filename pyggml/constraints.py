@@ -18,7 +18,7 @@ and with a ``get_config``, to save and load).
 
 import numpy as np
 
-from pyggml import _eager, ops
+from pyggml import _eager, _wide, ops
 from pyggml._validation import check_number, is_int
 from pyggml.regularizers import as_array, graph_input
 from pyggml.saving.object_registration import get_registered_name, get_registered_object, register_builtin
@@ -71,7 +71,30 @@ class Constraint:
         if t is None:
             a = as_array(w, type(self).__name__)
             return np.asarray(_eager.evaluate(lambda v: self(v), [a]), dtype=np.float32).reshape(a.shape)
+        if isinstance(t, _wide.Wide) and type(self) in _BUILTIN.values() and hasattr(self, "axis"):
+            return self._project_wide(t)
         return self.project(t)
+
+    def _project_wide(self, t):
+        """A built-in norm constraint on a weight of more than four dimensions: its norm axes
+        moved last and joined, the others joined, projected as a matrix over its axis 1, and
+        put back."""
+        import copy
+        r = len(t.shape)
+        axes = list(range(r)) if self.axis is None else [self.axis] if is_int(self.axis) else list(self.axis)
+        for a in axes:
+            if not -r <= a < r:
+                raise ValueError(f"{type(self).__name__}: axis {a} is out of range for a weight of shape "
+                                 f"{tuple(t.shape)}")
+        axes = sorted({a % r for a in axes})
+        keep = [a for a in range(r) if a not in axes]
+        moved = ops.transpose(t, tuple(keep + axes))
+        rows = int(np.prod([t.shape[a] for a in keep])) if keep else 1
+        flat = ops.reshape(moved, (rows, int(np.prod([t.shape[a] for a in axes]))))
+        matrix = copy.copy(self)
+        matrix.axis = 1
+        out = ops.reshape(matrix.project(flat), tuple(t.shape[a] for a in keep + axes))
+        return ops.transpose(out, tuple(int(i) for i in np.argsort(keep + axes)))
 
     def project(self, t):
         return t

@@ -413,6 +413,9 @@ def _symbolic_aware(name, fn):
                 not (host_when_plain and _plain(args) and _plain(kwargs)):
             # an array of more than four dimensions meeting tensors (a window mask): a wide constant
             args, kwargs = _wide_constants(args), {k: _wide_constants([v])[0] for k, v in kwargs.items()}
+        if _scope.current() is not None and _wide_variable(args, kwargs):
+            # a weight of more than four dimensions (a layer's add_weight((3, 3, c, 8, 4))): its Wide
+            args, kwargs = _wide_variables(args), {k: _wide_variables([v])[0] for k, v in kwargs.items()}
         if _wide.holds(args, kwargs):
             return _wide.apply(name, fn, sig, args, kwargs)   # a tensor of more than 4 dimensions
         if _scope.current() is None and _wide.takes(name) and _wide.eager_arrays(args, kwargs):
@@ -460,6 +463,27 @@ def _wide_on_arrays(name, op, args, kwargs):
             return v
         return op(*[put(a) for a in args], **{k: put(v) for k, v in kwargs.items()})
     return _eager.evaluate(run, [np.ascontiguousarray(a).reshape(-1) for a in arrays])
+
+
+def _is_wide_variable(v):
+    return isinstance(v, Variable) and len(v.shape) > _wide.MAX_DIMS
+
+
+def _wide_variable(args, kwargs):
+    for v in (*args, *kwargs.values()):
+        if _is_wide_variable(v) or (isinstance(v, (list, tuple)) and builtins.any(_is_wide_variable(e) for e in v)):
+            return True
+    return False
+
+
+def _wide_variables(values):
+    def one(v):
+        if _is_wide_variable(v):
+            return v.graph_tensor()
+        if isinstance(v, (list, tuple)) and builtins.any(_is_wide_variable(e) for e in v):
+            return type(v)(one(e) for e in v)
+        return v
+    return [one(v) for v in values]
 
 
 def _wide_constants(values):

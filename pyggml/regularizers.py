@@ -51,7 +51,8 @@ def _factor(name, value, default):
 def graph_input(x):
     """x as a tensor of the graph being built, or None when x is data (an array, or a
     Variable while no graph is being built)."""
-    if isinstance(x, Tensor):
+    from pyggml import _wide
+    if isinstance(x, (Tensor, _wide.Wide)):
         return x
     if isinstance(x, Variable) and _scope.current() is not None:
         return x.graph_tensor()

@@ -71,8 +71,8 @@ def _variable_arguments(args, kwargs):
     else:
         initializers.get(init)              # an unknown name fails here
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    if any(not isinstance(d, (int, np.integer)) or d < 1 for d in shape) or len(shape) > 4:
-        raise ValueError(f"Variable(): shape must be at most 4 positive ints, got {shape}")
+    if any(not isinstance(d, (int, np.integer)) or d < 1 for d in shape) or len(shape) > _MAX_DIMS:
+        raise ValueError(f"Variable(): shape must be at most {_MAX_DIMS} positive ints, got {shape}")
     dtype = kwargs.get("dtype")
     dtype = "float32" if dtype is None or str(getattr(dtype, "name", dtype)).startswith(("float", "bfloat")) \
         else str(getattr(dtype, "name", dtype))
@@ -85,6 +85,9 @@ def _variable_arguments(args, kwargs):
                          f"trainable=True")
     return (kwargs.get("name") or "variable", shape, init, trainable, kwargs.get("layout", "out_in"), None, dtype,
             value)
+
+
+_MAX_DIMS = 8           # pyggml._fold.MAX_DIMS: a weight's dimensions at most
 
 
 class Variable:
@@ -110,8 +113,12 @@ class Variable:
                dtype="float32", value=None):
         self.name = name
         self.shape = tuple(int(d) for d in shape)
-        # a scalar (Keras's shape ()) is kept in ggml as one value of shape (1,)
+        # a scalar (Keras's shape ()) is kept in ggml as one value of shape (1,); a weight of more
+        # than four dimensions with its leading axes merged into one (in a graph it is a Wide of its
+        # own shape, pyggml._wide)
         self.store_shape = self.shape or (1,)
+        if len(self.shape) > 4:
+            self.store_shape = (int(np.prod(self.shape[:-3])),) + self.shape[-3:]
         # Keras's integer weights (counters; not trainable) are kept as float32, exact to 2**24
         self._dtype = dtype
         self.initializer = initializer
@@ -179,7 +186,7 @@ class Variable:
             else:
                 # a 5-D weight kept in 4 dimensions (Conv3D's) counts its fans on its whole shape
                 full = self.keras_shape if self.keras_shape is not None and len(self.keras_shape) > 4 else \
-                    self.store_shape
+                    self.shape if len(self.shape) > 4 else self.store_shape
                 values = init(tuple(full), rng or _random.rng(), self.layout)
             self._value = np.ascontiguousarray(values, dtype=np.float32).reshape(self.shape)
         return self
@@ -201,8 +208,9 @@ class Variable:
     def assign(self, value):
         """Set the values (any real array of this shape); inside a layer's call, a tensor is
         assigned when the graph runs (Keras's ``self.v.assign(...)`` in ``call``)."""
+        from pyggml import _wide
         from pyggml.core import Tensor
-        if isinstance(value, Tensor) and _scope.current() is not None:
+        if isinstance(value, (Tensor, _wide.Wide)) and _scope.current() is not None:
             return self._assign_in_graph(value)
         a = np.asarray(value)
         if a.dtype == object or a.dtype.kind not in "biuf":
@@ -256,6 +264,9 @@ class Variable:
         cache = getattr(b, "cache", None)
         assigned = None if cache is None else cache.get(("assigned", id(self)))
         t = assigned if assigned is not None else b.tensor_of(self)
+        if len(self.shape) > 4:
+            from pyggml import _wide
+            return _wide.wrap(t, self.shape)
         if self._integer() and t.dtype == "f32":
             # Keras's integer variable (Swin's relative-position index for ops.take): int32 in the graph
             from pyggml.core import ops as core_ops
@@ -277,7 +288,13 @@ class Variable:
         holds it once the graph has run (a state update)."""
         from pyggml.core import Tensor
         from pyggml.core import ops as core_ops
+        from pyggml import _wide
         b = _scope.current()
+        if isinstance(new, _wide.Wide):
+            if tuple(new.shape) != self.shape:
+                raise ValueError(f"variable {self.name!r} has shape {self.shape}, got a tensor of shape "
+                                 f"{tuple(new.shape)}")
+            new = _wide.reshape(new, self.store_shape)
         if not isinstance(new, Tensor):
             raise TypeError(f"variable {self.name!r}: a graph assign takes a tensor, got {type(new).__name__}")
         if new.dtype == "i32":

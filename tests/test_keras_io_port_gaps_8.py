@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pyggml as keras
-from pyggml import layers
+from pyggml import layers, ops
 
 RNG = np.random.default_rng(8)
 
@@ -165,3 +165,69 @@ def test_a_subclassed_model_drawing_numpy_randomness_draws_anew_on_each_eager_ca
     plain = Plain()
     x = np.ones((2, 3), np.float32)
     assert len({np.asarray(plain(x)).tobytes() for _ in range(5)}) == 1
+
+
+class _Kernel5(layers.Layer):
+    """A convolution whose kernel is kept as a 5-D weight (keras-io recipes' pattern)."""
+
+    def build(self, input_shape):
+        self.k = self.add_weight(shape=(3, 3, input_shape[-1], 8, 4), initializer="glorot_uniform", name="k")
+
+    def call(self, x):
+        return ops.conv(x, ops.reshape(self.k, (3, 3, x.shape[-1], 32)), padding="same")
+
+
+def test_a_weight_of_five_dimensions_computes_trains_and_saves_as_pytorch_s(tmp_path):
+    torch = pytest.importorskip("torch")
+    inp = keras.Input((6, 6, 3))
+    model = keras.Model(inp, _Kernel5()(inp))
+    layer = model.layers[1]
+    assert layer.k.shape == (3, 3, 3, 8, 4) and model.count_params() == 864
+    k = layer.k.numpy()
+    assert np.abs(k).max() <= np.sqrt(6 / (3 * 3 * 3 * 8 + 3 * 3 * 8 * 4))      # Keras's fans of the 5-D shape
+    x = RNG.random((4, 6, 6, 3)).astype(np.float32)
+    xt = torch.tensor(x).permute(0, 3, 1, 2)
+    kt = torch.tensor(k.reshape(3, 3, 3, 32)).permute(3, 2, 0, 1).requires_grad_(True)
+    want = torch.nn.functional.conv2d(xt, kt, padding=1)
+    np.testing.assert_allclose(model.predict(x, verbose=0), want.permute(0, 2, 3, 1).detach().numpy(), atol=1e-5)
+    with keras.GradientTape() as tape:
+        loss = ops.mean(model(x) ** 2)
+    (grad,) = tape.gradient(loss, [layer.k])
+    (want ** 2).mean().backward()
+    assert np.shape(grad) == (3, 3, 3, 8, 4)
+    np.testing.assert_allclose(np.asarray(grad), kt.grad.permute(2, 3, 1, 0).numpy().reshape(3, 3, 3, 8, 4),
+                               rtol=1e-4, atol=1e-7)
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+    loss = model.fit(x, np.zeros((4, 6, 6, 32), np.float32), epochs=5, verbose=0).history["loss"]
+    assert loss[-1] < 0.8 * loss[0]
+    model.save(tmp_path / "k5.keras")
+    again = keras.models.load_model(tmp_path / "k5.keras", custom_objects={"_Kernel5": _Kernel5})
+    assert again.layers[1].k.shape == (3, 3, 3, 8, 4)
+    np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
+    layer.set_weights([np.zeros((3, 3, 3, 8, 4))])
+    assert not np.any(model.predict(x, verbose=0))
+
+
+def test_a_weight_of_five_dimensions_takes_regularizers_constraints_and_assigns():
+    class Rules(layers.Layer):
+        def build(self, shape):
+            self.k = self.add_weight(shape=(2, 2, 2, shape[-1], 3), initializer="ones", name="k",
+                                     regularizer=keras.regularizers.L2(0.5),
+                                     constraint=keras.constraints.MaxNorm(1.0, axis=[0, 1, 2, 3]))
+            self.calls = self.add_weight(shape=(2, 1, 1, 1, 2), initializer="zeros", trainable=False, name="calls")
+
+        def call(self, x):
+            self.calls.assign(self.calls + 1.0)
+            return x @ ops.reshape(ops.sum(self.k, axis=(0, 1, 2)), (x.shape[-1], 3))
+    model = keras.Sequential([keras.Input((4,)), Rules()])
+    model.compile("sgd", "mse")
+    assert [float(np.asarray(p)) for p in model.losses] == [pytest.approx(0.5 * 2 * 2 * 2 * 4 * 3)]
+    model.fit(np.ones((2, 4), np.float32), np.zeros((2, 3)), batch_size=2, epochs=2, verbose=0)
+    k = model.layers[0].k.numpy()
+    norms = np.sqrt((k ** 2).sum(axis=(0, 1, 2, 3)))          # sqrt(32) at first: projected to at most 1
+    assert np.all(norms <= 1.0 + 1e-5) and np.all(norms > 0.5)
+    np.testing.assert_array_equal(model.layers[0].calls.numpy(), np.full((2, 1, 1, 1, 2), 2.0))
+    v = keras.Variable(np.ones((2, 2, 2, 2, 2)), dtype="float32")
+    assert v.shape == (2, 2, 2, 2, 2) and float(v.numpy().sum()) == 32.0
+    with pytest.raises(ValueError, match="at most 8"):
+        layers.Layer().add_weight(shape=(1,) * 9)

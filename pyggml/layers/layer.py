@@ -717,8 +717,8 @@ class Layer:
         for d in shape:
             if not is_int(d) or d < 1:
                 raise ValueError(f"add_weight: shape entries must be positive ints, got {shape}")
-        if len(shape) > 4:
-            raise ValueError(f"add_weight: at most 4 dimensions, got {shape}")
+        if len(shape) > _fold.MAX_DIMS:
+            raise ValueError(f"add_weight: at most {_fold.MAX_DIMS} dimensions, got {shape}")
         shape = tuple(int(d) for d in shape)
         if int(np.prod(shape)) > _MAX_WEIGHT_VALUES:
             raise ValueError(f"{self.name or type(self).__name__}: the weight of shape {shape} is too large "

@@ -22,7 +22,7 @@ weights an optimizer step updated, reading the updated values.
 
 import numpy as np
 
-from pyggml import ops
+from pyggml import _wide, ops
 from pyggml.regularizers import penalty_tensor
 
 __all__ = ["keras_view", "from_keras_view", "layer_tree", "penalty_terms", "constraint_rules", "total_penalty",
@@ -66,11 +66,22 @@ def layer_tree(layers):
     return out
 
 
+def _wide_weight(v):
+    return len(v.shape) > 4
+
+
+def _stored(v, t):
+    """A weight's tensor as it is stored (a weight of more than four dimensions: 4-D, see Variable)."""
+    return _wide.reshape(t, v.store_shape) if isinstance(t, _wide.Wide) else t
+
+
 def _default_penalty(v):
     reg = v.regularizer
 
     def fn(t):
-        return reg(t if getattr(reg, "layout_free", False) else keras_view(v, t))
+        if getattr(reg, "layout_free", False):
+            return reg(_stored(v, t))
+        return reg(t if _wide_weight(v) else keras_view(v, t))
     return fn
 
 
@@ -79,7 +90,9 @@ def _default_rule(v):
 
     def fn(t):
         if getattr(con, "layout_free", False):
-            return con(t)
+            return con(_stored(v, t))
+        if _wide_weight(v):              # the projection sees the weight in its own shape (a Wide)
+            return _stored(v, con(t if isinstance(t, _wide.Wide) else _wide.wrap(t, v.shape)))
         return from_keras_view(v, con(keras_view(v, t)))
     return fn
 
@@ -135,8 +148,8 @@ def constraint_updates(layers, updated):
             for v, n in zip(variables, new):
                 if n is None:
                     continue
-                target = v.graph_tensor()
-                n = ops.as_tensor(n)
+                target = _stored(v, v.graph_tensor())
+                n = ops.as_tensor(_stored(v, n))
                 if tuple(n.shape) != tuple(target.shape):
                     raise ValueError(f"the constraint of weight {v.name!r} returned shape {tuple(n.shape)}, the "
                                      f"weight has {tuple(target.shape)}")

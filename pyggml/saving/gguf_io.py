@@ -76,8 +76,13 @@ def _write(model, path, with_config, with_state):
             f.set("pyggml.config", json.dumps(_config_with_build(model)))
             if model.compiled:                    # an uncompiled model saves without (Keras's too)
                 f.set("pyggml.compile", json.dumps(model.get_compile_config()))
+        stored = None
         for k, v in weights.items():
-            f.add_tensor(names(k), np.ascontiguousarray(v, dtype=np.float32))
+            a = np.ascontiguousarray(v, dtype=np.float32)
+            if a.ndim > 4:            # a weight of more than four dimensions: as it is stored (see Variable)
+                stored = stored or dict((n, var.store_shape) for n, var in model.named_variables())
+                a = a.reshape(stored[k])
+            f.add_tensor(names(k), a)
         manifest, own = own_state.collect(model, names)        # layers' save_own_variables / save_assets
         if manifest is not None:
             f.set(own_state.KEY, manifest)
