@@ -231,3 +231,19 @@ def test_a_weight_of_five_dimensions_takes_regularizers_constraints_and_assigns(
     assert v.shape == (2, 2, 2, 2, 2) and float(v.numpy().sum()) == 32.0
     with pytest.raises(ValueError, match="at most 8"):
         layers.Layer().add_weight(shape=(1,) * 9)
+
+
+def test_a_loss_of_nested_feature_maps_of_different_shapes_as_keras_s():
+    class FeatureMatching(keras.losses.Loss):               # keras-io gaugan's
+        def call(self, y_true, y_pred):
+            return sum(ops.mean(ops.abs(a - b)) for a, b in zip(y_true, y_pred))
+    real = [np.ones((2, 4, 4, 3), np.float32), np.ones((2, 2, 2, 5), np.float32)]
+    fake = [np.zeros((2, 4, 4, 3), np.float32), np.full((2, 2, 2, 5), 3.0, np.float32)]
+    assert float(FeatureMatching()(real, fake)) == pytest.approx(3.0)
+    fake_v = [keras.Variable(f) for f in fake]
+    with keras.GradientTape() as tape:
+        loss = FeatureMatching()(real, fake_v)
+    grads = tape.gradient(loss, fake_v)
+    np.testing.assert_allclose(np.asarray(grads[0]), np.full((2, 4, 4, 3), -1 / 96), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(grads[1]), np.full((2, 2, 2, 5), 1 / 40), rtol=1e-5)
+    assert float(keras.losses.MeanSquaredError()([1.0, 2.0], [1.0, 4.0])) == pytest.approx(2.0)

@@ -17,6 +17,7 @@ import numpy as np
 from pyggml import _eager, _scope, ops
 from pyggml._tensor_arrays import as_ops_result
 from pyggml.core import Tensor
+from pyggml.variables import Variable
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Loss", "LossFunctionWrapper", "reduce_loss"]
@@ -80,6 +81,53 @@ def reduce_loss(values, weights=None, mask=None):
     return ops.scale(ops.sum(ops.mul(v2, w)), 1.0 / n)
 
 
+def _nested(v):
+    """A nest of several tensors or arrays (a list, tuple or dict of them), not one array
+    written as a list of numbers."""
+    if isinstance(v, dict):
+        return bool(v)
+    if not isinstance(v, (list, tuple)) or not v:
+        return False
+    leaves = []
+    _flatten(v, leaves)
+    if any(isinstance(x, (Tensor, Variable)) or (hasattr(x, "shape") and len(x.shape) and
+                                                  not isinstance(x, np.generic)) for x in leaves):
+        shapes = {tuple(np.shape(x)) if not isinstance(x, (Tensor, Variable)) else tuple(x.shape) for x in leaves}
+        return len(shapes) > 1 or any(isinstance(x, (Tensor, Variable)) for x in leaves)
+    return False
+
+
+def _flatten(v, out):
+    if isinstance(v, dict):
+        for k in v:
+            _flatten(v[k], out)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _flatten(x, out)
+    else:
+        out.append(v)
+
+
+def _rebuild(v, it):
+    if isinstance(v, dict):
+        return {k: _rebuild(v[k], it) for k in v}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_rebuild(x, it) for x in v) if not hasattr(v, "_fields") else \
+            type(v)(*(_rebuild(x, it) for x in v))
+    return next(it)
+
+
+def _constants(v):
+    """A nest's arrays as graph constants (its tensors as they are)."""
+    if isinstance(v, dict):
+        return {k: _constants(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_constants(x) for x in v)
+    if isinstance(v, (Tensor, Variable)) or v is None:
+        return v
+    return ops.constant(np.asarray(v, dtype=np.float32))
+
+
 class Loss:
     """Base class of the losses (Keras's names and definitions)."""
 
@@ -120,6 +168,8 @@ class Loss:
         return reduce_loss(self.values(y_true, y_pred, from_logits))
 
     def __call__(self, y_true, y_pred, sample_weight=None):
+        if _nested(y_true) or _nested(y_pred):
+            return self._call_nested(y_true, y_pred, sample_weight)
         if isinstance(y_pred, Tensor) or isinstance(y_true, Tensor):
             # in a graph (a layer's call, a GradientTape): arrays among the arguments are constants
             y_pred = ops.as_tensor(np.asarray(y_pred, dtype=np.float32) if not isinstance(y_pred, Tensor) else y_pred)
@@ -166,6 +216,33 @@ class Loss:
                 return out.reshape(lead)
             return as_ops_result(out.reshape(()) if out.size == 1 and arrays[1].size > 1 else out)
         return as_ops_result(np.asarray(out.reshape(-1)[0], dtype=np.float32))   # Keras's 0-d tensor (.numpy())
+
+    def _call_nested(self, y_true, y_pred, sample_weight):
+        """Keras's loss of nested targets and predictions (lists or dicts of tensors of
+        different shapes: gaugan's feature-matching loss over a discriminator's feature maps):
+        ``call`` gets the nests as they are, their arrays as constants in a graph."""
+        if sample_weight is not None:
+            raise ValueError(f"{self.name}: sample_weight is taken with array targets, not nested ones")
+        leaves = []
+        _flatten(y_true, leaves)
+        _flatten(y_pred, leaves)
+        if _scope.current() is not None or any(isinstance(v, Tensor) for v in leaves):
+            v = self.values(_constants(y_true), _constants(y_pred))
+            v = ops.as_tensor(v) if not isinstance(v, Tensor) else v
+            return self._reduce(v, None) if self.reduction != "none" else v
+        arrays = [np.asarray(a, dtype=np.float32) for a in leaves]
+        for a in arrays:
+            if a.dtype == object:
+                raise TypeError(f"{self.name}: expected arrays of numbers in the nested targets")
+
+        def graph(*t):
+            it = iter(t)
+            yt, yp = _rebuild(y_true, it), _rebuild(y_pred, it)
+            v = self.values(yt, yp)
+            v = ops.as_tensor(v) if not isinstance(v, Tensor) else v
+            return self._reduce(v, None) if self.reduction != "none" else v
+        out = np.asarray(_eager.evaluate(graph, arrays), dtype=np.float32)
+        return as_ops_result(np.asarray(out.reshape(-1)[0], dtype=np.float32) if out.size == 1 else out)
 
     def _reduce(self, values, weights):
         if self.reduction == "sum_over_batch_size":
