@@ -581,8 +581,12 @@ def _check_axis(axis, ndim, what):
     return int(axis) % ndim
 
 
-# a sort in a graph holds a few tensors of rows x n x n floats (n: the sorted axis)
+# a sort in a graph by comparisons holds a few tensors of rows x n x n floats (n: the sorted
+# axis); above that, ggml's argsort (stable, patch 0044) orders the rows, and the values are
+# picked by a rows x k x n 0/1 selection (which trains) up to MAX_PICKS, beyond that gathered
+# without a gradient
 MAX_SORT_COMPARISONS = 1 << 25
+MAX_PICKS = 1 << 26
 
 
 def _ranked(x, axis, descending, k, what):
@@ -597,11 +601,14 @@ def _ranked(x, axis, descending, k, what):
     shape = tuple(int(d) for d in moved.shape)
     n = shape[-1]
     m = int(np.prod(shape[:-1])) if r > 1 else 1
-    if m * n * n > MAX_SORT_COMPARISONS:
-        raise ValueError(f"{what}: inside a model's graph a sort compares every pair along the axis: {m} rows of "
-                         f"{n} need {m * n * n} comparisons, more than {MAX_SORT_COMPARISONS}; sort fewer values "
-                         f"(or compute on arrays)")
     rows = _c.reshape(_np_ops._cont(moved), (m, n))
+    out_shape = shape[:-1] + (k,)
+
+    def back(t):
+        return _np_ops._swap_last(_c.reshape(_np_ops._cont(t), out_shape), ax)
+    if m * n * n > MAX_SORT_COMPARISONS:
+        values, index = _argsorted(rows, m, n, k, descending, what)
+        return back(values), back(index)
     row = _c.reshape(rows, (m, 1, n))           # [p, k] = x_k
     # the order is built behind stop_gradient (it has no gradient): the indices made from it
     # are then no node of the backward pass (an int32 tensor there is refused)
@@ -617,11 +624,23 @@ def _ranked(x, axis, descending, k, what):
     # the indices: where each row of the permutation has its 1, by ggml's argmax (int32, and
     # bounded by n, so take/get_rows accepts them as indices)
     index = _c.reshape(_c.argmax(_c.reshape(_np_ops._cont(perm), (m * k, n))), (m, k))
-    out_shape = shape[:-1] + (k,)
-
-    def back(t):
-        return _np_ops._swap_last(_c.reshape(_np_ops._cont(t), out_shape), ax)
     return back(values), back(index)
+
+
+def _argsorted(rows, m, n, k, descending, what):
+    """The first k of each row of (m, n) ``rows`` in order, and their int32 indices, by ggml's
+    argsort: the values train through a (m, k, n) 0/1 selection while it is at most
+    MAX_PICKS values, and are gathered without a gradient beyond that."""
+    order = _c.argsort_rows(_np_ops.stop_gradient(rows), descending=descending)       # (m, n) int32
+    index = order if k == n else _c.cont(_c.view(order, (m, k), (4 * n, 4), 0))
+    if m * k * n <= MAX_PICKS:
+        places = _c.reshape(_c.cast(_np_ops._cont(index), "f32"), (m, k, 1))
+        picks = _np_ops.equal(places, np.arange(n, dtype=np.float32))          # (m, k, n): [p, i, j] = order_i == j
+        values = _np_ops.sum(picks * _c.reshape(rows, (m, 1, n)), axis=-1)
+        return values, index
+    flat = _c.reshape(_np_ops.stop_gradient(rows), (m, n, 1))
+    values = _c.reshape(_c.get_rows(flat, index), (m, k))                      # per row: its own k
+    return values, index
 
 
 def _sortable(x, what):

@@ -568,12 +568,20 @@ def reshape(x, newshape):
 
 @_eager("x")
 def expand_dims(x, axis):
-    """A new axis of length 1 at ``axis``."""
+    """A new axis of length 1 at ``axis`` (a tuple of them: numpy's, each counted in the result)."""
     x = _t(x)
     r = len(x.shape)
-    ax = _axis(axis, r + 1, "expand_dims")
-    shape = list(x.shape)
-    shape.insert(ax, 1)
+    if isinstance(axis, (tuple, list)):
+        out = r + len(axis)
+        new = sorted(_axis(a, out, "expand_dims") for a in axis)
+        if len(set(new)) != len(new):
+            raise ValueError(f"expand_dims: axis {tuple(axis)} repeats an axis")
+        rest = iter(x.shape)
+        shape = [1 if i in new else next(rest) for i in range(out)]
+    else:
+        ax = _axis(axis, r + 1, "expand_dims")
+        shape = list(x.shape)
+        shape.insert(ax, 1)
     if len(shape) > MAX_DIMS:
         return _wide.Wide(_cont(x), shape)
     return _c.reshape(_cont(x), tuple(shape))

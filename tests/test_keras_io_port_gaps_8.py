@@ -247,3 +247,177 @@ def test_a_loss_of_nested_feature_maps_of_different_shapes_as_keras_s():
     np.testing.assert_allclose(np.asarray(grads[0]), np.full((2, 4, 4, 3), -1 / 96), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(grads[1]), np.full((2, 2, 2, 5), 1 / 40), rtol=1e-5)
     assert float(keras.losses.MeanSquaredError()([1.0, 2.0], [1.0, 4.0])) == pytest.approx(2.0)
+
+
+# --- keras-io's recommenders (keras_rs), ported -------------------------------------------------
+
+def test_top_k_retrieval_over_many_candidates_in_a_model_matches_numpy():
+    cands = RNG.normal(size=(1683, 16)).astype(np.float32)
+
+    class Retrieve(layers.Layer):                # keras_rs's BruteForceRetrieval
+        def call(self, q):
+            scores = ops.matmul(q, ops.transpose(ops.convert_to_tensor(cands)))
+            values, ids = ops.top_k(scores, k=10)
+            return values, ids, ops.take(ops.convert_to_tensor(cands), ids, axis=0)
+    inp = keras.Input((16,))
+    model = keras.Model(inp, Retrieve()(inp))
+    q = RNG.normal(size=(5, 16)).astype(np.float32)
+    values, ids, rows = model.predict(q, verbose=0)
+    scores = q @ cands.T
+    want = np.argsort(-scores, axis=1, kind="stable")[:, :10]
+    np.testing.assert_array_equal(ids, want)
+    np.testing.assert_allclose(values, np.take_along_axis(scores, want, 1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(rows, cands[want])
+
+
+def test_large_sorts_in_a_graph_are_stable_train_through_the_values_and_survive_nan():
+    x = RNG.normal(size=(3, 6000)).astype(np.float32)
+    x[0, :200] = 0.5                                 # ties keep their order, as numpy's stable sort
+
+    class Sort(layers.Layer):
+        def call(self, t):
+            return ops.sort(t), ops.argsort(t)
+    inp = keras.Input((6000,))
+    srt, order = keras.Model(inp, Sort()(inp)).predict(x, verbose=0)
+    np.testing.assert_array_equal(srt, np.sort(x, axis=1))
+    np.testing.assert_array_equal(order, np.argsort(x, axis=1, kind="stable"))
+    v = keras.Variable(RNG.normal(size=(4, 3000)).astype(np.float32))
+    with keras.GradientTape() as tape:
+        top, _ = ops.top_k(v, k=5)
+        loss = ops.sum(top * np.arange(1, 6, dtype=np.float32))
+    grad = np.asarray(tape.gradient(loss, v))
+    want = np.zeros((4, 3000), np.float32)
+    np.put_along_axis(want, np.argsort(-v.numpy(), axis=1, kind="stable")[:, :5],
+                      np.tile(np.arange(1, 6, dtype=np.float32), (4, 1)), axis=1)
+    np.testing.assert_array_equal(grad, want)
+    y = RNG.normal(size=(2, 7000)).astype(np.float32)
+    y[0, 5], y[1, :] = np.nan, np.nan
+
+    class Top(layers.Layer):
+        def call(self, t):
+            return ops.top_k(t, k=3)[1]
+    inp = keras.Input((7000,))
+    ids = keras.Model(inp, Top()(inp)).predict(y, verbose=0)
+    np.testing.assert_array_equal(ids[0], np.argsort(-np.nan_to_num(y[0], nan=-np.inf), kind="stable")[:3])
+    assert ids[1].tolist() == [0, 1, 2]
+
+
+def test_sparse_top_k_accuracy_of_sorted_ids():
+    m = keras.metrics.SparseTopKCategoricalAccuracy(k=3, from_sorted_ids=True)
+    m.update_state(np.array([5, 2, 9]), np.array([[5, 1, 0, 7], [1, 3, 2, 0], [0, 1, 4, 9]]))
+    assert float(m.result()) == pytest.approx(2 / 3)
+    assert keras.metrics.SparseTopKCategoricalAccuracy.from_config(m.get_config()).from_sorted_ids
+
+
+class _Ranker(keras.Model):
+    def __init__(self, users, **kwargs):
+        super().__init__(**kwargs)
+        self.users = users
+        self.u = layers.Embedding(users, 4)
+        self.m = layers.Embedding(10, 4)
+        self.d = layers.Dense(1)
+
+    def build(self, input_shape):                # keras-io multi_task's: a dict of shapes
+        self.u.build(input_shape)
+        self.m.build(input_shape)
+        super().build(input_shape)
+
+    def call(self, x):
+        return self.d(ops.concatenate([self.u(x["user_id"]), self.m(x["movie_id"])], axis=1))
+
+
+def test_a_recommender_built_on_a_dict_with_numpy_ints_trains_saves_and_validates_through_its_evaluate(tmp_path):
+    calls = []
+
+    class Counted(_Ranker):
+        def evaluate(self, *args, **kwargs):     # keras-io deep_recommender refreshes its candidates here
+            calls.append(1)
+            return super().evaluate(*args, **kwargs)
+    keras.saving.register_keras_serializable()(Counted)
+    model = Counted(np.int64(10))                # what tf's .numpy() or pandas gives
+    model.compile("adam", "mse")
+    x = {"user_id": np.arange(8) % 10, "movie_id": np.arange(8)[::-1] % 10}
+    model.fit(x, np.ones(8), validation_data=(x, np.ones(8)), epochs=3, verbose=0)
+    assert len(calls) == 3                       # Keras 3's fit validates with self.evaluate
+    model.save(tmp_path / "r.keras")
+    again = keras.models.load_model(tmp_path / "r.keras")
+    assert again.users == 10 and type(again.users) is int
+    np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_a_dict_taking_tower_first_called_inside_another_model_and_called_by_keyword():
+    class Tower(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.ea, self.eb = layers.Embedding(10, 4), layers.Embedding(10, 4)
+
+        def call(self, inputs):
+            return ops.concatenate([self.ea(inputs["a"]), self.eb(inputs["b"])], axis=1)
+
+    class Outer(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.tower, self.out = Tower(), layers.Dense(1)
+
+        def call(self, inputs, training=False):
+            return {"score": self.out(self.tower({"a": inputs["a"], "b": inputs["b"]}))}
+    model = Outer()
+    model.compile(keras.optimizers.Adam(0.05), {"score": "mse"})
+    x = {"a": np.arange(8) % 10, "b": np.arange(8)[::-1] % 10}
+    loss = model.fit(x, {"score": np.ones(8)}, epochs=30, verbose=0).history["loss"]
+    assert loss[-1] < 0.5 * loss[0]
+    assert model(inputs=x, training=True)["score"].shape == (8, 1)          # keyword, dict output, training
+    assert layers.Dense(3)(inputs=np.ones((2, 4), np.float32)).shape == (2, 3)
+
+
+def test_tensors_between_options_and_by_keyword_reach_a_custom_call_by_name(tmp_path):
+    @keras.saving.register_keras_serializable()
+    class Encoder(layers.Layer):                 # keras-io hstu's positional encoder
+        def call(self, x, lengths, max_seq_len, extra=None):
+            return x * float(max_seq_len) + ops.expand_dims(ops.cast(lengths + extra, "float32"), -1)
+
+        def compute_output_shape(self, input_shape):
+            return input_shape                   # Keras gives it the first input's shape
+    a, b, d = keras.Input((3,)), keras.Input(()), keras.Input(())
+    xs = [np.ones((2, 3), np.float32), np.arange(2.0, dtype=np.float32), np.ones(2, np.float32)]
+    for out in (Encoder()(a, b, 3, d), Encoder()(a, b, max_seq_len=3, extra=d)):
+        model = keras.Model([a, b, d], layers.Dense(2, kernel_initializer="ones")(out))
+        assert model.output_shape == (None, 2)
+        np.testing.assert_allclose(model.predict(xs, verbose=0), [[12.0, 12.0], [15.0, 15.0]])
+    model.save(tmp_path / "enc.keras")
+    np.testing.assert_allclose(keras.models.load_model(tmp_path / "enc.keras").predict(xs, verbose=0),
+                               [[12.0, 12.0], [15.0, 15.0]])
+
+
+def test_datasets_give_numpy_scalars_and_a_cardinality_tensor_as_tf_data():
+    ds = keras.data.Dataset.from_tensor_slices({"id": np.array([b"1", b"2"]), "title": np.array([b"Heat", b"Up"])})
+    first = next(iter(ds.as_numpy_iterator()))
+    assert first["title"] == b"Heat" and {first["title"]: 1}[b"Heat"] == 1        # hashable, as tf.data's
+    assert int(ds.cardinality().numpy()) == 2 and ds.cardinality() == 2
+    for ctx, _ in keras.data.Dataset.from_tensor_slices((np.array([[5, 7]]), np.array([1]))):
+        assert {5: "Heat"}[ctx[0].numpy()] == "Heat"
+
+
+def test_expand_dims_of_several_axes_in_a_graph_and_a_summary_after_an_own_build():
+    class Two(layers.Layer):
+        def call(self, t):
+            return ops.expand_dims(t, axis=(-2, -1))
+    inp = keras.Input((4,))
+    assert keras.Model(inp, Two()(inp)).predict(np.ones((2, 4)), verbose=0).shape == (2, 4, 1, 1)
+
+    class Own(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.e, self.d = layers.Embedding(10, 4), layers.Dense(2)
+
+        def build(self, input_shape):            # keras-io hstu's: layers built by a call on Inputs
+            self.call({"ids": keras.Input((5,), dtype="int32", name="ids")})
+
+        def call(self, inputs):
+            return self.d(ops.mean(self.e(inputs["ids"]), axis=1))
+    model = Own()
+    model.build({"ids": (None, 5)})
+    assert model.count_params() == 50
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert any("Total params: 50" in line for line in lines)

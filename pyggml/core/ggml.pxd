@@ -95,6 +95,7 @@ cdef extern from "ggml.h" nogil:
         GGML_OP_POOL_1D
         GGML_OP_UPSCALE
         GGML_OP_GLU
+        GGML_OP_ARGSORT
         # pyggml's ops (ggml/patches/0020)
         GGML_OP_UNARY_BACK
         GGML_OP_NORM_BACK
@@ -127,6 +128,10 @@ cdef extern from "ggml.h" nogil:
         GGML_UNARY_OP_EXPM1
         GGML_UNARY_OP_SOFTPLUS
         GGML_UNARY_OP_GELU_ERF
+
+    cdef enum ggml_sort_order:
+        GGML_SORT_ORDER_ASC
+        GGML_SORT_ORDER_DESC
 
     cdef enum ggml_scale_mode:
         GGML_SCALE_MODE_NEAREST
@@ -244,6 +249,7 @@ cdef extern from "ggml.h" nogil:
     ggml_tensor * ggml_sum_rows(ggml_context * ctx, ggml_tensor * a)
     ggml_tensor * ggml_mean(ggml_context * ctx, ggml_tensor * a)
     ggml_tensor * ggml_argmax(ggml_context * ctx, ggml_tensor * a)
+    ggml_tensor * ggml_argsort(ggml_context * ctx, ggml_tensor * a, ggml_sort_order order)
     ggml_tensor * ggml_repeat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b)
     ggml_tensor * ggml_concat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, int dim)
     ggml_tensor * ggml_norm(ggml_context * ctx, ggml_tensor * a, float eps)

@@ -125,7 +125,7 @@ def reachable_count(tensors):
 cdef ggml_tensor * _index_source(ggml_tensor * t, int64_t * bound) noexcept:
     """Follow views and i32 copies from t to the leaf whose values t holds.
     Returns the leaf, or NULL with *bound set to an exclusive upper bound of the
-    values (argmax), or NULL with *bound = -1 when nothing is known."""
+    values (argmax, argsort), or NULL with *bound = -1 when nothing is known."""
     bound[0] = -1
     cdef int depth = 0
     while t != NULL and depth < 100000:
@@ -140,8 +140,8 @@ cdef ggml_tensor * _index_source(ggml_tensor * t, int64_t * bound) noexcept:
                 and t.src[0].type == GGML_TYPE_I32:
             t = t.src[0]
             continue
-        if t.op == GGML_OP_ARGMAX and t.src[0] != NULL:
-            bound[0] = t.src[0].ne[0]
+        if (t.op == GGML_OP_ARGMAX or t.op == GGML_OP_ARGSORT) and t.src[0] != NULL:
+            bound[0] = t.src[0].ne[0]           # positions along the row it searched or sorted
         return NULL
     return NULL
 
@@ -156,7 +156,7 @@ cdef int _check_index_tensor(ggml_tensor * rows, int64_t n_rows, str where) exce
     if bound < 0:
         raise ValueError(f"{where}: the indices are computed by {(<bytes>ggml_op_desc(rows)).decode()}, "
                          f"whose values cannot be checked before compute (ggml aborts on an index "
-                         f"out of range); give them as an i32 tensor with data, or argmax")
+                         f"out of range); give them as an i32 tensor with data, argmax or argsort")
     if bound > n_rows:
         raise ValueError(f"{where}: the indices (argmax over {bound} values) may exceed the "
                          f"{n_rows} rows")

@@ -248,6 +248,21 @@ def argmax(Tensor a not None, ctx=None):
     return _out(c, ggml_argmax(c.ptr, a.ptr), 1, (a,))
 
 
+def argsort(Tensor a not None, descending=False, ctx=None):
+    """The indices (i32) that sort each row (the first axis of ggml, numpy's last) of a
+    contiguous f32 tensor, ascending or descending; equal values keep their order and NaN
+    comes last (pyggml's patch 0044).  No gradient."""
+    cdef Context c = _pick_ctx(a, ctx)
+    _need_f32(a, "argsort")
+    if not ggml_is_contiguous(a.ptr):
+        raise ValueError("argsort: expected a contiguous tensor")
+    if a.ptr.ne[0] > 2147483647:
+        raise ValueError("argsort: a row is longer than 2**31 - 1")
+    _prep(c, ggml_nbytes(a.ptr))
+    return _out(c, ggml_argsort(c.ptr, a.ptr, GGML_SORT_ORDER_DESC if descending else GGML_SORT_ORDER_ASC),
+                _nd(a), (a,))
+
+
 def repeat(Tensor a not None, Tensor b not None, ctx=None):
     """a repeated to b's shape (each of a's extents divides b's)."""
     cdef Context c = _pick_ctx(a, ctx)

@@ -20,3 +20,5 @@ from pyggml.core._core import (  # noqa: F401
     # ggml's own backward ops, which a second-order pass differentiates (patch 0042)
     silu_back, soft_max_back,
 )
+# ggml's argsort of rows (stable: patch 0044), named apart from Keras's ops.argsort (an axis)
+from pyggml.core._core import argsort as argsort_rows  # noqa: F401, E402

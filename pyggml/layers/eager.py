@@ -38,8 +38,9 @@ def run_layer(layer, inputs, kwargs):
             out = type(out)(o for o in out if not _python_value(o))
             if len(out) == 1:
                 return flat(out[0])
-        # a nest of outputs (a tuple holding a dict: CaiT's attention maps): its leaves, rebuilt after
-        if isinstance(out, (list, tuple)) and any(isinstance(o, (list, tuple, dict)) for o in out):
+        # a nest of outputs (a dict; a tuple holding a dict: CaiT's attention maps): its leaves, rebuilt after
+        if isinstance(out, dict) or \
+                (isinstance(out, (list, tuple)) and any(isinstance(o, (list, tuple, dict)) for o in out)):
             nest.append(tracing.nest_template(out))
             return tracing.flat_leaves(out)
         known = layer.__dict__.get("_nested_outputs")      # (flattened already: traced on nodes before)

@@ -840,6 +840,20 @@ class Layer:
         """The computation, on tensors."""
         raise NotImplementedError(f"{type(self).__name__} must define call(self, inputs, training=None)")
 
+    def _own_output_shape(self, shapes, spread):
+        """The layer's own compute_output_shape for inputs given apart (``layer(x, lengths)``), as
+        Keras 3 calls it: one parameter gets the first input's shape, several get one each."""
+        if not spread:
+            return self.compute_output_shape(shapes)
+        try:
+            params = [p for p in inspect.signature(self.compute_output_shape).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            params = []
+        if len(params) >= len(shapes):
+            return self.compute_output_shape(*shapes)
+        return self.compute_output_shape(shapes[0])
+
     def compute_output_shape(self, input_shape):
         """The output shape for an input shape; by default found by running call on shapes."""
         raise NotImplementedError
@@ -1151,6 +1165,36 @@ class Layer:
             args.append(kwargs.pop(name))
         return tuple(args), kwargs
 
+    def _bind_interleaved(self, args, kwargs):
+        """A custom layer's tensors given in any of call's parameters, with options between
+        them (keras-io hstu's ``encoder(emb, lengths, 50, num_targets=t)``): the tensors become
+        the inputs, each given back to call() by its parameter's name (``_params``), and the
+        options go by name too, as Keras binds a call's arguments."""
+        if type(self).__module__.startswith("pyggml.") or "_params" in kwargs or "_spread" in kwargs:
+            return args, kwargs
+        try:
+            sig = inspect.signature(type(self).call)
+        except (TypeError, ValueError):
+            return args, kwargs
+        params = [p.name for p in list(sig.parameters.values())[1:]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(args) > len(params):
+            return args, kwargs
+        bound = dict(zip(params, args))
+        if any(k in bound for k in kwargs):
+            return args, kwargs                  # (a parameter given twice: call() says so)
+        bound.update((k, v) for k, v in kwargs.items() if k in params)
+
+        def tensor(v):
+            return isinstance(v, (Node, Tensor)) or type(v) is _wide.Wide
+        names = [n for n in params if n in bound and tensor(bound[n]) and n not in ("training", "mask")]
+        if len(names) < 2 or names == params[:len(names)] and \
+                all(n not in bound or tensor(bound[n]) or params.index(n) >= len(names) for n in params):
+            return args, kwargs                  # leading tensors, options after: the usual forms
+        rest = {k: v for k, v in kwargs.items() if k not in bound}
+        rest.update((n, bound[n]) for n in params if n in bound and n not in names)
+        return tuple(bound[n] for n in names), dict(rest, _params=tuple(names), _spread=True)
+
     def _options_by_position(self, args, kwargs):
         """Keras 3 passes a call's arguments after the inputs as given: trailing numbers, flags,
         strings and None (``self.drop(x, training)``, focal modulation's ``block(x, h, w, c)``)
@@ -1171,7 +1215,23 @@ class Layer:
             kwargs[name] = args.pop()
         return tuple(args), kwargs
 
+    def _first_by_keyword(self, args, kwargs):
+        """``layer(inputs=x)``: the call's first parameter given by its name, as Keras binds it."""
+        if args or not kwargs:
+            return args, kwargs
+        try:
+            params = list(inspect.signature(type(self).call).parameters)
+        except (TypeError, ValueError):
+            return args, kwargs
+        first = params[1] if len(params) > 1 else None
+        if first is not None and first in kwargs:
+            kwargs = dict(kwargs)
+            return (kwargs.pop(first),), kwargs
+        return args, kwargs
+
     def __call__(self, *args, **kwargs):
+        args, kwargs = self._first_by_keyword(args, kwargs)
+        args, kwargs = self._bind_interleaved(args, kwargs)
         args, kwargs = self._options_by_position(args, kwargs)
         args, kwargs = self._mask_as_input(args, kwargs)
         args, kwargs = self._tensor_keywords_as_inputs(args, kwargs)
@@ -1306,6 +1366,7 @@ class Layer:
         if self._accepts("training"):
             kwargs["training"] = training
         spread = bool(kwargs.pop("_spread", False)) and isinstance(inputs, list)
+        named = kwargs.pop("_params", None)       # the inputs' parameter names (_bind_interleaved)
         if spread and isinstance(mask, list):
             mask = mask[0]                    # as Keras: ``mask`` is the first input's
         if mask is not None and self._accepts("mask"):
@@ -1320,11 +1381,15 @@ class Layer:
         for_user = (_fold.caller_is_custom() and not custom) or _fold.called_from_a_tape()
         _fold.enter_call(custom)
         try:
+            def run():
+                if named is not None and spread:
+                    return self.call(**dict(zip(named, inputs)), **kwargs)
+                return self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
             if logical is None and not _fold.active():
-                out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+                out = run()
             else:
                 with _fold.inputs(logical):       # (a sublayer of a layer given volumes gets None)
-                    out = self.call(*inputs, **kwargs) if spread else self.call(inputs, **kwargs)
+                    out = run()
                 if volumes:
                     _fold.note_outputs(self, out, logical)
         finally:
@@ -1395,7 +1460,7 @@ class Layer:
         if traced is not None:
             out_shapes, dtypes, flags = traced
         elif own_shapes:
-            out_shapes = self.compute_output_shape(shapes)
+            out_shapes = self._own_output_shape(shapes, kwargs.get("_spread") and isinstance(shapes, list))
             dtypes = None
             flags = tracing.output_mask_flags(self, inputs, kwargs,
                                               len(out_shapes) if isinstance(out_shapes, list) else 1)

@@ -117,8 +117,27 @@ class TopKCategoricalAccuracy(_PerSample):
 
 @register_builtin
 class SparseTopKCategoricalAccuracy(TopKCategoricalAccuracy):
-    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None):
+    """``from_sorted_ids=True`` (Keras 3.10's): y_pred holds class ids ranked best first (a
+    retrieval's top ids), and a hit is the label among the first k of them."""
+
+    def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None, from_sorted_ids=False):
         super().__init__(k, name)
+        if not isinstance(from_sorted_ids, (bool, np.bool_)):
+            raise TypeError(f"from_sorted_ids must be True or False, got {from_sorted_ids!r}")
+        self.from_sorted_ids = bool(from_sorted_ids)
+
+    def values(self, y_true, y_pred):
+        if not self.from_sorted_ids:
+            return super().values(y_true, y_pred)
+        ids = np.asarray(y_pred)
+        if ids.ndim < 1 or (ids.dtype.kind == "f" and not np.all(np.mod(ids, 1) == 0)):
+            raise ValueError(f"{self.name}: with from_sorted_ids=True, y_pred holds class ids (integers) ranked "
+                             f"best first, got shape {ids.shape} of dtype {ids.dtype}")
+        labels = np.asarray(y_true).reshape(ids.shape[:-1])
+        return (ids[..., :self.k] == labels[..., None]).any(axis=-1).astype(np.float64)
+
+    def get_config(self):
+        return dict(super().get_config(), from_sorted_ids=self.from_sorted_ids)
 
 
 @register_builtin

@@ -544,7 +544,7 @@ def _run_test_steps(model, batches, cl=None):
 def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
                class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
                validation_freq):
-    from pyggml.models.training_loop import begin_fit, check_fit_args
+    from pyggml.models.training_loop import begin_fit, check_fit_args, evaluate_overridden, own_evaluate
     epochs, initial_epoch, verbose, steps_per_epoch, cbs = check_fit_args(
         epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks)
     data = _Batches(x, y, sample_weight, batch_size, steps_per_epoch, class_weight)
@@ -575,7 +575,9 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
         logs = dict(logs)
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
             cl.call("on_test_begin", {})
-            val_logs = _run_test_steps(model, val, cl)
+            val_logs = evaluate_overridden(model, validation_data, validation_batch_size or batch_size,
+                                           validation_steps) if validation_data is not None and \
+                own_evaluate(model) else _run_test_steps(model, val, cl)
             cl.call("on_test_end", val_logs)
             logs.update({"val_" + k: v for k, v in val_logs.items()})
         cl.call("on_epoch_end", epoch, logs)

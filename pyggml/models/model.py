@@ -325,7 +325,9 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return [WeightName(n, v) for n, v in self.named_variables()]
 
     def count_params(self):
-        self._ensure_graph()
+        from pyggml.models.summary import built_without_graph
+        if not built_without_graph(self):     # (a subclassed model its own build() built: its layers' weights)
+            self._ensure_graph()
         return int(sum(v.size for _, v in self.named_variables()))
 
     def get_layer(self, name=None, index=None):

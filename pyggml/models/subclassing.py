@@ -106,7 +106,8 @@ def _subclassed_config(model, own):
             auto = {}                   # no constructor of its own: nothing to record (Keras's {} too)
         if auto is None:
             _refuse_config(model)
-        cfg.update(auto)
+        from pyggml.layers.layer import _config_value
+        cfg.update(_config_value(auto))         # numpy numbers as numbers, regularizers serialized
     build = build_config(model)
     if build is not None:
         cfg["pyggml_build"] = build
@@ -175,7 +176,11 @@ def build_graph(model, specs, many, from_build=False):
         # Keras calls a subclass's own build(input_shape) before its first call (layers made
         # there); its super().build() may make the graph itself
         model.__dict__["_own_build_called"] = True
-        model.build(given([(None,) + tuple(shape) for shape, _ in specs]))
+        model.__dict__["_in_own_build"] = True
+        try:
+            model.build(given([(None,) + tuple(shape) for shape, _ in specs]))
+        finally:
+            model.__dict__.pop("_in_own_build", None)
         if model._topology is not None:
             return
     names = keys or [None] * len(specs)
@@ -275,7 +280,16 @@ def install(cls):
     def build(self, input_shape):
         """A subclassed model's graph for float32 inputs of ``input_shape`` (the batch first;
         a list of shapes for several inputs)."""
-        if not _is_pending(self):
+        if not _is_pending(self) or self.__dict__.get("_in_own_build"):
+            # (inside its own build(), which the first data called: the graph is made next, for the
+            # data's shapes and dtypes)
+            return
+        if _defines(self, "build"):
+            # reached through super().build() in the class's own build, which is running: not again
+            self.__dict__["_own_build_called"] = True
+        if isinstance(input_shape, dict):        # a call taking a dict: Keras's build of its shapes
+            build_graph(self, {k: (tuple(s)[1:], "float32") for k, s in input_shape.items()}, True,
+                        from_build=True)
             return
         many = isinstance(input_shape, list) and bool(input_shape) and isinstance(input_shape[0], (list, tuple))
         build_graph(self, [(tuple(s)[1:], "float32") for s in (input_shape if many else [input_shape])], many,
@@ -332,6 +346,10 @@ def install(cls):
             # shapes it was saved with (a model nested in a functional one is rebuilt so too)
             config = dict(config)
             build = config.pop("pyggml_build", None)
+            own = next(c for c in klass.__mro__ if "get_config" in c.__dict__) is not cls
+            if not own:                         # the automatic config: its serialized objects made again
+                from pyggml.layers.layer import _from_config_value
+                config = _from_config_value(config)
             model = klass(**_constructor_arguments(klass, config))
             if build is not None and model.__dict__.get("_subclassed") and model._topology is None:
                 build_saved(model, build)

@@ -1,6 +1,6 @@
 """``model.summary()``: Keras's table of layers, output shapes and parameters."""
 
-__all__ = ["print_summary"]
+__all__ = ["print_summary", "built_without_graph"]
 
 
 def _shape(s):
@@ -57,6 +57,12 @@ def _layer_range(layers, layer_range):
     return list(layers)[first[0]:last[-1] + 1]
 
 
+def built_without_graph(model):
+    """A subclassed model its own build() built (``built``) before any graph was made."""
+    return bool(model.__dict__.get("_subclassed")) and model.__dict__.get("_topology") is None and \
+        bool(model.__dict__.get("built"))
+
+
 def print_summary(model, print_fn=print, line_length=None, show_trainable=False, layer_range=None):
     """Keras's ``summary``: ``show_trainable`` adds whether each layer trains, ``layer_range``
     (two name patterns) limits the rows.  (``line_length``, ``positions`` and ``expand_nested``
@@ -66,6 +72,13 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
     if print_fn is None:
         print_fn = print
     awaits = getattr(model, "_awaits_data", None)
+    if built_without_graph(model):
+        # a subclassed model whose own build() built its layers (no graph yet): Keras's table, its
+        # layers' weights counted, no shapes
+        rows = [(f"{l.name} ({_class_name(l)})", "?", str(l.count_params())) for l in model.layers]
+        total = model.count_params()
+        trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
+        return _print_table(model, rows, [total, trainable, total - trainable], print_fn)
     if awaits is not None and awaits():
         # Keras 3's table of a model that waits for its first data: its layers, no shapes yet
         from pyggml.layers.layer import snake_case

@@ -232,6 +232,26 @@ def _weight_kinds(batch):
     return tuple(None if w is None else int(w.shape[1]) for w in batch.ws)
 
 
+def own_evaluate(model):
+    """Whether the model's class (or a class of the user's it derives from) overrides evaluate."""
+    return any("evaluate" in c.__dict__ for c in type(model).__mro__ if c.__module__.split(".")[0] != "pyggml")
+
+
+def evaluate_overridden(model, validation_data, batch_size, steps):
+    """fit's validation through the user's own ``evaluate`` (keras-io's deep_recommender refreshes
+    its retrieval candidates there), as Keras 3's fit validates with ``self.evaluate``."""
+    if da.is_generator_like(validation_data):
+        logs = model.evaluate(validation_data, steps=steps, verbose=0, return_dict=True)
+    else:
+        vx, vy, vw = da.unpack_validation_data(validation_data)
+        logs = model.evaluate(vx, vy, sample_weight=vw, batch_size=batch_size, steps=steps, verbose=0,
+                              return_dict=True)
+    if not isinstance(logs, dict):
+        raise TypeError(f"fit: {type(model).__name__}.evaluate(..., return_dict=True) must return a dict of logs, "
+                        f"got {type(logs).__name__}")
+    return logs
+
+
 def run_evaluation(model, dataset, callbacks=None):
     """{"loss": ..., heads, metrics} over the dataset, in inference mode."""
     avg = _Averages(model)
@@ -344,7 +364,9 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
             # Keras's test hooks around the validation (SwapEMAWeights evaluates with the averages)
             cl.call("on_test_begin", {})
-            val_logs = run_evaluation(model, val, cl)
+            val_logs = evaluate_overridden(model, validation_data, validation_batch_size or batch_size,
+                                           validation_steps) if validation_data is not None and \
+                own_evaluate(model) else run_evaluation(model, val, cl)
             cl.call("on_test_end", val_logs)
             for k, v in val_logs.items():
                 logs["val_" + k] = v

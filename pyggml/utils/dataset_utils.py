@@ -266,9 +266,10 @@ class Dataset(PyDataset):
         """The number of elements (INFINITE_CARDINALITY, -1, for a dataset that repeats forever;
         UNKNOWN_CARDINALITY, -2, for one made from a generator that has not ended yet)."""
         if self._length is not None and self._open():
-            return UNKNOWN_CARDINALITY
+            return _eager(np.int64(UNKNOWN_CARDINALITY))
         n = self._n()
-        return INFINITE_CARDINALITY if n is None else n
+        # a 0-d array, as tf.data's scalar tensor (``.cardinality().numpy()``); it compares as an int
+        return _eager(np.int64(INFINITE_CARDINALITY if n is None else n))
 
     def __getitem__(self, index):
         if not is_int(index):
@@ -307,9 +308,9 @@ class Dataset(PyDataset):
             i += 1
 
     def as_numpy_iterator(self):
-        """The elements as plain numpy arrays."""
+        """The elements as plain numpy arrays, a scalar as a numpy scalar (tf.data's)."""
         for element in self:
-            yield _map_structure(np.asarray, element)
+            yield _map_structure(lambda a: np.asarray(a)[()] if np.ndim(a) == 0 else np.asarray(a), element)
 
     def take(self, count):
         """The first ``count`` elements (all for -1)."""

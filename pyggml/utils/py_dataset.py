@@ -88,7 +88,8 @@ class EagerArray(np.ndarray):
     Keras scripts call it on what their datasets yield)."""
 
     def numpy(self):
-        return np.asarray(self)
+        a = np.asarray(self)
+        return a[()] if a.ndim == 0 else a         # a scalar as a numpy scalar, as a tensor's .numpy()
 
     def __getitem__(self, key):
         item = super().__getitem__(key)
