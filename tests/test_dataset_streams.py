@@ -133,3 +133,14 @@ def test_from_generator_checks_its_arguments():
     with pytest.raises(TypeError, match="args"):
         Dataset.from_generator(lambda n: iter(range(n)), args=3)
     assert [int(v) for v in Dataset.from_generator(lambda n: iter(range(n)), args=(3,))] == [0, 1, 2]
+
+
+def test_a_filter_that_keeps_nothing_of_an_endless_dataset_is_refused_not_read_forever(monkeypatch):
+    monkeypatch.setattr(dataset_utils, "_MAX_DRY", 300)
+    ds = Dataset.from_tensor_slices((np.ones((4, 1), np.float32), np.arange(4, dtype=np.float32)))
+    with pytest.raises(ValueError, match="kept none"):
+        next(iter(ds.repeat().filter(lambda x, y: False)))
+    with pytest.raises(ValueError, match="kept none"):
+        next(iter(Dataset.from_generator(_endless()).filter(lambda x, y: y > 100)))
+    assert [float(y) for _, y in ds.repeat().filter(lambda x, y: y == 3).take(3)] == [3.0, 3.0, 3.0]
+    assert ds.repeat().filter(lambda x, y: y > 0).cardinality() == keras.data.INFINITE_CARDINALITY

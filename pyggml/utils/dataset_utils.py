@@ -43,6 +43,7 @@ __all__ = ["Dataset", "TextLineDataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UN
 
 _MAX_GENERATED = 1 << 24       # elements from_generator counts at most when asked for its length
 _KEEP_BYTES = 256 << 20        # the last elements of a generator kept for reading again (all, when they fit)
+_MAX_DRY = 1 << 20             # elements in a row a filter of an endless dataset may reject
 
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
@@ -372,12 +373,24 @@ class Dataset(PyDataset):
             raise TypeError(f"filter takes a function, got {type(predicate).__name__}")
         state = {}
 
+        def keep(element, j):
+            if _truth(predicate, element):
+                kept.append(j)
+                state["dry"] = 0
+            elif self._length is None or self._open():
+                # a dataset with no end: a predicate that keeps nothing would read it forever
+                state["dry"] = state.get("dry", 0) + 1
+                if state["dry"] >= _MAX_DRY:
+                    raise ValueError(f"filter: {_MAX_DRY} elements in a row kept none, of a dataset without "
+                                     f"an end (a predicate that keeps nothing of repeat()'s elements?)")
+
         def scan(i):
             """The kept positions, found until the i-th (or the end)."""
+            nonlocal kept
             kept = state.setdefault("kept", [])
-            self._read_on(state, lambda: len(kept) <= i,
-                          lambda element, j: kept.append(j) if _truth(predicate, element) else None)
+            self._read_on(state, lambda: len(kept) <= i, keep)
             return kept
+        kept = []
 
         def get(i):
             kept = scan(i)
