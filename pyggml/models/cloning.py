@@ -10,25 +10,13 @@ of the old ones.  A subclassed model has no config: it is refused, naming it.
 """
 
 from pyggml.layers.input_layer import Input, InputLayer
+from pyggml.models.rebuild import from_own_config
 
-__all__ = ["clone_model", "to_json", "model_from_json", "from_own_config"]
+__all__ = ["clone_model", "to_json", "model_from_json"]
 
 
 def _fresh(layer):
     return layer.__class__.from_config(layer.get_config())
-
-
-def from_own_config(model):
-    """``model`` made anew from its config, its layers' classes found as the model's own (a
-    custom layer need not be registered to be cloned, as in Keras's clone_model)."""
-    from pyggml.layers.weight_rules import layer_tree
-    from pyggml.models.sequential import Sequential
-    from pyggml.saving.object_registration import custom_object_scope, get_registered_name
-    classes = {}
-    for layer in layer_tree([model]):
-        classes.setdefault(get_registered_name(type(layer)), type(layer))
-    with custom_object_scope(classes):
-        return (Sequential if isinstance(model, Sequential) else type(model)).from_config(model.get_config())
 
 
 def clone_model(model, input_tensors=None, clone_function=None, **kwargs):

@@ -23,6 +23,7 @@ from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
 from pyggml.models import array_calls, functional, host_stage, summary as summary_mod, training_loop
 from pyggml.models.compile_spec import CompileSpec
+from pyggml.models.rebuild import from_own_config
 from pyggml.models.runtime import Runtime, drop_graphs_holding
 from pyggml.saving import gguf_io
 from pyggml.saving.object_registration import register_builtin
@@ -325,9 +326,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return [WeightName(n, v) for n, v in self.named_variables()]
 
     def count_params(self):
-        from pyggml.models.summary import built_without_graph
-        if not built_without_graph(self):     # (a subclassed model its own build() built: its layers' weights)
-            self._ensure_graph()
+        summary_mod.built_without_graph(self) or self._ensure_graph()    # (a subclassed model its build() built)
         return int(sum(v.size for _, v in self.named_variables()))
 
     def get_layer(self, name=None, index=None):
@@ -471,7 +470,6 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         """A copy in memory of its own: the same architecture, compile settings (if
         compiled, on the same device) and weights; no optimizer state."""
         self.check_alive()
-        from pyggml.models.cloning import from_own_config
         twin = from_own_config(self)
         if self._compiled:
             twin.compile_from_config(self.get_compile_config(), backend=self.backend_name)
@@ -479,9 +477,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return twin
 
     __copy__ = clone
-
-    def __deepcopy__(self, memo):
-        return self.clone()
+    __deepcopy__ = (lambda self, memo: self.clone())
 
     def save(self, path=None, overwrite=True, **kwargs):
         gguf_io.save_model(self, gguf_io.keras_save_args("save", path, kwargs, overwrite, ("zipped",)))

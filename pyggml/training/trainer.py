@@ -19,7 +19,7 @@ from pyggml._validation import check_number, is_int, is_number
 from pyggml.errors import FreedError
 from pyggml.models import Model
 from pyggml.models import data_adapter as da
-from pyggml.models.cloning import from_own_config
+from pyggml.models.rebuild import from_own_config
 from pyggml.models.training_loop import check_batch_size
 
 __all__ = ["Trainer", "Snapshot"]

@@ -248,6 +248,10 @@ OPS = {
     "mean": (lambda a, ctx: ops.mean(a, ctx=ctx), lambda a: a.mean(-1, keepdims=True), [X4]),
     "mean_one_row": (lambda a, ctx: ops.mean(a, ctx=ctx), lambda a: a.mean(-1, keepdims=True), [_sym((1, 5), 41)]),
     "argmax": (lambda a, ctx: ops.argmax(a, ctx=ctx), lambda a: np.argmax(a, -1).astype(np.int32), [A34]),
+    # (patch 0044: a stable sort, equal values in their order)
+    "argsort_rows": (lambda a, ctx: ops.argsort_rows(a, ctx=ctx),
+                     lambda a: np.argsort(a, -1, kind="stable").astype(np.int32),
+                     [np.array([[1, 0, 1, 0, 2], [2, 2, 2, 2, 2], [3, -1, 2, -1, 0]], np.float32)]),
     "repeat": (lambda a, b, ctx: ops.repeat(a, b, ctx=ctx), lambda a, b: tile_to(a, b.shape),
                [A23, np.zeros((4, 6), np.float32)]),
     "concat": (lambda a, b, ctx: ops.concat(a, b, 1, ctx=ctx), lambda a, b: np.concatenate([a, b], axis=0),
@@ -2308,3 +2312,13 @@ def test_a_backward_pass_into_a_context_holding_data_reserves_that_data(where, b
     g.build_forward(loss)
     with pytest.raises(ContextFullError):
         g.build_backward(tensor_ctx=target)
+
+
+def test_argsort_rows_descending_keeps_ties_in_order_and_puts_nan_last(backend, sched):
+    x = np.array([[1, 3, 1, 3, np.nan, 2], [np.nan, np.nan, 0, 5, 5, -1]], np.float32)
+    got = forward(backend, sched, lambda a, ctx: ops.argsort_rows(a, descending=True, ctx=ctx), [x])
+    # numpy's stable argsort of the negated values, NaN (as -inf after negation... as +inf) last
+    want = np.argsort(-np.nan_to_num(x, nan=-np.inf), axis=-1, kind="stable").astype(np.int32)
+    np.testing.assert_array_equal(got, want)
+    asc = forward(backend, sched, lambda a, ctx: ops.argsort_rows(a, ctx=ctx), [x])
+    np.testing.assert_array_equal(asc, np.argsort(x, axis=-1, kind="stable").astype(np.int32))
