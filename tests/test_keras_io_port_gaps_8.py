@@ -421,3 +421,35 @@ def test_expand_dims_of_several_axes_in_a_graph_and_a_summary_after_an_own_build
     lines = []
     model.summary(print_fn=lines.append)
     assert any("Total params: 50" in line for line in lines)
+
+
+def test_normalization_adapts_on_single_elements_and_normalizes_one_example_as_keras(tmp_path):
+    v = RNG.uniform(15, 70, 1000).astype(np.float32)
+    ds = keras.data.Dataset.from_tensor_slices({"age": v}).map(lambda x: ops.expand_dims(x["age"], axis=-1))
+    norm = layers.Normalization(axis=-1)
+    norm.adapt(ds)                               # keras-io dlrm's: elements of shape (1,), batched by 128
+    np.testing.assert_allclose(np.asarray(norm.mean).ravel(), [v.mean()], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(norm.variance).ravel(), [v.var()], rtol=1e-4)
+    one = np.asarray(norm(np.array([40.0], np.float32)))                  # one example, no batch axis
+    assert one.shape == (1, 1)
+    np.testing.assert_allclose(one, [[(40.0 - v.mean()) / v.std()]], rtol=1e-4)
+
+
+def test_a_subclassed_model_first_called_by_keyword_builds_and_round_trips(tmp_path):
+    @keras.saving.register_keras_serializable()
+    class Masked(keras.Model):                   # keras-io sas_rec's first call: model(inputs={...})
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.emb = layers.Embedding(10, 4)
+
+        def build(self, input_shape):
+            self.emb.build(input_shape)
+
+        def call(self, inputs, training=False):
+            return self.emb(inputs["ids"]) * ops.expand_dims(ops.cast(inputs["mask"], "float32"), -1)
+    x = {"ids": np.arange(10, dtype=np.int32).reshape(2, 5), "mask": np.ones((2, 5), bool)}
+    model = Masked()
+    out = np.asarray(model(inputs=x, training=False))
+    assert out.shape == (2, 5, 4)
+    model.save(tmp_path / "m.keras")
+    np.testing.assert_array_equal(keras.models.load_model(tmp_path / "m.keras").predict(x, verbose=0), out)

@@ -309,6 +309,7 @@ def install(cls):
 
     @functools.wraps(call_)
     def __call__(self, *args, **kwargs):
+        args, kwargs = self._first_by_keyword(args, kwargs)      # model(inputs=x): as model(x)
         if args and isinstance(args[0], (list, tuple)) and args[0] and \
                 all(isinstance(v, (int, float, np.number)) for v in args[0]):
             args = (np.asarray(args[0]),) + args[1:]   # model([1, 10, 100]), gnn_citations' node ids: one array

@@ -10,6 +10,7 @@ uses); given ones are constants in the config."""
 import numpy as np
 
 from pyggml import ops
+from pyggml._tensor_arrays import as_ops_result
 from pyggml._validation import is_int
 from pyggml.layers._helpers import contiguous
 from pyggml.layers._keras_weights import BUILDERS, build_through_owner
@@ -42,6 +43,20 @@ def _stat_values(v, what):
     if a.dtype.kind not in "biuf" or not np.all(np.isfinite(a)):
         raise ValueError(f"Normalization: {what} must hold finite numbers")
     return a
+
+
+def _batched_if_single(data):
+    """A pg.data.Dataset of single 1-D elements batched by 128, as Keras's adapt batches an
+    unbatched tf.data dataset (keras-io's dlrm adapts on ``ds.map(lambda x: expand_dims(x, -1))``)."""
+    from pyggml.utils.dataset_utils import Dataset as DataPipeline
+    if not isinstance(data, DataPipeline):
+        return data
+    try:
+        first = next(iter(data))
+    except StopIteration:
+        return data
+    x = first[0] if isinstance(first, tuple) else first
+    return data.batch(128) if not isinstance(x, dict) and np.ndim(x) == 1 else data
 
 
 @register_builtin
@@ -156,6 +171,7 @@ class Normalization(Layer):
         variance is the population variance, merged exactly across batches."""
         if self.input_mean is not None:
             raise ValueError("Normalization: this layer was given mean and variance; it cannot adapt")
+        data = _batched_if_single(data)
         count, mean, m2 = 0, None, None
         for k, batch in enumerate(adapt_batches(data, "Normalization", steps)):
             if steps is not None and k >= steps:
@@ -217,6 +233,16 @@ class Normalization(Layer):
         if self.invert:
             return x * std_t + mean
         return (x - mean) * inv_t
+
+    def __call__(self, *args, **kwargs):
+        x = args[0] if args else None
+        if isinstance(x, np.ndarray) and x.dtype.kind in "biuf" and self._broadcast is not None and \
+                x.ndim == len(self._broadcast) - 1 and x.ndim >= 1 and \
+                all(d == 1 or d == x.shape[a - 1] for a, d in enumerate(self._broadcast) if a):
+            # one example without its batch axis (keras-io's ``ds.map(lambda x: norm(x))`` on unbatched
+            # elements): Keras broadcasts it against the (1, ...) statistics, a batch of one
+            return as_ops_result(self.host_apply(x[None]))
+        return super().__call__(*args, **kwargs)
 
     def host_apply(self, inputs, training=None):
         """The same in numpy, for the host stage: where it lies between the inputs and host layers
