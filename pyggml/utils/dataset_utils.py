@@ -507,11 +507,9 @@ class Dataset(PyDataset):
             raise ValueError("concatenate needs a dataset that ends; this one repeats forever")
 
         def get(i):
-            if self._open():
-                try:
-                    return self._get(i)
-                except _End:
-                    pass
+            found, element = self._while_open(i)
+            if found:
+                return element
             n = self._n()
             return self._get(i) if i < n else dataset._get(i - n)
         return Dataset(None if dataset._length is None else (lambda: self._n() + dataset._n()), get, [self, dataset])
@@ -619,15 +617,23 @@ class Dataset(PyDataset):
             state["read"] = k + 1
             use(element, k)
 
+    def _while_open(self, i):
+        """(True, element i) while a generator's length is not known yet and it has that element;
+        (False, None) once it is known (the caller places i by the length then)."""
+        if self._open():
+            try:
+                return True, self._get(i)
+            except _End:
+                pass
+        return False, None
+
     def _repeat_open(self, count):
         """repeat() of a generator's dataset whose length is not known yet: its first pass is
         read as it comes; the length, known at its end, places the later passes."""
         def get(i):
-            if self._open():
-                try:
-                    return self._get(i)
-                except _End:
-                    pass
+            found, element = self._while_open(i)
+            if found:
+                return element
             n = self._n()
             if n == 0 or (count is not None and i >= n * count):
                 raise _End(f"element {i}: the data ended")
