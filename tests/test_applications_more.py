@@ -208,14 +208,14 @@ def _images(n, size, seed=0):
     return np.random.default_rng(seed).uniform(0, 255, (n, size, size, 3)).astype("float32")
 
 
-# the smallest member of each family: (constructor, its own kwargs, input size, a weight that a step must change)
+# the smallest member of each family: (constructor, its own kwargs, input size, a weight that a step must change);
+# InceptionResNetV2 and NASNetMobile (5-7 s each, CI time) are built and counted above and their own layer
+# round-trips below
 SMALLEST = [
     ("convnext.ConvNeXtTiny", {}, 32, "convnext_tiny_stage_0_block_0_pointwise_conv_1"),
     ("mobilenet.MobileNet", {"alpha": 0.25}, 32, "conv1"),
     ("mobilenet_v3.MobileNetV3Small", {"alpha": 0.75}, 32, "conv"),
     ("efficientnet_v2.EfficientNetV2B0", {}, 32, "stem_conv"),
-    ("inception_resnet_v2.InceptionResNetV2", {}, 75, "conv_7b"),
-    ("nasnet.NASNetMobile", {}, 32, "stem_conv1"),
     ("regnet.RegNetX002", {}, 32, "regnetx002_stem_conv"),
 ]
 
@@ -395,3 +395,18 @@ def test_a_saved_convnext_loads_in_a_new_process_without_importing_the_applicati
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          cwd=tmp_path)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_inception_resnet_v2_s_scale_layer_computes_and_round_trips(tmp_path):
+    scale = inception_resnet_v2.CustomScaleLayer(0.17)
+    a, b = _images(2, 4), _images(2, 4, seed=1)
+    np.testing.assert_allclose(np.asarray(scale([a, b])), a + 0.17 * b, rtol=1e-6)
+    again = inception_resnet_v2.CustomScaleLayer.from_config(scale.get_config())
+    assert again.scale == pytest.approx(0.17)
+    inp = pg.Input((8, 8, 3))
+    out = inception_resnet_v2.CustomScaleLayer(0.5)([inp, pg.layers.Conv2D(3, 1)(inp)])
+    model = pg.Model(inp, out)
+    x = _images(2, 8) / 255.0
+    model.save(tmp_path / "s.keras")
+    np.testing.assert_array_equal(pg.models.load_model(tmp_path / "s.keras").predict(x, verbose=0),
+                                  model.predict(x, verbose=0))
