@@ -58,6 +58,14 @@ from pyggml.applications.regnet import (RegNetX002, RegNetX004, RegNetX006, RegN
 
 __all__ = ["densenet", "efficientnet", "imagenet_utils", "inception_v3", "mobilenet_v2", "resnet", "resnet50",
            "resnet_v2", "vgg16", "vgg19", "xception", "DenseNet121", "DenseNet169", "DenseNet201", "EfficientNetB0",
-           "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6",
-           "EfficientNetB7", "InceptionV3", "MobileNetV2", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2",
-           "ResNet101V2", "ResNet152V2", "VGG16", "VGG19", "Xception", "convnext", "efficientnet_v2", "inception_resnet_v2", "mobilenet", "mobilenet_v3", "nasnet", "regnet", "ConvNeXtTiny", "ConvNeXtSmall", "ConvNeXtBase", "ConvNeXtLarge", "ConvNeXtXLarge", "MobileNet", "MobileNetV3Small", "MobileNetV3Large", "EfficientNetV2B0", "EfficientNetV2B1", "EfficientNetV2B2", "EfficientNetV2B3", "EfficientNetV2S", "EfficientNetV2M", "EfficientNetV2L", "InceptionResNetV2", "NASNetMobile", "NASNetLarge", "RegNetX002", "RegNetX004", "RegNetX006", "RegNetX008", "RegNetX016", "RegNetX032", "RegNetX040", "RegNetX064", "RegNetX080", "RegNetX120", "RegNetX160", "RegNetX320", "RegNetY002", "RegNetY004", "RegNetY006", "RegNetY008", "RegNetY016", "RegNetY032", "RegNetY040", "RegNetY064", "RegNetY080", "RegNetY120", "RegNetY160", "RegNetY320"]
+           "EfficientNetB1", "EfficientNetB2", "EfficientNetB3", "EfficientNetB4", "EfficientNetB5",
+           "EfficientNetB6", "EfficientNetB7", "InceptionV3", "MobileNetV2", "ResNet50", "ResNet101", "ResNet152",
+           "ResNet50V2", "ResNet101V2", "ResNet152V2", "VGG16", "VGG19", "Xception", "convnext", "efficientnet_v2",
+           "inception_resnet_v2", "mobilenet", "mobilenet_v3", "nasnet", "regnet", "ConvNeXtTiny", "ConvNeXtSmall",
+           "ConvNeXtBase", "ConvNeXtLarge", "ConvNeXtXLarge", "MobileNet", "MobileNetV3Small", "MobileNetV3Large",
+           "EfficientNetV2B0", "EfficientNetV2B1", "EfficientNetV2B2", "EfficientNetV2B3", "EfficientNetV2S",
+           "EfficientNetV2M", "EfficientNetV2L", "InceptionResNetV2", "NASNetMobile", "NASNetLarge", "RegNetX002",
+           "RegNetX004", "RegNetX006", "RegNetX008", "RegNetX016", "RegNetX032", "RegNetX040", "RegNetX064",
+           "RegNetX080", "RegNetX120", "RegNetX160", "RegNetX320", "RegNetY002", "RegNetY004", "RegNetY006",
+           "RegNetY008", "RegNetY016", "RegNetY032", "RegNetY040", "RegNetY064", "RegNetY080", "RegNetY120",
+           "RegNetY160", "RegNetY320"]

@@ -15,7 +15,7 @@ from pyggml.layers import Dense, GlobalAveragePooling2D, GlobalMaxPooling2D, Inp
 from pyggml.models import Model
 
 __all__ = ["check_arguments", "obtain_input_shape", "image_input", "classifier_or_pooling", "finish",
-           "NO_IMAGENET", "add_arguments_doc", "arguments_doc", "refuse_imagenet", "check_image_shape"]
+           "NO_IMAGENET", "add_arguments_doc", "arguments_doc", "refuse_imagenet", "check_image_shape", "check_flag"]
 
 NO_IMAGENET = ("pretrained ImageNet weights are not available in pyggml (it ships none and downloads none): pass "
                "weights=None to start from random weights, or the path of a pyggml weights file "
@@ -32,6 +32,13 @@ def _check_weights(weights):
                          f"no file at {os.fspath(weights)!r}")
     raise ValueError(f"weights must be None (random initialization), 'imagenet' or the path of a weights file, "
                      f"got {weights!r}")
+
+
+def check_flag(name, value):
+    """A constructor's True/False argument (``include_preprocessing``, ``minimalistic``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_image_shape(shape, what):

@@ -23,8 +23,8 @@ import numpy as np
 
 from pyggml import ops
 from pyggml.applications import imagenet_utils
-from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, finish, image_input,
-                                       refuse_imagenet)
+from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, check_flag, finish,
+                                       image_input, refuse_imagenet)
 from pyggml.initializers import Constant
 from pyggml.layers import (Activation, Conv2D, Dense, Dropout, GlobalAveragePooling2D, GlobalMaxPooling2D, Layer,
                            LayerNormalization, Normalization)
@@ -121,8 +121,7 @@ def build_convnext(depths, projection_dims, name, include_preprocessing, include
                    layer_scale_init_value=1e-6, default_size=224):
     """ConvNeXt of ``depths`` blocks per stage with ``projection_dims`` channels; the stochastic
     depth rate grows linearly from 0 (first block) to ``drop_path_rate`` (last block)."""
-    if not isinstance(include_preprocessing, (bool, np.bool_)):
-        raise TypeError(f"include_preprocessing must be True or False, got {include_preprocessing!r}")
+    check_flag("include_preprocessing", include_preprocessing)
     input_shape, weights, include_top = check_arguments(include_top, weights, input_tensor, input_shape, pooling,
                                                         classes, classifier_activation, default_size, 32)
     refuse_imagenet(weights)

@@ -20,11 +20,9 @@ mean and variance (for 3-channel inputs), S, M and L with ``Rescaling(1/128, -1)
 
 import math
 
-import numpy as np
-
 from pyggml.applications import imagenet_utils
-from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, classifier_or_pooling,
-                                       finish, image_input, refuse_imagenet)
+from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, check_flag,
+                                       classifier_or_pooling, finish, image_input, refuse_imagenet)
 from pyggml.initializers import Constant, VarianceScaling
 from pyggml.layers import (Activation, BatchNormalization, Conv2D, DepthwiseConv2D, Dropout, GlobalAveragePooling2D,
                            Normalization, Rescaling, Reshape, add, multiply)
@@ -107,8 +105,7 @@ def build_efficientnet_v2(variant, width_coefficient, depth_coefficient, default
                           activation="swish"):
     """EfficientNetV2 of ``variant``'s stages, widths scaled by ``width_coefficient`` (rounded to
     ``depth_divisor``), repeats by ``depth_coefficient`` (rounded up)."""
-    if not isinstance(include_preprocessing, (bool, np.bool_)):
-        raise TypeError(f"include_preprocessing must be True or False, got {include_preprocessing!r}")
+    check_flag("include_preprocessing", include_preprocessing)
     input_shape, weights, include_top = check_arguments(include_top, weights, input_tensor, input_shape, pooling,
                                                         classes, classifier_activation, default_size, 32)
     refuse_imagenet(weights)

@@ -26,8 +26,8 @@ import numpy as np
 from pyggml import activations
 from pyggml._validation import is_number
 from pyggml.applications import imagenet_utils
-from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, finish, image_input,
-                                       refuse_imagenet)
+from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, check_flag, finish,
+                                       image_input, refuse_imagenet)
 from pyggml.applications.mobilenet_v2 import make_divisible
 from pyggml.layers import (Activation, Add, BatchNormalization, Conv2D, DepthwiseConv2D, Dropout, Flatten,
                            GlobalAveragePooling2D, GlobalMaxPooling2D, Multiply, ReLU, Rescaling, ZeroPadding2D)
@@ -94,9 +94,8 @@ def _check(include_top, weights, input_tensor, input_shape, pooling, classes, cl
         raise ValueError(f"MobileNetV3: alpha (the width multiplier) must be a positive number, got {alpha!r}")
     if not is_number(dropout_rate) or not 0 <= dropout_rate < 1:
         raise ValueError(f"MobileNetV3: dropout_rate must be in [0, 1), got {dropout_rate!r}")
-    for arg, value in (("minimalistic", minimalistic), ("include_preprocessing", include_preprocessing)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{arg} must be True or False, got {value!r}")
+    check_flag("minimalistic", minimalistic)
+    check_flag("include_preprocessing", include_preprocessing)
     if include_top is True and weights == "imagenet" and classes != 1000:
         raise ValueError(f"with weights='imagenet' and include_top=True, classes must be 1000, got {classes}")
     # the shape checks of a model without a flattening top: (None, None, 3) by default

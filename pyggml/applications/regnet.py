@@ -21,11 +21,9 @@ As Keras's, the models take pixels in [0, 255]: with ``include_preprocessing`` a
 ``Rescaling(1/255)`` layer starts them.  ``preprocess_input`` returns its input
 unchanged.  As in Keras, the model's name is the constructors' first argument."""
 
-import numpy as np
-
 from pyggml.applications import imagenet_utils
-from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, finish, image_input,
-                                       refuse_imagenet)
+from pyggml.applications._base import (add_arguments_doc, arguments_doc, check_arguments, check_flag, finish,
+                                       image_input, refuse_imagenet)
 from pyggml.layers import (BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, GlobalMaxPooling2D, ReLU,
                            Rescaling)
 
@@ -89,8 +87,7 @@ def build_regnet(depths, widths, group_width, block_type, default_size, model_na
     """RegNet of ``block_type`` ("X" or "Y") with ``depths`` blocks of ``widths`` channels per stage."""
     if block_type not in ("X", "Y"):
         raise ValueError(f"RegNet: block_type must be 'X' or 'Y', got {block_type!r}")
-    if not isinstance(include_preprocessing, (bool, np.bool_)):
-        raise TypeError(f"include_preprocessing must be True or False, got {include_preprocessing!r}")
+    check_flag("include_preprocessing", include_preprocessing)
     input_shape, weights, include_top = check_arguments(include_top, weights, input_tensor, input_shape, pooling,
                                                         classes, classifier_activation, default_size, 32)
     refuse_imagenet(weights)
