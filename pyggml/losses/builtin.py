@@ -30,6 +30,7 @@ def _pair(y_true, y_pred):
 @register_builtin
 class MeanSquaredError(Loss):
     name = "mse"
+    broadcasts_targets = True
 
     def call(self, y_true, y_pred):
         y_true, y_pred = _pair(y_true, y_pred)
@@ -39,6 +40,7 @@ class MeanSquaredError(Loss):
 @register_builtin
 class MeanAbsoluteError(Loss):
     name = "mae"
+    broadcasts_targets = True
 
     def call(self, y_true, y_pred):
         y_true, y_pred = _pair(y_true, y_pred)
@@ -48,6 +50,7 @@ class MeanAbsoluteError(Loss):
 @register_builtin
 class Huber(Loss):
     name = "huber"
+    broadcasts_targets = True
 
     def __init__(self, delta=1.0, name=None, reduction="sum_over_batch_size", **kwargs):
         super().__init__(name=name, reduction=reduction, **kwargs)

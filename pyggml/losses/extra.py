@@ -85,6 +85,8 @@ def _hinge_labels(y_true):
 class _Simple(Loss):
     """A loss with no arguments beyond Keras's name and reduction."""
 
+    broadcasts_targets = True
+
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
 

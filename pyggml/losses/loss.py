@@ -135,6 +135,7 @@ class Loss:
     elementwise = True          # call gives a loss per value (True) or per sample
     logits_from = None          # the output activation whose logits this loss can train on
     sparse = False              # y_true holds class indices
+    broadcasts_targets = False  # fit broadcasts y to the output, as Keras (mse of (n,) against (n, k))
 
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
         if reduction not in ("sum_over_batch_size", "auto", None, "none", "sum"):

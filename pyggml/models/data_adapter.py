@@ -39,8 +39,9 @@ class InputSpec:
 
 class TargetSpec:
     def __init__(self, name, feature_shape, sparse=False, has_loss=True, pads_labels=False, as_given=False,
-                 ignore_class=None):
+                 ignore_class=None, broadcasts=False):
         self.name = name
+        self.broadcasts = broadcasts            # y broadcast to the output (Keras's regression losses)
         self.ignore_class = ignore_class        # a label the loss skips (may lie outside the classes)
         self.feature_shape = tuple(feature_shape)
         self.sparse = sparse                    # class indices in [0, classes)
@@ -114,7 +115,8 @@ def target_specs(names, outputs, losses):
     return [TargetSpec(nm, o.feature_shape, sparse=bool(l is not None and l.sparse), has_loss=l is not None,
                        pads_labels=bool(getattr(l, "pads_labels", False)),
                        as_given=bool(getattr(l, "takes_targets_as_given", False)),
-                       ignore_class=getattr(l, "ignore_class", None))
+                       ignore_class=getattr(l, "ignore_class", None),
+                       broadcasts=bool(getattr(l, "broadcasts_targets", False)))
             for nm, o, l in zip(names, outputs, losses)]
 
 
@@ -335,6 +337,8 @@ def adapt_targets(specs, y, n):
                 raise ValueError(f"y for output {spec.name!r} must have {len(shape) + 1} dims, got {a.shape}")
         else:
             cells = int(np.prod(shape)) if shape else 1
+            if a.size != rows * cells and spec.broadcasts:
+                a = _broadcast_targets(a, shape, spec)
             if a.size != rows * cells:
                 raise ValueError(f"y for output {spec.name!r} must have shape (n, {', '.join(map(str, shape))}), "
                                  f"got {a.shape}")
@@ -343,6 +347,22 @@ def adapt_targets(specs, y, n):
             raise ValueError(f"y for output {spec.name!r} holds NaN or inf")
         out.append(np.ascontiguousarray(a, dtype=np.float32))
     return out
+
+
+def _broadcast_targets(a, shape, spec):
+    """Keras's regression losses first bring y to the output's rank (a last axis added or
+    dropped), then broadcast one against the other: y (n,) or (n, 1) against an output
+    (n, k) is each row's one value against all k."""
+    want = (a.shape[0],) + tuple(shape)
+    if a.ndim == len(want) - 1:
+        a = a[..., None]
+    elif a.ndim == len(want) + 1 and a.shape[-1] == 1:
+        a = a[..., 0]
+    try:
+        return np.broadcast_to(a, want)
+    except ValueError:
+        raise ValueError(f"y for output {spec.name!r} of shape {a.shape} does not broadcast to the "
+                         f"output's {want}") from None
 
 
 def _fits_output(a, shape):
