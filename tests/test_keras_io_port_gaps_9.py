@@ -37,3 +37,91 @@ def test_targets_that_do_not_broadcast_and_cross_entropy_are_refused():
     c.compile("sgd", "categorical_crossentropy")
     with pytest.raises(ValueError, match=r"must have shape \(n, 3\)"):
         c.evaluate(x, np.ones(8), verbose=0)
+
+
+def _fit_some(model, x, y, epochs=3):
+    model.compile("adam", "mse")
+    model.fit(x, y, epochs=epochs, batch_size=16, verbose=0)
+
+
+def test_dense_enable_lora_freezes_the_kernel_and_trains_the_factors(tmp_path):
+    x = RNG.random((64, 6)).astype("f4")
+    y = RNG.random((64, 3)).astype("f4")
+    d = layers.Dense(8, activation="relu")
+    m = keras.Sequential([keras.Input((6,)), d, layers.Dense(3)])
+    _fit_some(m, x, y, epochs=2)
+    before = m.predict(x, verbose=0)
+    d.enable_lora(2)
+    # Keras's names and shapes: A (in, rank), B (rank, units); B starts at zeros
+    assert [w.name for w in d.trainable_weights] == ["bias", "lora_kernel_a", "lora_kernel_b"]
+    assert d.lora_kernel_a.shape == (6, 2) and d.lora_kernel_b.shape == (2, 8)
+    np.testing.assert_array_equal(m.predict(x, verbose=0), before)
+    kernel = np.asarray(d.get_weights()["weight"]).copy()
+    _fit_some(m, x, y)
+    w = d.get_weights()
+    np.testing.assert_array_equal(w["weight"], kernel)
+    assert np.abs(w["lora_kernel_b"]).max() > 0
+    # the model computes W + (alpha / rank) A B: numpy from the merged kernel
+    merged = kernel.T + (w["lora_kernel_a"] @ w["lora_kernel_b"])
+    np.testing.assert_allclose(d.merged_kernel(), merged, rtol=1e-6, atol=1e-6)
+    out = m.layers[1].get_weights()
+    want = np.maximum(x @ merged + w["bias"], 0) @ out[0] + out[1]
+    np.testing.assert_allclose(m.predict(x, verbose=0), want, rtol=1e-5, atol=1e-5)
+    assert d.get_config()["lora_rank"] == 2
+    for name in ("m.keras", "m.gguf"):
+        m.save(str(tmp_path / name))
+        back = keras.models.load_model(str(tmp_path / name))
+        assert back.layers[0].lora_enabled and not back.layers[0].weight.trainable
+        np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_enable_lora_without_compiling_again_trains_the_new_weights():
+    x = RNG.random((32, 4)).astype("f4")
+    y = RNG.random((32, 2)).astype("f4")
+    d = layers.Dense(2)
+    m = keras.Sequential([keras.Input((4,)), d])
+    _fit_some(m, x, y, epochs=1)
+    d.enable_lora(1, lora_alpha=3)
+    m.fit(x, y, epochs=2, verbose=0)           # no compile between: the model takes the new weights
+    assert np.abs(d.get_weights()["lora_kernel_b"]).max() > 0
+    assert d.lora_alpha == 3
+
+
+def test_embedding_and_einsum_dense_lora_match_numpy():
+    ids = RNG.integers(0, 10, (32, 5))
+    e = layers.Embedding(10, 4)
+    me = keras.Sequential([keras.Input((5,), dtype="int32"), e, layers.Flatten(), layers.Dense(1)])
+    _fit_some(me, ids, RNG.random((32, 1)), epochs=1)
+    e.enable_lora(3, lora_alpha=6)
+    assert [w.name for w in e.weights] == ["weight", "lora_embeddings_a", "lora_embeddings_b"]
+    _fit_some(me, ids, RNG.random((32, 1)))
+    head = me.layers[-1].get_weights()
+    want = e.merged_kernel()[ids].reshape(32, -1) @ head[0] + head[1]
+    np.testing.assert_allclose(me.predict(ids, verbose=0), want, rtol=1e-5, atol=1e-6)
+
+    xe = RNG.random((16, 3, 5)).astype("f4")
+    ed = layers.EinsumDense("abc,cde->abde", output_shape=(3, 2, 4), bias_axes="de")
+    mm = keras.Sequential([keras.Input((3, 5)), ed, layers.Flatten(), layers.Dense(1)])
+    _fit_some(mm, xe, RNG.random((16, 1)), epochs=1)
+    ed.enable_lora(2)
+    assert ed.lora_kernel_a.shape == (5, 2, 2) and ed.lora_kernel_b.shape == (2, 4)
+    _fit_some(mm, xe, RNG.random((16, 1)))
+    assert np.abs(ed.get_weights()["lora_kernel_b"]).max() > 0
+    head = mm.layers[-1].get_weights()
+    h = np.einsum("abc,cde->abde", xe, ed.merged_kernel()) + ed.get_weights()["bias"]
+    np.testing.assert_allclose(mm.predict(xe, verbose=0), h.reshape(16, -1) @ head[0] + head[1],
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_lora_rank_in_the_constructor_and_refusals():
+    d = layers.Dense(4, lora_rank=2)
+    m = keras.Sequential([keras.Input((6,)), d])
+    assert [w.name for w in m.trainable_weights] == ["bias", "lora_kernel_a", "lora_kernel_b"]
+    with pytest.raises(ValueError, match="not built"):
+        layers.Dense(3).enable_lora(2)
+    with pytest.raises(ValueError, match="already enabled"):
+        d.enable_lora(2)
+    with pytest.raises(ValueError, match="lora_rank"):
+        layers.Dense(3, lora_rank=0)
+    with pytest.raises(TypeError, match="lora_alpha"):
+        layers.Dense(3, lora_rank=2, lora_alpha="big")

@@ -93,9 +93,10 @@ class training_context:
 LAYER_CHANGED = []
 
 
-def layer_changed(layer):
+def layer_changed(layer, weights_added=False):
+    """``weights_added``: the layer made new weights after it was built (``enable_lora``)."""
     for hook in LAYER_CHANGED:
-        hook(layer)
+        hook(layer, weights_added)
 
 
 def _note_logits(layer, inputs, out, training):

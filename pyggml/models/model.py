@@ -41,10 +41,8 @@ def _after_fork_in_child():
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 # a layer's computation changed (an activation set anew): the models holding it make their graphs again
-layer_mod.LAYER_CHANGED.append(lambda layer: drop_graphs_holding(list(_ALL), layer))
+layer_mod.LAYER_CHANGED.append(lambda layer, added: drop_graphs_holding(list(_ALL), layer, added))
 
 
 @register_builtin
@@ -254,11 +252,13 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         """The device side: compile's, or for an uncompiled model (Keras computes its
         forward pass) the best device, made on first use."""
         self.check_alive()
-        if self._rt is None:
+        if self._rt is None or self._rt.weights_added:
             self._ensure_graph()
             with self._lock:
-                if self._rt is None:
-                    self._new_runtime(Backend("auto"))
+                if self._rt is None or self._rt.weights_added:
+                    # (weights made since, by enable_lora: a new device side, as compile makes)
+                    self._new_runtime(Backend("auto" if self._rt is None else self._rt.backend.name))
+                    self._trained, self._trainable_at_compile = False, self._trainable_signature()
         self._rt.ensure_bound()
         return self._rt
 

@@ -34,6 +34,7 @@ class Runtime:
         self.fit_state = None
         self.state_stores = {}                   # id(state variable) -> its WeightStore (stateful layers)
         self.bound_at = weights_mod.moves()
+        self.weights_added = False               # a layer made weights after this was made
 
     def ensure_bound(self):
         """A layer shared with another model may have taken its values there: bring them back."""
@@ -177,9 +178,9 @@ def step_on_gradients(rt, state, pairs, names, layers):
     ex.run([a for a, _ in pairs])
 
 
-def drop_graphs_holding(models, layer):
+def drop_graphs_holding(models, layer, weights_added=False):
     """A layer's computation changed (Layer.layer_changed): the models holding it make their
-    graphs again."""
+    graphs again; where it made weights, their device side too (Model._runtime)."""
     def holds(outer):
         return any(s is layer or holds(s) for s in outer.__dict__.get("_sublayers", {}).values())
     for m in models:
@@ -190,6 +191,7 @@ def drop_graphs_holding(models, layer):
         m._predict_fast = None
         if m._rt is not None:
             m._rt.drop_graphs()
+            m._rt.weights_added = m._rt.weights_added or weights_added
 
 
 def _given_targets(model):

@@ -542,7 +542,7 @@ def test_einsum_dense_bad_equations_and_arguments_are_refused():
     with pytest.raises(TypeError, match="bias_axes"):
         L.EinsumDense("abc,cd->abd", (4, 3), bias_axes=1)
     with pytest.raises(ValueError, match="lora_rank"):
-        L.EinsumDense("ab,bc->ac", 3, lora_rank=4)
+        L.EinsumDense("ab,bc->ac", 3, lora_rank=-4)
     with pytest.raises(ValueError, match="has 3 input letters"):
         L.EinsumDense("abc,cd->abd", (4, 3))(pg.Input((5,)))
     with pytest.raises(ValueError, match="output_shape .* has 1 entries"):

@@ -7,6 +7,7 @@ from pyggml import ops
 from pyggml._validation import check_positive_int
 from pyggml.layers._helpers import Activated, fused, rows_2d, set_weight_options, weight_options_config
 from pyggml.layers._keras_weights import KerasKernel
+from pyggml.layers.core.lora import LoraWeights
 from pyggml.saving.object_registration import register_builtin
 from pyggml.initializers import config_value as _init_config
 
@@ -17,7 +18,7 @@ _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias
 
 
 @register_builtin
-class Dense(Activated):
+class Dense(LoraWeights, Activated):
     """Keras's arguments; the kernel's regularizer and constraint see it in Keras's
     layout (in, units) (pyggml.regularizers, pyggml.constraints)."""
 
@@ -29,9 +30,10 @@ class Dense(Activated):
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, bias_constraint=None, **kwargs):
+                 kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None, **kwargs):
         super().__init__(activation=activation, activity_regularizer=activity_regularizer, **kwargs)
         self.units = check_positive_int("units", units)
+        self._init_lora(lora_rank, lora_alpha)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = kernel_initializer
         self.bias_initializer = bias_initializer
@@ -49,11 +51,16 @@ class Dense(Activated):
         self.weight.keras_axes = (1, 0)                   # Keras's kernel is (in, units)
         self.bias = self.add_weight("bias", (self.units,), self.bias_initializer, regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
+        self._build_lora()
 
     def _product(self, inputs):
         lead = tuple(inputs.shape[:-1])
         # ggml's mul_mat trains a 2-D weight only: apply it to the rows of a 2-D view
-        return ops.mul_mat(self.weight, rows_2d(inputs) if len(lead) != 1 else inputs), lead
+        rows = rows_2d(inputs) if len(lead) != 1 else inputs
+        y = ops.mul_mat(self.weight, rows)
+        if self.lora_enabled:
+            y = ops.add(y, self._lora_rows(rows))
+        return y, lead
 
     def _shaped(self, y, lead):
         return ops.reshape(y, lead + (self.units,)) if len(lead) != 1 else y
@@ -76,6 +83,7 @@ class Dense(Activated):
         c = super().get_config()
         c.update(units=self.units, activation=self.activation_name, use_bias=self.use_bias)
         c.update(weight_options_config(self, _OPTIONS))
+        self._lora_config(c)
         for k in ("kernel_initializer", "bias_initializer"):
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
                 c[k] = _init_config(getattr(self, k))

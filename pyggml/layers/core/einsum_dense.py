@@ -30,6 +30,7 @@ import numpy as np
 from pyggml import ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
+from pyggml.layers.core.lora import LoraWeights
 from pyggml.saving.object_registration import register_builtin
 from pyggml.initializers import config_value as _init_config
 
@@ -179,7 +180,7 @@ def _glorot_uniform_keras_fans(shape, rng, layout=None):
 
 
 @register_builtin
-class EinsumDense(Activated):
+class EinsumDense(LoraWeights, Activated):
     """``EinsumDense(equation, output_shape, activation=None, bias_axes=None,
     kernel_initializer="glorot_uniform", bias_initializer="zeros",
     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
@@ -187,13 +188,13 @@ class EinsumDense(Activated):
 
     supports_masking = False
 
+    _lora_base = "kernel"
+
     def __init__(self, equation, output_shape, activation=None, bias_axes=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, bias_constraint=None, lora_rank=None, **kwargs):
+                 kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None, **kwargs):
         super().__init__(activation=activation, activity_regularizer=activity_regularizer, **kwargs)
-        if lora_rank is not None:
-            raise ValueError(f"EinsumDense: lora_rank={lora_rank!r}: LoRA is not available in pyggml; "
-                             f"leave it None")
+        self._init_lora(lora_rank, lora_alpha)
         ins, ker, out, _ = _parse(equation)
         self.equation = equation
         self.partial_output_shape = _check_output_shape(output_shape)
@@ -232,6 +233,7 @@ class EinsumDense(Activated):
                                       regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
         self.bias = self.add_weight("bias", bias_shape, self.bias_initializer, regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if bias_shape is not None else None
+        self._build_lora()
 
     def pre_activation(self, inputs, training=None):
         x = contiguous(ops.as_tensor(inputs))
@@ -250,6 +252,8 @@ class EinsumDense(Activated):
         xs = ops.permute_axes(x, [ins.index(c) for c in shared + rows + contracted])
         xs = ops.reshape(contiguous(xs), lead + (size(rows, in_size), size(contracted, in_size)))
         w = self.kernel.graph_tensor()
+        if self.lora_enabled:
+            w = ops.add(w, self._lora_delta())
         w = ops.permute_axes(w, [ker.index(c) for c in shared + cols + contracted])
         w = ops.reshape(contiguous(w), lead + (size(cols, ker_size), size(contracted, ker_size)))
         y = ops.mul_mat(w, xs)                                      # (shared..., rows, cols)
@@ -267,6 +271,7 @@ class EinsumDense(Activated):
         c.update(equation=self.equation, output_shape=shape[0] if len(shape) == 1 else list(shape),
                  activation=self.activation_name, bias_axes=self.bias_axes)
         c.update(weight_options_config(self, _OPTIONS))
+        self._lora_config(c)
         for k in ("kernel_initializer", "bias_initializer"):
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
                 c[k] = _init_config(getattr(self, k))

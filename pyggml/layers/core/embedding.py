@@ -5,6 +5,7 @@ import numpy as np
 from pyggml import _scope, ops
 from pyggml._validation import check_positive_int
 from pyggml.core import Tensor
+from pyggml.layers.core.lora import LoraWeights
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -15,7 +16,7 @@ _MAX_ONE_HOT = 1 << 27          # values of the one-hot that picks rows of compu
 
 
 @register_builtin
-class Embedding(Layer):
+class Embedding(LoraWeights, Layer):
     """``Embedding(input_dim, output_dim, mask_zero=False)``: weight (input_dim, output_dim).
 
     Its inputs are indices in [0, input_dim) (checked when data enters the model);
@@ -28,9 +29,13 @@ class Embedding(Layer):
 
     input_dtype = "int32"
 
+    _lora_names = ("lora_embeddings_a", "lora_embeddings_b")
+
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
-                 input_length=None, embeddings_regularizer=None, embeddings_constraint=None, **kwargs):
+                 input_length=None, embeddings_regularizer=None, embeddings_constraint=None, lora_rank=None,
+                 lora_alpha=None, **kwargs):
         super().__init__(**kwargs)
+        self._init_lora(lora_rank, lora_alpha)
         from pyggml.layers._helpers import set_weight_options
         set_weight_options(self, embeddings_regularizer=embeddings_regularizer,
                            embeddings_constraint=embeddings_constraint)
@@ -54,6 +59,7 @@ class Embedding(Layer):
         self.weight = self.add_weight("weight", (self.input_dim, self.output_dim), self.embeddings_initializer,
                                       layout="in_out", regularizer=self.embeddings_regularizer,
                                       constraint=self.embeddings_constraint)
+        self._build_lora()
 
     def compute_mask(self, inputs, mask=None):
         """With mask_zero, 1 where the index is not 0 (computed on the host from the
@@ -96,6 +102,9 @@ class Embedding(Layer):
             if "cannot be checked" not in str(e):
                 raise
             return self._picked(inputs)            # int ids computed in the graph (a cast of them)
+        if self.lora_enabled:
+            a, b = self._lora_factors()
+            rows = ops.add(rows, ops.multiply(ops.matmul(ops.get_rows(a, flat), b), self._lora_scale))
         return ops.reshape(rows, shape + (self.output_dim,))
 
     def _picked(self, ids):
@@ -114,11 +123,14 @@ class Embedding(Layer):
                              f"data (an Input(dtype='int32'), or computed on the host) instead")
         hot = ops.reshape(_class_rows(f, self.input_dim), (n, self.input_dim))
         out = ops.matmul(hot, self.weight)
+        if self.lora_enabled:
+            out = ops.add(out, self._lora_rows(hot))
         return ops.reshape(out if out.is_contiguous else ops.cont(out), shape + (self.output_dim,))
 
     def get_config(self):
         c = super().get_config()
         c.update(input_dim=self.input_dim, output_dim=self.output_dim, mask_zero=self.mask_zero)
+        self._lora_config(c)
         from pyggml.layers._helpers import weight_options_config
         c.update(weight_options_config(self, ("embeddings_regularizer", "embeddings_constraint")))
         from pyggml.initializers import config_value
