@@ -125,3 +125,44 @@ def test_lora_rank_in_the_constructor_and_refusals():
         layers.Dense(3, lora_rank=0)
     with pytest.raises(TypeError, match="lora_alpha"):
         layers.Dense(3, lora_rank=2, lora_alpha="big")
+
+
+class _MatrixStepCell(layers.Layer):
+    """A cell of the user's that takes each step's features as a matrix (Keras's RNN gives its
+    call (batch, h, w) of an input (batch, steps, h, w))."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.state_size = units
+
+    def build(self, shape):
+        self.k = self.add_weight(shape=(shape[-2] * shape[-1], self.units), initializer="glorot_uniform")
+        self.r = self.add_weight(shape=(self.units, self.units), initializer="orthogonal")
+
+    def call(self, x, states):
+        assert len(x.shape) == 3
+        x = keras.ops.reshape(x, (-1, x.shape[-2] * x.shape[-1]))
+        h = keras.ops.tanh(keras.ops.matmul(x, self.k) + keras.ops.matmul(states[0], self.r))
+        return h, [h]
+
+
+def test_rnn_of_a_cell_taking_matrix_steps_matches_numpy():
+    x = RNG.random((4, 5, 3, 2)).astype("f4")
+    inp = keras.Input((5, 3, 2))
+    rnn = layers.RNN(_MatrixStepCell(6), return_sequences=True)
+    m = keras.Model(inp, rnn(inp))
+    k, r = (np.asarray(v.numpy()) for v in (rnn.cell.k, rnn.cell.r))
+    h, want = np.zeros((4, 6), "f4"), []
+    for t in range(5):
+        h = np.tanh(x[:, t].reshape(4, 6) @ k + h @ r)
+        want.append(h)
+    np.testing.assert_allclose(m.predict(x, verbose=0), np.stack(want, 1), rtol=1e-5, atol=1e-6)
+    head = keras.Model(inp, layers.Dense(1)(layers.RNN(_MatrixStepCell(6))(inp)))
+    head.compile("adam", "mse")
+    y = RNG.random((4, 1)).astype("f4")
+    first = head.evaluate(x, y, verbose=0)
+    head.fit(x, y, epochs=20, verbose=0)
+    assert head.evaluate(x, y, verbose=0) < first
+    with pytest.raises(ValueError, match=r"\(steps, features\)"):
+        layers.LSTM(3)(keras.Input((5, 3, 2)))

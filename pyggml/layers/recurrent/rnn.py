@@ -92,8 +92,7 @@ class RNN(Stateful, TakesInitialState, SequenceMask, Layer):
     def compute_output_shape(self, input_shape):
         x_shape, state_shapes = self.split_inputs(list(input_shape)) if _several(input_shape) else (input_shape, None)
         x_shape = tuple(x_shape)
-        if len(x_shape) != 3:
-            raise ValueError(f"RNN expects inputs of shape (steps, features), got {x_shape[1:]}")
+        self._check_rank(x_shape)
         if state_shapes is not None:
             self._check_states(state_shapes)
         size = output_size_of(self.cell)
@@ -102,18 +101,25 @@ class RNN(Stateful, TakesInitialState, SequenceMask, Layer):
             return [out] + [(x_shape[0], s) for s in self.state_sizes]
         return out
 
+    def _check_rank(self, shape):
+        """(batch, steps, features); a cell of the user's may take each step's features in more
+        dims (Keras's: (batch, steps, h, w) gives its call (batch, h, w))."""
+        if len(shape) != 3 and (len(shape) < 3 or isinstance(self.cell, CellMath)):
+            raise ValueError(f"RNN expects inputs of shape (steps, features)"
+                             f"{'' if isinstance(self.cell, CellMath) else ' or (steps, *features)'}, "
+                             f"got {shape[1:]}")
+
     def build(self, input_shape):
         shape = tuple(input_shape)
-        if len(shape) != 3:
-            raise ValueError(f"RNN expects inputs of shape (steps, features), got {shape[1:]}")
-        self.cell._build_once((None, shape[-1]))
+        self._check_rank(shape)
+        self.cell._build_once((None,) + shape[2:])
 
     # --- the computation ----------------------------------------------------------------------
     def call(self, inputs, training=None, mask=None):
         x, states = self.split_inputs(inputs)
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
-        batch, steps, _ = x.shape
+        batch, steps = x.shape[:2]
         if states is not None:
             self._check_states([st.shape for st in states], batch)
             states = [contiguous(st) for st in states]
@@ -160,10 +166,12 @@ class RNN(Stateful, TakesInitialState, SequenceMask, Layer):
     def _run_cell(self, x, mask, states, training):
         """Any cell: called once per step on the step's rows."""
         cell = self.cell
-        batch, steps, feats = x.shape
+        batch, steps = x.shape[:2]
+        step_shape = tuple(x.shape[2:])                 # each step's features, as the cell takes them
+        feats = int(np.prod(step_shape))
         sizes, out_size = self.state_sizes, output_size_of(cell)
         state = self._initial_states(batch) if states is None else list(states)
-        xc = contiguous(x)
+        xc = contiguous(x) if len(step_shape) == 1 else ops.reshape(contiguous(x), (batch, steps, feats))
         # time-major, so that each step's (batch, features) rows are contiguous
         xt = ops.permute_axes(xc, (1, 0, 2)) if batch > 1 and steps > 1 else xc
         xt = contiguous(ops.reshape(contiguous(xt), (steps * batch, feats)))
@@ -176,6 +184,8 @@ class RNN(Stateful, TakesInitialState, SequenceMask, Layer):
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         for t in order:
             x_t = ops.view(xt, (batch, feats), offset=t * batch * feats * 4)
+            if len(step_shape) > 1:
+                x_t = ops.reshape(x_t, (batch,) + step_shape)
             out, new = call_cell(cell, x_t, structure_states(state, cell.state_size), training)
             if out is None or any(n is None for n in new):
                 raise ValueError(f"{name}.call returned None for its output or a state; it must return "
