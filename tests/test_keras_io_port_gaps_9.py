@@ -166,3 +166,19 @@ def test_rnn_of_a_cell_taking_matrix_steps_matches_numpy():
     assert head.evaluate(x, y, verbose=0) < first
     with pytest.raises(ValueError, match=r"\(steps, features\)"):
         layers.LSTM(3)(keras.Input((5, 3, 2)))
+
+
+def test_text_from_a_dataset_is_bytes_as_tensorflow_gives_it():
+    # keras-io's text scripts: ``text.numpy().decode("utf-8")`` and ``as_numpy_iterator()``
+    ds = keras.data.Dataset.from_tensor_slices(np.array(["a b", "c"]))
+    first = next(iter(ds))
+    assert first.numpy() == b"a b" and first.numpy().decode("utf-8") == "a b"
+    assert list(ds.as_numpy_iterator()) == [b"a b", b"c"]
+    batch = next(iter(ds.batch(2))).numpy()
+    assert batch.dtype == object and list(batch) == [b"a b", b"c"]
+    # the bytes go back into the text layers as they are
+    tv = layers.TextVectorization(max_tokens=10, output_sequence_length=3)
+    tv.adapt(batch)
+    np.testing.assert_array_equal(tv(batch), tv(np.array(["a b", "c"])))
+    # numbers are unchanged
+    assert next(keras.data.Dataset.from_tensor_slices(np.arange(3)).as_numpy_iterator()) == 0

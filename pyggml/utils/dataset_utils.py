@@ -36,8 +36,7 @@ import os
 import numpy as np
 
 from pyggml._validation import is_int
-from pyggml.utils.py_dataset import PyDataset
-from pyggml.utils.py_dataset import EagerArray
+from pyggml.utils.py_dataset import EagerArray, PyDataset, tf_numpy
 
 __all__ = ["Dataset", "TextLineDataset", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
 
@@ -309,9 +308,9 @@ class Dataset(PyDataset):
             i += 1
 
     def as_numpy_iterator(self):
-        """The elements as plain numpy arrays, a scalar as a numpy scalar (tf.data's)."""
+        """The elements as plain numpy arrays, a scalar as a numpy scalar, text as bytes (tf.data's)."""
         for element in self:
-            yield _map_structure(lambda a: np.asarray(a)[()] if np.ndim(a) == 0 else np.asarray(a), element)
+            yield _map_structure(lambda a: tf_numpy(np.asarray(a)), element)
 
     def take(self, count):
         """The first ``count`` elements (all for -1)."""

@@ -88,13 +88,25 @@ class EagerArray(np.ndarray):
     Keras scripts call it on what their datasets yield)."""
 
     def numpy(self):
-        a = np.asarray(self)
-        return a[()] if a.ndim == 0 else a         # a scalar as a numpy scalar, as a tensor's .numpy()
+        return tf_numpy(np.asarray(self))
 
     def __getitem__(self, key):
         item = super().__getitem__(key)
         # one element stays an array (0-d), as a tensor's does: y[0].numpy()
         return np.asarray(item).view(EagerArray) if isinstance(item, np.generic) else item
+
+
+def tf_numpy(a):
+    """What TensorFlow's ``.numpy()`` gives of an array: a scalar as a numpy scalar, text as
+    bytes (``b"..."``, which scripts ``.decode("utf-8")``; an array of text as an object array
+    of bytes)."""
+    if a.dtype.kind == "U":
+        if a.ndim == 0:
+            return str(a[()]).encode("utf-8")
+        out = np.empty(a.shape, dtype=object)
+        out.ravel()[:] = [str(v).encode("utf-8") for v in a.ravel()]
+        return out
+    return a[()] if a.ndim == 0 else a
 
 
 def _eager(a):
