@@ -182,3 +182,60 @@ def test_text_from_a_dataset_is_bytes_as_tensorflow_gives_it():
     np.testing.assert_array_equal(tv(batch), tv(np.array(["a b", "c"])))
     # numbers are unchanged
     assert next(keras.data.Dataset.from_tensor_slices(np.arange(3)).as_numpy_iterator()) == 0
+
+
+def test_metric_functions_match_numpy():
+    M = keras.metrics
+    yt = np.array([0, 2, 1, 1])
+    yp = np.array([[.7, .2, .1], [.1, .2, .7], [.3, .4, .3], [.5, .1, .4]], "f4")
+    hit = (yp.argmax(-1) == yt).astype("f4")
+    np.testing.assert_array_equal(M.sparse_categorical_accuracy(yt, yp), hit)
+    np.testing.assert_array_equal(M.sparse_categorical_accuracy(yt[:, None], yp), hit)
+    np.testing.assert_array_equal(M.categorical_accuracy(np.eye(3)[yt], yp), hit)
+    top2 = np.array([yt[i] in np.argsort(-yp[i])[:2] for i in range(4)], "f4")
+    np.testing.assert_array_equal(M.sparse_top_k_categorical_accuracy(yt, yp, k=2), top2)
+    np.testing.assert_array_equal(M.top_k_categorical_accuracy(np.eye(3)[yt], yp, k=2), top2)
+    ids = np.argsort(-yp, axis=-1)
+    np.testing.assert_array_equal(M.sparse_top_k_categorical_accuracy(yt, ids, k=2, from_sorted_ids=True), top2)
+    bt, bp = np.array([[1, 0], [0, 1]]), np.array([[.6, .4], [.7, .8]])
+    np.testing.assert_array_equal(M.binary_accuracy(bt, bp), ((bp > .5) == bt).mean(-1))
+    np.testing.assert_array_equal(M.binary_accuracy(bt, bp, threshold=0.75), ((bp > .75) == bt).mean(-1))
+    np.testing.assert_allclose(M.mean_squared_error(np.ones((2, 3)), np.zeros((2, 3))), [1.0, 1.0])
+    assert M.binary_crossentropy is keras.losses.binary_crossentropy
+
+
+def test_metric_functions_in_compile_train_save_and_a_custom_step(tmp_path):
+    M = keras.metrics
+    x = RNG.random((16, 4)).astype("f4")
+    y = RNG.integers(0, 3, 16)
+    m = keras.Sequential([keras.Input((4,)), layers.Dense(3, activation="softmax")])
+    m.compile("adam", "sparse_categorical_crossentropy",
+              metrics=[M.sparse_categorical_accuracy, M.sparse_top_k_categorical_accuracy, M.huber])
+    h = m.fit(x, y, verbose=0)
+    assert {"sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy", "huber"} <= set(h.history)
+    got = m.evaluate(x, y, verbose=0, return_dict=True)
+    p = m.predict(x, verbose=0)
+    assert got["sparse_categorical_accuracy"] == pytest.approx(float((p.argmax(-1) == y).mean()))
+    # huber of labels (n,) against (n, 3): the labels broadcast over the classes (Keras's)
+    err = np.abs(p - y[:, None])
+    want = np.where(err <= 1, 0.5 * err ** 2, err - 0.5).mean()
+    assert got["huber"] == pytest.approx(float(want), rel=1e-5)
+    m.save(str(tmp_path / "m.keras"))
+    back = keras.models.load_model(str(tmp_path / "m.keras")).evaluate(x, y, verbose=0, return_dict=True)
+    assert back == pytest.approx(got, rel=1e-5)
+
+    class Custom(keras.Model):
+        def train_step(self, data):
+            xb, yb = data
+            with keras.GradientTape() as tape:
+                pb = self(xb, training=True)
+                loss = keras.ops.mean(keras.losses.sparse_categorical_crossentropy(yb, pb))
+            grads = tape.gradient(loss, self.trainable_weights)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+            return {"loss": loss, "acc": keras.ops.mean(M.sparse_categorical_accuracy(yb, pb))}
+
+    inp = keras.Input((4,))
+    c = Custom(inp, layers.Dense(3, activation="softmax")(inp))
+    c.compile("adam")
+    acc = c.fit(x, y, batch_size=16, verbose=0).history["acc"][0]
+    assert 0.0 <= acc <= 1.0 and acc * 16 == pytest.approx(round(acc * 16))

@@ -17,6 +17,11 @@ def _pair(y_true, y_pred):
         if y_true.nelements != y_pred.nelements:
             # Keras's losses broadcast one against the other (a GAN's Hinge()(1.0, scores), MSE
             # against 0.0, a forecast of one step against a window of targets)
+            rt, rp = len(y_true.shape), len(y_pred.shape)
+            if rt == rp - 1:                # Keras first brings y_true to y_pred's rank
+                y_true = ops.expand_dims(y_true, -1)
+            elif rt == rp + 1 and y_true.shape[-1] == 1:
+                y_true = ops.squeeze(y_true, -1)
             try:
                 common = tuple(np.broadcast_shapes(tuple(y_true.shape), tuple(y_pred.shape)))
             except ValueError:

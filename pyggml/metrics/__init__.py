@@ -12,6 +12,7 @@ from pyggml.metrics.extra import (IoU, BinaryCrossentropy, CategoricalCrossentro
                                   MeanSquaredLogarithmicError, Poisson, R2Score, SparseCategoricalCrossentropy,
                                   SquaredHinge)
 from pyggml.metrics import more as _m
+from pyggml.metrics.functions import FUNCTIONS as _FUNCTIONS
 from pyggml.metrics.metric import Mean, MeanMetricWrapper, Metric
 from pyggml.metrics.more import (BinaryIoU, ConcordanceCorrelation, OneHotIoU, OneHotMeanIoU, PearsonCorrelation,
                                  PrecisionAtRecall, RecallAtPrecision, SensitivityAtSpecificity,
@@ -28,7 +29,8 @@ __all__ = ["Metric", "Mean", "MeanMetricWrapper", "Accuracy", "BinaryAccuracy", 
            "PrecisionAtRecall", "RecallAtPrecision", "SensitivityAtSpecificity", "SpecificityAtSensitivity",
            "BinaryIoU", "OneHotIoU", "OneHotMeanIoU", "Sum", "PearsonCorrelation", "ConcordanceCorrelation",
            "pearson_correlation", "concordance_correlation",
-           "get", "serialize", "deserialize"]
+           "get", "serialize", "deserialize"] + sorted(_FUNCTIONS)
+globals().update(_FUNCTIONS)
 
 _BY_NAME = {
     "binary_accuracy": _b.BinaryAccuracy, "categorical_accuracy": _b.CategoricalAccuracy,
@@ -68,6 +70,9 @@ def get(identifier, sparse=False, binary=False):
         raise ValueError(f"unknown metric {identifier!r}; known: {KNOWN}")
     if isinstance(identifier, type) and issubclass(identifier, Metric):
         return identifier()
+    name = getattr(identifier, "__name__", None)
+    if name in _BY_NAME and _FUNCTIONS.get(name) is identifier:
+        return _BY_NAME[name](name=name)          # Keras's metric function: its metric, so named
     if callable(identifier):
         return MeanMetricWrapper(identifier)
     raise ValueError(f"unknown metric {identifier!r}; known: {KNOWN}, a Metric or a function")
@@ -86,5 +91,7 @@ def deserialize(config, custom_objects=None):
     if isinstance(config, str):
         return config
     if config.get("class") == "function":
+        if config["name"] in _FUNCTIONS and config["name"] not in (custom_objects or {}):
+            return _FUNCTIONS[config["name"]]            # Keras's metric and loss functions
         return get_registered_object(config["name"], custom_objects)
     return get_registered_object(config["class"], custom_objects).from_config(config["config"])
