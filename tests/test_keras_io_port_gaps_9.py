@@ -239,3 +239,54 @@ def test_metric_functions_in_compile_train_save_and_a_custom_step(tmp_path):
     c.compile("adam")
     acc = c.fit(x, y, batch_size=16, verbose=0).history["acc"][0]
     assert 0.0 <= acc <= 1.0 and acc * 16 == pytest.approx(round(acc * 16))
+
+
+def _adafactor_reference(w, g, st, t, lr, decay=-0.8, eps1=1e-30, eps2=1e-3, clip=1.0):
+    """Keras's Adafactor step in float64, the weight in Keras's layout."""
+    def rms(a):
+        return np.sqrt(np.mean(a * a))
+    rho = min(lr, 1 / np.sqrt(t))
+    alpha = max(eps2, rms(w)) * rho
+    b = 1 - t ** decay
+    sq = g * g + eps1
+    if w.ndim >= 2:
+        st["r"] = b * st["r"] + (1 - b) * sq.mean(-1)
+        st["c"] = b * st["c"] + (1 - b) * sq.mean(-2)
+        v = (st["r"] / st["r"].mean(-1, keepdims=True))[..., None] * st["c"][..., None, :]
+    else:
+        st["v"] = b * st["v"] + (1 - b) * sq
+        v = st["v"]
+    u = g / np.sqrt(v)
+    return w - alpha * u / max(1.0, rms(u) / clip)
+
+
+def test_adafactor_matches_keras_update_on_dense_conv_and_a_tape():
+    from pyggml.layers._keras_weights import keras_value
+    x = RNG.random((8, 6, 6, 2)).astype("f4")
+    y = RNG.random((8, 4, 4, 3)).astype("f4")
+    m = keras.Sequential([keras.Input((6, 6, 2)), layers.Conv2D(3, 3)])
+    m.compile(keras.optimizers.Adafactor(learning_rate=0.05), "mse")
+    conv = m.layers[0]
+    k, b = (np.asarray(a, "f8") for a in conv.get_weights())           # Keras's (3, 3, 2, 3) kernel
+    sk, sb = {"r": np.zeros(k.shape[:-1]), "c": np.zeros(k.shape[:-2] + k.shape[-1:])}, {"v": np.zeros(3)}
+    for t in range(1, 4):
+        g = m.gradients(x, y)
+        gk = keras_value(conv.weight, np.asarray(g[f"{conv.name}.weight"]))
+        k = _adafactor_reference(k, gk.astype("f8"), sk, t, 0.05)
+        b = _adafactor_reference(b, np.asarray(g[f"{conv.name}.bias"], "f8"), sb, t, 0.05)
+        m.train_on_batch(x, y)
+    got = conv.get_weights()
+    np.testing.assert_allclose(got[0], k, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], b, rtol=1e-5, atol=1e-6)
+
+    v = keras.Variable(RNG.random((4, 3)).astype("f4"))
+    opt = keras.optimizers.Adafactor(learning_rate=0.1)
+    w, st = np.asarray(v.numpy(), "f8"), {"r": np.zeros(4), "c": np.zeros(3)}
+    for t in range(1, 3):
+        g = RNG.random((4, 3)).astype("f4")
+        opt.apply_gradients([(g, v)])
+        w = _adafactor_reference(w, g.astype("f8"), st, t, 0.1)
+    np.testing.assert_allclose(v.numpy(), w, rtol=1e-5, atol=1e-6)
+    cfg = opt.get_config()
+    assert cfg["beta_2_decay"] == -0.8 and keras.optimizers.get("adafactor").name == "adafactor"
+    assert type(keras.optimizers.Adafactor.from_config(cfg)) is keras.optimizers.Adafactor

@@ -187,10 +187,16 @@ def _contiguous(t):
     return t if t.is_contiguous else ops.cont(t)
 
 
-def _optimizer_ops(opt, param, grad, slots, scalars):
+def _optimizer_ops(opt, param, grad, slots, scalars, variable):
     """(the ops of one weight's optimizer step, the tensor holding its value after them):
-    the update (none without a gradient), then the moving average's (use_ema)."""
-    outs = opt.update(param, grad, slots, scalars) if grad is not None else []
+    the update (none without a gradient), then the moving average's (use_ema).  An optimizer
+    that reads the weight's layout (Adafactor) is given its Variable."""
+    if grad is None:
+        outs = []
+    elif opt.takes_variable:
+        outs = opt.update(param, grad, slots, scalars, variable=variable)
+    else:
+        outs = opt.update(param, grad, slots, scalars)
     value = _written(outs, param)
     more = opt.after_step(param, value, slots, scalars)
     if more and opt.ema_overwrite_frequency:
@@ -576,7 +582,7 @@ class TrainStep(_LossGraph):
                 updated = {}
                 for v, t, gr in grads:
                     outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale) if with_updates else None,
-                                                          self.state.slots(v), self.scalars)
+                                                          self.state.slots(v), self.scalars, v)
                     for out in outs:
                         graph.build_forward(out)
                 # Keras applies the weights' constraints after the optimizer's update
@@ -691,7 +697,7 @@ class ApplyGradients:
             scale = global_clip_scale(grads, opt.global_clipnorm) if opt.global_clipnorm is not None else None
             updated = {}
             for v, t, gr in zip(variables, params, grads):
-                outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale), state.slots(v), self.scalars)
+                outs, updated[id(v)] = _optimizer_ops(opt, t, opt.clip(gr, scale), state.slots(v), self.scalars, v)
                 built += outs
             # Keras applies the weights' constraints after the optimizer's update
             built += list(weight_rules.constraint_updates(layers, updated))

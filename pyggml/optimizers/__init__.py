@@ -1,8 +1,9 @@
 """Optimizers (Keras's names and defaults): Adam, AdamW, SGD (momentum,
-Nesterov), RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl, Lamb, Muon;
+Nesterov), RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl, Lamb, Muon, Adafactor;
 learning-rate schedules in ``schedules``."""
 
 from pyggml.optimizers import schedules
+from pyggml.optimizers.adafactor import Adafactor
 from pyggml.optimizers.adam import Adam, AdamW
 from pyggml.optimizers.lamb import Lamb
 from pyggml.optimizers.more import Adadelta, Adamax, Ftrl, Lion
@@ -13,12 +14,12 @@ from pyggml.optimizers.sgd import SGD
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
 __all__ = ["Optimizer", "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Lion", "Ftrl",
-           "Lamb", "Muon", "schedules", "get", "serialize",
+           "Lamb", "Muon", "Adafactor", "schedules", "get", "serialize",
            "deserialize"]
 
 _BY_NAME = {"adam": Adam, "adamw": AdamW, "sgd": SGD, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,
             "adamax": Adamax, "adadelta": Adadelta, "lion": Lion, "ftrl": Ftrl,
-            "lamb": Lamb, "muon": Muon}
+            "lamb": Lamb, "muon": Muon, "adafactor": Adafactor}
 
 
 def get(identifier):

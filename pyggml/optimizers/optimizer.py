@@ -63,6 +63,7 @@ class Optimizer:
 
     name = "optimizer"
     slot_names = ()
+    takes_variable = False      # update(..., variable=) is given the weight's Variable (its layout)
 
     def __init__(self, learning_rate=0.001, weight_decay=None, clipnorm=None, clipvalue=None,
                  global_clipnorm=None, use_ema=False, ema_momentum=0.99, ema_overwrite_frequency=None,
