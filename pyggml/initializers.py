@@ -57,7 +57,8 @@ def glorot_uniform(shape, rng, layout="out_in"):
 
 
 def orthogonal(shape, rng, layout="out_in"):
-    rows, cols = shape[0], int(np.prod(shape[1:]))
+    # PyTorch's flattening (out, the rest) here; Keras's (the rest, out) in Keras's layout
+    rows, cols = (int(np.prod(shape[:-1])), shape[-1]) if layout == "keras" else (shape[0], int(np.prod(shape[1:])))
     a = rng.standard_normal((max(rows, cols), min(rows, cols)))
     q, r = np.linalg.qr(a)
     q = q * np.sign(np.diag(r))

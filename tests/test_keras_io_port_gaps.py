@@ -834,7 +834,7 @@ def test_a_custom_layer_takes_tensors_positionally_and_by_keyword():
         m = keras.Model([a, t], out)
         x, y = RNG.random((3, 4)).astype(np.float32), RNG.random((3, 1)).astype(np.float32)
         w = dense.get_weights()
-        np.testing.assert_allclose(m.predict([x, y], verbose=0), 2 * (x @ w[0] + w[1]) + y, rtol=1e-5)
+        np.testing.assert_allclose(m.predict([x, y], verbose=0), 2 * (x @ w[0] + w[1]) + y, rtol=1e-5, atol=1e-6)
 
 
 def test_a_subclassed_model_trains_on_add_loss_from_inputs_alone():

@@ -290,3 +290,40 @@ def test_adafactor_matches_keras_update_on_dense_conv_and_a_tape():
     cfg = opt.get_config()
     assert cfg["beta_2_decay"] == -0.8 and keras.optimizers.get("adafactor").name == "adafactor"
     assert type(keras.optimizers.Adafactor.from_config(cfg)) is keras.optimizers.Adafactor
+
+
+class _OneWeight(layers.Layer):
+    def __init__(self, shape, init, **kwargs):
+        super().__init__(**kwargs)
+        self.shape_, self.init = shape, init
+
+    def build(self, input_shape):
+        self.w = self.add_weight(name="w", shape=self.shape_, initializer=self.init)
+
+    def call(self, x):
+        return x
+
+
+@pytest.mark.parametrize("shape", [(64, 512), (512, 32, 8), (3, 3, 3, 64)])
+@pytest.mark.parametrize("init", ["glorot_uniform", "he_uniform", "lecun_uniform"])
+def test_a_user_weight_counts_keras_fans(shape, init):
+    # Keras: fan_in = shape[-2] * prod(shape[:-2]), fan_out = shape[-1] * prod(shape[:-2]); the
+    # uniform draws reach the limit sqrt(6 / (fan_in + fan_out)), sqrt(6 / fan_in), sqrt(3 / fan_in)
+    rf = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    fan_in, fan_out = shape[-2] * rf, shape[-1] * rf
+    limit = {"glorot_uniform": np.sqrt(6 / (fan_in + fan_out)), "he_uniform": np.sqrt(6 / fan_in),
+             "lecun_uniform": np.sqrt(3 / fan_in)}[init]
+    layer = _OneWeight(shape, init)
+    layer.build((None, 4))
+    w = np.abs(layer.w.numpy())
+    assert 0.98 * limit < w.max() <= limit
+    # the same as the initializer called on the shape directly
+    direct = np.abs(np.asarray(keras.initializers.get(init)(shape)))
+    assert 0.98 * limit < direct.max() <= limit
+
+
+def test_a_user_orthogonal_weight_of_more_dims_flattens_as_keras():
+    layer = _OneWeight((3, 4, 6), "orthogonal")
+    layer.build((None, 4))
+    q = layer.w.numpy().reshape(12, 6)              # Keras's (prod(shape[:-1]), shape[-1])
+    np.testing.assert_allclose(q.T @ q, np.eye(6), atol=1e-5)

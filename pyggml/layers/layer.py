@@ -107,6 +107,11 @@ def _note_logits(layer, inputs, out, training):
         _logits.note(out, lambda: layer.pre_activation(inputs, training=training), act)
 
 
+def _called_from_pyggml():
+    """Whether the caller of the function calling this one is pyggml's own code."""
+    return sys._getframe(2).f_globals.get("__name__", "").startswith("pyggml")
+
+
 def _set_by_user_code():
     """Whether the attribute being set (Layer.__setattr__'s caller) is set by code outside pyggml."""
     return not sys._getframe(2).f_globals.get("__name__", "").startswith("pyggml")
@@ -696,13 +701,16 @@ class Layer:
             given.pop(k, None)
         if given.get("initializer") is None:
             given.pop("initializer", None)
+        if "layout" not in given and not _called_from_pyggml():
+            given["layout"] = "keras"      # a weight of the user's is in Keras's layout: Keras's fans
         return self._add_weight(**given)
 
     def add_variable(self, shape, initializer, dtype=None, trainable=True, autocast=True, regularizer=None,
                      constraint=None, name=None):
         """Keras 3's other name of ``add_weight``, its shape and initializer first."""
         return self.add_weight(shape=shape, initializer=initializer, dtype=dtype, trainable=trainable,
-                               regularizer=regularizer, constraint=constraint, name=name)
+                               regularizer=regularizer, constraint=constraint, name=name,
+                               layout="out_in" if _called_from_pyggml() else "keras")
 
     def _add_weight(self, name=None, shape=None, initializer="glorot_uniform", trainable=True, dtype=None,
                     layout="out_in", regularizer=None, constraint=None):
