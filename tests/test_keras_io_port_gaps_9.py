@@ -327,3 +327,28 @@ def test_a_user_orthogonal_weight_of_more_dims_flattens_as_keras():
     layer.build((None, 4))
     q = layer.w.numpy().reshape(12, 6)              # Keras's (prod(shape[:-1]), shape[-1])
     np.testing.assert_allclose(q.T @ q, np.eye(6), atol=1e-5)
+
+
+class FF(layers.Layer):
+    def call(self, x):
+        return x
+
+
+def test_a_subclassed_model_names_its_layers_by_kind_and_finds_them_by_attribute_too():
+    class M(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.layer_list = [FF(), FF()]
+            self.b = FF()
+            self.head = layers.Dense(2, name="out")
+
+        def call(self, x):
+            return self.head(self.b(x))
+
+    m = M()
+    assert [l.name for l in m.layers] == ["ff", "ff_1", "ff_2", "out"]
+    assert m.get_layer("ff_1") is m.layer_list[1]
+    assert m.get_layer("b") is m.b and m.get_layer("layer_list_0") is m.layer_list[0]
+    m(np.ones((2, 3), "f4"))
+    # the weights keep the attribute's name
+    assert list(m.get_weights()) == ["head.weight", "head.bias"]

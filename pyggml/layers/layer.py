@@ -107,6 +107,16 @@ def _note_logits(layer, inputs, out, training):
         _logits.note(out, lambda: layer.pre_activation(inputs, training=training), act)
 
 
+def _numbered(kind, taken):
+    """``kind``, else ``kind_1``, ``kind_2``, ...: the first not in ``taken``."""
+    if kind not in taken:
+        return kind
+    k = 1
+    while f"{kind}_{k}" in taken:
+        k += 1
+    return f"{kind}_{k}"
+
+
 def _called_from_pyggml():
     """Whether the caller of the function calling this one is pyggml's own code."""
     return sys._getframe(2).f_globals.get("__name__", "").startswith("pyggml")
@@ -574,7 +584,11 @@ class Layer:
             return
         for path, layer in found:
             if layer._given_name is None and not layer._has_name():
-                layer.name = path.replace(".", "_").lstrip("_") or layer.kind()
+                # Keras's: the kind's name, numbered among the layers held here (``ff_dense_1``);
+                # the attribute names the layer's weights (``<attribute>.<weight>``)
+                taken = {l.name for l in subs.values() if l is not layer and l._has_name()} | \
+                    {l.name for _, l in found if l is not layer and l._has_name()}
+                layer.name = _numbered(layer.kind(), taken)
         if mine and [(k, subs[k]) for k in mine] == found:
             return
         items, placed = [], False

@@ -13,7 +13,6 @@ import numpy as np
 
 from pyggml import _random, autodiff, optimizers as optimizers_mod
 from pyggml._lifetime import Freeable
-from pyggml._validation import is_int
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
 from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
@@ -21,7 +20,7 @@ from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs, snake_case
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
-from pyggml.models import array_calls, functional, host_stage, summary as summary_mod, training_loop
+from pyggml.models import array_calls, functional, host_stage, lookup, summary as summary_mod, training_loop
 from pyggml.models.compile_spec import CompileSpec
 from pyggml.models.rebuild import from_own_config
 from pyggml.models.runtime import Runtime, drop_graphs_holding
@@ -330,19 +329,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return int(sum(v.size for _, v in self.named_variables()))
 
     def get_layer(self, name=None, index=None):
-        layers = self.layers
-        if (name is None) == (index is None):
-            raise ValueError("give exactly one of name and index")
-        if index is not None:
-            if not is_int(index):
-                raise TypeError("index must be an int")
-            if not -len(layers) <= index < len(layers):
-                raise ValueError(f"index {index} out of range for {len(layers)} layers")
-            return layers[index]
-        for l in layers:
-            if l.name == name:
-                return l
-        raise ValueError(f"no layer named {name!r}; layers: {[l.name for l in layers]}")
+        return lookup.get_layer(self, name, index)
 
     def _trainable_signature(self):
         return tuple(v.trainable for _, v in self.named_variables())
