@@ -20,8 +20,7 @@ def get_layer(model, name=None, index=None):
         if layer.name == name:
             return layer
     held = model.__dict__.get("_sublayers", {})
-    if isinstance(name, str):
-        for key in (name, name.replace("_", ".")):
-            if key in held:
-                return held[key]
+    for path, layer in held.items():                # ("layer_list_0" for layer_list[0])
+        if name in (path, path.replace(".", "_")):
+            return layer
     raise ValueError(f"no layer named {name!r}; layers: {[layer.name for layer in layers]}")
