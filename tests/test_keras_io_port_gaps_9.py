@@ -351,4 +351,4 @@ def test_a_subclassed_model_names_its_layers_by_kind_and_finds_them_by_attribute
     assert m.get_layer("b") is m.b and m.get_layer("layer_list_0") is m.layer_list[0]
     m(np.ones((2, 3), "f4"))
     # the weights keep the attribute's name
-    assert list(m.get_weights()) == ["head.weight", "head.bias"]
+    assert list(m.get_weights()) == ["m.head.weight", "m.head.bias"]
