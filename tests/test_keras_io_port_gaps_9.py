@@ -352,3 +352,25 @@ def test_a_subclassed_model_names_its_layers_by_kind_and_finds_them_by_attribute
     m(np.ones((2, 3), "f4"))
     # the weights keep the attribute's name
     assert list(m.get_weights()) == ["m.head.weight", "m.head.bias"]
+
+
+def test_compiled_metrics_of_a_model_compiled_without_metrics_takes_updates():
+    # keras-io's metric_learning: self.compiled_metrics.update_state(...) in a train_step of a
+    # model compiled with a loss only
+    class M(keras.Model):
+        def train_step(self, data):
+            x, y = data
+            with keras.GradientTape() as tape:
+                p = self(x, training=True)
+                loss = self.compute_loss(y=y, y_pred=p)
+            grads = tape.gradient(loss, self.trainable_weights)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+            self.compiled_metrics.update_state(y, p)
+            return {m.name: m.result() for m in self.metrics}
+
+    inp = keras.Input((3,))
+    m = M(inp, layers.Dense(1)(inp))
+    m.compile("sgd", "mse")
+    h = m.fit(RNG.random((8, 3)), RNG.random((8, 1)), verbose=0)
+    assert np.isfinite(h.history["loss"][0])
+    assert m.compiled_metrics.result() == {}

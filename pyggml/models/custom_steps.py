@@ -281,6 +281,23 @@ def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training
     return total
 
 
+class _NoCompiledMetrics:
+    """``model.compiled_metrics`` of a model compiled without metrics (Keras's shim is there
+    whatever compile got): a train_step's ``update_state`` has nothing to update."""
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        return None
+
+    def reset_state(self):
+        return None
+
+    def result(self):
+        return {}
+
+
+_NO_METRICS = _NoCompiledMetrics()
+
+
 def compute_metrics(self, x, y, y_pred, sample_weight=None):
     """Update the compiled metrics with the batch; returns ``get_metrics_result()``."""
     cm = self.__dict__.get("_custom_metrics")
@@ -864,5 +881,5 @@ def install(cls):
     cls.reset_metrics = reset_metrics
     cls._tracker = _tracker
     cls.compiled_loss = property(_compiled_loss)
-    cls.compiled_metrics = property(lambda self: self.__dict__.get("_custom_metrics"))
+    cls.compiled_metrics = property(lambda self: self.__dict__.get("_custom_metrics") or _NO_METRICS)
     return cls
