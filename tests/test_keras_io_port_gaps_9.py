@@ -374,3 +374,34 @@ def test_compiled_metrics_of_a_model_compiled_without_metrics_takes_updates():
     h = m.fit(RNG.random((8, 3)), RNG.random((8, 1)), verbose=0)
     assert np.isfinite(h.history["loss"][0])
     assert m.compiled_metrics.result() == {}
+
+
+@pytest.mark.parametrize("method", ["apply_gradients", "apply"])
+def test_fit_calls_an_optimizer_subclass_override_each_step(method):
+    # keras-io's gradient centralization, as a Keras 3 user writes it: the optimizer's
+    # apply_gradients (or apply) changes the gradients before the step
+    calls = []
+
+    class Centralized(keras.optimizers.SGD):
+        if method == "apply_gradients":
+            def apply_gradients(self, grads_and_vars):
+                calls.append(1)
+                return super().apply_gradients([(g - np.mean(np.asarray(g), axis=0, keepdims=True)
+                                                 if np.ndim(g) > 1 else g, v) for g, v in grads_and_vars])
+        else:
+            def apply(self, grads, trainable_variables=None):
+                calls.append(1)
+                return super().apply([g - np.mean(np.asarray(g), axis=0, keepdims=True) if np.ndim(g) > 1 else g
+                                      for g in grads], trainable_variables)
+
+    x, y = RNG.random((64, 4)).astype("f4"), RNG.random((64, 1)).astype("f4")
+    m = keras.Sequential([keras.Input((4,)), layers.Dense(3), layers.Dense(1)])
+    m.compile(optimizer=Centralized(learning_rate=0.1), loss="mse")
+    k0 = np.asarray(m.layers[0].kernel.numpy()).copy()
+    m.fit(x, y, epochs=1, batch_size=16, shuffle=False, verbose=0)
+    assert len(calls) == 4
+    # the gradients come in pyggml's layout (units, in) (API.md), centralised over axis 0 there:
+    # each row of the Keras-layout kernel's step sums to zero
+    step = np.asarray(m.layers[0].kernel.numpy()) - k0
+    np.testing.assert_allclose(step.sum(axis=1), 0, atol=1e-6)
+    assert np.abs(step).max() > 1e-4

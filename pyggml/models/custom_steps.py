@@ -204,7 +204,8 @@ def _output_names(model):
 
 
 def uses_custom_fit(model, base):
-    return _overrides(model, "train_step", base) or _overrides(model, "compute_loss", base) or _graphless(model)
+    return _overrides(model, "train_step", base) or _overrides(model, "compute_loss", base) or _graphless(model) \
+        or getattr(model.__dict__.get("optimizer"), "steps_through_python", False)
 
 
 def _custom_evaluate(model, base):

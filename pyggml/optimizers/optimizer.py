@@ -144,11 +144,24 @@ class Optimizer:
         """One step on given gradients: ``[(gradient, Variable), ...]`` (Keras's form, e.g.
         ``zip(model.gradients(x, y).values(), model.trainable_variables)``); a None
         gradient is skipped.  The variables must belong to a compiled model; the
-        optimizer's state for them is the model's own when this is its optimizer."""
+        optimizer's state for them is the model's own when this is its optimizer.  As in
+        Keras, it goes through ``apply`` (a subclass overriding either is called by fit)."""
+        pairs = list(grads_and_vars)
+        return self.apply([g for g, _ in pairs], [v for _, v in pairs])
+
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's form: ``apply(grads, variables)``, or ``apply(grads_and_vars)``."""
+        if trainable_variables is None:
+            return self._apply_pairs(list(grads))
+        grads, trainable_variables = list(grads), list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(f"apply: {len(grads)} gradients for {len(trainable_variables)} variables")
+        return self._apply_pairs(list(zip(grads, trainable_variables)))
+
+    def _apply_pairs(self, pairs):
         from pyggml.variables import Variable
         by_home = {}
         loose = []
-        pairs = list(grads_and_vars)
         seen = set()
         for g, v in pairs:
             v = getattr(v, "variable", v)            # a model's trainable_weights names the Variable
@@ -188,14 +201,12 @@ class Optimizer:
             LOOSE_HANDLER[0](self, loose)
         self.iterations = start + 1
 
-    def apply(self, grads, trainable_variables=None):
-        """Keras 3's form: ``apply(grads, variables)``, or ``apply(grads_and_vars)``."""
-        if trainable_variables is None:
-            return self.apply_gradients(grads)
-        grads, trainable_variables = list(grads), list(trainable_variables)
-        if len(grads) != len(trainable_variables):
-            raise ValueError(f"apply: {len(grads)} gradients for {len(trainable_variables)} variables")
-        return self.apply_gradients(zip(grads, trainable_variables))
+    @property
+    def steps_through_python(self):
+        """True for a subclass of the user's that overrides ``apply_gradients`` or ``apply``:
+        fit then calls them every step (Keras's), instead of its fused step."""
+        cls = type(self)
+        return cls.apply_gradients is not Optimizer.apply_gradients or cls.apply is not Optimizer.apply
 
     def scale_loss(self, loss):
         """``loss * loss_scale_factor`` (the loss itself without one): Keras's, for custom loops."""
