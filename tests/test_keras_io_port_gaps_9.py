@@ -405,3 +405,47 @@ def test_fit_calls_an_optimizer_subclass_override_each_step(method):
     step = np.asarray(m.layers[0].kernel.numpy()) - k0
     np.testing.assert_allclose(step.sum(axis=1), 0, atol=1e-6)
     assert np.abs(step).max() > 1e-4
+
+
+class _Pair(keras.Model):
+    """keras-io's Keras 3 CycleGAN pattern: a call() never used by fit, built sub-models, an
+    own train_step and compile."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.g = keras.Sequential([keras.Input((4,)), layers.Dense(4)])
+        self.d = keras.Sequential([keras.Input((4,)), layers.Dense(1)])
+
+    def call(self, x):
+        return self.d(x), self.g(x)
+
+    def compile(self, opt):
+        super().compile()
+        self.opt = opt
+
+    def train_step(self, data):
+        with keras.GradientTape() as tape:
+            loss = keras.ops.mean(keras.ops.square(self.d(self.g(data))))
+        v = self.g.trainable_variables + self.d.trainable_variables
+        self.opt.apply_gradients(zip(tape.gradient(loss, v), v))
+        return {"loss": loss}
+
+
+def test_weights_of_a_subclassed_model_fit_by_its_own_step_without_a_call_save_and_load(tmp_path):
+    m = _Pair()
+    m.compile(keras.optimizers.Adam(0.1))
+    before = m.get_weights()
+    m.fit(np.ones((8, 4), "f4"), epochs=2, verbose=0,
+          callbacks=[keras.callbacks.ModelCheckpoint(str(tmp_path / "ck.weights.h5"), save_weights_only=True)])
+    after = m.get_weights()
+    assert set(before) == set(after) and len(after) == 4
+    assert any(not np.array_equal(before[k], after[k]) for k in after)
+    fresh = _Pair()
+    fresh.load_weights(str(tmp_path / "ck.weights.h5"))
+    for k, a in fresh.get_weights().items():
+        np.testing.assert_array_equal(a, after[k])
+    # once called, the model names its weights the same
+    x = np.ones((2, 4), "f4")
+    fresh(x)
+    assert set(fresh.get_weights()) == set(after)
+    np.testing.assert_array_equal(fresh(x)[0], m.d(x))

@@ -163,7 +163,10 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def named_variables(self):
         topo = self._topology
         if topo is None:
-            return super().named_variables()
+            # a subclassed model not called yet (a GAN stepped by its train_step): its layers' weights,
+            # named as they will be once it is (saved and loaded so)
+            held = super().named_variables()
+            return [(f"{self.name}.{n}", v) for n, v in held] if self.__dict__.get("_subclassed") else held
         out, seen = [], set()
         for l in topo.layers:
             for n, v in l.named_variables():
@@ -284,7 +287,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def get_weights(self):
         """A dict {"<layer>.<weight>": array} of copies (an int index: Keras's list)."""
         self.check_alive()
-        self._ensure_graph()
+        if not (self.__dict__.get("_subclassed") and self._topology is None):
+            self._ensure_graph()
         with self._lock:
             if self._rt is not None:
                 self._runtime()
