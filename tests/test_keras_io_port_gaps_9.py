@@ -449,3 +449,14 @@ def test_weights_of_a_subclassed_model_fit_by_its_own_step_without_a_call_save_a
     fresh(x)
     assert set(fresh.get_weights()) == set(after)
     np.testing.assert_array_equal(fresh(x)[0], m.d(x))
+
+
+def test_summary_counts_as_keras_prints_them():
+    m = keras.Sequential([keras.Input((784,)), layers.Dense(512), layers.BatchNormalization(), layers.Dense(10)])
+    lines = []
+    m.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert "401,920" in text and "5,130" in text
+    # 409,098 float32 values: 1,636,392 bytes = 1.56 MB; the moving statistics do not train
+    assert "Total params: 409,098 (1.56 MB)" in text
+    assert "Non-trainable params: 1,024 (4.00 KB)" in text

@@ -36,8 +36,21 @@ def _print_table(model, rows, totals, print_fn, layers=None, show_trainable=Fals
         out.append("".join(c.ljust(w[i]) for i, c in enumerate(r)))
         if k == 0:
             out.append("=" * sum(w))
-    out += ["=" * sum(w)] + [f"{what} params: {n}" for what, n in zip(("Total", "Trainable", "Non-trainable"), totals)]
+    out += ["=" * sum(w)] + [f"{what} params: {_count(n)}" for what, n in zip(("Total", "Trainable", "Non-trainable"),
+                                                                            totals)]
     print_fn("\n".join(out))
+
+
+def _count(n):
+    """Keras's: ``31,043 (121.26 KB)``, the float32 weights' size (a text, e.g. unbuilt, as it is)."""
+    if not isinstance(n, int):
+        return n
+    size, unit = float(4 * n), "B"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            break
+        size /= 1024
+    return f"{n:,} ({size:.2f} {unit})"
 
 
 def _layer_range(layers, layer_range):
@@ -75,7 +88,7 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
     if built_without_graph(model):
         # a subclassed model whose own build() built its layers (no graph yet): Keras's table, its
         # layers' weights counted, no shapes
-        rows = [(f"{l.name} ({_class_name(l)})", "?", str(l.count_params())) for l in model.layers]
+        rows = [(f"{l.name} ({_class_name(l)})", "?", f"{l.count_params():,}") for l in model.layers]
         total = model.count_params()
         trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
         return _print_table(model, rows, [total, trainable, total - trainable], print_fn)
@@ -93,7 +106,7 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
         # a fixed batch size (Keras's Input(batch_shape=...)) shows, as in Keras
         shapes = [(n.batch_size,) + tuple(n.feature_shape) for n in nodes]
         shape = _shape(shapes) if len(nodes) > 1 else (_shape(shapes[0]) if nodes else "?")
-        rows.append((f"{l.name} ({_class_name(l)})", shape, str(l.count_params())))
+        rows.append((f"{l.name} ({_class_name(l)})", shape, f"{l.count_params():,}"))
     total = model.count_params()
     trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
     _print_table(model, rows, [total, trainable, total - trainable], print_fn, shown, show_trainable)
