@@ -129,6 +129,8 @@ class Variable:
         self._tensor = None          # the device tensor holding the values, when bound
         self._home = None            # the object that owns that tensor (a weight store)
         self._lost = None            # why the values are gone (their device failed), or None
+        # made while a graph was being built (a layer made in a call): no graph can read it as data
+        self._made_in_graph = _scope.current() is not None
         # Keras's weight options (pyggml.regularizers, pyggml.constraints), set by add_weight
         self.regularizer = None      # a penalty added to the training loss
         self.constraint = None       # a projection applied after every optimizer update

@@ -460,3 +460,40 @@ def test_summary_counts_as_keras_prints_them():
     # 409,098 float32 values: 1,636,392 bytes = 1.56 MB; the moving statistics do not train
     assert "Total params: 409,098 (1.56 MB)" in text
     assert "Non-trainable params: 1,024 (4.00 KB)" in text
+
+
+def _net_calling(aug):
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.flat = layers.Flatten()
+            self.out = layers.Dense(3)
+
+        def call(self, inputs):
+            return self.out(self.flat(aug(inputs)))
+    return Net()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_a_layer_at_module_level_used_in_call_works_as_in_keras(dtype):
+    # keras-io's perceiver: the call starts with a module-level data_augmentation whose adapted
+    # Normalization the model does not hold (so does not train, as in Keras)
+    x = RNG.uniform(0, 255, (32, 8, 8, 3)).astype(dtype)
+    y = RNG.integers(0, 3, (32, 1))
+    norm = layers.Normalization()
+    norm.adapt(x)
+    m = _net_calling(norm)
+    m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m.fit(x, y, epochs=1, verbose=0)
+    mean, var = (np.asarray(v) for v in (norm.mean, norm.variance))
+    k, b = m.out.get_weights()
+    want = ((x.astype("f8") - mean) / np.sqrt(np.maximum(var, 1e-7))).reshape(32, -1) @ k + b
+    np.testing.assert_allclose(m.predict(x, verbose=0), want, rtol=1e-4, atol=1e-4)
+    assert len(m.trainable_weights) == 2               # the Normalization is not the model's
+
+    aug = keras.Sequential([layers.Normalization(), layers.Resizing(4, 4)])
+    aug.layers[0].adapt(x)
+    m2 = _net_calling(aug)
+    m2.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m2.fit(x, y, epochs=1, verbose=0)
+    assert m2.predict(x, verbose=0).shape == (32, 3)

@@ -66,6 +66,11 @@ class GraphBuilder:
         if t is None:
             # a stateful layer's states: not weights, kept in the runtime's state stores
             t = self.state_tensor(variable)
+        if t is None and not getattr(variable, "_made_in_graph", True):
+            # a layer the model does not hold (one at module level its call uses, an adapted
+            # Normalization): as in Keras, whose model does not track it, its weights are not the
+            # model's to train; the graph reads their values now
+            return self.constant(variable.numpy().reshape(variable.store_shape))
         if t is None:
             raise GGMLError(f"the weight {variable.name!r} is not one of this model's (a layer made it while "
                             f"the graph was being built: build every layer before compiling)")

@@ -202,8 +202,8 @@ def build_graph(model, specs, many, from_build=False):
             with training_context(False):
                 loose_out = SubclassedCall(model)(given(loose_ins))
             ins, out = loose_ins, loose_out
-        except (ValueError, TypeError, IndexError):
-            pass
+        except (ValueError, TypeError, IndexError, MemoryError):
+            pass              # (a host layer's probe of the stand-in lengths may not fit in memory)
     model._multi_in = bool(many) or keys is not None
     model._multi_out = isinstance(out, (list, tuple, dict))
     if isinstance(out, dict):            # a call returning a dict (keras-io's AdaIN): predict gives one
