@@ -497,3 +497,27 @@ def test_a_layer_at_module_level_used_in_call_works_as_in_keras(dtype):
     m2.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     m2.fit(x, y, epochs=1, verbose=0)
     assert m2.predict(x, verbose=0).shape == (32, 3)
+
+
+def test_a_model_starting_with_preprocessing_nests_on_computed_tensors():
+    # keras-io's semantic_image_clustering: the clustering model (Resizing, an adapted
+    # Normalization, RandomFlip, then dense layers) called on an Input and on a reshape of another
+    x = RNG.uniform(0, 255, (16, 8, 8, 3)).astype("f4")
+    pre = keras.Sequential([layers.Resizing(8, 8), layers.Normalization()])
+    pre.layers[-1].adapt(x)
+    inp = keras.Input((8, 8, 3))
+    h = layers.RandomFlip("horizontal")(pre(inp))
+    inner = keras.Model(inp, layers.Dense(4, activation="softmax")(layers.Flatten()(h)), name="clustering")
+    a = keras.Input((8, 8, 3), name="anchors")
+    n = keras.Input((2, 8, 8, 3), name="neighbours")
+    out_n = keras.ops.reshape(inner(keras.ops.reshape(n, (-1, 8, 8, 3))), (-1, 2, 4))
+    outer = keras.Model([a, n], [inner(a), out_n])
+    pairs = np.stack([x[::-1], x], 1)
+    got_a, got_n = outer.predict([x, pairs], verbose=0)
+    want = inner.predict(x, verbose=0)
+    np.testing.assert_allclose(got_a, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_n[:, 1], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_n[:, 0], want[::-1], rtol=1e-5, atol=1e-6)
+    outer.compile("adam", ["mse", "mse"])
+    hist = outer.fit([x, pairs], [want, np.stack([want[::-1], want], 1)], epochs=2, verbose=0)
+    assert np.isfinite(hist.history["loss"]).all()

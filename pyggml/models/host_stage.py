@@ -72,6 +72,16 @@ class HostStage:
         return self._host_layers() is not None
 
     @property
+    def graph_call(self):
+        """A Sequential of preprocessing layers that can all run in a graph too (Resizing,
+        Normalization, the random image layers with a graph form): its call, which runs them
+        there on a tensor the graph computes (a model holding it nested in another); else None."""
+        layers = self._host_layers() if getattr(self, "_stack", None) is not None else None
+        if not layers or any(_runs_on_host(l) for l in layers):
+            return None
+        return self.call
+
+    @property
     def host_training(self):
         layers = self._host_layers()
         return bool(layers) and any(getattr(l, "host_training", False) for l in layers)
