@@ -50,7 +50,8 @@ __all__ = ["erfc", "fabs", "fmax", "fmin", "fmod", "heaviside", "hypot", "sinc",
            "nancumsum", "nancumprod", "nanmedian", "nanquantile", "nanpercentile", "percentile",
            "hanning", "hamming", "bartlett", "blackman", "kaiser",
            "matrix_power", "pinv", "logdet", "matrix_rank",
-           "depth_to_space", "space_to_depth", "segment_min", "segment_prod"]
+           "depth_to_space", "space_to_depth", "segment_min", "segment_prod",
+           "deg2rad", "rad2deg", "bitwise_left_shift", "bitwise_right_shift", "cholesky_inverse"]
 
 # names that are also ggml ops of pyggml.core.ops: ggml's form for a Tensor outside a model's graph
 SHARED_WITH_GGML = ()
@@ -1567,3 +1568,43 @@ def segment_prod(data, segment_ids, num_segments=None, sorted=False):  # noqa: A
     hot, flat, ds = _segment_masks(data, segment_ids, n, "segment_prod")
     factors = _cont(hot * flat + (_one() - hot))                # off-segment rows: 1
     return _c.reshape(_cont(_ops_math.prod(factors, axis=1)), (n,) + ds[1:])
+
+
+# --- angles, shifts and one more factorisation --------------------------------------------------
+
+def _as_float(x):
+    """x with integers (and bools) as float32, as Keras's angle conversions give floats."""
+    if isinstance(x, (Tensor, Variable)) or _scope.current() is not None:
+        return x
+    a = np.asarray(x)
+    return a.astype(np.float32) if a.dtype.kind in "biu" else x
+
+
+def deg2rad(x):
+    """Keras's ``ops.deg2rad``: ``x * pi / 180`` (integers become float32)."""
+    return _np_ops.multiply(_as_float(x), math.pi / 180.0)
+
+
+def rad2deg(x):
+    """Keras's ``ops.rad2deg``: ``x * 180 / pi`` (integers become float32)."""
+    return _np_ops.multiply(_as_float(x), 180.0 / math.pi)
+
+
+def bitwise_left_shift(x, y):
+    """Keras's other name of ``left_shift``."""
+    return _ops_math.left_shift(x, y)
+
+
+def bitwise_right_shift(x, y):
+    """Keras's other name of ``right_shift``."""
+    return _ops_math.right_shift(x, y)
+
+
+def cholesky_inverse(x, upper=False):
+    """Keras's ``ops.cholesky_inverse``: the inverse of ``A`` from its Cholesky factor ``x``
+    (``A = x x^T`` for a lower factor, ``x^T x`` with ``upper=True``), square matrices in the
+    last two axes; it trains in a graph (through ``inv``)."""
+    upper = _flag(upper, "cholesky_inverse", "upper")
+    t = _ops_math.moveaxis(x, -1, -2)
+    a = _np_ops.matmul(t, x) if upper else _np_ops.matmul(x, t)
+    return _ops_control.inv(a)

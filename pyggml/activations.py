@@ -22,7 +22,7 @@ from pyggml.variables import Variable
 __all__ = ["relu", "sigmoid", "tanh", "gelu", "silu", "swish", "elu", "leaky_relu", "softmax", "log_softmax",
            "linear", "relu6", "selu", "softplus", "softsign", "exponential", "hard_sigmoid", "hard_silu",
            "hard_swish", "hard_tanh", "mish", "celu", "glu", "log_sigmoid", "soft_shrink", "sparse_plus",
-           "squareplus", "tanh_shrink", "sparsemax", "get", "name_of", "serialize", "deserialize"]
+           "squareplus", "tanh_shrink", "sparsemax", "hard_shrink", "sparse_sigmoid", "threshold", "get", "name_of", "serialize", "deserialize"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 
@@ -254,6 +254,9 @@ sparse_plus = _from_ops("sparse_plus")
 squareplus = _from_ops("squareplus")
 tanh_shrink = _from_ops("tanh_shrink")
 sparsemax = _from_ops("sparsemax")
+hard_shrink = _from_ops("hard_shrink")
+sparse_sigmoid = _from_ops("sparse_sigmoid")
+threshold = _from_ops("threshold")
 
 _BY_NAME = {
     "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softmax": softmax, "gelu": gelu,
@@ -262,7 +265,8 @@ _BY_NAME = {
     "exponential": exponential, "hard_sigmoid": hard_sigmoid, "hard_silu": hard_silu, "hard_swish": hard_silu,
     "hard_tanh": hard_tanh, "mish": mish, "celu": celu, "glu": glu, "log_sigmoid": log_sigmoid,
     "soft_shrink": soft_shrink, "sparse_plus": sparse_plus, "squareplus": squareplus,
-    "tanh_shrink": tanh_shrink, "sparsemax": sparsemax,
+    "tanh_shrink": tanh_shrink, "sparsemax": sparsemax, "hard_shrink": hard_shrink,
+    "sparse_sigmoid": sparse_sigmoid, "threshold": threshold,
 }
 
 

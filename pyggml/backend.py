@@ -7,7 +7,8 @@ takes "float32" only and ``image_data_format`` is "channels_last" unless set; la
 take ``data_format=`` choose it themselves."""
 
 __all__ = ["epsilon", "set_epsilon", "floatx", "set_floatx", "image_data_format", "set_image_data_format",
-           "backend", "clear_session", "is_keras_tensor"]
+           "backend", "clear_session", "is_keras_tensor", "standardize_dtype", "is_float_dtype", "is_int_dtype",
+           "result_type", "get_uid", "name_scope", "device"]
 
 _EPSILON = [1e-7]
 _DATA_FORMAT = ["channels_last"]
@@ -50,8 +51,9 @@ def backend():
 
 
 def clear_session(free_memory=True):
-    """Resets the layer-name counters' global state, as Keras's does: nothing to reset in pyggml,
-    whose layer names are numbered within each model."""
+    """Resets the global name counters (``get_uid``), as Keras's does (pyggml's layer names are
+    numbered within each model: nothing else to reset)."""
+    _UIDS.clear()
     return None
 
 
@@ -60,3 +62,103 @@ def is_keras_tensor(x):
     layer's output on one), not an array or a computed tensor."""
     from pyggml.layers.node import Node
     return isinstance(x, Node)
+
+
+# --- dtypes (Keras's names: "float32", "int64", "bool", "string", ...) ---------------------------
+
+_PYTHON_DTYPES = {bool: "bool", int: "int64", float: "float32", str: "string"}
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def standardize_dtype(dtype):
+    """Keras's name of a dtype: None is floatx(), Python's types and numpy's dtypes by their
+    names (``int`` is "int64", ``float`` "float32", ``str`` "string")."""
+    import numpy as np
+    if dtype is None:
+        return floatx()
+    if dtype in _PYTHON_DTYPES:
+        return _PYTHON_DTYPES[dtype]
+    if isinstance(dtype, str) and dtype in ("bfloat16", "string"):
+        return dtype
+    name = getattr(dtype, "name", None)
+    if isinstance(name, str) and not isinstance(dtype, (str, np.dtype)):
+        return standardize_dtype(name)               # a torch dtype's name, a DTypePolicy's
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"invalid dtype: {dtype!r}") from None
+    if d.kind in "USO":
+        return "string"
+    return d.name
+
+
+def is_float_dtype(dtype):
+    dtype = standardize_dtype(dtype)
+    return dtype.startswith("float") or dtype.startswith("bfloat")
+
+
+def is_int_dtype(dtype):
+    dtype = standardize_dtype(dtype)
+    return dtype.startswith("int") or dtype.startswith("uint")
+
+
+def result_type(*dtypes):
+    """The dtype Keras's ops give for operands of these dtypes: the widest float among them
+    when there is one (an integer does not widen a float: int64 with float32 is float32),
+    else numpy's promotion of the integers and bools; no dtypes: floatx()."""
+    import numpy as np
+    names = [standardize_dtype(d) for d in dtypes]
+    if not names:
+        return floatx()
+    floats = [n for n in names if n in _FLOATS]
+    if floats:
+        if "bfloat16" in floats and "float16" in floats:
+            floats.append("float32")                 # neither holds the other
+        return max(floats, key=lambda n: (_FLOATS.index(n) if n != "bfloat16" else _FLOATS.index("float16")))
+    if "string" in names:
+        if any(n != "string" for n in names):
+            raise ValueError(f"result_type: strings do not combine with numbers, got {names}")
+        return "string"
+    return np.result_type(*[np.dtype(n) for n in names]).name
+
+
+_UIDS = {}
+
+
+def get_uid(prefix=""):
+    """1, 2, 3, ... for each call with the same prefix (Keras's name counter)."""
+    _UIDS[prefix] = _UIDS.get(prefix, 0) + 1
+    return _UIDS[prefix]
+
+
+class name_scope:
+    """Keras's ``with keras.name_scope("block"):``: names nothing here (pyggml names layers within
+    their model) and keeps the name for code that reads it (``scope.name``)."""
+
+    def __init__(self, name, **kwargs):
+        if not isinstance(name, str):
+            raise TypeError(f"name_scope: name must be a str, got {name!r}")
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class device:
+    """Keras's ``with keras.device("cpu:0"):``: a model's device is the one its ``compile(backend=)``
+    picks (pyggml.backends() lists them), so this scope places nothing; the name is checked."""
+
+    def __init__(self, device_name):
+        if not isinstance(device_name, str) or not device_name.split(":")[0].strip().lower() in \
+                ("cpu", "gpu", "cuda", "vulkan", "metal", "tpu"):
+            raise ValueError(f"device: expected a name such as 'cpu:0' or 'gpu:0', got {device_name!r}")
+        self.name = device_name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -20,7 +20,7 @@ __all__ = ["Initializer", "Constant", "Zeros", "Ones", "RandomNormal", "RandomUn
            "LecunUniform", "Orthogonal", "Identity", "glorot_uniform", "glorot_normal", "he_normal", "he_uniform",
            "lecun_normal", "lecun_uniform", "orthogonal", "identity", "zeros", "ones", "constant", "random_normal",
            "random_uniform", "truncated_normal", "variance_scaling", "get", "serialize", "deserialize",
-           "config_value"]
+           "config_value", "OrthogonalInitializer", "IdentityInitializer"]
 
 
 def _fans(shape, kind):
@@ -309,6 +309,10 @@ class Identity(Initializer):
 
 
 # --- lookup ------------------------------------------------------------------------------------------
+
+# Keras's longer names of the same two
+OrthogonalInitializer = Orthogonal
+IdentityInitializer = Identity
 
 _BY_NAME = {"glorot_uniform": glorot_uniform, "orthogonal": orthogonal, "zeros": zeros, "ones": ones,
             "uniform": uniform_embedding, "glorot_normal": glorot_normal, "he_normal": he_normal,

@@ -17,7 +17,8 @@ Policies that would store the variables in another type (``"float16"``,
 
 import warnings
 
-__all__ = ["Policy", "DTypePolicy", "set_global_policy", "global_policy", "LossScaleOptimizer"]
+__all__ = ["Policy", "DTypePolicy", "FloatDTypePolicy", "set_global_policy", "global_policy", "dtype_policy",
+           "set_dtype_policy", "LossScaleOptimizer"]
 
 _MIXED = ("mixed_float16", "mixed_bfloat16")
 _STATE = {"name": "float32", "warned": False}
@@ -49,7 +50,7 @@ class Policy:
         return cls(**config)
 
 
-DTypePolicy = Policy
+DTypePolicy = FloatDTypePolicy = Policy
 
 
 def _check(name):
@@ -74,6 +75,11 @@ def set_global_policy(policy):
 def global_policy():
     """The global Policy (``"float32"`` unless set)."""
     return Policy(_STATE["name"])
+
+
+# Keras 3's newer names of the same two
+dtype_policy = global_policy
+set_dtype_policy = set_global_policy
 
 
 class LossScaleOptimizer:

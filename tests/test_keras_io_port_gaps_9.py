@@ -521,3 +521,48 @@ def test_a_model_starting_with_preprocessing_nests_on_computed_tensors():
     outer.compile("adam", ["mse", "mse"])
     hist = outer.fit([x, pairs], [want, np.stack([want[::-1], want], 1)], epochs=2, verbose=0)
     assert np.isfinite(hist.history["loss"]).all()
+
+
+def test_more_of_keras_names_activations_dtypes_policies_and_scopes():
+    x = np.array([-1.0, 0.2, 0.7, -0.3], "f4")
+    np.testing.assert_allclose(keras.activations.hard_shrink(x), np.where(np.abs(x) > 0.5, x, 0))
+    np.testing.assert_allclose(keras.activations.threshold(x, 0.5, -2.0), np.where(x > 0.5, x, -2.0))
+    np.testing.assert_allclose(keras.activations.sparse_sigmoid(np.array([-2.0, 0.0, 0.5, 3.0])),
+                               [0.0, 0.5, 0.75, 1.0])
+    d = layers.Dense(2, activation="hard_shrink")
+    assert keras.layers.Dense.from_config(d.get_config()).activation_name == "hard_shrink"
+    B = keras.backend
+    assert B.standardize_dtype(int) == "int64" and B.standardize_dtype(np.float64) == "float64"
+    assert B.standardize_dtype(None) == "float32" and B.standardize_dtype(str) == "string"
+    assert B.result_type("int64", "float32") == "float32" and B.result_type("int8", "int16") == "int16"
+    assert B.result_type("float16", "bfloat16") == "float32" and B.result_type("bool", "int32") == "int32"
+    assert B.is_float_dtype("bfloat16") and B.is_int_dtype("uint8") and not B.is_int_dtype("float32")
+    B.clear_session()
+    assert [B.get_uid("x"), B.get_uid("x"), B.get_uid("y")] == [1, 2, 1]
+    assert keras.utils.standardize_dtype("float32") == "float32"
+    i, j = keras.Input((3,)), keras.Input((2,))
+    out = layers.Concatenate()([layers.Dense(2)(i), j])
+    src = keras.utils.get_source_inputs(out)
+    assert len(src) == 2 and src[0] is i and src[1] is j and keras.utils.is_keras_tensor(out)
+    p = keras.dtype_policies.get("float32")
+    assert isinstance(p, keras.DTypePolicy) and keras.dtype_policies.deserialize(
+        keras.dtype_policies.serialize(p)) == p
+    assert keras.mixed_precision.dtype_policy() == "float32"
+    with keras.name_scope("block") as scope:
+        assert scope.name == "block"
+    with keras.device("cpu:0"):
+        pass
+    with pytest.raises(ValueError, match="device"):
+        keras.device("abacus")
+    opt = keras.optimizers.Adam()
+    assert keras.optimizers.LossScaleOptimizer(opt) is opt
+    assert keras.initializers.OrthogonalInitializer is keras.initializers.Orthogonal
+
+
+def test_saving_load_weights_function(tmp_path):
+    m = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+    keras.saving.save_weights(m, str(tmp_path / "w.weights.h5"))
+    m2 = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+    keras.saving.load_weights(m2, str(tmp_path / "w.weights.h5"))
+    for k, a in m.get_weights().items():
+        np.testing.assert_array_equal(m2.get_weights()[k], a)

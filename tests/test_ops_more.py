@@ -209,6 +209,16 @@ CASES = {
                     ref_per_sample(lambda s: np.stack([s[1], np.minimum(s[0], s[2])])), "n"),
     "segment_prod": (per_sample(lambda s: ops.segment_prod(s, np.array([0, 2, 0]))),
                      ref_per_sample(lambda s: np.stack([s[0] * s[2], np.ones(4), s[1]])), "n"),
+    # angles and a factorisation's inverse
+    "deg2rad": (lambda t: ops.deg2rad(t * 90.0), lambda a: np.deg2rad(a * 90), "n"),
+    "rad2deg": (lambda t: ops.rad2deg(t), lambda a: np.rad2deg(a), "n"),
+    "cholesky_inverse": (per_sample(lambda s: ops.cholesky_inverse(ops.tril(s[:, :3]) + np.eye(3) * 3.0)),
+                         ref_per_sample(lambda s: np.linalg.inv((np.tril(s[:, :3]) + 3 * np.eye(3)) @
+                                                                (np.tril(s[:, :3]) + 3 * np.eye(3)).T)), "n"),
+    "cholesky_inverse_upper": (per_sample(lambda s: ops.cholesky_inverse(ops.triu(s[:, 1:]) + np.eye(3) * 3.0,
+                                                                         upper=True)),
+                               ref_per_sample(lambda s: np.linalg.inv((np.triu(s[:, 1:]) + 3 * np.eye(3)).T @
+                                                                      (np.triu(s[:, 1:]) + 3 * np.eye(3)))), "n"),
 }
 
 
@@ -678,6 +688,18 @@ def test_training_through_a_nan_aware_reduction_moves_the_loss():
     m.fit(x, y, epochs=30, verbose=0)
     last = m.evaluate(x, y, verbose=0)
     assert np.isfinite(last) and last < 0.5 * first
+
+
+def test_angles_and_shifts_on_arrays():
+    np.testing.assert_allclose(ops.deg2rad(np.array([180, 90])), [np.pi, np.pi / 2], rtol=1e-6)
+    assert np.asarray(ops.deg2rad(np.array([180, 90]))).dtype == np.float32       # integers give floats
+    np.testing.assert_allclose(ops.rad2deg(np.float32(np.pi)), 180.0, rtol=1e-6)
+    np.testing.assert_array_equal(ops.bitwise_left_shift(np.array([1, 3]), 2), [4, 12])
+    np.testing.assert_array_equal(ops.bitwise_right_shift(np.array([16, 7]), np.array([2, 1])), [4, 3])
+    a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    np.testing.assert_allclose(ops.cholesky_inverse(np.linalg.cholesky(a)), np.linalg.inv(a), rtol=1e-5)
+    with pytest.raises(TypeError, match="upper"):
+        ops.cholesky_inverse(np.eye(2), upper="yes")
 
 
 def test_every_op_here_is_tested():

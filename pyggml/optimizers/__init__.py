@@ -11,10 +11,11 @@ from pyggml.optimizers.muon import Muon
 from pyggml.optimizers.optimizer import Optimizer
 from pyggml.optimizers.rmsprop import Adagrad, Nadam, RMSprop
 from pyggml.optimizers.sgd import SGD
+from pyggml.mixed_precision import LossScaleOptimizer
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
 __all__ = ["Optimizer", "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Lion", "Ftrl",
-           "Lamb", "Muon", "Adafactor", "schedules", "get", "serialize",
+           "Lamb", "Muon", "Adafactor", "LossScaleOptimizer", "schedules", "get", "serialize",
            "deserialize"]
 
 _BY_NAME = {"adam": Adam, "adamw": AdamW, "sgd": SGD, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,

@@ -30,7 +30,7 @@
   ``get_custom_objects``, ``get_registered_name``, ``get_registered_object``
 """
 
-from pyggml.backend import clear_session
+from pyggml.backend import clear_session, is_keras_tensor, standardize_dtype
 from pyggml.config import disable_interactive_logging, enable_interactive_logging, is_interactive_logging_enabled
 from pyggml.saving.object_registration import (CustomObjectScope, custom_object_scope, get_custom_objects,
                                                get_registered_name, register_keras_serializable)
@@ -59,4 +59,23 @@ __all__ = ["Config", "to_categorical", "normalize", "pad_sequences", "PyDataset"
            "get_registered_object", "Progbar", "get_file",
            "pack_x_y_sample_weight", "unpack_x_y_sample_weight", "audio_dataset_from_directory",
            "clear_session", "enable_interactive_logging", "disable_interactive_logging",
-           "is_interactive_logging_enabled"]
+           "is_interactive_logging_enabled", "get_source_inputs", "is_keras_tensor", "standardize_dtype"]
+
+
+def get_source_inputs(tensor):
+    """Keras's: the ``Input`` tensors a functional model's tensor is computed from, in the
+    order they are first reached (an ``Input`` itself gives ``[tensor]``)."""
+    from pyggml.layers.node import Node
+    if not isinstance(tensor, Node):
+        raise TypeError(f"get_source_inputs takes a functional model's tensor (an Input or a layer's output on "
+                        f"one), got {type(tensor).__name__}")
+    out, seen, todo = [], set(), [tensor]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if not node.inputs:
+            out.append(node)
+        todo.extend(reversed(node.inputs))
+    return out
