@@ -1608,3 +1608,4 @@ def cholesky_inverse(x, upper=False):
     t = _ops_math.moveaxis(x, -1, -2)
     a = _np_ops.matmul(t, x) if upper else _np_ops.matmul(x, t)
     return _ops_control.inv(a)
+

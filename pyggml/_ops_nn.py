@@ -957,9 +957,7 @@ def _adaptive_pool(inputs, output_size, data_format, op, what):
     x, rank, first = _layout(inputs, data_format, what)
     size = _spatial_ints(output_size, rank, what, "output_size")
     spatial = tuple(int(d) for d in x.shape[1:-1])
-    for n, o in zip(spatial, size):
-        if o > n:
-            raise ValueError(f"{what}: an output size of {o} is larger than the input's {n}")
+    # (an output longer than the input repeats entries: bins of one or two, PyTorch's and Keras's)
     for i, o in enumerate(size):
         if o != spatial[i] or op == "max":
             x = _adaptive_axis(x, 1 + i, o, op)

@@ -566,3 +566,43 @@ def test_saving_load_weights_function(tmp_path):
     keras.saving.load_weights(m2, str(tmp_path / "w.weights.h5"))
     for k, a in m.get_weights().items():
         np.testing.assert_array_equal(m2.get_weights()[k], a)
+
+
+@pytest.mark.parametrize("kind", ["Average", "Max"])
+def test_adaptive_pooling_layers_match_pytorch(kind):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    fn = {"Average": (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d),
+          "Max": (F.adaptive_max_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool3d)}[kind]
+    cls = [getattr(layers, f"Adaptive{kind}Pooling{d}D") for d in (1, 2, 3)]
+    x1 = RNG.random((3, 10, 4)).astype("f4")
+    x2 = RNG.random((4, 9, 7, 3)).astype("f4")
+    x3 = RNG.random((2, 5, 6, 7, 2)).astype("f4")
+
+    def ref(f, x, size):               # channels-last in, channels-last out
+        t = torch.tensor(x).movedim(-1, 1)
+        return f(t, size).movedim(1, -1).numpy()
+
+    np.testing.assert_allclose(cls[0](4)(x1), ref(fn[0], x1, 4), rtol=1e-5, atol=1e-6)
+    for size in [(4, 3), (9, 7), (12, 10)]:            # smaller, the same, larger than the input
+        m = keras.Sequential([keras.Input((9, 7, 3)), cls[1](size)])
+        np.testing.assert_allclose(m.predict(x2, verbose=0), ref(fn[1], x2, size), rtol=1e-5, atol=1e-6)
+    m3 = keras.Sequential([keras.Input((5, 6, 7, 2)), cls[2]((2, 3, 4))])
+    np.testing.assert_allclose(m3.predict(x3, verbose=0), ref(fn[2], x3, (2, 3, 4)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cls[2]((2, 3, 4))(x3), ref(fn[2], x3, (2, 3, 4)), rtol=1e-5, atol=1e-6)
+    first = cls[1](2, data_format="channels_first")
+    np.testing.assert_allclose(first(x2.transpose(0, 3, 1, 2)), fn[1](torch.tensor(x2).movedim(-1, 1), 2).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert type(first).from_config(first.get_config()).output_size == (2, 2)
+    # the gradient reaches the layers before it: a head on the pooled features trains
+    net = keras.Sequential([keras.Input((9, 7, 3)), layers.Conv2D(4, 3), cls[1]((2, 2)), layers.Flatten(),
+                            layers.Dense(1)])
+    net.compile("adam", "mse")
+    y = RNG.random((4, 1)).astype("f4")
+    k0 = np.asarray(net.layers[0].kernel.numpy()).copy()
+    net.fit(x2, y, epochs=3, verbose=0)
+    assert not np.allclose(k0, net.layers[0].kernel.numpy())
+    with pytest.raises(TypeError, match="output_size"):
+        cls[1]((2, 2, 2))
+    with pytest.raises(ValueError, match="channels_last"):
+        cls[2](2, data_format="channels_first")

@@ -22,7 +22,8 @@ from pyggml.layers.merging import (Add, Average, Concatenate, Dot, Maximum, Mini
 from pyggml.layers.node import Node
 from pyggml.layers.normalization import (BatchNormalization, GroupNormalization, LayerNormalization, RMSNormalization,
                                          UnitNormalization)
-from pyggml.layers.pooling import (AveragePooling1D, AveragePooling2D, AveragePooling3D, GlobalAveragePooling1D,
+from pyggml.layers.pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D, AdaptiveAveragePooling3D,
+                                   AdaptiveMaxPooling1D, AdaptiveMaxPooling2D, AdaptiveMaxPooling3D, AveragePooling1D, AveragePooling2D, AveragePooling3D, GlobalAveragePooling1D,
                                       GlobalAveragePooling2D, GlobalAveragePooling3D, GlobalMaxPooling1D,
                                    GlobalMaxPooling2D, GlobalMaxPooling3D, MaxPooling1D, MaxPooling2D, MaxPooling3D)
 from pyggml.layers.preprocessing import (AugMix, AutoContrast, CategoryEncoding, CenterCrop, CutMix, Discretization,
@@ -48,7 +49,8 @@ for _cls in (Dense, Activation, ReLU, LeakyReLU, ELU, Softmax, PReLU, Dropout, S
              GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization, UnitNormalization, Dot,
              RMSNormalization, GroupedQueryAttention, ConvLSTM1D, STFTSpectrogram, Conv3D, Conv3DTranspose,
              MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D, GlobalMaxPooling3D, ZeroPadding3D, UpSampling3D,
-             SpatialDropout3D):
+             SpatialDropout3D, AdaptiveAveragePooling1D, AdaptiveAveragePooling2D, AdaptiveAveragePooling3D,
+             AdaptiveMaxPooling1D, AdaptiveMaxPooling2D, AdaptiveMaxPooling3D):
     _cls.float_inputs = True          # integer inputs reach them as float32 (Layer.float_inputs)
 
 # Keras's other names for the same classes (keras.layers.GlobalAvgPool2D is GlobalAveragePooling2D)
@@ -88,7 +90,9 @@ __all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Node", "Dense", "Activa
            "RandomShear", "RandomPerspective", "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix",
            "Pipeline", "MelSpectrogram", "STFTSpectrogram", "Conv3D", "MaxPooling3D", "AveragePooling3D",
            "GlobalAveragePooling3D", "GlobalMaxPooling3D", "ZeroPadding3D", "Cropping3D", "UpSampling3D",
-           "SpatialDropout3D", "ConvLSTM2D", "Conv3DTranspose", "serialize", "deserialize"] + _ALIASES
+           "SpatialDropout3D", "ConvLSTM2D", "Conv3DTranspose", "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D",
+           "AdaptiveAveragePooling3D", "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D",
+           "serialize", "deserialize"] + _ALIASES
 
 
 def serialize(layer):

@@ -50,6 +50,23 @@ def pool1d_ref(op, pool=2, stride=None, padding="valid"):
     return ref
 
 
+def adaptive_ref(op, size):
+    """Adaptive pooling by its definition: window i of an axis of length L covers
+    [floor(i L / O), ceil((i + 1) L / O)) (PyTorch's, Keras's); channels-last, 1 to 3 axes."""
+    def ref(hs, w, training):
+        x = hs[0]
+        for axis, o in enumerate(size, start=1):
+            n = x.shape[axis]
+            parts = []
+            for i in range(o):
+                lo, hi = (i * n) // o, -((-(i + 1) * n) // o)
+                win = np.take(x, np.arange(lo, hi), axis=axis)
+                parts.append(win.max(axis=axis, keepdims=True) if op == "max" else win.mean(axis=axis, keepdims=True))
+            x = np.concatenate(parts, axis=axis)
+        return x
+    return ref
+
+
 # one mask row per position in the batch (the harness's batches hold 3 or 6 rows)
 MASK = np.array([[1, 1, 1, 0, 0],
                  [1, 0, 1, 1, 1],
@@ -94,6 +111,14 @@ def masked_global_ref(kind, keepdims=False):
 
 
 CASES = [
+    LayerCase("adaptive_avg1d", lambda: L.AdaptiveAveragePooling1D(3), [(7, 2)], adaptive_ref("avg", (3,))),
+    LayerCase("adaptive_max1d_up", lambda: L.AdaptiveMaxPooling1D(6), [(4, 2)], adaptive_ref("max", (6,))),
+    LayerCase("adaptive_avg2d", lambda: L.AdaptiveAveragePooling2D((3, 2)), [(7, 5, 2)], adaptive_ref("avg", (3, 2))),
+    LayerCase("adaptive_max2d", lambda: L.AdaptiveMaxPooling2D(2), [(5, 4, 3)], adaptive_ref("max", (2, 2))),
+    LayerCase("adaptive_avg3d", lambda: L.AdaptiveAveragePooling3D((2, 2, 3)), [(3, 4, 5, 2)],
+              adaptive_ref("avg", (2, 2, 3))),
+    LayerCase("adaptive_max3d", lambda: L.AdaptiveMaxPooling3D((2, 1, 2)), [(4, 3, 3, 2)],
+              adaptive_ref("max", (2, 1, 2))),
     # 1-D pools
     LayerCase("maxpool1d", lambda: L.MaxPooling1D(), [(6, 2)], pool1d_ref("max")),
     LayerCase("maxpool1d_3_stride2_valid", lambda: L.MaxPooling1D(3, strides=2), [(7, 2)],

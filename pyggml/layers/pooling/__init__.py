@@ -1,5 +1,8 @@
 """Pooling layers (channels-last)."""
 
+from pyggml.layers.pooling.adaptive_pooling import (AdaptiveAveragePooling1D, AdaptiveAveragePooling2D,
+                                                    AdaptiveAveragePooling3D, AdaptiveMaxPooling1D,
+                                                    AdaptiveMaxPooling2D, AdaptiveMaxPooling3D)
 from pyggml.layers.pooling.global_pooling import GlobalAveragePooling2D, GlobalMaxPooling2D
 from pyggml.layers.pooling.global_pooling1d import GlobalAveragePooling1D, GlobalMaxPooling1D
 from pyggml.layers.pooling.pooling1d import AveragePooling1D, MaxPooling1D
@@ -9,4 +12,5 @@ from pyggml.layers.pooling.pooling3d import (AveragePooling3D, GlobalAveragePool
 
 __all__ = ["MaxPooling1D", "AveragePooling1D", "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling1D",
            "GlobalMaxPooling1D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "MaxPooling3D", "AveragePooling3D", "GlobalAveragePooling3D",
-           "GlobalMaxPooling3D"]
+           "GlobalMaxPooling3D", "AdaptiveAveragePooling1D", "AdaptiveAveragePooling2D", "AdaptiveAveragePooling3D",
+           "AdaptiveMaxPooling1D", "AdaptiveMaxPooling2D", "AdaptiveMaxPooling3D"]
