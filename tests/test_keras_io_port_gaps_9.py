@@ -606,3 +606,27 @@ def test_adaptive_pooling_layers_match_pytorch(kind):
         cls[1]((2, 2, 2))
     with pytest.raises(ValueError, match="channels_last"):
         cls[2](2, data_format="channels_first")
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_reversible_embedding_as_a_language_model_head(tie, tmp_path):
+    ids = RNG.integers(0, 12, (16, 5))
+    y = RNG.integers(0, 12, (16, 5))
+    emb = layers.ReversibleEmbedding(12, 6, tie_weights=tie, logit_soft_cap=5.0)
+    inp = keras.Input((5,), dtype="int32")
+    dense = layers.Dense(6, activation="tanh")
+    m = keras.Model(inp, emb(dense(emb(inp)), reverse=True))
+    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    table = np.asarray(emb.embeddings.numpy()).copy()
+    w, b = dense.get_weights()
+    head = table.T if tie else np.asarray(emb.reverse_embeddings.numpy())
+    want = 5.0 * np.tanh((np.tanh(table[ids] @ w + b) @ head) / 5.0)
+    np.testing.assert_allclose(m.predict(ids, verbose=0), want, rtol=1e-5, atol=1e-6)
+    assert m.output_shape == (None, 5, 12)
+    m.fit(ids, y, epochs=2, verbose=0)
+    assert not np.allclose(table, emb.embeddings.numpy())
+    m.save(str(tmp_path / "lm.keras"))
+    back = keras.models.load_model(str(tmp_path / "lm.keras"))
+    np.testing.assert_array_equal(back.predict(ids, verbose=0), m.predict(ids, verbose=0))
+    assert emb.get_config()["tie_weights"] is tie
+    assert layers.ReversibleEmbedding(5, 3)(np.ones((2, 3)), reverse=True).shape == (2, 5)

@@ -10,7 +10,7 @@ from pyggml.layers.attention import AdditiveAttention, Attention, GroupedQueryAt
 from pyggml.layers.convolutional import (Conv1D, Conv1DTranspose, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose,
                                          DepthwiseConv1D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D)
 from pyggml.layers.core import (Activation, ActivityRegularization, AlphaDropout, Cropping1D, Cropping2D, Cropping3D,
-                                Dense, Dropout, ELU, EinsumDense, Embedding, Flatten, GaussianDropout, GaussianNoise,
+                                Dense, Dropout, ELU, EinsumDense, Embedding, ReversibleEmbedding, Flatten, GaussianDropout, GaussianNoise,
                                 Identity, Lambda, LeakyReLU, Masking, PReLU, Permute, ReLU, RepeatVector, Reshape,
                                 Softmax, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D, UpSampling1D,
                                 UpSampling2D, UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D)
@@ -70,7 +70,7 @@ _ALIASES = ["AvgPool3D", "MaxPool3D", "GlobalAvgPool3D", "GlobalMaxPool3D", "Con
             "Convolution2DTranspose", "SeparableConvolution1D", "SeparableConvolution2D", "GroupQueryAttention"]
 
 __all__ = ["Layer", "InputLayer", "Input", "InputSpec", "Node", "Dense", "Activation", "ReLU", "LeakyReLU", "ELU", "Softmax",
-           "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "Add", "Subtract", "Multiply", "Average",
+           "Dropout", "Flatten", "Reshape", "Permute", "Embedding", "ReversibleEmbedding", "Add", "Subtract", "Multiply", "Average",
            "Concatenate", "add", "subtract", "multiply", "average", "concatenate", "Conv1D", "Conv2D", "MaxPooling2D",
            "AveragePooling2D", "GlobalAveragePooling2D", "GlobalMaxPooling2D", "BatchNormalization",
            "LayerNormalization", "LSTM", "GRU", "MultiHeadAttention", "HostLayer", "Normalization", "Rescaling",

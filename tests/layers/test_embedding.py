@@ -19,6 +19,13 @@ CASES = [
     LayerCase("embedding_2d_indices", lambda: L.Embedding(5, 2), [(2, 3)], embedding_ref, pre=False, int_input=5),
     LayerCase("embedding_single_index", lambda: L.Embedding(4, 6), [(1,)], embedding_ref, pre=False,
               int_input=4, batch=5),
+    LayerCase("reversible_embedding", lambda: L.ReversibleEmbedding(7, 3), [(4,)], embedding_ref, pre=False,
+              int_input=7),
+    # the reverse direction: vectors (after the pre-Dense) to scores over the vocabulary (untied:
+    # test_keras_io_port_gaps_9, where the forward table trains too)
+    LayerCase("reversible_embedding_reverse_tied", lambda: L.ReversibleEmbedding(6, 3, logit_soft_cap=2.0), [(4, 3)],
+              lambda hs, w, t: 2.0 * np.tanh(hs[0] @ w["weight"].T / 2.0), call=lambda l, xs: l(xs[0], reverse=True),
+              sequential=False),
 ]
 
 
