@@ -923,6 +923,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002 -
     return _k.transpose(cols, (0, 2, 1))
 
 
+_MAX_ADAPTIVE = 1 << 26          # entries of an axis's pooling table (input length x output length)
+
+
 def _adaptive_bins(n, out):
     """PyTorch's (and Keras's) adaptive bins: bin i covers [floor(i n / out), ceil((i + 1) n / out))."""
     starts = (np.arange(out) * n) // out
@@ -957,6 +960,10 @@ def _adaptive_pool(inputs, output_size, data_format, op, what):
     x, rank, first = _layout(inputs, data_format, what)
     size = _spatial_ints(output_size, rank, what, "output_size")
     spatial = tuple(int(d) for d in x.shape[1:-1])
+    for n, o in zip(spatial, size):
+        if o > _MAX_ADAPTIVE or n * o > _MAX_ADAPTIVE:
+            raise ValueError(f"{what}: an output size of {o} from {n} makes a pooling table of {n * o} entries, "
+                             f"more than {_MAX_ADAPTIVE}")
     # (an output longer than the input repeats entries: bins of one or two, PyTorch's and Keras's)
     for i, o in enumerate(size):
         if o != spatial[i] or op == "max":

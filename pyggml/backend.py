@@ -76,16 +76,18 @@ def standardize_dtype(dtype):
     import numpy as np
     if dtype is None:
         return floatx()
-    if dtype in _PYTHON_DTYPES:
+    if isinstance(dtype, type) and dtype in _PYTHON_DTYPES:
         return _PYTHON_DTYPES[dtype]
     if isinstance(dtype, str) and dtype in ("bfloat16", "string"):
         return dtype
     name = getattr(dtype, "name", None)
     if isinstance(name, str) and not isinstance(dtype, (str, np.dtype)):
         return standardize_dtype(name)               # a torch dtype's name, a DTypePolicy's
+    if isinstance(dtype, (list, tuple, dict, set)) or isinstance(dtype, bool):
+        raise ValueError(f"invalid dtype: {dtype!r}")
     try:
         d = np.dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError):
         raise ValueError(f"invalid dtype: {dtype!r}") from None
     if d.kind in "USO":
         return "string"

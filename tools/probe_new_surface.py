@@ -1185,6 +1185,53 @@ def cases_auto_layers():
     return cases
 
 
+def cases_round9():
+    """This round's surface: LoRA, Adafactor, the metric functions, adaptive pooling,
+    ReversibleEmbedding's reverse call, keras.backend's dtype functions, the datasets'
+    arguments (checked before any download) and the broadcast of targets."""
+    hostile = ["-1", "0", "10**9", "2.5", "'x'", "None", "float('nan')", "float('inf')", "[1, 2]", "(0, 0)",
+               "np.ones((2, 2))", "True", "{'a': 1}"]
+    cases = []
+    dense = "d = L.Dense(4); m = pg.Sequential([pg.Input((3,)), d]); x = rng.random((5, 3)).astype(np.float32)\n"
+    for h in hostile:
+        cases += [
+            (f"round9.enable_lora.rank={h}", dense + f"d.enable_lora({h})\nm.compile('adam', 'mse'); m.fit(x, x[:, :1].repeat(4, 1), verbose=0)\nR = m.predict(x, verbose=0).shape"),
+            (f"round9.enable_lora.alpha={h}", dense + f"d.enable_lora(2, lora_alpha={h})\nR = m.predict(x, verbose=0).shape"),
+            (f"round9.Dense.lora_rank={h}", f"m = pg.Sequential([pg.Input((3,)), L.Dense(2, lora_rank={h})]); R = m.predict(np.ones((2, 3)), verbose=0).shape"),
+            (f"round9.Embedding.lora_rank={h}", f"m = pg.Sequential([pg.Input((3,), dtype='int32'), L.Embedding(5, 2, lora_rank={h})]); R = m.predict(np.ones((2, 3), int), verbose=0).shape"),
+            (f"round9.Adafactor.decay={h}", f"m = pg.Sequential([pg.Input((3,)), L.Dense(2)]); m.compile(pg.optimizers.Adafactor(beta_2_decay={h}), 'mse')\nR = m.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0).history"),
+            (f"round9.Adafactor.clip={h}", f"m = pg.Sequential([pg.Input((3,)), L.Dense(2)]); m.compile(pg.optimizers.Adafactor(clip_threshold={h}, epsilon_2={h}), 'mse')\nR = m.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0).history"),
+            (f"round9.top_k_metric.k={h}", f"R = pg.metrics.sparse_top_k_categorical_accuracy(np.array([0, 1]), np.ones((2, 3)), k={h})"),
+            (f"round9.binary_accuracy.threshold={h}", f"R = pg.metrics.binary_accuracy(np.ones((2, 3)), np.ones((2, 3)), threshold={h})"),
+            (f"round9.adaptive_avg.size={h}", f"R = ops.adaptive_average_pool(X4, {h})"),
+            (f"round9.adaptive_max_layer.size={h}", f"m = pg.Sequential([pg.Input((4, 4, 2)), L.AdaptiveMaxPooling2D({h})]); R = m.predict(X4, verbose=0).shape"),
+            (f"round9.adaptive3d.size={h}", f"R = np.shape(L.AdaptiveAveragePooling3D({h})(rng.random((2, 3, 4, 5, 2)).astype(np.float32)))"),
+            (f"round9.reversible.reverse={h}", f"e = L.ReversibleEmbedding(5, 3); R = np.shape(e(np.ones((2, 3), np.float32), reverse={h}))"),
+            (f"round9.reversible.cap={h}", f"e = L.ReversibleEmbedding(5, 3, logit_soft_cap={h}); R = np.shape(e(np.ones((2, 3), np.float32), reverse=True))"),
+            (f"round9.standardize_dtype={h}", f"R = pg.backend.standardize_dtype({h})"),
+            (f"round9.result_type={h}", f"R = pg.backend.result_type({h}, 'float32')"),
+            (f"round9.boston.test_split={h}", f"R = pg.datasets.boston_housing.load_data(test_split={h})"),
+            (f"round9.cifar100.label_mode={h}", f"R = pg.datasets.cifar100.load_data(label_mode={h})"),
+            (f"round9.cholesky_inverse.upper={h}", f"R = ops.cholesky_inverse(np.eye(3), upper={h})"),
+            (f"round9.device={h}", f"R = pg.device({h}).name"),
+            (f"round9.mse_y={h}", f"m = pg.Sequential([pg.Input((3,)), L.Dense(4)]); m.compile('sgd', 'mse')\nR = m.fit(np.ones((4, 3)), np.asarray({h}), verbose=0).history"),
+        ]
+    cases += [
+        ("round9.metric_fns.nan", "R = pg.metrics.categorical_accuracy(np.full((2, 3), np.nan), np.ones((2, 3)))"),
+        ("round9.metric_fns.shapes", "R = pg.metrics.sparse_categorical_accuracy(np.ones((2, 5, 7)), np.ones((3, 3)))"),
+        ("round9.metric_fns.strings", "R = pg.metrics.binary_accuracy(np.array(['a']), np.ones((1,)))"),
+        ("round9.lora.twice_after_free", dense + "m.free(); d.enable_lora(2); R = d.lora_enabled"),
+        ("round9.lora.einsum_huge", "e = L.EinsumDense('ab,bc->ac', 4); m = pg.Sequential([pg.Input((3,)), e]); e.enable_lora(10**6)\nR = m.predict(np.ones((2, 3)), verbose=0)"),
+        ("round9.lora.save_load", dense + "d.enable_lora(2); R = roundtrip(m, x).count_params()"),
+        ("round9.adafactor.tape", "v = pg.Variable(np.ones((3, 2), np.float32)); o = pg.optimizers.Adafactor()\nfor _ in range(3):\n    o.apply_gradients([(np.full((3, 2), np.nan), v)])\nR = v.numpy()"),
+        ("round9.adafactor.zero_grads", "v = pg.Variable(np.zeros((3, 2), np.float32)); o = pg.optimizers.Adafactor()\no.apply_gradients([(np.zeros((3, 2), np.float32), v)]); R = v.numpy()"),
+        ("round9.optimizer_override_raises", "class O(pg.optimizers.SGD):\n    def apply(self, g, v=None):\n        raise RuntimeError('mine')\nm = pg.Sequential([pg.Input((3,)), L.Dense(1)]); m.compile(O(), 'mse')\nR = m.fit(np.ones((4, 3)), np.ones((4, 1)), verbose=0)"),
+        ("round9.adaptive.huge_out", "R = ops.adaptive_max_pool(X4, (10**5, 10**5))"),
+        ("round9.rnn_matrix_cell_bad", "class C(L.Layer):\n    state_size = 3\n    def call(self, x, s):\n        return x, s\nR = pg.Sequential([pg.Input((4, 2, 3)), L.RNN(C())]).predict(np.ones((2, 4, 2, 3)), verbose=0)"),
+    ]
+    return cases
+
+
 SETS = {name[len("cases_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("cases_")}
 
 

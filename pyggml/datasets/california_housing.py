@@ -9,7 +9,7 @@ __all__ = ["load_data"]
 
 def load_data(version="large", path="california_housing.npz", test_split=0.2, seed=113):
     """``(x_train, y_train), (x_test, y_test)``; ``version="small"`` keeps the first 600 rows."""
-    if version not in ("large", "small"):
+    if not isinstance(version, str) or version not in ("large", "small"):
         raise ValueError(f"version must be 'large' or 'small', got {version!r}")
     test_split = check_split(test_split)
     path = fetch(path, KERAS_DATASETS + "california_housing.npz",

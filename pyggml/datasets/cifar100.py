@@ -13,7 +13,7 @@ __all__ = ["load_data"]
 
 def load_data(label_mode="fine"):
     """``(x_train, y_train), (x_test, y_test)``; ``label_mode``: "fine" or "coarse"."""
-    if label_mode not in ("fine", "coarse"):
+    if not isinstance(label_mode, str) or label_mode not in ("fine", "coarse"):
         raise ValueError(f"label_mode must be 'fine' or 'coarse', got {label_mode!r}")
     folder = fetch("cifar-100-python-target", "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
                    "85cd44d02ba6437773c5bbd22e183051d648de2e7d6b014e1ef29b855ba677a7", extract=True)

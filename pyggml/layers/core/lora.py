@@ -58,6 +58,9 @@ class LoraWeights:
         compile the model again (as Keras asks) for fit to train the new weights."""
         who = type(self).__name__ + (f" {self.name!r}" if self.name else "")
         if not self.built:
+            from pyggml.layers._keras_weights import build_through_owner
+            build_through_owner(self)         # a Sequential's layer (its Input known): built as Keras's is
+        if not self.built:
             raise ValueError(f"{who}: cannot enable LoRA on a layer that is not built yet (call it on an "
                              f"input, or build(input_shape), first)")
         if self.lora_enabled:
