@@ -630,3 +630,48 @@ def test_reversible_embedding_as_a_language_model_head(tie, tmp_path):
     np.testing.assert_array_equal(back.predict(ids, verbose=0), m.predict(ids, verbose=0))
     assert emb.get_config()["tie_weights"] is tie
     assert layers.ReversibleEmbedding(5, 3)(np.ones((2, 3)), reverse=True).shape == (2, 5)
+
+
+class _RandomCrop(layers.Layer):
+    """keras-io's barlow twins augmentation: a size drawn in Python, then a crop and a resize."""
+
+    def call(self, x):
+        size = int(keras.random.randint(shape=[], minval=4, maxval=8, dtype="int32"))
+        return keras.ops.image.resize(x[:size, :size, :], (8, 8))
+
+
+class _MaybeInvert(layers.Layer):
+    def call(self, x):
+        if keras.random.uniform([], 0, 1) < 0.5:
+            x = 1.0 - x
+        return x
+
+
+def test_a_layer_reading_random_values_in_python_runs_eagerly_on_arrays():
+    img = RNG.random((8, 8, 3)).astype("f4")
+    crops = {np.asarray(_RandomCrop()(img)).tobytes() for _ in range(12)}
+    assert len(crops) > 1 and np.shape(_RandomCrop()(img)) == (8, 8, 3)
+    seen = set()
+    for _ in range(20):
+        out = np.asarray(_MaybeInvert()(img))
+        assert np.allclose(out, img) or np.allclose(out, 1 - img)
+        seen.add(bool(np.allclose(out, img)))
+    assert seen == {True, False}
+    ds = keras.data.Dataset.from_tensor_slices(np.stack([img] * 4)).map(lambda x: _MaybeInvert()(x)).batch(4)
+    assert next(iter(ds)).shape == (4, 8, 8, 3)
+    # in a model's graph it is still refused with the graph's message (values are not known there)
+    with pytest.raises(TypeError, match="truth value"):
+        keras.Sequential([keras.Input((8, 8, 3)), _MaybeInvert()]).predict(img[None], verbose=0)
+
+
+def test_sequential_whose_first_layer_is_a_model_saves(tmp_path):
+    inp = keras.Input((8,))
+    enc = keras.Model(inp, layers.Dense(4)(inp))
+    model = keras.Sequential([enc, layers.Dense(2, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    x = RNG.random((16, 8)).astype("f4")
+    model.fit(x, RNG.integers(0, 2, 16), epochs=1, verbose=0)
+    for name in ("m.keras", "m.gguf"):
+        model.save(str(tmp_path / name))
+        back = keras.models.load_model(str(tmp_path / name))
+        np.testing.assert_array_equal(back.predict(x, verbose=0), model.predict(x, verbose=0))

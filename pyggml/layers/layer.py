@@ -35,6 +35,7 @@ import numpy as np
 
 from pyggml import _fold, _logits, _scope, _wide, autodiff, ops
 from pyggml._validation import check_str, is_int
+from pyggml._tensor_arrays import as_ops_result
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
 from pyggml.layers._keras_weights import BUILDERS, build_through_owner, keras_list_by_name
@@ -105,6 +106,24 @@ def _note_logits(layer, inputs, out, training):
     act = getattr(layer, "activation_name", None) if isinstance(out, Tensor) else None
     if act in ("sigmoid", "softmax") and hasattr(layer, "pre_activation") and not _logits.known(out):
         _logits.note(out, lambda: layer.pre_activation(inputs, training=training), act)
+
+
+_VALUE_NEEDED = ("has no value while its graph is being built", "truth value of a graph tensor is not known")
+
+
+def _run_in_python(layer, inputs, kwargs, error):
+    """A call of the user's that reads values in Python (``int(keras.random.randint(...))``, an
+    ``if`` on a random draw: keras-io's barlow twins augmentations), which a graph cannot run:
+    on arrays, as Keras's eager call, it runs as written, each op computing at once with numpy
+    and each random draw new.  Any other error is the graph's, raised as it was."""
+    if not any(t in str(error) for t in _VALUE_NEEDED) or type(layer).__module__.startswith("pyggml."):
+        raise error
+    if not layer.built:
+        many = isinstance(inputs, (list, tuple))
+        shapes = [np.shape(a) for a in inputs] if many else np.shape(inputs)
+        layer._build_once(shapes)
+    kwargs = {k: v for k, v in kwargs.items() if k != "training" or layer._accepts("training")}
+    return as_ops_result(layer.call(inputs, **kwargs))
 
 
 def _numbered(kind, taken):
@@ -1310,7 +1329,10 @@ class Layer:
         in_mask = getattr(inputs, "_keras_mask", None) if not isinstance(inputs, list) else None
         if in_mask is not None and "mask" not in kwargs and self._accepts("mask"):
             kwargs = dict(kwargs, mask=np.asarray(in_mask))
-        out = eager.run_layer(self, inputs, kwargs)
+        try:
+            out = eager.run_layer(self, inputs, kwargs)
+        except TypeError as e:
+            out = _run_in_python(self, inputs, kwargs, e)
         if self.host_mask and isinstance(out, np.ndarray) and not isinstance(inputs, list):
             m = self.compute_mask(np.asarray(inputs))
             if m is not None:

@@ -227,9 +227,11 @@ class Sequential(Model):
     _named_variables = named_variables
 
     def get_config(self):
-        self._ensure_graph()
-        cfg = {"name": self.name, "sequential": True, "input_shape": list(self._seq_input_shape),
-               "input_dtype": self._seq_input_dtype,
+        topo = self._ensure_graph()
+        # (a first layer that is a model with its own Input gives the shape: none was set here)
+        shape = self._seq_input_shape if self._seq_input_shape is not None else topo.inputs[0].feature_shape
+        cfg = {"name": self.name, "sequential": True, "input_shape": list(shape),
+               "input_dtype": self._seq_input_dtype if self._seq_input_shape is not None else topo.inputs[0].dtype,
                "layers": [{"class_name": get_registered_name(type(l)), "config": l.get_config(),
                            **own_state.build_config_entry(l)} for l in self._stack]}
         if self._seq_batch_size is not None:
