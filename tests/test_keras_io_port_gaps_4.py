@@ -247,8 +247,12 @@ def test_if_on_a_graph_tensor_is_refused_not_always_true():
             if keras.random.uniform(()) < 0.5:          # Keras's eager branch: runs once here, in a graph
                 return -x
             return x
+    # on arrays the branch runs as in Keras's eager call (a new draw each time); in a graph it is
+    # refused, not always taken one way
+    outs = {float(np.asarray(MaybeFlip()(np.ones((2, 3), np.float32))).sum()) for _ in range(20)}
+    assert outs == {6.0, -6.0}
     with pytest.raises(TypeError, match="ops.cond"):
-        MaybeFlip()(np.ones((2, 3), np.float32))
+        keras.Sequential([keras.Input((3,)), MaybeFlip()]).predict(np.ones((2, 3), np.float32), verbose=0)
     with keras.GradientTape():
         value = ops.sum(keras.Variable(np.ones(3, np.float32)))
     assert bool(value > 2.0) and not bool(value > 4.0)   # a tape's tensor after its block has a value

@@ -675,3 +675,28 @@ def test_sequential_whose_first_layer_is_a_model_saves(tmp_path):
         model.save(str(tmp_path / name))
         back = keras.models.load_model(str(tmp_path / name))
         np.testing.assert_array_equal(back.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+class _Combine(layers.Layer):
+    """keras-io's NMT TransformerDecoder pattern: call(x, other, mask=None), masking supported."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, x, other, mask=None):
+        return x + other
+
+
+def test_a_layer_called_on_two_tensors_passes_the_first_ones_mask_on():
+    ids_a, ids_b = keras.Input(shape=(None,), dtype="int32"), keras.Input(shape=(None,), dtype="int32")
+    a = layers.Embedding(10, 4, mask_zero=True)(ids_a)
+    h = layers.Embedding(10, 4, mask_zero=True)(ids_b)
+    model = keras.Model([ids_a, ids_b], layers.Dense(1)(_Combine()(h, a)))
+    model.compile(loss="mse")
+    xa, xb = np.array([[1, 0, 0, 0]] * 4), np.array([[1, 2, 3, 0]] * 4)
+    p = model.predict([xa, xb], verbose=0)[..., 0]
+    # the loss is averaged over the steps ids_b marks real (the first argument's), as Keras's
+    got = model.evaluate([xa, xb], np.zeros((4, 4, 1), "f4"), verbose=0)
+    assert got == pytest.approx(float((p ** 2)[xb != 0].mean()), rel=1e-5)
+    assert got != pytest.approx(float((p ** 2)[xa != 0].mean()), rel=1e-3)

@@ -910,9 +910,13 @@ class Layer:
         that makes or changes one; the default passes the input's through."""
         return mask
 
-    def output_mask(self, inputs, mask):
+    def output_mask(self, inputs, mask, spread=False):
         """The mask of this layer's output: its compute_mask when it defines one, the
-        input's when it supports masking (several inputs: the steps real in all), else None."""
+        input's when it supports masking (several inputs: the steps real in all), else None.
+        ``spread``: called on several positional tensors (``layer(x, context)``), which Keras
+        gives the first one's mask on, compute_mask seeing that input and its mask."""
+        if spread and isinstance(inputs, list):
+            inputs, mask = inputs[0], (mask[0] if isinstance(mask, list) else mask)
         if type(self).compute_mask is not Layer.compute_mask:
             return self.compute_mask(inputs, mask)
         if mask is None or not self.supports_masking:

@@ -122,8 +122,10 @@ def output_mask_flags(layer, inputs, kwargs, n_outputs):
     in_flags = [getattr(n, "has_mask", False) for n in nodes]
     # the class that first defines compute_mask (Layer's pass-through) against the layer's own
     root = next(c for c in reversed(type(layer).__mro__) if "compute_mask" in c.__dict__)
+    spread = bool(kwargs.get("_spread")) and isinstance(inputs, list)
     if type(layer).compute_mask is root.compute_mask:
-        return [bool(layer.supports_masking and any(in_flags))] * n_outputs
+        # (several positional tensors: Keras passes the first one's mask on)
+        return [bool(layer.supports_masking and (in_flags[0] if spread else any(in_flags)))] * n_outputs
     b = _ShapeOnly(4096)
     try:
         with _scope.entered(b):
@@ -131,7 +133,7 @@ def output_mask_flags(layer, inputs, kwargs, n_outputs):
             masks = _masks(b, nodes)
             arg = xs if isinstance(inputs, list) else xs[0]
             m_arg = None if masks is None else (masks if isinstance(inputs, list) else masks[0])
-            om = layer.output_mask(arg, m_arg)
+            om = layer.output_mask(arg, m_arg, spread)
     except Exception:       # a compute_mask that needs more than shapes: no mask known here
         return [False] * n_outputs
     finally:
@@ -258,7 +260,7 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 if with_masks:
                     n_out = len(out) if isinstance(out, (list, tuple)) else 1
                     try:
-                        om = layer.output_mask(arg, m_arg)
+                        om = layer.output_mask(arg, m_arg, bool(call_kwargs.get("_spread")))
                         oms = list(om) if isinstance(om, (list, tuple)) else [om] * n_out
                         flags = [m is not None for m in oms][:n_out] + [False] * max(0, n_out - len(oms))
                     except Exception:     # a compute_mask that needs more than shapes

@@ -200,7 +200,7 @@ class GraphShapes:
     # a model takes volumes (5-D inputs) as its layers do: each checks its own (pyggml._fold)
     takes_5d = True
 
-    def output_mask(self, inputs, mask):
+    def output_mask(self, inputs, mask, spread=False):
         """The masks its layers put on its outputs in the call just made on ``inputs`` (a model
         nested in another), else a layer's rule."""
         cached = self.__dict__.get("_call_masks")
@@ -212,7 +212,7 @@ class GraphShapes:
                 if all(m is None for m in masks):
                     return None
                 return list(masks) if self._multi_out else masks[0]
-        return super().output_mask(inputs, mask)
+        return super().output_mask(inputs, mask, spread)
 
     _output_keys = None
 
@@ -425,7 +425,8 @@ def run_nodes(topology, tensors, training, logits_for=(), with_masks=False, inpu
                     out = node.layer(arg, training=mode, **kwargs)
             else:
                 out = node.layer(arg, training=mode, **kwargs)
-            calls[key] = (out, node.layer.output_mask(arg, m_arg if any_mask else None))
+            calls[key] = (out, node.layer.output_mask(arg, m_arg if any_mask else None,
+                                                      bool(node.call_kwargs.get("_spread"))))
         out, omask = calls[key]
         if isinstance(out, dict):
             out = list(out.values())                  # a call that returns a dict: its values, in order
