@@ -276,6 +276,9 @@ def get(name):
         return linear
     if callable(name):
         return name
+    if isinstance(name, str) and name.startswith("ops.") and callable(getattr(ops, name[4:], None)) and \
+            name[4:] in ops.__all__:
+        return getattr(ops, name[4:])          # (name_of's name for a keras.ops function)
     if isinstance(name, str) and name not in _BY_NAME:
         # a function of your own, registered (``package>name``) or in custom_objects / a
         # custom_object_scope, as Keras finds it when a saved or cloned layer is rebuilt
@@ -303,6 +306,11 @@ def name_of(act):
     for k, v in _BY_NAME.items():
         if v is act:
             return k
+    name = getattr(act, "__name__", None)
+    if isinstance(name, str) and getattr(ops, name, None) is act and callable(act):
+        # keras.ops's function of an activation's name (``activation=ops.gelu``, whose default is
+        # the tanh form; the activation's is the exact one): saved as itself, found again so
+        return f"ops.{name}"
     from pyggml.saving.object_registration import get_registered_name
     return get_registered_name(act) if hasattr(act, "__name__") else "custom"
 

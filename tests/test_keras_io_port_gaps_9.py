@@ -700,3 +700,17 @@ def test_a_layer_called_on_two_tensors_passes_the_first_ones_mask_on():
     got = model.evaluate([xa, xb], np.zeros((4, 4, 1), "f4"), verbose=0)
     assert got == pytest.approx(float((p ** 2)[xb != 0].mean()), rel=1e-5)
     assert got != pytest.approx(float((p ** 2)[xa != 0].mean()), rel=1e-3)
+
+
+def test_an_ops_function_as_activation_saves_as_itself(tmp_path):
+    # keras-io's token learner: Dense(activation=ops.gelu), the tanh form by default (the
+    # activation "gelu" is the exact one): reloaded as ops.gelu
+    x = np.linspace(-3, 3, 16, dtype="float32").reshape(2, 8)
+    assert np.abs(np.asarray(keras.ops.gelu(x)) - np.asarray(keras.activations.gelu(x))).max() > 1e-3
+    inp = keras.Input((8,))
+    m = keras.Model(inp, layers.Dense(8, activation=keras.ops.gelu)(inp))
+    m.save(str(tmp_path / "g.keras"))
+    back = keras.models.load_model(str(tmp_path / "g.keras"))
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+    assert keras.activations.get("ops.gelu") is keras.ops.gelu
+    assert keras.activations.serialize(keras.activations.gelu) == "gelu"
