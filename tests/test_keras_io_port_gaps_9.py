@@ -714,3 +714,79 @@ def test_an_ops_function_as_activation_saves_as_itself(tmp_path):
     np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
     assert keras.activations.get("ops.gelu") is keras.ops.gelu
     assert keras.activations.serialize(keras.activations.gelu) == "gelu"
+
+
+def _int8_of(k, axis):
+    """Keras's abs-max int8 of k over ``axis``, dequantized."""
+    s = 127 / np.abs(k).max(axis, keepdims=True)
+    return np.clip(np.round(k * s), -127, 127) / s
+
+
+def test_model_quantize_int8_matches_numpy_saves_small_and_loads(tmp_path):
+    x = RNG.random((64, 20)).astype("f4")
+    y = RNG.integers(0, 5, 64)
+    m = keras.Sequential([keras.Input((20,)), layers.Dense(64, activation="relu"), layers.Dense(5)])
+    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m.fit(x, y, epochs=2, verbose=0)
+    float_out = m.predict(x, verbose=0)
+    k1, k2 = (np.asarray(l.kernel.numpy(), np.float64) for l in m.layers)
+    m.save(str(tmp_path / "f.gguf"))
+    m.quantize("int8")
+    d1, d2 = m.layers
+    assert d1.quantization_mode == "int8" and d1.kernel_scale.shape == (64,)
+    assert d1.dtype_policy.name == "int8_from_float32"
+    assert [w.name for w in m.trainable_weights] == ["bias", "bias"]
+    want = np.maximum(x @ _int8_of(k1, 0) + d1.get_weights()["bias"], 0) @ _int8_of(k2, 0) + d2.get_weights()["bias"]
+    got = m.predict(x, verbose=0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert 1e-5 < np.abs(got - float_out).max() < 0.05 * np.abs(float_out).max()
+    m.save(str(tmp_path / "q.gguf"))
+    # the integers are stored as int8: the file is smaller than a quarter plus the rest
+    assert (tmp_path / "q.gguf").stat().st_size < 0.4 * (tmp_path / "f.gguf").stat().st_size
+    gguf = pytest.importorskip("gguf")
+    types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(tmp_path / "q.gguf")).tensors}
+    assert types["dense.weight"] == "I8" and types["dense.kernel_scale"] == "F32"
+    for name in ("q.gguf", "q.keras"):
+        if name == "q.keras":
+            m.save(str(tmp_path / name))
+        back = keras.models.load_model(str(tmp_path / name))
+        assert back.layers[0].quantization_mode == "int8"
+        np.testing.assert_array_equal(back.predict(x, verbose=0), got)
+    k_int = np.asarray(d1.weight.numpy()).copy()
+    m.fit(x, y, epochs=1, verbose=0)                       # the integers stay; the biases train
+    np.testing.assert_array_equal(d1.weight.numpy(), k_int)
+    with pytest.raises(ValueError, match="quantized already"):
+        d1.quantize("int8")
+    with pytest.raises(ValueError, match="mode"):
+        m.quantize("float8")
+
+
+def test_quantize_embedding_einsum_dense_filters_and_qlora(tmp_path):
+    ids = RNG.integers(0, 30, (16, 6))
+    inp = keras.Input((6,), dtype="int32")
+    e, ed, d = layers.Embedding(30, 8), layers.EinsumDense("abc,cd->abd", (6, 4), bias_axes="d"), layers.Dense(3)
+    m = keras.Model(inp, d(layers.Flatten()(ed(e(inp)))))
+    table, kernel = np.asarray(e.embeddings.numpy(), np.float64), np.asarray(ed.kernel.numpy(), np.float64)
+    m.quantize("int8", filters=["embedding", "einsum"])
+    assert (e.quantization_mode, ed.quantization_mode, d.quantization_mode) == ("int8", "int8", None)
+    assert e.embeddings_scale.shape == (30,) and ed.kernel_scale.shape == (4,)
+    want = (np.einsum("abc,cd->abd", _int8_of(table, 1)[ids], _int8_of(kernel, 0)) + ed.get_weights()["bias"])
+    want = want.reshape(16, -1) @ d.get_weights()[0] + d.get_weights()[1]
+    np.testing.assert_allclose(m.predict(ids, verbose=0), want, rtol=1e-5, atol=1e-5)
+    # QLoRA: int4 weights, LoRA factors trained on top
+    dense = layers.Dense(4)
+    q = keras.Sequential([keras.Input((5,)), dense])
+    q.quantize("int4")
+    assert np.abs(dense.weight.numpy()).max() == 7
+    dense.enable_lora(2)
+    q.compile("adam", "mse")
+    before = np.asarray(dense.weight.numpy()).copy()
+    x = RNG.random((32, 5)).astype("f4")
+    q.fit(x, RNG.random((32, 4)), epochs=3, verbose=0)
+    np.testing.assert_array_equal(dense.weight.numpy(), before)
+    assert np.abs(dense.get_weights()["lora_kernel_b"]).max() > 0
+    q.save(str(tmp_path / "ql.keras"))
+    np.testing.assert_array_equal(keras.models.load_model(str(tmp_path / "ql.keras")).predict(x, verbose=0),
+                                  q.predict(x, verbose=0))
+    with pytest.raises(ValueError, match="no layer to quantize"):
+        keras.Sequential([keras.Input((3,)), layers.Flatten()]).quantize("int8")

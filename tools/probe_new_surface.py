@@ -1227,6 +1227,17 @@ def cases_round9():
         ("round9.adafactor.zero_grads", "v = pg.Variable(np.zeros((3, 2), np.float32)); o = pg.optimizers.Adafactor()\no.apply_gradients([(np.zeros((3, 2), np.float32), v)]); R = v.numpy()"),
         ("round9.optimizer_override_raises", "class O(pg.optimizers.SGD):\n    def apply(self, g, v=None):\n        raise RuntimeError('mine')\nm = pg.Sequential([pg.Input((3,)), L.Dense(1)]); m.compile(O(), 'mse')\nR = m.fit(np.ones((4, 3)), np.ones((4, 1)), verbose=0)"),
         ("round9.adaptive.huge_out", "R = ops.adaptive_max_pool(X4, (10**5, 10**5))"),
+        ("round9.quantize.twice", dense + "m.quantize('int8'); m.quantize('int8'); R = 1"),
+        ("round9.quantize.unbuilt", "d = L.Dense(3); R = d.quantize('int8')"),
+        ("round9.quantize.filters_bad", dense + "R = m.quantize('int8', filters=3)"),
+        ("round9.quantize.filters_regex_bad", dense + "R = m.quantize('int8', filters='[')"),
+        ("round9.quantize.zero_kernel", "d = L.Dense(3, kernel_initializer='zeros'); m = pg.Sequential([pg.Input((2,)), d])\nm.quantize('int4'); R = m.predict(np.ones((2, 2)), verbose=0)"),
+        ("round9.quantize.nan_input", dense + "m.quantize('int8'); R = m.predict(np.full((2, 3), np.nan), verbose=0)"),
+        ("round9.quantize.save_load", dense + "m.quantize('int8'); R = roundtrip(m, x).count_params()"),
+        ("round9.quantize.after_free", dense + "m.free(); R = m.quantize('int8')"),
+        ("round9.quantize.policy_ctor", "R = pg.Sequential([pg.Input((3,)), L.Dense(2, dtype='int8_from_float32')]).predict(np.ones((1, 3)), verbose=0)"),
+        ("round9.quantize.policy_bad", "R = L.Dense(2, dtype='int3_from_float32')"),
+        ("round9.gguf.int8_tensor", "f = pg.core.GGUFFile(); f.add_tensor('a', np.array([[1, -2]], np.int8)); p = os.path.join(TMP, 'i8.gguf'); f.write(p)\ng = pg.core.GGUFFile.read(p); R = g.read_tensor(g.tensor_names()[0]) if hasattr(g, 'tensor_names') else 1"),
         ("round9.rnn_matrix_cell_bad", "class C(L.Layer):\n    state_size = 3\n    def call(self, x, s):\n        return x, s\nR = pg.Sequential([pg.Input((4, 2, 3)), L.RNN(C())]).predict(np.ones((2, 4, 2, 3)), verbose=0)"),
     ]
     return cases

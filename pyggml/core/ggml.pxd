@@ -11,6 +11,7 @@ cdef extern from "ggml.h" nogil:
     cdef enum ggml_type:
         GGML_TYPE_F32
         GGML_TYPE_F16
+        GGML_TYPE_I8
         GGML_TYPE_I32
         GGML_TYPE_I64
         GGML_TYPE_COUNT

@@ -6,9 +6,10 @@ _GGUF_SCALAR_NP = {
     <int>GGUF_TYPE_FLOAT32: np.float32, <int>GGUF_TYPE_UINT64: np.uint64, <int>GGUF_TYPE_INT64: np.int64,
     <int>GGUF_TYPE_FLOAT64: np.float64, <int>GGUF_TYPE_BOOL: np.bool_,
 }
-_GGUF_TENSOR_NP = {<int>GGML_TYPE_F32: np.float32, <int>GGML_TYPE_F16: np.float16, <int>GGML_TYPE_I32: np.int32}
+_GGUF_TENSOR_NP = {<int>GGML_TYPE_F32: np.float32, <int>GGML_TYPE_F16: np.float16, <int>GGML_TYPE_I32: np.int32,
+                   <int>GGML_TYPE_I8: np.int8}
 _NP_TO_GGML = {np.dtype(np.float32): GGML_TYPE_F32, np.dtype(np.float16): GGML_TYPE_F16,
-               np.dtype(np.int32): GGML_TYPE_I32}
+               np.dtype(np.int32): GGML_TYPE_I32, np.dtype(np.int8): GGML_TYPE_I8}
 
 
 cdef class GGUFFile(_Owner):
@@ -271,7 +272,7 @@ cdef class GGUFFile(_Owner):
         return np.frombuffer(data, dtype=dt).reshape(shape).copy()
 
     def add_tensor(self, name, array):
-        """Add a tensor (f32, f16 or i32 array; other real dtypes become f32)."""
+        """Add a tensor (f32, f16, i32 or i8 array; other real dtypes become f32)."""
         self._check()
         if self.path is not None:
             raise GGUFError("this GGUFFile was opened for reading; write a new GGUFFile()")
@@ -327,13 +328,25 @@ cdef class GGUFFile(_Owner):
         _check_ptr(out, "gguf_init_empty")
         cdef size_t n
         cdef bytearray buf
+        cdef int64_t ne[4]
+        cdef int nd
+        cdef ggml_tensor * p
         try:
             # key/values first (copied: the alignment sets the tensors' offsets), then tensors
             if pyggml_gguf_set_kv(out, self.ptr) != 0:
                 raise AllocationError(f"could not copy the key/values: {_guard_text()}")
             for name, arr in self._new_tensors.items():
                 a = arr
-                t = ctx.new_tensor(tuple(arr.shape), dtype=_TYPE_TO_NAME[<int>_NP_TO_GGML[a.dtype]], name=name)
+                if a.dtype == np.int8:
+                    # (int8 is a file type only here, for quantized weights: no op takes it, so the
+                    # tensor API does not make it)
+                    nd = _parse_shape(tuple(arr.shape), ne)
+                    p = ggml_new_tensor(ctx.ptr, GGML_TYPE_I8, nd, ne)
+                    _check_ptr(p, "ggml_new_tensor")
+                    t = Tensor._wrap(ctx, p, nd)
+                    t.name = name
+                else:
+                    t = ctx.new_tensor(tuple(arr.shape), dtype=_TYPE_TO_NAME[<int>_NP_TO_GGML[a.dtype]], name=name)
                 if pyggml_gguf_add_tensor(out, t.ptr) != 0:
                     raise AllocationError(f"could not add tensor {name!r}: {_guard_text()}")
             pyggml_guard_clear()

@@ -36,6 +36,7 @@ import numpy as np
 from pyggml import _fold, _logits, _scope, _wide, autodiff, ops
 from pyggml._validation import check_str, is_int
 from pyggml._tensor_arrays import as_ops_result
+from pyggml.dtype_policies import QuantizedDTypePolicy, policy_mode
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
 from pyggml.layers._keras_weights import BUILDERS, build_through_owner, keras_list_by_name
@@ -817,8 +818,11 @@ class Layer:
 
     @property
     def dtype_policy(self):
-        """The layer's DTypePolicy: the one given as ``dtype=``, else the global one."""
+        """The layer's DTypePolicy: the one given as ``dtype=``, else the global one (a quantized
+        layer's: Keras's ``"int8_from_float32"``)."""
         from pyggml import mixed_precision
+        if getattr(self, "quantization_mode", None):
+            return QuantizedDTypePolicy(self.quantization_mode)
         policy = self.__dict__.get("_policy")
         return mixed_precision.Policy(policy) if policy else mixed_precision.global_policy()
 
@@ -993,7 +997,9 @@ class Layer:
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config.pop("dtype", None)
+        dtype = config.pop("dtype", None)
+        if policy_mode(dtype) is not None:
+            config["dtype"] = dtype            # a quantized layer's policy (Keras's "int8_from_float32")
         if cls.get_config is Layer.get_config and not cls.__module__.startswith("pyggml."):
             config = _from_config_value(config)          # an automatic config (see get_config)
         try:

@@ -16,6 +16,7 @@ from pyggml._lifetime import Freeable
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
 from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
+from pyggml.layers.core.quantize import quantize_model
 from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs, snake_case
 from pyggml.layers.node import Node
@@ -472,6 +473,10 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     def save(self, path=None, overwrite=True, **kwargs):
         gguf_io.save_model(self, gguf_io.keras_save_args("save", path, kwargs, overwrite, ("zipped",)))
+
+    def quantize(self, mode, filters=None, **kwargs):
+        """Keras's: the Dense, EinsumDense and Embedding weights as int8 (int4) and a scale."""
+        return quantize_model(self, mode, filters)
 
     def save_weights(self, path=None, overwrite=True, **kwargs):
         gguf_io.save_weights(self, gguf_io.keras_save_args("save_weights", path, kwargs, overwrite, ("max_shard_size",)))

@@ -77,8 +77,10 @@ def _write(model, path, with_config, with_state):
             if model.compiled:                    # an uncompiled model saves without (Keras's too)
                 f.set("pyggml.compile", json.dumps(model.get_compile_config()))
         stored = None
+        quantized = {n for n, var in model.named_variables() if getattr(var, "quantized", None)}
         for k, v in weights.items():
-            a = np.ascontiguousarray(v, dtype=np.float32)
+            # a quantized weight's integers as GGUF int8 (pyggml.layers.core.quantize)
+            a = np.ascontiguousarray(v, dtype=np.int8 if k in quantized else np.float32)
             if a.ndim > 4:            # a weight of more than four dimensions: as it is stored (see Variable)
                 stored = stored or dict((n, var.store_shape) for n, var in model.named_variables())
                 a = a.reshape(stored[k])

@@ -8,6 +8,7 @@ from pyggml._validation import check_positive_int
 from pyggml.layers._helpers import Activated, fused, rows_2d, set_weight_options, weight_options_config
 from pyggml.layers._keras_weights import KerasKernel
 from pyggml.layers.core.lora import LoraWeights
+from pyggml.layers.core.quantize import QuantizedWeights
 from pyggml.saving.object_registration import register_builtin
 from pyggml.initializers import config_value as _init_config
 
@@ -18,7 +19,7 @@ _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias
 
 
 @register_builtin
-class Dense(LoraWeights, Activated):
+class Dense(QuantizedWeights, LoraWeights, Activated):
     """Keras's arguments; the kernel's regularizer and constraint see it in Keras's
     layout (in, units) (pyggml.regularizers, pyggml.constraints)."""
 
@@ -31,6 +32,8 @@ class Dense(LoraWeights, Activated):
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None, **kwargs):
+        if "dtype" in kwargs:
+            kwargs["dtype"] = self._policy_dtype(kwargs["dtype"])      # Keras's "int8_from_float32"
         super().__init__(activation=activation, activity_regularizer=activity_regularizer, **kwargs)
         self.units = check_positive_int("units", units)
         self._init_lora(lora_rank, lora_alpha)
@@ -52,12 +55,16 @@ class Dense(LoraWeights, Activated):
         self.bias = self.add_weight("bias", (self.units,), self.bias_initializer, regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if self.use_bias else None
         self._build_lora()
+        self._build_quantized()
+
+    def _quant_reduce_axes(self):
+        return (0,)                                  # one scale per unit (Keras's kernel (in, units))
 
     def _product(self, inputs):
         lead = tuple(inputs.shape[:-1])
         # ggml's mul_mat trains a 2-D weight only: apply it to the rows of a 2-D view
         rows = rows_2d(inputs) if len(lead) != 1 else inputs
-        y = ops.mul_mat(self.weight, rows)
+        y = ops.mul_mat(self._weight_tensor(), rows)
         if self.lora_enabled:
             y = ops.add(y, self._lora_rows(rows))
         return y, lead
@@ -84,6 +91,7 @@ class Dense(LoraWeights, Activated):
         c.update(units=self.units, activation=self.activation_name, use_bias=self.use_bias)
         c.update(weight_options_config(self, _OPTIONS))
         self._lora_config(c)
+        self._quant_config(c)
         for k in ("kernel_initializer", "bias_initializer"):
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
                 c[k] = _init_config(getattr(self, k))

@@ -31,6 +31,7 @@ from pyggml import ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
 from pyggml.layers.core.lora import LoraWeights
+from pyggml.layers.core.quantize import QuantizedWeights
 from pyggml.saving.object_registration import register_builtin
 from pyggml.initializers import config_value as _init_config
 
@@ -180,7 +181,7 @@ def _glorot_uniform_keras_fans(shape, rng, layout=None):
 
 
 @register_builtin
-class EinsumDense(LoraWeights, Activated):
+class EinsumDense(QuantizedWeights, LoraWeights, Activated):
     """``EinsumDense(equation, output_shape, activation=None, bias_axes=None,
     kernel_initializer="glorot_uniform", bias_initializer="zeros",
     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
@@ -189,10 +190,13 @@ class EinsumDense(LoraWeights, Activated):
     supports_masking = False
 
     _lora_base = "kernel"
+    _quant_base = "kernel"
 
     def __init__(self, equation, output_shape, activation=None, bias_axes=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None, **kwargs):
+        if "dtype" in kwargs:
+            kwargs["dtype"] = self._policy_dtype(kwargs["dtype"])      # Keras's "int8_from_float32"
         super().__init__(activation=activation, activity_regularizer=activity_regularizer, **kwargs)
         self._init_lora(lora_rank, lora_alpha)
         ins, ker, out, _ = _parse(equation)
@@ -234,6 +238,14 @@ class EinsumDense(LoraWeights, Activated):
         self.bias = self.add_weight("bias", bias_shape, self.bias_initializer, regularizer=self.bias_regularizer,
                                     constraint=self.bias_constraint) if bias_shape is not None else None
         self._build_lora()
+        self._build_quantized()
+
+    def _quant_reduce_axes(self):
+        """The kernel's axes the input contracts (one scale for each of the others, Keras's)."""
+        ins, rest = self.equation.replace(" ", "").split(",")
+        ker, out = rest.split("->")
+        ker = ker.replace("...", "")
+        return tuple(i for i, c in enumerate(ker) if c in ins and c not in out)
 
     def pre_activation(self, inputs, training=None):
         x = contiguous(ops.as_tensor(inputs))
@@ -251,7 +263,7 @@ class EinsumDense(LoraWeights, Activated):
         lead = tuple(in_size[c] for c in shared)
         xs = ops.permute_axes(x, [ins.index(c) for c in shared + rows + contracted])
         xs = ops.reshape(contiguous(xs), lead + (size(rows, in_size), size(contracted, in_size)))
-        w = self.kernel.graph_tensor()
+        w = self.kernel.graph_tensor() if self.quantization_mode is None else self._weight_tensor()
         if self.lora_enabled:
             w = ops.add(w, self._lora_delta())
         w = ops.permute_axes(w, [ker.index(c) for c in shared + cols + contracted])
@@ -272,6 +284,7 @@ class EinsumDense(LoraWeights, Activated):
                  activation=self.activation_name, bias_axes=self.bias_axes)
         c.update(weight_options_config(self, _OPTIONS))
         self._lora_config(c)
+        self._quant_config(c)
         for k in ("kernel_initializer", "bias_initializer"):
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
                 c[k] = _init_config(getattr(self, k))

@@ -6,6 +6,7 @@ from pyggml import _scope, ops
 from pyggml._validation import check_positive_int
 from pyggml.core import Tensor
 from pyggml.layers.core.lora import LoraWeights
+from pyggml.layers.core.quantize import QuantizedWeights
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -16,7 +17,7 @@ _MAX_ONE_HOT = 1 << 27          # values of the one-hot that picks rows of compu
 
 
 @register_builtin
-class Embedding(LoraWeights, Layer):
+class Embedding(QuantizedWeights, LoraWeights, Layer):
     """``Embedding(input_dim, output_dim, mask_zero=False)``: weight (input_dim, output_dim).
 
     Its inputs are indices in [0, input_dim) (checked when data enters the model);
@@ -30,10 +31,13 @@ class Embedding(LoraWeights, Layer):
     input_dtype = "int32"
 
     _lora_names = ("lora_embeddings_a", "lora_embeddings_b")
+    _quant_scale = "embeddings_scale"
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
                  input_length=None, embeddings_regularizer=None, embeddings_constraint=None, lora_rank=None,
                  lora_alpha=None, **kwargs):
+        if "dtype" in kwargs:
+            kwargs["dtype"] = self._policy_dtype(kwargs["dtype"])      # Keras's "int8_from_float32"
         super().__init__(**kwargs)
         self._init_lora(lora_rank, lora_alpha)
         from pyggml.layers._helpers import set_weight_options
@@ -60,6 +64,10 @@ class Embedding(LoraWeights, Layer):
                                       layout="in_out", regularizer=self.embeddings_regularizer,
                                       constraint=self.embeddings_constraint)
         self._build_lora()
+        self._build_quantized()
+
+    def _quant_reduce_axes(self):
+        return (1,)                                  # one scale per token (row)
 
     def compute_mask(self, inputs, mask=None):
         """With mask_zero, 1 where the index is not 0 (computed on the host from the
@@ -97,7 +105,7 @@ class Embedding(LoraWeights, Layer):
             n *= d
         flat = ops.reshape(inputs if inputs.is_contiguous else ops.cont(inputs), (n,))
         try:
-            rows = ops.get_rows(self.weight, flat)
+            rows = ops.get_rows(self._weight_tensor(), flat)
         except ValueError as e:
             if "cannot be checked" not in str(e):
                 raise
@@ -122,7 +130,7 @@ class Embedding(LoraWeights, Layer):
                              f"one-hot of {n} x {self.input_dim} values, more than {_MAX_ONE_HOT}; feed the ids as "
                              f"data (an Input(dtype='int32'), or computed on the host) instead")
         hot = ops.reshape(_class_rows(f, self.input_dim), (n, self.input_dim))
-        out = ops.matmul(hot, self.weight)
+        out = ops.matmul(hot, self._weight_tensor())
         if self.lora_enabled:
             out = ops.add(out, self._lora_rows(hot))
         return ops.reshape(out if out.is_contiguous else ops.cont(out), shape + (self.output_dim,))
@@ -131,6 +139,7 @@ class Embedding(LoraWeights, Layer):
         c = super().get_config()
         c.update(input_dim=self.input_dim, output_dim=self.output_dim, mask_zero=self.mask_zero)
         self._lora_config(c)
+        self._quant_config(c)
         from pyggml.layers._helpers import weight_options_config
         c.update(weight_options_config(self, ("embeddings_regularizer", "embeddings_constraint")))
         from pyggml.initializers import config_value

@@ -1,0 +1,158 @@
+"""Keras's weight quantization, ``model.quantize("int8")`` (or ``"int4"``), of Dense, EinsumDense
+and Embedding: each layer's weight becomes integers in [-127, 127] ([-7, 7] for int4) with a
+float scale per output (Keras's ``kernel_scale``; Embedding's ``embeddings_scale``, one per
+token), ``q = round(w * scale)``, ``scale = qmax / max|w|`` over the weight's input axes, and
+the layer computes with ``q / scale``.  The integer weight is frozen (a LoRA enabled on the
+layer trains on top of it: QLoRA); the bias trains.
+
+A saved model keeps the integers as GGUF int8 tensors (a quarter of the float32 size) and the
+layer's dtype policy as Keras's ``"int8_from_float32"``, which a loaded layer is built with.
+The weight stays float32 in the device's memory (its integer values are exact there)."""
+
+import numpy as np
+
+from pyggml import ops
+from pyggml.dtype_policies import QUANTIZATION_MODES, policy_mode
+
+__all__ = ["QuantizedWeights", "quantize_model"]
+
+MODES = QUANTIZATION_MODES
+
+
+def check_mode(mode, who):
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ValueError(f"{who}: the quantization mode must be one of {sorted(MODES)}, got {mode!r}")
+    return mode
+
+
+class QuantizedWeights:
+    """The mixin: ``_quant_base`` names the weight quantized, ``_quant_scale`` its scale's name."""
+
+    _quant_base = "weight"
+    _quant_scale = "kernel_scale"
+    quantization_mode = None
+
+    def _policy_dtype(self, dtype):
+        """The dtype to hand on to Layer (None for a quantized policy, remembered for build)."""
+        mode = policy_mode(dtype)
+        if mode is None:
+            return dtype
+        self.__dict__["_quantize_on_build"] = mode
+        return None
+
+    def _quant_reduce_axes(self):
+        """The axes of the weight in Keras's layout that one scale covers (its inputs)."""
+        raise NotImplementedError
+
+    def _keras_shape_of_base(self):
+        v = getattr(self, self._quant_base)
+        axes = tuple(v.keras_axes) if v.keras_axes is not None else tuple(range(len(v.shape)))
+        return tuple(int(v.shape[i]) for i in axes), axes
+
+    def quantize(self, mode, type_check=True, config=None):
+        """Quantize the layer's weight (Keras's ``layer.quantize(mode)``): once, after it is built."""
+        who = type(self).__name__ + (f" {self.name!r}" if self.name else "")
+        check_mode(mode, who)
+        if not self.built:
+            from pyggml.layers._keras_weights import build_through_owner
+            build_through_owner(self)
+        if not self.built:
+            raise ValueError(f"{who}: cannot quantize a layer that is not built yet (call it on an input, or "
+                             f"build(input_shape), first)")
+        if self.quantization_mode is not None:
+            raise ValueError(f"{who}: the layer is quantized already ({self.quantization_mode})")
+        self._make_quantized(mode, from_values=True)
+        from pyggml.layers.layer import layer_changed
+        layer_changed(self, weights_added=True)
+
+    def _make_quantized(self, mode, from_values):
+        v = getattr(self, self._quant_base)
+        if v.keras_shape is not None:
+            raise ValueError(f"{type(self).__name__}: its weight's layout cannot be quantized")
+        kshape, axes = self._keras_shape_of_base()
+        reduce = self._quant_reduce_axes()
+        scale_shape = tuple(d for i, d in enumerate(kshape) if i not in reduce) or (1,)
+        scale = self.add_weight(name=self._quant_scale, shape=scale_shape, initializer="ones", trainable=False,
+                                layout="in_out")
+        if from_values:
+            from pyggml.layers._keras_weights import from_keras_value, keras_value
+            k = np.asarray(keras_value(v, v.numpy()), np.float64)
+            qmax = MODES[mode]
+            top = np.max(np.abs(k), axis=reduce, keepdims=True)
+            s = qmax / np.where(top > 0, top, 1.0)
+            q = np.clip(np.round(k * s), -qmax, qmax)
+            v.assign(from_keras_value(v, q.astype(np.float32), "quantize"))
+            scale.assign(s.reshape(scale_shape).astype(np.float32))
+        v.trainable = False
+        v.quantized = mode
+        object.__setattr__(self, self._quant_scale, scale)
+        self.quantization_mode = mode
+        self.__dict__.pop("_quantize_on_build", None)
+        # the scale's shape in the weight's own layout: 1 along the axes it covers
+        keras_b = [1 if i in reduce else d for i, d in enumerate(kshape)]
+        self.__dict__["_scale_broadcast"] = tuple(keras_b[j] for j in np.argsort(axes))
+
+    def _build_quantized(self):
+        mode = self.__dict__.get("_quantize_on_build")
+        if mode is not None and self.quantization_mode is None:
+            self._make_quantized(mode, from_values=False)
+
+    def _weight_tensor(self):
+        """The weight as the graph computes with it: itself, or ``q / scale`` once quantized."""
+        v = getattr(self, self._quant_base)
+        if self.quantization_mode is None:
+            return v
+        scale = getattr(self, self._quant_scale)
+        return ops.divide(v, ops.reshape(scale, self.__dict__["_scale_broadcast"]))
+
+    def _quant_config(self, c):
+        if self.quantization_mode is not None:
+            c["dtype"] = f"{self.quantization_mode}_from_float32"
+        return c
+
+
+def _layers_of(model):
+    seen, out = set(), []
+
+    def walk(layer):
+        for sub in getattr(layer, "layers", None) or list(getattr(layer, "_sublayers", {}).values()):
+            if id(sub) in seen or sub is layer:
+                continue
+            seen.add(id(sub))
+            out.append(sub)
+            walk(sub)
+    walk(model)
+    return out
+
+
+def quantize_model(model, mode, filters=None):
+    """Keras's ``model.quantize(mode, filters=None)``: every Dense, EinsumDense and Embedding (or
+    those ``filters`` keeps: a regex or a list of them matched against the layer's name, or a
+    callable of the layer) quantized; a model with none of them is refused."""
+    import re
+    check_mode(mode, "quantize")
+    model.check_alive()
+    if filters is None:
+        keep = lambda layer: True                      # noqa: E731
+    elif callable(filters):
+        keep = filters
+    elif isinstance(filters, (str, list, tuple)) and all(isinstance(f, str) for f in
+                                                        ([filters] if isinstance(filters, str) else filters)):
+        try:
+            pats = [re.compile(f) for f in ([filters] if isinstance(filters, str) else filters)]
+        except re.error as e:
+            raise ValueError(f"quantize: filters holds a pattern that is not a regex: {e}") from None
+        keep = lambda layer: any(p.search(layer.name) for p in pats)     # noqa: E731
+    else:
+        raise TypeError(f"quantize: filters must be None, a regex string, a list of them or a callable, got "
+                        f"{filters!r}")
+    model._ensure_graph()
+    done = 0
+    for layer in _layers_of(model):
+        if isinstance(layer, QuantizedWeights) and layer.quantization_mode is None and keep(layer):
+            layer.quantize(mode)
+            done += 1
+    if not done:
+        raise ValueError(f"quantize: the model has no layer to quantize in mode {mode!r} (Dense, EinsumDense and "
+                         f"Embedding are quantized{'' if filters is None else ', as filters keeps them'})")
+    return model
