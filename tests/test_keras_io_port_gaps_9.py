@@ -790,3 +790,30 @@ def test_quantize_embedding_einsum_dense_filters_and_qlora(tmp_path):
                                   q.predict(x, verbose=0))
     with pytest.raises(ValueError, match="no layer to quantize"):
         keras.Sequential([keras.Input((3,)), layers.Flatten()]).quantize("int8")
+
+
+def test_a_closure_loss_loads_back_by_its_name(tmp_path):
+    # keras-io's siamese contrastive: loss(margin) returns its inner contrastive_loss
+    def loss(margin=1.0):
+        def contrastive_loss(y_true, y_pred):
+            return keras.ops.mean((1 - y_true) * keras.ops.square(y_pred) +
+                                  y_true * keras.ops.square(keras.ops.maximum(margin - y_pred, 0)))
+        return contrastive_loss
+    m = keras.Sequential([keras.Input((3,)), layers.Dense(1, activation="sigmoid")])
+    m.compile("rmsprop", loss=loss(1.0))
+    x, y = RNG.random((8, 3)).astype("f4"), RNG.integers(0, 2, (8, 1)).astype("f4")
+    m.fit(x, y, verbose=0)
+    m.save(str(tmp_path / "c.keras"))
+    back = keras.models.load_model(str(tmp_path / "c.keras"), custom_objects={"contrastive_loss": loss(1.0)})
+    assert back.evaluate(x, y, verbose=0) == pytest.approx(m.evaluate(x, y, verbose=0), rel=1e-6)
+
+
+def test_correct_pad_takes_the_images_and_a_quantized_kernel_says_int8():
+    from pyggml.applications import imagenet_utils
+    x = keras.Input((32, 32, 3))
+    assert imagenet_utils.correct_pad(x, 3) == imagenet_utils.correct_pad(x.shape, 3) == ((0, 1), (0, 1))
+    d = layers.Dense(4)
+    m = keras.Sequential([keras.Input((3,)), d])
+    m.quantize("int8")
+    assert d.kernel.dtype == "int8" and d.kernel.numpy().dtype == np.int8
+    assert np.abs(d.kernel.numpy()).max() == 127

@@ -223,7 +223,10 @@ def validate_activation(classifier_activation, weights):
 def correct_pad(shape, kernel_size):
     """The zero padding ((top, bottom), (left, right)) before a strided 'valid' convolution
     of ``kernel_size`` on images of ``shape`` (batch, rows, cols, channels) that reproduces
-    TensorFlow's 'same' padding (one row/column less on the top/left of an even size)."""
+    TensorFlow's 'same' padding (one row/column less on the top/left of an even size).
+    ``shape`` may be the images themselves, as Keras 3 takes them (their ``.shape``)."""
+    if hasattr(shape, "shape") and not isinstance(shape, (tuple, list)):
+        shape = tuple(shape.shape)
     if is_int(kernel_size):
         kernel_size = (kernel_size, kernel_size)
     adjust = tuple(1 if n is None else 1 - n % 2 for n in (shape[1], shape[2]))

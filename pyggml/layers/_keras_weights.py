@@ -172,6 +172,11 @@ class KerasLayoutView(Variable):
 
     # --- flags and values: the weight's -----------------------------------------------------
     @property
+    def dtype(self):
+        """The weight's; "int8" once ``quantize`` made it integers (held as exact float32 here)."""
+        return "int8" if getattr(self.view_base, "quantized", None) else self.view_base.dtype
+
+    @property
     def trainable(self):
         return self.view_base.trainable
 
@@ -209,7 +214,8 @@ class KerasLayoutView(Variable):
         return self._blocks(a, tuple(int(g) for g in np.argsort(self._gates))) if self._gates else a
 
     def numpy(self):
-        return self._keras_gates(keras_value(self.view_base, self.view_base.numpy()))
+        a = self._keras_gates(keras_value(self.view_base, self.view_base.numpy()))
+        return a.astype(np.int8) if getattr(self.view_base, "quantized", None) else a
 
     def assign(self, value):
         from pyggml.core import Tensor

@@ -73,8 +73,9 @@ def serialize(loss):
             return name
     if isinstance(loss, LossFunctionWrapper):
         fn = loss.fn
-        return {"class": "function", "name": get_registered_name(fn) if isinstance(fn, type)
-                else getattr(fn, "__qualname__", getattr(fn, "__name__", "loss"))}
+        # Keras's: its registered name, else its __name__ (a closure's inner function, made by
+        # ``def loss(margin): def contrastive_loss(...)``, is found again by that name)
+        return {"class": "function", "name": get_registered_name(fn) if hasattr(fn, "__name__") else "loss"}
     return {"class": get_registered_name(type(loss)), "config": loss.get_config()}
 
 
@@ -85,8 +86,15 @@ def deserialize(config, custom_objects=None):
         return get(config)
     if config.get("class") == "function":
         name = config["name"]
-        if custom_objects and name in custom_objects:
-            return LossFunctionWrapper(custom_objects[name])
-        return LossFunctionWrapper(get_registered_object(name, custom_objects))
+        # (files saved before named a nested function by its qualified name, "loss.<locals>.f")
+        for key in (name, name.rsplit(".", 1)[-1]) if isinstance(name, str) else (name,):
+            if custom_objects and key in custom_objects:
+                return LossFunctionWrapper(custom_objects[key])
+        try:
+            return LossFunctionWrapper(get_registered_object(name, custom_objects))
+        except ValueError:
+            if not isinstance(name, str) or "." not in name:
+                raise
+            return LossFunctionWrapper(get_registered_object(name.rsplit(".", 1)[-1], custom_objects))
     cls = get_registered_object(config["class"], custom_objects)
     return cls.from_config(config["config"])
