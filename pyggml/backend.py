@@ -133,7 +133,17 @@ def get_uid(prefix=""):
     return _UIDS[prefix]
 
 
-class name_scope:
+class _Scope:
+    """A ``with`` block that keeps its name and changes nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class name_scope(_Scope):
     """Keras's ``with keras.name_scope("block"):``: names nothing here (pyggml names layers within
     their model) and keeps the name for code that reads it (``scope.name``)."""
 
@@ -142,14 +152,8 @@ class name_scope:
             raise TypeError(f"name_scope: name must be a str, got {name!r}")
         self.name = name
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        return False
-
-
-class device:
+class device(_Scope):
     """Keras's ``with keras.device("cpu:0"):``: a model's device is the one its ``compile(backend=)``
     picks (pyggml.backends() lists them), so this scope places nothing; the name is checked."""
 
@@ -158,9 +162,3 @@ class device:
                 ("cpu", "gpu", "cuda", "vulkan", "metal", "tpu"):
             raise ValueError(f"device: expected a name such as 'cpu:0' or 'gpu:0', got {device_name!r}")
         self.name = device_name
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
