@@ -817,3 +817,72 @@ def test_correct_pad_takes_the_images_and_a_quantized_kernel_says_int8():
     m.quantize("int8")
     assert d.kernel.dtype == "int8" and d.kernel.numpy().dtype == np.int8
     assert np.abs(d.kernel.numpy()).max() == 127
+
+
+def test_optimizer_iterations_answers_keras_variable_calls(tmp_path):
+    m = keras.Sequential([keras.Input((3,)), layers.Dense(1)])
+    m.compile("adam", "mse")
+    m.fit(np.ones((8, 3)), np.ones((8, 1)), batch_size=4, verbose=0)
+    it = m.optimizer.iterations
+    assert it == 2 and it.numpy() == np.int64(2) and it + 1 == 3 and it.value == 2
+    m.optimizer.iterations.assign(10)
+    assert m.optimizer.iterations == 10
+    m.optimizer.iterations.assign_add(1)
+    assert int(m.optimizer.iterations) == 11
+    m.save(str(tmp_path / "it.keras"))
+    assert keras.models.load_model(str(tmp_path / "it.keras")).optimizer.iterations == 11
+    with pytest.raises(ValueError, match="whole number"):
+        m.optimizer.iterations = -1
+
+
+def test_a_wider_target_takes_the_output_broadcast_to_it():
+    # keras-io's customizing-fit guide: an (n, 1) output fit on (n, 10) targets with mse
+    x, y = RNG.random((8, 4)).astype("f4"), RNG.random((8, 10)).astype("f4")
+    m = keras.Sequential([keras.Input((4,)), layers.Dense(1)])
+    m.compile("sgd", "mse", metrics=["mae"])
+    p = m.predict(x, verbose=0)
+    loss, mae = m.evaluate(x, y, verbose=0)
+    assert loss == pytest.approx(float(((p - y) ** 2).mean()), rel=1e-5)
+    assert mae == pytest.approx(float(np.abs(p - y).mean()), rel=1e-5)
+    h = m.fit(x, y, epochs=3, verbose=0)
+    assert h.history["loss"][-1] < h.history["loss"][0]
+
+
+@keras.saving.register_keras_serializable(package="gaps9")
+def _square_sum_loss(y_true, y_pred):
+    return keras.ops.sum(keras.ops.square(y_pred - y_true) / 10.0, axis=1)
+
+
+@keras.saving.register_keras_serializable(package="gaps9")
+class _OwnCompile(keras.Model):
+    """keras-io's customizing-saving guide: get_compile_config returns the objects themselves."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = layers.Dense(4, activation="softmax")
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+    def compile(self, optimizer, loss_fn, metrics):
+        super().compile(optimizer=optimizer, loss=loss_fn, metrics=metrics)
+        self.model_optimizer, self.loss_fn, self.loss_metrics = optimizer, loss_fn, metrics
+
+    def get_compile_config(self):
+        return {"model_optimizer": self.model_optimizer, "loss_fn": self.loss_fn, "metric": self.loss_metrics}
+
+    def compile_from_config(self, config):
+        self.compile(optimizer=keras.utils.deserialize_keras_object(config["model_optimizer"]),
+                     loss_fn=keras.utils.deserialize_keras_object(config["loss_fn"]),
+                     metrics=keras.utils.deserialize_keras_object(config["metric"]))
+
+
+def test_own_compile_config_with_objects_saves_and_its_compile_from_config_loads(tmp_path):
+    m = _OwnCompile()
+    m.compile(optimizer="SGD", loss_fn=_square_sum_loss, metrics=["accuracy"])
+    x, y = RNG.random((4, 8)).astype("f4"), RNG.random((4, 4)).astype("f4")
+    m.fit(x, y, verbose=0)
+    m.save(str(tmp_path / "own.keras"))
+    back = keras.models.load_model(str(tmp_path / "own.keras"))
+    assert back.loss_fn is _square_sum_loss
+    assert back.evaluate(x, y, verbose=0) == pytest.approx(m.evaluate(x, y, verbose=0), rel=1e-6)

@@ -338,7 +338,13 @@ def adapt_targets(specs, y, n):
         else:
             cells = int(np.prod(shape)) if shape else 1
             if a.size != rows * cells and spec.broadcasts:
-                a = _broadcast_targets(a, shape, spec)
+                b = _broadcast_targets(a, shape, spec)
+                if b is None:
+                    # y wider than the output ((n, 10) against (n, 1)): the loss broadcasts the
+                    # output to it, as Keras's; the graph takes y as it is
+                    out.append(_as_given(a, spec))
+                    continue
+                a = b
             if a.size != rows * cells:
                 raise ValueError(f"y for output {spec.name!r} must have shape (n, {', '.join(map(str, shape))}), "
                                  f"got {a.shape}")
@@ -352,7 +358,7 @@ def adapt_targets(specs, y, n):
 def _broadcast_targets(a, shape, spec):
     """Keras's regression losses first bring y to the output's rank (a last axis added or
     dropped), then broadcast one against the other: y (n,) or (n, 1) against an output
-    (n, k) is each row's one value against all k."""
+    (n, k) is each row's one value against all k; None where the output broadcasts to y."""
     want = (a.shape[0],) + tuple(shape)
     if a.ndim == len(want) - 1:
         a = a[..., None]
@@ -361,7 +367,12 @@ def _broadcast_targets(a, shape, spec):
     try:
         return np.broadcast_to(a, want)
     except ValueError:
-        raise ValueError(f"y for output {spec.name!r} of shape {a.shape} does not broadcast to the "
+        pass
+    try:
+        np.broadcast_shapes(a.shape, want)
+        return None                       # the output broadcasts to y instead
+    except ValueError:
+        raise ValueError(f"y for output {spec.name!r} of shape {a.shape} does not broadcast with the "
                          f"output's {want}") from None
 
 

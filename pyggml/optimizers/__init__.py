@@ -27,6 +27,8 @@ def get(identifier):
     """An Optimizer for a name (a fresh one with Keras's defaults) or an instance."""
     if isinstance(identifier, Optimizer):
         return identifier
+    if isinstance(identifier, type) and issubclass(identifier, Optimizer):
+        return identifier()                  # (a name deserialized to its class: "SGD")
     if isinstance(identifier, str) and identifier.lower() in _BY_NAME:
         return _BY_NAME[identifier.lower()]()
     raise ValueError(f"unknown optimizer {identifier!r}; use one of {sorted(_BY_NAME)} or an Optimizer instance")

@@ -56,6 +56,33 @@ def _rate(name, v):
     return check_number(name, v, 0.0)
 
 
+class StepCount(int):
+    """``optimizer.iterations``: the steps taken, an int that also answers Keras's Variable calls
+    on it (``iterations.numpy()``, ``.assign(n)``, ``.assign_add(1)``, ``.value``)."""
+
+    dtype = "int64"
+    shape = ()
+
+    def __new__(cls, value, owner):
+        out = int.__new__(cls, value)
+        out._owner = owner
+        return out
+
+    def numpy(self):
+        return np.int64(self)
+
+    @property
+    def value(self):
+        return int(self)
+
+    def assign(self, value):
+        self._owner.iterations = value
+        return self._owner.iterations
+
+    def assign_add(self, delta):
+        return self.assign(int(self) + int(delta))
+
+
 class Optimizer:
     """Base class: ``learning_rate`` (a number, a schedule or a callable of the step),
     ``weight_decay`` (decoupled, as Keras 3), ``clipnorm``, ``clipvalue``,
@@ -95,6 +122,19 @@ class Optimizer:
         if name is not None:
             self.name = name
         self.iterations = 0
+
+    @property
+    def iterations(self):
+        """The steps taken so far (Keras's counter: an int with ``numpy()`` and ``assign``)."""
+        return StepCount(self.__dict__.get("_iterations", 0), self)
+
+    @iterations.setter
+    def iterations(self, value):
+        v = np.asarray(value)
+        if v.shape != () or v.dtype.kind not in "iu" and not (v.dtype.kind == "f" and float(v) == int(v)) or \
+                isinstance(value, bool) or int(v) < 0:
+            raise ValueError(f"iterations must be a whole number >= 0, got {value!r}")
+        self.__dict__["_iterations"] = int(v)
 
     # --- the learning rate ---------------------------------------------------------------
     @property

@@ -75,7 +75,7 @@ def _write(model, path, with_config, with_state):
             f.set("pyggml.model_class", get_registered_name(type(model)))
             f.set("pyggml.config", json.dumps(_config_with_build(model)))
             if model.compiled:                    # an uncompiled model saves without (Keras's too)
-                f.set("pyggml.compile", json.dumps(model.get_compile_config()))
+                f.set("pyggml.compile", json.dumps(_compile_config(model)))
         stored = None
         quantized = {n for n, var in model.named_variables() if getattr(var, "quantized", None)}
         for k, v in weights.items():
@@ -157,6 +157,21 @@ def load_weights_into(model, path, skip_mismatch=False):
     current = model.get_weights()
     current.update(got)
     model.set_weights(current)
+
+
+def _own_method(model, name):
+    """Whether a class of the user's (not pyggml's) defines ``name`` for this model."""
+    return any(name in c.__dict__ for c in type(model).__mro__ if not c.__module__.startswith("pyggml."))
+
+
+def _compile_config(model):
+    """The compile settings as JSON takes them: a class's own get_compile_config may hold
+    objects (a registered loss function, an optimizer), serialized as Keras serializes them."""
+    cfg = model.get_compile_config()
+    if _own_method(model, "get_compile_config"):
+        from pyggml.saving.serialization_lib import serialize_keras_object
+        cfg = serialize_keras_object(cfg)
+    return cfg
 
 
 def save_model(model, path):
@@ -387,7 +402,10 @@ def _load_model(path, backend, custom_objects, compile):
         if not compile or comp is None:
             return model
         try:
-            model.compile_from_config(comp, backend=backend, custom_objects=custom_objects)
+            if _own_method(model, "compile_from_config"):
+                model.compile_from_config(comp)          # a class's own, with Keras's signature
+            else:
+                model.compile_from_config(comp, backend=backend, custom_objects=custom_objects)
         except (KeyError, TypeError, ValueError) as e:
             raise GGUFError(f"{p!r}: the compile settings are not valid ({type(e).__name__}: {e})") from None
         _restore_state(fl, model, named)
