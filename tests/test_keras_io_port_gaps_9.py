@@ -889,3 +889,45 @@ def test_own_compile_config_with_objects_saves_and_its_compile_from_config_loads
     back = keras.models.load_model(str(tmp_path / "own.keras"))
     assert back.loss_fn is _square_sum_loss
     assert back.evaluate(x, y, verbose=0) == pytest.approx(m.evaluate(x, y, verbose=0), rel=1e-6)
+
+
+def test_a_nested_models_dict_output_picked_by_key_saves_and_loads(tmp_path):
+    # keras-io's multimodal entailment: bert(inputs)["pooled_output"]
+    i = keras.Input((4,))
+    bert = keras.Model(i, {"pooled_output": layers.Dense(2)(i), "sequence_output": layers.Dense(3)(i)})
+    a = keras.Input((4,))
+    x = RNG.random((2, 4)).astype("f4")
+    for out in (layers.Dense(1)(bert(a)["pooled_output"]), bert(a)["sequence_output"]):
+        m = keras.Model(a, out)
+        m.save(str(tmp_path / "m.keras"))
+        back = keras.models.load_model(str(tmp_path / "m.keras")).predict(x, verbose=0)
+        assert isinstance(back, np.ndarray)
+        np.testing.assert_array_equal(back, m.predict(x, verbose=0))
+
+
+@keras.saving.register_keras_serializable(package="gaps9")
+class _DenseWithOwnVariable(layers.Dense):
+    """Keras's serialization guide: a Dense subclass storing one more variable in its hooks."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+        self.my_variable = keras.Variable(np.arange(units, dtype="f4"), name="my_variable", dtype="float32")
+
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        store["variables"] = self.my_variable.numpy()
+
+    def load_own_variables(self, store):
+        self.my_variable.assign(store["variables"])
+        super().load_own_variables(store)
+
+
+def test_a_dense_subclass_hooks_calling_super_save_and_load(tmp_path):
+    m = keras.Sequential([_DenseWithOwnVariable(2)])
+    m.build((None, 3))
+    m.layers[0].my_variable.assign(np.array([5.0, 7.0], "f4"))
+    m.save(str(tmp_path / "own.keras"))
+    back = keras.models.load_model(str(tmp_path / "own.keras"))
+    np.testing.assert_array_equal(back.layers[0].my_variable.numpy(), [5.0, 7.0])
+    x = RNG.random((2, 3)).astype("f4")
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))

@@ -574,7 +574,9 @@ def from_config(config, custom_objects=None):
             if all((s[0], s[1]) in made_calls for s in srcs):
                 args = [made_calls[(s[0], s[1])][s[2]] for s in srcs]
                 out = made[name][0](args if call["list"] else args[0], **call.get("kwargs", {}))
-                made_calls[(name, i)] = out if isinstance(out, list) else [out]
+                # (a nested model's dict of outputs: its values, which the nodes index as saved)
+                made_calls[(name, i)] = list(out.values()) if isinstance(out, dict) else \
+                    list(out) if isinstance(out, (list, tuple)) else [out]
             else:
                 rest.append((name, i, call))
         if len(rest) == len(pending):
