@@ -931,3 +931,22 @@ def test_a_dense_subclass_hooks_calling_super_save_and_load(tmp_path):
     np.testing.assert_array_equal(back.layers[0].my_variable.numpy(), [5.0, 7.0])
     x = RNG.random((2, 3)).astype("f4")
     np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_model_inputs_as_a_list_holding_a_dict(tmp_path):
+    # keras-io's multimodal entailment: keras.Model([image_1, image_2, text_inputs], ...)
+    a = keras.Input(shape=(4,), name="a")
+    t = {"t1": keras.Input(shape=(3,)), "t2": keras.Input(shape=(3,))}
+    dense = layers.Dense(1)
+    m = keras.Model([a, t], dense(layers.Concatenate()([a, t["t1"], t["t2"]])))
+    xa, x1, x2 = (RNG.random((5, n)).astype("f4") for n in (4, 3, 3))
+    k, b = dense.get_weights()
+    want = np.concatenate([xa, x1, x2], 1) @ k + b
+    got = m.predict([xa, {"t1": x1, "t2": x2}], verbose=0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    m.compile("sgd", "mse")
+    m.fit([xa, {"t2": x2, "t1": x1}], np.ones((5, 1)), verbose=0)
+    m.save(str(tmp_path / "nest.keras"))
+    back = keras.models.load_model(str(tmp_path / "nest.keras"))
+    np.testing.assert_array_equal(back.predict([xa, {"t1": x1, "t2": x2}], verbose=0),
+                                  m.predict([xa, {"t1": x1, "t2": x2}], verbose=0))

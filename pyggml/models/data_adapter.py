@@ -167,7 +167,14 @@ _warned_keys = set()       # the sets of unknown keys warned about once
 
 
 def _split(x, names, what):
-    """A list of per-input (or per-output) values from a single value, a list or a dict."""
+    """A list of per-input (or per-output) values from a single value, a list or a dict; a
+    list holding dicts (a model made on ``[image, {"ids": ..., "mask": ...}]``) gives its dicts'
+    entries by name and its other items to the other inputs, in order."""
+    if isinstance(x, (list, tuple)) and any(isinstance(e, dict) for e in x) and len(x) != len(names):
+        by_key = {k: v for e in x if isinstance(e, dict) for k, v in e.items()}
+        rest = iter(e for e in x if not isinstance(e, dict))
+        x = {n: (by_key[n] if n in by_key else next(rest, None)) for n in names}
+        x = {n: v for n, v in x.items() if v is not None}
     if isinstance(x, dict):
         unknown = set(x) - set(names)
         if unknown and what == "y":

@@ -52,6 +52,24 @@ def order_nodes(inputs, outputs):
     return order
 
 
+def flat_inputs(inputs):
+    """A model's inputs given as a list: its items, a dict among them giving its values (Keras's
+    ``Model([image_1, image_2, text_inputs], ...)`` with ``text_inputs`` a dict of Inputs)."""
+    out = []
+    for e in inputs:
+        out.extend(e.values() if isinstance(e, dict) else [e])
+    return out
+
+
+def keyed_inputs(inputs):
+    """{key: Input} of the inputs given in dicts (the whole dict, or dicts inside a list)."""
+    if isinstance(inputs, dict):
+        return inputs
+    if isinstance(inputs, (list, tuple)):
+        return {k: v for e in inputs if isinstance(e, dict) for k, v in e.items()}
+    return {}
+
+
 def name_inputs_by_keys(topology, inputs):
     """Model(inputs={"a": Input(...), ...}): data is matched to the inputs by the dict's keys, as
     Keras 3 matches it, so an Input given no name of its own takes its key as its name (where no

@@ -69,13 +69,14 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
             self._multi_in = isinstance(inputs, (list, tuple, dict))
             self._multi_out = isinstance(outputs, (list, tuple, dict))
             self._output_keys = functional.output_keys(outputs)      # outputs={"a": ...}: predict gives a dict
+            keyed = functional.keyed_inputs(inputs)          # (a dict, or dicts inside a list)
             ins = list(inputs.values()) if isinstance(inputs, dict) else \
-                (list(inputs) if self._multi_in else [inputs])
+                (functional.flat_inputs(inputs) if self._multi_in else [inputs])
             outs = functional.flat_outputs(self, outputs)
             ins, outs = functional.cut_at_inputs(ins, outs, list(inputs) if isinstance(inputs, dict) else None)
             self._topology = functional.Topology(ins, outs)
-            if isinstance(inputs, dict):
-                functional.name_inputs_by_keys(self._topology, inputs)
+            if keyed:
+                functional.name_inputs_by_keys(self._topology, keyed)
             self.built = True
 
     @classmethod
