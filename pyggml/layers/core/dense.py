@@ -3,8 +3,6 @@
 On the CPU the bias and the activation (linear, relu, tanh, sigmoid, elu,
 leaky_relu) are one fused op, ``bias_act``, forward and backward."""
 
-import numpy as np
-
 from pyggml import ops
 from pyggml._validation import check_positive_int
 from pyggml.layers._helpers import Activated, fused, rows_2d, set_weight_options, weight_options_config
@@ -87,23 +85,6 @@ class Dense(QuantizedWeights, LoraWeights, Activated):
             return super().call(inputs, training)
         y, lead = self._product(inputs)
         return self._shaped(ops.bias_act(y, self.bias, spec[0], spec[1]), lead)
-
-    # Keras's hooks (a subclass's own calls them through super()): the kernel, in Keras's layout,
-    # and the bias, under "0" and "1"; a store holds one entry per variable of the layer
-    def save_own_variables(self, store):
-        if not self.built:
-            return
-        store["0"] = self.kernel.numpy()
-        if self.bias is not None:
-            store["1"] = self.bias.numpy()
-
-    def load_own_variables(self, store):
-        if len(store) != len(self.weights):
-            raise ValueError(f"{self.name}: load_own_variables expects {len(self.weights)} values (one per variable "
-                             f"of the layer), got keys {sorted(store)}")
-        self.kernel.assign(np.asarray(store["0"]))
-        if self.bias is not None:
-            self.bias.assign(np.asarray(store["1"]))
 
     def get_config(self):
         c = super().get_config()
