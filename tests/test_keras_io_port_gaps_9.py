@@ -950,3 +950,16 @@ def test_model_inputs_as_a_list_holding_a_dict(tmp_path):
     back = keras.models.load_model(str(tmp_path / "nest.keras"))
     np.testing.assert_array_equal(back.predict([xa, {"t1": x1, "t2": x2}], verbose=0),
                                   m.predict([xa, {"t1": x1, "t2": x2}], verbose=0))
+
+
+def test_a_list_holding_a_dict_of_one_input_and_iterations_refuse_inf():
+    a, t = keras.Input((2,), name="a"), keras.Input((3,))
+    m = keras.Model([a, {"t": t}], layers.Concatenate()([a, t]))
+    xa, xt = RNG.random((4, 2)).astype("f4"), RNG.random((4, 3)).astype("f4")
+    np.testing.assert_array_equal(m.predict([xa, {"t": xt}], verbose=0), np.concatenate([xa, xt], 1))
+    opt = keras.optimizers.SGD()
+    for bad in (float("inf"), float("nan"), 2.5, True, "3"):
+        with pytest.raises(ValueError, match="whole number"):
+            opt.iterations = bad
+    opt.iterations = 4.0
+    assert opt.iterations == 4

@@ -247,7 +247,7 @@ cdef class GGUFFile(_Owner):
                 int(gguf_get_tensor_size(self.ptr, tid)))
 
     def read_tensor(self, name):
-        """The tensor's data as a numpy array (f32, f16 or i32), read from the file."""
+        """The tensor's data as a numpy array (f32, f16, i32 or i8), read from the file."""
         if self.path is None:
             if name in self._new_tensors:
                 return self._new_tensors[name].copy()
@@ -256,7 +256,7 @@ cdef class GGUFFile(_Owner):
         shape, tname, offset, nbytes = self.tensor_info(name)
         cdef ggml_type t = gguf_get_tensor_type(self.ptr, tid)
         if <int>t not in _GGUF_TENSOR_NP:
-            raise GGUFError(f"tensor {name!r} has type {tname}; pyggml reads f32, f16 and i32")
+            raise GGUFError(f"tensor {name!r} has type {tname}; pyggml reads f32, f16, i32 and i8")
         dt = np.dtype(_GGUF_TENSOR_NP[<int>t])
         count = 1
         for d in shape:

@@ -137,13 +137,9 @@ def _numbered(kind, taken):
     return f"{kind}_{k}"
 
 
-def _called_from_pyggml():
-    """Whether the caller of the function calling this one is pyggml's own code."""
-    return sys._getframe(2).f_globals.get("__name__", "").startswith("pyggml")
-
-
 def _set_by_user_code():
-    """Whether the attribute being set (Layer.__setattr__'s caller) is set by code outside pyggml."""
+    """Whether the caller of the function calling this one (Layer.__setattr__'s, add_weight's) is
+    code outside pyggml."""
     return not sys._getframe(2).f_globals.get("__name__", "").startswith("pyggml")
 
 
@@ -735,7 +731,7 @@ class Layer:
             given.pop(k, None)
         if given.get("initializer") is None:
             given.pop("initializer", None)
-        if "layout" not in given and not _called_from_pyggml():
+        if "layout" not in given and _set_by_user_code():
             given["layout"] = "keras"      # a weight of the user's is in Keras's layout: Keras's fans
         return self._add_weight(**given)
 
@@ -744,7 +740,7 @@ class Layer:
         """Keras 3's other name of ``add_weight``, its shape and initializer first."""
         return self.add_weight(shape=shape, initializer=initializer, dtype=dtype, trainable=trainable,
                                regularizer=regularizer, constraint=constraint, name=name,
-                               layout="out_in" if _called_from_pyggml() else "keras")
+                               layout="keras" if _set_by_user_code() else "out_in")
 
     def _add_weight(self, name=None, shape=None, initializer="glorot_uniform", trainable=True, dtype=None,
                     layout="out_in", regularizer=None, constraint=None):

@@ -170,7 +170,7 @@ def _split(x, names, what):
     """A list of per-input (or per-output) values from a single value, a list or a dict; a
     list holding dicts (a model made on ``[image, {"ids": ..., "mask": ...}]``) gives its dicts'
     entries by name and its other items to the other inputs, in order."""
-    if isinstance(x, (list, tuple)) and any(isinstance(e, dict) for e in x) and len(x) != len(names):
+    if isinstance(x, (list, tuple)) and any(isinstance(e, dict) for e in x):
         by_key = {k: v for e in x if isinstance(e, dict) for k, v in e.items()}
         rest = iter(e for e in x if not isinstance(e, dict))
         x = {n: (by_key[n] if n in by_key else next(rest, None)) for n in names}

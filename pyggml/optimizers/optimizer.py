@@ -131,8 +131,9 @@ class Optimizer:
     @iterations.setter
     def iterations(self, value):
         v = np.asarray(value)
-        if v.shape != () or v.dtype.kind not in "iu" and not (v.dtype.kind == "f" and float(v) == int(v)) or \
-                isinstance(value, bool) or int(v) < 0:
+        whole = v.shape == () and not isinstance(value, bool) and (
+            v.dtype.kind in "iu" or (v.dtype.kind == "f" and np.isfinite(v) and float(v) == int(v)))
+        if not whole or int(v) < 0:
             raise ValueError(f"iterations must be a whole number >= 0, got {value!r}")
         self.__dict__["_iterations"] = int(v)
 

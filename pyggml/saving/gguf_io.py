@@ -159,16 +159,11 @@ def load_weights_into(model, path, skip_mismatch=False):
     model.set_weights(current)
 
 
-def _own_method(model, name):
-    """Whether a class of the user's (not pyggml's) defines ``name`` for this model."""
-    return any(name in c.__dict__ for c in type(model).__mro__ if not c.__module__.startswith("pyggml."))
-
-
 def _compile_config(model):
     """The compile settings as JSON takes them: a class's own get_compile_config may hold
     objects (a registered loss function, an optimizer), serialized as Keras serializes them."""
     cfg = model.get_compile_config()
-    if _own_method(model, "get_compile_config"):
+    if own_state.defined_by_user(model, "get_compile_config"):
         from pyggml.saving.serialization_lib import serialize_keras_object
         cfg = serialize_keras_object(cfg)
     return cfg
@@ -402,7 +397,7 @@ def _load_model(path, backend, custom_objects, compile):
         if not compile or comp is None:
             return model
         try:
-            if _own_method(model, "compile_from_config"):
+            if own_state.defined_by_user(model, "compile_from_config"):
                 model.compile_from_config(comp)          # a class's own, with Keras's signature
             else:
                 model.compile_from_config(comp, backend=backend, custom_objects=custom_objects)

@@ -31,10 +31,15 @@ _HOOKS = ("save_own_variables", "load_own_variables", "save_assets", "load_asset
 _MAX_ASSETS = 1 << 30            # bytes of assets in one file, in all
 
 
+def defined_by_user(obj, name):
+    """Whether a class of the user's (not pyggml's) defines ``name`` for ``obj``."""
+    return any(name in c.__dict__ for c in type(obj).__mro__ if not c.__module__.startswith("pyggml."))
+
+
 def _defines(layer, name):
-    """Whether a class of the user's defines the hook (pyggml's own classes' hooks, Layer's and
-    Dense's, are what its weights do already: a subclass's override may call them)."""
-    return any(name in c.__dict__ for c in type(layer).__mro__ if not c.__module__.startswith("pyggml."))
+    """Whether a class of the user's defines the hook (Layer's own hooks are what its weights do
+    already: a subclass's override may call them)."""
+    return defined_by_user(layer, name)
 
 
 def _tree(model):

@@ -32,8 +32,6 @@ class Dense(QuantizedWeights, LoraWeights, Activated):
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None, **kwargs):
-        if "dtype" in kwargs:
-            kwargs["dtype"] = self._policy_dtype(kwargs["dtype"])      # Keras's "int8_from_float32"
         super().__init__(activation=activation, activity_regularizer=activity_regularizer, **kwargs)
         self.units = check_positive_int("units", units)
         self._init_lora(lora_rank, lora_alpha)

@@ -195,8 +195,6 @@ class EinsumDense(QuantizedWeights, LoraWeights, Activated):
     def __init__(self, equation, output_shape, activation=None, bias_axes=None, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, lora_rank=None, lora_alpha=None, **kwargs):
-        if "dtype" in kwargs:
-            kwargs["dtype"] = self._policy_dtype(kwargs["dtype"])      # Keras's "int8_from_float32"
         super().__init__(activation=activation, activity_regularizer=activity_regularizer, **kwargs)
         self._init_lora(lora_rank, lora_alpha)
         ins, ker, out, _ = _parse(equation)
@@ -242,9 +240,7 @@ class EinsumDense(QuantizedWeights, LoraWeights, Activated):
 
     def _quant_reduce_axes(self):
         """The kernel's axes the input contracts (one scale for each of the others, Keras's)."""
-        ins, rest = self.equation.replace(" ", "").split(",")
-        ker, out = rest.split("->")
-        ker = ker.replace("...", "")
+        ins, ker, out, _ = _parse(self.equation)
         return tuple(i for i, c in enumerate(ker) if c in ins and c not in out)
 
     def pre_activation(self, inputs, training=None):

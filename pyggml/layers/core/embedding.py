@@ -36,8 +36,6 @@ class Embedding(QuantizedWeights, LoraWeights, Layer):
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
                  input_length=None, embeddings_regularizer=None, embeddings_constraint=None, lora_rank=None,
                  lora_alpha=None, **kwargs):
-        if "dtype" in kwargs:
-            kwargs["dtype"] = self._policy_dtype(kwargs["dtype"])      # Keras's "int8_from_float32"
         super().__init__(**kwargs)
         self._init_lora(lora_rank, lora_alpha)
         from pyggml.layers._helpers import set_weight_options

@@ -32,13 +32,14 @@ class QuantizedWeights:
     _quant_scale = "kernel_scale"
     quantization_mode = None
 
-    def _policy_dtype(self, dtype):
-        """The dtype to hand on to Layer (None for a quantized policy, remembered for build)."""
-        mode = policy_mode(dtype)
-        if mode is None:
-            return dtype
-        self.__dict__["_quantize_on_build"] = mode
-        return None
+    def __init__(self, *args, **kwargs):
+        # Keras's dtype policy of a quantized layer ("int8_from_float32", a loaded config's):
+        # remembered for build, not handed on to Layer (which computes in float32)
+        mode = policy_mode(kwargs.get("dtype"))
+        if mode is not None:
+            self.__dict__["_quantize_on_build"] = mode
+            kwargs["dtype"] = None
+        super().__init__(*args, **kwargs)
 
     def _quant_reduce_axes(self):
         """The axes of the weight in Keras's layout that one scale covers (its inputs)."""
