@@ -51,7 +51,7 @@ __all__ = ["erfc", "fabs", "fmax", "fmin", "fmod", "heaviside", "hypot", "sinc",
            "hanning", "hamming", "bartlett", "blackman", "kaiser",
            "matrix_power", "pinv", "logdet", "matrix_rank",
            "depth_to_space", "space_to_depth", "segment_min", "segment_prod",
-           "deg2rad", "rad2deg", "bitwise_left_shift", "bitwise_right_shift", "cholesky_inverse"]
+           "deg2rad", "rad2deg", "bitwise_left_shift", "bitwise_right_shift", "cholesky_inverse", "i0"]
 
 # names that are also ggml ops of pyggml.core.ops: ggml's form for a Tensor outside a model's graph
 SHARED_WITH_GGML = ()
@@ -1609,3 +1609,32 @@ def cholesky_inverse(x, upper=False):
     a = _np_ops.matmul(t, x) if upper else _np_ops.matmul(x, t)
     return _ops_control.inv(a)
 
+
+
+# Abramowitz & Stegun 9.8.1 and 9.8.2: I0 on |x| <= 3.75 as a polynomial of (x / 3.75)^2 (relative
+# error below 1.6e-7), and sqrt(|x|) exp(-|x|) I0 beyond as a polynomial of 3.75 / |x| (below 1.9e-7)
+_I0_SMALL = (1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.0360768, 0.0045813)
+_I0_LARGE = (0.39894228, 0.01328592, 0.00225319, -0.00157565, 0.00916281, -0.02057706, 0.02635537,
+             -0.01647633, 0.00392377)
+
+
+def _poly(t, coefs):
+    y = _t(np.float32(coefs[-1]))
+    for c in reversed(coefs[:-1]):
+        y = _cont(_c.scale_bias(_cont(y * t), 1.0, float(c)))
+    return y
+
+
+@_dual(lambda x: _out(np.i0(np.asarray(x, np.float64))), "x")
+def i0(x):
+    """Keras's ``ops.i0``: the modified Bessel function of the first kind, order 0 (integers
+    give float32).  In a graph, a polynomial on each side of |x| = 3.75 (float32's precision;
+    its gradient is the polynomials'); on arrays, numpy's."""
+    x = _f(x)
+    ax = _c.abs(x)
+    small = _poly(_c.sqr(_c.scale(ax, 1.0 / 3.75)), _I0_SMALL)
+    far = _cont(_c.scale_bias(_cont(ax - 3.75), 1.0, 0.0))
+    beyond = _c.relu(far)                                                     # |x| - 3.75 where larger, else 0
+    big_x = _c.scale_bias(beyond, 1.0, 3.75)                                  # max(|x|, 3.75): no 1 / 0
+    large = _cont(_poly(_cont(_t(np.float32(3.75)) / big_x), _I0_LARGE) * _c.exp(big_x)) / _c.sqrt(big_x)
+    return _pick(_c.step(far), _cont(large), small)
