@@ -4,7 +4,8 @@ from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, 
                                    MeanSquaredError, SparseCategoricalCrossentropy)
 from pyggml.losses.ctc_loss import CTC, ctc
 from pyggml.losses.functions import CLASS_OF as _CLASS_OF, FUNCTIONS as _LOSS_FUNCTIONS
-from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge,
+from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy,
+                                 CategoricalGeneralizedCrossEntropy, CategoricalHinge,
                                  CosineSimilarity, Hinge, KLDivergence, LogCosh, MeanAbsolutePercentageError,
                                  MeanSquaredLogarithmicError, Poisson, SquaredHinge)
 from pyggml.losses.loss import Loss, LossFunctionWrapper
@@ -14,7 +15,8 @@ from pyggml.saving.object_registration import get_registered_name, get_registere
 __all__ = ["Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError", "Huber", "BinaryCrossentropy",
            "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "KLDivergence", "Poisson", "LogCosh", "CosineSimilarity",
            "MeanSquaredLogarithmicError", "MeanAbsolutePercentageError", "Hinge", "SquaredHinge", "CategoricalHinge",
-           "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "Dice", "Tversky", "Circle", "dice", "tversky",
+           "BinaryFocalCrossentropy", "CategoricalFocalCrossentropy", "CategoricalGeneralizedCrossEntropy", "Dice",
+           "Tversky", "Circle", "dice", "tversky",
            "circle", "CTC", "ctc", "get", "serialize", "deserialize", "LOSSES"]
 
 LOSSES = {
@@ -38,6 +40,8 @@ LOSSES = {
     "binary_focal_crossentropy": BinaryFocalCrossentropy, "BinaryFocalCrossentropy": BinaryFocalCrossentropy,
     "categorical_focal_crossentropy": CategoricalFocalCrossentropy,
     "CategoricalFocalCrossentropy": CategoricalFocalCrossentropy,
+    "categorical_generalized_cross_entropy": CategoricalGeneralizedCrossEntropy,
+    "CategoricalGeneralizedCrossEntropy": CategoricalGeneralizedCrossEntropy,
     "dice": Dice, "Dice": Dice, "tversky": Tversky, "Tversky": Tversky, "circle": Circle, "Circle": Circle,
     "ctc": CTC, "CTC": CTC,
 }

@@ -8,6 +8,8 @@ mean squared error is): with per-sample weights the reduction is the same number
 
 import math
 
+import numpy as np
+
 from pyggml import activations, ops
 from pyggml._validation import check_number
 from pyggml.losses.builtin import _pair
@@ -16,7 +18,7 @@ from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["KLDivergence", "Poisson", "LogCosh", "CosineSimilarity", "MeanSquaredLogarithmicError",
            "MeanAbsolutePercentageError", "Hinge", "SquaredHinge", "CategoricalHinge", "BinaryFocalCrossentropy",
-           "CategoricalFocalCrossentropy"]
+           "CategoricalFocalCrossentropy", "CategoricalGeneralizedCrossEntropy"]
 
 _LOG2 = math.log(2.0)
 
@@ -296,4 +298,45 @@ class CategoricalFocalCrossentropy(Loss):
         c = super().get_config()
         c.update(alpha=self.alpha, gamma=self.gamma, from_logits=self.from_logits,
                  label_smoothing=self.label_smoothing, axis=self.axis)
+        return c
+
+
+@register_builtin
+class CategoricalGeneralizedCrossEntropy(Loss):
+    """Keras's generalized cross-entropy (Zhang and Sabuncu, 2018), robust to noisy labels:
+    ``(1 - p^q) / q`` of each sample's probability ``p`` of its class; ``y_true`` holds class
+    indices, ``y_pred`` probabilities.  q near 0 is cross-entropy, q near 1 the mean absolute
+    error."""
+
+    name = "categorical_generalized_cross_entropy"
+    elementwise = False
+    sparse = True
+
+    def __init__(self, q=0.5, reduction="sum_over_batch_size", name=None, dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        q = check_number("q", q)
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"CategoricalGeneralizedCrossEntropy: q must be in (0, 1), got {q}")
+        self.q = q
+
+    def call(self, y_true, y_pred):
+        y_pred = ops.as_tensor(y_pred)
+        lead = tuple(y_pred.shape[:-1])
+        k = y_pred.shape[-1]
+        rows = y_pred.nelements // k
+        p = ops.flatten_rows(y_pred) if len(y_pred.shape) != 2 else \
+            (y_pred if y_pred.is_contiguous else ops.cont(y_pred))
+        labels = ops.as_tensor(y_true)
+        if labels.nelements != rows:
+            raise ValueError(f"categorical_generalized_cross_entropy: {labels.nelements} labels for {rows} rows of "
+                             f"probabilities {tuple(y_pred.shape)}")
+        col = ops.reshape(ops.cast(labels if labels.is_contiguous else ops.cont(labels), "f32"), (rows, 1))
+        grid = ops.as_tensor(np.arange(k, dtype=np.float32).reshape(1, k))
+        one_hot = ops.step(ops.scale_bias(ops.abs(col - grid), -1.0, 0.5))   # 1 at the label's column
+        picked = ops.sum_rows(ops.mul(one_hot, p))                          # (rows, 1): p of the class
+        return _per_row(ops.scale_bias(_power(picked, self.q), -1.0 / self.q, 1.0 / self.q), lead)
+
+    def get_config(self):
+        c = super().get_config()
+        c.update(q=self.q)
         return c

@@ -7,7 +7,8 @@ import inspect
 
 from pyggml.losses.builtin import (BinaryCrossentropy, CategoricalCrossentropy, Huber, MeanAbsoluteError,
                                    MeanSquaredError, SparseCategoricalCrossentropy)
-from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy, CategoricalHinge,
+from pyggml.losses.extra import (BinaryFocalCrossentropy, CategoricalFocalCrossentropy,
+                                 CategoricalGeneralizedCrossEntropy, CategoricalHinge,
                                  CosineSimilarity, Hinge, KLDivergence, LogCosh, MeanAbsolutePercentageError,
                                  MeanSquaredLogarithmicError, Poisson, SquaredHinge)
 
@@ -39,6 +40,7 @@ _CLASSES = {
     "poisson": Poisson, "hinge": Hinge, "squared_hinge": SquaredHinge, "categorical_hinge": CategoricalHinge,
     "cosine_similarity": CosineSimilarity, "binary_focal_crossentropy": BinaryFocalCrossentropy,
     "categorical_focal_crossentropy": CategoricalFocalCrossentropy,
+    "categorical_generalized_cross_entropy": CategoricalGeneralizedCrossEntropy,
 }
 FUNCTIONS = {name: _function(name, cls) for name, cls in _CLASSES.items()}
 # Keras's short names for the same functions
