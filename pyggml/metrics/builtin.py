@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pyggml._validation import check_number, check_positive_int
+from pyggml._validation import check_int, check_number, check_positive_int
 from pyggml.metrics.metric import Mean, Metric, as_arrays
 from pyggml.saving.object_registration import register_builtin
 
@@ -181,67 +181,126 @@ class MeanAbsolutePercentageError(_PerSample):
 
 
 class _Confusion(Metric):
-    """Counts of a thresholded prediction (every value counts, as Keras)."""
+    """Counts of a thresholded prediction (every value counts, as Keras), at one threshold (a
+    number as the result) or several (a list: one result per threshold)."""
 
-    def __init__(self, thresholds=None, name=None, dtype=None):
+    takes_top_k = False
+
+    def __init__(self, thresholds=None, name=None, dtype=None, top_k=None, class_id=None):
         super().__init__(name)
-        self.thresholds = 0.5 if thresholds is None else check_number("thresholds", thresholds)
+        if top_k is not None or class_id is not None:
+            if not self.takes_top_k:
+                raise TypeError(f"{type(self).__name__} takes no top_k or class_id (Precision and Recall do)")
+        self.top_k = None if top_k is None else check_positive_int("top_k", top_k)
+        self.class_id = None if class_id is None else check_int("class_id", class_id, low=0)
+        # Keras's default: 0.5, or every top-k prediction counted (-inf) when top_k is given
+        default = 0.5 if self.top_k is None else -np.inf
+        self._default_thresholds = thresholds is None and self.top_k is not None
+        if isinstance(thresholds, (list, tuple, np.ndarray)):
+            self.thresholds = [check_number("thresholds", t, 0.0, 1.0) for t in np.asarray(thresholds).reshape(-1)]
+            if not self.thresholds:
+                raise ValueError("thresholds: an empty list")
+        else:
+            self.thresholds = default if thresholds is None else check_number("thresholds", thresholds)
         self.reset_state()
 
     def reset_state(self):
-        self.tp = self.fp = self.tn = self.fn = 0.0
+        k = len(self.thresholds) if isinstance(self.thresholds, list) else None
+        zero = (lambda: np.zeros(k)) if k else (lambda: 0.0)
+        self.tp, self.fp, self.tn, self.fn = zero(), zero(), zero(), zero()
+
+    def _selected(self, yt, yp):
+        """Keras's filtering: predictions outside each row's top_k are -inf, then class_id's
+        column alone; both as 1-D."""
+        if self.top_k is not None:
+            if yp.ndim == 0:
+                yp = yp.reshape(1)
+            order = np.argsort(-yp, axis=-1, kind="stable")[..., :self.top_k]     # ties: the first
+            kept = np.zeros(yp.shape, dtype=bool)
+            np.put_along_axis(kept, order, True, axis=-1)
+            yp = np.where(kept, yp, -np.inf)
+        if self.class_id is not None:
+            if yp.ndim == 0 or self.class_id >= yp.shape[-1]:
+                raise ValueError(f"{self.name}: class_id {self.class_id} for predictions of shape {yp.shape}")
+            yt, yp = np.asarray(yt)[..., self.class_id], yp[..., self.class_id]
+        return yt, yp
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        yt, yp, w = as_arrays(y_true, y_pred, sample_weight)
-        n = len(yp)
-        pred = yp.reshape(n, -1) > self.thresholds
-        true = yt.reshape(n, -1).astype(np.float64) > 0.5
-        ww = np.ones_like(pred, dtype=np.float64) if w is None else np.broadcast_to(w, pred.shape)
-        self.tp += float((ww * (pred & true)).sum())
-        self.fp += float((ww * (pred & ~true)).sum())
-        self.tn += float((ww * (~pred & ~true)).sum())
-        self.fn += float((ww * (~pred & true)).sum())
+        yt, yp, _ = as_arrays(y_true, y_pred)
+        yt = np.asarray(yt, dtype=np.float64)
+        if yt.size != yp.size:
+            if yt.size * (yp.shape[-1] if yp.ndim else 1) != yp.size:
+                raise ValueError(f"{self.name}: y_true of shape {yt.shape} for y_pred of shape {yp.shape}")
+        n = len(yp) if yp.ndim else 1
+        yt, yp = self._selected(yt.reshape(yp.shape) if yt.size == yp.size else yt, yp)
+        pred, true = yp.reshape(n, -1), yt.reshape(n, -1) > 0.5
+        ww = np.ones(pred.shape) if sample_weight is None else \
+            np.broadcast_to(np.asarray(sample_weight, dtype=np.float64).reshape(n, -1), pred.shape)
+        t = np.asarray(self.thresholds, dtype=np.float64).reshape(-1)
+        above = pred[None] > t[:, None, None]                                # (thresholds, n, k)
+        counts = [(ww * m).sum(axis=(1, 2)) for m in (above & true, above & ~true, ~above & ~true, ~above & true)]
+        if not isinstance(self.thresholds, list):
+            counts = [float(c[0]) for c in counts]
+        self.tp, self.fp, self.tn, self.fn = (a + c for a, c in zip((self.tp, self.fp, self.tn, self.fn), counts))
+
+    def _ratio(self, num, den):
+        if isinstance(self.thresholds, list):
+            return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0).astype(np.float32)
+        return num / den if den else 0.0
+
+    def _counts(self, c):
+        return c.astype(np.float32) if isinstance(c, np.ndarray) else c
 
     def get_config(self):
-        return {"name": self.name, "thresholds": self.thresholds}
+        c = {"name": self.name, "thresholds": None if self._default_thresholds else self.thresholds}
+        if self.takes_top_k:
+            c.update(top_k=self.top_k, class_id=self.class_id)
+        return c
 
 
 @register_builtin
 class TruePositives(_Confusion):
     def result(self):
-        return self.tp
+        return self._counts(self.tp)
 
 
 @register_builtin
 class FalsePositives(_Confusion):
     def result(self):
-        return self.fp
+        return self._counts(self.fp)
 
 
 @register_builtin
 class TrueNegatives(_Confusion):
     def result(self):
-        return self.tn
+        return self._counts(self.tn)
 
 
 @register_builtin
 class FalseNegatives(_Confusion):
     def result(self):
-        return self.fn
+        return self._counts(self.fn)
 
 
 @register_builtin
 class Precision(_Confusion):
+    """tp / (tp + fp); ``top_k`` counts each row's k largest predictions only (ties: the first),
+    ``class_id`` one class's column only."""
+
+    takes_top_k = True
+
     def result(self):
-        d = self.tp + self.fp
-        return self.tp / d if d else 0.0
+        return self._ratio(self.tp, self.tp + self.fp)
 
 
 @register_builtin
 class Recall(_Confusion):
+    """tp / (tp + fn); ``top_k`` and ``class_id`` as Precision's."""
+
+    takes_top_k = True
+
     def result(self):
-        d = self.tp + self.fn
-        return self.tp / d if d else 0.0
+        return self._ratio(self.tp, self.tp + self.fn)
 
 
 def counts_at_thresholds(p, positive, thresholds, weights):

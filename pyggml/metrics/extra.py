@@ -4,7 +4,7 @@ family, the cross-entropies), R2Score, FBetaScore and F1Score, IoU and MeanIoU."
 
 import numpy as np
 
-from pyggml._validation import check_number, check_positive_int
+from pyggml._validation import check_int, check_number, check_positive_int
 from pyggml.metrics.builtin import _last_axis, _PerSample
 from pyggml.metrics.metric import Metric
 from pyggml.saving.object_registration import register_builtin
@@ -25,8 +25,8 @@ def _hinge_y(y):
     return 2.0 * y - 1.0 if np.all((y == 0) | (y == 1)) else y
 
 
-def _unit(x):
-    return x / np.maximum(np.sqrt((x * x).sum(-1, keepdims=True)), EPS)
+def _unit(x, axis=-1):
+    return x / np.maximum(np.sqrt((x * x).sum(axis, keepdims=True)), EPS)
 
 
 class _Simple(_PerSample):
@@ -73,12 +73,17 @@ class CosineSimilarity(_Simple):
 
     def __init__(self, name=None, dtype=None, axis=-1):
         super().__init__(name)
-        if axis != -1:
-            raise ValueError("CosineSimilarity: only axis=-1 is supported")
+        self.axis = check_int("axis", axis)
 
     def values(self, y_true, y_pred):
         t, p = _floats(y_true, y_pred)
-        return (_unit(t) * _unit(p)).sum(-1)
+        t, p = np.broadcast_arrays(t, p)
+        if not -p.ndim <= self.axis < max(p.ndim, 1):
+            raise ValueError(f"CosineSimilarity: axis {self.axis} for values of shape {p.shape}")
+        return (_unit(t, self.axis) * _unit(p, self.axis)).sum(self.axis)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}
 
 
 @register_builtin

@@ -19,6 +19,10 @@ class MetricValue(float):
     """A metric's result: a float that answers TensorFlow's eager ``.numpy()`` (Keras's
     ``metric.result().numpy()``)."""
 
+    dtype = np.dtype("float32")     # Keras's result is a float32 scalar tensor
+    shape = ()
+    ndim = 0
+
     def numpy(self):
         return np.float32(self)
 

@@ -219,10 +219,16 @@ class _Averages:
                 if l is not None:
                     logs[f"{nm}_loss"] = h / max(self.seen, 1)
         for _, m, key, _ in self.keys:
-            logs[key] = float(m.result())
+            logs[key] = _log_value(m.result())
         for m in self.calls:
-            logs.setdefault(m.name, float(m.result()))
+            logs.setdefault(m.name, _log_value(m.result()))
         return logs
+
+
+def _log_value(r):
+    """A metric's result in the logs: a float, or an array (Precision at several thresholds)."""
+    a = np.asarray(r)
+    return float(a) if a.size == 1 else a.astype(np.float32)
 
 
 def _weight_kinds(batch):
