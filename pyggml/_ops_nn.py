@@ -1030,6 +1030,27 @@ def _parse_einsum(subscripts, shapes):
     return fixed, out, sizes
 
 
+def _sublists(first, rest):
+    """numpy's other form, ``einsum(a, [0, 1], b, [1], [0])`` (an operand then its axes' integer
+    labels, the output's labels last), as a subscripts string and the operands."""
+    items = (first,) + tuple(rest)
+    operands, labels = list(items[0::2]), list(items[1::2])
+    out = None
+    if len(labels) < len(operands):
+        if len(operands) - len(labels) != 1 or not isinstance(operands[-1], (list, tuple)):
+            raise TypeError("einsum: subscripts must be a string, or operands each followed by a list of "
+                            "axis labels (numpy's sublist form)")
+        out = operands.pop()
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def word(ls):
+        if not isinstance(ls, (list, tuple)) or not all(is_int(v) and 0 <= v < len(letters) for v in ls):
+            raise TypeError(f"einsum: axis labels must be a list of ints in [0, {len(letters)}), got {ls!r}")
+        return "".join(letters[v] for v in ls)
+    text = ",".join(word(ls) for ls in labels) + ("" if out is None else "->" + word(out))
+    return text, tuple(operands)
+
+
 def einsum(subscripts, *operands, **kwargs):
     """numpy's einsum.  In a graph: diagonals (an index repeated within an operand) taken with
     get_rows, indices of one operand only summed, then each pair of operands (left to right) as
@@ -1037,6 +1058,8 @@ def einsum(subscripts, *operands, **kwargs):
     at most 4 dimensions."""
     if kwargs:
         raise TypeError(f"einsum: unexpected keyword arguments {sorted(kwargs)}")
+    if not isinstance(subscripts, str):
+        subscripts, operands = _sublists(subscripts, operands)
     if not operands:
         raise ValueError("einsum: needs at least one operand")
     shapes = [_shape(o) for o in operands]

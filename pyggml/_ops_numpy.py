@@ -250,12 +250,13 @@ def _exact_on_host(name, arguments, values, slots):
 
 
 _REDUCTIONS = {"mean", "sum", "max", "min", "var", "std", "logsumexp", "argmax", "argmin", "norm", "moments"}
+_ALWAYS_SCALAR = {"psnr"}           # one number of all the values, whatever the shape
 
 
 def _numpy_scalar(name, bound, values):
     """True where numpy gives a 0-d result: every argument a number or a 0-d array, or a
     reduction over every axis without keepdims."""
-    if all(a.ndim == 0 for a in values):
+    if all(a.ndim == 0 for a in values) or name in _ALWAYS_SCALAR:
         return True
     if name not in _REDUCTIONS or bound.arguments.get("keepdims", False):
         return False

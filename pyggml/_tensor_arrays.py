@@ -53,15 +53,19 @@ class OpsArray(np.ndarray):
                 return result
             # numpy's answer is the out arrays themselves: ``y *= 255`` keeps y an OpsArray (its .numpy())
             return outs[0] if len(outs) == 1 else tuple(outs)
-        # numpy on these arrays gives such arrays again (``ops.eye(3) ** 2`` still meets tensors)
-        return as_ops_result(getattr(ufunc, method)(*args, **kwargs))
+        # numpy on these arrays gives such arrays again (``ops.eye(3) ** 2`` still meets tensors), with
+        # Keras's widths where no input is 64-bit (an int32 array / 2 is float32, not numpy's float64)
+        out = as_ops_result(getattr(ufunc, method)(*args, **kwargs))
+        return out if holds_64(args) or holds_64(kwargs) else keras_widths(out)
 
     def __getitem__(self, key):
         # an index down to one value gives a 0-d OpsArray, as TensorFlow's eager scalar (numpy gives a
         # numpy scalar): ``env.step(action[0].numpy())`` in keras-io's PPO; int(), float() and use as a
         # list index (``__index__``) still work
         value = np.ndarray.__getitem__(self, key)
-        return value if isinstance(value, np.ndarray) else np.asarray(value).view(OpsArray)
+        if isinstance(value, np.ndarray) or (isinstance(value, np.generic) and value.dtype.kind not in "biufc"):
+            return value                  # a string stays numpy's (its repr inside an array's is plain)
+        return np.asarray(value).view(OpsArray)
 
     def __iter__(self):
         # iteration stays numpy's: the values of a 1-d array are numpy scalars (rows of a larger one
@@ -118,12 +122,49 @@ def tensor_ufunc(ufunc, method, inputs, kwargs):
     return fn(*[i.view(np.ndarray) if isinstance(i, OpsArray) else i for i in inputs])
 
 
+def holds_64(value, depth=0):
+    """True when an argument holds a float64 or int64 array (numpy's, or a Variable's), which
+    Keras's eager ops keep; Python numbers and lists of them are Keras's 32-bit defaults."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype in (np.float64, np.int64, np.uint64, np.complex128)
+    if isinstance(value, (list, tuple)) and depth < 4:
+        return any(holds_64(v, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 4:
+        return any(holds_64(v, depth + 1) for v in value.values())
+    return False
+
+
+def keras_widths(out):
+    """float64 as float32 and int64 as int32 (Keras's defaults, floatx and int32) in an eager
+    result computed from 32-bit or Python values (numpy promotes those to 64 bits)."""
+    if isinstance(out, np.ndarray) and out.dtype in (np.float64, np.int64):
+        return out.astype(np.float32 if out.dtype == np.float64 else np.int32)
+    if isinstance(out, (list, tuple)) and any(isinstance(v, np.ndarray) for v in out):
+        return type(out)(keras_widths(v) for v in out)
+    return out
+
+
+def _wrapped(v):
+    """A numpy array or scalar as an OpsArray (a scalar 0-d, as Keras's eager ops give a 0-d
+    tensor: ``ops.all(x).numpy()``); anything else as it is."""
+    if type(v) is np.ndarray:
+        return v.view(OpsArray)
+    if isinstance(v, np.generic) and v.dtype.kind in "biufc":
+        return np.asarray(v).view(OpsArray)
+    return v
+
+
+def _wrappable(v):
+    return type(v) is np.ndarray or isinstance(v, np.generic)
+
+
 def as_ops_result(value):
-    """An eager op's result with its arrays as OpsArray (tuples, lists and dicts kept)."""
-    if type(value) is np.ndarray:
-        return value.view(OpsArray)
-    if isinstance(value, (tuple, list)) and any(type(v) is np.ndarray for v in value):
-        return type(value)(v.view(OpsArray) if type(v) is np.ndarray else v for v in value)
-    if type(value) is dict and any(type(v) is np.ndarray for v in value.values()):
-        return {k: v.view(OpsArray) if type(v) is np.ndarray else v for k, v in value.items()}
+    """An eager op's result with its arrays (and numpy scalars) as OpsArray (tuples, lists and
+    dicts kept)."""
+    if _wrappable(value):
+        return _wrapped(value)
+    if isinstance(value, (tuple, list)) and any(_wrappable(v) for v in value):
+        return type(value)(_wrapped(v) for v in value)
+    if type(value) is dict and any(_wrappable(v) for v in value.values()):
+        return {k: _wrapped(v) for k, v in value.items()}
     return value

@@ -28,11 +28,11 @@ import sys
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import (_fold, _logits, _ops_control, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope, _symbolic,
-                    _tensor_arrays, _wide)
+from pyggml import (_fold, _logits, _ops_control, _ops_layout, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope,
+                    _symbolic, _tensor_arrays, _wide)
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
-from pyggml._tensor_arrays import as_ops_result, refuse_tensor_array
+from pyggml._tensor_arrays import as_ops_result, holds_64, keras_widths, refuse_tensor_array
 from pyggml._validation import axis_index
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor
@@ -112,11 +112,15 @@ def constant(value, dtype="float32"):
     return t
 
 
-def arange(start, stop=None, step=1, dtype="int32"):
-    """``numpy.arange`` as a constant tensor (int32 by default: positions for Embedding)."""
+def arange(start, stop=None, step=1, dtype=None):
+    """``numpy.arange`` as a constant tensor: int32 when ``start``, ``stop`` and ``step`` are
+    whole numbers (positions for Embedding), else float32, as Keras's; or ``dtype``."""
     values = np.arange(start, stop, step) if stop is not None else np.arange(start)
     if values.size == 0:
         raise ValueError("arange: empty range")
+    if dtype is None:
+        dtype = "int32" if values.dtype.kind in "biu" else "float32"
+    dtype = {"int": "int32", "float": "float32", "int64": "int32", "float64": "float32"}.get(dtype, dtype)
     if dtype not in ("float32", "int32"):
         raise ValueError(f"arange: dtype must be 'float32' or 'int32', got {dtype!r}")
     if _scope.current() is None:
@@ -314,7 +318,7 @@ globals().update({n: _keras_unary(n) for n in _KERAS_UNARY})
 
 
 # the modules of Keras's functions; a name that is also ggml's must be in its module's SHARED_WITH_GGML
-_KERAS_MODULES = (_ops_numpy, _ops_math, _ops_nn, _ops_control, _ops_more)
+_KERAS_MODULES = (_ops_numpy, _ops_math, _ops_nn, _ops_control, _ops_more, _ops_layout)
 
 
 def _install_keras_ops():
@@ -397,6 +401,47 @@ def _axis_on_a_volume(name, sig, args, kwargs):
 
 
 # --- Keras's ops on symbolic nodes (a functional model's tensors) ------------------------------
+# Keras's ops that keep an integer input's dtype (sum, max, einsum, matmul of int32 are int32);
+# computed on the host in float32 (exact below 2**24), their results go back to that dtype
+_INT_KEEPING = {"sum", "prod", "max", "min", "amax", "amin", "cumsum", "cumprod", "einsum", "matmul", "dot",
+                "tensordot", "inner", "outer", "trace", "vdot", "kron", "cross", "nansum", "nanmax", "nanmin",
+                "nanprod", "nancumsum", "nancumprod", "segment_sum", "segment_max", "segment_min", "segment_prod",
+                "ptp"}
+
+
+def _int_inputs(args, kwargs):
+    """The integer dtype an op's array inputs share (bools count as int32), or None when an
+    input is a float array or a float number."""
+    found = []
+
+    def walk(v, depth=0):
+        if isinstance(v, (np.ndarray, np.generic)) and not isinstance(v, (np.str_, np.bytes_)):
+            found.append(np.dtype(np.int32) if v.dtype == np.bool_ else v.dtype)
+        elif isinstance(v, float):
+            found.append(np.dtype(np.float32))
+        elif isinstance(v, (list, tuple)) and depth < 2:
+            for e in v:
+                walk(e, depth + 1)
+    walk(args)
+    walk(list(kwargs.values()))
+    if not found or builtins.any(d.kind not in "iu" for d in found):
+        return None
+    return found[0] if builtins.all(d == found[0] for d in found) else np.dtype(np.int32)
+
+
+def _eager_result(name, out, args, kwargs, explicit_dtype):
+    out = as_ops_result(out)
+    if explicit_dtype:
+        return out
+    if name in _INT_KEEPING and isinstance(out, np.ndarray) and out.dtype.kind == "f":
+        kind = _int_inputs(args, kwargs)
+        if kind is not None:
+            return as_ops_result(np.rint(out).astype(kind if kind.itemsize <= 4 else np.int32))
+    if holds_64(args) or holds_64(kwargs):
+        return out
+    return keras_widths(out)
+
+
 def _symbolic_aware(name, fn):
     host_when_plain = name in _HOST_WHEN_PLAIN
     try:
@@ -404,6 +449,12 @@ def _symbolic_aware(name, fn):
         axis_op = "axis" in sig.parameters or "axes" in sig.parameters
     except (TypeError, ValueError):
         sig, axis_op = None, False
+    dtype_at = list(sig.parameters).index("dtype") if sig is not None and "dtype" in sig.parameters else None
+
+    def explicit_dtype(args, kwargs):
+        """The call names a dtype (ops.cast(x, "int64") keeps it)."""
+        return kwargs.get("dtype") is not None or (dtype_at is not None and len(args) > dtype_at and
+                                                   args[dtype_at] is not None)
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
@@ -419,7 +470,8 @@ def _symbolic_aware(name, fn):
         if _wide.holds(args, kwargs):
             return _wide.apply(name, fn, sig, args, kwargs)   # a tensor of more than 4 dimensions
         if _scope.current() is None and _wide.takes(name) and _wide.eager_arrays(args, kwargs):
-            return as_ops_result(_wide_on_arrays(name, op, args, kwargs))
+            return _eager_result(name, _wide_on_arrays(name, op, args, kwargs), args, kwargs,
+                                 explicit_dtype(args, kwargs))
         if axis_op and _fold.in_custom_call():
             _axis_on_a_volume(name, sig, args, kwargs)
         if host_when_plain and _scope.current() is not None and _plain(args) and _plain(kwargs):
@@ -427,11 +479,11 @@ def _symbolic_aware(name, fn):
                 out = _wide_on_arrays(name, op, args, kwargs) if _wide.takes(name) and \
                     _wide.eager_arrays(args, kwargs) else fn(*args, **kwargs)
             if _graph_ready(out):
-                return as_ops_result(out)
+                return _eager_result(name, out, args, kwargs, explicit_dtype(args, kwargs))
             # complex or empty: no graph can hold it, and the op in the graph says so
         out = fn(*args, **kwargs)
         # computed at once: arrays that a graph tensor later meets become graph constants
-        return as_ops_result(out) if _scope.current() is None else out
+        return _eager_result(name, out, args, kwargs, explicit_dtype(args, kwargs)) if _scope.current() is None else out
     return op
 
 
@@ -527,6 +579,35 @@ class _ImageOps:
         return list(image_module.__all__)
 
 
+def _dtype_like(v):
+    return isinstance(v, (str, np.dtype, type)) and not isinstance(v, bool)
+
+
+def _keras_or_ggml_view(ggml_view):
+    @functools.wraps(ggml_view)
+    def view(x, *args, **kwargs):
+        """Keras's ``ops.view(x, dtype)``: the same bytes read as another dtype (on arrays; the
+        last axis scales by the itemsizes' ratio).  ggml's ``view(a, shape, strides=None,
+        offset=0)`` of a Tensor otherwise."""
+        if "dtype" in kwargs or (len(args) == 1 and not kwargs and _dtype_like(args[0])):
+            dtype = kwargs.pop("dtype") if "dtype" in kwargs else args[0]
+            if kwargs or (args and "dtype" not in kwargs and len(args) > 1):
+                raise TypeError(f"view: Keras's form is view(x, dtype), got extra arguments {sorted(kwargs)}")
+            if isinstance(x, (Tensor, Variable)) or _scope.current() is not None:
+                raise TypeError("view(x, dtype) reinterprets an array's bytes; ggml has no such op in a graph: "
+                                "use ops.cast to convert values")
+            a = np.ascontiguousarray(np.asarray(x))
+            try:
+                target = np.dtype(dtype)
+                out = a.view(target) if a.ndim else a.reshape(1).view(target)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"view: cannot read an array of {a.dtype} {a.shape} as {dtype!r} ({e})") from None
+            return as_ops_result(out)
+        return ggml_view(x, *args, **kwargs)
+    return view
+
+
+view = _keras_or_ggml_view(globals()["view"])        # ggml's view, installed above
 image_module = image
 _install_symbolic()
 _wide.OPS[0] = sys.modules[__name__]
