@@ -397,16 +397,34 @@ for _name, _cls in _CLASS_OF_NAME.items():
 del _name, _cls
 
 
+class _FromArray(Constant):
+    """Keras's initializer of an array given in its place (``kernel_initializer=array``): that
+    array, for a weight of its shape only."""
+
+    def draw(self, shape, rng, layout):
+        a = np.asarray(self.value, dtype=np.float32)
+        if tuple(int(d) for d in shape) != a.shape:
+            raise ValueError(f"an initializer given as an array of shape {a.shape} cannot make a weight of shape "
+                             f"{tuple(shape)}")
+        return a.copy()
+
+
 def get(name):
     """The initializer for a name (Keras's snake-case or class name: an instance of its class,
     callable as ``init(shape, dtype=None)``), a config dict (an instance), an instance or a
-    callable (as it is)."""
+    callable (as it is), or an array (or tensor): that array, for a weight of its shape."""
     if callable(name):
         return name
     if isinstance(name, dict):
         return deserialize(name)
+    if isinstance(name, np.ndarray) or (hasattr(name, "numpy") and hasattr(name, "shape")):
+        a = np.asarray(name.numpy() if not isinstance(name, np.ndarray) else name)
+        if a.dtype.kind not in "biuf" or a.ndim == 0:
+            raise TypeError(f"an initializer given as an array must hold numbers in at least one axis, got "
+                            f"dtype {a.dtype}, shape {a.shape}")
+        return _FromArray(a)
     if not isinstance(name, str):
-        raise TypeError(f"an initializer is a name, a config dict or a callable, got {name!r}")
+        raise TypeError(f"an initializer is a name, a config dict, a callable or an array, got {name!r}")
     key = _CLASS_ALIASES.get(name, name)
     if key not in _BY_NAME:
         raise ValueError(f"unknown initializer {name!r}; known: {sorted(_BY_NAME)} (or their class names: "

@@ -1036,10 +1036,17 @@ class Layer:
             cls.__init__ = _taking_image_data_format(init)
         own = cls.__dict__.get("build")
         if own is not None and not getattr(own, "_marks_built", False):
+            ours = cls.__module__.startswith("pyggml.")
+
             # as Keras: a layer built by hand (``embedding.build((1,))`` before ``set_weights``, a
-            # parent's build calling ``self.dense.build(shape)``) counts as built when first called
+            # parent's build calling ``self.dense.build(shape)``) counts as built when first called;
+            # a shape given as a list of ints (``RMSNormalization().build([5, 20, 30, 10])``) is one
+            # shape, not several inputs, for pyggml's layers
             @functools.wraps(own)
             def build(self, *args, **kw):
+                if ours and args and isinstance(args[0], list) and args[0] and all(
+                        d is None or is_int(d) for d in args[0]):
+                    args = (tuple(args[0]),) + args[1:]
                 out = own(self, *args, **kw)
                 if not self.__dict__.get("built"):
                     self.built = True

@@ -50,7 +50,8 @@ class Node:
 
     @property
     def shape(self):
-        return (None,) + self.feature_shape
+        """Keras's symbolic shape: the batch axis first (None unless an Input fixed it)."""
+        return (self.batch_size,) + self.feature_shape
 
     @property
     def ndim(self):

@@ -8,6 +8,8 @@ import inspect
 import re
 import weakref
 
+import numpy as np
+
 from pyggml._tensor_arrays import as_ops_result
 
 __all__ = ["call_on_arrays"]
@@ -39,6 +41,28 @@ def _draws_on_host(model):
                 pass
         _DRAWS[cls] = found
     return _DRAWS[cls]
+
+
+def with_unit_axes(model, x):
+    """Arrays missing an input's last axis of 1 given that axis, as Keras (``Input((1,))`` fed
+    ``(n,)`` arrays), for a call inside a GradientTape (``call_on_arrays``' data path does it
+    for the others)."""
+    topology = model.__dict__.get("_topology")
+    nodes = list(getattr(topology, "inputs", None) or ())
+    if not nodes:
+        return x                        # a model without a graph yet: as given
+
+    def fix(a, node):
+        shape = tuple(getattr(node, "feature_shape", ()))
+        if isinstance(a, np.ndarray) and a.ndim == len(shape) and shape[-1:] == (1,):
+            return a[..., None]
+        return a
+    if isinstance(x, dict):
+        by_name = {getattr(n, "name", None): n for n in nodes}
+        return {k: fix(v, by_name[k]) if k in by_name else v for k, v in x.items()}
+    if isinstance(x, (list, tuple)) and len(x) == len(nodes) and len(nodes) > 1:
+        return type(x)(fix(a, n) for a, n in zip(x, nodes))
+    return fix(x, nodes[0]) if len(nodes) == 1 else x
 
 
 def call_on_arrays(model, layer_call, args, kwargs):

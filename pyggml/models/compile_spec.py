@@ -39,15 +39,15 @@ def _per_output(value, names, what, allow_missing):
 
 
 def metrics_per_output(metrics, output_names, what="metrics"):
-    """The metric identifiers of each output, as lists: one list for every output,
-    a list of lists (one per output) or a dict by output name."""
+    """The metric identifiers of each output, as lists: a list with one entry per output (a
+    metric or a list of them: Keras 3's pairing), a dict by output name, or else one list for
+    every output."""
     n = len(output_names)
     if metrics is None:
         return [[] for _ in range(n)]
     if isinstance(metrics, dict):
         per = _per_output(metrics, output_names, what, allow_missing=True)
-    elif isinstance(metrics, (list, tuple)) and n > 1 and len(metrics) == n and \
-            all(m is None or isinstance(m, (list, tuple)) for m in metrics):
+    elif isinstance(metrics, (list, tuple)) and n > 1 and len(metrics) == n:
         per = list(metrics)
     elif isinstance(metrics, (list, tuple)):
         per = [list(metrics)] * n

@@ -115,20 +115,27 @@ class CompileMetrics(Metric):
         several = isinstance(y_pred, (list, tuple))
         ps = [_array(p) for p in (y_pred if several else [y_pred])]
         ys = [_array(t) for t in (y_true if several and isinstance(y_true, (list, tuple)) else [y_true])]
-        if len(ys) != len(ps):
+        if len(ys) > len(ps) or (len(ys) < len(ps) and len(ys) != 1):
             raise ValueError(f"compile_metrics: {len(ps)} outputs and {len(ys)} targets")
+        # one target for several outputs (keras-io's BASNet: a mask for each of its side outputs, the
+        # loss its own compute_loss): Keras pairs them in order, so the first output's metrics alone
+        # see it
+        self._paired = len(ys)
         if isinstance(sample_weight, (list, tuple)):
             sws = list(sample_weight) + [sample_weight[0]] * (len(ps) - len(sample_weight))
         else:
             sws = [sample_weight] * len(ps)
         if self._keys is None:
-            self._build(ys, ps)
+            self._build(ys + ys[-1:] * (len(ps) - len(ys)), ps)
         for i, m, _, weighted in self._keys:
-            m.update_state(ys[i], ps[i], sws[i] if weighted else None)
+            if i < len(ys):
+                m.update_state(ys[i], ps[i], sws[i] if weighted else None)
 
     def result(self):
         out = {}
-        for _, m, key, _ in self._keys or ():
+        for i, m, key, _ in self._keys or ():
+            if i >= self.__dict__.get("_paired", i + 1):
+                continue
             r = m.result()
             if isinstance(r, dict):
                 out.update(r)

@@ -11,14 +11,14 @@ holding it) keeps it.
 import contextlib
 import numpy as np
 
-from pyggml import _fold
+from pyggml import _fold, backend
 from pyggml.layers.input_layer import InputLayer
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
 from pyggml.models.host_stage import check_no_nested_host_layers, host_node_ids, prefix_done, split_nested
 from pyggml.saving import own_state
 
-__all__ = ["GraphShapes", "output_keys", "Topology", "order_nodes", "name_layers", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
+__all__ = ["GraphShapes", "output_keys", "Topology", "order_nodes", "name_layers", "default_model_name", "cut_at_inputs", "ordered_inputs", "run_nodes", "config_of",
            "from_config"]
 
 
@@ -132,6 +132,15 @@ def cut_at_inputs(inputs, outputs, names=None):
                                                     for o in outputs]
 
 
+def default_model_name(kind):
+    """Keras's name of a model not given one: its kind numbered in the process (``sequential``,
+    ``sequential_1``, ...; ``keras.backend.clear_session()`` starts again).  A model holding it
+    names it within itself instead (``name_layers``), so weight names do not depend on what
+    else the process built."""
+    uid = backend.get_uid(kind)
+    return kind if uid == 1 else f"{kind}_{uid - 1}"
+
+
 def name_layers(layers):
     """Give every layer a name unique in this list (see the module's docstring)."""
     used = {}
@@ -145,7 +154,7 @@ def name_layers(layers):
         if l.given_name is not None:
             l.name = l.given_name
             continue
-        if l._has_name() and l.name not in used:
+        if l._has_name() and not l.__dict__.get("_default_named") and l.name not in used:
             used[l.name] = l
             continue
         base = l.kind()

@@ -51,7 +51,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
         super().__init__(name=name, **kwargs)
-        self.name = name or self.kind()
+        self.name, self._default_named = name or functional.default_model_name(self.kind()), name is None
         self._lock = threading.RLock()
         self._freed = False
         self._compiled = False
@@ -440,6 +440,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         if args and autodiff.active_tape() is None and \
                 not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
             return array_calls.call_on_arrays(self, super().__call__, args, kwargs)
+        if args and autodiff.active_tape() is not None:
+            args = (array_calls.with_unit_axes(self, args[0]),) + args[1:]
         return super().__call__(*args, **kwargs)
 
     # --- misc -----------------------------------------------------------------------------------

@@ -242,7 +242,7 @@ class Sequential(Model):
     def from_config(cls, config, custom_objects=None):
         m = cls(name=config.get("name"))
         m._seq_input_dtype = config.get("input_dtype", "float32")
-        m.input_shape = tuple(config["input_shape"])
+        m._set_features(tuple(config["input_shape"]))     # the features' shape (a leading None is an axis)
         m._seq_batch_size = config.get("batch_size")
         for entry in config["layers"]:
             if entry["class_name"] == "InputLayer":

@@ -17,6 +17,7 @@ import numpy as np
 
 from pyggml import ops
 from pyggml._validation import check_choice, check_positive_int
+from pyggml.core import Tensor
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
@@ -84,9 +85,13 @@ class CategoryEncoding(Layer):
             return shape + (self.num_tokens,)
         return shape[:-1] + (self.num_tokens,)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, count_weights=None, training=None):
+        """``count_weights`` (``output_mode="count"`` only): a weight for each input value, of the
+        inputs' shape, summed in place of 1 (Keras's)."""
         x = contiguous(inputs)
         shape = tuple(x.shape)
+        if count_weights is not None and self.output_mode != "count":
+            raise ValueError(f"CategoryEncoding: count_weights is for output_mode='count', not {self.output_mode!r}")
         if x.dtype != "f32":
             x = ops.cast(x, "f32")
         n = int(np.prod(shape))
@@ -103,6 +108,13 @@ class CategoryEncoding(Layer):
                 raise ValueError(f"CategoryEncoding: one_hot of inputs of shape {shape} would need 5 dimensions")
             return ops.reshape(onehot, shape + (self.num_tokens,))
         k = shape[-1]
+        if count_weights is not None:
+            w = count_weights if isinstance(count_weights, Tensor) else \
+                ops.constant(np.asarray(count_weights, dtype=np.float32))
+            if w.nelements != n:
+                raise ValueError(f"CategoryEncoding: count_weights of shape {tuple(w.shape)} for inputs of shape "
+                                 f"{shape}")
+            onehot = ops.mul(onehot, ops.reshape(contiguous(w), (n, 1)))
         counts = ops.reduce_sum(ops.reshape(onehot, (n // k, k, self.num_tokens)), axis=1)     # (rows, tokens)
         counts = ops.reshape(counts, shape[:-1] + (self.num_tokens,))
         if self.output_mode == "multi_hot":

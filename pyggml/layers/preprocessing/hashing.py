@@ -23,7 +23,7 @@ __all__ = ["Hashing"]
 _U64 = 1 << 64
 
 
-def _salt_pair(salt):
+def salt_pair(salt, what="Hashing"):
     if salt is None:
         return None
     if is_int(salt):
@@ -31,9 +31,9 @@ def _salt_pair(salt):
     elif isinstance(salt, (tuple, list)) and len(salt) == 2 and all(is_int(s) for s in salt):
         pair = [int(s) for s in salt]
     else:
-        raise ValueError(f"Hashing: salt can only be a tuple of size 2 integers, or a single integer, got {salt!r}")
+        raise ValueError(f"{what}: salt can only be a tuple of size 2 integers, or a single integer, got {salt!r}")
     if not all(0 <= s < _U64 for s in pair):
-        raise ValueError(f"Hashing: salt values must be unsigned 64-bit integers (0 to 2**64 - 1), got {salt!r}")
+        raise ValueError(f"{what}: salt values must be unsigned 64-bit integers (0 to 2**64 - 1), got {salt!r}")
     return pair
 
 
@@ -64,7 +64,7 @@ class Hashing(HostLayer):
         if mask_value is not None and not isinstance(mask_value, (str, bytes)) and not is_number(mask_value):
             raise ValueError(f"Hashing: mask_value must be None, a string or a number, got {mask_value!r}")
         self.mask_value = mask_value.decode("utf-8") if isinstance(mask_value, bytes) else mask_value
-        self.salt = _salt_pair(salt)
+        self.salt = salt_pair(salt)
 
     @property
     def output_dtype(self):

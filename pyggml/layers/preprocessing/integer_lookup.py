@@ -6,6 +6,9 @@ the model's file; ``"int"`` output is int32, the encodings float32."""
 import numpy as np
 
 from pyggml._validation import check_choice, is_int
+from pyggml.layers.preprocessing._fingerprint import fingerprint64
+from pyggml.layers.preprocessing._siphash import siphash24
+from pyggml.layers.preprocessing.hashing import salt_pair
 from pyggml.layers.preprocessing.index_lookup import IndexLookup
 from pyggml.saving.object_registration import register_builtin
 
@@ -18,15 +21,24 @@ _LIMIT = 2 ** 63
 class IntegerLookup(IndexLookup):
     """``IntegerLookup(max_tokens=None, num_oov_indices=1, mask_token=None,
     oov_token=-1, output_mode="int", pad_to_max_tokens=False, sparse=False,
-    vocabulary=None, vocabulary_dtype="int64", invert=False)``; ``adapt(data)``,
-    ``get_vocabulary()``, ``vocabulary_size()``, ``set_vocabulary(vocabulary)``."""
+    vocabulary=None, vocabulary_dtype="int64", invert=False, oov_method="floormod", salt=None)``;
+    ``adapt(data)``, ``get_vocabulary()``, ``vocabulary_size()``, ``set_vocabulary(vocabulary)``.
+    With several OOV indices, an unknown value's bucket is ``value % num_oov_indices``
+    (``"floormod"``) or, with ``oov_method="farmhash"``, TensorFlow's hash bucket of its
+    decimal text (FarmHash64; SipHash-2-4 keyed by ``salt``), which spreads values that share
+    a factor."""
 
     _token_kind = "integer"
 
     def __init__(self, max_tokens=None, num_oov_indices=1, mask_token=None, oov_token=-1, output_mode="int",
                  pad_to_max_tokens=False, sparse=False, vocabulary=None, vocabulary_dtype="int64", idf_weights=None,
-                 invert=False, **kwargs):
+                 invert=False, oov_method="floormod", salt=None, **kwargs):
         self.vocabulary_dtype = check_choice("vocabulary_dtype", vocabulary_dtype, ("int64", "int32"))
+        self.oov_method = check_choice("oov_method", oov_method, ("floormod", "farmhash"))
+        if salt is not None and self.oov_method != "farmhash":
+            raise ValueError(f"IntegerLookup: salt is only used with oov_method='farmhash', got oov_method="
+                             f"{oov_method!r}")
+        self.salt = salt_pair(salt, "IntegerLookup")
         super().__init__(max_tokens=max_tokens, num_oov_indices=num_oov_indices, mask_token=mask_token,
                          oov_token=oov_token, vocabulary=vocabulary, idf_weights=idf_weights, invert=invert,
                          output_mode=output_mode, pad_to_max_tokens=pad_to_max_tokens, sparse=sparse, **kwargs)
@@ -65,7 +77,13 @@ class IntegerLookup(IndexLookup):
                         f"strings)")
 
     def _oov_buckets(self, values):
-        return np.mod(values, self.num_oov_indices)            # Keras's floormod
+        if self.oov_method == "floormod":
+            return np.mod(values, self.num_oov_indices)        # Keras's floormod
+        uniq, inverse = np.unique(values, return_inverse=True)
+        hashed = [fingerprint64(str(int(v))) if self.salt is None else
+                  siphash24(self.salt[0], self.salt[1], str(int(v))) for v in uniq]
+        return (np.array(hashed, dtype=np.uint64) % np.uint64(self.num_oov_indices)).astype(np.int64)[
+            inverse.reshape(-1)]
 
     def _to_python(self, token):
         return int(token)
@@ -98,5 +116,5 @@ class IntegerLookup(IndexLookup):
 
     def get_config(self):
         cfg = super().get_config()
-        cfg["vocabulary_dtype"] = self.vocabulary_dtype
+        cfg.update(vocabulary_dtype=self.vocabulary_dtype, oov_method=self.oov_method, salt=self.salt)
         return cfg
