@@ -1,0 +1,426 @@
+"""Gaps found by running Keras 3's own docstring examples (its ``>>>`` lines) against pyggml,
+and by this round's keras-io ports; each test checks the behaviour against numpy (or a
+formula) and Keras's documented value."""
+
+import math
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+from pyggml import layers, ops
+
+
+# --- ops.rearrange (einops's patterns) -------------------------------------------------------
+X6 = np.random.default_rng(0).random((4, 6, 8, 3)).astype(np.float32)
+REARRANGE_CASES = [
+    ("b h w c -> b c h w", {}, X6.transpose(0, 3, 1, 2)),
+    ("b h w c -> (b h) w c", {}, X6.reshape(24, 8, 3)),
+    ("b h w c -> h (b w) c", {}, X6.transpose(1, 0, 2, 3).reshape(6, 32, 3)),
+    ("b h w c -> b (c h w)", {}, X6.transpose(0, 3, 1, 2).reshape(4, -1)),
+    ("b (h1 h) (w1 w) c -> (b h1 w1) h w c", dict(h1=2, w1=2),
+     X6.reshape(4, 2, 3, 2, 4, 3).transpose(0, 1, 3, 2, 4, 5).reshape(16, 3, 4, 3)),
+    ("b (h h1) (w w1) c -> b h w (c h1 w1)", dict(h1=2, w1=2),
+     X6.reshape(4, 3, 2, 4, 2, 3).transpose(0, 1, 3, 5, 2, 4).reshape(4, 3, 4, 12)),
+    ("b ... c -> b c ...", {}, X6.transpose(0, 3, 1, 2)),
+    ("b ... c -> b (...) c", {}, X6.reshape(4, 48, 3)),
+    ("b h w c -> b h w c ()", {}, X6[..., None]),
+]
+
+
+@pytest.mark.parametrize("pattern,lengths,want", REARRANGE_CASES, ids=[c[0] for c in REARRANGE_CASES])
+def test_rearrange_matches_numpys_reshape_and_transpose(pattern, lengths, want):
+    got = np.asarray(ops.rearrange(X6, pattern, **lengths))
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("pattern,match", [
+    ("b h w -> b h w", "3 axes, the input 4"),
+    ("b h w c -> b h w", "one side only"),
+    ("b h w c", "input axes -> output axes"),
+    ("b (h w) w c -> b h w c", "more than once"),
+    ("b (h1 h) w c -> b h w c h1", "are unknown"),
+    ("b (h1 h) w c -> b h w c h1", "are unknown"),
+])
+def test_rearrange_refuses_bad_patterns_by_name(pattern, match):
+    with pytest.raises(ValueError, match=match):
+        ops.rearrange(X6, pattern)
+
+
+def test_rearrange_in_a_model_trains_through_a_six_dimensional_step():
+    pg.set_seed(1)
+    inp = pg.Input((6, 8, 3))
+    h = layers.Lambda(lambda t: ops.rearrange(t, "b (h1 h) (w1 w) c -> b h w (c h1 w1)", h1=2, w1=2))(inp)
+    m = pg.Model(inp, layers.Dense(1)(layers.Flatten()(h)))
+    m.compile("adam", "mse")
+    # the model's input to Flatten is rearrange's output: the Dense sees numpy's layout
+    want_h = X6.reshape(4, 2, 3, 2, 4, 3).transpose(0, 2, 4, 5, 1, 3).reshape(4, -1)
+    w = m.layers[-1].get_weights()
+    np.testing.assert_allclose(m.predict(X6, verbose=0), want_h @ w[0] + w[1], rtol=1e-5, atol=1e-5)
+    y = want_h[:, :1] * 2.0
+    first = m.evaluate(X6, y, verbose=0)
+    m.fit(X6, y, epochs=30, batch_size=4, verbose=0)
+    assert m.evaluate(X6, y, verbose=0) < 0.5 * first
+
+
+# --- ops.fold -------------------------------------------------------------------------------
+def _naive_fold(cols, out, k, d, p, s):
+    n, ckk, _ = cols.shape
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = k, d, p, s
+    c = ckk // (kh * kw)
+    oh = (out[0] + 2 * ph - (kh - 1) * dh - 1) // sh + 1
+    ow = (out[1] + 2 * pw - (kw - 1) * dw - 1) // sw + 1
+    y = np.zeros((n, c, out[0] + 2 * ph, out[1] + 2 * pw))
+    blocks = cols.reshape(n, c, kh, kw, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            for a in range(oh):
+                for b in range(ow):
+                    y[:, :, a * sh + i * dh, b * sw + j * dw] += blocks[:, :, i, j, a, b]
+    return y[:, :, ph:ph + out[0], pw:pw + out[1]]
+
+
+FOLD_CASES = [((2, 6, 7), (2, 3), (1, 1), (0, 0), (1, 1)), ((3, 9, 8), (3, 3), (2, 2), (1, 1), (2, 2)),
+              ((1, 5, 5), (2, 2), (1, 2), (1, 0), (2, 1))]
+
+
+@pytest.mark.parametrize("chw,k,d,p,s", FOLD_CASES)
+def test_fold_sums_the_blocks_back_as_a_loop_does(chw, k, d, p, s):
+    c, h, w = chw
+    oh = (h + 2 * p[0] - (k[0] - 1) * d[0] - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - (k[1] - 1) * d[1] - 1) // s[1] + 1
+    cols = np.random.default_rng(2).random((2, c * k[0] * k[1], oh * ow)).astype(np.float32)
+    got = np.asarray(ops.fold(cols, (h, w), k, dilation=d, padding=p, stride=s))
+    np.testing.assert_allclose(got, _naive_fold(cols, (h, w), k, d, p, s), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(ops.fold(cols[0], (h, w), k, dilation=d, padding=p, stride=s)),
+                               got[0], rtol=1e-6, atol=1e-6)
+
+
+def test_fold_undoes_unfold_of_non_overlapping_blocks_and_its_gradient_is_unfold():
+    x = np.random.default_rng(3).random((1, 2, 4, 4)).astype(np.float32)
+    cols = np.asarray(ops.unfold(x, 2, stride=2))
+    np.testing.assert_array_equal(np.asarray(ops.fold(cols, (4, 4), 2, stride=2)), x)
+    # fold is linear: the gradient of sum(fold(v) * g) is unfold(g)
+    g = np.random.default_rng(4).random((1, 2, 5, 5)).astype(np.float32)
+    v = pg.Variable(np.zeros((1, 2 * 9, 9), np.float32))
+    with pg.GradientTape() as tape:
+        loss = ops.sum(ops.fold(v, (5, 5), 3, padding=1, stride=2) * g)
+    np.testing.assert_allclose(np.asarray(tape.gradient(loss, v)),
+                               np.asarray(ops.unfold(g, 3, padding=1, stride=2)), rtol=1e-6, atol=1e-6)
+
+
+def test_fold_refuses_a_block_count_that_does_not_fit():
+    with pytest.raises(ValueError, match="blocks given"):
+        ops.fold(np.zeros((1, 4, 5), np.float32), (4, 4), 2, stride=2)
+
+
+# --- ops.i0 ---------------------------------------------------------------------------------
+I0_X = np.array([-10, -4, -3.75, -1, 0, 0.5, 2, 3.7, 3.8, 6, 20, 80], np.float32)
+
+
+def test_i0_on_arrays_is_numpys_and_in_a_graph_within_float32():
+    np.testing.assert_allclose(np.asarray(ops.i0(I0_X)), np.i0(I0_X.astype(np.float64)), rtol=2e-7)
+    assert ops.i0(np.array([1, 2])).dtype == np.float32
+    inp = pg.Input((len(I0_X),))
+    m = pg.Model(inp, layers.Lambda(ops.i0)(inp))
+    np.testing.assert_allclose(m.predict(I0_X[None], verbose=0)[0], np.i0(I0_X.astype(np.float64)), rtol=1e-6)
+
+
+def test_i0_gradient_is_i1():
+    v = pg.Variable(I0_X)
+    with pg.GradientTape() as tape:
+        loss = ops.sum(ops.i0(v))
+    x = I0_X.astype(np.float64)
+    h = 1e-6 * np.maximum(1.0, np.abs(x))
+    want = (np.i0(x + h) - np.i0(x - h)) / (2 * h)            # i1(x)
+    np.testing.assert_allclose(np.asarray(tape.gradient(loss, v)), want, rtol=2e-6, atol=1e-7)
+
+
+# --- CategoricalGeneralizedCrossEntropy ------------------------------------------------------
+def test_generalized_cross_entropy_is_one_minus_p_to_the_q_over_q():
+    y_true = np.array([0, 1, 0, 1])
+    y_pred = np.array([[0.7, 0.3], [0.2, 0.8], [0.6, 0.4], [0.4, 0.6]], np.float32)
+    p = y_pred[np.arange(4), y_true].astype(np.float64)
+    loss = pg.losses.CategoricalGeneralizedCrossEntropy()
+    assert float(loss(y_true, y_pred)) == pytest.approx(np.mean((1 - p ** 0.5) / 0.5), rel=1e-6)
+    np.testing.assert_allclose(np.asarray(pg.losses.categorical_generalized_cross_entropy(y_true, y_pred, q=0.3)),
+                               (1 - p ** 0.3) / 0.3, rtol=1e-6)
+    with pytest.raises(ValueError, match="q must be in"):
+        pg.losses.CategoricalGeneralizedCrossEntropy(q=1.0)
+
+
+def test_generalized_cross_entropy_trains_evaluates_and_saves(tmp_path):
+    pg.set_seed(0)
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(3, activation="softmax")])
+    m.compile("adam", pg.losses.CategoricalGeneralizedCrossEntropy(q=0.7))
+    rng = np.random.default_rng(5)
+    x = rng.random((64, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 64)
+    first = m.evaluate(x, y, verbose=0)
+    m.fit(x, y, epochs=20, verbose=0)
+    pr = m.predict(x, verbose=0)
+    p = pr[np.arange(64), y].astype(np.float64)
+    assert m.evaluate(x, y, verbose=0) == pytest.approx(np.mean((1 - p ** 0.7) / 0.7), rel=1e-5)
+    assert m.evaluate(x, y, verbose=0) < first
+    m.save(tmp_path / "g.gguf")
+    assert pg.load_model(tmp_path / "g.gguf").loss.get_config()["q"] == 0.7
+
+
+# --- eager results: Keras's 0-d tensors and 32-bit dtypes ----------------------------------------
+def test_full_reductions_give_zero_d_arrays_answering_numpy():
+    a = ops.reshape(ops.arange(25), (5, 5))
+    for r, want in [(ops.all(ops.convert_to_tensor([True, False])), False), (ops.amax(ops.convert_to_tensor([1, 6])), 6),
+                    (ops.trace(a), 60), (ops.einsum("ii", a), 60), (ops.average(ops.arange(1, 5)), 2.5)]:
+        assert r.shape == () and r.numpy() == want
+    assert ops.trace(a).dtype == np.int32 and ops.average(ops.arange(1, 5)).dtype == np.float32
+
+
+def test_keras_default_dtypes_on_python_values_and_integer_reductions():
+    assert ops.array([1, 2, 3]).dtype == np.int32 and ops.array([1.0, 2.0]).dtype == np.float32
+    assert ops.arccos(ops.convert_to_tensor([1, -1])).dtype == np.float32
+    assert (ops.array([1, 2, 2, 3], dtype="uint8") / 2).dtype == np.float32
+    np.testing.assert_array_equal(ops.arange(3.0), np.array([0.0, 1.0, 2.0], np.float32))
+    assert ops.arange(0.5, 2.0).dtype == np.float32 and ops.arange(3).dtype == np.int32
+    a = np.arange(25, dtype=np.int32).reshape(5, 5)
+    assert ops.sum(a, axis=1).dtype == np.int32 and int(ops.sum(a)) == 300
+    assert ops.einsum("ij,j", a, np.arange(5, dtype=np.int32)).dtype == np.int32
+    assert ops.max(np.array([1, 3, 2], np.uint8)).dtype == np.uint8
+    # a float64 array given keeps float64 (Keras keeps a numpy array's dtype)
+    assert ops.sqrt(np.array([4.0])).dtype in (np.float32, np.float64)
+    assert ops.cast(np.array([1, 2]), "int32").dtype == np.int32
+
+
+def test_bincount_takes_minlength_from_an_integer_max():
+    x = ops.array([1, 2, 2, 3], dtype="uint8")
+    np.testing.assert_array_equal(ops.bincount(x, minlength=ops.max(x).numpy() + 3), [0, 1, 2, 1, 0, 0])
+
+
+def test_einsum_sublist_form_is_numpys():
+    a = np.arange(25, dtype=np.int32).reshape(5, 5)
+    b = np.arange(5, dtype=np.int32)
+    assert int(ops.einsum(a, [0, 0])) == 60
+    np.testing.assert_array_equal(ops.einsum(a, [0, 0], [0]), np.einsum(a, [0, 0], [0]))
+    np.testing.assert_array_equal(ops.einsum(a, [0, 1], b, [1]), np.einsum(a, [0, 1], b, [1]))
+
+
+def test_view_with_a_dtype_reads_the_bytes_and_the_ggml_form_still_views():
+    np.testing.assert_array_equal(ops.view(np.array([1, 2, 3], np.int32), "float32"),
+                                  np.array([1, 2, 3], np.int32).view(np.float32))
+    assert ops.view(np.zeros(4, np.int32), dtype="int8").shape == (16,)
+    ctx = pg.core.Context(1 << 20)
+    t = ctx.new_tensor((4, 6))
+    assert tuple(ops.view(t, (2, 6)).shape) == (2, 6)
+    ctx.free()
+
+
+def test_psnr_is_a_scalar():
+    r = ops.psnr(np.zeros((2, 4, 4, 1), np.float32), np.full((2, 4, 4, 1), 0.1, np.float32), 1.0)
+    assert r.shape == () and float(r) == pytest.approx(20.0, rel=1e-5)
+
+
+def test_string_arrays_print_as_numpys():
+    r = layers.StringLookup(vocabulary=["a", "b", "c", "d"], invert=True)(np.array([[1, 3, 4], [4, 0, 2]]))
+    assert "OpsArray('" not in repr(r) and str(r) == str(np.array([["a", "c", "d"], ["d", "[UNK]", "b"]]))
+
+
+# --- metrics ----------------------------------------------------------------------------------
+def _precision(**kw):
+    return pg.metrics.Precision(**kw)
+
+
+@pytest.mark.parametrize("kw,y_true,y_pred,want", [
+    # Keras's docstring values; top_k's ties go to the first (TensorFlow's and JAX's top_k)
+    (dict(top_k=2), [0, 0, 1, 1], [1, 1, 1, 1], 0.0),
+    (dict(top_k=4), [0, 0, 1, 1], [1, 1, 1, 1], 0.5),
+    (dict(class_id=1), [[0, 1], [0, 1], [1, 0]], [[0.2, 0.8], [0.6, 0.4], [0.1, 0.9]], 0.5),
+])
+def test_precision_top_k_and_class_id(kw, y_true, y_pred, want):
+    m = _precision(**kw)
+    m.update_state(y_true, y_pred)
+    assert float(m.result()) == pytest.approx(want)
+
+
+def test_precision_and_recall_at_several_thresholds():
+    y_true, y_pred = [0, 1, 1, 1], [0.2, 0.4, 0.8, 0.9]
+    m = pg.metrics.Precision(thresholds=[0.3, 0.7])
+    m.update_state([0, 1, 0, 1], [0.4, 0.5, 0.9, 0.8])
+    np.testing.assert_allclose(m.result(), [2 / 4, 1 / 2])
+    r = pg.metrics.Recall(thresholds=[0.3, 0.5, 0.85])
+    r.update_state(y_true, y_pred)
+    np.testing.assert_allclose(r.result(), [1.0, 2 / 3, 1 / 3], rtol=1e-6)
+    tp = pg.metrics.TruePositives(thresholds=[0.3, 0.85])
+    tp.update_state(y_true, y_pred)
+    np.testing.assert_array_equal(tp.result(), [3, 1])
+
+
+def test_recall_top_k_counts_each_rows_k_largest():
+    r = pg.metrics.Recall(top_k=1)
+    r.update_state([[0, 1, 1], [1, 0, 0]], [[0.1, 0.7, 0.2], [0.3, 0.5, 0.2]])
+    assert float(r.result()) == pytest.approx(1 / 3)       # only row 0's class 1 is a top-1 hit
+
+
+def test_precision_with_several_thresholds_in_fit_logs_and_saved_config(tmp_path):
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(3, activation="softmax")])
+    m.compile("adam", "categorical_crossentropy",
+              metrics=[pg.metrics.Precision(top_k=1, name="p1"), pg.metrics.Recall(class_id=2, name="r2"),
+                       pg.metrics.Precision(thresholds=[0.2, 0.5], name="pl")])
+    rng = np.random.default_rng(6)
+    x = rng.random((32, 4)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 32)]
+    h = m.fit(x, y, epochs=1, verbose=0)
+    assert np.shape(h.history["pl"][0]) == (2,) and isinstance(h.history["p1"][0], float)
+    m.save(tmp_path / "p.gguf")
+    cfg = pg.load_model(tmp_path / "p.gguf").get_compile_config()
+    assert "p1" in str(cfg) and "top_k" in str(cfg)
+
+
+def test_cosine_similarity_metric_over_axis_one():
+    m = pg.metrics.CosineSimilarity(axis=1)
+    m.update_state([[0.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 1.0]])
+    assert float(m.result()) == pytest.approx(0.5, abs=1e-6)
+    m.reset_state()
+    m.update_state([[0.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 1.0]], sample_weight=[0.3, 0.7])
+    assert float(m.result()) == pytest.approx(0.7, abs=1e-6)
+    c = pg.metrics.CosineSimilarity(axis=0)
+    c.update_state([[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]])
+    assert float(c.result()) == pytest.approx((1 / math.sqrt(2) + 0.0) / 2, abs=1e-6)
+
+
+def test_metric_result_is_a_float32_scalar():
+    m = pg.metrics.Precision()
+    m.update_state([0, 1, 1, 1], [1, 0, 1, 1])
+    r = m.result()
+    assert r.dtype == np.float32 and r.shape == () and r.numpy() == np.float32(2 / 3)
+
+
+# --- layers, models ----------------------------------------------------------------------------
+def test_an_inputs_fixed_batch_size_shows_in_symbolic_shapes():
+    inputs = layers.Input(shape=(10, 16, 16, 3), batch_size=32)
+    assert inputs.shape == (32, 10, 16, 16, 3)
+    assert layers.TimeDistributed(layers.Conv2D(4, 3))(inputs).shape == (32, 10, 14, 14, 4)
+    assert layers.Dense(3)(pg.Input(batch_shape=(32, 10, 4))).shape == (32, 10, 3)
+    assert pg.Input((4,)).shape == (None, 4)
+
+
+@pytest.mark.parametrize("make", [layers.RMSNormalization, layers.UnitNormalization, layers.Masking,
+                                  lambda: layers.GroupNormalization(groups=2),
+                                  lambda: layers.EinsumDense("abcd,de->abce", output_shape=(20, 30, 4))])
+def test_build_takes_a_shape_given_as_a_list(make):
+    layer = make()
+    layer.build([5, 20, 30, 10])
+    assert layer.built
+    out = layer(np.ones((5, 20, 30, 10), np.float32))
+    assert out.shape[:3] == (5, 20, 30)
+
+
+def test_models_not_given_a_name_are_numbered_and_named_again_inside_a_model():
+    pg.backend.clear_session()
+    a = pg.Sequential([pg.Input((4,)), layers.Dense(3)])
+    b = pg.Sequential([pg.Input((3,)), layers.Dense(2)])
+    assert (a.name, b.name) == ("sequential", "sequential_1")
+    inp = pg.Input((4,))
+    outer = pg.Model(inp, b(a(inp)))
+    # within a model, its models are numbered in order, so weight names do not depend on the process
+    assert list(outer.get_weights()) == ["sequential.dense.weight", "sequential.dense.bias",
+                                         "sequential_1.dense.weight", "sequential_1.dense.bias"]
+    assert pg.Sequential(name="mine").name == "mine"
+
+
+def test_sequential_with_unknown_spatial_sizes_loads_back(tmp_path):
+    m = pg.Sequential([layers.InputLayer((None, None, 4)), layers.Conv2D(2, 3, padding="same")])
+    x = np.random.default_rng(7).random((1, 6, 6, 4)).astype(np.float32)
+    m.save(tmp_path / "s.keras")
+    r = pg.load_model(tmp_path / "s.keras")
+    assert r.input_shape == (None, None, None, 4)
+    np.testing.assert_array_equal(r.predict(x, verbose=0), m.predict(x, verbose=0))
+    assert r.predict(np.ones((2, 9, 7, 4), np.float32), verbose=0).shape == (2, 9, 7, 2)
+
+
+def test_arrays_missing_a_unit_axis_are_expanded_inside_a_tape():
+    a, b = layers.Input((1,)), layers.Input((1,))
+    m = pg.Model([a, b], layers.Dense(1)(layers.Concatenate()([a, b])))
+    x = [np.arange(5, dtype=np.float32), np.ones(5, np.float32)]
+    with pg.GradientTape() as tape:
+        y = m(x)
+        loss = ops.mean(y)
+    grads = tape.gradient(loss, m.trainable_variables)
+    assert tuple(y.shape) == (5, 1)
+    np.testing.assert_allclose(np.asarray(y), m.predict(x, verbose=0), rtol=1e-6)
+    assert all(g is not None for g in grads)
+
+
+def test_initializer_given_as_an_array():
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    init = pg.initializers.get(ops.ones((2, 3)))
+    np.testing.assert_array_equal(init((2, 3)), np.ones((2, 3)))
+    d = layers.Dense(3, kernel_initializer=a)
+    pg.Sequential([pg.Input((4,)), d]).compile("adam", "mse")
+    np.testing.assert_array_equal(d.get_weights()[0], a)
+    with pytest.raises(ValueError, match=r"shape \(4, 3\) cannot make a weight of shape \(5, 3\)"):
+        m = pg.Sequential([pg.Input((5,)), layers.Dense(3, kernel_initializer=a)])
+        m.compile("adam", "mse")
+
+
+def test_category_encoding_count_weights():
+    layer = layers.CategoryEncoding(num_tokens=4, output_mode="count")
+    w = np.array([[0.1, 0.2], [0.1, 0.1], [0.2, 0.3], [0.4, 0.2]], np.float32)
+    got = np.asarray(layer([[0, 1], [0, 0], [1, 2], [3, 1]], count_weights=w))
+    np.testing.assert_allclose(got, [[0.1, 0.2, 0, 0], [0.2, 0, 0, 0], [0, 0.2, 0.3, 0], [0, 0.2, 0, 0.4]], rtol=1e-6)
+    with pytest.raises(ValueError, match="output_mode='count'"):
+        layers.CategoryEncoding(num_tokens=4, output_mode="multi_hot")([[0, 1]], count_weights=[[1.0, 1.0]])
+
+
+def test_integer_lookup_oov_methods():
+    vocab, oov = [10, 20, 30], np.array([100, 300, 700, 1100, 1700, 2000])
+    floor = layers.IntegerLookup(vocabulary=vocab, num_oov_indices=4, oov_method="floormod")
+    farm = layers.IntegerLookup(vocabulary=vocab, num_oov_indices=4, oov_method="farmhash")
+    np.testing.assert_array_equal(floor(oov), [0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(farm(oov), [3, 3, 2, 2, 0, 1])         # Keras's docstring (TensorFlow's hash)
+    np.testing.assert_array_equal(farm(np.array([20])), [5])
+    salted = layers.IntegerLookup(vocabulary=vocab, num_oov_indices=4, oov_method="farmhash", salt=7)
+    assert salted.get_config()["salt"] == [7, 7] and set(np.asarray(salted(oov)).tolist()) <= {0, 1, 2, 3}
+    with pytest.raises(ValueError, match="salt is only used"):
+        layers.IntegerLookup(vocabulary=vocab, salt=7)
+
+
+def test_one_target_for_several_outputs_feeds_the_first_outputs_metrics():
+    class M(pg.Model):
+        def __init__(self):
+            inp = layers.Input((4,))
+            super().__init__(inputs=inp, outputs=[layers.Dense(1, activation="sigmoid")(inp),
+                                                  layers.Dense(1, activation="sigmoid")(inp)])
+            self.bce = pg.losses.BinaryCrossentropy()
+
+        def compute_loss(self, x, y_true, y_pred, sample_weight=None, training=False):
+            return sum(self.bce(y_true, p) for p in y_pred)
+
+    m = M()
+    m.compile(optimizer="adam", metrics=[pg.metrics.MeanAbsoluteError(name="mae") for _ in m.outputs])
+    x = np.random.default_rng(8).random((16, 4)).astype(np.float32)
+    y = (x[:, :1] > 0.5).astype(np.float32)
+    h = m.fit(x, y, epochs=1, verbose=0)
+    assert sorted(k for k in h.history if "mae" in k) == ["dense_mae"]
+    assert h.history["dense_mae"][0] == pytest.approx(np.abs(m.predict(x, verbose=0)[0] - y).mean(), rel=0.05)
+
+
+def test_a_list_of_metrics_one_per_output_pairs_them_as_keras_3():
+    inp = layers.Input((4,))
+    m = pg.Model(inp, [layers.Dense(1, name="a")(inp), layers.Dense(1, name="b")(inp)])
+    m.compile("adam", ["mse", "mse"], metrics=["mae", "mse"])
+    x = np.random.default_rng(9).random((16, 4)).astype(np.float32)
+    y = np.random.default_rng(10).random((16, 1)).astype(np.float32)
+    h = m.fit(x, [y, y], epochs=1, verbose=0)
+    assert {"a_mae", "b_mse"} <= set(h.history) and not {"a_mse", "b_mae"} & set(h.history)
+
+
+def test_gelu_tanh_form_is_float32_exact():
+    x = np.linspace(-6, 6, 2001).astype(np.float32)
+    xd = x.astype(np.float64)
+    tanh_form = 0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) * (xd + 0.044715 * xd ** 3)))
+    got = np.asarray(ops.gelu(x, approximate=True))
+    # ggml's float16 table was off by up to 1.9e-3; float32 arithmetic is within a few ulps
+    np.testing.assert_allclose(got, tanh_form, rtol=1e-6, atol=1e-6)
+    inp = pg.Input((len(x),))
+    m = pg.Model(inp, layers.Activation(lambda t: pg.activations.gelu(t, approximate=True))(inp))
+    np.testing.assert_allclose(m.predict(x[None], verbose=0)[0], tanh_form, rtol=1e-6, atol=1e-6)
