@@ -262,6 +262,10 @@ def extract_patches(images=None, size=None, strides=None, dilation_rate=1, paddi
     images = image if images is None else images
     if size is None:
         raise TypeError(f"{what}: missing the patch size (size=)")
+    if isinstance(size, (tuple, list)) and len(size) == 3:
+        # Keras's: a 3-D size takes volumes (extract_patches_3d)
+        from pyggml._ops_image_extra import extract_patches_3d
+        return extract_patches_3d(images, size, strides, dilation_rate, padding, data_format)
     size = _pair(size, "size", what)
     strides = size if strides is None else _pair(strides, "strides", what)
     dilation = _pair(dilation_rate, "dilation_rate", what)

@@ -579,7 +579,8 @@ _UNARY = {"abs", "absolute", "fabs", "arccos", "arccosh", "arcsin", "arcsinh", "
           "sqrt", "square", "squareplus", "stop_gradient", "swish", "tan", "tanh", "tanh_shrink", "trunc",
           "threshold", "zeros_like", "ones_like", "full_like", "copy", "identity", "dropout", "saturate_cast",
           "signbit", "sqr", "conj", "conjugate", "real"}
-_OWN = {"einsum"}
+# ops whose implementations are made of the ops above (or take wide tensors themselves)
+_OWN = {"einsum", "rearrange", "fold", "image.extract_patches_3d", "image.sobel_edges", "image.scale_and_translate"}
 _FAMILIES = ("reshape, transpose and the other layout ops, indexing, element-wise ops, reductions, softmax, matmul "
              "and einsum")
 

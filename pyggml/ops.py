@@ -28,8 +28,8 @@ import sys
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import (_fold, _logits, _ops_control, _ops_layout, _ops_math, _ops_more, _ops_nn, _ops_numpy, _scope,
-                    _symbolic, _tensor_arrays, _wide)
+from pyggml import (_fold, _logits, _ops_control, _ops_image_extra, _ops_layout, _ops_math, _ops_more, _ops_nn,
+                    _ops_numpy, _scope, _symbolic, _tensor_arrays, _wide)
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, holds_64, keras_widths, refuse_tensor_array
@@ -570,13 +570,14 @@ class _ImageOps:
     """``ops.image``: its functions take symbolic nodes too."""
 
     def __getattr__(self, name):
-        fn = getattr(image_module, name)
+        module = _ops_image_extra if name in _ops_image_extra.__all__ else image_module
+        fn = getattr(module, name)
         if name.startswith("_") or not callable(fn):
             return fn
         return _symbolic_aware(f"image.{name}", fn)
 
     def __dir__(self):
-        return list(image_module.__all__)
+        return list(image_module.__all__) + list(_ops_image_extra.__all__)
 
 
 def _dtype_like(v):
