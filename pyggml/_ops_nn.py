@@ -1045,7 +1045,8 @@ def _sublists(first, rest):
 
     def word(ls):
         if not isinstance(ls, (list, tuple)) or not all(is_int(v) and 0 <= v < len(letters) for v in ls):
-            raise TypeError(f"einsum: axis labels must be a list of ints in [0, {len(letters)}), got {ls!r}")
+            raise TypeError(f"einsum: subscripts must be a string, or each operand followed by a list of axis labels "
+                            f"(ints in [0, {len(letters)})), got {ls!r}")
         return "".join(letters[v] for v in ls)
     text = ",".join(word(ls) for ls in labels) + ("" if out is None else "->" + word(out))
     return text, tuple(operands)

@@ -424,3 +424,99 @@ def test_gelu_tanh_form_is_float32_exact():
     inp = pg.Input((len(x),))
     m = pg.Model(inp, layers.Activation(lambda t: pg.activations.gelu(t, approximate=True))(inp))
     np.testing.assert_allclose(m.predict(x[None], verbose=0)[0], tanh_form, rtol=1e-6, atol=1e-6)
+
+
+# --- ops.image: extract_patches_3d, sobel_edges, ssim, scale_and_translate -------------------------
+IMG = np.random.default_rng(11).random((2, 9, 7, 3)).astype(np.float32)
+
+
+def _graph(fn, x):
+    inp = pg.Input(x.shape[1:])
+    return pg.Model(inp, layers.Lambda(fn)(inp)).predict(x, verbose=0)
+
+
+def test_sobel_edges_are_zero_padded_sobel_correlations():
+    from scipy import ndimage
+    ky = np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], np.float64)
+    want = np.stack([np.stack([np.stack([ndimage.correlate(IMG[b, :, :, c].astype(np.float64), k, mode="constant")
+                                         for c in range(3)], -1) for b in range(2)]) for k in (ky, ky.T)], -1)
+    np.testing.assert_allclose(np.asarray(ops.image.sobel_edges(IMG)), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(_graph(ops.image.sobel_edges, IMG), want, rtol=1e-5, atol=1e-5)
+    cf = np.asarray(ops.image.sobel_edges(IMG.transpose(0, 3, 1, 2), data_format="channels_first"))
+    np.testing.assert_allclose(cf, want.transpose(0, 3, 1, 2, 4), rtol=1e-6, atol=1e-6)
+
+
+def _ssim_loop(a, b, size, sigma, max_val, k1=0.01, k2=0.03):
+    x = np.arange(size) - (size - 1) / 2
+    g = np.exp(-x ** 2 / (2 * sigma ** 2))
+    w = np.outer(g, g) / g.sum() ** 2
+    h, wd = a.shape[:2]
+    vals = []
+    for c in range(a.shape[2]):
+        for i in range(h - size + 1):
+            for j in range(wd - size + 1):
+                pa, pb = a[i:i + size, j:j + size, c], b[i:i + size, j:j + size, c]
+                m1, m2 = (w * pa).sum(), (w * pb).sum()
+                v1, v2, cv = (w * pa * pa).sum() - m1 ** 2, (w * pb * pb).sum() - m2 ** 2, (w * pa * pb).sum() - m1 * m2
+                c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
+                vals.append((2 * m1 * m2 + c1) * (2 * cv + c2) / ((m1 ** 2 + m2 ** 2 + c1) * (v1 + v2 + c2)))
+    return np.mean(np.reshape(vals, (a.shape[2], -1)).mean(axis=1))
+
+
+def test_ssim_against_a_loop_in_a_graph_and_its_gradient():
+    other = IMG[::-1] * 0.7 + 0.1
+    want = [_ssim_loop(IMG[i].astype(np.float64), other[i].astype(np.float64), 5, 1.5, 1.0) for i in range(2)]
+    np.testing.assert_allclose(np.asarray(ops.image.ssim(IMG, other, filter_size=5)), want, rtol=1e-5)
+    assert float(ops.image.ssim(IMG[0], IMG[0], filter_size=5)) == pytest.approx(1.0, abs=1e-6)
+    assert ops.image.ssim(IMG[0], other[0], filter_size=5).shape == ()
+    np.testing.assert_allclose(_graph(lambda t: ops.image.ssim(t, t * 0.5, filter_size=5), IMG),
+                               ops.image.ssim(IMG, IMG * 0.5, filter_size=5), rtol=1e-5)
+    v = pg.Variable(IMG)
+    with pg.GradientTape() as tape:
+        loss = ops.sum(ops.image.ssim(v, other, filter_size=3))
+    g = np.asarray(tape.gradient(loss, v))
+    i, eps = (0, 4, 3, 1), 1e-3
+    hi, lo = IMG.copy(), IMG.copy()
+    hi[i] += eps
+    lo[i] -= eps
+    fd = (np.sum(ops.image.ssim(hi, other, filter_size=3)) - np.sum(ops.image.ssim(lo, other, filter_size=3))) / (2 * eps)
+    assert g[i] == pytest.approx(fd, rel=1e-2, abs=1e-4)
+    with pytest.raises(ValueError, match="odd int"):
+        ops.image.ssim(IMG, IMG, filter_size=4)
+
+
+def test_scale_and_translate_upsampling_is_a_half_pixel_resize_and_keras_docstrings_grid():
+    up = np.asarray(ops.image.scale_and_translate(IMG, (2, 18, 14, 3), [2.0, 2.0], [0.0, 0.0], (1, 2), "linear"))
+    np.testing.assert_allclose(up, np.asarray(ops.image.resize(IMG, (18, 14), "bilinear")), rtol=1e-5, atol=1e-6)
+    grid = np.arange(9, dtype=np.float32).reshape(3, 3)
+    scale = np.array([2.0, 2.0], np.float32)                          # Keras's docstring example
+    got = np.asarray(ops.image.scale_and_translate(grid, (5, 5), scale, -(scale / 2.0 - 0.5), (0, 1), "linear"))
+    np.testing.assert_allclose(got[0], [0.0, 0.5, 1.0, 1.5, 2.0], atol=1e-6)
+    np.testing.assert_allclose(got[:, 0], [0.0, 1.5, 3.0, 4.5, 6.0], atol=1e-6)
+    for method in ("cubic", "lanczos3"):
+        fn = lambda t, m=method: ops.image.scale_and_translate(t, (2, 4, 12, 3), [0.5, 1.7], [0.3, -1.2], (1, 2), m)
+        np.testing.assert_allclose(_graph(fn, IMG), np.asarray(fn(IMG)), rtol=1e-5, atol=1e-6)
+
+
+def _patches_3d_loop(v, size, strides):
+    n, d, h, w, c = v.shape
+    out = []
+    for z in range(0, d - size[0] + 1, strides[0]):
+        for y in range(0, h - size[1] + 1, strides[1]):
+            for x in range(0, w - size[2] + 1, strides[2]):
+                out.append(v[:, z:z + size[0], y:y + size[1], x:x + size[2], :].reshape(n, -1))
+    od = (d - size[0]) // strides[0] + 1
+    oh = (h - size[1]) // strides[1] + 1
+    return np.stack(out, 1).reshape(n, od, oh, -1, np.prod(size) * c)
+
+
+def test_extract_patches_3d_gathers_each_windows_voxels():
+    vol = np.random.default_rng(12).random((2, 5, 6, 7, 2)).astype(np.float32)
+    want = _patches_3d_loop(vol, (2, 3, 2), (1, 2, 3))
+    np.testing.assert_array_equal(np.asarray(ops.image.extract_patches_3d(vol, (2, 3, 2), strides=(1, 2, 3))), want)
+    np.testing.assert_array_equal(np.asarray(ops.image.extract_patches(vol, (2, 3, 2), strides=(1, 2, 3))), want)
+    np.testing.assert_array_equal(_graph(lambda t: ops.image.extract_patches_3d(t, (2, 3, 2), strides=(1, 2, 3)), vol),
+                                  want)
+    same = np.asarray(ops.image.extract_patches_3d(vol, 3, strides=1, padding="same"))
+    assert same.shape == (2, 5, 6, 7, 54)
+    np.testing.assert_array_equal(same[:, 1:-1, 1:-1, 1:-1], _patches_3d_loop(vol, (3, 3, 3), (1, 1, 1)))
