@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from pyggml import _windows
 from pyggml._tensor_arrays import as_ops_result
 
 __all__ = ["Initializer", "Constant", "Zeros", "Ones", "RandomNormal", "RandomUniform", "TruncatedNormal",
@@ -20,7 +21,7 @@ __all__ = ["Initializer", "Constant", "Zeros", "Ones", "RandomNormal", "RandomUn
            "LecunUniform", "Orthogonal", "Identity", "glorot_uniform", "glorot_normal", "he_normal", "he_uniform",
            "lecun_normal", "lecun_uniform", "orthogonal", "identity", "zeros", "ones", "constant", "random_normal",
            "random_uniform", "truncated_normal", "variance_scaling", "get", "serialize", "deserialize",
-           "config_value", "OrthogonalInitializer", "IdentityInitializer"]
+           "config_value", "OrthogonalInitializer", "IdentityInitializer", "STFT", "STFTInitializer", "stft"]
 
 
 def _fans(shape, kind):
@@ -308,28 +309,85 @@ class Identity(Initializer):
         return {"gain": self.gain}
 
 
+class STFT(Initializer):
+    """Keras's STFT initializer: the kernel ``(frame_length, channels, bins)`` of a short-time
+    Fourier transform as a convolution, ``cos`` (``side="real"``) or ``sin`` (``"imag"``) of
+    ``-2 pi t f / fft_length`` with ``fft_length = 2 (bins - 1)``, times the window (``"hann"``,
+    ``"hamming"``, a scipy window name when scipy is installed, an array, or None) divided by
+    its L2 (``scaling="density"``) or L1 (``"spectrum"``) norm."""
+
+    def __init__(self, side="real", window="hann", scaling="density", periodic=False):
+        if side not in ("real", "imag"):
+            raise ValueError(f"STFT: side should be 'real' or 'imag', not {side!r}")
+        if scaling is not None and scaling not in ("density", "spectrum"):
+            raise ValueError(f"STFT: scaling must be None, 'density' or 'spectrum', got {scaling!r}")
+        if not isinstance(periodic, (bool, np.bool_)):
+            raise TypeError(f"STFT: periodic must be True or False, got {periodic!r}")
+        if isinstance(window, str) and window not in _windows.WINDOWS:
+            _scipy_window(window, 4, False)                      # an unknown name fails here, as Keras's
+        elif not isinstance(window, str):
+            window = _windows.check_window(window, "STFT")
+        self.side, self.window, self.scaling, self.periodic = side, window, scaling, bool(periodic)
+
+    def draw(self, shape, rng, layout):
+        if len(shape) != 3 or min(shape) < 1:
+            raise ValueError(f"STFT: the shape must be (frame_length, channels, fft_length // 2 + 1), got {shape}")
+        frame_length, channels, bins = shape
+        window = self.window
+        if isinstance(window, str) and window not in _windows.WINDOWS:
+            window = _scipy_window(window, frame_length, self.periodic)
+        real, imag = _windows.stft_kernels(frame_length, 2 * (bins - 1), window, self.periodic, self.scaling,
+                                           "STFT")
+        kernel = real if self.side == "real" else imag
+        if kernel.shape[2] != bins:                    # one bin: fft_length 0 gives the zero frequency alone
+            kernel = kernel[:, :, :1]
+        return np.broadcast_to(kernel, shape)
+
+    def get_config(self):
+        return {"side": self.side, "window": self.window, "periodic": self.periodic, "scaling": self.scaling}
+
+
+def _scipy_window(name, length, periodic):
+    try:
+        from scipy import signal
+    except ImportError:
+        raise ValueError(f"STFT: window {name!r} needs scipy (installed, it provides every scipy.signal window); "
+                         f"without it: {_windows.WINDOWS}, None or an array") from None
+    try:
+        return np.asarray(signal.get_window(name, length, fftbins=periodic), np.float64)
+    except ValueError as e:
+        raise ValueError(f"STFT: unknown window {name!r} ({e})") from None
+
+
+def stft(shape, rng=None, layout=None):
+    return STFT().draw(tuple(shape), rng, layout)
+
+
 # --- lookup ------------------------------------------------------------------------------------------
 
-# Keras's longer names of the same two
+# Keras's longer names of the same three
 OrthogonalInitializer = Orthogonal
 IdentityInitializer = Identity
+STFTInitializer = STFT
 
 _BY_NAME = {"glorot_uniform": glorot_uniform, "orthogonal": orthogonal, "zeros": zeros, "ones": ones,
             "uniform": uniform_embedding, "glorot_normal": glorot_normal, "he_normal": he_normal,
             "he_uniform": he_uniform, "lecun_normal": lecun_normal, "lecun_uniform": lecun_uniform,
             "random_normal": random_normal, "random_uniform": random_uniform, "truncated_normal": truncated_normal,
-            "identity": identity, "constant": constant, "variance_scaling": variance_scaling, "normal": random_normal}
+            "identity": identity, "constant": constant, "variance_scaling": variance_scaling, "normal": random_normal,
+            "stft": stft}
 
 _CLASSES = {c.__name__: c for c in (Constant, Zeros, Ones, RandomNormal, RandomUniform, TruncatedNormal,
                                     VarianceScaling, GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal,
-                                    LecunUniform, Orthogonal, Identity)}
+                                    LecunUniform, Orthogonal, Identity, STFT)}
 # Keras's class names as strings stand for the same initializer as the snake-case names
 _CLASS_ALIASES = {"GlorotUniform": "glorot_uniform", "GlorotNormal": "glorot_normal", "HeNormal": "he_normal",
                   "HeUniform": "he_uniform", "LecunNormal": "lecun_normal", "LecunUniform": "lecun_uniform",
                   "Zeros": "zeros", "Ones": "ones", "RandomNormal": "random_normal",
                   "RandomUniform": "random_uniform", "TruncatedNormal": "truncated_normal",
                   "Orthogonal": "orthogonal", "Identity": "identity", "Constant": "constant",
-                  "VarianceScaling": "variance_scaling", "zero": "zeros", "one": "ones"}
+                  "VarianceScaling": "variance_scaling", "zero": "zeros", "one": "ones", "STFT": "stft",
+                  "STFTInitializer": "stft"}
 
 
 def serialize(initializer):
@@ -371,7 +429,7 @@ _CLASS_OF_NAME = {"glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal
                   "orthogonal": Orthogonal, "zeros": Zeros, "ones": Ones, "uniform": RandomUniform,
                   "normal": RandomNormal, "random_normal": RandomNormal, "random_uniform": RandomUniform,
                   "truncated_normal": TruncatedNormal, "identity": Identity, "constant": Constant,
-                  "variance_scaling": VarianceScaling}
+                  "variance_scaling": VarianceScaling, "stft": STFT}
 
 
 def _keras_alias(fn, cls):

@@ -32,6 +32,7 @@ from pyggml._validation import check_bool, check_choice, check_positive_int
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.convolutional.base_conv import pad_nchw, same_pads
 from pyggml.layers.layer import Layer
+from pyggml._windows import stft_kernels
 from pyggml.layers.preprocessing import _audio
 from pyggml.layers.preprocessing.image_layer import check_data_format
 from pyggml.saving.object_registration import register_builtin
@@ -40,26 +41,6 @@ __all__ = ["STFTSpectrogram", "stft_kernels"]
 
 MODES = ("log", "magnitude", "psd", "real", "imag", "angle", "stft")
 _EPSILON = 1e-7                          # Keras's backend.epsilon()
-
-
-def stft_kernels(frame_length, fft_length, window, periodic, scaling):
-    """(real, imag) float64 arrays of shape (frame_length, 1, fft_length // 2 + 1)."""
-    bins = fft_length // 2 + 1
-    t = np.arange(frame_length, dtype=np.float64)[:, None, None]
-    f = np.arange(bins, dtype=np.float64)[None, None, :]
-    phase = -2.0 * np.pi * t * f / fft_length
-    real, imag = np.cos(phase), np.sin(phase)
-    if window is not None:
-        w = _audio.window_values(window, frame_length, periodic, "STFTSpectrogram")[:, None, None]
-        s = 1.0
-        if scaling == "density":
-            s = math.sqrt(float(np.sum(w * w)))
-        elif scaling == "spectrum":
-            s = float(np.sum(np.abs(w)))
-        if s == 0:
-            s = 1.0
-        real, imag = real * w / s, imag * w / s
-    return real, imag
 
 
 def _atan_coefficients():
