@@ -40,6 +40,8 @@ class OptimizerState:
     def ensure(self, named):
         """Slots for every (name, Variable) that has none yet."""
         new = [(n, v) for n, v in named if id(v) not in self._slots]
+        if new and hasattr(self.optimizer, "prepare"):
+            self.optimizer.prepare([v for _, v in named])     # (MultiOptimizer: each weight's optimizer)
         names = self.optimizer.state_slot_names
         for n, v in named:
             self._names[id(v)] = n
@@ -56,7 +58,10 @@ class OptimizerState:
         self._chunks.append((ctx, buf))
         for n, v in made:
             for s, t in self._slots[id(v)].items():
-                t.set(np.full(v.shape, self.optimizer.slot_initial_value(s), dtype=np.float32))
+                start = self.optimizer.slot_initial_value(s)
+                # "variable": the weight's own values (Schedule-Free's z)
+                t.set(v.numpy().astype(np.float32) if isinstance(start, str) and start == "variable" else
+                      np.full(v.shape, start, dtype=np.float32))
         self._apply_pending()
 
     def accumulators(self, named):

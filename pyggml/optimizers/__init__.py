@@ -1,5 +1,6 @@
 """Optimizers (Keras's names and defaults): Adam, AdamW, SGD (momentum,
-Nesterov), RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl, Lamb, Muon, Adafactor;
+Nesterov), RMSprop, Adagrad, Nadam, Adamax, Adadelta, Lion, Ftrl, Lamb, Muon, Adafactor,
+ScheduleFreeAdamW;
 learning-rate schedules in ``schedules``."""
 
 from pyggml.optimizers import schedules
@@ -7,20 +8,24 @@ from pyggml.optimizers.adafactor import Adafactor
 from pyggml.optimizers.adam import Adam, AdamW
 from pyggml.optimizers.lamb import Lamb
 from pyggml.optimizers.more import Adadelta, Adamax, Ftrl, Lion
+from pyggml.optimizers.multi_optimizer import MultiOptimizer, OptimizerMap
 from pyggml.optimizers.muon import Muon
 from pyggml.optimizers.optimizer import Optimizer
 from pyggml.optimizers.rmsprop import Adagrad, Nadam, RMSprop
+from pyggml.optimizers.schedule_free import ScheduleFreeAdamW
 from pyggml.optimizers.sgd import SGD
 from pyggml.mixed_precision import LossScaleOptimizer
 from pyggml.saving.object_registration import get_registered_name, get_registered_object
 
 __all__ = ["Optimizer", "Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Nadam", "Adamax", "Adadelta", "Lion", "Ftrl",
-           "Lamb", "Muon", "Adafactor", "LossScaleOptimizer", "schedules", "get", "serialize",
+           "Lamb", "Muon", "Adafactor", "ScheduleFreeAdamW", "MultiOptimizer", "OptimizerMap",
+           "LossScaleOptimizer", "schedules", "get", "serialize",
            "deserialize"]
 
 _BY_NAME = {"adam": Adam, "adamw": AdamW, "sgd": SGD, "rmsprop": RMSprop, "adagrad": Adagrad, "nadam": Nadam,
             "adamax": Adamax, "adadelta": Adadelta, "lion": Lion, "ftrl": Ftrl,
-            "lamb": Lamb, "muon": Muon, "adafactor": Adafactor}
+            "lamb": Lamb, "muon": Muon, "adafactor": Adafactor, "schedule_free_adamw": ScheduleFreeAdamW,
+            "schedulefreeadamw": ScheduleFreeAdamW}
 
 
 def get(identifier):
