@@ -520,3 +520,123 @@ def test_extract_patches_3d_gathers_each_windows_voxels():
     same = np.asarray(ops.image.extract_patches_3d(vol, 3, strides=1, padding="same"))
     assert same.shape == (2, 5, 6, 7, 54)
     np.testing.assert_array_equal(same[:, 1:-1, 1:-1, 1:-1], _patches_3d_loop(vol, (3, 3, 3), (1, 1, 1)))
+
+
+# --- initializers.STFT, ScheduleFreeAdamW, MultiOptimizer ------------------------------------------
+@pytest.mark.parametrize("side", ["real", "imag"])
+@pytest.mark.parametrize("window,scaling,periodic", [("hann", "density", False), ("hamming", "spectrum", True),
+                                                     (None, None, False), ("blackman", "density", True)])
+def test_stft_initializer_is_the_windowed_fourier_kernel(side, window, scaling, periodic):
+    scipy_signal = pytest.importorskip("scipy.signal")
+    t, bins = 16, 9
+    n = 2 * (bins - 1)
+    phase = -2 * np.pi * np.arange(t)[:, None] * np.arange(bins)[None, :] / n
+    want = np.cos(phase) if side == "real" else np.sin(phase)
+    if window is not None:
+        w = scipy_signal.get_window(window, t, fftbins=periodic)
+        s = np.sqrt((w * w).sum()) if scaling == "density" else np.abs(w).sum() if scaling == "spectrum" else 1.0
+        want = want * w[:, None] / s
+    got = np.asarray(pg.initializers.STFTInitializer(side, window, scaling, periodic)(shape=(t, 1, bins)))
+    np.testing.assert_allclose(got[:, 0, :], want, rtol=1e-5, atol=1e-6)
+    assert pg.initializers.get("stft").get_config()["side"] == "real"
+
+
+def _sf_reference(x, y, w, b, steps, lr, b1=0.9, b2=0.999, eps=1e-8, warm=0, wd=None):
+    ys, zs, vs = [w.copy(), b.copy()], [w.copy(), b.copy()], [np.zeros_like(w), np.zeros_like(b)]
+    for t in range(1, steps + 1):
+        d = 2 * (x @ ys[0] + ys[1] - y) / len(x)
+        grads = [x.T @ d, d.sum(0)]
+        rate = lr * (min(t / warm, 1.0) if warm else 1.0)
+        for i, g in enumerate(grads):
+            y_ = ys[i] - (ys[i] * wd * rate if wd else 0.0)
+            vs[i] = b2 * vs[i] + (1 - b2) * g ** 2
+            z = zs[i] - rate * g / (np.sqrt(vs[i] / (1 - b2 ** t)) + eps)
+            avg = (1 - 1 / t) * (y_ - (1 - b1) * zs[i]) / b1 + z / t
+            ys[i], zs[i] = (1 - b1) * z + b1 * avg, z
+    return ys
+
+
+@pytest.mark.parametrize("kw", [{}, {"learning_rate": 0.05, "warmup_steps": 3}, {"learning_rate": 0.05, "weight_decay": 0.1}])
+def test_schedule_free_adamw_follows_kerass_update(kw, tmp_path):
+    rng = np.random.default_rng(13)
+    x, y = rng.random((16, 3)).astype(np.float32), rng.random((16, 1)).astype(np.float32)
+    m = pg.Sequential([pg.Input((3,)), layers.Dense(1)])
+    m.compile(pg.optimizers.ScheduleFreeAdamW(**kw), "mse")
+    w0, b0 = (np.asarray(a, np.float64) for a in m.layers[0].get_weights())
+    m.fit(x, y, epochs=6, batch_size=16, shuffle=False, verbose=0)
+    want = _sf_reference(x.astype(np.float64), y.astype(np.float64), w0, b0, 6, kw.get("learning_rate", 0.0025),
+                         warm=kw.get("warmup_steps", 0), wd=kw.get("weight_decay"))
+    for got, ref in zip(m.layers[0].get_weights(), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    m.save(tmp_path / "sf.gguf")
+    r = pg.load_model(tmp_path / "sf.gguf")
+    for mm in (m, r):
+        mm.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
+    for a, b in zip(m.get_weights().values(), r.get_weights().values()):
+        np.testing.assert_array_equal(a, b)                 # its slots (z included) saved and resumed
+
+
+def _two_part_model():
+    pg.set_seed(1)
+    inp = pg.Input((3,))
+    h = layers.Dense(4, activation="relu", name="encoder_dense")(inp)
+    return pg.Model(inp, layers.Dense(1, name="head")(h))
+
+
+def test_multi_optimizer_steps_each_weight_with_its_own_optimizer(tmp_path):
+    rng = np.random.default_rng(14)
+    x, y = rng.random((32, 3)).astype(np.float32), rng.random((32, 1)).astype(np.float32)
+    m = _two_part_model()
+    omap = pg.optimizers.OptimizerMap(pg.optimizers.SGD(0.1), {"encoder_dense/.*": pg.optimizers.Adam(0.01)})
+    m.compile(pg.optimizers.MultiOptimizer(omap), "mse")
+    w = {k: v.astype(np.float64) for k, v in m.get_weights().items()}
+    m.fit(x, y, epochs=3, batch_size=32, shuffle=False, verbose=0)
+    w1, b1, w2, b2 = w["encoder_dense.weight"], w["encoder_dense.bias"], w["head.weight"], w["head.bias"]
+    mom, vel = [0.0, 0.0], [0.0, 0.0]
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
+    for t in range(1, 4):                              # Adam on the encoder, SGD on the head (PyTorch layout)
+        h = xd @ w1.T + b1
+        a = np.maximum(h, 0)
+        d = 2 * (a @ w2.T + b2 - yd) / len(xd)
+        dh = (d @ w2) * (h > 0)
+        gw2, gb2, gw1, gb1 = d.T @ a, d.sum(0), dh.T @ xd, dh.sum(0)
+        w2, b2 = w2 - 0.1 * gw2, b2 - 0.1 * gb2
+        new = []
+        for i, (p, g) in enumerate(((w1, gw1), (b1, gb1))):
+            mom[i] = 0.9 * mom[i] + 0.1 * g
+            vel[i] = 0.999 * vel[i] + 0.001 * g * g
+            new.append(p - 0.01 * (mom[i] / (1 - 0.9 ** t)) / (np.sqrt(vel[i] / (1 - 0.999 ** t)) + 1e-8))
+        w1, b1 = new
+    got = m.get_weights()
+    for k, ref in (("encoder_dense.weight", w1), ("encoder_dense.bias", b1), ("head.weight", w2), ("head.bias", b2)):
+        np.testing.assert_allclose(got[k], ref, rtol=1e-5, atol=1e-6)
+    assert [int(o.iterations) for o in m.optimizer.optimizers] == [3, 3]
+    m.save(tmp_path / "mo.gguf")
+    r = pg.load_model(tmp_path / "mo.gguf")
+    assert [type(o).__name__ for o in r.optimizer.optimizers] == ["Adam", "SGD"]
+    for mm in (m, r):
+        mm.fit(x, y, epochs=1, batch_size=32, shuffle=False, verbose=0)
+    for a, b in zip(m.get_weights().values(), r.get_weights().values()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_optimizer_map_lookup_and_a_function_map():
+    adam, sgd, rms = pg.optimizers.Adam(), pg.optimizers.SGD(), pg.optimizers.RMSprop()
+    omap = pg.optimizers.OptimizerMap(default_optimizer=rms)
+    omap["encoder/layer_0/dense"] = adam
+    omap["encoder/.*"] = sgd
+    omap["decoder"] = adam
+    assert omap["decoder"] is adam and omap["encoder/layer_0/dense"] is adam
+    assert omap["encoder/layer_0/attention/query"] is sgd and omap["decoder/layer_0/dense"] is rms
+    with pytest.raises(ValueError, match="already mapped"):
+        omap["decoder"] = sgd
+    with pytest.raises(ValueError, match="not supported inside"):
+        pg.optimizers.OptimizerMap(pg.optimizers.Adam(global_clipnorm=1.0))
+    m = _two_part_model()
+    m.compile(pg.optimizers.MultiOptimizer(lambda v: pg.optimizers.Adam() if "encoder" in v.path else
+                                           pg.optimizers.SGD()), "mse")
+    rng = np.random.default_rng(15)
+    x, y = rng.random((32, 3)).astype(np.float32), rng.random((32, 1)).astype(np.float32)
+    before = m.get_weights()
+    m.fit(x, y, epochs=1, verbose=0)
+    assert all(not np.array_equal(before[k], v) for k, v in m.get_weights().items())
