@@ -112,6 +112,8 @@ def result_type(*dtypes):
     names = [standardize_dtype(d) for d in dtypes]
     if not names:
         return floatx()
+    if any(n.startswith("complex") for n in names):
+        return "complex64"                  # Keras's, whatever the other operands (complex128 too)
     floats = [n for n in names if n in _FLOATS]
     if floats:
         if "bfloat16" in floats and "float16" in floats:

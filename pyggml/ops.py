@@ -28,8 +28,8 @@ import sys
 import numpy as np
 
 from pyggml import _ops_image as image  # noqa: F401  (keras.ops.image)
-from pyggml import (_fold, _logits, _ops_control, _ops_image_extra, _ops_layout, _ops_math, _ops_more, _ops_nn,
-                    _ops_numpy, _scope, _symbolic, _tensor_arrays, _wide)
+from pyggml import (_fold, _logits, _ops_autodiff, _ops_control, _ops_image_extra, _ops_layout, _ops_math, _ops_more,
+                    _ops_nn, _ops_numpy, _scope, _symbolic, _tensor_arrays, _wide)
 from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, holds_64, keras_widths, refuse_tensor_array
@@ -318,7 +318,7 @@ globals().update({n: _keras_unary(n) for n in _KERAS_UNARY})
 
 
 # the modules of Keras's functions; a name that is also ggml's must be in its module's SHARED_WITH_GGML
-_KERAS_MODULES = (_ops_numpy, _ops_math, _ops_nn, _ops_control, _ops_more, _ops_layout)
+_KERAS_MODULES = (_ops_numpy, _ops_math, _ops_nn, _ops_control, _ops_more, _ops_layout, _ops_autodiff)
 
 
 def _install_keras_ops():

@@ -640,3 +640,30 @@ def test_optimizer_map_lookup_and_a_function_map():
     before = m.get_weights()
     m.fit(x, y, epochs=1, verbose=0)
     assert all(not np.array_equal(before[k], v) for k, v in m.get_weights().items())
+
+
+# --- ops.jvp, backend.result_type of complex dtypes -----------------------------------------------
+def test_jvp_is_the_directional_derivative():
+    x = np.array([[0.3, -0.2], [1.1, 0.5]], np.float32)
+    t = np.array([[1.0, 0.5], [-0.3, 2.0]], np.float32)
+    w = np.array([[0.5, -1.0], [2.0, 0.3]], np.float32)
+    y, jt = ops.jvp(lambda a: ops.tanh(ops.matmul(a, w)) * 2.0, (x,), (t,))
+    xd, td, wd = (v.astype(np.float64) for v in (x, t, w))
+    np.testing.assert_allclose(y, np.tanh(xd @ wd) * 2, rtol=1e-6)
+    np.testing.assert_allclose(jt, 2 * (1 - np.tanh(xd @ wd) ** 2) * (td @ wd), rtol=1e-5, atol=1e-6)
+    (o1, o2), (j1, j2) = ops.jvp(lambda a, b: (ops.sin(a) * b, ops.exp(a)), (x, t), (t, x))
+    np.testing.assert_allclose(j1, np.cos(xd) * td * td + np.sin(xd) * xd, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(j2, np.exp(xd) * td, rtol=1e-5)
+    y, jt, aux = ops.jvp(lambda a: (ops.square(a), {"k": 1}), (x,), (t,), has_aux=True)
+    np.testing.assert_allclose(jt, 2 * xd * td, rtol=1e-6)
+    assert aux == {"k": 1}
+    v, d = ops.jvp(ops.sin, (0.1,), (0.2,))                  # Keras's docstring: 0.09983342, 0.19900084
+    assert float(v) == pytest.approx(0.09983342, rel=1e-6) and float(d) == pytest.approx(0.19900084, rel=1e-6)
+    with pytest.raises(ValueError, match="tangent must have its primal's shape"):
+        ops.jvp(ops.sin, (x,), (t[0],))
+
+
+def test_result_type_with_a_complex_dtype_is_complex64():
+    rt = pg.backend.result_type
+    assert rt("complex64", int) == rt("complex64", "int32") == rt("complex64", float) == "complex64"
+    assert rt("float32", complex) == rt("complex128", "float64") == "complex64"      # as Keras 3.15 gives

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from pyggml import _ops_control, _ops_layout, _ops_math, _ops_more, _ops_nn, _ops_numpy, core, ops
+from pyggml import _ops_autodiff, _ops_control, _ops_layout, _ops_math, _ops_more, _ops_nn, _ops_numpy, core, ops
 from pyggml.errors import ContextFullError, GGMLError
 
 RNG_SEED = 1234
@@ -674,8 +674,8 @@ KERAS_OPS |= {"slice", "fft", "fft2", "ifft2", "convert_to_numpy", "tensordot"}
 # (pyggml._ops_control): tests/test_ops_control.py
 KERAS_OPS |= set(_ops_nn.__all__) | set(_ops_math.__all__) | set(_ops_control.__all__)
 # the rest of Keras's list (pyggml._ops_more): tests/test_ops_more.py; rearrange and fold
-# (pyggml._ops_layout): tests/test_keras_docstring_gaps.py
-KERAS_OPS |= set(_ops_more.__all__) | set(_ops_layout.__all__)
+# (pyggml._ops_layout) and jvp (pyggml._ops_autodiff): tests/test_keras_docstring_gaps.py
+KERAS_OPS |= set(_ops_more.__all__) | set(_ops_layout.__all__) | set(_ops_autodiff.__all__)
 
 
 def test_every_op_is_covered():
