@@ -175,12 +175,24 @@ def shuffle(x, axis=0, seed=None):
 
 
 def categorical(logits, num_samples, dtype="int32", seed=None):
-    """Class indices drawn from the softmax of each row of ``logits`` (arrays: on the host)."""
+    """Class indices drawn from the softmax of each row of ``logits`` (batch, classes) ->
+    (batch, num_samples): on arrays, at once; in a graph (a layer's call, a Lambda), each step
+    draws afresh, as the argmax of the logits plus Gumbel noise (the Gumbel-max trick)."""
+    if not is_int(num_samples) or isinstance(num_samples, bool) or num_samples < 1:
+        raise ValueError(f"categorical: num_samples must be a positive int, got {num_samples!r}")
+    if _scope.current() is not None:
+        from pyggml import ops
+        z = ops.as_tensor(logits)
+        if len(z.shape) != 2:
+            raise ValueError(f"categorical: logits must be (batch, classes), got shape {tuple(z.shape)}")
+        b, c = (int(d) for d in z.shape)
+        tiny = np.finfo(np.float32).tiny
+        gumbel = _draw("categorical", (b, int(num_samples), c), seed,
+                       lambda g, s: -np.log(-np.log(g.uniform(tiny, 1.0, s))))
+        return ops.argmax(ops.reshape(z, (b, 1, c)) + gumbel, axis=-1)
     z = np.asarray(logits, dtype=np.float64)
     if z.ndim != 2:
         raise ValueError(f"categorical: logits must be (batch, classes), got shape {z.shape}")
-    if not is_int(num_samples) or num_samples < 1:
-        raise ValueError(f"categorical: num_samples must be a positive int, got {num_samples!r}")
     p = np.exp(z - z.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
     g = _generator(seed)
