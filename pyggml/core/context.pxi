@@ -761,9 +761,11 @@ cdef cnp.ndarray _as_array(object array, object np_dtype, tuple shape):
 
 
 cdef bint _divides(Tensor small, Tensor big):
+    """small broadcasts to big as numpy's rules allow: each dim equal, or 1 in small (ggml would
+    also tile a dim that divides the other's, (4, 8) over (12, 8), which numpy and Keras refuse)."""
     cdef int i
     for i in range(4):
-        if big.ptr.ne[i] % small.ptr.ne[i] != 0:
+        if small.ptr.ne[i] != big.ptr.ne[i] and small.ptr.ne[i] != 1:
             return False
     return True
 

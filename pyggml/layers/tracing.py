@@ -225,6 +225,18 @@ def _refuse_leaked_volume(layer, out, nodes, before):
     return True
 
 
+def _mismatch_off_the_batch(message, batch):
+    """True for a broadcast error whose mismatched axes do not hold the stand-in batch: the
+    batch size is not its cause (the shapes disagree elsewhere)."""
+    import re
+    m = re.search(r"shapes \(([^)]*)\) and \(([^)]*)\) do not broadcast", message)
+    if m is None:
+        return False
+    a, b = ([int(v) for v in g.replace(" ", "").split(",") if v] for g in m.groups())
+    bad = [(x, y) for x, y in zip(reversed(a), reversed(b)) if x != y and 1 not in (x, y)]
+    return bool(bad) and all(batch not in pair for pair in bad)
+
+
 def _output_shapes(layer, inputs, kwargs, with_masks=False):
     nodes = inputs if isinstance(inputs, list) else [inputs]
     variable = any(d is None for n in nodes for d in n.feature_shape)
@@ -312,7 +324,8 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 finally:
                     _now.batch = _BATCH
             if all(n.batch_size is None for n in nodes) and hasattr(e, "add_note") and str(_now.batch) in str(e) \
-                    and "volume" not in str(e) and "at most 4 dimensions" not in str(e):
+                    and "volume" not in str(e) and "at most 4 dimensions" not in str(e) and \
+                    not _mismatch_off_the_batch(str(e), _now.batch):
                 e.add_note(f"(pyggml met this running {type(layer).__name__}'s call on a stand-in batch of {_now.batch} "
                            f"rows to find its output shape, where Keras's batch is symbolic: a call whose shapes "
                            f"depend on the batch size needs it fixed, keras.Input(shape, batch_size=N))")
