@@ -152,6 +152,37 @@ class CompileMetrics(Metric):
         return [m for _, m, _, _ in self._keys or ()]
 
 
+class _SpecMetrics(Metric):
+    """Keras 3's ``compile_metrics`` entry of ``model.metrics`` for a model trained by fit:
+    the compiled metrics' objects, their results by their log keys."""
+
+    def __init__(self, spec):
+        super().__init__("compile_metrics")
+        self.spec = spec
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        raise RuntimeError("compile_metrics: fit and evaluate update these; a train_step of its own updates "
+                           "its own metrics")
+
+    def result(self):
+        out = {}
+        for _, m, key, _ in self.spec.all_metric_keys():
+            r = m.result()
+            if isinstance(r, dict):
+                out.update(r)
+            else:
+                out[key] = r
+        return out
+
+    def reset_state(self):
+        for _, m, _, _ in self.spec.all_metric_keys():
+            m.reset_state()
+
+    @property
+    def metrics(self):
+        return [m for _, m, _, _ in self.spec.all_metric_keys()]
+
+
 class CompileLoss:
     """The loss given to compile (Keras 2's ``compiled_loss``): one loss, or a list / dict
     (by position) for several outputs, weighted by ``loss_weights``."""
@@ -343,6 +374,16 @@ def metrics(self):
         cm = self.__dict__.get("_custom_metrics")
         if cm is not None:
             out.append(cm)
+    elif self.__dict__.get("_compiled") and self.__dict__.get("_compile_spec") is not None:
+        # fit's and evaluate's own: the loss's running mean and the compiled metrics, as they
+        # stand after the last epoch or evaluation
+        out.append(self._tracker())
+        spec = self._compile_spec
+        if spec.all_metric_keys():
+            view = self.__dict__.get("_spec_metrics")
+            if view is None or view.spec is not spec:
+                view = self.__dict__["_spec_metrics"] = _SpecMetrics(spec)
+            out.append(view)
     for k, v in self.__dict__.items():
         if not k.startswith("_") and isinstance(v, Metric) and all(v is not o for o in out):
             out.append(v)

@@ -174,6 +174,7 @@ class _Averages:
     """Sample-weighted running means of the loss and each head's loss, and the metrics."""
 
     def __init__(self, model):
+        self.model = model
         self.spec = model._compile_spec
         self.names = model.output_names
         # the labels' shape as given, for metrics of the user's: (n, 1) labels stay (n, 1), as in Keras
@@ -214,6 +215,8 @@ class _Averages:
 
     def logs(self):
         logs = {"loss": self.total / max(self.seen, 1)}
+        tracker = self.model._tracker()              # model.metrics' "loss" (Keras 3's loss tracker)
+        tracker.total, tracker.count = float(self.total), float(self.seen)
         if len(self.names) > 1 and self.heads is not None:
             for nm, h, l in zip(self.names, self.heads, self.spec.losses):
                 if l is not None:
