@@ -231,6 +231,23 @@ class Variable:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
+    # --- one value as a number (Keras's float(v), int(v)); no truth value, as Keras's ----------
+    def _one(self, what):
+        a = self.numpy()
+        if a.size != 1:
+            raise TypeError(f"only a Variable of one value converts to {what}, this one has shape {a.shape}")
+        return a.reshape(-1)[0]
+
+    def __float__(self):
+        return float(self._one("a float"))
+
+    def __int__(self):
+        return int(self._one("an int"))
+
+    def __bool__(self):
+        raise TypeError("a Variable has no truth value (as in Keras): compare its value, e.g. bool(v.numpy()) "
+                        "or `if v.numpy():`")
+
     # --- where the values live (the models layer moves them) ------------------------
     @property
     def home(self):

@@ -24,6 +24,7 @@ Keras's options of every optimizer, as Keras 3 runs them:
   after every batch, as Keras's ``apply`` does.
 """
 
+import inspect
 import math
 
 import numpy as np
@@ -48,6 +49,19 @@ def leading(scalars, n):
     """The first n per-step scalars (the optimizer's own, for a fused step op that takes
     exactly those; step_scalars may append the moving average's)."""
     return scalars if scalars.nelements == n else ops.view(scalars, (n,))
+
+
+def _call_rate(fn, step):
+    """A schedule (or a function of the step) at ``step``; a function of no arguments (Keras's
+    ``learning_rate=lambda: lr_var``) called as it is."""
+    if isinstance(fn, schedules.LearningRateSchedule):
+        return fn(step)
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return fn(step)
+    takes = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    return fn(step) if takes else fn()
 
 
 def _rate(name, v):
@@ -150,7 +164,7 @@ class Optimizer:
             # Keras evaluates a schedule at the batch count: the update after N batches is at N - 1
             n = self.gradient_accumulation_steps
             step = self.iterations * n + n - 1
-        v = float(lr(step))
+        v = float(_call_rate(lr, step))
         if not math.isfinite(v) or v < 0:
             raise ValueError(f"the learning-rate schedule gave {v} at step {step}")
         return v
