@@ -404,11 +404,12 @@ def _config_value(value):
 
 def _from_config_value(value):
     """An automatic config's value as the constructor got it: a serialized regularizer,
-    initializer or constraint becomes the object again."""
+    initializer, constraint, layer or model becomes the object again."""
     if isinstance(value, dict):
         module = value.get("module")
         if "class_name" in value and isinstance(module, str) and \
-                module in ("keras.regularizers", "keras.initializers", "keras.constraints"):
+                module in ("keras.regularizers", "keras.initializers", "keras.constraints", "keras.layers",
+                           "keras.models", "keras"):
             from pyggml.saving.serialization_lib import deserialize_keras_object
             return deserialize_keras_object(value)
         return {k: _from_config_value(v) for k, v in value.items()}

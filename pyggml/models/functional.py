@@ -57,7 +57,12 @@ def flat_inputs(inputs):
     ``Model([image_1, image_2, text_inputs], ...)`` with ``text_inputs`` a dict of Inputs)."""
     out = []
     for e in inputs:
-        out.extend(e.values() if isinstance(e, dict) else [e])
+        if isinstance(e, dict):
+            out.extend(e.values())
+        elif isinstance(e, (list, tuple)):
+            out.extend(flat_inputs(e))          # Keras flattens a list of inputs' lists (backbone.inputs)
+        else:
+            out.append(e)
     return out
 
 
@@ -171,11 +176,11 @@ def name_layers(layers):
 def flat_outputs(model, outputs):
     """A model's outputs as a list; a nested structure of them (lists, tuples, dicts within a
     list: Keras's ``Model(inp, [[a, b], [c]])``) is kept for ``outputs_as_given``."""
-    if isinstance(outputs, dict):
+    if isinstance(outputs, dict) and not any(isinstance(v, (list, tuple, dict)) for v in outputs.values()):
         return list(outputs.values())
-    if not isinstance(outputs, (list, tuple)):
+    if not isinstance(outputs, (list, tuple, dict)):
         return [outputs]
-    if not any(isinstance(o, (list, tuple, dict)) or o is None for o in outputs):
+    if not isinstance(outputs, dict) and not any(isinstance(o, (list, tuple, dict)) or o is None for o in outputs):
         return list(outputs)
     flat = []
 
@@ -209,8 +214,9 @@ def _rebuild(template, values):
 
 
 def output_keys(outputs):
-    """The keys of a model's outputs given as a dict (Keras 3: its outputs' names), else None."""
-    if not isinstance(outputs, dict):
+    """The keys of a model's outputs given as a dict (Keras 3: its outputs' names), else None (a
+    dict holding lists or dicts is a nested structure of outputs)."""
+    if not isinstance(outputs, dict) or any(isinstance(v, (list, tuple, dict)) for v in outputs.values()):
         return None
     if not outputs or not all(isinstance(k, str) for k in outputs):
         raise TypeError(f"a Model's outputs as a dict need string keys (the outputs' names), got {list(outputs)!r}")

@@ -266,7 +266,10 @@ def install(cls):
     @functools.wraps(init)
     def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
         init(self, inputs, outputs, name=name, **kwargs)
-        self._subclassed = inputs is None and outputs is None and _defines_call(self)
+        # a user's subclass given no inputs and outputs, with a call of its own or none at all (a GAN
+        # stepped by its own train_step, holding its models)
+        self._subclassed = inputs is None and outputs is None and (
+            _defines_call(self) or not type(self).__module__.startswith("pyggml."))
         if self._subclassed and name is None:
             self.name = snake_case(type(self).__name__)          # as Keras: "recommender_net"
 
@@ -309,6 +312,9 @@ def install(cls):
 
     @functools.wraps(call_)
     def __call__(self, *args, **kwargs):
+        if self.__dict__.get("_subclassed") and not _defines_call(self):
+            raise NotImplementedError(f"{type(self).__name__} defines no call(self, inputs): a model called on data "
+                                      "needs one (its train_step may use the models it holds without it)")
         args, kwargs = self._first_by_keyword(args, kwargs)      # model(inputs=x): as model(x)
         if args and isinstance(args[0], (list, tuple)) and args[0] and \
                 all(isinstance(v, (int, float, np.number)) for v in args[0]):
@@ -347,10 +353,10 @@ def install(cls):
             # shapes it was saved with (a model nested in a functional one is rebuilt so too)
             config = dict(config)
             build = config.pop("pyggml_build", None)
-            own = next(c for c in klass.__mro__ if "get_config" in c.__dict__) is not cls
-            if not own:                         # the automatic config: its serialized objects made again
-                from pyggml.layers.layer import _from_config_value
-                config = _from_config_value(config)
+            # its serialized objects made again: the automatic config's, and the layers and models a
+            # get_config of its own returned (saved serialized, as Keras 3 saves them)
+            from pyggml.layers.layer import _from_config_value
+            config = _from_config_value(config)
             model = klass(**_constructor_arguments(klass, config))
             if build is not None and model.__dict__.get("_subclassed") and model._topology is None:
                 build_saved(model, build)

@@ -340,13 +340,30 @@ def _config_with_build(model):
     """model.get_config(), with the shapes a subclassed model's graph was built for beside it
     (its own get_config, which need not call super's, may leave them out: Keras keeps them apart
     too, as its build config)."""
-    cfg = model.get_config()
+    cfg = _held_objects_serialized(model.get_config())
     if isinstance(cfg, dict) and "pyggml_build" not in cfg and model.__dict__.get("_subclassed"):
         from pyggml.models.subclassing import build_config
         build = build_config(model)
         if build is not None:
             cfg = dict(cfg, pyggml_build=build)
     return cfg
+
+
+def _held_objects_serialized(value, depth=0):
+    """A config whose values may be layers or models (a subclass's own get_config returning
+    ``self.classifier``, keras-io's ShiftViT): those in Keras's serialized form, as Keras 3
+    saves them; everything else as it is."""
+    from pyggml.layers.layer import Layer
+    if isinstance(value, Layer):
+        from pyggml.saving.serialization_lib import serialize_keras_object
+        return serialize_keras_object(value)
+    if depth > 32:
+        return value
+    if isinstance(value, dict):
+        return {k: _held_objects_serialized(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_held_objects_serialized(v, depth + 1) for v in value)
+    return value
 
 
 def _takes_custom_objects(cls):
