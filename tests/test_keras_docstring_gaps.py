@@ -667,3 +667,140 @@ def test_result_type_with_a_complex_dtype_is_complex64():
     rt = pg.backend.result_type
     assert rt("complex64", int) == rt("complex64", "int32") == rt("complex64", float) == "complex64"
     assert rt("float32", complex) == rt("complex128", "float64") == "complex64"      # as Keras 3.15 gives
+
+
+# --- this round's keras-io ports ------------------------------------------------------------------
+def test_categorical_in_a_graph_draws_each_step_by_the_softmax():
+    inp = pg.Input((3,))
+    m = pg.Model(inp, layers.Lambda(lambda l: pg.random.categorical(l, 5))(inp))
+    p = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]], np.float32)
+    draws = np.concatenate([m.predict(np.log(p), verbose=0) for _ in range(300)], axis=1)
+    assert draws.dtype == np.int32 and draws.shape == (2, 1500)
+    freq = np.stack([np.bincount(d, minlength=3) / d.size for d in draws])
+    np.testing.assert_allclose(freq, p, atol=0.04)           # 1500 draws a row: 4 standard errors
+
+
+def test_shapes_that_numpy_would_not_broadcast_are_refused():
+    class Mul(layers.Layer):
+        def call(self, a, b):
+            return a * b
+
+    a, b = pg.Input((4, 8)), pg.Input((12, 8))
+    with pytest.raises(ValueError, match="do not broadcast") as e:
+        Mul()(a, b)                          # ggml would tile 4 over 12; numpy and Keras refuse
+    assert "stand-in batch" not in str(e.value.__notes__ if hasattr(e.value, "__notes__") else "")
+    v = pg.Variable(np.ones((2, 4, 8), np.float32))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        with pg.GradientTape():
+            v * np.ones((2, 12, 8), np.float32)
+    c = pg.Input((1, 8))
+    assert Mul()(a, c).shape == (None, 4, 8)                  # a 1 still broadcasts
+
+
+def test_model_metrics_after_compile_and_fit_are_kerass_two():
+    s = pg.Sequential([pg.Input((8,)), layers.Dense(10, activation="softmax")])
+    s.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    x = np.random.default_rng(16).random((32, 8)).astype(np.float32)
+    y = np.random.default_rng(17).integers(0, 10, 32)
+    h = s.fit(x, y, epochs=1, verbose=0)
+    assert [m.name for m in s.metrics] == ["loss", "compile_metrics"]
+    assert float(s.metrics[0].result()) == pytest.approx(h.history["loss"][0], rel=1e-6)
+    assert s.metrics[1].result()["accuracy"] == pytest.approx(h.history["accuracy"][0], rel=1e-6)
+
+
+def test_scalar_variables_convert_to_numbers_and_refuse_a_truth_value():
+    assert float(pg.Variable(1e-5)) == pytest.approx(1e-5) and int(pg.Variable(3.0)) == 3
+    with pytest.raises(TypeError, match="no truth value"):
+        bool(pg.Variable(False, trainable=False))
+    with pytest.raises(TypeError, match="one value"):
+        float(pg.Variable(np.ones(3, np.float32)))
+
+
+def test_a_learning_rate_function_of_no_arguments_is_called_each_step():
+    lr = pg.Variable(0.01, trainable=False)
+    opt = pg.optimizers.SGD(learning_rate=lambda: lr)
+    assert opt.learning_rate == pytest.approx(0.01)
+    lr.assign(1e-3)
+    assert opt.learning_rate == pytest.approx(1e-3)
+    assert pg.optimizers.SGD(learning_rate=lambda step: 0.1 / (1 + step)).learning_rate == pytest.approx(0.1)
+
+
+def test_model_inputs_as_a_list_holding_a_list_and_outputs_as_a_dict_holding_a_list(tmp_path):
+    a, b = pg.Input((3,)), pg.Input((3,))
+    m = pg.Model(inputs=[[a, b]], outputs=layers.Add()([a, b]))
+    x = [np.ones((2, 3), np.float32), np.full((2, 3), 2.0, np.float32)]
+    np.testing.assert_array_equal(m.predict(x, verbose=0), np.full((2, 3), 3.0))
+    inp = pg.Input((4,))
+    d1, d2, d3 = layers.Dense(2)(inp), layers.Dense(3)(inp), layers.Dense(1)(inp)
+    nested = pg.Model(inp, {"pred_logits": d1, "pred_boxes": d2, "aux": [{"pred_logits": d3}]})
+    xs = np.random.default_rng(18).random((5, 4)).astype(np.float32)
+    out = nested.predict(xs, verbose=0)
+    assert set(out) == {"pred_logits", "pred_boxes", "aux"} and out["aux"][0]["pred_logits"].shape == (5, 1)
+    eager = nested(xs)
+    np.testing.assert_allclose(np.asarray(eager["aux"][0]["pred_logits"]), out["aux"][0]["pred_logits"], rtol=1e-6)
+    nested.save(tmp_path / "n.keras")
+    back = pg.load_model(tmp_path / "n.keras").predict(xs, verbose=0)
+    np.testing.assert_array_equal(back["aux"][0]["pred_logits"], out["aux"][0]["pred_logits"])
+
+
+def _mlp(n_in, n_out):
+    i = pg.Input((n_in,))
+    return pg.Model(i, layers.Dense(n_out)(i))
+
+
+class _GAN(pg.Model):
+    """keras-io's GAN form: two models held, stepped by its own train_step, no call."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.generator, self.discriminator = _mlp(2, 4), _mlp(4, 1)
+
+    def compile(self, d_opt, **kw):
+        super().compile(**kw)
+        self.d_opt = d_opt
+
+    def train_step(self, real):
+        with pg.GradientTape() as tape:
+            fake = self.generator(pg.random.normal((4, 2)), training=True)
+            loss = ops.mean(self.discriminator(fake)) - ops.mean(self.discriminator(real))
+        g = tape.gradient(loss, self.discriminator.trainable_weights)
+        self.d_opt.apply_gradients(zip(g, self.discriminator.trainable_weights))
+        return {"d_loss": loss}
+
+
+def test_a_model_without_call_holding_models_saves_and_loads(tmp_path):
+    m = _GAN()
+    m.compile(pg.optimizers.Adam())
+    m.fit(np.random.default_rng(19).random((8, 4)).astype(np.float32), epochs=1, batch_size=4, verbose=0)
+    m.save(tmp_path / "gan.keras")
+    r = pg.load_model(tmp_path / "gan.keras", custom_objects={"_GAN": _GAN}, compile=False)
+    for part in ("generator", "discriminator"):
+        for a, b in zip(getattr(m, part).get_weights().values(), getattr(r, part).get_weights().values()):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(NotImplementedError, match="defines no call"):
+        m(np.ones((2, 2), np.float32))
+
+
+class _Held(pg.Model):
+    def __init__(self, aug, head, **kwargs):
+        super().__init__(**kwargs)
+        self.aug, self.head = aug, head
+
+    def get_config(self):
+        c = super().get_config()
+        c.update({"aug": self.aug, "head": self.head})
+        return c
+
+    def call(self, x):
+        return self.head(self.aug(x))
+
+
+def test_a_get_config_returning_layers_saves_them_serialized(tmp_path):
+    m = _Held(pg.Sequential([layers.Rescaling(0.5)]), layers.Dense(2))
+    m.compile("adam", "mse")
+    x = np.random.default_rng(20).random((8, 3)).astype(np.float32)
+    m.fit(x, np.zeros((8, 2), np.float32), epochs=1, verbose=0)
+    m.save(tmp_path / "h.keras")
+    r = pg.load_model(tmp_path / "h.keras", custom_objects={"_Held": _Held})
+    assert isinstance(r.aug, pg.Sequential)
+    np.testing.assert_array_equal(r.predict(x, verbose=0), m.predict(x, verbose=0))
