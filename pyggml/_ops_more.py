@@ -51,7 +51,8 @@ __all__ = ["erfc", "fabs", "fmax", "fmin", "fmod", "heaviside", "hypot", "sinc",
            "hanning", "hamming", "bartlett", "blackman", "kaiser",
            "matrix_power", "pinv", "logdet", "matrix_rank",
            "depth_to_space", "space_to_depth", "segment_min", "segment_prod",
-           "deg2rad", "rad2deg", "bitwise_left_shift", "bitwise_right_shift", "cholesky_inverse", "i0"]
+           "deg2rad", "rad2deg", "bitwise_left_shift", "bitwise_right_shift", "cholesky_inverse", "i0",
+           "view_as_complex", "view_as_real"]
 
 # names that are also ggml ops of pyggml.core.ops: ggml's form for a Tensor outside a model's graph
 SHARED_WITH_GGML = ()
@@ -1638,3 +1639,28 @@ def i0(x):
     big_x = _c.scale_bias(beyond, 1.0, 3.75)                                  # max(|x|, 3.75): no 1 / 0
     large = _cont(_poly(_cont(_t(np.float32(3.75)) / big_x), _I0_LARGE) * _c.exp(big_x)) / _c.sqrt(big_x)
     return _pick(_c.step(far), _cont(large), small)
+
+
+def _host_only(x, what):
+    if isinstance(x, (Tensor, Variable)) or _scope.current() is not None:
+        raise TypeError(f"{what}: ggml has no complex tensors, so pyggml computes it on arrays only (outside a "
+                        f"model's graph); inside one, keep the real and imaginary parts as two tensors")
+    return np.asarray(x)
+
+
+def view_as_complex(x):
+    """Keras's ``ops.view_as_complex``: (..., 2) real and imaginary parts -> complex64 (...), on
+    arrays."""
+    a = _host_only(x, "view_as_complex")
+    if a.ndim == 0 or a.shape[-1] != 2 or a.dtype.kind not in "biuf":
+        raise ValueError(f"view_as_complex: expected real numbers of shape (..., 2), got {a.dtype} {a.shape}")
+    return (a[..., 0].astype(np.float32) + 1j * a[..., 1].astype(np.float32)).astype(np.complex64)
+
+
+def view_as_real(x):
+    """Keras's ``ops.view_as_real``: complex (...) -> float32 (..., 2) of its real and imaginary
+    parts, on arrays."""
+    a = _host_only(x, "view_as_real")
+    if a.dtype.kind != "c":
+        raise ValueError(f"view_as_real: expected complex numbers, got dtype {a.dtype}")
+    return np.stack([a.real, a.imag], axis=-1).astype(np.float32)

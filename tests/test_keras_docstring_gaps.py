@@ -804,3 +804,19 @@ def test_a_get_config_returning_layers_saves_them_serialized(tmp_path):
     r = pg.load_model(tmp_path / "h.keras", custom_objects={"_Held": _Held})
     assert isinstance(r.aug, pg.Sequential)
     np.testing.assert_array_equal(r.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_rejection_resample_gives_class_element_pairs_in_the_target_proportions():
+    rng = np.random.default_rng(21)
+    x = rng.random((4000, 3)).astype(np.float32)
+    y = (rng.random(4000) < 0.1).astype(np.int32)
+    ds = pg.data.Dataset.from_tensor_slices((x, y))
+    pairs = list(ds.rejection_resample(lambda a, b: b, target_dist=[0.5, 0.5], initial_dist=[0.9, 0.1], seed=1))
+    classes = np.array([int(c) for c, _ in pairs])
+    assert all(int(c) == int(e[1]) for c, e in pairs[:50])             # (class, the element as it was)
+    assert abs(classes.mean() - 0.5) < 0.05 and 700 < len(classes) < 1000   # ~ 2 x 400 positives kept
+    kept = ds.rejection_resample(lambda a, b: b, target_dist=[0.8, 0.2], seed=2).map(lambda c, e: e)
+    ys = np.concatenate([b for _, b in kept.batch(256)])
+    assert abs(ys.mean() - 0.2) < 0.03                                   # the classes estimated as it goes
+    with pytest.raises(ValueError, match="summing to more than 0"):
+        ds.rejection_resample(lambda a, b: b, target_dist=[0.0, 0.0])

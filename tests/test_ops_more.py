@@ -717,3 +717,16 @@ def test_i0_is_numpys_on_arrays_and_in_a_graph():
     inp = pg.Input((6,))
     m = pg.Model(inp, pg.layers.Lambda(ops.i0)(inp))
     np.testing.assert_allclose(m.predict(x[None], verbose=0)[0], np.i0(x.astype(np.float64)), rtol=1e-6)
+
+
+def test_view_as_complex_and_view_as_real_on_arrays():
+    pairs = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    c = ops.view_as_complex(pairs)
+    assert c.dtype == np.complex64
+    np.testing.assert_array_equal(c, [1 + 2j, 3 + 4j])
+    np.testing.assert_array_equal(ops.view_as_real(c), pairs)
+    with pytest.raises(ValueError, match=r"\(\.\.\., 2\)"):
+        ops.view_as_complex(np.ones((2, 3), np.float32))
+    inp = pg.Input((2,))
+    with pytest.raises(TypeError, match="no complex tensors"):
+        pg.Model(inp, pg.layers.Lambda(ops.view_as_complex)(inp))

@@ -542,6 +542,49 @@ class Dataset(PyDataset):
         """``transformation_func(self)``."""
         return transformation_func(self)
 
+    def rejection_resample(self, class_func, target_dist, initial_dist=None, seed=None, name=None):
+        """tf.data's: ``(class, element)`` pairs, elements kept at random so that the classes
+        (``class_func(*element)``, an int in [0, len(target_dist))) come in ``target_dist``'s
+        proportions: an element of class c is kept with probability ``r_c / max r``, ``r =
+        target / initial`` (``initial_dist`` estimated from the classes seen so far when not
+        given).  Drawn afresh on every pass."""
+        if not callable(class_func):
+            raise TypeError(f"rejection_resample: class_func must be a function, got {class_func!r}")
+        target = _distribution(target_dist, "target_dist")
+        initial = None if initial_dist is None else _distribution(initial_dist, "initial_dist")
+        if initial is not None and len(initial) != len(target):
+            raise ValueError(f"rejection_resample: initial_dist has {len(initial)} classes, target_dist {len(target)}")
+        k = len(target)
+        rng = np.random.default_rng(seed)
+        seen = np.zeros(k)
+
+        def class_of(element):
+            c = np.asarray(class_func(*element) if isinstance(element, tuple) else class_func(element))
+            if c.size != 1 or c.dtype.kind not in "biu" and not (c.dtype.kind == "f" and float(c) == int(c)):
+                raise ValueError(f"rejection_resample: class_func must give one class index, got {c!r}")
+            c = int(c.reshape(()))
+            if not 0 <= c < k:
+                raise ValueError(f"rejection_resample: class {c} is outside target_dist's {k} classes")
+            return c
+
+        def keep(*element):
+            element = element if len(element) != 1 else element[0]
+            c = class_of(element)
+            if initial is None:
+                seen[c] += 1
+                dist = seen / seen.sum()
+            else:
+                dist = initial
+            present = dist > 0
+            ratio = np.where(present, target / np.where(present, dist, 1.0), 0.0)
+            top = ratio.max()
+            return top > 0 and rng.random() < ratio[c] / top
+
+        def pair(*element):
+            element = element if len(element) != 1 else element[0]
+            return np.int32(class_of(element)), element
+        return self.filter(keep).map(pair)
+
     # accepted for tf.data scripts; elements are made when read
     def prefetch(self, buffer_size=AUTOTUNE, name=None):
         if buffer_size != AUTOTUNE and (not is_int(buffer_size) or buffer_size < 0):
@@ -643,6 +686,14 @@ class Dataset(PyDataset):
         if self._length is None:
             raise ValueError(f"{what} needs a dataset that ends; this one repeats forever")
         return self._n()
+
+
+def _distribution(values, what):
+    d = np.asarray(values, dtype=np.float64).reshape(-1)
+    if d.size == 0 or not np.all(np.isfinite(d)) or np.any(d < 0) or d.sum() <= 0:
+        raise ValueError(f"rejection_resample: {what} must be non-negative numbers summing to more than 0, "
+                         f"got {values!r}")
+    return d / d.sum()
 
 
 def _truth(predicate, element):
