@@ -819,17 +819,56 @@ def _index_rows(indices, shape, values, what, name, one_row=False):
     return rows_idx, rest, _positions(rows_idx, shape[:k], what)
 
 
+_MAX_ONE_HOT = 1 << 26        # entries of the (indices x positions) matrix of a computed-index scatter
+
+
+def _scatter_computed(indices, values, shape):
+    """scatter with indices computed in the graph (top_k's, argmax's: keras-io's mixture of
+    experts counting its experts' use): each index row picks its flat position through a one-hot
+    row, and the values are summed into place by one product, so duplicates add and the
+    gradient reaches the values.  An index out of range adds nothing."""
+    what = "scatter"
+    t = _c.cast(_np_ops._cont(indices), "f32") if indices.dtype == "i32" else _np_ops._cont(indices)
+    ishape = tuple(int(d) for d in t.shape)
+    if not ishape:
+        raise ValueError(f"{what}: indices must have at least one axis (rows of indices)")
+    k = ishape[-1]
+    if not 1 <= k <= len(shape):
+        raise ValueError(f"{what}: each index has {k} entries, but shape {shape} has {len(shape)} dimensions")
+    n = int(np.prod(ishape[:-1])) if len(ishape) > 1 else 1
+    rest = shape[k:]
+    c = int(np.prod(rest)) if rest else 1
+    vshape = tuple(values.shape) if _is_graph(values) else np.shape(values)
+    if int(np.prod(vshape)) != n * c:
+        raise ValueError(f"{what}: values of shape {vshape} do not hold one entry of shape {rest} for each of the "
+                         f"{n} indices")
+    size = int(np.prod(shape[:k]))
+    if n * size > _MAX_ONE_HOT or len(shape) > MAX_DIMS:
+        raise ValueError(f"{what}: {n} computed indices into {shape} are too many for a graph (a one-hot matrix of "
+                         f"{n} x {size}); give indices known when the graph is built")
+    strides = np.cumprod((1,) + tuple(reversed(shape[1:k])))[::-1].astype(np.float32).reshape(k, 1)
+    flat = _np_ops.matmul(_c.reshape(t, (n, k)), _np_ops._t(strides)) if k > 1 else _c.reshape(t, (n, 1))
+    grid = _np_ops._t(np.arange(size, dtype=np.float32).reshape(1, size))
+    one_hot = _c.step(_c.scale_bias(_c.abs(_np_ops._cont(flat - grid)), -1.0, 0.5))              # (n, size)
+    v = _graph_values(values)
+    rows = _c.reshape(_np_ops._cont(v), (n, c))
+    placed = _np_ops.matmul(_np_ops.transpose(one_hot, (1, 0)), rows)                            # (size, c)
+    return _c.reshape(_np_ops._cont(placed), shape)
+
+
 def scatter(indices, values, shape):
     """Keras's ``ops.scatter``: a tensor of ``shape``, zero except at ``indices`` (rows of k
     ints, the first k axes), where ``values`` (one entry of ``shape[k:]`` per index) are
-    added (duplicated indices sum).  In a model's graph the indices must be known when the
-    graph is built; gradients flow to ``values``."""
+    added (duplicated indices sum).  Gradients flow to ``values``; indices computed in the graph
+    (top_k's) place the values through one-hot rows (see _scatter_computed)."""
     if is_int(shape):
         shape = (shape,)
     if not isinstance(shape, (list, tuple, np.ndarray)) or not len(shape) or not builtins.all(
             is_int(d) and d > 0 for d in shape):
         raise ValueError(f"scatter: shape must be a tuple of positive ints, got {shape!r}")
     shape = tuple(int(d) for d in shape)
+    if _is_graph(indices) and _known(indices) is None:
+        return _scatter_computed(indices, values, shape)
     rows_idx, rest, positions = _index_rows(indices, shape, values, "scatter", "values")
     if not _in_graph(values):
         v = _array(values, "scatter", "values")

@@ -820,3 +820,26 @@ def test_rejection_resample_gives_class_element_pairs_in_the_target_proportions(
     assert abs(ys.mean() - 0.2) < 0.03                                   # the classes estimated as it goes
     with pytest.raises(ValueError, match="summing to more than 0"):
         ds.rejection_resample(lambda a, b: b, target_dist=[0.0, 0.0])
+
+
+def test_scatter_with_indices_computed_in_the_graph_sums_into_place():
+    x = np.random.default_rng(22).random((4, 6)).astype(np.float32)
+    with pg.GradientTape():
+        _, idx = ops.top_k(pg.Variable(x), k=3)                     # (4, 3), computed in the graph
+        upd = ops.ones_like(ops.cast(ops.reshape(idx, (-1,)), "float32"))
+        got = np.asarray(ops.scatter(ops.reshape(idx, (-1, 1)), upd, (6,)))
+    want = np.zeros(6)
+    np.add.at(want, np.argsort(-x, axis=1, kind="stable")[:, :3].reshape(-1), 1.0)
+    np.testing.assert_array_equal(got.reshape(-1), want)             # duplicates sum: 12 in all
+    # two index columns into a (3, 4, 2) shape, values of (2,), the gradient reaching the values
+    v = pg.Variable(np.arange(10, dtype=np.float32).reshape(5, 2))
+    idx_src = pg.Variable(np.array([[0, 1], [2, 3], [0, 1], [1, 0], [2, 2]], np.float32), trainable=False)
+    with pg.GradientTape() as tape:
+        out = ops.scatter(ops.cast(ops.round(idx_src * 1.0), "int32"), v, (3, 4, 2))
+        loss = ops.sum(out * np.arange(24, dtype=np.float32).reshape(3, 4, 2))
+    ref = np.zeros((3, 4, 2), np.float32)
+    np.add.at(ref, (np.array([0, 2, 0, 1, 2]), np.array([1, 3, 1, 0, 2])), np.arange(10).reshape(5, 2))
+    np.testing.assert_array_equal(np.asarray(out), ref)
+    w = np.arange(24, dtype=np.float32).reshape(3, 4, 2)
+    np.testing.assert_array_equal(np.asarray(tape.gradient(loss, v)),
+                                  w[np.array([0, 2, 0, 1, 2]), np.array([1, 3, 1, 0, 2])])
