@@ -678,3 +678,36 @@ def test_library_seed_decides_unseeded_draws_and_a_dataset_map_augments():
     model.compile(optimizer="sgd", loss="mse")
     model.fit(ds.map(lambda a, b: (aug(a), b)), epochs=1, verbose=0)
     model.free()
+
+
+# --- ContrastLimitedAdaptiveHistogramEqualization -------------------------------------------------------------
+def test_clahe_with_one_tile_and_no_clip_is_histogram_equalisation():
+    rng = np.random.default_rng(3)
+    x = rng.integers(90, 140, (2, 16, 12, 3)).astype(np.float32)
+    got = L.ContrastLimitedAdaptiveHistogramEqualization(clip_limit=0, tile_grid_size=(1, 1))(x)
+    for b in range(2):
+        for ch in range(3):
+            v = x[b, :, :, ch].astype(np.int64)
+            cdf = np.cumsum(np.bincount(v.reshape(-1), minlength=256)).astype(np.float64)
+            table = (cdf - cdf.min()) * 255.0 / (v.size - cdf.min())
+            np.testing.assert_allclose(got[b, :, :, ch], table[v], rtol=1e-5, atol=1e-4)
+
+
+def test_clahe_tiles_value_ranges_layouts_and_config():
+    rng = np.random.default_rng(4)
+    x = (rng.random((2, 37, 45, 3)) * 60 + 100).astype(np.float32)
+    layer = L.ContrastLimitedAdaptiveHistogramEqualization(clip_limit=2.0, tile_grid_size=(3, 5))
+    out = layer(x)
+    assert out.shape == x.shape and out.min() >= 0 and out.max() <= 255
+    assert out.max() - out.min() > 2 * (x.max() - x.min())             # the low contrast stretched
+    unit = L.ContrastLimitedAdaptiveHistogramEqualization(value_range=(0, 1), clip_limit=2.0, tile_grid_size=(3, 5))
+    np.testing.assert_allclose(unit(x / 255.0), out / 255.0, atol=1e-5)
+    np.testing.assert_allclose(layer(x[0]), out[0], atol=1e-4)          # one image, unbatched
+    cf = L.ContrastLimitedAdaptiveHistogramEqualization(clip_limit=2.0, tile_grid_size=(3, 5),
+                                                        data_format="channels_first")
+    np.testing.assert_allclose(cf(x.transpose(0, 3, 1, 2)), out.transpose(0, 3, 1, 2), atol=1e-4)
+    np.testing.assert_allclose(layer(x, training=False), out)           # not random: inference too
+    back = L.ContrastLimitedAdaptiveHistogramEqualization.from_config(layer.get_config())
+    np.testing.assert_allclose(back(x), out)
+    with pytest.raises(ValueError, match="tile_grid_size"):
+        L.ContrastLimitedAdaptiveHistogramEqualization(tile_grid_size=(8,))

@@ -17,6 +17,7 @@ or in the graph as its layers are)."""
 
 from pyggml.layers.preprocessing.aug_mix import AugMix
 from pyggml.layers.preprocessing.auto_contrast import AutoContrast
+from pyggml.layers.preprocessing.clahe import ContrastLimitedAdaptiveHistogramEqualization
 from pyggml.layers.preprocessing.category_encoding import CategoryEncoding
 from pyggml.layers.preprocessing.center_crop import CenterCrop
 from pyggml.layers.preprocessing.cut_mix import CutMix
@@ -64,6 +65,6 @@ __all__ = ["HostLayer", "Normalization", "Rescaling", "CategoryEncoding", "Strin
            "CenterCrop", "RandomCrop", "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation",
            "RandomContrast", "RandomBrightness", "RandomGrayscale", "RandomHue", "RandomSaturation",
            "RandomSharpness", "Solarization", "RandomInvert", "RandomPosterization", "RandomColorDegeneration",
-           "RandomColorJitter", "AutoContrast", "Equalization", "RandomGaussianBlur", "RandAugment", "AugMix",
+           "RandomColorJitter", "AutoContrast", "ContrastLimitedAdaptiveHistogramEqualization", "Equalization", "RandomGaussianBlur", "RandAugment", "AugMix",
            "RandomShear", "RandomPerspective", "RandomErasing", "RandomElasticTransform", "MixUp", "CutMix",
            "Pipeline", "MelSpectrogram", "STFTSpectrogram"]
