@@ -264,7 +264,7 @@ def test_backend_module():
     (lambda: ops.image.extract_patches(np.zeros((1, 4, 4, 1)), 2, padding="full"), ValueError, "padding"),
     (lambda: ops.image.extract_patches(np.zeros((1, 4, 4, 1)), 2, strides=2, dilation_rate=2), ValueError,
      "dilation_rate"),
-    (lambda: ops.image.extract_patches(np.zeros((1, 4, 4, 1)), (2, 2, 2)), TypeError, "size"),
+    (lambda: ops.image.extract_patches(np.zeros((1, 4, 4, 1)), (2, 2, 2)), ValueError, "volumes"),   # a 3-D size: 3-D patches
     (lambda: ops.image.extract_patches(np.zeros((4, 4)), 2), ValueError, "height, width, channels"),
     (lambda: ops.slice(np.zeros((3, 4)), (0, 2), (2, 3)), ValueError, "no block"),
     (lambda: ops.slice(np.zeros((3, 4)), (0,), (2,)), TypeError, "2 ints"),
