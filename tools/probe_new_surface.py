@@ -1243,6 +1243,74 @@ def cases_round9():
     return cases
 
 
+def cases_round10():
+    """This round's surface: rearrange, fold, i0, jvp, the new image ops, view/einsum forms,
+    CategoricalGeneralizedCrossEntropy, Precision/Recall top_k/class_id/thresholds,
+    CosineSimilarity's axis, the STFT initializer, ScheduleFreeAdamW, MultiOptimizer, CLAHE,
+    CategoryEncoding's count_weights, IntegerLookup's oov_method, scatter with computed
+    indices, random.categorical in a graph, rejection_resample and strict broadcasting."""
+    hostile = ["-1", "0", "10**9", "2.5", "'x'", "None", "float('nan')", "float('inf')", "[1, 2]", "(0, 0)",
+               "np.ones((2, 2))", "True", "{'a': 1}"]
+    img = "im = rng.random((2, 9, 7, 3)).astype(np.float32)\n"
+    cases = []
+    for h in hostile:
+        cases += [
+            (f"round10.rearrange.pattern={h}", f"R = ops.rearrange(np.ones((2, 3, 4)), {h})"),
+            (f"round10.rearrange.length={h}", f"R = ops.rearrange(np.ones((2, 6)), 'b (h w) -> b h w', h={h})"),
+            (f"round10.fold.output_size={h}", f"R = ops.fold(np.ones((1, 4, 4)), {h}, 2, stride=2)"),
+            (f"round10.fold.kernel={h}", f"R = ops.fold(np.ones((1, 4, 4)), (4, 4), {h})"),
+            (f"round10.fold.x={h}", f"R = ops.fold({h}, (4, 4), 2)"),
+            (f"round10.i0={h}", f"R = ops.i0({h})"),
+            (f"round10.jvp.primals={h}", f"R = ops.jvp(ops.sin, {h}, (np.ones(2),))"),
+            (f"round10.jvp.fun={h}", f"R = ops.jvp({h}, (np.ones(2),), (np.ones(2),))"),
+            (f"round10.sobel={h}", f"R = ops.image.sobel_edges({h})"),
+            (f"round10.ssim.filter_size={h}", img + f"R = ops.image.ssim(im, im, filter_size={h})"),
+            (f"round10.ssim.max_val={h}", img + f"R = ops.image.ssim(im, im, max_val={h}, filter_size=3)"),
+            (f"round10.st.scale={h}", img + f"R = ops.image.scale_and_translate(im, (2, 4, 4, 3), {h}, [0, 0], (1, 2), 'linear')"),
+            (f"round10.st.dims={h}", img + f"R = ops.image.scale_and_translate(im, (2, 4, 4, 3), [1, 1], [0, 0], {h}, 'linear')"),
+            (f"round10.st.shape={h}", img + f"R = ops.image.scale_and_translate(im, {h}, [1, 1], [0, 0], (1, 2), 'cubic')"),
+            (f"round10.patches3d.size={h}", f"R = ops.image.extract_patches_3d(np.ones((1, 4, 4, 4, 1)), {h})"),
+            (f"round10.view.dtype={h}", f"R = ops.view(np.ones(4, np.int32), {h})"),
+            (f"round10.einsum.sublist={h}", f"R = ops.einsum(np.ones((2, 2)), {h})"),
+            (f"round10.gce.q={h}", f"R = pg.losses.CategoricalGeneralizedCrossEntropy(q={h})([0, 1], [[0.6, 0.4], [0.3, 0.7]])"),
+            (f"round10.gce.labels={h}", f"R = pg.losses.CategoricalGeneralizedCrossEntropy()({h}, [[0.6, 0.4], [0.3, 0.7]])"),
+            (f"round10.precision.top_k={h}", f"m = pg.metrics.Precision(top_k={h}); m.update_state([0, 1], [0.3, 0.7]); R = m.result()"),
+            (f"round10.recall.class_id={h}", f"m = pg.metrics.Recall(class_id={h}); m.update_state([[0, 1]], [[0.3, 0.7]]); R = m.result()"),
+            (f"round10.precision.thresholds={h}", f"m = pg.metrics.Precision(thresholds={h}); m.update_state([0, 1], [0.3, 0.7]); R = m.result()"),
+            (f"round10.cosine.axis={h}", f"m = pg.metrics.CosineSimilarity(axis={h}); m.update_state([[1., 0.]], [[1., 1.]]); R = m.result()"),
+            (f"round10.stft.shape={h}", f"R = pg.initializers.STFT()(shape={h})"),
+            (f"round10.stft.window={h}", f"R = pg.initializers.STFT(window={h})(shape=(8, 1, 5))"),
+            (f"round10.sfadamw.warmup={h}", f"R = pg.optimizers.ScheduleFreeAdamW(warmup_steps={h})"),
+            (f"round10.sfadamw.beta_1={h}", f"R = pg.optimizers.ScheduleFreeAdamW(beta_1={h})"),
+            (f"round10.multi.map={h}", f"R = pg.optimizers.MultiOptimizer({h})"),
+            (f"round10.optmap.key={h}", f"o = pg.optimizers.OptimizerMap(pg.optimizers.SGD()); o[{h}] = pg.optimizers.Adam(); R = len(o)"),
+            (f"round10.clahe.grid={h}", f"R = L.ContrastLimitedAdaptiveHistogramEqualization(tile_grid_size={h})(np.ones((1, 8, 8, 1)))"),
+            (f"round10.clahe.clip={h}", f"R = L.ContrastLimitedAdaptiveHistogramEqualization(clip_limit={h})(np.ones((1, 8, 8, 1)))"),
+            (f"round10.count_weights={h}", f"R = L.CategoryEncoding(4, output_mode='count')([[0, 1]], count_weights={h})"),
+            (f"round10.oov_method={h}", f"R = L.IntegerLookup(vocabulary=[1, 2], num_oov_indices=2, oov_method={h})([5])"),
+            (f"round10.salt={h}", f"R = L.IntegerLookup(vocabulary=[1, 2], num_oov_indices=2, oov_method='farmhash', salt={h})([5])"),
+            (f"round10.categorical.n={h}", f"inp = pg.Input((3,)); R = pg.Model(inp, L.Lambda(lambda t: pg.random.categorical(t, {h}))(inp)).predict(np.ones((2, 3)), verbose=0)"),
+            (f"round10.rejection.target={h}", f"d = pg.data.Dataset.from_tensor_slices(np.arange(10)); R = list(d.rejection_resample(lambda v: v % 2, {h}))"),
+            (f"round10.rejection.class={h}", f"d = pg.data.Dataset.from_tensor_slices(np.arange(10)); R = list(d.rejection_resample(lambda v: {h}, [0.5, 0.5]))"),
+            (f"round10.view_as_complex={h}", f"R = ops.view_as_complex({h})"),
+            (f"round10.initializer_array={h}", f"R = pg.Sequential([pg.Input((3,)), L.Dense(2, kernel_initializer=np.full((3, 2), {h}))]).compile('adam', 'mse')"),
+        ]
+    cases += [
+        ("round10.scatter_computed.huge", "v = pg.Variable(np.ones((4, 3), np.float32))\nwith pg.GradientTape():\n    _, i = ops.top_k(v, k=2)\n    R = ops.scatter(ops.reshape(i, (-1, 1)), ops.ones((8,)), (10**8,))"),
+        ("round10.scatter_computed.out_of_range", "v = pg.Variable(np.ones((4, 3), np.float32))\nwith pg.GradientTape():\n    _, i = ops.top_k(v, k=2)\n    R = np.asarray(ops.scatter(ops.reshape(i * 10, (-1, 1)), ops.ones((8,)), (3,)))"),
+        ("round10.broadcast.tile", "class M(L.Layer):\n    def call(self, a, b):\n        return a * b\nR = M()(pg.Input((4, 8)), pg.Input((12, 8)))"),
+        ("round10.fold.huge", "R = ops.fold(np.ones((1, 4, 4)), (2**20, 2**20), 2, stride=2**19)"),
+        ("round10.rearrange.wide", "R = ops.rearrange(np.ones((2, 2, 2, 2, 2, 2, 2, 2)), 'a b c d e f g h -> (a b c d) (e f g h)').shape"),
+        ("round10.jvp.nan", "R = ops.jvp(ops.log, (np.array([-1.0, 0.0]),), (np.ones(2),))"),
+        ("round10.multi.after_free", "m = pg.Sequential([pg.Input((3,)), L.Dense(1)]); m.compile(pg.optimizers.MultiOptimizer(pg.optimizers.OptimizerMap(pg.optimizers.SGD())), 'mse'); m.free(); R = m.fit(np.ones((2, 3)), np.ones((2, 1)), verbose=0)"),
+        ("round10.multi.function_returns_junk", "m = pg.Sequential([pg.Input((3,)), L.Dense(1)]); m.compile(pg.optimizers.MultiOptimizer(lambda v: 3), 'mse'); R = m.fit(np.ones((2, 3)), np.ones((2, 1)), verbose=0)"),
+        ("round10.variable_bool", "R = bool(pg.Variable(1.0))"),
+        ("round10.gan_no_call", "class G(pg.Model):\n    pass\nR = G()(np.ones((2, 3)))"),
+        ("round10.clahe.huge_batch", "R = L.ContrastLimitedAdaptiveHistogramEqualization(tile_grid_size=(4096, 4096))(np.ones((1, 8, 8, 1)))"),
+    ]
+    return cases
+
+
 SETS = {name[len("cases_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("cases_")}
 
 
