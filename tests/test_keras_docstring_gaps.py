@@ -843,3 +843,43 @@ def test_scatter_with_indices_computed_in_the_graph_sums_into_place():
     w = np.arange(24, dtype=np.float32).reshape(3, 4, 2)
     np.testing.assert_array_equal(np.asarray(tape.gradient(loss, v)),
                                   w[np.array([0, 2, 0, 1, 2]), np.array([1, 3, 1, 0, 2])])
+
+
+# --- Keras's own unit tests: recurrent layers ------------------------------------------------------
+C = pg.initializers.Constant
+
+
+def test_simple_rnn_and_lstm_biases_are_kerass_single_bias():
+    seq = np.arange(24).reshape((2, 3, 4)).astype(np.float32)
+    rnn = layers.SimpleRNN(4, kernel_initializer=C(0.01), recurrent_initializer=C(0.02), bias_initializer=C(0.03))
+    out = np.asarray(rnn(seq))
+    np.testing.assert_allclose(rnn.get_weights()[2], [0.03] * 4, rtol=1e-6)
+    np.testing.assert_allclose(out[:, 0], [0.405432, 0.73605347], rtol=1e-5)       # Keras 3.15's values
+    seq = np.arange(72).reshape((3, 6, 4)).astype(np.float32)
+    for ufb, want, bias in ((True, [0.6288687, 0.86899155, 0.9460773], [0.03, 1.0, 0.03, 0.03]),
+                            (False, [0.57019705, 0.8661914, 0.9459622], [0.03, 0.03, 0.03, 0.03])):
+        lstm = layers.LSTM(3, kernel_initializer=C(0.01), recurrent_initializer=C(0.02), bias_initializer=C(0.03),
+                           unit_forget_bias=ufb)
+        out = np.asarray(lstm(seq))
+        np.testing.assert_allclose(lstm.get_weights()[2][::3], bias, rtol=1e-6)
+        np.testing.assert_allclose(out[:, 0], want, rtol=1e-5)
+
+
+def test_conv_lstm_takes_its_bias_initializer_beside_the_unit_forget_bias():
+    layer = layers.ConvLSTM1D(2, 2, kernel_initializer=C(0.01), recurrent_initializer=C(0.02),
+                              bias_initializer=C(0.03))
+    layer(np.ones((1, 2, 4, 3), np.float32))
+    np.testing.assert_allclose(layer.get_weights()[2], [0.03, 0.03, 1, 1, 0.03, 0.03, 0.03, 0.03], rtol=1e-6)
+
+
+def test_recurrent_configs_keep_initializer_objects_and_bidirectional_uses_them():
+    gru = layers.GRU(2, kernel_initializer=C(0.01), recurrent_initializer=pg.initializers.RandomNormal(stddev=0.5))
+    cfg = gru.get_config()
+    assert cfg["kernel_initializer"]["class_name"] == "Constant"
+    assert cfg["recurrent_initializer"]["config"]["stddev"] == 0.5
+    assert layers.GRU.from_config(cfg).get_config()["kernel_initializer"] == cfg["kernel_initializer"]
+    seq = np.arange(24).reshape((2, 4, 3)).astype(np.float32)
+    bi = layers.Bidirectional(layers.GRU(2, kernel_initializer=C(0.01), recurrent_initializer=C(0.02),
+                                         bias_initializer=C(0.03)))
+    np.testing.assert_allclose(np.asarray(bi(seq)), [[0.23482965, 0.23482965, 0.13172927, 0.13172927],
+                                                     [0.45384797, 0.45384797, 0.39794952, 0.39794952]], rtol=1e-5)

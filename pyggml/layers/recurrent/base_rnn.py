@@ -176,8 +176,8 @@ class CellMath:
         if self.seed is not None:
             cfg["seed"] = self.seed
         for k in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
-            v = getattr(self, k)
-            if isinstance(v, str):
+            v = initializers.config_value(getattr(self, k))          # a name, or an Initializer serialized
+            if v is not None:
                 cfg[k] = v
         return cfg
 
@@ -195,7 +195,9 @@ class CellMath:
         self.weight_ih.keras_axes = self.weight_hh.keras_axes = (1, 0)
         if self.use_bias:
             self.bias_ih = self.add_weight("bias_ih", (g,), self.bias_ih_initializer())
-            self.bias_hh = self.add_weight("bias_hh", (g,), self.bias_initializer)
+            # a folded bias_hh joins bias_ih as Keras's one bias: zeros, so their sum is Keras's (GRU's two
+            # biases are Keras's two rows, each drawn as Keras draws it)
+            self.bias_hh = self.add_weight("bias_hh", (g,), "zeros" if self.folded_bias else self.bias_initializer)
 
     # --- Keras's bias: the regularizer and constraint take both biases together ---------
     def keras_bias(self, b_ih, b_hh):

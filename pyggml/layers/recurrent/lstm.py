@@ -2,20 +2,27 @@
 
 import numpy as np
 
-from pyggml import ops
+from pyggml import initializers, ops
 from pyggml.layers.recurrent.base_rnn import BaseRNN, CellMath
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["LSTM", "LSTMMath", "lstm_bias_ih"]
 
 
-def lstm_bias_ih(shape, rng=None, layout=None):
-    """Zeros, except ones for the forget gate (the second quarter): Keras's unit_forget_bias
-    (in bias_ih; bias_hh stays zero, so the sum is Keras's single bias)."""
-    b = np.zeros(shape, dtype=np.float32)
-    units = shape[0] // 4
-    b[units:2 * units] = 1.0
-    return b
+class lstm_bias_ih:  # noqa: N801 - an initializer used as a function, as the others of its kind
+    """Keras's unit_forget_bias: ``bias_initializer`` for the input gate (the first quarter) and
+    the cell and output gates (the last half), ones for the forget gate (in bias_ih; bias_hh
+    starts at zero, so their sum is Keras's single bias)."""
+
+    def __init__(self, base="zeros"):
+        self.base = base
+
+    def __call__(self, shape, rng=None, layout=None):
+        units = shape[0] // 4
+        draw = initializers.drawer(self.base)
+        first = np.asarray(draw((units,), rng, layout), dtype=np.float32).reshape(-1)
+        rest = np.asarray(draw((2 * units,), rng, layout), dtype=np.float32).reshape(-1)
+        return np.concatenate([first, np.ones(units, np.float32), rest])
 
 
 class LSTMMath(CellMath):
@@ -25,7 +32,7 @@ class LSTMMath(CellMath):
     folded_bias = True
 
     def bias_ih_initializer(self):
-        return lstm_bias_ih if self.unit_forget_bias else self.bias_initializer
+        return lstm_bias_ih(self.bias_initializer) if self.unit_forget_bias else self.bias_initializer
 
     def initial_state(self, batch):
         z = np.zeros((batch, self.units), dtype=np.float32)
