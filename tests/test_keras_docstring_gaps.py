@@ -883,3 +883,11 @@ def test_recurrent_configs_keep_initializer_objects_and_bidirectional_uses_them(
                                          bias_initializer=C(0.03)))
     np.testing.assert_allclose(np.asarray(bi(seq)), [[0.23482965, 0.23482965, 0.13172927, 0.13172927],
                                                      [0.45384797, 0.45384797, 0.39794952, 0.39794952]], rtol=1e-5)
+
+
+def test_global_3d_pooling_refuses_channels_first_rather_than_pool_the_wrong_axes():
+    for cls in (layers.GlobalAveragePooling3D, layers.GlobalMaxPooling3D):
+        with pytest.raises(ValueError, match="channels_last"):
+            cls(data_format="channels_first")
+    x = np.arange(48, dtype=np.float32).reshape(2, 2, 2, 2, 3)
+    np.testing.assert_allclose(layers.GlobalAveragePooling3D()(x), x.mean(axis=(1, 2, 3)), rtol=1e-6)

@@ -67,6 +67,13 @@ class _Global3D:
 
     takes_5d = True
 
+    def __init__(self, data_format=None, keepdims=False, **kwargs):
+        super().__init__(data_format=data_format, keepdims=keepdims, **kwargs)
+        if self.data_format == "channels_first":
+            # as the other 3-D layers: volumes are folded channels-last inside the graph
+            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), got "
+                             f"'channels_first'; move the channels last first (layers.Permute((2, 3, 4, 1)))")
+
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 5:
             raise ValueError(f"{type(self).__name__} expects (D, H, W, C) inputs, got {tuple(input_shape[1:])}")
