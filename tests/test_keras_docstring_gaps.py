@@ -891,3 +891,21 @@ def test_global_3d_pooling_refuses_channels_first_rather_than_pool_the_wrong_axe
             cls(data_format="channels_first")
     x = np.arange(48, dtype=np.float32).reshape(2, 2, 2, 2, 3)
     np.testing.assert_allclose(layers.GlobalAveragePooling3D()(x), x.mean(axis=(1, 2, 3)), rtol=1e-6)
+
+
+def test_a_number_or_a_same_rank_sample_weight_weighs_every_loss():
+    yt = np.array([[1, 9, 2], [-5, -2, 6]], np.float32)
+    yp = np.array([[4, 8, 12], [8, 1, 3]], np.float32)
+    assert float(pg.losses.MeanSquaredError()(yt, yp, sample_weight=2.3)) == pytest.approx(113.85, rel=1e-6)
+    assert float(pg.losses.MeanAbsoluteError()(yt, yp, sample_weight=2.3)) == pytest.approx(12.65, rel=1e-6)
+    p = np.clip(yp / 13, 0.01, 1)
+    for loss, t in ((pg.losses.CategoricalCrossentropy(), np.clip(yt / 10, 0, 1)),
+                    (pg.losses.SparseCategoricalCrossentropy(), np.array([0, 2])), (pg.losses.Hinge(), yt)):
+        assert float(loss(t, p, sample_weight=2.3)) == pytest.approx(2.3 * float(loss(t, p)), rel=1e-5)
+    y3, p3 = yt[..., None], yp[..., None]
+    w = np.array([[1.2, 3.4, 5.6], [7.8, 9.0, 1.2]], np.float32)
+    for loss in (pg.losses.MeanSquaredError(), pg.losses.Huber(), pg.losses.LogCosh()):
+        assert float(loss(y3, p3, sample_weight=w[..., None])) == pytest.approx(float(loss(y3, p3, sample_weight=w)),
+                                                                              rel=1e-6)
+    assert float(pg.losses.MeanSquaredError()(y3, p3, sample_weight=w[..., None])) == pytest.approx(97.833336,
+                                                                                                  rel=1e-6)

@@ -117,6 +117,18 @@ def _rebuild(v, it):
     return next(it)
 
 
+def _keras_weight_rank(w, y_pred):
+    """A sample weight as the losses take it, Keras's broadcasts done: a number weighs every
+    sample alike, and a weight of the predictions' rank whose last axis is 1 (``(n, steps,
+    1)`` beside ``(n, steps, 1)`` predictions) loses that axis, as the per-step losses do."""
+    n = y_pred.shape[0] if y_pred.ndim else 1
+    if w.ndim == 0 or w.size == 1 and n > 1 and w.ndim <= 1:
+        return np.full((n,), float(w.reshape(-1)[0]), np.float32)
+    if w.ndim == y_pred.ndim and w.ndim > 1 and w.shape[-1] == 1 and w.shape[:-1] == y_pred.shape[:-1]:
+        return w.reshape(w.shape[:-1])
+    return w
+
+
 def _constants(v):
     """A nest's arrays as graph constants (its tensors as they are)."""
     if isinstance(v, dict):
@@ -180,6 +192,9 @@ class Loss:
                     y_true = ops.constant(yt.astype(np.int32).reshape(tuple(y_pred.shape[:-1]) or (1,)), "int32")
                 else:
                     y_true = ops.constant(yt.astype(np.float32))
+            if sample_weight is not None and not isinstance(sample_weight, Tensor):
+                sample_weight = _keras_weight_rank(np.asarray(sample_weight, dtype=np.float32),
+                                                   np.empty(tuple(y_pred.shape), np.float32))
             w = sample_weight if isinstance(sample_weight, Tensor) or sample_weight is None else \
                 ops.constant(np.asarray(sample_weight, dtype=np.float32).reshape(
                     (-1, 1) if np.ndim(sample_weight) == 1 and len(y_pred.shape) > 1 else np.shape(sample_weight)))
@@ -198,7 +213,7 @@ class Loss:
         elif arrays[0].dtype.kind in "biu":
             arrays[0] = arrays[0].astype(np.float32)
         if sample_weight is not None:
-            w = np.asarray(sample_weight, dtype=np.float32)
+            w = _keras_weight_rank(np.asarray(sample_weight, dtype=np.float32), arrays[1])
             arrays.append(w.reshape(-1, 1) if w.ndim == 1 and arrays[1].ndim > 1 else w)   # one per sample
         for a in arrays:
             if a.dtype == object or a.dtype.kind not in "biuf":
