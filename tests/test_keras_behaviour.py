@@ -205,7 +205,7 @@ def _keras_step(name, w, g, state, t, lr=0.1):
         return w + (0.9 * v - lr * g if name == "sgd_nesterov" else v)
     if name == "nadam":
         m, s = state.setdefault("m", np.zeros_like(w)), state.setdefault("s", np.zeros_like(w))
-        mu = lambda k: 0.9 * (1 - 0.5 * 0.96 ** (0.004 * k))                      # noqa: E731
+        mu = lambda k: 0.9 * (1 - 0.5 * 0.96 ** k)                      # noqa: E731
         up = state.setdefault("u", [1.0])
         up[0] *= mu(t)
         u_t, u_next = up[0], up[0] * mu(t + 1)

@@ -909,3 +909,10 @@ def test_a_number_or_a_same_rank_sample_weight_weighs_every_loss():
                                                                               rel=1e-6)
     manual = ((((yt - yp) ** 2) * w).sum() / w.size)
     assert float(pg.losses.MeanSquaredError()(y3, p3, sample_weight=w[..., None])) == pytest.approx(manual, rel=1e-6)
+
+
+def test_nadam_single_step_is_kerass_golden():
+    opt = pg.optimizers.Nadam(learning_rate=0.5)
+    v = pg.Variable([1.0, 2.0, 3.0, 4.0])
+    opt.apply_gradients(zip([np.array([1.0, 6.0, 7.0, 2.0], np.float32)], [v]))
+    np.testing.assert_allclose(v.numpy(), [0.4686, 1.4686, 2.4686, 3.4686], atol=1e-4)   # Keras's nadam_test

@@ -97,7 +97,8 @@ class Nadam(Optimizer):
         self.epsilon = check_number("epsilon", epsilon, 0.0)
 
     def _mu(self, step):
-        return self.beta_1 * (1.0 - 0.5 * 0.96 ** (0.004 * step))
+        # Keras 3's schedule, 0.96 to the step (PyTorch's NAdam takes 0.96 to 0.004 x the step)
+        return self.beta_1 * (1.0 - 0.5 * 0.96 ** step)
 
     def _u_product(self, t):
         """prod_{s <= t} mu(s), kept from one step to the next."""
