@@ -1641,7 +1641,7 @@ def i0(x):
     return _pick(_c.step(far), _cont(large), small)
 
 
-def _host_only(x, what):
+def _complex_on_host(x, what):
     if isinstance(x, (Tensor, Variable)) or _scope.current() is not None:
         raise TypeError(f"{what}: ggml has no complex tensors, so pyggml computes it on arrays only (outside a "
                         f"model's graph); inside one, keep the real and imaginary parts as two tensors")
@@ -1651,7 +1651,7 @@ def _host_only(x, what):
 def view_as_complex(x):
     """Keras's ``ops.view_as_complex``: (..., 2) real and imaginary parts -> complex64 (...), on
     arrays."""
-    a = _host_only(x, "view_as_complex")
+    a = _complex_on_host(x, "view_as_complex")
     if a.ndim == 0 or a.shape[-1] != 2 or a.dtype.kind not in "biuf":
         raise ValueError(f"view_as_complex: expected real numbers of shape (..., 2), got {a.dtype} {a.shape}")
     return (a[..., 0].astype(np.float32) + 1j * a[..., 1].astype(np.float32)).astype(np.complex64)
@@ -1660,7 +1660,7 @@ def view_as_complex(x):
 def view_as_real(x):
     """Keras's ``ops.view_as_real``: complex (...) -> float32 (..., 2) of its real and imaginary
     parts, on arrays."""
-    a = _host_only(x, "view_as_real")
+    a = _complex_on_host(x, "view_as_real")
     if a.dtype.kind != "c":
         raise ValueError(f"view_as_real: expected complex numbers, got dtype {a.dtype}")
     return np.stack([a.real, a.imag], axis=-1).astype(np.float32)

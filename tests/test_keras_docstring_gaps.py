@@ -916,3 +916,60 @@ def test_nadam_single_step_is_kerass_golden():
     v = pg.Variable([1.0, 2.0, 3.0, 4.0])
     opt.apply_gradients(zip([np.array([1.0, 6.0, 7.0, 2.0], np.float32)], [v]))
     np.testing.assert_allclose(v.numpy(), [0.4686, 1.4686, 2.4686, 3.4686], atol=1e-4)   # Keras's nadam_test
+
+
+def test_merge_layers_take_masks_as_keras():
+    masking = layers.Masking()
+    a = masking(np.array([[[0, 0], [-1, -2], [0, 0], [-3, -4]]], np.float32))
+    b = np.array([[[0, 0], [0, 0], [-1, -2], [-3, -4]]], np.float32)
+    np.testing.assert_array_equal(layers.Maximum()([a, b]), [[[0, 0], [0, 0], [-1, -2], [-3, -4]]])
+    c = masking(np.array([[[0, 0], [1, 2], [0, 0], [3, 4]]], np.float32))
+    d = np.array([[[0, 0], [0, 0], [1, 2], [3, 4]]], np.float32)
+    np.testing.assert_array_equal(layers.Multiply()([c, d]), [[[0, 0], [0, 0], [1, 2], [9, 16]]])
+    np.testing.assert_array_equal(layers.Minimum()([c, d]), [[[0, 0], [0, 0], [1, 2], [3, 4]]])
+    out = layers.Add()([c, masking(d)])
+    np.testing.assert_array_equal(out._keras_mask, [[False, True, True, True]])      # the masks ORed
+    i1, i2 = pg.Input((4, 2)), pg.Input((4, 2))
+    h = layers.Maximum()([layers.Masking()(i1), layers.Masking()(i2)])
+    m = pg.Model([i1, i2], layers.GlobalAveragePooling1D()(h))
+    np.testing.assert_allclose(m.predict([np.asarray(a), b], verbose=0), [[-5 / 3, -8 / 3]], rtol=1e-6)
+    j1, j2 = pg.Input((3, 1)), pg.Input((2, 1))
+    cat = layers.Concatenate(axis=1)([layers.Masking()(j1), j2])          # the steps' masks joined
+    m2 = pg.Model([j1, j2], layers.GlobalAveragePooling1D()(cat))
+    got = m2.predict([np.array([[[0.0], [1.0], [2.0]]], np.float32), np.array([[[1.0], [2.0]]], np.float32)],
+                     verbose=0)
+    np.testing.assert_allclose(got, [[(1 + 2 + 1 + 2) / 4]], rtol=1e-6)
+
+
+def test_callbacks_take_kerass_other_hooks_and_raise_on_nan():
+    seen = []
+    cb = pg.callbacks.LambdaCallback(on_batch_end=lambda b, logs: seen.append(b))
+    m = pg.Sequential([pg.Input((2,)), layers.Dense(1)])
+    m.compile("sgd", "mse")
+    m.fit(np.ones((8, 2), np.float32), np.ones((8, 1), np.float32), batch_size=4, epochs=1, verbose=0, callbacks=[cb])
+    assert seen == [0, 1]
+    with pytest.raises(TypeError, match="not a callback hook"):
+        pg.callbacks.LambdaCallback(on_everything=print)
+    with pytest.raises(RuntimeError, match="TerminateOnNaN"):
+        m.fit(np.full((4, 2), np.nan, np.float32), np.ones((4, 1), np.float32), verbose=0,
+              callbacks=[pg.callbacks.TerminateOnNaN(raise_error=True)])
+
+
+def test_recurrent_layers_take_kerass_other_arguments():
+    seq = np.array([[[1.0], [2.0], [0.0]]], np.float32)
+    masked = layers.Masking()(seq)
+    for make in (lambda: layers.SimpleRNN(2, return_sequences=True, zero_output_for_mask=True),
+                 lambda: layers.LSTM(2, return_sequences=True, zero_output_for_mask=True, implementation=1,
+                                     use_cudnn=False)):
+        out = np.asarray(make()(masked))
+        np.testing.assert_array_equal(out[0, 2], [0.0, 0.0])          # the masked step's output is zeros
+    cfg = layers.GRU(3, implementation=2).get_config()
+    assert layers.GRU.from_config(dict(cfg, implementation=0)).units == 3
+
+
+def test_fit_truncates_float_indices_for_an_embedding():
+    m = pg.Sequential([pg.Input((5,)), layers.Embedding(10, 3), layers.GlobalAveragePooling1D(), layers.Dense(1)])
+    m.compile("sgd", "mse")
+    x = np.random.default_rng(23).uniform(1, 10, (8, 5))
+    assert np.isfinite(m.fit(x, np.ones((8, 1)), verbose=0).history["loss"][0])
+    np.testing.assert_allclose(m.predict(x, verbose=0), m.predict(x.astype(np.int64), verbose=0), rtol=1e-6)

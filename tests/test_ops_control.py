@@ -533,7 +533,7 @@ def _in_graph(fn):
     (lambda: ops.scatter([[0]], np.ones(3), (2, 2)), ValueError, "one entry of shape"),
     (lambda: ops.scatter([[0.5]], np.ones(2), (2, 2)), TypeError, "integers"),
     (lambda: ops.scatter([[0]], np.ones(2), (2, -1)), ValueError, "positive ints"),
-    (_in_graph(lambda t: ops.scatter(ops.cast(t, "int32"), t, (2, 3))), TypeError, "known when the graph"),
+    (_in_graph(lambda t: ops.scatter_update(t, ops.cast(t, "int32"), t)), TypeError, "known when the graph"),
     (lambda: ops.scatter_update(np.zeros(3), [[0]], np.ones(1), reduction="sum"), ValueError, "reduction"),
     (lambda: ops.scatter_update(np.zeros((2, 2)), [[0, 0]], np.ones(2)), ValueError, "one entry of shape"),
     (lambda: ops.slice_update(np.zeros((3, 3)), [2, 2], np.ones((2, 2))), ValueError, "do not fit"),

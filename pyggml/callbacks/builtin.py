@@ -239,21 +239,39 @@ class ModelCheckpoint(Callback):
 
 
 class LambdaCallback(Callback):
+    """Keras's: functions for the hooks given, by the hooks' names (``on_batch_end`` and the
+    other older names, and the test and predict hooks, by keyword too)."""
+
     def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_batch_begin=None,
-                 on_train_batch_end=None, on_train_begin=None, on_train_end=None):
+                 on_train_batch_end=None, on_train_begin=None, on_train_end=None, **kwargs):
         super().__init__()
-        for name, fn in (("on_epoch_begin", on_epoch_begin), ("on_epoch_end", on_epoch_end),
-                         ("on_train_batch_begin", on_train_batch_begin),
-                         ("on_train_batch_end", on_train_batch_end),
-                         ("on_train_begin", on_train_begin), ("on_train_end", on_train_end)):
+        hooks = {"on_epoch_begin": on_epoch_begin, "on_epoch_end": on_epoch_end,
+                 "on_train_batch_begin": on_train_batch_begin, "on_train_batch_end": on_train_batch_end,
+                 "on_train_begin": on_train_begin, "on_train_end": on_train_end}
+        for name, fn in kwargs.items():
+            if not name.startswith("on_") or not callable(getattr(Callback, name, None)):
+                raise TypeError(f"LambdaCallback: {name!r} is not a callback hook (on_epoch_end, on_batch_end, ...)")
+            hooks[name] = fn
+        for name, fn in hooks.items():
             if fn is not None:
+                if not callable(fn):
+                    raise TypeError(f"LambdaCallback: {name} must be a function, got {fn!r}")
                 setattr(self, name, fn)
 
 
 class TerminateOnNaN(Callback):
+    """Stops training at a NaN or infinite loss; ``raise_error=True`` raises a RuntimeError
+    instead (Keras's)."""
+
+    def __init__(self, raise_error=False):
+        super().__init__()
+        self.raise_error = bool(raise_error)
+
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not math.isfinite(loss):
+            if self.raise_error:
+                raise RuntimeError(f"TerminateOnNaN: batch {batch} gave the loss {loss}; training stops")
             self.model.stop_training = True
 
 

@@ -62,6 +62,8 @@ class CallbackList:
 
 
 def _overrides(c, name):
+    if name in c.__dict__:                    # a function set on the instance (LambdaCallback's)
+        return True
     for klass in type(c).__mro__:
         if klass is Callback:
             return False

@@ -1342,8 +1342,12 @@ class Layer:
         # an array carrying Keras's eager mask (an Embedding(mask_zero=True)'s output): the mask
         # reaches call() and compute_mask(), and the outputs carry what compute_mask gives
         in_mask = getattr(inputs, "_keras_mask", None) if not isinstance(inputs, list) else None
+        if isinstance(inputs, list) and any(getattr(x, "_keras_mask", None) is not None for x in inputs):
+            # several inputs, some masked (merging a Masking output): one mask (or None) each
+            in_mask = [None if getattr(x, "_keras_mask", None) is None else
+                       np.asarray(x._keras_mask, dtype=np.float32) for x in inputs]
         if in_mask is not None and "mask" not in kwargs and self._accepts("mask"):
-            kwargs = dict(kwargs, mask=np.asarray(in_mask))
+            kwargs = dict(kwargs, mask=in_mask if isinstance(in_mask, list) else np.asarray(in_mask))
         try:
             out = eager.run_layer(self, inputs, kwargs)
         except TypeError as e:
@@ -1352,6 +1356,10 @@ class Layer:
             m = self.compute_mask(np.asarray(inputs))
             if m is not None:
                 out._keras_mask = np.asarray(m, dtype=bool)      # Keras's eager output's mask
+        elif isinstance(in_mask, list) and type(self).compute_mask is not Layer.compute_mask:
+            m = self.compute_mask([np.asarray(x) for x in inputs], in_mask)
+            if m is not None:
+                _carry_masks(out, np.asarray(m) > 0.5)
         elif in_mask is not None and type(self).compute_mask is not Layer.compute_mask:
             _carry_masks(out, self.compute_mask(np.asarray(inputs), np.asarray(in_mask)))
         elif type(self).compute_mask is not Layer.compute_mask and not isinstance(inputs, list):

@@ -234,8 +234,9 @@ def adapt_inputs(specs, x, what="x", one_batch=False):
             raise ValueError(f"{what} for input {spec.name!r} must have shape {spec.describe()}, got {a.shape}")
         if spec.dtype == "int32":
             if a.dtype.kind == "f":
-                if not np.all(np.isfinite(a)) or np.any(a != np.floor(a)):
-                    raise ValueError(f"{what} for input {spec.name!r} holds indices: whole numbers expected")
+                # Keras's Embedding casts its input to int32: floats are truncated (NaN or inf have no index)
+                if not np.all(np.isfinite(a)) or (a.size and np.abs(a).max() >= 2 ** 62):
+                    raise ValueError(f"{what} for input {spec.name!r} holds indices: finite numbers expected")
             ai = a.astype(np.int64)
             if spec.index_limit is not None:            # it feeds an Embedding (a lookup)
                 lim = spec.index_limit

@@ -66,6 +66,14 @@ def _defines(model, method, ours="pyggml."):
     return owner is not None and not owner.__module__.startswith(ours)
 
 
+def _holder(model):
+    """A user's model subclass with no call and no graph (a GAN of the models it holds, stepped
+    by its own train_step): saved by its constructor's arguments and its weights."""
+    return model.__dict__.get("_topology") is None and not model.__dict__.get("_subclassed") and \
+        "_seq_input_shape" not in model.__dict__ and not _defines_call(model) and \
+        not type(model).__module__.startswith("pyggml.")
+
+
 def _is_pending(model):
     """A model whose graph waits for data: a subclassed one, or a Sequential without an input shape."""
     if model.__dict__.get("_subclassed", False):
@@ -266,10 +274,7 @@ def install(cls):
     @functools.wraps(init)
     def __init__(self, inputs=None, outputs=None, name=None, **kwargs):
         init(self, inputs, outputs, name=name, **kwargs)
-        # a user's subclass given no inputs and outputs, with a call of its own or none at all (a GAN
-        # stepped by its own train_step, holding its models)
-        self._subclassed = inputs is None and outputs is None and (
-            _defines_call(self) or not type(self).__module__.startswith("pyggml."))
+        self._subclassed = inputs is None and outputs is None and _defines_call(self)
         if self._subclassed and name is None:
             self.name = snake_case(type(self).__name__)          # as Keras: "recommender_net"
 
@@ -312,7 +317,7 @@ def install(cls):
 
     @functools.wraps(call_)
     def __call__(self, *args, **kwargs):
-        if self.__dict__.get("_subclassed") and not _defines_call(self):
+        if _holder(self):
             raise NotImplementedError(f"{type(self).__name__} defines no call(self, inputs): a model called on data "
                                       "needs one (its train_step may use the models it holds without it)")
         args, kwargs = self._first_by_keyword(args, kwargs)      # model(inputs=x): as model(x)
@@ -339,7 +344,7 @@ def install(cls):
 
     @functools.wraps(get_config)
     def _get_config(self):
-        if self.__dict__.get("_subclassed"):
+        if self.__dict__.get("_subclassed") or _holder(self):
             own = next(c for c in type(self).__mro__ if "get_config" in c.__dict__) is not cls
             return _subclassed_config(self, own)
         return get_config(self)

@@ -6,7 +6,7 @@ They train: ``max(a, b) = b + relu(a - b)`` and ``min(a, b) = a - relu(a - b)``
 """
 
 from pyggml import ops
-from pyggml.layers.merging.merge import _Merge
+from pyggml.layers.merging.merge import _Merge, masked_merge
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Maximum", "Minimum", "maximum", "minimum"]
@@ -14,20 +14,14 @@ __all__ = ["Maximum", "Minimum", "maximum", "minimum"]
 
 @register_builtin
 class Maximum(_Merge):
-    def call(self, inputs, training=None):
-        y = inputs[0]
-        for x in inputs[1:]:
-            y = x + ops.relu(y - x)
-        return y
+    def call(self, inputs, training=None, mask=None):
+        return masked_merge(lambda y, x: x + ops.relu(y - x), inputs, mask)
 
 
 @register_builtin
 class Minimum(_Merge):
-    def call(self, inputs, training=None):
-        y = inputs[0]
-        for x in inputs[1:]:
-            y = y - ops.relu(y - x)
-        return y
+    def call(self, inputs, training=None, mask=None):
+        return masked_merge(lambda y, x: y - ops.relu(y - x), inputs, mask)
 
 
 def maximum(inputs, **kwargs):

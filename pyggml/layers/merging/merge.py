@@ -1,6 +1,8 @@
 """Merging layers: Add, Subtract, Multiply, Average and Concatenate, and Keras's
 functional helpers ``add``, ``concatenate``, ...; node arithmetic (``a + b``) uses them."""
 
+import numpy as np
+
 from pyggml import _fold, ops
 from pyggml._validation import is_int
 from pyggml.layers.layer import Layer
@@ -28,6 +30,56 @@ def _broadcast_shape(shapes, what):
     return tuple(reversed(out))
 
 
+def _or_masks(mask, owner):
+    """Keras's merged mask: a step is real where it is in any input (the 0/1 masks ORed); no
+    mask when an input has none."""
+    if mask is None:
+        return None
+    if not isinstance(mask, (list, tuple)):
+        raise ValueError(f"{owner}: the mask should be a list (one per input), got {mask!r}")
+    if any(m is None for m in mask):
+        return None
+    out = mask[0]
+    for m in mask[1:]:
+        out = out + m - out * m
+    return out
+
+
+def _spread(m, x):
+    """A (batch, steps) 0/1 mask as a tensor broadcasting over x's features."""
+    m = ops.as_tensor(np.asarray(m, np.float32)) if isinstance(m, np.ndarray) or not hasattr(m, "shape") else m
+    if len(m.shape) < len(x.shape):
+        m = ops.reshape(m, tuple(m.shape) + (1,) * (len(x.shape) - len(m.shape)))
+    return m
+
+
+def masked_merge(op, inputs, mask):
+    """Keras's merge of masked inputs for ops with no identity (maximum, minimum, multiply): a
+    masked step of one input takes the running result's value and a masked step of the result
+    the input's, so a step real in one input keeps that input's value."""
+    masks = list(mask) if isinstance(mask, (list, tuple)) else [None] * len(inputs)
+    if all(m is None for m in masks):
+        y = inputs[0]
+        for x in inputs[1:]:
+            y = op(y, x)
+        return y
+
+    spread = _spread
+
+    def pick(m, a, b):                # a where m, else b
+        return b + (a - b) * m
+    y, y_mask = inputs[0], None if masks[0] is None else spread(masks[0], inputs[0])
+    for x, m in zip(inputs[1:], masks[1:]):
+        m = None if m is None else spread(m, x)
+        if m is not None:
+            x = pick(m, x, y)
+        if y_mask is not None:
+            y = pick(y_mask, y, x)
+        y_mask = y_mask + m - y_mask * m if m is not None and y_mask is not None else None
+        y = op(y, x)
+    return y
+
+
 class _Merge(Layer):
     def takes_5d(self, shapes):
         """volumes merge with volumes of the same shape only (pyggml._fold)."""
@@ -35,6 +87,9 @@ class _Merge(Layer):
 
     min_inputs = 2
     supports_masking = True
+
+    def compute_mask(self, inputs, mask=None):
+        return _or_masks(mask, type(self).__name__)
 
     def compute_output_shape(self, input_shape):
         if not isinstance(input_shape, list) or len(input_shape) < self.min_inputs:
@@ -65,11 +120,18 @@ class Subtract(_Merge):
 
 @register_builtin
 class Multiply(_Merge):
-    def call(self, inputs, training=None):
-        y = inputs[0]
-        for x in inputs[1:]:
-            y = y * x
-        return y
+    def call(self, inputs, training=None, mask=None):
+        """Keras's: a masked step counts as 1 in the product; where every input is masked
+        (all have masks), the output is 0."""
+        masks = list(mask) if isinstance(mask, (list, tuple)) else [None] * len(inputs)
+        y, union = None, None
+        for x, m in zip(inputs, masks):
+            if m is not None:
+                m = _spread(m, x)
+                x = x * m + (1.0 - m)
+                union = m if union is None else union + m - union * m
+            y = x if y is None else y * x
+        return y * union if union is not None and all(m is not None for m in masks) else y
 
 
 @register_builtin
@@ -129,16 +191,22 @@ class Concatenate(Layer):
         return ops.concatenate(inputs, self.axis)
 
     def compute_mask(self, inputs, mask=None):
+        """Keras's: joining along the steps joins the masks (an input without one counts as all
+        real); along the features a step is real where it is in any input."""
         if mask is None or not isinstance(mask, list) or all(m is None for m in mask):
             return None
         r = len(inputs[0].shape)
-        if (self.axis % r) < 2:                       # joining along the steps: no single mask
+        axis = self.axis % r
+        if axis == 0:
             return None
-        present = [m for m in mask if m is not None]
-        out = present[0]
-        for m in present[1:]:
-            out = out * m
-        return out
+        if axis == 1 and r >= 3:
+            parts = [m if m is not None else
+                     ops.constant(np.ones(tuple(int(d) for d in x.shape[:2]), np.float32))
+                     for x, m in zip(inputs, mask)]
+            if all(isinstance(p, np.ndarray) for p in parts):
+                return np.concatenate(parts, axis=1)
+            return ops.concatenate([ops.as_tensor(p) for p in parts], axis=1)
+        return _or_masks(mask, "Concatenate")
 
     def get_config(self):
         c = super().get_config()

@@ -433,9 +433,18 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
                  recurrent_initializer="orthogonal", bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
                  bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None, return_state=False,
-                 stateful=False, unroll=False, **kwargs):
+                 stateful=False, unroll=False, zero_output_for_mask=False, implementation=None, use_cudnn="auto",
+                 **kwargs):
         super().__init__(**kwargs)
         self.init_stateful(check_bool("stateful", stateful))
+        self.zero_output_for_mask = check_bool("zero_output_for_mask", zero_output_for_mask)
+        # Keras's kernel choices (its implementation modes, cuDNN): one computation here, taken as given
+        if implementation is not None and implementation not in (0, 1, 2):
+            raise ValueError(f"implementation must be 1 or 2 (Keras's modes), got {implementation!r}")
+        self.implementation = 2 if implementation is None else int(implementation)
+        if use_cudnn not in ("auto", True, False):
+            raise ValueError(f"use_cudnn must be 'auto', True or False, got {use_cudnn!r}")
+        self.use_cudnn = use_cudnn
         self.return_state = bool(return_state)
         self.unroll = bool(unroll)             # Keras's; the graph here is unrolled either way
         self.init_cell(units, activation=activation, recurrent_activation=recurrent_activation, use_bias=use_bias,
@@ -561,7 +570,7 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
         in_masks, self._rec_masks = self.dropout_masks(inputs, training)
         try:
             out, final = self.run_steps(inputs, mask, self.masked_inputs(inputs, in_masks), states,
-                                        self.go_backwards, self.return_sequences)
+                                        self.go_backwards, self.return_sequences, self.zero_output_for_mask)
         finally:
             self._rec_masks = None
         self.keep_final_states(final)
@@ -573,6 +582,7 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
         cfg.update(units=cell.pop("units"), activation=cell.pop("activation"),
                    recurrent_activation=cell.pop("recurrent_activation"), use_bias=cell.pop("use_bias"),
                    return_sequences=self.return_sequences, go_backwards=self.go_backwards,
-                   return_state=self.return_state, stateful=self.stateful, unroll=self.unroll)
+                   return_state=self.return_state, stateful=self.stateful, unroll=self.unroll,
+                   zero_output_for_mask=self.zero_output_for_mask)
         cfg.update(cell)
         return cfg
