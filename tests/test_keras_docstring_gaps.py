@@ -973,3 +973,41 @@ def test_fit_truncates_float_indices_for_an_embedding():
     x = np.random.default_rng(23).uniform(1, 10, (8, 5))
     assert np.isfinite(m.fit(x, np.ones((8, 1)), verbose=0).history["loss"][0])
     np.testing.assert_allclose(m.predict(x, verbose=0), m.predict(x.astype(np.int64), verbose=0), rtol=1e-6)
+
+
+def test_lora_weights_files_load_into_plain_models_and_back(tmp_path):
+    rng = np.random.default_rng(24)
+    x, y = rng.random((64, 8)).astype(np.float32), rng.random((64, 16)).astype(np.float32)
+    layer = layers.Dense(16)
+    layer.build((None, 8))
+    layer.enable_lora(4)
+    model = pg.Sequential([pg.Input((8,)), layer])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, y, verbose=0)
+    model.save_weights(tmp_path / "lora.weights.h5")
+    plain = pg.Sequential([pg.Input((8,)), layers.Dense(16)])
+    plain.load_weights(tmp_path / "lora.weights.h5")                # the merged weight, as Keras's file
+    np.testing.assert_allclose(plain.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+    twin = pg.Sequential([pg.Input((8,)), layers.Dense(16, lora_rank=4)])
+    twin.load_weights(tmp_path / "lora.weights.h5")                 # a LoRA model takes base and factors exactly
+    for k, v in model.get_weights().items():
+        np.testing.assert_array_equal(twin.get_weights()[k], v)
+    plain.save_weights(tmp_path / "plain.weights.h5")
+    model.load_weights(tmp_path / "plain.weights.h5")               # a plain file into a LoRA model: no update
+    np.testing.assert_allclose(model.predict(x, verbose=0), plain.predict(x, verbose=0), rtol=1e-5, atol=1e-5)
+
+
+def test_reversible_embedding_reverse_reads_the_quantized_and_lora_table():
+    layer = layers.ReversibleEmbedding(10, 16, tie_weights=True)
+    layer(np.zeros((1, 3), np.int32))
+    x = np.random.default_rng(25).uniform(size=(4, 16)).astype(np.float32)
+    y_float = np.asarray(layer(x, reverse=True))
+    layer.quantize("int8")
+    assert np.abs(np.asarray(layer(x, reverse=True)) - y_float).max() < 0.01 * np.abs(y_float).max()
+    other = layers.ReversibleEmbedding(10, 16, tie_weights=True)
+    other(np.zeros((1, 3), np.int32))
+    other.enable_lora(2)
+    a, b = (np.asarray(f.numpy()) for f in other._lora_factors())
+    other._lora_factors()[1].assign(np.ones_like(b))
+    merged = other.embeddings.numpy() + other._lora_scale * (a @ np.ones_like(b))
+    np.testing.assert_allclose(np.asarray(other(x, reverse=True)), x @ merged.T, rtol=1e-5, atol=1e-5)

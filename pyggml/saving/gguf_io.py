@@ -63,7 +63,7 @@ RESTORERS = {}
 def _write(model, path, with_config, with_state):
     model.check_alive()
     path = _path(path)
-    weights = model.get_weights()
+    weights = _lora_merged(model, model.get_weights())
     names = _Names()
     f = GGUFFile()
     try:
@@ -126,12 +126,67 @@ def keras_save_args(what, path, kwargs, overwrite=True, takes=()):
     return path
 
 
+_LORA_BASE = ".lora_base"
+
+
+def _lora_layers(model):
+    """(layer, its base weight's name, its factors' names) of each LoRA-enabled layer with a
+    float base, named as in model.get_weights()."""
+    from pyggml.layers.core.quantize import _layers_of
+    names = {id(v): n for n, v in model.named_variables()}
+    out = []
+    for layer in [model] + _layers_of(model):
+        if getattr(layer, "lora_enabled", False) and getattr(layer, "quantization_mode", None) is None:
+            base = getattr(layer, layer._lora_base)
+            if id(base) in names:
+                out.append((layer, names[id(base)], [names.get(id(f)) for f in layer._lora_factors()]))
+    return out
+
+
+def _lora_merged(model, weights):
+    """The weights as a file holds them: a LoRA-enabled layer's weight merged with its update
+    (what a model without LoRA loads, as Keras's files hold it), its base kept beside under
+    ``<weight>.lora_base`` and its factors as they are (so a model with LoRA resumes exactly)."""
+    from pyggml.layers._keras_weights import from_keras_value
+    for layer, base_name, _ in _lora_layers(model):
+        base = getattr(layer, layer._lora_base)
+        weights[base_name + _LORA_BASE] = weights[base_name]
+        weights[base_name] = from_keras_value(base, layer.merged_kernel(), "save")
+    return weights
+
+
+def _lora_read(model, fl, shapes):
+    """{name: array} of a file for a model with LoRA layers: a LoRA layer's base from
+    ``<weight>.lora_base`` when the file has one (else the file's weight, with the update's
+    second factor zero: Keras's plain file into a LoRA layer)."""
+    got = {}
+    lora = {base_name: factors for _, base_name, factors in _lora_layers(model)}
+    for k, shape in shapes.items():
+        owner = next((b for b, fs in lora.items() if k in fs), None)
+        if k in lora and fl.by_name.get(k + _LORA_BASE) is not None:
+            got[k] = fl.array(k + _LORA_BASE, shape)
+        elif owner is not None and fl.by_name.get(owner + _LORA_BASE) is None and fl.by_name.get(k) is None:
+            # a file without LoRA: the factors start again, the second at zero (no update)
+            got[k] = np.zeros(shape, np.float32) if k == lora[owner][-1] else \
+                model.get_weights()[k].reshape(shape).astype(np.float32)
+        else:
+            got[k] = fl.array(k, shape)
+    return got
+
+
 def load_weights_into(model, path, skip_mismatch=False):
     """``model.load_weights``: every weight from the file; with ``skip_mismatch`` (Keras's), a
     weight the file lacks or holds in another shape keeps its value, with a warning naming it."""
     shapes = dict((n, v.store_shape) for n, v in model.named_variables())
     if not skip_mismatch:
-        model.set_weights(read_weights(path, shapes))
+        if _lora_layers(model):
+            fl = _File(path)
+            try:
+                model.set_weights(_lora_read(model, fl, shapes))
+            finally:
+                fl.close()
+        else:
+            model.set_weights(read_weights(path, shapes))
         fl = _File(path)
         try:
             own_state.restore(model, fl.f.get(own_state.KEY), fl.raw, fl.path)
@@ -282,7 +337,8 @@ def restore(model, path):
     fl = _File(path)
     try:
         named = model.named_variables()
-        model.set_weights({n: fl.array(n, v.store_shape).reshape(v.shape) for n, v in named})
+        arrays = _lora_read(model, fl, {n: v.store_shape for n, v in named})
+        model.set_weights({n: arrays[n].reshape(v.shape) for n, v in named})
         _restore_state(fl, model, named)
     finally:
         fl.close()
@@ -403,7 +459,8 @@ def _load_model(path, backend, custom_objects, compile):
             raise GGUFError(f"{p!r}: the model config cannot be rebuilt ({type(e).__name__}: {e})") from None
         # every weight must be in the file with the right shape before anything is
         # allocated, so a hostile config cannot ask for more memory than the file holds
-        values = {n: fl.array(n, v.store_shape).reshape(v.shape) for n, v in named}
+        arrays = _lora_read(model, fl, {n: v.store_shape for n, v in named})
+        values = {n: arrays[n].reshape(v.shape) for n, v in named}
         for n, v in named:
             v.assign(values[n])
         own_state.restore(model, fl.f.get(own_state.KEY), fl.raw, p)   # layers' load_own_variables / load_assets

@@ -51,7 +51,15 @@ class ReversibleEmbedding(Embedding):
         if not reverse:
             return super().call(inputs, training)
         x = inputs if inputs.dtype == "f32" else ops.cast(inputs, "float32")
-        table = ops.transpose(self.weight) if self.tie_weights else self.reverse_embeddings
+        if self.tie_weights:
+            # the table as the forward pass reads it: dequantized once quantized, with a LoRA's update
+            w = self._weight_tensor()
+            if self.lora_enabled:
+                a, b = self._lora_factors()
+                w = ops.add(w, ops.multiply(ops.matmul(a, b), self._lora_scale))
+            table = ops.transpose(w)
+        else:
+            table = self.reverse_embeddings
         logits = ops.matmul(x, table)
         if self.logit_soft_cap is not None:
             c = self.logit_soft_cap
