@@ -1011,3 +1011,27 @@ def test_reversible_embedding_reverse_reads_the_quantized_and_lora_table():
     other._lora_factors()[1].assign(np.ones_like(b))
     merged = other.embeddings.numpy() + other._lora_scale * (a @ np.ones_like(b))
     np.testing.assert_allclose(np.asarray(other(x, reverse=True)), x @ merged.T, rtol=1e-5, atol=1e-5)
+
+
+def test_mha_on_four_dimensional_inputs_returns_its_scores():
+    x = np.random.default_rng(26).normal(size=(2, 3, 8, 4)).astype(np.float32)
+    mha = layers.MultiHeadAttention(num_heads=2, key_dim=4, attention_axes=2)
+    out, scores = mha(x, x, return_attention_scores=True)
+    assert np.shape(out) == (2, 3, 8, 4) and np.shape(scores) == (2, 3, 2, 8, 8)
+    np.testing.assert_allclose(np.asarray(scores).sum(axis=-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(mha(x, x)), rtol=1e-5, atol=1e-6)
+
+
+def test_metric_sample_weights_broadcast_as_kerass():
+    y_pred = np.array([(0.9, 0.2, 0.8, 0.1), (0.2, 0.9, 0.7, 0.6), (0.1, 0.2, 0.4, 0.3), (0, 1, 0.7, 0.3)])
+    y_true = np.array([(0, 1, 1, 0), (1, 0, 0, 0), (0, 0, 0, 0), (1, 1, 1, 1)])
+    tn = pg.metrics.TrueNegatives(thresholds=[0.15, 0.5, 0.85])
+    np.testing.assert_array_equal(tn(y_true, y_pred, sample_weight=((0.0, 2.0, 3.0, 5.0),)), [5, 15, 23])
+    tp = pg.metrics.TruePositives(thresholds=[0.15, 0.5, 0.85])
+    np.testing.assert_array_equal(tp(y_true, y_pred, sample_weight=37.0), [222, 111, 37])
+    acc = pg.metrics.Accuracy()
+    acc.update_state(np.array([[1, 2], [3, 4]]), np.array([[0, 2], [3, 4]]), sample_weight=np.array([[1, 0], [0, 1]]))
+    assert float(acc.result()) == pytest.approx(0.5)
+    mean = pg.metrics.Mean()
+    mean.update_state(np.array([[1, 2], [3, 4]], np.float32), sample_weight=np.array([[1.0], [0.0]]))
+    assert float(mean.result()) == pytest.approx(1.5)

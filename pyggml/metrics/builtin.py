@@ -3,7 +3,7 @@
 import numpy as np
 
 from pyggml._validation import check_int, check_number, check_positive_int
-from pyggml.metrics.metric import Mean, Metric, as_arrays
+from pyggml.metrics.metric import Mean, Metric, as_arrays, keras_weights
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "SparseCategoricalAccuracy",
@@ -64,7 +64,7 @@ class Accuracy(_PerSample):
 
     def values(self, y_true, y_pred):
         yt, yp, _ = _last_axis(y_true, y_pred)
-        return (yp == yt).astype(np.float64).mean(axis=-1)
+        return (yp == yt).astype(np.float64)        # each value (Keras's): weights of its shape weigh each
 
 
 @register_builtin
@@ -234,8 +234,7 @@ class _Confusion(Metric):
         n = len(yp) if yp.ndim else 1
         yt, yp = self._selected(yt.reshape(yp.shape) if yt.size == yp.size else yt, yp)
         pred, true = yp.reshape(n, -1), yt.reshape(n, -1) > 0.5
-        ww = np.ones(pred.shape) if sample_weight is None else \
-            np.broadcast_to(np.asarray(sample_weight, dtype=np.float64).reshape(n, -1), pred.shape)
+        ww = np.ones(pred.shape) if sample_weight is None else keras_weights(sample_weight, pred.shape, self.name)
         t = np.asarray(self.thresholds, dtype=np.float64).reshape(-1)
         above = pred[None] > t[:, None, None]                                # (thresholds, n, k)
         counts = [(ww * m).sum(axis=(1, 2)) for m in (above & true, above & ~true, ~above & ~true, ~above & true)]

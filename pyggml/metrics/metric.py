@@ -171,6 +171,25 @@ def _snake(name):
     return "".join(out)
 
 
+def keras_weights(sample_weight, shape, what="metric"):
+    """Keras's sample weights against values of ``shape``: a number for every value, a weight
+    of lower rank given trailing axes of 1 (one per sample), then numpy's broadcasting; the
+    same number of values in another shape is taken in order."""
+    w = np.asarray(sample_weight, dtype=np.float64)
+    shape = tuple(shape)
+    if w.size == int(np.prod(shape)) and w.shape != shape and w.ndim != len(shape):
+        return w.reshape(shape)
+    while w.ndim < len(shape):
+        w = w[..., None]
+    while w.ndim > len(shape) and w.shape[-1] == 1:
+        w = w[..., 0]
+    try:
+        return np.broadcast_to(w, shape)
+    except ValueError:
+        raise ValueError(f"{what}: sample_weight of shape {np.shape(sample_weight)} does not broadcast to values of "
+                         f"shape {shape}") from None
+
+
 def as_arrays(y_true, y_pred, sample_weight=None):
     yt = np.asarray(y_true)
     yp = np.asarray(y_pred, dtype=np.float64)
@@ -191,12 +210,15 @@ class Mean(Metric):
         self.count = 0.0
 
     def update_state(self, values, sample_weight=None):
-        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        v = np.asarray(values, dtype=np.float64)
         if sample_weight is None:
+            v = v.reshape(-1)
             self.total += float(v.sum())
             self.count += v.size
         else:
-            w = np.broadcast_to(np.asarray(sample_weight, dtype=np.float64).reshape(-1), v.shape)
+            w = keras_weights(sample_weight, v.shape, self.name)
+            v = v.reshape(-1)
+            w = w.reshape(-1)
             self.total += float((v * w).sum())
             self.count += float(w.sum())
 

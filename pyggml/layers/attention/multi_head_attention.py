@@ -275,8 +275,9 @@ class MultiHeadAttention(Layer):
         out = tuple(q[:-1]) + (self._out_dim or q[-1],)
         if getattr(self, "_return_scores", False):
             if len(q) == 4:
-                raise ValueError("MultiHeadAttention: return_attention_scores goes with inputs of shape (steps, "
-                                 "features) only")
+                if self._fold_mode(4) == "joint":
+                    return [out, (q[0], self.num_heads, q[1], q[2], v[1], v[2])]
+                return [out, (q[0], q[1], self.num_heads, q[2], v[2])]
             return [out, (q[0], self.num_heads, q[1], v[1])]
         return out
 
@@ -325,8 +326,16 @@ class MultiHeadAttention(Layer):
             flat = [ops.reshape(contiguous(x), (int(x.shape[0]), int(x.shape[1]) * int(x.shape[2]), int(x.shape[3]))
                                 if joint else (int(x.shape[0]) * int(x.shape[1]), int(x.shape[2]), int(x.shape[3])))
                     for x in xs]
-            out = self.call(flat if len(flat) > 1 else flat[0], training=training)
-            return ops.reshape(out, (b0, a, n, int(out.shape[-1])))
+            res = self.call(flat if len(flat) > 1 else flat[0], training=training,
+                            return_attention_scores=return_attention_scores)
+            out, scores = (res[0], res[1]) if return_attention_scores else (res, None)
+            out = ops.reshape(out, (b0, a, n, int(out.shape[-1])))
+            if scores is None:
+                return out
+            h, tv = self.num_heads, int(scores.shape[-1])
+            # Keras's scores: (batch, a, heads, n, m) attending one axis, (batch, heads, a, n, a', m) both
+            scores = ops.reshape(scores, (b0, h, a, n, tv // n if n else tv, n) if joint else (b0, a, h, n, tv))
+            return [out, scores]
         masks = list(mask) if isinstance(mask, list) else [mask] * len(xs)
         attention_mask = None
         if _attention_mask_input:
