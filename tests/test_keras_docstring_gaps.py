@@ -1035,3 +1035,23 @@ def test_metric_sample_weights_broadcast_as_kerass():
     mean = pg.metrics.Mean()
     mean.update_state(np.array([[1, 2], [3, 4]], np.float32), sample_weight=np.array([[1.0], [0.0]]))
     assert float(mean.result()) == pytest.approx(1.5)
+
+
+def test_loss_reductions_and_a_masked_outputs_mask():
+    yt = np.array([[1, 9, 2], [-5, -2, 6]], np.float32)
+    yp = np.array([[4, 8, 12], [8, 1, 3]], np.float32)
+    w = np.array([[1.2], [3.4]], np.float32)
+    per = ((yt - yp) ** 2).mean(axis=1)
+    got = pg.losses.MeanSquaredError(reduction="mean_with_sample_weight")(yt, yp, sample_weight=w)
+    assert float(got) == pytest.approx(float((per * w[:, 0]).sum() / w.sum()), rel=1e-6)
+    assert pg.losses.MeanSquaredError(reduction="mean").reduction == "sum_over_batch_size"
+    x = np.array([[[1.0], [0.0], [2.0]]], np.float32)                # step 1 is padding
+    masked = layers.Masking(mask_value=0.0)(x)
+    assert float(pg.losses.MeanSquaredError()(np.zeros((1, 3, 1), np.float32), masked)) == pytest.approx(2.5)
+
+
+def test_binary_crossentropy_metric_clips_as_the_loss():
+    yt = np.array([1, 0, 1, 0]).reshape([2, 2])
+    yp = np.array([1, 1, 1, 0], np.float32).reshape([2, 2])
+    assert float(pg.metrics.BinaryCrossentropy()(yt, yp)) == pytest.approx(float(pg.losses.BinaryCrossentropy()(yt, yp)),
+                                                                           rel=1e-6)

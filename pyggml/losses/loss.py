@@ -150,10 +150,11 @@ class Loss:
     broadcasts_targets = False  # fit broadcasts y to the output, as Keras (mse of (n,) against (n, k))
 
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
-        if reduction not in ("sum_over_batch_size", "auto", None, "none", "sum"):
+        if reduction not in ("sum_over_batch_size", "auto", None, "none", "sum", "mean", "mean_with_sample_weight"):
             raise ValueError(f"unknown reduction {reduction!r}")
         # Keras 3: None is no reduction (as "none"); "auto" the default
-        self.reduction = "sum_over_batch_size" if reduction == "auto" else ("none" if reduction is None else reduction)
+        self.reduction = "sum_over_batch_size" if reduction in ("auto", "mean") else \
+            ("none" if reduction is None else reduction)
         if name is not None:
             self.name = name
 
@@ -219,12 +220,27 @@ class Loss:
             if a.dtype == object or a.dtype.kind not in "biuf":
                 raise TypeError(f"{self.name}: expected arrays of numbers, got dtype {a.dtype}")
 
+        # the padding mask of a masked output (a Masking layer's, eagerly): padded steps count for
+        # nothing and the mean is over the real ones, as Keras's loss reads it
+        mask = getattr(y_pred, "_keras_mask", None)
+        if mask is not None and self.reduction == "sum_over_batch_size" and np.ndim(mask) == 2 and \
+                arrays[1].ndim >= 2 and np.shape(mask) == arrays[1].shape[:2]:
+            mask = np.asarray(mask, dtype=np.float32)
+        else:
+            mask = None
+        n_w = len(arrays) - 2
+
         def graph(*t):
             v = self.values(t[0], t[1])
             if self.reduction != "sum_over_batch_size" and tuple(v.shape) == tuple(t[1].shape) and len(v.shape) > 1:
                 # an element-wise loss: Keras's per-sample value is its mean over the last axis
                 v = ops.reduce_mean(v, axis=-1)
-            return self._reduce(v, t[2] if len(t) > 2 else None)
+            w = t[2] if n_w else None
+            if mask is not None:
+                return reduce_loss(v, w, t[-1])
+            return self._reduce(v, w)
+        if mask is not None:
+            arrays.append(mask)
         out = np.asarray(_eager.evaluate(graph, arrays), dtype=np.float32)
         if self.reduction == "none":
             lead = arrays[1].shape[:-1]
@@ -263,6 +279,18 @@ class Loss:
     def _reduce(self, values, weights):
         if self.reduction == "sum_over_batch_size":
             return reduce_loss(values, weights)
+        if self.reduction == "mean_with_sample_weight":
+            # Keras's: the weighted sum divided by the sum of the weights (over the values they weigh)
+            if weights is None:
+                return reduce_loss(values)
+            v = values if values.is_contiguous else ops.cont(values)
+            n = v.shape[0]
+            v2 = ops.reshape(v, (n, v.nelements // n))
+            w = weights if weights.is_contiguous else ops.cont(weights)
+            per_sample = w.nelements == n
+            w2 = ops.reshape(w, (n, 1)) if per_sample else ops.reshape(w, tuple(v2.shape))
+            den = ops.scale(ops.sum(w2), float(v2.shape[1]) if per_sample else 1.0)
+            return ops.div(ops.sum(ops.mul(v2, ops.repeat(w2, v2) if per_sample else w2)), den)
         v = values if values.is_contiguous else ops.cont(values)
         if weights is not None and v.nelements == 1 and weights.nelements > 1:
             # one loss for the whole batch, times each sample's weight (Keras's broadcast)

@@ -29,6 +29,10 @@ def _unit(x, axis=-1):
     return x / np.maximum(np.sqrt((x * x).sum(axis, keepdims=True)), EPS)
 
 
+# Keras clips probabilities at 1 - 1e-7 in float32: 0.99999988, so -log(1 - p) is at most 15.94
+_HIGH = float(np.float32(1.0 - EPS))
+
+
 class _Simple(_PerSample):
     default_name = None
 
@@ -155,7 +159,7 @@ class BinaryCrossentropy(_XentMetric):
             t = t * (1.0 - self.label_smoothing) + 0.5 * self.label_smoothing
         if self.from_logits:
             return (np.logaddexp(0.0, p) - t * p).mean(-1)
-        p = np.clip(p, EPS, 1.0 - EPS)
+        p = np.clip(p, EPS, _HIGH)
         return -(t * np.log(p) + (1.0 - t) * np.log(1.0 - p)).mean(-1)
 
 
