@@ -836,10 +836,14 @@ def test_tf_idf_adapt_learns_inverse_document_frequencies(tmp_path):
         for t in row:
             counts[r, vocab.index(t) + 1 if t in vocab else 0] += 1
     np.testing.assert_allclose(layer(x), counts * want_w, rtol=1e-6)
-    # a 1-D array is one document
+    # each value of a 1-D array is a document (Keras's batch of them): x in 2 of 3, y in 1
     one = L.StringLookup(output_mode="tf_idf")
     one.adapt(np.array(["x", "y", "x"]))
-    np.testing.assert_allclose(one.idf_weights[1:], np.log(1 + 1 / 2) * np.ones(2), rtol=1e-6)
+    np.testing.assert_allclose(one.idf_weights[1:], [np.log(1 + 3 / 3), np.log(1 + 3 / 2)], rtol=1e-6)
+    # Keras's integer_lookup_test literal
+    ints = L.IntegerLookup(output_mode="tf_idf")
+    ints.adapt([1, 1, 1, 2, 2, 3])
+    np.testing.assert_allclose(ints([1, 2, 4]), [1.133732, 0.916291, 1.098612, 0.0], rtol=1e-5)
     # in a model, and saved and loaded with its weights
     inp = pg.Input((4,), dtype="int32")
     m = pg.Model(inp, L.Dense(2)(layer(inp)))

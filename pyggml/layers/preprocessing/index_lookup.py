@@ -12,7 +12,7 @@ keeps the most frequent tokens (ties: the larger token first) up to
 
 ``output_mode="tf_idf"`` (Keras's): the counts times each index's IDF weight.
 ``adapt`` learns them, ``log(1 + documents / (1 + documents holding the
-token))`` with each row of the data a document (a 1-D array is one); a given
+token))`` with each row of the data a document (each value of a 1-D array); a given
 vocabulary comes with ``idf_weights``, one per entry (special tokens included
 when the vocabulary starts with them; otherwise, as for adapt, the OOV
 indices weigh the mean)."""
@@ -210,8 +210,9 @@ class IndexLookup(HostLayer):
                 break
             keys = self._as_keys(batch)
             if tf_idf:
-                # each row a document (a 1-D array is one), counted once per token it holds
-                rows = keys.reshape(1, -1) if keys.ndim <= 1 else keys.reshape(keys.shape[0], -1)
+                # each row a document (each value of a 1-D array, as Keras's batch of them), counted once
+                # per token it holds
+                rows = keys.reshape(-1, 1) if keys.ndim <= 1 else keys.reshape(keys.shape[0], -1)
                 n_docs += len(rows)
                 for row in rows:
                     for t in np.unique(row).tolist():
