@@ -1055,3 +1055,21 @@ def test_binary_crossentropy_metric_clips_as_the_loss():
     yp = np.array([1, 1, 1, 0], np.float32).reshape([2, 2])
     assert float(pg.metrics.BinaryCrossentropy()(yt, yp)) == pytest.approx(float(pg.losses.BinaryCrossentropy()(yt, yp)),
                                                                            rel=1e-6)
+
+
+def test_time_distributed_hands_each_steps_mask_to_its_layer_and_checks_it():
+    class MaskedDense(layers.Wrapper):
+        def __init__(self, units, **kw):
+            super().__init__(layers.Dense(units, kernel_initializer=C(0.01), use_bias=False), **kw)
+            self.supports_masking = True
+
+        def call(self, inputs, training=False, mask=None):
+            out = self.layer.call(inputs)
+            return out if mask is None else ops.transpose(ops.transpose(out) * ops.cast(mask, inputs.dtype))
+
+    seq = np.arange(24).reshape((3, 2, 4)).astype(np.float32)
+    mask = np.array([[False, True], [True, False], [True, True]])
+    got = np.asarray(layers.TimeDistributed(MaskedDense(1))(seq, mask=mask))[..., 0]
+    np.testing.assert_allclose(got, [[0, 0.22], [0.38, 0], [0.7, 0.86]], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="mask has shape"):
+        layers.TimeDistributed(layers.Dense(5))(np.zeros((4, 5, 3), np.float32), mask=np.ones((4, 6), bool))

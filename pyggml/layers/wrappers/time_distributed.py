@@ -6,6 +6,8 @@ one per step.  The wrapped layer's weights are named ``layer.<weight>``.
 A padding mask of the input passes through to the output (the steps stay).
 """
 
+import numpy as np
+
 from pyggml import _fold, ops
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
@@ -40,13 +42,24 @@ class TimeDistributed(Layer):
             raise ValueError("TimeDistributed: the wrapped layer must have one output")
         return (input_shape[0], input_shape[1]) + tuple(inner[1:])
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
+        """A padding mask (batch, steps) must match the inputs' first two axes; the wrapped
+        layer gets each step's entry (batch * steps,) when its call takes a mask, as Keras's."""
         n, feats = _fold.batch_and_features(inputs)
         steps = feats[0]
+        if mask is not None:
+            mshape = tuple(int(d) for d in mask.shape)
+            if mshape != (n, steps):
+                raise ValueError(f"TimeDistributed: the mask has shape {mshape}, the inputs' (batch, timesteps) are "
+                                 f"{(n, steps)}")
         # frames of videos (N, T, H, W, C) come folded: (N * T, H, W, C) are the rows already (a
         # new view of them: the wrapped layer takes them as images, not as the volume they were)
         rows = ops.reshape(contiguous(inputs), (n * steps,) + feats[1:])
-        y = self.layer(rows, training=training)
+        if mask is not None and self.layer._accepts("mask"):
+            m = mask if not isinstance(mask, np.ndarray) else ops.constant(np.asarray(mask, np.float32))
+            y = self.layer(rows, training=training, mask=ops.reshape(contiguous(m), (n * steps,)))
+        else:
+            y = self.layer(rows, training=training)
         if len(y.shape) == 4:
             return y                    # (N * T, ...) is the fold of (N, T, ...): pyggml._fold
         return ops.reshape(contiguous(y), (n, steps) + tuple(y.shape[1:]))
