@@ -1073,3 +1073,19 @@ def test_time_distributed_hands_each_steps_mask_to_its_layer_and_checks_it():
     np.testing.assert_allclose(got, [[0, 0.22], [0.38, 0], [0.7, 0.86]], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="mask has shape"):
         layers.TimeDistributed(layers.Dense(5))(np.zeros((4, 5, 3), np.float32), mask=np.ones((4, 6), bool))
+
+
+def test_layer_arguments_keras_users_pass():
+    table = np.arange(12, dtype=np.float32).reshape(3, 4)
+    emb = layers.Embedding(3, 4, weights=[table])
+    np.testing.assert_array_equal(emb.embeddings.numpy(), table)
+    np.testing.assert_array_equal(np.asarray(emb(np.array([[2, 0]]))), table[[[2, 0]]])
+    e2 = layers.Embedding(3, 4)
+    e2.build()
+    assert e2.built
+    x = np.arange(5, dtype=np.float32)[None]
+    got = np.asarray(layers.LayerNormalization(rms_scaling=True)(x))
+    np.testing.assert_allclose(got, x / np.sqrt(x.var() + 1e-3), rtol=1e-5)
+    assert layers.InputLayer(shape=(2, 3), batch_size=4).batch_shape == (4, 2, 3)
+    assert pg.optimizers.get(None) is None and pg.metrics.get(None) is None
+    assert isinstance(pg.optimizers.get({"class_name": "Adam", "config": {"learning_rate": 0.5}}), pg.optimizers.Adam)

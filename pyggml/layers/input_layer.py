@@ -80,6 +80,11 @@ class InputLayer(Layer):
     def kind(cls):
         return "input_layer"
 
+    @property
+    def batch_shape(self):
+        """Keras's: (batch size or None, *shape)."""
+        return (self.batch_size,) + tuple(self.shape)
+
     def get_config(self):
         return {"name": self.name, "batch_shape": (self.batch_size,) + self.shape, "dtype": self.dtype}
 

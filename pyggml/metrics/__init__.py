@@ -58,7 +58,9 @@ KNOWN = sorted(set(_BY_NAME) | {"accuracy", "acc"})
 
 def get(identifier, sparse=False, binary=False):
     """A fresh Metric for a name (``sparse``/``binary`` resolve "accuracy" as Keras does:
-    by the targets and the output), a Metric instance, or a function (wrapped)."""
+    by the targets and the output), a Metric instance, or a function (wrapped); None for None."""
+    if identifier is None:
+        return None
     if isinstance(identifier, Metric):
         return identifier
     if isinstance(identifier, str):

@@ -791,7 +791,7 @@ def install(cls):
         self.check_alive()
         loss = None if loss is _DEFAULT_LOSS else loss
         weighted = kwargs.get("weighted_metrics")
-        self.optimizer = optimizers_mod.get(optimizer)
+        self.optimizer = optimizers_mod.get("adam" if optimizer is None else optimizer)
         self._custom_loss = None if loss is None else CompileLoss(loss, loss_weights)
         self._custom_metrics = CompileMetrics(metrics, weighted, _output_names(self)) if (metrics or weighted) else None
         self._custom_compiled = True

@@ -226,7 +226,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         """Set the optimizer, losses and metrics, choose the device, draw the weights."""
         self.check_alive()
         topo = self._ensure_graph()
-        opt = optimizers_mod.get(optimizer)
+        opt = optimizers_mod.get("adam" if optimizer is None else optimizer)     # (None: the default)
         spec = CompileSpec(topo.outputs, self.output_names, loss, loss_weights, metrics, weighted_metrics)
         if not isinstance(backend, str):
             raise TypeError("backend must be a str: 'auto', 'cpu' or a device name")

@@ -308,7 +308,7 @@ def install(cls):
                 backend="auto", seed=None, weighted_metrics=None, **kwargs):
         if _is_pending(self):
             self.check_alive()
-            self.optimizer = optimizers_mod.get(optimizer)        # compiled once the graph is made
+            self.optimizer = optimizers_mod.get("adam" if optimizer is None else optimizer)   # compiled later
             self._pending_compile = dict(optimizer=self.optimizer, loss=loss, metrics=metrics,
                                          loss_weights=loss_weights, backend=backend, seed=seed,
                                          weighted_metrics=weighted_metrics, **kwargs)

@@ -29,9 +29,20 @@ _BY_NAME = {"adam": Adam, "adamw": AdamW, "sgd": SGD, "rmsprop": RMSprop, "adagr
 
 
 def get(identifier):
-    """An Optimizer for a name (a fresh one with Keras's defaults) or an instance."""
+    """An Optimizer for a name (a fresh one with Keras's defaults), a serialized config (a
+    dict, Keras's or ``serialize``'s) or an instance; None for None (Keras's)."""
+    if identifier is None:
+        return None
     if isinstance(identifier, Optimizer):
         return identifier
+    if isinstance(identifier, dict):
+        if "class" in identifier:
+            return deserialize(identifier)
+        from pyggml.saving.serialization_lib import deserialize_keras_object
+        obj = deserialize_keras_object(identifier)
+        if not isinstance(obj, Optimizer):
+            raise ValueError(f"the config {identifier!r} is not an optimizer's")
+        return obj
     if isinstance(identifier, type) and issubclass(identifier, Optimizer):
         return identifier()                  # (a name deserialized to its class: "SGD")
     if isinstance(identifier, str) and identifier.lower() in _BY_NAME:

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pyggml import _scope, ops
+from pyggml import _scope, initializers, ops
 from pyggml._validation import check_positive_int
 from pyggml.core import Tensor
 from pyggml.layers.core.lora import LoraWeights
@@ -35,8 +35,18 @@ class Embedding(QuantizedWeights, LoraWeights, Layer):
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", mask_zero=False,
                  input_length=None, embeddings_regularizer=None, embeddings_constraint=None, lora_rank=None,
-                 lora_alpha=None, **kwargs):
+                 lora_alpha=None, weights=None, **kwargs):
         super().__init__(**kwargs)
+        if weights is not None:
+            # Keras's weights=[matrix] (a pretrained table): the initial values, as an initializer
+            table = weights[0] if isinstance(weights, (list, tuple)) and len(weights) == 1 else weights
+            table = np.asarray(table.numpy() if hasattr(table, "numpy") and not isinstance(table, np.ndarray) else table,
+                               dtype=np.float32)
+            if table.shape != (input_dim, output_dim):
+                raise ValueError(f"Embedding: weights must be one matrix of shape (input_dim, output_dim) = "
+                                 f"{(input_dim, output_dim)}, got {table.shape}")
+            embeddings_initializer = initializers.get(table)
+        self._built_from_weights = weights is not None
         self._init_lora(lora_rank, lora_alpha)
         from pyggml.layers._helpers import set_weight_options
         set_weight_options(self, embeddings_regularizer=embeddings_regularizer,
@@ -45,6 +55,8 @@ class Embedding(QuantizedWeights, LoraWeights, Layer):
         self.output_dim = check_positive_int("output_dim", output_dim)
         self.embeddings_initializer = embeddings_initializer
         self.mask_zero = bool(mask_zero)
+        if self.__dict__.pop("_built_from_weights", False):
+            self.build()                           # Keras's: the given table is there at once
 
     @property
     def index_limit(self):
@@ -57,7 +69,8 @@ class Embedding(QuantizedWeights, LoraWeights, Layer):
     # Keras's names for these weights (the same Variables)
     embeddings = property(lambda self: self.weight, doc="Keras's embeddings: the weight Variable.")
 
-    def build(self, input_shape):
+    def build(self, input_shape=None):
+        """The table (input_dim, output_dim); the input's shape does not matter (Keras's build())."""
         self.weight = self.add_weight("weight", (self.input_dim, self.output_dim), self.embeddings_initializer,
                                       layout="in_out", regularizer=self.embeddings_regularizer,
                                       constraint=self.embeddings_constraint)

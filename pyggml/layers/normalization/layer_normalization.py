@@ -37,8 +37,12 @@ class LayerNormalization(Layer):
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
-                 gamma_constraint=None, **kwargs):
+                 gamma_constraint=None, rms_scaling=False, **kwargs):
         super().__init__(**kwargs)
+        # Keras's rms_scaling: x / sqrt(mean(x^2) + epsilon) * gamma (no centring, no beta)
+        self.rms_scaling = bool(rms_scaling)
+        if self.rms_scaling:
+            center, scale = False, True
         items = list(axis) if isinstance(axis, (list, tuple)) else [axis]
         if not items:
             raise ValueError("LayerNormalization: axis must name at least one axis")
@@ -96,6 +100,10 @@ class LayerNormalization(Layer):
 
     def _normalise(self, x, weight, bias):
         """x normalised over its last axis, times ``weight``, plus ``bias`` (either may be None)."""
+        if self.rms_scaling:
+            # Keras's: the inputs (not centred) over the root of their variance, times gamma
+            y = ops.multiply(x, ops.rsqrt(ops.var(x, axis=-1, keepdims=True) + self.epsilon))
+            return ops.mul(contiguous(y), weight) if weight is not None else y
         if fused():
             y = core_ops.norm(x, self.epsilon)
             if weight is not None:
@@ -112,4 +120,5 @@ class LayerNormalization(Layer):
         cfg = super().get_config()
         cfg.update(axis=self.axis)
         cfg.update(affine_config(self, _OPTIONS))
+        cfg["rms_scaling"] = self.rms_scaling
         return cfg
