@@ -1089,3 +1089,32 @@ def test_layer_arguments_keras_users_pass():
     assert layers.InputLayer(shape=(2, 3), batch_size=4).batch_shape == (4, 2, 3)
     assert pg.optimizers.get(None) is None and pg.metrics.get(None) is None
     assert isinstance(pg.optimizers.get({"class_name": "Adam", "config": {"learning_rate": 0.5}}), pg.optimizers.Adam)
+
+
+def test_early_stopping_tracks_the_best_epoch_whatever_the_baseline_and_restores_it_at_the_end():
+    m = pg.Sequential([pg.Input((1,)), layers.Dense(1, kernel_initializer="zeros")])
+    m.compile("sgd", "mse")
+    es = pg.callbacks.EarlyStopping(patience=2, baseline=0.5, restore_best_weights=True)
+    es.set_model(m)
+    es.on_train_begin()
+    for epoch, loss in enumerate([0.9, 0.8, 0.7, 0.71, 0.72]):       # none beats the baseline
+        m.layers[0].set_weights([np.full((1, 1), float(epoch), np.float32), np.zeros(1, np.float32)])
+        es.on_epoch_end(epoch, {"val_loss": loss})
+        if m.stop_training:
+            break
+    es.on_train_end()
+    assert es.best_epoch == 2 and float(m.layers[0].get_weights()[0][0, 0]) == 2.0     # epoch 2's weights
+
+
+def test_gradient_accumulation_counts_updates_and_equals_the_mean_gradient():
+    o1 = pg.optimizers.Adam(weight_decay=0.05)
+    o3 = pg.optimizers.Adam(weight_decay=0.05, gradient_accumulation_steps=3)
+    v1, v3 = pg.Variable([[0.9], [0.5]]), pg.Variable([[0.9], [0.5]])
+    r = np.random.RandomState(0)
+    for _ in range(8):
+        g3 = r.random_sample([3, 2, 1]).astype(np.float32)
+        o1.apply_gradients([(g3.mean(0), v1)])
+        for b in range(3):
+            o3.apply_gradients([(g3[b], v3)])
+    np.testing.assert_allclose(v3.numpy(), v1.numpy(), rtol=1e-6)
+    assert int(o3.iterations) == 8

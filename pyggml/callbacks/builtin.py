@@ -71,35 +71,41 @@ class EarlyStopping(Callback):
     def on_train_begin(self, logs=None):
         self.wait = 0
         self.stopped_epoch = 0
-        self.best = _initial(self.mode, self.monitor, self.model) if self.baseline is None else self.baseline
+        self.best = _initial(self.mode, self.monitor, self.model)
         self.best_weights = None
         self.best_epoch = 0
 
     def on_epoch_end(self, epoch, logs=None):
+        """Keras 3's: the best epoch is tracked whatever the baseline, which only decides whether
+        an improvement resets the patience."""
         current = (logs or {}).get(self.monitor)
         if current is None or epoch < self.start_from_epoch:
             return
         if self.restore_best_weights and self.best_weights is None:
             self.best_weights = self.model.get_weights()
+            self.best_epoch = epoch
         self.wait += 1
         if _is_better(self.mode, self.monitor, current, self.best, self.min_delta, self.model):
             self.best = current
             self.best_epoch = epoch
-            self.wait = 0
             if self.restore_best_weights:
                 self.best_weights = self.model.get_weights()
+            if self.baseline is None or _is_better(self.mode, self.monitor, current, self.baseline, self.min_delta,
+                                                   self.model):
+                self.wait = 0
             return
         if self.wait >= self.patience and epoch > 0:
             self.stopped_epoch = epoch
             self.model.stop_training = True
-            if self.restore_best_weights and self.best_weights is not None:
-                if self.verbose > 0:
-                    print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
-                self.model.set_weights(self.best_weights)
 
     def on_train_end(self, logs=None):
         if self.stopped_epoch > 0 and self.verbose > 0:
             print(f"Epoch {self.stopped_epoch + 1}: early stopping")
+        # Keras 3's: the best epoch's weights come back however training ended
+        if self.restore_best_weights and self.best_weights is not None:
+            if self.verbose > 0:
+                print(f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}.")
+            self.model.set_weights(self.best_weights)
 
 
 class ReduceLROnPlateau(Callback):

@@ -254,7 +254,12 @@ class Optimizer:
         if loose:
             self.iterations = start
             LOOSE_HANDLER[0](self, loose)
-        self.iterations = start + 1
+        # with gradient accumulation a step is every N calls (the update of their mean): Keras's
+        # iterations counts those, so the update's bias corrections see the steps taken
+        n = self.gradient_accumulation_steps
+        calls = self.__dict__.get("_accumulated_calls", 0) + 1
+        self.__dict__["_accumulated_calls"] = calls % n if n else 0
+        self.iterations = start + (1 if not n or calls % n == 0 else 0)
 
     @property
     def steps_through_python(self):
