@@ -1118,3 +1118,13 @@ def test_gradient_accumulation_counts_updates_and_equals_the_mean_gradient():
             o3.apply_gradients([(g3[b], v3)])
     np.testing.assert_allclose(v3.numpy(), v1.numpy(), rtol=1e-6)
     assert int(o3.iterations) == 8
+
+
+def test_small_metric_and_mask_attributes():
+    m = pg.metrics.SparseCategoricalCrossentropy(ignore_class=0)
+    m.update_state(np.array([1, 0, 2]), np.array([[0.05, 0.95, 0], [0.1, 0.8, 0.1], [0.2, 0.3, 0.5]]))
+    assert float(m.result()) == pytest.approx(np.mean([-np.log(0.95), -np.log(0.5)]), rel=1e-6)
+    assert pg.metrics.Mean().dtype == "float32" and pg.metrics.Precision().true_positives.tolist() == [0.0]
+    x = layers.Masking()(np.array([[[0.0], [1.0]]], np.float32))
+    np.testing.assert_array_equal(layers.Rescaling(2.0)(x)._keras_mask, [[False, True]])
+    assert layers.Normalization(mean=0.0, variance=1.0).supports_masking

@@ -1362,6 +1362,8 @@ class Layer:
                 _carry_masks(out, np.asarray(m) > 0.5)
         elif in_mask is not None and type(self).compute_mask is not Layer.compute_mask:
             _carry_masks(out, self.compute_mask(np.asarray(inputs), np.asarray(in_mask)))
+        elif in_mask is not None and not isinstance(in_mask, list) and self.supports_masking:
+            _carry_masks(out, np.asarray(in_mask) > 0.5)         # a layer the mask passes through
         elif type(self).compute_mask is not Layer.compute_mask and not isinstance(inputs, list):
             # a layer of the user's that makes a mask (a custom Embedding's compute_mask on the ids):
             # Keras's __call__ attaches it to the eager output; one written for graph tensors only

@@ -250,6 +250,12 @@ class _Confusion(Metric):
     def _counts(self, c):
         return c.astype(np.float32) if isinstance(c, np.ndarray) else c
 
+    # Keras's state variables, read as arrays (one entry per threshold)
+    true_positives = property(lambda self: np.atleast_1d(np.asarray(self.tp, np.float32)))
+    false_positives = property(lambda self: np.atleast_1d(np.asarray(self.fp, np.float32)))
+    true_negatives = property(lambda self: np.atleast_1d(np.asarray(self.tn, np.float32)))
+    false_negatives = property(lambda self: np.atleast_1d(np.asarray(self.fn, np.float32)))
+
     def get_config(self):
         c = {"name": self.name, "thresholds": None if self._default_thresholds else self.thresholds}
         if self.takes_top_k:

@@ -6,7 +6,7 @@ import numpy as np
 
 from pyggml._validation import check_int, check_number, check_positive_int
 from pyggml.metrics.builtin import _last_axis, _PerSample
-from pyggml.metrics.metric import Metric
+from pyggml.metrics.metric import Metric, keras_weights
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["KLDivergence", "Poisson", "LogCoshError", "CosineSimilarity", "MeanSquaredLogarithmicError", "Hinge",
@@ -182,8 +182,24 @@ class CategoricalCrossentropy(_XentMetric):
 class SparseCategoricalCrossentropy(_XentMetric):
     default_name = "sparse_categorical_crossentropy"
 
-    def __init__(self, name=None, dtype=None, from_logits=False, axis=-1):
+    def __init__(self, name=None, dtype=None, from_logits=False, axis=-1, ignore_class=None):
         super().__init__(name, from_logits=from_logits, axis=axis)
+        if ignore_class is not None and (isinstance(ignore_class, bool) or not isinstance(ignore_class, int)):
+            raise TypeError(f"ignore_class must be an int or None, got {ignore_class!r}")
+        self.ignore_class = ignore_class
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        if self.ignore_class is None:
+            return super().update_state(y_true, y_pred, sample_weight)
+        # Keras's: the positions labelled ignore_class count for nothing (weight 0)
+        p = np.asarray(y_pred, dtype=np.float64)
+        labels = np.asarray(y_true).reshape(p.shape[:-1] if p.ndim > 1 else (-1,))
+        keep = (labels != self.ignore_class).astype(np.float64)
+        w = keep if sample_weight is None else keep * keras_weights(sample_weight, keep.shape, self.name)
+        return super().update_state(np.where(keep > 0, labels, 0), y_pred, w)
+
+    def get_config(self):
+        return {**super().get_config(), "ignore_class": self.ignore_class}
 
     def values(self, y_true, y_pred):
         p = np.asarray(y_pred, dtype=np.float64)

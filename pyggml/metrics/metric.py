@@ -96,6 +96,8 @@ class MetricUpdate:
 class Metric:
     """Base class: ``name``; ``update_state``, ``result``, ``reset_state``."""
 
+    dtype = "float32"          # Keras's: its state and result dtype (float32 here)
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         r = cls.__dict__.get("result")

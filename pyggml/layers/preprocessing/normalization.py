@@ -68,6 +68,8 @@ class Normalization(Layer):
     the last axis; None: one for all.  Call ``adapt(data)`` (an array or a
     dataset of batches) to learn them, or pass ``mean`` and ``variance``."""
 
+    supports_masking = True             # element-wise: a padding mask passes through (Keras's)
+
     host_capable = True          # runs in the graph, or on the host before host layers (see host_apply)
 
     def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):

@@ -34,6 +34,8 @@ def _value(v, what):
 class Rescaling(Layer):
     """``Rescaling(scale, offset=0.0)``: ``x * scale + offset``."""
 
+    supports_masking = True             # element-wise: a padding mask passes through (Keras's)
+
     host_capable = True
 
     def __init__(self, scale, offset=0.0, **kwargs):
