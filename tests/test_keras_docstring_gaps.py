@@ -1128,3 +1128,12 @@ def test_small_metric_and_mask_attributes():
     x = layers.Masking()(np.array([[[0.0], [1.0]]], np.float32))
     np.testing.assert_array_equal(layers.Rescaling(2.0)(x)._keras_mask, [[False, True]])
     assert layers.Normalization(mean=0.0, variance=1.0).supports_masking
+
+
+def test_rate_callbacks_set_each_inner_optimizer_of_a_multi_optimizer():
+    m = _two_part_model()
+    a, s = pg.optimizers.Adam(0.01), pg.optimizers.SGD(0.1)
+    m.compile(pg.optimizers.MultiOptimizer(pg.optimizers.OptimizerMap(s, {"encoder_dense/.*": a})), "mse")
+    x, y = np.ones((8, 3), np.float32), np.ones((8, 1), np.float32)
+    m.fit(x, y, epochs=2, verbose=0, callbacks=[pg.callbacks.LearningRateScheduler(lambda e, lr: lr * 0.5)])
+    assert a.learning_rate == pytest.approx(0.0025) and s.learning_rate == pytest.approx(0.025)

@@ -137,12 +137,13 @@ class ReduceLROnPlateau(Callback):
         elif self.cooldown_counter <= 0:
             self.wait += 1
             if self.wait >= self.patience:
-                old = self.model.optimizer.learning_rate
-                new = max(old * self.factor, self.min_lr)
-                if new < old and new > 0:
-                    self.model.optimizer.learning_rate = new
-                    if self.verbose > 0:
-                        print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new}.")
+                for opt in _rated(self.model.optimizer):
+                    old = opt.learning_rate
+                    new = max(old * self.factor, self.min_lr)
+                    if new < old and new > 0:
+                        opt.learning_rate = new
+                        if self.verbose > 0:
+                            print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new}.")
                 self.cooldown_counter = self.cooldown
                 self.wait = 0
 
@@ -159,10 +160,18 @@ class LearningRateScheduler(Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         # Keras's: schedule(epoch, lr), or schedule(epoch) for a function of the epoch alone
-        lr = self.schedule(epoch, self.model.optimizer.learning_rate) if self._takes_lr else self.schedule(epoch)
-        self.model.optimizer.learning_rate = float(lr)
-        if self.verbose > 0:
-            print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {float(lr)}.")
+        for opt in _rated(self.model.optimizer):
+            lr = self.schedule(epoch, opt.learning_rate) if self._takes_lr else self.schedule(epoch)
+            opt.learning_rate = float(lr)
+            if self.verbose > 0:
+                print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {float(lr)}.")
+
+
+def _rated(optimizer):
+    """The optimizers whose rates a callback sets: a MultiOptimizer's inner ones (each its own,
+    as Keras's callbacks treat them), else the optimizer."""
+    inner = getattr(optimizer, "optimizers", None)
+    return list(inner) if isinstance(inner, list) and inner else [optimizer]
 
 
 def _takes_two(fn):
