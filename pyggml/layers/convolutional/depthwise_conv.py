@@ -233,6 +233,7 @@ class BaseDepthwise(Activated):
 
 class _DepthwiseConv(BaseDepthwise):
     depthwise_kernel = KerasKernel("weight")     # Keras's (*kernel, in, multiplier)
+    kernel = depthwise_kernel                    # Keras 3's name for it too
 
     def __init__(self, kernel_size, strides=1, padding="valid", depth_multiplier=1, data_format=None,
                  dilation_rate=1, activation=None, use_bias=True, depthwise_initializer="glorot_uniform",
