@@ -1137,3 +1137,19 @@ def test_rate_callbacks_set_each_inner_optimizer_of_a_multi_optimizer():
     x, y = np.ones((8, 3), np.float32), np.ones((8, 1), np.float32)
     m.fit(x, y, epochs=2, verbose=0, callbacks=[pg.callbacks.LearningRateScheduler(lambda e, lr: lr * 0.5)])
     assert a.learning_rate == pytest.approx(0.0025) and s.learning_rate == pytest.approx(0.025)
+
+
+def test_auc_options_match_kerass_values():
+    y_true = np.array([[0, 0], [1, 1], [1, 1], [1, 0]])
+    y_pred = np.array([[0.0, 0.4], [0.5, 0.7], [0.3, 0.2], [0.9, 0.3]], np.float32)
+    for kw, want in ((dict(multi_label=True), 0.75), (dict(num_thresholds=2, thresholds=[0.5]), 0.70),
+                     (dict(summation_method="majoring"), 0.80), (dict(curve="PRGAIN"), 0.2824074),
+                     (dict(multi_label=True, label_weights=[0.75, 0.25]), 0.875)):       # Keras 3.15's
+        assert float(pg.metrics.AUC(**kw)(y_true, y_pred)) == pytest.approx(want, rel=1e-5), kw
+    yp, yt = np.array([0, 0.5, 0.3, 0.9], np.float32), np.array([0, 0, 1, 1])
+    assert float(pg.metrics.AUC(num_thresholds=3, curve="PR")(yt, yp, sample_weight=[1, 2, 3, 4])) == \\
+        pytest.approx(0.916613, rel=1e-5)                       # Davis & Goadrich's interpolation
+    assert float(pg.metrics.AUC(num_thresholds=3, curve="ROC")(yt, yp, sample_weight=[1, 2, 3, 4])) == \\
+        pytest.approx(0.785714, rel=1e-5)
+    cfg = pg.metrics.AUC(thresholds=[0.3, 0.6], curve="PR", multi_label=True).get_config()
+    assert pg.metrics.AUC.from_config(cfg).get_config() == cfg

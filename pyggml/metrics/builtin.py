@@ -318,48 +318,123 @@ def counts_at_thresholds(p, positive, thresholds, weights):
 
 @register_builtin
 class AUC(Metric):
-    """Area under the ROC (or PR) curve from counts at ``num_thresholds``
-    thresholds (Keras's approximation)."""
+    """Area under the ROC, PR or PR-gain curve from counts at ``num_thresholds`` thresholds
+    (Keras's approximation): ``summation_method`` "interpolation" (the trapezoid; for PR, Davis
+    and Goadrich's interpolation of precision between thresholds), "minoring" or "majoring"
+    (Riemann sums of the lower or upper heights); ``thresholds`` gives the inner thresholds
+    instead; ``multi_label`` takes each label's curve apart (their mean, or weighted by
+    ``label_weights``), where otherwise every value counts in one curve (weighted by
+    ``label_weights`` per label)."""
 
-    def __init__(self, num_thresholds=200, curve="ROC", name="auc", dtype=None, from_logits=False):
+    def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", name="auc", dtype=None,
+                 thresholds=None, multi_label=False, num_labels=None, label_weights=None, from_logits=False):
         super().__init__(name)
-        self.num_thresholds = check_positive_int("num_thresholds", num_thresholds)
-        if self.num_thresholds < 2:
-            raise ValueError("AUC: num_thresholds must be > 1")
-        if curve not in ("ROC", "PR"):
-            raise ValueError(f"AUC: curve must be 'ROC' or 'PR', got {curve!r}")
-        self.curve = curve
+        if curve not in ("ROC", "PR", "PRGAIN"):
+            raise ValueError(f"AUC: curve must be 'ROC', 'PR' or 'PRGAIN', got {curve!r}")
+        if summation_method not in ("interpolation", "minoring", "majoring"):
+            raise ValueError(f"AUC: summation_method must be 'interpolation', 'minoring' or 'majoring', got "
+                             f"{summation_method!r}")
+        self.curve, self.summation_method = curve, summation_method
         self.from_logits = bool(from_logits)
+        self.multi_label = bool(multi_label)
         eps = 1e-7
-        inner = [(i + 1) / (self.num_thresholds - 1) for i in range(self.num_thresholds - 2)]
-        self.thresholds = np.array([0.0 - eps] + inner + [1.0 + eps])
+        if thresholds is not None:
+            inner = sorted(check_number("thresholds", t, 0.0, 1.0) for t in np.asarray(thresholds).reshape(-1))
+            self._given_thresholds = list(inner)
+            self.num_thresholds = len(inner) + 2
+        else:
+            self.num_thresholds = check_positive_int("num_thresholds", num_thresholds)
+            if self.num_thresholds < 2:
+                raise ValueError("AUC: num_thresholds must be > 1")
+            self._given_thresholds = None
+            inner = [(i + 1) / (self.num_thresholds - 1) for i in range(self.num_thresholds - 2)]
+        self.thresholds = np.array([0.0 - eps] + list(inner) + [1.0 + eps])
+        self.label_weights = None if label_weights is None else np.asarray(label_weights, np.float64).reshape(-1)
+        if self.label_weights is not None and (not np.all(np.isfinite(self.label_weights)) or
+                                               np.any(self.label_weights < 0)):
+            raise ValueError(f"AUC: label_weights must be non-negative numbers, got {label_weights!r}")
+        self.num_labels = None if num_labels is None else check_positive_int("num_labels", num_labels)
         self.reset_state()
 
     def reset_state(self):
         k = self.num_thresholds
-        self.tp, self.fp, self.tn, self.fn = (np.zeros(k) for _ in range(4))
+        shape = (k,) if not self.multi_label else (k, 0)
+        self.tp, self.fp, self.tn, self.fn = (np.zeros(shape) for _ in range(4))
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        yt, yp, w = as_arrays(y_true, y_pred, sample_weight)
-        p = yp.reshape(-1)
+        yp = np.asarray(y_pred, dtype=np.float64)
         if self.from_logits:
-            p = 1.0 / (1.0 + np.exp(-p))
-        t = yt.reshape(-1).astype(np.float64) > 0.5
-        ww = np.ones_like(p) if w is None else np.broadcast_to(w, yp.reshape(len(yp), -1).shape).reshape(-1)
-        tp, fp, tn, fn = counts_at_thresholds(p, t, self.thresholds, ww)
-        self.tp += tp
-        self.fp += fp
-        self.tn += tn
-        self.fn += fn
+            yp = 1.0 / (1.0 + np.exp(-yp))
+        yt = np.asarray(y_true).astype(np.float64).reshape(yp.shape) > 0.5
+        if self.multi_label:
+            if yp.ndim != 2:
+                raise ValueError(f"AUC(multi_label=True): expected (batch, labels) predictions, got {yp.shape}")
+            w = np.ones(yp.shape) if sample_weight is None else keras_weights(sample_weight, yp.shape, self.name)
+            counts = [counts_at_thresholds(yp[:, j], yt[:, j], self.thresholds, w[:, j]) for j in range(yp.shape[1])]
+            new = [np.stack([c[i] for c in counts], axis=1) for i in range(4)]
+            if self.tp.shape[1] == 0:
+                self.tp, self.fp, self.tn, self.fn = (np.zeros_like(a) for a in new)
+            elif self.tp.shape[1] != yp.shape[1]:
+                raise ValueError(f"AUC(multi_label=True): {yp.shape[1]} labels after {self.tp.shape[1]}")
+        else:
+            w = np.ones(yp.shape) if sample_weight is None else keras_weights(sample_weight, yp.shape, self.name)
+            if self.label_weights is not None and yp.ndim >= 1 and yp.shape[-1] == len(self.label_weights):
+                w = w * self.label_weights
+            new = counts_at_thresholds(yp.reshape(-1), yt.reshape(-1), self.thresholds, w.reshape(-1))
+        self.tp, self.fp, self.tn, self.fn = (a + b for a, b in zip((self.tp, self.fp, self.tn, self.fn), new))
+
+    def _area(self, tp, fp, tn, fn):
+        """The area of one curve from the counts at each threshold (k,)."""
+        def div(a, b):
+            return np.where(b > 0, a / np.where(b > 0, b, 1.0), 0.0)
+        if self.curve == "PR" and self.summation_method == "interpolation":
+            # Davis & Goadrich: precision interpolated along the counts between adjacent thresholds
+            dtp = tp[:-1] - tp[1:]
+            p = tp + fp
+            dp = p[:-1] - p[1:]
+            slope = div(dtp, np.maximum(dp, 0.0))
+            intercept = tp[1:] - slope * p[1:]
+            both = (p[:-1] > 0) & (p[1:] > 0)
+            ratio = np.where(both, div(p[:-1], np.maximum(p[1:], 0.0)), 1.0)
+            return float(np.sum(div(slope * (dtp + intercept * np.log(np.where(ratio > 0, ratio, 1.0))),
+                                    np.maximum(tp[1:] + fn[1:], 0.0))))
+        if self.curve == "ROC":
+            x, y = div(fp, fp + tn), div(tp, tp + fn)
+        elif self.curve == "PR":
+            x, y = div(tp, tp + fn), div(tp, tp + fp)
+        else:                       # PRGAIN: the gains 1 - (fn or fp / tp) (P / N); no true positive: (0, 1)
+            ratio = div(tp + fn, tn + fp)
+            x = np.where(tp == 0, 0.0, np.maximum(1.0 - div(fn, tp) * ratio, 0.0))
+            y = np.where(tp == 0, 1.0, 1.0 - div(fp, tp) * ratio)
+        if self.summation_method == "interpolation":
+            heights = (y[:-1] + y[1:]) / 2.0
+        elif self.summation_method == "minoring":
+            heights = np.minimum(y[:-1], y[1:])
+        else:
+            heights = np.maximum(y[:-1], y[1:])
+        return float(np.sum((x[:-1] - x[1:]) * heights))
 
     def result(self):
-        tpr = self.tp / np.maximum(self.tp + self.fn, 1e-12)
-        if self.curve == "ROC":
-            fpr = self.fp / np.maximum(self.fp + self.tn, 1e-12)
-            return float(np.sum((fpr[:-1] - fpr[1:]) * (tpr[:-1] + tpr[1:]) / 2.0))
-        precision = self.tp / np.maximum(self.tp + self.fp, 1e-12)
-        return float(np.sum((tpr[:-1] - tpr[1:]) * (precision[:-1] + precision[1:]) / 2.0))
+        if not self.multi_label:
+            return self._area(self.tp, self.fp, self.tn, self.fn)
+        if self.tp.shape[1] == 0:
+            return 0.0
+        areas = np.array([self._area(self.tp[:, j], self.fp[:, j], self.tn[:, j], self.fn[:, j])
+                          for j in range(self.tp.shape[1])])
+        if self.label_weights is None:
+            return float(areas.mean())
+        lw = self.label_weights[:len(areas)]
+        return float((areas * lw).sum() / lw.sum()) if lw.sum() > 0 else 0.0
 
     def get_config(self):
-        return {"name": self.name, "num_thresholds": self.num_thresholds, "curve": self.curve,
-                "from_logits": self.from_logits}
+        c = {"name": self.name, "num_thresholds": self.num_thresholds, "curve": self.curve,
+             "summation_method": self.summation_method, "multi_label": self.multi_label,
+             "from_logits": self.from_logits}
+        if self._given_thresholds is not None:
+            c["thresholds"] = list(self._given_thresholds)
+            del c["num_thresholds"]
+        if self.label_weights is not None:
+            c["label_weights"] = self.label_weights.tolist()
+        if self.num_labels is not None:
+            c["num_labels"] = self.num_labels
+        return c
