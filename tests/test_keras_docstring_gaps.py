@@ -1147,9 +1147,9 @@ def test_auc_options_match_kerass_values():
                      (dict(multi_label=True, label_weights=[0.75, 0.25]), 0.875)):       # Keras 3.15's
         assert float(pg.metrics.AUC(**kw)(y_true, y_pred)) == pytest.approx(want, rel=1e-5), kw
     yp, yt = np.array([0, 0.5, 0.3, 0.9], np.float32), np.array([0, 0, 1, 1])
-    assert float(pg.metrics.AUC(num_thresholds=3, curve="PR")(yt, yp, sample_weight=[1, 2, 3, 4])) == \\
+    assert float(pg.metrics.AUC(num_thresholds=3, curve="PR")(yt, yp, sample_weight=[1, 2, 3, 4])) == \
         pytest.approx(0.916613, rel=1e-5)                       # Davis & Goadrich's interpolation
-    assert float(pg.metrics.AUC(num_thresholds=3, curve="ROC")(yt, yp, sample_weight=[1, 2, 3, 4])) == \\
+    assert float(pg.metrics.AUC(num_thresholds=3, curve="ROC")(yt, yp, sample_weight=[1, 2, 3, 4])) == \
         pytest.approx(0.785714, rel=1e-5)
     cfg = pg.metrics.AUC(thresholds=[0.3, 0.6], curve="PR", multi_label=True).get_config()
     assert pg.metrics.AUC.from_config(cfg).get_config() == cfg
