@@ -1153,3 +1153,19 @@ def test_auc_options_match_kerass_values():
         pytest.approx(0.785714, rel=1e-5)
     cfg = pg.metrics.AUC(thresholds=[0.3, 0.6], curve="PR", multi_label=True).get_config()
     assert pg.metrics.AUC.from_config(cfg).get_config() == cfg
+
+
+def test_losses_over_another_axis():
+    yt = np.array([[1, 0, 0], [0, 1, 0]], np.float32).T                 # classes on axis 0
+    yp = np.array([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2]], np.float32).T
+    want = np.mean([-np.log(0.7), -np.log(0.6)])
+    assert float(pg.losses.CategoricalCrossentropy(axis=0)(yt, yp)) == pytest.approx(want, rel=1e-6)
+    assert float(pg.losses.SparseCategoricalCrossentropy(axis=0)(np.array([[0, 1]]), yp)) == pytest.approx(want,
+                                                                                                          rel=1e-6)
+    cos = [np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b) for a, b in zip(yt.T, yp.T)]
+    assert float(pg.losses.CosineSimilarity(axis=0)(yt, yp)) == pytest.approx(-np.mean(cos), rel=1e-6)
+    seg = np.random.default_rng(27).random((2, 3, 4, 4)).astype(np.float32)            # (b, classes, h, w)
+    lab = np.random.default_rng(28).integers(0, 3, (2, 4, 4))
+    first = pg.losses.SparseCategoricalCrossentropy(axis=1, from_logits=True)(lab, seg)
+    last = pg.losses.SparseCategoricalCrossentropy(from_logits=True)(lab, seg.transpose(0, 2, 3, 1))
+    assert float(first) == pytest.approx(float(last), rel=1e-6)

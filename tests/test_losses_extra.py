@@ -173,8 +173,8 @@ def test_aliases_and_reductions():
     ref, y, p, cls = CASES["poisson"]
     # Keras: the per-sample value is the mean over the last axis; "sum" adds the samples'
     assert cls(reduction="sum")(y, p) == pytest.approx((p - y * np.log(p + EPS)).mean(-1).sum(), rel=2e-5)
-    with pytest.raises(ValueError):
-        pg.losses.CosineSimilarity(axis=0)
+    with pytest.raises(ValueError, match="axis 5"):
+        pg.losses.CosineSimilarity(axis=5)(np.ones((2, 3)), np.ones((2, 3)))
     with pytest.raises(ValueError):
         pg.losses.BinaryFocalCrossentropy(gamma=-1)
 

@@ -80,8 +80,25 @@ class _CrossEntropy(Loss):
         super().__init__(name=name, reduction=reduction, **kwargs)
         self.from_logits = bool(from_logits)
         self.label_smoothing = check_number("label_smoothing", label_smoothing, 0.0, 1.0)
-        if axis != -1:
-            raise ValueError(f"{type(self).__name__}: only axis=-1 is supported")
+        if isinstance(axis, bool) or not is_int(axis):
+            raise TypeError(f"{type(self).__name__}: axis must be an int, got {axis!r}")
+        self.axis = int(axis)
+
+    def _classes_last(self, y_true, y_pred):
+        """With an ``axis`` other than the last (channels-first segmentation, axis=1), both moved
+        so the classes come last (sparse labels have no class axis: they stay)."""
+        if self.axis == -1:
+            return y_true, y_pred
+        rank = len(y_pred.shape)
+        if not -rank <= self.axis < rank:
+            raise ValueError(f"{self.name}: axis {self.axis} for predictions of shape {tuple(y_pred.shape)}")
+        a = self.axis % rank
+        if a == rank - 1:
+            return y_true, y_pred
+        y_pred = ops.moveaxis(y_pred, a, -1)
+        if not self.sparse and len(y_true.shape) == rank:
+            y_true = ops.moveaxis(y_true, a, -1)
+        return y_true, y_pred
 
     def call(self, y_true, y_pred):
         return self.values(y_true, y_pred, self.from_logits)
@@ -89,6 +106,8 @@ class _CrossEntropy(Loss):
     def get_config(self):
         c = super().get_config()
         c.update(from_logits=self.from_logits, label_smoothing=self.label_smoothing)
+        if self.axis != -1:
+            c["axis"] = self.axis
         return c
 
 
@@ -98,6 +117,7 @@ class BinaryCrossentropy(_CrossEntropy):
     logits_from = "sigmoid"
 
     def values(self, y_true, y_pred, from_logits=False):
+        y_true, y_pred = self._classes_last(y_true, y_pred)
         y_true, y_pred = _pair(y_true, y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "sigmoid")
         if self.label_smoothing:
@@ -141,6 +161,7 @@ class CategoricalCrossentropy(_CrossEntropy):
 
     def values(self, y_true, y_pred, from_logits=False):
         """Over the last axis (the classes): one loss per row, shaped as y_pred's leading axes."""
+        y_true, y_pred = self._classes_last(y_true, y_pred)
         y_true, y_pred = _pair(y_true, y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
         lead = tuple(y_pred.shape[:-1])
@@ -156,6 +177,7 @@ class CategoricalCrossentropy(_CrossEntropy):
     def mean_loss(self, y_true, y_pred, from_logits=False):
         """From logits: ggml's fused cross-entropy (one op and one backward op, exact
         log-softmax; patch 0026 makes its gradient sum(y) * softmax(z) - y for any targets)."""
+        y_true, y_pred = self._classes_last(y_true, y_pred)
         own = type(self).values is CategoricalCrossentropy.values and type(self).call is _CrossEntropy.call
         y_true, y_pred = _pair(y_true, y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
@@ -197,6 +219,7 @@ class SparseCategoricalCrossentropy(_CrossEntropy):
 
     def values(self, y_true, y_pred, from_logits=False):
         """-log p[label] per row of y_pred's last axis, shaped as its leading axes."""
+        y_true, y_pred = self._classes_last(y_true, y_pred)
         y_pred = ops.as_tensor(y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
         lead = tuple(y_pred.shape[:-1])

@@ -140,11 +140,18 @@ class CosineSimilarity(Loss):
 
     def __init__(self, axis=-1, reduction="sum_over_batch_size", name=None, dtype=None):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        if axis != -1:
-            raise ValueError("CosineSimilarity: only axis=-1 is supported")
-        self.axis = -1
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            raise TypeError(f"CosineSimilarity: axis must be an int, got {axis!r}")
+        self.axis = axis
 
     def call(self, y_true, y_pred):
+        if self.axis != -1:
+            y_true, y_pred = _pair(y_true, y_pred)
+            rank = len(y_pred.shape)
+            if not -rank <= self.axis < rank:
+                raise ValueError(f"CosineSimilarity: axis {self.axis} for values of shape {tuple(y_pred.shape)}")
+            if self.axis % rank != rank - 1:          # the axis moved last, where the rows are
+                y_true, y_pred = ops.moveaxis(y_true, self.axis, -1), ops.moveaxis(y_pred, self.axis, -1)
         y_true, y_pred, lead = _rows(y_true, y_pred)
 
         def unit(x):

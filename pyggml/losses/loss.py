@@ -117,6 +117,14 @@ def _rebuild(v, it):
     return next(it)
 
 
+def _label_shape(loss, shape):
+    """Class indices' shape for predictions of ``shape``: it without the class axis (the last,
+    or the loss's ``axis``)."""
+    axis = getattr(loss, "axis", -1)
+    axis = axis % len(shape) if shape and isinstance(axis, int) and -len(shape) <= axis < len(shape) else -1
+    return tuple(d for i, d in enumerate(shape) if i != (axis % len(shape) if shape else 0))
+
+
 def _keras_weight_rank(w, y_pred):
     """A sample weight as the losses take it, Keras's broadcasts done: a number weighs every
     sample alike, and a weight of the predictions' rank whose last axis is 1 (``(n, steps,
@@ -190,7 +198,8 @@ class Loss:
             if not isinstance(y_true, Tensor):
                 yt = np.asarray(y_true)
                 if self.sparse:
-                    y_true = ops.constant(yt.astype(np.int32).reshape(tuple(y_pred.shape[:-1]) or (1,)), "int32")
+                    y_true = ops.constant(yt.astype(np.int32).reshape(_label_shape(self, tuple(y_pred.shape)) or (1,)),
+                                          "int32")
                 else:
                     y_true = ops.constant(yt.astype(np.float32))
             if sample_weight is not None and not isinstance(sample_weight, Tensor):
@@ -210,7 +219,7 @@ class Loss:
             return out
         arrays = [np.asarray(y_true), np.asarray(y_pred, dtype=np.float32)]
         if self.sparse:
-            arrays[0] = arrays[0].astype(np.int64).reshape(arrays[1].shape[:-1])
+            arrays[0] = arrays[0].astype(np.int64).reshape(_label_shape(self, arrays[1].shape))
         elif arrays[0].dtype.kind in "biu":
             arrays[0] = arrays[0].astype(np.float32)
         if sample_weight is not None:
