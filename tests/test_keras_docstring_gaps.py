@@ -1169,3 +1169,15 @@ def test_losses_over_another_axis():
     first = pg.losses.SparseCategoricalCrossentropy(axis=1, from_logits=True)(lab, seg)
     last = pg.losses.SparseCategoricalCrossentropy(from_logits=True)(lab, seg.transpose(0, 2, 3, 1))
     assert float(first) == pytest.approx(float(last), rel=1e-6)
+
+
+def test_preprocessing_statistics_and_scales_as_keras_places_them():
+    norm = layers.Normalization(axis=(1, 2), mean=np.zeros((10, 13), np.float32),
+                                variance=np.full((10, 13), 4.0, np.float32))
+    np.testing.assert_allclose(np.asarray(norm(np.ones((2, 10, 13, 3), np.float32))), 0.5, rtol=1e-6)
+    pg.config.set_image_data_format("channels_first")
+    try:
+        y = layers.Rescaling(scale=[1 / 255, 1.5 / 255, 2 / 255], offset=0.5)(np.full((2, 3, 2, 2), 255.0, np.float32))
+    finally:
+        pg.config.set_image_data_format("channels_last")
+    np.testing.assert_allclose(np.asarray(y)[0, :, 0, 0], [1.5, 2.0, 2.5], rtol=1e-6)

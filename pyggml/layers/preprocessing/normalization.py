@@ -59,6 +59,17 @@ def _batched_if_single(data):
     return data.batch(128) if not isinstance(x, dict) and np.ndim(x) == 1 else data
 
 
+def _to_broadcast(v, broadcast):
+    """A given statistic in the inputs' broadcast shape: one value per kept index (shaped as the
+    kept axes, Keras's mean of shape (10, 13) for axis=(1, 2)) put in place, else numpy's
+    broadcasting."""
+    v = np.asarray(v)
+    kept = tuple(d for d in broadcast[1:] if d != 1)
+    if v.ndim and v.shape != tuple(broadcast) and v.size == int(np.prod(broadcast)) and v.shape == kept:
+        return v.reshape(broadcast)
+    return np.broadcast_to(v, broadcast)
+
+
 @register_builtin
 class Normalization(Layer):
     """``Normalization(axis=-1, mean=None, variance=None, invert=False)``.
@@ -115,7 +126,7 @@ class Normalization(Layer):
         else:
             for v, what in ((self.input_mean, "mean"), (self.input_variance, "variance")):
                 try:
-                    np.broadcast_to(v, broadcast)
+                    _to_broadcast(v, broadcast)
                 except ValueError:
                     raise ValueError(f"Normalization: {what} of shape {v.shape} does not broadcast to "
                                      f"{broadcast}, the statistics' shape for inputs of shape "
@@ -136,7 +147,7 @@ class Normalization(Layer):
 
     def _given(self, v):
         """A given statistic as an array of the broadcast shape without the batch axis."""
-        return np.ascontiguousarray(np.broadcast_to(v, self._broadcast)).reshape(self._stat_shape_in_graph())
+        return np.ascontiguousarray(_to_broadcast(v, self._broadcast)).reshape(self._stat_shape_in_graph())
 
     # --- Keras's mean and variance -----------------------------------------------------------
     @property
@@ -161,7 +172,7 @@ class Normalization(Layer):
             raise AttributeError(f"Normalization: {what} is known once the layer is built (called on inputs, "
                                  f"or in a model with an input shape) or adapted")
         if given is not None:
-            values = np.broadcast_to(given, self._broadcast)
+            values = _to_broadcast(given, self._broadcast)
         else:
             values = adapted.numpy().reshape(self._broadcast)
         return np.array(values, dtype=np.float32)

@@ -7,7 +7,7 @@ inputs and host layers (``Resizing``, ``Rescaling``, then ``RandomFlip``)."""
 
 import numpy as np
 
-from pyggml import ops
+from pyggml import backend, ops
 from pyggml._validation import is_number
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
@@ -30,6 +30,12 @@ def _value(v, what):
     return a
 
 
+def _channels_first_value(v):
+    if isinstance(v, np.ndarray) and 1 <= v.ndim < 3 and backend.image_data_format() == "channels_first":
+        return v.reshape(v.shape + (1,) * (3 - v.ndim))
+    return v
+
+
 @register_builtin
 class Rescaling(Layer):
     """``Rescaling(scale, offset=0.0)``: ``x * scale + offset``."""
@@ -40,8 +46,13 @@ class Rescaling(Layer):
 
     def __init__(self, scale, offset=0.0, **kwargs):
         super().__init__(**kwargs)
-        self.scale = _value(scale, "scale")
-        self.offset = _value(offset, "offset")
+        self._scale = _value(scale, "scale")
+        self._offset = _value(offset, "offset")
+
+    # Keras's: with image_data_format "channels_first", a scale or offset of one or two axes
+    # stands for the leading axes (the channels), as (c, 1, 1)
+    scale = property(lambda self: _channels_first_value(self._scale), lambda self, v: setattr(self, "_scale", v))
+    offset = property(lambda self: _channels_first_value(self._offset), lambda self, v: setattr(self, "_offset", v))
 
     def compute_output_shape(self, input_shape):
         feat = tuple(input_shape[1:])
@@ -96,6 +107,6 @@ class Rescaling(Layer):
 
     def get_config(self):
         cfg = super().get_config()
-        cfg.update(scale=self.scale if isinstance(self.scale, float) else self.scale.tolist(),
-                   offset=self.offset if isinstance(self.offset, float) else self.offset.tolist())
+        cfg.update(scale=self._scale if isinstance(self._scale, float) else self._scale.tolist(),
+                   offset=self._offset if isinstance(self._offset, float) else self._offset.tolist())
         return cfg
