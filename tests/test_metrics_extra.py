@@ -162,8 +162,22 @@ def test_mean_iou_and_iou_against_sklearn(weighted):
     per2 = metrics.jaccard_score(t[keep], p[keep], labels=list(range(1, 5)), average=None, zero_division=0)
     cm_has_0 = (p[keep] == 0).any()
     assert ign.result() == pytest.approx((per2.sum()) / (4 + cm_has_0), rel=1e-9)
-    with pytest.raises(ValueError):
-        M.MeanIoU(num_classes=3).update_state([0, 5], [0, 1])
+    # as Keras's confusion matrix: an entry whose label or prediction lies outside
+    # [0, num_classes) counts for nothing (Keras 3 gives 1.0 for both of these)
+    out = M.MeanIoU(num_classes=3)
+    out.update_state([0, 1, 2, 5, -1], [0, 1, 2, 1, 0])
+    assert out.result() == 1.0
+    assert out.total_cm.sum() == 3
+    out = M.MeanIoU(num_classes=3)
+    out.update_state([0, 1, 2], [0, 1, 7])
+    assert out.result() == 1.0  # class 2 never counted: not seen
+    # axis= picks the class axis of dense labels and scores
+    ax = M.MeanIoU(num_classes=3, sparse_y_true=False, sparse_y_pred=False, axis=0)
+    ax.update_state(np.eye(3)[[0, 1, 2, 1]].T, np.eye(3)[[0, 1, 1, 1]].T)
+    assert ax.result() == pytest.approx((1 + 2 / 3 + 0) / 3)
+    assert M.MeanIoU.from_config(ax.get_config()).axis == 0
+    with pytest.raises(ValueError, match="axis"):
+        M.MeanIoU(num_classes=3, sparse_y_pred=False, axis=2).update_state([0], [[0.1, 0.9, 0.0]])
 
 
 def test_metrics_by_name_in_compile():

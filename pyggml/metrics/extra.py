@@ -379,7 +379,8 @@ class IoU(Metric):
     """Intersection over union, tp / (tp + fp + fn), from a confusion matrix over
     ``num_classes``, averaged over ``target_class_ids`` (classes never seen count
     for nothing).  Labels are class indices (``sparse_y_true``) or one-hot/scores
-    (argmax over ``axis=-1``); ``ignore_class`` is left out."""
+    (argmax over ``axis``); entries labelled ``ignore_class``, and those whose
+    label or prediction lies outside ``[0, num_classes)``, count for nothing."""
 
     def __init__(self, num_classes, target_class_ids, name=None, dtype=None, ignore_class=None,
                  sparse_y_true=True, sparse_y_pred=True, axis=-1):
@@ -392,8 +393,7 @@ class IoU(Metric):
         self.ignore_class = None if ignore_class is None else int(ignore_class)
         self.sparse_y_true = bool(sparse_y_true)
         self.sparse_y_pred = bool(sparse_y_pred)
-        if axis != -1:
-            raise ValueError("IoU: only axis=-1 is supported")
+        self.axis = int(axis)
         self.reset_state()
 
     def reset_state(self):
@@ -402,10 +402,14 @@ class IoU(Metric):
     def update_state(self, y_true, y_pred, sample_weight=None):
         t = np.asarray(y_true)
         p = np.asarray(y_pred)
+        for name, a in (("y_true", t), ("y_pred", p)):
+            if not getattr(self, "sparse_" + name) and not -a.ndim <= self.axis < a.ndim:
+                raise ValueError(f"{type(self).__name__}: axis={self.axis} is outside {name}'s "
+                                 f"{a.ndim} dimensions")
         if not self.sparse_y_true:
-            t = np.argmax(t, axis=-1)
+            t = np.argmax(t, axis=self.axis)
         if not self.sparse_y_pred:
-            p = np.argmax(p, axis=-1)
+            p = np.argmax(p, axis=self.axis)
         t = t.reshape(-1).astype(np.int64)
         p = p.reshape(-1).astype(np.int64)
         if t.size != p.size:
@@ -416,11 +420,13 @@ class IoU(Metric):
             if sw.size == 0 or t.size % sw.size:
                 raise ValueError(f"{type(self).__name__}: {sw.size} sample weights for {t.size} labels")
             w = np.repeat(sw, t.size // sw.size)
-        keep = np.ones(t.size, dtype=bool) if self.ignore_class is None else t != self.ignore_class
+        # as Keras's confusion matrix: an entry whose label or prediction lies
+        # outside [0, num_classes) counts for nothing
+        k = self.num_classes
+        keep = (t >= 0) & (t < k) & (p >= 0) & (p < k)
+        if self.ignore_class is not None:
+            keep &= t != self.ignore_class
         t, p, w = t[keep], p[keep], w[keep]
-        for a, what in ((t, "labels"), (p, "predictions")):
-            if a.size and (a.min() < 0 or a.max() >= self.num_classes):
-                raise ValueError(f"{type(self).__name__}: {what} must lie in [0, {self.num_classes})")
         np.add.at(self.total_cm, (t, p), w)
 
     def result(self):
@@ -437,7 +443,7 @@ class IoU(Metric):
     def get_config(self):
         return {"name": self.name, "num_classes": self.num_classes, "target_class_ids": self.target_class_ids,
                 "ignore_class": self.ignore_class, "sparse_y_true": self.sparse_y_true,
-                "sparse_y_pred": self.sparse_y_pred}
+                "sparse_y_pred": self.sparse_y_pred, "axis": self.axis}
 
 
 @register_builtin

@@ -206,7 +206,6 @@ class OneHotIoU(IoU):
     def get_config(self):
         c = super().get_config()
         del c["sparse_y_true"]
-        c["axis"] = -1
         return c
 
 
@@ -221,7 +220,6 @@ class OneHotMeanIoU(MeanIoU):
     def get_config(self):
         c = super().get_config()
         del c["sparse_y_true"]
-        c["axis"] = -1
         return c
 
 
