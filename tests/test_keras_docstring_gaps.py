@@ -1181,3 +1181,43 @@ def test_preprocessing_statistics_and_scales_as_keras_places_them():
     finally:
         pg.config.set_image_data_format("channels_last")
     np.testing.assert_allclose(np.asarray(y)[0, :, 0, 0], [1.5, 2.0, 2.5], rtol=1e-6)
+
+
+def test_losses_get_as_keras_and_binary_crossentropy_shapes():
+    # Keras 3's losses.get: a function name or short alias gives the per-sample function, a class
+    # name an instance; compile takes any of them
+    y = np.array([[0.0, 1.0], [1.0, 1.0]], np.float32)
+    p = np.array([[0.5, 0.5], [0.0, 2.0]], np.float32)
+    for name in ("mse", "MSE", "mean_squared_error"):
+        fn = pg.losses.get(name)
+        assert callable(fn) and not isinstance(fn, pg.losses.Loss)
+        np.testing.assert_allclose(fn(y, p), [0.25, 1.0], rtol=1e-6)   # per sample, as Keras's
+    assert pg.losses.get("MAE") is pg.losses.mean_absolute_error
+    assert pg.losses.get("BCE") is pg.losses.binary_crossentropy
+    assert isinstance(pg.losses.get("MeanSquaredError"), pg.losses.MeanSquaredError)
+    assert isinstance(pg.losses.get(pg.losses.Huber), pg.losses.Huber)
+    assert pg.losses.get(pg.losses.poisson) is pg.losses.poisson
+    assert isinstance(pg.losses.get({"class": "MeanAbsoluteError", "config": {}}), pg.losses.MeanAbsoluteError)
+    # Keras's serialized form
+    keras_form = {"module": "keras.losses", "class_name": "Huber", "registered_name": None,
+                  "config": {"name": "huber_loss", "reduction": "sum", "delta": 2.0}}
+    h = pg.losses.get(keras_form)
+    assert isinstance(h, pg.losses.Huber) and h.delta == 2.0 and h.reduction == "sum"
+    assert pg.losses.get(pg.losses.serialize(h)).get_config() == h.get_config()
+    with pytest.raises(ValueError, match="unknown loss"):
+        pg.losses.get("crossentropy")
+    x = np.random.default_rng(0).normal(size=(16, 3)).astype(np.float32)
+    for loss in ("MSE", pg.losses.get("mse")):
+        m = pg.Sequential([pg.Input((3,)), pg.layers.Dense(2)])
+        m.compile("sgd", loss=loss)
+        h = m.fit(x, x[:, :2], epochs=3, verbose=0).history["loss"]
+        assert h[-1] < h[0]
+    # binary cross-entropy wants one probability per label (Keras's "must have the same shape")
+    bce = pg.losses.BinaryCrossentropy()
+    with pytest.raises(ValueError, match="same shape"):
+        bce(np.zeros((4, 1)), np.full((4, 3), 0.5))
+    with pytest.raises(ValueError, match="same shape"):
+        bce(np.zeros((4, 3)), np.full((3, 4), 0.5))
+    # a trailing axis of 1 on either side is fine, as Keras's
+    assert bce(np.zeros((4,)), np.full((4, 1), 0.5)) == pytest.approx(np.log(2), rel=1e-6)
+    assert bce(np.zeros((4, 1)), np.full((4,), 0.5)) == pytest.approx(np.log(2), rel=1e-6)

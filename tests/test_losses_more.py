@@ -120,10 +120,13 @@ def test_overlap_config_round_trip_and_names():
     assert L.Tversky(alpha=0.2, beta=0.9).get_config() == {"name": "tversky", "reduction": "sum_over_batch_size",
                                                            "axis": None, "alpha": 0.2, "beta": 0.9}
     assert L.serialize(L.Dice()) == "dice" and L.serialize(L.Circle()) == "circle"
-    for name, cls in [("dice", L.Dice), ("tversky", L.Tversky), ("circle", L.Circle), ("Dice", L.Dice)]:
-        assert type(L.get(name)) is cls
-    for fn, cls in [(L.dice, L.Dice), (L.tversky, L.Tversky), (L.circle, L.Circle)]:
-        assert type(L.get(fn)) is cls
+    # Keras's get: the function for its name, an instance for its class name
+    for name, fn in [("dice", L.dice), ("tversky", L.tversky), ("circle", L.circle)]:
+        assert L.get(name) is fn and L.get(fn) is fn
+    assert type(L.get("Dice")) is L.Dice
+    # what compile trains with: the class, for a name or a function
+    for name, fn, cls in [("dice", L.dice, L.Dice), ("tversky", L.tversky, L.Tversky), ("circle", L.circle, L.Circle)]:
+        assert type(L._as_loss(name)) is cls and type(L._as_loss(fn)) is cls
 
 
 def test_overlap_bad_arguments():
@@ -396,8 +399,8 @@ def test_ctc_values_against_torch():
                                rtol=2e-5)
     wide = np.pad(CLAB, ((0, 0), (0, 7)))
     assert L.CTC()(wide, logits) == pytest.approx(want.mean(), rel=2e-5)
-    assert L.get("ctc").get_config() == {"name": "ctc", "reduction": "sum_over_batch_size"}
-    assert type(L.get(L.ctc)) is L.CTC and L.serialize(L.CTC()) == "ctc"
+    assert L.get("ctc") is L.ctc and L.get("CTC").get_config() == {"name": "ctc", "reduction": "sum_over_batch_size"}
+    assert type(L._as_loss(L.ctc)) is L.CTC and L.serialize(L.CTC()) == "ctc"
 
 
 def test_ctc_bad_inputs():

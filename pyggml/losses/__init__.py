@@ -43,19 +43,38 @@ LOSSES = {
     "categorical_generalized_cross_entropy": CategoricalGeneralizedCrossEntropy,
     "CategoricalGeneralizedCrossEntropy": CategoricalGeneralizedCrossEntropy,
     "dice": Dice, "Dice": Dice, "tversky": Tversky, "Tversky": Tversky, "circle": Circle, "Circle": Circle,
-    "ctc": CTC, "CTC": CTC,
+    "ctc": CTC, "CTC": CTC, "MSE": MeanSquaredError, "MAE": MeanAbsoluteError, "BCE": BinaryCrossentropy,
 }
 # Keras's loss functions whose class compile needs (Circle takes labels, not targets shaped as the output)
 _FUNCTIONS = {dice: Dice, tversky: Tversky, circle: Circle, ctc: CTC}
 # Keras's per-sample loss functions (binary_crossentropy(y_true, y_pred), mse, ...): in compile, their class
 _FUNCTIONS.update(_CLASS_OF)
 globals().update(_LOSS_FUNCTIONS)
+# the names ``get`` answers with a function, as Keras's (its upper-case short names too)
+_BY_NAME = dict(_LOSS_FUNCTIONS, dice=dice, tversky=tversky, circle=circle, ctc=ctc,
+                huber_loss=_LOSS_FUNCTIONS["huber"], bce=_LOSS_FUNCTIONS["binary_crossentropy"])
+_BY_NAME.update({k.upper(): _BY_NAME[k] for k in ("mse", "mae", "mape", "msle", "kld", "bce")})
 __all__ += sorted(_LOSS_FUNCTIONS)
 
 
 def get(identifier):
-    """A Loss for a name (Keras's names and aliases), a Loss instance, or a function
-    ``fn(y_true, y_pred)`` (wrapped)."""
+    """As Keras's ``keras.losses.get``: a function name or short alias (``"mse"``, ``"MAE"``,
+    ``"binary_crossentropy"``) gives the per-sample loss function; a class name gives an
+    instance of that Loss; a Loss class, an instance; a function or Loss is returned as it
+    is; a dict (a serialized loss) is deserialized."""
+    if isinstance(identifier, str) and identifier in _BY_NAME:
+        return _BY_NAME[identifier]
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, Loss) or (callable(identifier) and not isinstance(identifier, (str, type))):
+        return identifier
+    return _as_loss(identifier)
+
+
+def _as_loss(identifier):
+    """The Loss instance compile trains with, for a name (Keras's names and aliases), a Loss
+    instance or class, or a function ``fn(y_true, y_pred)`` (Keras's functions map to their
+    class; another is wrapped)."""
     if isinstance(identifier, Loss):
         return identifier
     if isinstance(identifier, str) and identifier in LOSSES:
@@ -87,7 +106,7 @@ def deserialize(config, custom_objects=None):
     if config is None:
         return None
     if isinstance(config, str):
-        return get(config)
+        return _as_loss(config)
     if config.get("class") == "function":
         name = config["name"]
         # (files saved before named a nested function by its qualified name, "loss.<locals>.f")
@@ -100,5 +119,12 @@ def deserialize(config, custom_objects=None):
             if not isinstance(name, str) or "." not in name:
                 raise
             return LossFunctionWrapper(get_registered_object(name.rsplit(".", 1)[-1], custom_objects))
-    cls = get_registered_object(config["class"], custom_objects)
-    return cls.from_config(config["config"])
+    # pyggml's {"class": ..., "config": ...}, or Keras's {"class_name": ..., "config": ...}
+    name = config.get("class", config.get("class_name"))
+    if not isinstance(name, str) or not isinstance(config.get("config", {}), dict):
+        raise ValueError(f"a serialized loss names its class and holds a config dict, got {config!r}")
+    if isinstance(LOSSES.get(name), type) and not (custom_objects and name in custom_objects):
+        cls = LOSSES[name]
+    else:
+        cls = get_registered_object(name, custom_objects)
+    return cls.from_config(config.get("config", {}))

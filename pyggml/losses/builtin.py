@@ -118,6 +118,16 @@ class BinaryCrossentropy(_CrossEntropy):
 
     def values(self, y_true, y_pred, from_logits=False):
         y_true, y_pred = self._classes_last(y_true, y_pred)
+        t, p = tuple(ops.as_tensor(y_true).shape), tuple(ops.as_tensor(y_pred).shape)
+        if len(t) == len(p) + 1 and t[-1:] == (1,):
+            t = t[:-1]
+        elif len(t) + 1 == len(p) and p[-1:] == (1,):
+            t = t + (1,)
+        if t != p:
+            # Keras's too: one probability per label (a label per class broadcast over
+            # several outputs, or the reverse, is a mistake, not a loss)
+            raise ValueError(f"{self.name}: y_true and y_pred must have the same shape (up to a trailing "
+                             f"axis of 1), got {tuple(ops.as_tensor(y_true).shape)} and {tuple(ops.as_tensor(y_pred).shape)}")
         y_true, y_pred = _pair(y_true, y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "sigmoid")
         if self.label_smoothing:

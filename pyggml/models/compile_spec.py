@@ -97,7 +97,7 @@ class CompileSpec:
         self.output_names = list(output_names)
         given = _per_output(loss, self.output_names, "loss", allow_missing=True)
         self.loss_given = given
-        self.losses = [None if l is None else losses_mod.get(l) for l in given]
+        self.losses = [None if l is None else losses_mod._as_loss(l) for l in given]
         # no loss at all (Keras's compile(loss=None)): the model trains on what its layers add
         # (add_loss); the training graph refuses a model that adds nothing
         self.loss_defaulted = False      # compile was given no loss (Model.compile's default)

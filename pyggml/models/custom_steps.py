@@ -191,7 +191,7 @@ class CompileLoss:
         if isinstance(loss, dict):
             loss = list(loss.values())
         self.many = isinstance(loss, (list, tuple))
-        self.losses = [None if l is None else losses_mod.get(l) for l in (loss if self.many else [loss])]
+        self.losses = [None if l is None else losses_mod._as_loss(l) for l in (loss if self.many else [loss])]
         if isinstance(loss_weights, dict):
             loss_weights = list(loss_weights.values())
         w = loss_weights if loss_weights is not None else [1.0] * len(self.losses)
