@@ -1221,3 +1221,42 @@ def test_losses_get_as_keras_and_binary_crossentropy_shapes():
     # a trailing axis of 1 on either side is fine, as Keras's
     assert bce(np.zeros((4,)), np.full((4, 1), 0.5)) == pytest.approx(np.log(2), rel=1e-6)
     assert bce(np.zeros((4, 1)), np.full((4,), 0.5)) == pytest.approx(np.log(2), rel=1e-6)
+
+
+def test_batch_normalization_leaves_masked_steps_out_of_its_batch_statistics():
+    # Keras 3's masked moments: padded steps count for nothing in the batch's mean and variance,
+    # so neither in the training output nor in the moving statistics. Expected values: real Keras
+    # 3.15 (torch backend) on the same embedding table
+    E = np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32)
+    tok = np.array([[3, 5, 0, 0], [2, 7, 9, 0]])
+
+    def model():
+        inp = pg.Input((4,), dtype="int32")
+        e = pg.layers.Embedding(10, 3, mask_zero=True)
+        bn = pg.layers.BatchNormalization(momentum=0.5)
+        out = pg.layers.GlobalAveragePooling1D()(bn(e(inp)))
+        m = pg.Model(inp, out)
+        e.set_weights([E])
+        return m, bn
+
+    m, bn = model()
+    got = m(tok, training=True)
+    np.testing.assert_allclose(got, [[-0.82936, -0.51417, -0.14570], [0.55291, 0.34278, 0.09713]], atol=2e-5)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), [-0.0249, -0.13434, -0.0407], atol=2e-5)
+    np.testing.assert_allclose(bn.moving_variance.numpy(), [1.15423, 0.68727, 0.57359], atol=2e-5)
+    # the same through fit (one more update of the moving mean)
+    m.compile("sgd", "mse")
+    m.fit(tok, np.zeros((2, 3)), epochs=1, verbose=0)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), [-0.0373, -0.2015, -0.0611], atol=2e-4)
+    # numpy: the statistics of the real steps only
+    m2, bn2 = model()
+    m2(tok, training=True)
+    real = E[tok[tok != 0]]
+    np.testing.assert_allclose(bn2.moving_mean.numpy(), 0.5 * real.mean(0), atol=1e-5)
+    np.testing.assert_allclose(bn2.moving_variance.numpy(), 0.5 + 0.5 * real.var(0), atol=1e-5)
+    # in inference the mask changes nothing: the moving statistics normalise every step
+    x = E[tok]
+    b = pg.layers.BatchNormalization()
+    np.testing.assert_allclose(b(x, mask=tok != 0), b(x), atol=1e-6)
+    with pytest.raises(ValueError, match="mask"):
+        b(x, mask=np.ones((2, 4, 3), bool), training=True)

@@ -114,28 +114,53 @@ class BatchNormalization(Layer):
         beta = self.bias.graph_tensor() if self.center else ops.constant(np.zeros(c, dtype=np.float32))
         return gamma, beta
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, mask=None):
         # Keras 3: a frozen BatchNormalization runs in inference mode (its moving statistics, never
         # updated), also in training (a frozen base model in transfer learning)
         training = bool(training) and self.trainable
         rank = len(inputs.shape)
         a = self._channel_axis(rank, inputs.shape)
+        if mask is not None:
+            mask = self._weights_of(mask, inputs) if training else None
         if a != rank - 1:
-            return ops.moveaxis(self._normalise(ops.moveaxis(inputs, a, -1), training), -1, a)
-        return self._normalise(inputs, training)
+            mask = None if mask is None else ops.moveaxis(mask, a, -1)
+            return ops.moveaxis(self._normalise(ops.moveaxis(inputs, a, -1), training, mask), -1, a)
+        return self._normalise(inputs, training, mask)
 
-    def _normalise(self, inputs, training):
-        if fused():
+    @staticmethod
+    def _weights_of(mask, inputs):
+        """A padding mask (the inputs' shape less the last axis; 1 for a real step) as the
+        float weights of the inputs' entries in the batch statistics, shaped as the inputs."""
+        m = ops.as_tensor(mask)
+        want = tuple(inputs.shape[:-1])
+        if tuple(m.shape) != want:
+            raise ValueError(f"BatchNormalization: the mask must have the inputs' shape less the last axis, "
+                             f"{want} for inputs of shape {tuple(inputs.shape)}, got {tuple(m.shape)}")
+        return ops.repeat(ops.reshape(ops.cast(m, "float32") if m.dtype != "float32" else m, want + (1,)),
+                          inputs)
+
+    def _normalise(self, inputs, training, weights=None):
+        if fused() and weights is None:
             return self.fused_call(inputs, training)
         shape = inputs.shape
         c = shape[-1]
         m = inputs.nelements // c
         x2 = ops.reshape(contiguous(inputs), (m, c))                    # ggml [C, M]
-        if training:
+        if training and weights is not None:
+            # Keras's masked moments: the steps the mask leaves out count for nothing in the
+            # batch's mean and variance (so neither in the output nor in the moving statistics)
+            w2 = ops.reshape(contiguous(weights), (m, c))
+            count = ops.scale_bias(ops.sum_rows(ops.cont(core_ops.transpose(w2))), 1.0, 1e-7)    # (C, 1)
+            mean = ops.reshape(ops.div(ops.sum_rows(ops.cont(core_ops.transpose(ops.mul(x2, w2)))), count), (1, c))
+            xc = ops.sub(x2, ops.repeat(mean, x2))
+            sq = ops.sum_rows(ops.cont(core_ops.transpose(ops.mul(ops.sqr(xc), w2))))
+            var = ops.reshape(ops.div(sq, count), (1, c))
+        elif training:
             xt = ops.cont(core_ops.transpose(x2))                            # ggml [M, C]
             mean = ops.reshape(mean_rows(xt), (1, c))
             xc = ops.sub(x2, ops.repeat(mean, x2))                      # sub trains only with equal shapes
             var = ops.reshape(mean_rows(ops.cont(core_ops.transpose(ops.sqr(xc)))), (1, c))
+        if training:
             y = ops.mul(xc, rsqrt(var, self.epsilon))
             b = _scope.require("BatchNormalization")
             mom = self.momentum
