@@ -188,7 +188,8 @@ class MaskedAttention(L.Layer):
         n, tv = xs[-1].shape[0], xs[-1].shape[1]
         mask = pg.ops.constant(_rows(KEY_MASK, n)[:, :tv])
         if len(xs) == 1:
-            return self.att(xs[0], mask=mask)
+            # the keys' mask only (``self.att(x, mask=m)`` masks the queries too, as Keras's)
+            return self.att(xs[0], xs[0], value_mask=mask)
         return self.att(xs, mask=[None, mask])
 
     def get_config(self):

@@ -45,6 +45,10 @@ def gqa_ref(d, hq, hkv, causal=False, allowed=None, qmask=None, vmask=None, scor
         # a query that sees no key: in float32, -1e9 swallows its scores, so its row is uniform
         s = np.where(ok[:, None].any(axis=-1, keepdims=True), s, 0.0)
         probs = ACTIVATIONS["softmax"](s)
+        if scores:
+            # when Keras computes the scores itself, such a row is all zeros (its output the
+            # output projection's bias; checked on real Keras 3.15)
+            probs = np.where(ok[:, None].any(axis=-1, keepdims=True), probs, 0.0)
         att = np.einsum("nhij,njhd->nihd", probs, vh).reshape(n, tq, hq * d)
         out = linear(att, "out_proj")
         return (out, probs) if scores else out

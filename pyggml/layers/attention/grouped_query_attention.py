@@ -38,6 +38,15 @@ constraints see Keras's EinsumDense layouts (``(in, heads, d)`` kernels, ``(head
 d)`` biases, an ``(Hq, d, out)`` output kernel).  ``flash_attention`` is accepted
 and has no effect here (the scores are always computed); as Keras, it cannot be
 combined with ``dropout`` or ``return_attention_scores``.
+
+Keras 3.15's ``use_gate=True`` adds ``gate_proj.weight`` ``(Hq*d, query_features)``
+(and ``gate_proj.bias``), between the key's weights and the value's as Keras orders
+them: the heads' outputs are multiplied by ``sigmoid(gate_proj(query))`` before the
+output projection.  ``sliding_window=w`` lets query step i attend to value steps j with
+``|i - j| < w`` only, and'ed with the other masks.  ``seed`` seeds the attention dropout.
+A query row that may attend to no key is uniform over the keys (Keras's fused kernel),
+all zeros where Keras computes the scores itself (``return_attention_scores=True`` or
+``dropout > 0``).
 """
 
 import math
@@ -48,7 +57,7 @@ from pyggml import _scope, activations, ops
 from pyggml._validation import check_fraction, check_positive_int
 from pyggml.core import Tensor
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
-from pyggml.layers.attention.multi_head_attention import MultiHeadAttention
+from pyggml.layers.attention.multi_head_attention import MultiHeadAttention, keras315_options
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
 from pyggml.saving.object_registration import register_builtin
@@ -71,9 +80,11 @@ class GroupedQueryAttention(MultiHeadAttention):
     supports_masking = True
 
     def __init__(self, head_dim, num_query_heads, num_key_value_heads, dropout=0.0, use_bias=True,
-                 flash_attention=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None,
-                 seed=None, **kwargs):
+                 sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None, **kwargs):
+        if activity_regularizer is not None:
+            kwargs["activity_regularizer"] = activity_regularizer
         Layer.__init__(self, **kwargs)
         set_weight_options(self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
@@ -86,16 +97,7 @@ class GroupedQueryAttention(MultiHeadAttention):
         self.num_repeats = self.num_query_heads // self.num_key_value_heads
         self.dropout = check_fraction("dropout", dropout, high_open=True)
         self.use_bias = bool(use_bias)
-        if flash_attention is not None and not isinstance(flash_attention, (bool, np.bool_)):
-            raise TypeError(f"GroupedQueryAttention: flash_attention must be None, True or False, "
-                            f"got {flash_attention!r}")
-        self.flash_attention = None if flash_attention is None else bool(flash_attention)
-        if self.flash_attention and self.dropout > 0:
-            raise ValueError("GroupedQueryAttention: dropout is not supported with flash_attention=True "
-                             "(set dropout=0.0)")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-            raise TypeError(f"GroupedQueryAttention: seed must be an int or None, got {seed!r}")
-        self.seed = None if seed is None else int(seed)
+        keras315_options(self, sliding_window, flash_attention, use_gate, seed)
         from pyggml import initializers
         initializers.get(kernel_initializer)
         initializers.get(bias_initializer)
@@ -243,8 +245,9 @@ class GroupedQueryAttention(MultiHeadAttention):
     def build(self, input_shape):
         q, v, k, _ = self._split(input_shape, with_masks=False)
         d, hq, hkv = self.head_dim, self.num_query_heads, self.num_key_value_heads
-        for name, heads, cols in (("q_proj", hq, q[2]), ("k_proj", hkv, k[2]), ("v_proj", hkv, v[2]),
-                                  ("out_proj", None, hq * d)):
+        gate = (("gate_proj", hq, q[2]),) if self.use_gate else ()
+        for name, heads, cols in (("q_proj", hq, q[2]), ("k_proj", hkv, k[2])) + gate + (
+                ("v_proj", hkv, v[2]), ("out_proj", None, hq * d)):
             rows = q[2] if heads is None else heads * d
             w = self.add_weight(f"{name}.weight", (rows, cols), self.kernel_initializer,
                                 regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
@@ -271,20 +274,6 @@ class GroupedQueryAttention(MultiHeadAttention):
         like = _scope.require("GroupedQueryAttention").ctx.new_tensor((b, hkv, self.num_repeats, steps * d))
         return ops.reshape(ops.repeat(flat, like), (b, hkv * self.num_repeats, steps, d))
 
-    @staticmethod
-    def _as_float_mask(m):
-        t = ops.as_tensor(m)
-        if t.dtype != "f32":
-            t = ops.cast(t, "f32")
-        return ops.step(ops.abs(contiguous(t)))          # as Keras's bool: true where not 0
-
-    def _step_mask(self, m, b, steps, name):
-        t = self._as_float_mask(m)
-        if tuple(t.shape) not in ((b, steps), (b, steps, 1)):
-            raise ValueError(f"GroupedQueryAttention: {name} must have shape (batch, steps) = {(b, steps)}, got "
-                             f"{tuple(t.shape)}")
-        return ops.reshape(contiguous(t), (b, steps))
-
     def call(self, inputs, training=None, mask=None, use_causal_mask=False, return_attention_scores=False,
              _mask_inputs=None):
         xs = list(inputs) if isinstance(inputs, list) else [inputs]
@@ -304,6 +293,7 @@ class GroupedQueryAttention(MultiHeadAttention):
         b, tq, _ = query.shape
         tv = value.shape[1]
         d, hq, hkv = self.head_dim, self.num_query_heads, self.num_key_value_heads
+        gate = self._gate(query)
         q = ops.reshape(self._project(query, self.q_w, getattr(self, "q_b", None)), (b, tq, hq, d))
         k = ops.reshape(self._project(key, self.k_w, getattr(self, "k_b", None)), (b, tv, hkv, d))
         v = ops.reshape(self._project(value, self.v_w, getattr(self, "v_b", None)), (b, tv, hkv, d))
@@ -316,11 +306,8 @@ class GroupedQueryAttention(MultiHeadAttention):
             if m is not None:
                 m = self._step_mask(m, b, tv, name)
                 key_side = m if key_side is None else ops.mul(key_side, m)
-        allowed = self._allowed(b, tq, tv, key_side, given.get("attention_mask"), use_causal_mask)
-        if qm is not None:
-            rows = ops.reshape(self._step_mask(qm, b, tq, "query_mask"), (b, 1, tq, 1))
-            full = ops.repeat(rows, _scope.require("GroupedQueryAttention").ctx.new_tensor((b, 1, tq, tv)))
-            allowed = full if allowed is None else ops.mul(allowed, full)
+        rows = None if qm is None else self._step_mask(qm, b, tq, "query_mask")
+        allowed = self._allowed(b, tq, tv, key_side, given.get("attention_mask"), use_causal_mask, rows)
         scale = 1.0 / math.sqrt(d)
         if fused():
             blocked = None if allowed is None else ops.scale_bias(allowed, 1e9, -1e9)
@@ -330,7 +317,8 @@ class GroupedQueryAttention(MultiHeadAttention):
             if allowed is not None:
                 scores = ops.add(scores, ops.scale_bias(allowed, 1e9, -1e9))
             probs = activations.softmax(scores)
-        out = self._attend(probs, vt, b, tq, hq, d, training)
+        probs = self._zero_blocked(probs, allowed, return_attention_scores)
+        out = self._attend(probs, vt, b, tq, hq, d, training, gate)
         if return_attention_scores:
             return [out, probs]
         return out
@@ -339,7 +327,8 @@ class GroupedQueryAttention(MultiHeadAttention):
         cfg = Layer.get_config(self)
         cfg.update(head_dim=self.head_dim, num_query_heads=self.num_query_heads,
                    num_key_value_heads=self.num_key_value_heads, use_bias=self.use_bias, dropout=self.dropout,
-                   flash_attention=self.flash_attention, seed=self.seed)
+                   flash_attention=self.flash_attention, seed=self.seed, use_gate=self.use_gate,
+                   sliding_window=self.sliding_window)
         cfg.update(weight_options_config(self, _OPTIONS))
         from pyggml.initializers import config_value
         for k in ("kernel_initializer", "bias_initializer"):

@@ -23,7 +23,24 @@ projection weights stacked (q, k, v) and ``in_proj_bias`` the biases.
 Scores are ``q . k / sqrt(key_dim)``, softmax over the keys (on the CPU with
 a padding mask: one ``soft_max_ext`` applies the scale and the mask).  Kernels are
 glorot-uniform over ``(out, in)``, biases zero.  ``dropout`` drops attention
-probabilities while training.
+probabilities while training (drawn from the layer's own generator when ``seed`` is
+given, so a seeded layer repeats its masks).
+
+Keras 3.15's options: ``use_gate=True`` adds ``gate_proj.weight`` ``(H*v, query_dim)``
+(and ``gate_proj.bias`` ``(H*v,)``, between the key's weights and the value's, as Keras
+orders them): the heads' outputs are multiplied by ``sigmoid(gate_proj(query))`` before
+the output projection.  ``sliding_window=w`` lets query step i attend to value steps j
+with ``|i - j| < w`` only (and'ed with the other masks, ``use_causal_mask`` included;
+inputs of shape (steps, features) only).  ``flash_attention`` changes nothing here
+(one kernel), but as Keras, True refuses ``dropout`` and ``return_attention_scores``.
+
+Masks as Keras's: the padding masks the inputs carry (``Embedding(mask_zero=True)``,
+``Masking``) block the query's padded rows and the value's and the key's padded
+columns; ``value_mask``/``key_mask`` call arguments block columns; a ``query_mask``
+argument is checked but, as in Keras (which reads the query's own mask instead),
+changes nothing.  A query row that may attend to no key is uniform over the keys, as
+Keras's fused kernel gives; it is all zeros where Keras computes the scores itself
+(``return_attention_scores=True`` or ``dropout > 0``).
 
 Keras's ``kernel_/bias_regularizer`` and ``kernel_/bias_constraint`` see the
 weights in Keras's layouts: the query/key/value kernels ``(in, H, k)`` and
@@ -36,7 +53,7 @@ import numpy as np
 
 from pyggml import _scope, activations, ops
 from pyggml.core import Tensor
-from pyggml._validation import check_fraction, check_positive_int
+from pyggml._validation import check_fraction, check_positive_int, is_int
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -64,6 +81,7 @@ def _merge_masks(query, value, query_mask, value_mask, key_mask, attention_mask)
             return (a != 0).astype(np.float32)
         expand, mul = np.expand_dims, np.multiply
     rows = None if query_mask is None else as_float(query_mask)
+    ones_rows = (lambda m: ops.ones_like(m)) if symbolic else (lambda m: np.ones_like(m))
     cols = None
     for m in (value_mask, key_mask):
         if m is not None:
@@ -76,10 +94,34 @@ def _merge_masks(query, value, query_mask, value_mask, key_mask, attention_mask)
         if len(m.shape) != 2 or len(ref.shape) != 3:
             raise ValueError(f"MultiHeadAttention: {what} must be of shape (batch, steps) for inputs of shape "
                              f"(batch, steps, features), got {tuple(m.shape)} for {tuple(ref.shape)}")
-    merged = mul(expand(rows, -1), expand(cols, -2))
+    # Keras's layer reads the query's own (carried) mask, never this argument: it is checked alone
+    merged = mul(expand(ones_rows(rows), -1), expand(cols, -2))
     if attention_mask is not None:
         merged = mul(merged, as_float(attention_mask))
     return merged
+
+
+def keras315_options(layer, sliding_window, flash_attention, use_gate, seed):
+    """Checks and keeps Keras 3.15's sliding_window, flash_attention, use_gate and seed."""
+    what = type(layer).__name__
+    if sliding_window is not None and (not is_int(sliding_window) or sliding_window <= 0):
+        raise ValueError(f"{what}: sliding_window must be None or a positive int, got {sliding_window!r}")
+    layer.sliding_window = None if sliding_window is None else int(sliding_window)
+    for name, v in (("flash_attention", flash_attention), ("use_gate", use_gate)):
+        if not (v is None and name == "flash_attention") and not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{what}: {name} must be {'None, ' if name == 'flash_attention' else ''}"
+                            f"True or False, got {v!r}")
+    layer.flash_attention = None if flash_attention is None else bool(flash_attention)
+    layer.use_gate = bool(use_gate)
+    if layer.flash_attention and layer.dropout > 0:
+        raise ValueError(f"{what}: dropout is not supported with flash_attention=True (set dropout=0.0)")
+    if seed is not None and not is_int(seed):
+        raise TypeError(f"{what}: seed must be an int or None, got {seed!r}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"{what}: seed must be a non-negative int, got {seed}")
+    layer.seed = None if seed is None else int(seed)
+    # a seeded layer draws its dropout masks from its own generator
+    layer._generator = None if seed is None else np.random.default_rng(layer.seed)
 
 
 @register_builtin
@@ -88,9 +130,11 @@ class MultiHeadAttention(Layer):
     supports_masking = True
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
-                 attention_axes=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None, bias_constraint=None,
-                 **kwargs):
+                 attention_axes=None, sliding_window=None, flash_attention=None, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None, **kwargs):
+        if activity_regularizer is not None:
+            kwargs["activity_regularizer"] = activity_regularizer
         super().__init__(**kwargs)
         # Keras's attention_axes for inputs (batch, a, b, features): None, every axis between the
         # batch and the features (attention over a * b steps); or the last of them alone (each
@@ -108,6 +152,7 @@ class MultiHeadAttention(Layer):
         self.value_dim = self.key_dim if value_dim is None else check_positive_int("value_dim", value_dim, 1 << 16)
         self.dropout = check_fraction("dropout", dropout, high_open=True)
         self.use_bias = bool(use_bias)
+        keras315_options(self, sliding_window, flash_attention, use_gate, seed)
         if output_shape is not None:
             if isinstance(output_shape, (tuple, list)):
                 if len(output_shape) != 1:
@@ -154,6 +199,9 @@ class MultiHeadAttention(Layer):
         if not isinstance(return_attention_scores, (bool, np.bool_)):
             raise TypeError(f"MultiHeadAttention: return_attention_scores must be True or False, got "
                             f"{return_attention_scores!r}")
+        if return_attention_scores and self.flash_attention:
+            raise ValueError("MultiHeadAttention: return_attention_scores=True is not supported with "
+                             "flash_attention=True")
         if use_causal_mask:
             kwargs["use_causal_mask"] = True
         if return_attention_scores:
@@ -219,6 +267,9 @@ class MultiHeadAttention(Layer):
         if rank == 4:
             if masked:
                 raise ValueError("MultiHeadAttention: an attention_mask goes with inputs of shape (steps, "
+                                 "features) only")
+            if self.sliding_window is not None:
+                raise ValueError("MultiHeadAttention: sliding_window goes with inputs of shape (steps, "
                                  "features) only")
             self._fold_mode(4)
         elif self.attention_axes not in (None, (1,), (-2,)):
@@ -286,8 +337,9 @@ class MultiHeadAttention(Layer):
         hk, hv = self.num_heads * self.key_dim, self.num_heads * self.value_dim
         out = self._out_dim or q[-1]
         h, vd = self.num_heads, self.value_dim
-        for name, rows, cols in (("q_proj", hk, q[-1]), ("k_proj", hk, k[-1]), ("v_proj", hv, v[-1]),
-                                 ("out_proj", out, hv)):
+        gate = (("gate_proj", hv, q[-1]),) if self.use_gate else ()
+        for name, rows, cols in (("q_proj", hk, q[-1]), ("k_proj", hk, k[-1])) + gate + (
+                ("v_proj", hv, v[-1]), ("out_proj", out, hv)):
             w = self.add_weight(f"{name}.weight", (rows, cols), self.kernel_initializer,
                                 regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
             setattr(self, name.replace("proj", "w"), w)
@@ -344,35 +396,44 @@ class MultiHeadAttention(Layer):
         elif _constant_mask is not None:
             m = np.asarray(_constant_mask, np.float32)
             attention_mask = ops.constant(m if m.ndim == 3 else m[None])
-        key_mask = masks[2] if len(masks) > 2 else (masks[1] if len(masks) > 1 else masks[0])
         query = xs[0]
         value = xs[1] if len(xs) > 1 else query
         key = xs[2] if len(xs) > 2 else value
         b, tq, _ = query.shape
         tv = value.shape[1]
+        # the masks the inputs carry, as Keras's: the query's rows, the value's and the key's columns
+        rows = None if masks[0] is None else self._step_mask(masks[0], b, tq, "the query's mask")
+        key_mask = None
+        for what, m in (("the value's mask", masks[1] if len(masks) > 1 else masks[0]),
+                        ("the key's mask", masks[2] if len(masks) > 2 else None)):
+            if m is not None:
+                m = self._step_mask(m, b, tv, what)
+                key_mask = m if key_mask is None else ops.mul(key_mask, m)
         if _constant_mask is not None and (tuple(attention_mask.shape[-2:]) != (tq, tv) or
                                            attention_mask.shape[0] not in (1, b)):
             raise ValueError(f"MultiHeadAttention: attention_mask must be of shape (batch, query steps, value steps) "
                              f"= ({b}, {tq}, {tv}) or (1, {tq}, {tv}), got {tuple(attention_mask.shape)}")
         h, kd, vd = self.num_heads, self.key_dim, self.value_dim
+        gate = self._gate(query)
         q = ops.reshape(self._project(query, self.q_w, getattr(self, "q_b", None)), (b, tq, h, kd))
         k = ops.reshape(self._project(key, self.k_w, getattr(self, "k_b", None)), (b, tv, h, kd))
         v = ops.reshape(self._project(value, self.v_w, getattr(self, "v_b", None)), (b, tv, h, vd))
         if type(self)._compute_attention is not MultiHeadAttention._compute_attention:
             # a subclass's own attention (keras-io's locality self-attention, a learned temperature):
             # Keras's hook, on the projections (batch, steps, heads, dim) and the mask (b, tq, tv)
-            allowed = self._allowed(b, tq, tv, key_mask, attention_mask, use_causal_mask)
+            allowed = self._allowed(b, tq, tv, key_mask, attention_mask, use_causal_mask, rows)
             mask3 = None if allowed is None else ops.reshape(contiguous(allowed), (b, tq, tv))
             att, scores = self._compute_attention(q, k, v, attention_mask=mask3, training=training)
             if tuple(att.shape) != (b, tq, h, vd):
                 raise ValueError(f"{type(self).__name__}._compute_attention must give attention of shape "
                                  f"(batch, query steps, heads, value dim) = {(b, tq, h, vd)}, got {tuple(att.shape)}")
-            out = self._project_out(ops.reshape(contiguous(att), (b * tq, h * vd)), b, tq)
+            att = ops.reshape(contiguous(att), (b * tq, h * vd))
+            out = self._project_out(att if gate is None else ops.mul(att, gate), b, tq)
             return [out, scores] if return_attention_scores else out
         q = ops.permute_axes(q, (0, 2, 1, 3))                 # (b, h, tq, kd)
         k = ops.permute_axes(k, (0, 2, 1, 3))                 # (b, h, tv, kd)
         vt = ops.permute_axes(v, (0, 2, 3, 1))                # (b, h, vd, tv)
-        allowed = self._allowed(b, tq, tv, key_mask, attention_mask, use_causal_mask)
+        allowed = self._allowed(b, tq, tv, key_mask, attention_mask, use_causal_mask, rows)
         # scores[b, h, i, j] = q_i . k_j / sqrt(kd); softmax over the keys j
         if fused():
             # the scale and the mask (0 for an allowed key, -1e9 for a blocked one, one row per
@@ -385,14 +446,45 @@ class MultiHeadAttention(Layer):
                 # 0 for an allowed key, -1e9 for a blocked one, added to every head's scores
                 scores = ops.add(scores, ops.scale_bias(allowed, 1e9, -1e9))
             probs = activations.softmax(scores)
-        out = self._attend(probs, vt, b, tq, h, vd, training)
+        probs = self._zero_blocked(probs, allowed, return_attention_scores)
+        out = self._attend(probs, vt, b, tq, h, vd, training, gate)
         if return_attention_scores:
             return [out, probs]
         return out
 
-    def _allowed(self, b, tq, tv, key_mask, attention_mask, causal):
-        """A (b, 1, tq, tv) float tensor: 1 where query i may attend to key j, 0 where not;
-        None when nothing is masked."""
+    def _zero_blocked(self, probs, allowed, scores_wanted):
+        """Keras computes the scores itself (its softmax zeroes the blocked keys, so a row with
+        none allowed is all zeros) when they are returned or dropped out; its fused kernel,
+        used otherwise, leaves such a row uniform, as the -1e9 here does."""
+        if allowed is None or not (scores_wanted or self.dropout > 0):
+            return probs
+        return ops.mul(probs, allowed)
+
+    def _gate(self, query):
+        """use_gate's sigmoid(gate_proj(query)), (batch * query steps, heads * value dim); None without."""
+        if not self.use_gate:
+            return None
+        return activations.sigmoid(self._project(query, self.gate_w, getattr(self, "gate_b", None)))
+
+    @staticmethod
+    def _as_float_mask(m):
+        t = ops.as_tensor(m)
+        if t.dtype != "f32":
+            t = ops.cast(t, "f32")
+        return ops.step(ops.abs(contiguous(t)))          # as Keras's bool: true where not 0
+
+    def _step_mask(self, m, b, steps, name):
+        """A padding mask (batch, steps) as floats 1 (kept) / 0 (padded)."""
+        t = self._as_float_mask(m)
+        if tuple(t.shape) not in ((b, steps), (b, steps, 1)):
+            raise ValueError(f"{type(self).__name__}: {name} must have shape (batch, steps) = {(b, steps)}, got "
+                             f"{tuple(t.shape)}")
+        return ops.reshape(contiguous(t), (b, steps))
+
+    def _allowed(self, b, tq, tv, key_mask, attention_mask, causal, rows=None):
+        """A (b, 1, tq, tv) float tensor: 1 where query i may attend to key j, 0 where not
+        (the padding masks of the keys (b, tv) and of the query's rows (b, tq), the attention
+        mask, the causal mask and the sliding window, all and'ed); None when nothing is masked."""
         parts = []
         if attention_mask is not None:
             am = attention_mask
@@ -418,9 +510,14 @@ class MultiHeadAttention(Layer):
             parts.append(ops.reshape(contiguous(am), (shape[0], 1, shape[1], shape[2])))
         if key_mask is not None:
             parts.append(ops.reshape(contiguous(ops.as_tensor(key_mask)), (b, 1, 1, tv)))
+        if rows is not None:
+            parts.append(ops.reshape(contiguous(ops.as_tensor(rows)), (b, 1, tq, 1)))
+        i, j = np.arange(tq)[:, None], np.arange(tv)[None, :]
         if causal:
-            tril = (np.arange(tq)[:, None] >= np.arange(tv)[None, :]).astype(np.float32)
-            parts.append(ops.constant(tril.reshape(1, 1, tq, tv)))
+            parts.append(ops.constant((i >= j).astype(np.float32).reshape(1, 1, tq, tv)))
+        if getattr(self, "sliding_window", None) is not None:
+            # Keras's band: query step i sees value steps j with |i - j| < sliding_window
+            parts.append(ops.constant((np.abs(i - j) < self.sliding_window).astype(np.float32).reshape(1, 1, tq, tv)))
         if not parts:
             return None
         full = ops.repeat(parts[0], _scope.require("MultiHeadAttention").ctx.new_tensor((b, 1, tq, tv)))
@@ -428,11 +525,27 @@ class MultiHeadAttention(Layer):
             full = ops.mul(full, p)
         return full
 
-    def _attend(self, probs, vt, b, tq, h, vd, training):
-        if self.dropout > 0:
-            probs = ops.dropout(probs, self.dropout, training=training)
+    def _drop(self, probs, training):
+        """The attention dropout: the library's generator, or the layer's own with a seed."""
+        if self.dropout <= 0:
+            return probs
+        own = getattr(self, "_generator", None)
+        if own is None:
+            return ops.dropout(probs, self.dropout, training=training)
+        from pyggml import _random
+        b = _scope.require(type(self).__name__)
+        if not (b.training if training is None else training):
+            return probs
+        rate = self.dropout
+        keep = b.random_values(tuple(int(d) for d in probs.shape), lambda rng, s: _random.draw_values(own, s, rate))
+        return ops.mul(contiguous(probs), keep)
+
+    def _attend(self, probs, vt, b, tq, h, vd, training, gate=None):
+        probs = self._drop(probs, training)
         att = ops.mul_mat(vt, contiguous(probs))              # (b, h, tq, vd)
         att = ops.reshape(ops.permute_axes(att, (0, 2, 1, 3)), (b * tq, h * vd))
+        if gate is not None:
+            att = ops.mul(att, gate)                          # use_gate: the heads' outputs, gated
         return self._project_out(att, b, tq)
 
     def _project_out(self, att, b, tq):
@@ -457,8 +570,10 @@ class MultiHeadAttention(Layer):
         if attention_mask is not None:
             m = ops.as_tensor(attention_mask)
             m = ops.reshape(contiguous(m), (int(m.shape[0]), 1) + tuple(int(d) for d in m.shape[1:]))
-            attention_scores = ops.add(attention_scores, ops.scale_bias(ops.cast(m, "f32") if m.dtype != "f32"
-                                                                         else m, 1e9, -1e9))
+            m = ops.step(ops.abs(ops.cast(m, "f32") if m.dtype != "f32" else m))
+            attention_scores = ops.add(attention_scores, ops.scale_bias(m, 1e9, -1e9))
+            # as Keras's Softmax: blocked keys exactly 0 (a row with none allowed is all zeros)
+            return ops.mul(activations.softmax(attention_scores), m)
         return activations.softmax(attention_scores)
 
     _dot_product_equation = "aecd,abcd->acbe"      # key, query -> scores (b, heads, tq, tv)
@@ -470,17 +585,17 @@ class MultiHeadAttention(Layer):
 
     @property
     def _dropout_layer(self):
-        rate = self.dropout
-
         def drop(x, training=None):
-            return ops.dropout(x, rate, training=bool(training)) if rate > 0 else x
+            return self._drop(x, bool(training))
         return drop
 
     def get_config(self):
         cfg = super().get_config()
         cfg.update(num_heads=self.num_heads, key_dim=self.key_dim, value_dim=self.value_dim,
                    dropout=self.dropout, use_bias=self.use_bias, output_shape=self._out_dim,
-                   attention_axes=None if self.attention_axes is None else list(self.attention_axes))
+                   attention_axes=None if self.attention_axes is None else list(self.attention_axes),
+                   sliding_window=self.sliding_window, flash_attention=self.flash_attention,
+                   use_gate=self.use_gate, seed=self.seed)
         cfg.update(weight_options_config(self, _OPTIONS))
         for k in ("kernel_initializer", "bias_initializer"):
             v = getattr(self, k)
