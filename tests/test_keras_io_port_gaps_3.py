@@ -503,8 +503,7 @@ def test_the_global_image_data_format_reaches_layers_given_none():
         assert pool.data_format == "channels_first"
         np.testing.assert_allclose(pool(x), x.mean(-1), rtol=1e-6)
         assert layers.Conv1D(4, 3).data_format == "channels_first"     # (test_keras_io_port_gaps_5)
-        with pytest.raises(ValueError, match="Conv3D: data_format must be 'channels_last'"):
-            layers.Conv3D(4, 3)                                 # says so, instead of reading channels-last
+        assert layers.Conv3D(4, 3).data_format == "channels_first"     # volumes too (test_channels_first_3d)
         assert layers.GlobalAveragePooling1D(data_format="channels_last").data_format == "channels_last"
     finally:
         keras.backend.set_image_data_format("channels_last")

@@ -340,8 +340,7 @@ def test_channels_first_convolutions_and_pooling_compute_as_pytorchs():
                                f.avg_pool1d(torch.tensor(x1), 2).numpy(), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(layers.GlobalAveragePooling2D(data_format="channels_first")(x2)),
                                x2.mean(axis=(2, 3)), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="channels_last"):
-        layers.Conv3D(2, 3, data_format="channels_first")              # (volumes: channels-last only)
+    # (volumes: test_channels_first_3d.py)
 
 
 def test_a_script_that_sets_channels_first_trains_saves_and_loads(tmp_path):

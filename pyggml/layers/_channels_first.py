@@ -6,9 +6,14 @@ or ``keras.config.set_image_data_format("channels_first")`` with none given)
 transposes its input to channels-last, computes as usual, and transposes the
 result back: the same numbers as a channels-first kernel, at the cost of two
 copies.  Its weights keep their layout (Keras's kernel does not depend on the
-data format either)."""
+data format either).
 
-from pyggml import ops
+Volumes (batch, C, D, H, W) are folded in the graph, (batch * C, D, H, W)
+(pyggml._fold): such an input is moved to the channels-last fold (batch * D, H,
+W, C) as a wide tensor (pyggml._wide), the layer's call sees that volume's
+channels-last shape, and its result is moved back the same way."""
+
+from pyggml import _fold, _wide, ops
 
 __all__ = ["TransposesChannelsFirst", "data_format_of", "last_shape", "first_shape"]
 
@@ -40,6 +45,36 @@ def _to_last(x):
 def _to_first(x):
     rank = len(x.shape)
     return ops.transpose(x, (0, rank - 1) + tuple(range(1, rank - 1)))
+
+
+def _folded_shape(self, inputs):
+    """The Keras (channels-first) shape of ``inputs`` where it is a folded volume, else None."""
+    if len(inputs.shape) != 4:
+        return None
+    shape = _fold.in_shape(self)
+    if shape is None or not _fold.folds(shape):
+        return None
+    return (_fold.batch_of(inputs, shape),) + tuple(shape[1:])
+
+
+def _moved(x, shape, perm):
+    """The folded volume x of Keras shape ``shape`` with its axes in ``perm``, folded again
+    (a result of at most four dimensions as it is)."""
+    out = _wide.transpose(_wide.wrap(x, shape), perm)
+    return _wide.reshape(out, _fold.graph_shape(out.shape)) if len(out.shape) >= 5 else out
+
+
+def _call_folded(self, fn, inputs, shape, *args, **kwargs):
+    """fn (a call) on the folded channels-first volume ``inputs`` of Keras shape ``shape``."""
+    rank = len(shape)
+    last = last_shape(shape)
+    x = _moved(inputs, shape, (0,) + tuple(range(2, rank)) + (1,))
+    with _fold.inputs([last]):
+        y = _in_last(self, fn, x, *args, **kwargs)
+    out = tuple(self.compute_output_shape(shape))          # channels-first (this call's batch)
+    if len(out) < 5:
+        return _to_first(y)
+    return _moved(y, last_shape(out), (0, len(out) - 1) + tuple(range(1, len(out) - 1)))
 
 
 def _in_last(self, fn, *args, **kwargs):
@@ -76,6 +111,9 @@ def _wrap(name, fn):
         def method(self, inputs, *args, **kwargs):
             if not _first(self):
                 return fn(self, inputs, *args, **kwargs)
+            folded = _folded_shape(self, inputs)
+            if folded is not None:
+                return _call_folded(self, fn, inputs, folded, *args, **kwargs)
             _checked(self, inputs.shape)
             return _to_first(_in_last(self, fn, _to_last(inputs), *args, **kwargs))
     method.__name__, method.__qualname__, method.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__

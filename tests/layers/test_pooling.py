@@ -220,7 +220,6 @@ def test_global_pool_refuses_a_mask_of_the_wrong_shape():
     lambda: L.MaxPooling1D(padding="full"),
     lambda: L.AveragePooling2D(padding="causal"),
     lambda: L.MaxPooling2D(data_format="channels_middle"),
-    lambda: L.MaxPooling3D(data_format="channels_first"),
     lambda: L.GlobalMaxPooling1D(data_format="channels_middle"),
     lambda: L.MaxPooling1D(0),
     lambda: L.AveragePooling1D(2, strides=(1, 1)),

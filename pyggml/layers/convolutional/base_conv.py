@@ -48,7 +48,7 @@ _OPTIONS = ("kernel_regularizer", "bias_regularizer", "kernel_constraint", "bias
 
 
 class BaseConv(Activated):
-    """Arguments shared by Conv1D and Conv2D (and their transposes).  The kernel's
+    """Arguments shared by Conv1D, Conv2D and Conv3D (and their transposes).  The kernel's
     regularizer and constraint see it in Keras's layout: (kh, kw, in, filters) for
     a convolution, (kh, kw, filters, in) for a transposed one.  ``kernel`` is that view of
     ``weight``, PyTorch's (out, in, kh, kw)."""
@@ -76,7 +76,7 @@ class BaseConv(Activated):
                                     else ("valid", "same"))
         from pyggml.layers._channels_first import TransposesChannelsFirst, data_format_of
         fmt = data_format_of(data_format, type(self).__name__)
-        if fmt == "channels_first" and not (isinstance(self, TransposesChannelsFirst) and self.rank < 3):
+        if fmt == "channels_first" and not isinstance(self, TransposesChannelsFirst):
             raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
                              f"got {data_format!r}")
         self.data_format = fmt

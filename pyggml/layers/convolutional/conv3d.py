@@ -12,14 +12,23 @@ The weight keeps PyTorch's Conv3d layout, (filters, in, kd, kh, kw), in ggml's
 four dimensions as (filters, in * kd, kh, kw) (the same memory: reshape a
 PyTorch weight to that shape to assign it); ``kernel`` is Keras's view,
 (kd, kh, kw, in, filters).
+
+``groups`` (Keras's): output channels [g * F/G, (g + 1) * F/G) see input channels
+[g * C/G, (g + 1) * C/G) only; the weight is then (filters, in / groups, kd, kh, kw),
+and each group is the convolution above on its slice of the channels, the groups'
+results joined along the channels.
+
+``data_format="channels_first"`` volumes (batch, C, D, H, W) are moved to channels-last
+and back (pyggml.layers._channels_first).
 """
 
 import numpy as np
 
 from pyggml import _fold, ops
+from pyggml.layers._channels_first import TransposesChannelsFirst
 from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, to_chw
-from pyggml.layers.convolutional.conv import conv_chw_rows
+from pyggml.layers.convolutional.conv import _groups_of, _slice_axis, conv_chw_rows
 from pyggml.layers.convolutional.conv_transpose import _BaseConvTranspose
 from pyggml.saving.object_registration import register_builtin
 
@@ -63,8 +72,8 @@ class _OnVolumes:
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 5:
-            raise ValueError(f"{type(self).__name__} expects inputs of shape (D, H, W, C), got "
-                             f"{tuple(input_shape[1:])}")
+            raise ValueError(f"{type(self).__name__} expects 5-D inputs, (batch, D, H, W, C) (channels_first: "
+                             f"(batch, C, D, H, W)), got {len(input_shape)}-D ones")
         b, d, h, w, _ = input_shape
         return (b, self._out_size(d, 0), self._out_size(h, 1), self._out_size(w, 2), self.filters)
 
@@ -79,49 +88,62 @@ class _OnVolumes:
 
 
 @register_builtin
-class Conv3D(_OnVolumes, BaseConv):
-    """Keras's Conv3D (channels-last), arguments and defaults; padding "valid" or "same"."""
+class Conv3D(TransposesChannelsFirst, _OnVolumes, BaseConv):
+    """Keras's Conv3D, arguments and defaults; padding "valid" or "same"; ``groups`` (keyword
+    only, as Conv1D's and Conv2D's) must divide the filters and the input channels."""
 
     def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=(1, 1, 1), **kwargs):
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=(1, 1, 1), *,
+                 groups=1, **kwargs):
         super().__init__(filters, kernel_size, strides, padding, activation, use_bias, kernel_initializer,
                          bias_initializer, dilation_rate, **kwargs)
+        self.groups = _groups_of(type(self).__name__, groups, self.filters)
 
     def build(self, input_shape):
         c = self.in_channels(input_shape)
+        if c % self.groups:
+            raise ValueError(f"{type(self).__name__}: groups ({self.groups}) must divide the input channels, got "
+                             f"{c} channels")
+        c //= self.groups
         kd, kh, kw = self.kernel_size
         self.add_kernel((self.filters, c * kd, kh, kw))
         self.weight.keras_shape = (self.filters, c, kd, kh, kw)     # PyTorch's Conv3d layout
         self.weight.keras_axes = (2, 3, 4, 1, 0)                      # Keras's (kd, kh, kw, in, filters)
 
-    def _tap_weight(self, kd, channels_last):
-        """Depth tap kd of the kernel: (filters, kh, kw, C) for conv_2d_cl, else (filters, C, kh, kw).
-        The kernel is permuted once, taps first, and each tap is a contiguous block of that (a
-        strided view's gradient must not come back permuted: ggml's acc takes rows of floats)."""
+    def _tap_weight(self, kd, channels_last, group=0):
+        """Depth tap kd of the kernel (of group ``group``'s filters): (F, kh, kw, C) for conv_2d_cl,
+        else (F, C, kh, kw).  The kernel is permuted once, taps first, and each tap is a contiguous
+        block of that (a strided view's gradient must not come back permuted: ggml's acc takes rows
+        of floats)."""
         f, ckd, kh, kw = self.weight.shape
         depth = self.kernel_size[0]
         c = ckd // depth
+        f //= self.groups
 
         def taps():
-            w = ops.reshape(self.weight, (f, c, depth, kh * kw))
+            w = self.weight
+            if self.groups > 1:
+                w = _slice_axis(w, 0, group * f, (group + 1) * f)
+            w = ops.reshape(w, (f, c, depth, kh * kw))
             return ops.cont(ops.permute_axes(w, (2, 0, 3, 1) if channels_last else (2, 0, 1, 3)))
-        all_taps = cached(f"conv3d_taps_{int(channels_last)}", self.weight, taps)
+        all_taps = cached(f"conv3d_taps_{int(channels_last)}_{group}", self.weight, taps)
         size = f * c * kh * kw
         return ops.reshape(ops.view(all_taps, (size,), offset=kd * size * 4),
                            (f, kh, kw, c) if channels_last else (f, c, kh, kw))
 
-    def _plane_conv(self, x, kd, padding, with_bias):
-        """One depth tap's 2-D convolution of the folded planes x (M, H, W, C) -> (M, OH, OW, filters)."""
-        bias = self.bias if (with_bias and self.use_bias) else None
+    def _plane_conv(self, x, kd, padding, bias, group):
+        """One depth tap's 2-D convolution of the folded planes x (M, H, W, C) -> (M, OH, OW, F)."""
         strides, dilation = self.strides[1:], self.dilation_rate[1:]
         if fused():
-            return ops.conv_2d_cl(contiguous(x), self._tap_weight(kd, True), bias, strides, padding, dilation)
+            return ops.conv_2d_cl(contiguous(x), self._tap_weight(kd, True, group), bias, strides, padding,
+                                  dilation)
         m, h, w, c = x.shape
         (kh, kw) = self.kernel_size[1:]
-        wmat = ops.reshape(self._tap_weight(kd, False), (self.filters, c * kh * kw))
+        f = self.filters // self.groups
+        wmat = ops.reshape(self._tap_weight(kd, False, group), (f, c * kh * kw))
         y, oh, ow = conv_chw_rows(to_chw(x), wmat, kh, kw, (self._pads(h, 1), self._pads(w, 2)), strides, dilation,
                                   bias)
-        return ops.reshape(y, (m, oh, ow, self.filters))
+        return ops.reshape(y, (m, oh, ow, f))
 
     def pre_activation(self, inputs, training=None):
         shape = _fold.in_shape(self)
@@ -131,12 +153,29 @@ class Conv3D(_OnVolumes, BaseConv):
         before, after = self._pads(d, 0)
         x = depth_pad(inputs, n, before, after)
         od = self._out_size(d, 0)
-        y = None
-        for tap in range(kd):
-            planes = depth_taps(x, n, tap * dd, sd, od)
-            z = self._plane_conv(planes, tap, self.padding, with_bias=(tap == 0))
-            y = z if y is None else ops.add(y, z)
-        return y
+        c = x.shape[-1]
+        if c % self.groups:
+            raise ValueError(f"{type(self).__name__}: groups ({self.groups}) must divide the input channels, got "
+                             f"{c} channels")
+        cg, fg = c // self.groups, self.filters // self.groups
+        parts = []
+        for g in range(self.groups):
+            xg = x if self.groups == 1 else _slice_axis(contiguous(x), 3, g * cg, (g + 1) * cg)
+            bias = None
+            if self.use_bias:
+                bias = self.bias if self.groups == 1 else _slice_axis(self.bias, 0, g * fg, (g + 1) * fg)
+            y = None
+            for tap in range(kd):
+                planes = depth_taps(xg, n, tap * dd, sd, od)
+                z = self._plane_conv(planes, tap, self.padding, bias if tap == 0 else None, g)
+                y = z if y is None else ops.add(y, z)
+            parts.append(y)
+        return parts[0] if self.groups == 1 else ops.concatenate(parts, axis=-1)
+
+    def get_config(self):
+        cfg = super().get_config()
+        cfg["groups"] = self.groups
+        return cfg
 
 
 @register_builtin

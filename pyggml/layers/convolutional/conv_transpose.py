@@ -111,7 +111,7 @@ def _conv_transpose_taps(layer, x, weight, pads, strides, out_hw):
 
 
 class _BaseConvTranspose(TransposesChannelsFirst, BaseConv):
-    """(channels-first inputs are transposed: pyggml.layers._channels_first; not for volumes)"""
+    """(channels-first inputs are transposed: pyggml.layers._channels_first; volumes too)"""
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None,
                  activation=None, use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",

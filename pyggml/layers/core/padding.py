@@ -1,6 +1,7 @@
 """ZeroPadding1D/2D and Cropping1D/2D: zeros added around, or steps and pixels cut from,
 the edges of sequences (batch, steps, channels) and images (batch, height, width,
-channels; ``data_format="channels_first"``: batch, channels, height, width).
+channels; ``data_format="channels_first"``: batch, channels, height, width; for
+ZeroPadding1D: batch, channels, steps).
 
 Cropping is a strided view of the kept part (its gradient scatters back); padding
 adds the input into a zero tensor of the padded shape at its offset (``acc``, which
@@ -118,7 +119,9 @@ class _Edges(Layer):
     data_format = "channels_last"
 
     def _axes(self):
-        return (1,) if self.rank == 3 else ((1, 2) if self.data_format == "channels_last" else (2, 3))
+        if self.rank == 3:
+            return (1,) if self.data_format == "channels_last" else (2,)
+        return (1, 2) if self.data_format == "channels_last" else (2, 3)
 
     def _pairs(self):
         value = getattr(self, self.key)
@@ -127,6 +130,8 @@ class _Edges(Layer):
     def compute_output_shape(self, input_shape):
         if len(input_shape) != self.rank:
             what = "(steps, channels)" if self.rank == 3 else "(height, width, channels)"
+            if self.data_format == "channels_first":
+                what = "(channels, steps)" if self.rank == 3 else "(channels, height, width)"
             raise ValueError(f"{type(self).__name__} takes inputs of shape {what}, got {tuple(input_shape[1:])}")
         return edged_shape(self, input_shape, self._axes(), self._pairs())
 
@@ -140,6 +145,8 @@ class _Edges(Layer):
         c = super().get_config()
         if self.rank == 3:
             c[self.key] = list(getattr(self, self.key))
+            if "data_format" in self.__dict__:              # ZeroPadding1D's (Cropping1D has none)
+                c["data_format"] = self.data_format
         else:
             c.update({self.key: [list(p) for p in getattr(self, self.key)], "data_format": self.data_format})
         return c
@@ -147,11 +154,13 @@ class _Edges(Layer):
 
 @register_builtin
 class ZeroPadding1D(_Edges):
-    """``ZeroPadding1D(padding=1)``: zero steps at the start and end of each sequence."""
+    """``ZeroPadding1D(padding=1, data_format=None)``: zero steps at the start and end of each
+    sequence (channels_first: of each channel's row of steps)."""
 
-    def __init__(self, padding=1, **kwargs):
+    def __init__(self, padding=1, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.padding = _pair(padding, "padding", "ZeroPadding1D")
+        self.data_format = _data_format(data_format, "ZeroPadding1D")
 
 
 @register_builtin

@@ -6,11 +6,12 @@ each window is averaged (or its maximum taken), whatever the input's size.
 1-D and 2-D are ``pyggml.ops.adaptive_average_pool`` / ``adaptive_max_pool``.  3-D volumes
 are folded in the graph to (batch * D, H, W, C) (pyggml._fold): the windows are separable
 boxes, so each plane is pooled as an image, then the depths, each sample as a sequence of
-D steps of OH * OW * C channels."""
+D steps of OH * OW * C channels; channels-first volumes (batch, C, D, H, W) are moved
+to channels-last and back (pyggml.layers._channels_first)."""
 
 from pyggml import _fold, ops
 from pyggml._validation import is_int
-from pyggml.layers._channels_first import data_format_of
+from pyggml.layers._channels_first import TransposesChannelsFirst, data_format_of
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
@@ -66,15 +67,16 @@ class _Adaptive(Layer):
         return c
 
 
-class _Adaptive3D(_Adaptive):
+class _Adaptive3D(TransposesChannelsFirst, _Adaptive):
     rank = 3
     takes_5d = True
 
-    def __init__(self, output_size, data_format=None, **kwargs):
-        super().__init__(output_size, data_format, **kwargs)
-        if self.data_format != "channels_last":
-            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (as the other 3-D "
-                             f"pooling layers here), got {data_format!r}")
+    def compute_output_shape(self, input_shape):
+        # channels-last (a channels-first layer's shapes are transposed around it)
+        if len(input_shape) != 5:
+            raise ValueError(f"{type(self).__name__} expects 5-D inputs, (batch, D, H, W, C) (channels_first: "
+                             f"(batch, C, D, H, W)), got {len(input_shape)}-D ones")
+        return (input_shape[0],) + self.output_size + (input_shape[-1],)
 
     def call(self, inputs, training=None):
         if len(inputs.shape) == 5:                  # on arrays (a call outside a model's graph)

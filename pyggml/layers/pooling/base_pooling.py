@@ -115,9 +115,7 @@ def pool_images(x, op, kernel, strides, padding):
 
 class BasePooling(TransposesChannelsFirst, Layer):
     """Arguments shared by the windowed pooling layers (channels-last; channels-first inputs
-    are transposed, pyggml.layers._channels_first, where the subclass takes them)."""
-
-    takes_channels_first = True
+    are transposed, pyggml.layers._channels_first)."""
 
     rank = 2
 
@@ -127,11 +125,7 @@ class BasePooling(TransposesChannelsFirst, Layer):
         self.strides = self.pool_size if strides is None else int_tuple("strides", strides, self.rank)
         self.padding = check_choice("padding", padding.lower() if isinstance(padding, str) else padding,
                                     ("valid", "same"))
-        fmt = data_format_of(data_format, type(self).__name__)
-        if fmt == "channels_first" and not self.takes_channels_first:
-            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), "
-                             f"got {data_format!r}")
-        self.data_format = fmt
+        self.data_format = data_format_of(data_format, type(self).__name__)
 
     def spatial_out(self, sizes):
         """The output's spatial sizes for the input's (None stays None)."""

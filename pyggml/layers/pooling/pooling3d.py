@@ -8,6 +8,9 @@ is the average over the depth window of the planes' averages, each window's
 real cells being the product of its real lengths along the axes.  So the
 layers pool each plane as an image, then the depths: each sample as an image
 of height D, width 1 and H'W'C channels.
+
+``data_format="channels_first"`` volumes (batch, C, D, H, W) are moved to channels-last
+and back (pyggml.layers._channels_first).
 """
 
 from pyggml import _fold, ops
@@ -20,7 +23,6 @@ __all__ = ["MaxPooling3D", "AveragePooling3D", "GlobalAveragePooling3D", "Global
 
 
 class _Pooling3D(BasePooling):
-    takes_channels_first = False
     rank = 3
     op = "max"
     takes_5d = True
@@ -30,8 +32,8 @@ class _Pooling3D(BasePooling):
 
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 5:
-            raise ValueError(f"{type(self).__name__} expects inputs of shape (D, H, W, C), got "
-                             f"{tuple(input_shape[1:])}")
+            raise ValueError(f"{type(self).__name__} expects 5-D inputs, (batch, D, H, W, C) (channels_first: "
+                             f"(batch, C, D, H, W)), got {len(input_shape)}-D ones")
         return (input_shape[0],) + self.spatial_out(input_shape[1:4]) + (input_shape[4],)
 
     def call(self, inputs, training=None):
@@ -67,16 +69,10 @@ class _Global3D:
 
     takes_5d = True
 
-    def __init__(self, data_format=None, keepdims=False, **kwargs):
-        super().__init__(data_format=data_format, keepdims=keepdims, **kwargs)
-        if self.data_format == "channels_first":
-            # as the other 3-D layers: volumes are folded channels-last inside the graph
-            raise ValueError(f"{type(self).__name__}: data_format must be 'channels_last' (Keras's default), got "
-                             f"'channels_first'; move the channels last first (layers.Permute((2, 3, 4, 1)))")
-
     def compute_output_shape(self, input_shape):
         if len(input_shape) != 5:
-            raise ValueError(f"{type(self).__name__} expects (D, H, W, C) inputs, got {tuple(input_shape[1:])}")
+            raise ValueError(f"{type(self).__name__} expects 5-D inputs, (batch, D, H, W, C) (channels_first: "
+                             f"(batch, C, D, H, W)), got {len(input_shape)}-D ones")
         c = input_shape[-1]
         return (input_shape[0], 1, 1, 1, c) if self.keepdims else (input_shape[0], c)
 
