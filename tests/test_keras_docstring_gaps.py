@@ -885,12 +885,12 @@ def test_recurrent_configs_keep_initializer_objects_and_bidirectional_uses_them(
                                                      [0.45384797, 0.45384797, 0.39794952, 0.39794952]], rtol=1e-5)
 
 
-def test_global_3d_pooling_refuses_channels_first_rather_than_pool_the_wrong_axes():
-    for cls in (layers.GlobalAveragePooling3D, layers.GlobalMaxPooling3D):
-        with pytest.raises(ValueError, match="channels_last"):
-            cls(data_format="channels_first")
+def test_global_3d_pooling_pools_the_right_axes_in_either_data_format():
     x = np.arange(48, dtype=np.float32).reshape(2, 2, 2, 2, 3)
     np.testing.assert_allclose(layers.GlobalAveragePooling3D()(x), x.mean(axis=(1, 2, 3)), rtol=1e-6)
+    np.testing.assert_allclose(layers.GlobalAveragePooling3D(data_format="channels_first")(x),
+                               x.mean(axis=(2, 3, 4)), rtol=1e-6)
+    np.testing.assert_allclose(layers.GlobalMaxPooling3D(data_format="channels_first")(x), x.max(axis=(2, 3, 4)))
 
 
 def test_a_number_or_a_same_rank_sample_weight_weighs_every_loss():
