@@ -1260,3 +1260,37 @@ def test_batch_normalization_leaves_masked_steps_out_of_its_batch_statistics():
     np.testing.assert_allclose(b(x, mask=tok != 0), b(x), atol=1e-6)
     with pytest.raises(ValueError, match="mask"):
         b(x, mask=np.ones((2, 4, 3), bool), training=True)
+
+
+def test_a_masked_prediction_weighs_the_loss_as_keras_and_loss_functions_pickle():
+    import pickle
+    # Keras's apply_mask: padded steps weigh 0, the mean is over the real ones. Expected values:
+    # real Keras 3.15 on the same arrays with the same mask
+    yt = np.array([1.0, 0.0, 1.0, 0.0], np.float32).reshape(2, 2, 1)
+
+    class Masked(np.ndarray):
+        pass
+    yp = np.array([0.1, 0.2, 0.3, 0.4], np.float32).reshape(2, 2, 1).view(Masked)
+    yp._keras_mask = np.array([[True, False], [True, True]])
+    mse = pg.losses.MeanSquaredError()
+    assert float(mse(yt, yp)) == pytest.approx(0.48666665, rel=1e-6)
+    sw = np.array([[0.4, 0.3], [0.2, 0.1]], np.float32)
+    assert float(mse(yt, yp, sample_weight=sw)) == pytest.approx(0.146, rel=1e-6)
+    # one weight per sample weighs its real steps (Keras's own fails to broadcast here)
+    want = (0.81 * 0.5 + (0.49 + 0.16) * 2.0) / 3
+    assert float(mse(yt, yp, sample_weight=np.array([0.5, 2.0]))) == pytest.approx(want, rel=1e-6)
+    # sum: the padded steps drop out, nothing rescaled
+    assert float(pg.losses.MeanSquaredError(reduction="sum")(yt, yp)) == pytest.approx(0.81 + 0.49 + 0.16, rel=1e-6)
+    yp._keras_mask = np.zeros((2, 2), bool)             # everything masked: 0, as Keras's
+    assert float(mse(yt, yp)) == 0.0
+    # a bad reduction says what is allowed (Keras's "Invalid value for argument")
+    with pytest.raises(ValueError, match="Invalid value for argument `reduction`"):
+        pg.losses.MeanSquaredError(reduction="abc")
+    # Keras's loss functions pickle by name; losses.get(None) is None
+    assert pickle.loads(pickle.dumps(pg.losses.get("mse"))) is pg.losses.mean_squared_error
+    assert pg.losses.get(None) is None
+    # categorical cross-entropy wants one-hot labels shaped as the predictions
+    with pytest.raises(ValueError, match="same shape"):
+        pg.losses.CategoricalCrossentropy()(np.array([[0], [1], [2]]), np.full((3, 3), 1 / 3))
+    assert float(pg.losses.SparseCategoricalCrossentropy()(np.array([[0], [1], [2]]), np.full((3, 3), 1 / 3))) == \
+        pytest.approx(np.log(3), rel=1e-6)

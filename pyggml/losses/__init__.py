@@ -62,6 +62,8 @@ def get(identifier):
     ``"binary_crossentropy"``) gives the per-sample loss function; a class name gives an
     instance of that Loss; a Loss class, an instance; a function or Loss is returned as it
     is; a dict (a serialized loss) is deserialized."""
+    if identifier is None:
+        return None
     if isinstance(identifier, str) and identifier in _BY_NAME:
         return _BY_NAME[identifier]
     if isinstance(identifier, dict):

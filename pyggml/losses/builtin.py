@@ -32,6 +32,21 @@ def _pair(y_true, y_pred):
     return y_true, y_pred
 
 
+def _same_shape(name, y_true, y_pred):
+    """Keras's cross-entropies want labels shaped as the predictions, up to a trailing axis of 1
+    on either side (a label per class broadcast over several outputs, or the reverse, is a
+    mistake, not a loss)."""
+    t0, p = tuple(ops.as_tensor(y_true).shape), tuple(ops.as_tensor(y_pred).shape)
+    t = t0
+    if len(t) == len(p) + 1 and t[-1:] == (1,):
+        t = t[:-1]
+    elif len(t) + 1 == len(p) and p[-1:] == (1,):
+        t = t + (1,)
+    if t != p:
+        raise ValueError(f"{name}: y_true and y_pred must have the same shape (up to a trailing axis of 1), "
+                         f"got {t0} and {p}")
+
+
 @register_builtin
 class MeanSquaredError(Loss):
     name = "mse"
@@ -118,16 +133,7 @@ class BinaryCrossentropy(_CrossEntropy):
 
     def values(self, y_true, y_pred, from_logits=False):
         y_true, y_pred = self._classes_last(y_true, y_pred)
-        t, p = tuple(ops.as_tensor(y_true).shape), tuple(ops.as_tensor(y_pred).shape)
-        if len(t) == len(p) + 1 and t[-1:] == (1,):
-            t = t[:-1]
-        elif len(t) + 1 == len(p) and p[-1:] == (1,):
-            t = t + (1,)
-        if t != p:
-            # Keras's too: one probability per label (a label per class broadcast over
-            # several outputs, or the reverse, is a mistake, not a loss)
-            raise ValueError(f"{self.name}: y_true and y_pred must have the same shape (up to a trailing "
-                             f"axis of 1), got {tuple(ops.as_tensor(y_true).shape)} and {tuple(ops.as_tensor(y_pred).shape)}")
+        _same_shape(self.name, y_true, y_pred)
         y_true, y_pred = _pair(y_true, y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "sigmoid")
         if self.label_smoothing:
@@ -172,6 +178,8 @@ class CategoricalCrossentropy(_CrossEntropy):
     def values(self, y_true, y_pred, from_logits=False):
         """Over the last axis (the classes): one loss per row, shaped as y_pred's leading axes."""
         y_true, y_pred = self._classes_last(y_true, y_pred)
+        if not self.sparse:
+            _same_shape(self.name, y_true, y_pred)
         y_true, y_pred = _pair(y_true, y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
         lead = tuple(y_pred.shape[:-1])

@@ -27,6 +27,7 @@ def _function(name, cls):
                             f"{sorted(takes) or 'none besides y_true and y_pred'}")
         return cls(reduction="none", **kwargs)(y_true, y_pred)
     fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "pyggml.losses"          # where it is found by name (pickle, Keras's registry)
     fn.__doc__ = f"Keras's ``{name}(y_true, y_pred)``: {cls.__name__}'s loss of each sample."
     return fn
 

@@ -137,6 +137,34 @@ def _keras_weight_rank(w, y_pred):
     return w
 
 
+def _mask_weight(mask, sample_weight, reduction):
+    """Keras's apply_mask: a padding mask as sample weights (0 where padded; where the loss is
+    a mean, total / real where real), times the sample weights given (ranks matched as
+    Keras's squeeze_or_expand_to_same_rank)."""
+    m = mask.astype(bool)
+    if reduction in ("mean", "sum_over_batch_size"):
+        real = int(m.sum())
+        fm = np.where(m, m.size / real if real else 0.0, 0.0).astype(np.float32)
+    else:
+        fm = m.astype(np.float32)
+    if sample_weight is None:
+        return fm
+    w = np.asarray(sample_weight, dtype=np.float32)
+    if fm.ndim == w.ndim + 1 and fm.shape[-1] == 1:
+        fm = fm[..., 0] if w.ndim != 1 else fm
+        w = w[:, None] if w.ndim == 1 else w
+    elif w.ndim == fm.ndim + 1 and w.shape[-1] == 1:
+        w = w[..., 0] if fm.ndim != 1 else w
+        fm = fm[:, None] if fm.ndim == 1 else fm
+    elif w.ndim < fm.ndim:
+        w = w.reshape(w.shape + (1,) * (fm.ndim - w.ndim))       # one weight per sample: over its steps
+    try:
+        return fm * w
+    except ValueError:
+        raise ValueError(f"sample_weight of shape {np.shape(sample_weight)} does not fit the padding mask of "
+                         f"shape {mask.shape}") from None
+
+
 def _constants(v):
     """A nest's arrays as graph constants (its tensors as they are)."""
     if isinstance(v, dict):
@@ -159,7 +187,9 @@ class Loss:
 
     def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
         if reduction not in ("sum_over_batch_size", "auto", None, "none", "sum", "mean", "mean_with_sample_weight"):
-            raise ValueError(f"unknown reduction {reduction!r}")
+            raise ValueError(f"Invalid value for argument `reduction`: {reduction!r}; expected one of "
+                             f"'sum_over_batch_size', 'mean', 'mean_with_sample_weight', 'sum', 'none', 'auto' "
+                             f"or None")
         # Keras 3: None is no reduction (as "none"); "auto" the default
         self.reduction = "sum_over_batch_size" if reduction in ("auto", "mean") else \
             ("none" if reduction is None else reduction)
@@ -217,6 +247,12 @@ class Loss:
                     out.nelements == int(np.prod(lead)):
                 out = ops.reshape(out if out.is_contiguous else ops.cont(out), lead)   # (batch,), as Keras's
             return out
+        # the padding mask of a masked output (a Masking layer's, eagerly), as Keras's loss reads
+        # it: a weight of 0 on a padded entry, and total / real on a real one where the loss is a
+        # mean (so the mean is over the real entries), times any sample weight
+        mask = getattr(y_pred, "_keras_mask", None)
+        if mask is not None:
+            sample_weight = _mask_weight(np.asarray(mask), sample_weight, self.reduction)
         arrays = [np.asarray(y_true), np.asarray(y_pred, dtype=np.float32)]
         if self.sparse:
             arrays[0] = arrays[0].astype(np.int64).reshape(_label_shape(self, arrays[1].shape))
@@ -229,14 +265,6 @@ class Loss:
             if a.dtype == object or a.dtype.kind not in "biuf":
                 raise TypeError(f"{self.name}: expected arrays of numbers, got dtype {a.dtype}")
 
-        # the padding mask of a masked output (a Masking layer's, eagerly): padded steps count for
-        # nothing and the mean is over the real ones, as Keras's loss reads it
-        mask = getattr(y_pred, "_keras_mask", None)
-        if mask is not None and self.reduction == "sum_over_batch_size" and np.ndim(mask) == 2 and \
-                arrays[1].ndim >= 2 and np.shape(mask) == arrays[1].shape[:2]:
-            mask = np.asarray(mask, dtype=np.float32)
-        else:
-            mask = None
         n_w = len(arrays) - 2
 
         def graph(*t):
@@ -244,12 +272,7 @@ class Loss:
             if self.reduction != "sum_over_batch_size" and tuple(v.shape) == tuple(t[1].shape) and len(v.shape) > 1:
                 # an element-wise loss: Keras's per-sample value is its mean over the last axis
                 v = ops.reduce_mean(v, axis=-1)
-            w = t[2] if n_w else None
-            if mask is not None:
-                return reduce_loss(v, w, t[-1])
-            return self._reduce(v, w)
-        if mask is not None:
-            arrays.append(mask)
+            return self._reduce(v, t[2] if n_w else None)
         out = np.asarray(_eager.evaluate(graph, arrays), dtype=np.float32)
         if self.reduction == "none":
             lead = arrays[1].shape[:-1]
