@@ -1294,3 +1294,25 @@ def test_a_masked_prediction_weighs_the_loss_as_keras_and_loss_functions_pickle(
         pg.losses.CategoricalCrossentropy()(np.array([[0], [1], [2]]), np.full((3, 3), 1 / 3))
     assert float(pg.losses.SparseCategoricalCrossentropy()(np.array([[0], [1], [2]]), np.full((3, 3), 1 / 3))) == \
         pytest.approx(np.log(3), rel=1e-6)
+
+
+def test_accuracies_weigh_each_entry_as_keras():
+    # Keras's AccuracyTest / BinaryAccuracyTest: weights of the predictions' shape weigh each
+    # entry, and a weight row broadcasts over the samples
+    yt, yp = np.array([[1, 2], [3, 4]]), np.array([[0, 2], [3, 4]])
+    acc = pg.metrics.Accuracy()
+    acc.update_state(yt, yp, sample_weight=np.array([[1, 0], [0, 1]]))
+    assert acc.result() == pytest.approx(0.5)
+    acc = pg.metrics.Accuracy()
+    acc.update_state(yt, yp, sample_weight=np.array([[1, 0]]))
+    assert acc.result() == pytest.approx(0.5)
+    bt, bp = np.array([[1, 1], [0, 0]]), np.array([[0.98, 1], [0, 0.6]])
+    b = pg.metrics.BinaryAccuracy()
+    b.update_state(bt, bp, sample_weight=np.array([[1, 0], [0, 1]]))
+    assert b.result() == pytest.approx(0.5)          # was 0.75: the weights were averaged per sample
+    b = pg.metrics.BinaryAccuracy()
+    b.update_state(bt, bp, sample_weight=np.array([[1, 0]]))
+    assert b.result() == pytest.approx(1.0)
+    b = pg.metrics.BinaryAccuracy()
+    b.update_state(bt, bp, sample_weight=np.array([1.0, 3.0]))   # one per sample: 1 * 1 + 3 * 0.5
+    assert b.result() == pytest.approx(2.5 / 4)

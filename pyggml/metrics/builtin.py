@@ -47,8 +47,7 @@ class _PerSample(Mean):
             if w.size > v.size and w.size % v.size == 0:
                 # weights per output cell for a value per sample (or per step): their mean there
                 w = w.reshape(v.shape + (-1,)).mean(axis=-1)
-            w = w.reshape(v.shape) if w.size == v.size else \
-                np.broadcast_to(w.reshape(w.shape[:1] + (1,) * (v.ndim - 1)), v.shape)
+            w = w.reshape(v.shape) if w.size == v.size else keras_weights(w, v.shape, self.name)
         Mean.update_state(self, v, w)
 
     def get_config(self):
@@ -74,9 +73,10 @@ class BinaryAccuracy(_PerSample):
         self.threshold = check_number("threshold", threshold)
 
     def values(self, y_true, y_pred):
-        # Keras's: the thresholded prediction equals the label (a soft label of 0.3 matches neither)
+        # Keras's: the thresholded prediction equals the label (a soft label of 0.3 matches
+        # neither), a value per entry (weights of the predictions' shape weigh each)
         yt, yp, _ = _last_axis(y_true, y_pred)
-        return ((yp > self.threshold).astype(np.float64) == yt).astype(np.float64).mean(axis=-1)
+        return ((yp > self.threshold).astype(np.float64) == yt).astype(np.float64)
 
     def get_config(self):
         return {"name": self.name, "threshold": self.threshold}
