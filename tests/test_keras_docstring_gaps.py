@@ -1316,3 +1316,15 @@ def test_accuracies_weigh_each_entry_as_keras():
     b = pg.metrics.BinaryAccuracy()
     b.update_state(bt, bp, sample_weight=np.array([1.0, 3.0]))   # one per sample: 1 * 1 + 3 * 0.5
     assert b.result() == pytest.approx(2.5 / 4)
+
+
+def test_fbeta_takes_a_number_as_weight_and_checks_its_arguments_as_keras():
+    # Keras's FBetaScoreTest.test_fbeta_scalar_weight
+    m = pg.metrics.FBetaScore(threshold=0.5)
+    m.update_state(np.array([[1, 1], [1, 0]]), np.array([[0.2, 0.6], [0.2, 0.6]], np.float32), sample_weight=0.5)
+    np.testing.assert_allclose(m.result(), [0.0, 2 / 3], atol=1e-6)
+    for kwargs in (dict(beta=0.0), dict(beta=-1.0), dict(beta=None), dict(beta="1.0"), dict(threshold=0.0),
+                   dict(threshold=-0.1), dict(threshold=1.1), dict(threshold="0.5")):
+        with pytest.raises(ValueError, match="Invalid `(beta|threshold)` argument value"):
+            pg.metrics.FBetaScore(**kwargs)
+    assert pg.metrics.FBetaScore(threshold=1.0).threshold == 1.0

@@ -225,7 +225,7 @@ def _weights_for(w, n, shape):
     w = np.asarray(w, dtype=np.float64)
     if w.size == n:
         return np.broadcast_to(w.reshape((n,) + (1,) * (len(shape) - 1)), shape)
-    return np.broadcast_to(w.reshape(shape), shape)
+    return keras_weights(w, shape)       # a number, a weight per entry, or one that broadcasts
 
 
 @register_builtin
@@ -313,8 +313,18 @@ class FBetaScore(Metric):
             raise ValueError(f"{type(self).__name__}: average must be None, 'micro', 'macro' or 'weighted', "
                              f"got {average!r}")
         self.average = average
-        self.beta = check_number("beta", beta, 0.0, low_open=True)
-        self.threshold = None if threshold is None else check_number("threshold", threshold, 0.0, 1.0)
+        # Keras's checks, ValueErrors all: beta a number > 0, threshold None or in (0, 1]
+        if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) or \
+                not beta > 0 or not np.isfinite(beta):
+            raise ValueError(f"Invalid `beta` argument value. It should be a Python float > 0. Received: "
+                             f"beta={beta!r}")
+        self.beta = float(beta)
+        if threshold is not None and (isinstance(threshold, bool) or
+                                      not isinstance(threshold, (int, float, np.integer, np.floating)) or
+                                      not 0 < threshold <= 1):
+            raise ValueError(f"Invalid `threshold` argument value. It should verify 0 < threshold <= 1. "
+                             f"Received: threshold={threshold!r}")
+        self.threshold = None if threshold is None else float(threshold)
         self.reset_state()
 
     @property
