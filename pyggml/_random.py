@@ -36,4 +36,6 @@ def draw_values(generator, shape, spec):
     if callable(spec):
         a = np.asarray(spec(generator, tuple(shape)))
         return np.ascontiguousarray(a, dtype=np.int32 if a.dtype.kind in "biu" else np.float32).reshape(shape)
+    if spec >= 1.0:
+        return np.zeros(shape, np.float32)       # Keras's Dropout(1.0): everything dropped
     return (generator.random(shape) >= spec).astype(np.float32) / (1.0 - spec)

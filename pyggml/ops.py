@@ -218,8 +218,8 @@ def dropout(x, rate, training=None):
     b = _scope.require("ops.dropout")
     if training is None:
         training = b.training
-    if not 0 <= rate < 1:
-        raise ValueError(f"dropout rate must be in [0, 1), got {rate!r}")
+    if not 0 <= rate <= 1:
+        raise ValueError(f"dropout rate must be in [0, 1], got {rate!r}")
     if not training or rate == 0:
         return x
     return _core_ops.mul(x if x.is_contiguous else _core_ops.cont(x), b.random_keep_mask(x.shape, float(rate)))

@@ -148,18 +148,18 @@ def randint(shape, minval, maxval, dtype="int32", seed=None):
 def dropout(inputs, rate, noise_shape=None, seed=None):
     """``inputs`` with a fraction ``rate`` of entries zeroed and the rest scaled by 1/(1-rate),
     on every call (not only in training: Keras's random.dropout)."""
-    if not is_number(rate) or not 0 <= rate < 1:
-        raise ValueError(f"dropout: rate must be in [0, 1), got {rate!r}")
+    if not is_number(rate) or not 0 <= rate <= 1:
+        raise ValueError(f"dropout: rate must be in [0, 1], got {rate!r}")
     if _scope.current() is None:
         x = np.asarray(inputs, dtype=np.float32)
         shape = x.shape if noise_shape is None else tuple(noise_shape)
-        keep = (_generator(seed).random(shape) >= rate) / (1.0 - rate)
+        keep = _random.draw_values(_generator(seed), shape, float(rate))
         return as_ops_result((x * keep).astype(np.float32))
     from pyggml import ops
     x = ops.as_tensor(inputs)
     shape = tuple(x.shape) if noise_shape is None else tuple(int(d) if d is not None else x.shape[i]
                                                               for i, d in enumerate(noise_shape))
-    keep = _draw("dropout", shape, seed, lambda g, s: (g.random(s) >= rate) / (1.0 - rate))
+    keep = _draw("dropout", shape, seed, lambda g, s: _random.draw_values(g, s, float(rate)))
     return x * keep
 
 

@@ -96,7 +96,7 @@ def test_dropout():
     kept = y != 0
     assert 0.65 < kept.mean() < 0.75
     np.testing.assert_allclose(y[kept], 1.0 / 0.7, rtol=1e-6)
-    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
         run(lambda t: ops.dropout(t, 1.5), x, training=True)
 
 

@@ -1328,3 +1328,38 @@ def test_fbeta_takes_a_number_as_weight_and_checks_its_arguments_as_keras():
         with pytest.raises(ValueError, match="Invalid `(beta|threshold)` argument value"):
             pg.metrics.FBetaScore(**kwargs)
     assert pg.metrics.FBetaScore(threshold=1.0).threshold == 1.0
+
+
+def test_dropout_of_rate_one_drops_everything_and_upsampling_takes_cubic_kernels():
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    d = layers.Dropout(1.0)                      # Keras's: rate in [0, 1]
+    np.testing.assert_array_equal(d(x, training=True), np.zeros_like(x))
+    np.testing.assert_array_equal(d(x), x)
+    np.testing.assert_array_equal(layers.Dropout(1.0, noise_shape=(None, 1))(x, training=True), np.zeros_like(x))
+    np.testing.assert_array_equal(pg.random.dropout(x, 1.0), np.zeros_like(x))
+    img = np.random.default_rng(0).normal(size=(2, 3, 4, 2)).astype(np.float32)
+    np.testing.assert_array_equal(layers.SpatialDropout2D(1.0)(img, training=True), np.zeros_like(img))
+    with pytest.raises(ValueError):
+        layers.Dropout(1.5)
+    # in a training graph: the layer after it sees zeros, and the step stays finite
+    m = pg.Sequential([pg.Input((4,)), layers.Dropout(1.0), layers.Dense(1)])
+    m.compile("sgd", "mse")
+    h = m.fit(x, np.ones((3, 1)), epochs=2, verbose=0).history["loss"]
+    assert np.all(np.isfinite(h))
+    assert h[0] == pytest.approx(1.0, rel=1e-5)   # the output is the bias, 0 at first: (1 - 0)^2
+    # UpSampling2D's bicubic and Lanczos kernels: ops.image.resize's, on arrays and in a graph
+    for interp in ("bicubic", "lanczos3", "lanczos5"):
+        up = layers.UpSampling2D((2, 3), interpolation=interp)
+        want = np.asarray(pg.ops.image.resize(img, (6, 12), interpolation=interp))
+        np.testing.assert_allclose(up(img), want, rtol=1e-5, atol=1e-6)
+        first = layers.UpSampling2D((2, 3), interpolation=interp, data_format="channels_first")
+        np.testing.assert_allclose(first(img.transpose(0, 3, 1, 2)), want.transpose(0, 3, 1, 2), rtol=1e-5,
+                                   atol=1e-6)
+        assert layers.UpSampling2D.from_config(up.get_config()).interpolation == interp
+    inp = pg.Input((3, 4, 2))
+    m = pg.Model(inp, layers.Conv2D(1, 1)(layers.UpSampling2D(2, interpolation="bicubic")(inp)))
+    m.compile("adam", "mse")
+    h = m.fit(img, np.zeros((2, 6, 8, 1), np.float32), epochs=5, verbose=0).history["loss"]
+    assert h[-1] < h[0]
+    with pytest.raises(ValueError, match="interpolation"):
+        layers.UpSampling2D(interpolation="area")       # Keras's UpSampling2D refuses it too

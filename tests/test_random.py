@@ -90,7 +90,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="seed"):
         pg.random.normal((2,), seed="x")
     with pytest.raises(ValueError, match="rate"):
-        pg.random.dropout(np.ones(3), 1.0)
+        pg.random.dropout(np.ones(3), 1.5)
     with pytest.raises(ValueError, match="dtype"):
         pg.random.normal((2,), dtype="int32")
     with pytest.raises(ValueError, match="at most 4"):

@@ -53,7 +53,7 @@ class Dropout(Layer):
 
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
-        self.rate = check_fraction("Dropout rate", rate, high_open=True)
+        self.rate = check_fraction("Dropout rate", rate)       # 1.0 drops everything, as Keras's
         self.noise_shape = _check_noise_shape(noise_shape)
         self.seed = seed
 

@@ -106,7 +106,9 @@ class UpSampling1D(_UpSampling):
 @register_builtin
 class UpSampling2D(TransposesChannelsFirst, _UpSampling):
     """Repeat rows and columns ``size`` = (rows, cols) times (``interpolation``
-    "nearest"), or interpolate them ("bilinear")."""
+    "nearest"), or interpolate them ("bilinear"; "bicubic", "lanczos3" and "lanczos5" as
+    ``ops.image.resize`` computes them: Keys' cubic with a = -0.5, as Keras's JAX and
+    TensorFlow backends, where its torch backend takes PyTorch's a = -0.75)."""
 
     rank = 2
 
@@ -114,16 +116,18 @@ class UpSampling2D(TransposesChannelsFirst, _UpSampling):
         super().__init__(**kwargs)
         self.size = int_tuple("size", size, 2)
         self.data_format = data_format_of(data_format, "UpSampling2D")     # (channels-first: transposed)
-        if interpolation in ("bicubic", "lanczos3", "lanczos5", "area"):
-            raise ValueError(f"UpSampling2D: interpolation={interpolation!r} is not supported; "
-                             f"'nearest' and 'bilinear' are")
-        self.interpolation = check_choice("interpolation", interpolation, ("nearest", "bilinear"))
+        self.interpolation = check_choice("interpolation", interpolation,
+                                          ("nearest", "bilinear", "bicubic", "lanczos3", "lanczos5"))
 
     def call(self, inputs, training=None):
         n, h, w, c = inputs.shape
         sh, sw = self.size
         if self.interpolation == "nearest" and fused():
             return ops.upscale(contiguous(inputs), (1, sh, sw, 1))
+        if self.interpolation not in ("nearest", "bilinear"):
+            from pyggml import _ops_image        # (a kernel of more taps: two matrix products)
+            return _ops_image.resize(inputs, (h * sh, w * sw), interpolation=self.interpolation,
+                                     data_format="channels_last")
         if self.interpolation == "nearest":
             # one gather: output pixel (n, i, j) is input pixel (n, i // sh, j // sw)
             src = (np.arange(h * sh) // sh)[:, None] * w + (np.arange(w * sw) // sw)[None, :]
