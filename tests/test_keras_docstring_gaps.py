@@ -1363,3 +1363,17 @@ def test_dropout_of_rate_one_drops_everything_and_upsampling_takes_cubic_kernels
     assert h[-1] < h[0]
     with pytest.raises(ValueError, match="interpolation"):
         layers.UpSampling2D(interpolation="area")       # Keras's UpSampling2D refuses it too
+
+
+def test_circle_mean_with_sample_weight_leaves_samples_without_a_loss_out():
+    # Keras's CircleTest.test_mean_with_sample_weight_reduction (values: real Keras 3.15)
+    yt = np.array([1, 1, 2, 2, 3])
+    yp = np.array([[0.70014004, -0.42008403, 0.14002801, 0.56011203],
+                   [0.17609018, 0.70436073, -0.52827054, 0.44022545],
+                   [-0.34050261, 0.25537696, -0.68100522, 0.59587957],
+                   [0.32163376, -0.75047877, 0.53605627, -0.21442251],
+                   [0.51261459, -0.34174306, 0.17087153, 0.76892189]])
+    c = pg.losses.Circle(gamma=80.0, margin=0.4, reduction="mean_with_sample_weight")
+    assert float(c(yt, yp)) == pytest.approx(188.38832, rel=1e-5)
+    assert float(c(yt, yp, sample_weight=np.array([2.0, 2.0, 1.0, 1.0, 0.5]))) == pytest.approx(163.27946, rel=1e-5)
+    assert float(pg.losses.Circle(reduction="sum")(yt, yp)) == pytest.approx(753.5533, rel=1e-5)

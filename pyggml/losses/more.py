@@ -236,6 +236,21 @@ class Circle(Loss):
         at_least_one = ops.scale_bias(ops.relu(ops.scale_bias(count, 1.0, -1.0)), 1.0, 1.0)
         return ops.mul(v, ops.div(ops.constant(np.array([float(n)], dtype=np.float32)), at_least_one))
 
+    def _reduce(self, values, weights):
+        if self.reduction != "mean_with_sample_weight":
+            return super()._reduce(values, weights)
+        # Keras's: the samples without a loss are masked, so they weigh nothing in the
+        # denominator either: sum(w v) / sum(w [v > 0]) (0 when none has a loss)
+        v = values if values.is_contiguous else ops.cont(values)
+        n = v.nelements
+        v = ops.reshape(v, (n,))
+        w = ops.step(v)
+        if weights is not None:
+            if weights.nelements != n:
+                raise ValueError(f"circle: one sample weight per sample expected ({n}), got {weights.nelements}")
+            w = ops.mul(ops.reshape(weights if weights.is_contiguous else ops.cont(weights), (n,)), w)
+        return ops.div(ops.sum(ops.mul(v, w)), ops.scale_bias(ops.sum(w), 1.0, 1e-12))
+
     def get_config(self):
         c = super().get_config()
         c.update(gamma=self.gamma, margin=self.margin, remove_diagonal=self.remove_diagonal)
