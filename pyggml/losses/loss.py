@@ -141,6 +141,8 @@ def _mask_weight(mask, sample_weight, reduction):
     """Keras's apply_mask: a padding mask as sample weights (0 where padded; where the loss is
     a mean, total / real where real), times the sample weights given (ranks matched as
     Keras's squeeze_or_expand_to_same_rank)."""
+    if mask.dtype == object or mask.dtype.kind not in "biuf":
+        raise TypeError(f"a padding mask (_keras_mask) holds booleans or numbers, got dtype {mask.dtype}")
     m = mask.astype(bool)
     if reduction in ("mean", "sum_over_batch_size"):
         real = int(m.sum())
