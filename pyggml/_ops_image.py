@@ -49,6 +49,7 @@ from pyggml import _ops_math as _m
 from pyggml import _ops_nn as _nn
 from pyggml import _ops_numpy as _k
 from pyggml import _scope
+from pyggml._ops_image_extra import _data_format
 from pyggml._validation import is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
@@ -80,14 +81,6 @@ def _shape_of(images):
         t = images.graph_tensor() if isinstance(images, Variable) else images
         return tuple(int(d) for d in t.shape)
     return tuple(np.shape(images))
-
-
-def _data_format(data_format, what):
-    if data_format is None:
-        return "channels_last"
-    if data_format not in ("channels_last", "channels_first"):
-        raise ValueError(f"{what}: data_format must be 'channels_last' or 'channels_first', got {data_format!r}")
-    return data_format
 
 
 def _check_images(shape, what):

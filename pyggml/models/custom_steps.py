@@ -132,16 +132,8 @@ class CompileMetrics(Metric):
                 m.update_state(ys[i], ps[i], sws[i] if weighted else None)
 
     def result(self):
-        out = {}
-        for i, m, key, _ in self._keys or ():
-            if i >= self.__dict__.get("_paired", i + 1):
-                continue
-            r = m.result()
-            if isinstance(r, dict):
-                out.update(r)
-            else:
-                out[key] = r
-        return out
+        paired = self.__dict__.get("_paired")
+        return _results((m, key) for i, m, key, _ in self._keys or () if paired is None or i < paired)
 
     def reset_state(self):
         for _, m, _, _ in self._keys or ():
@@ -150,6 +142,18 @@ class CompileMetrics(Metric):
     @property
     def metrics(self):
         return [m for _, m, _, _ in self._keys or ()]
+
+
+def _results(metrics):
+    """{log key: result} of (metric, key) pairs; a metric whose result is a dict gives its entries."""
+    out = {}
+    for m, key in metrics:
+        r = m.result()
+        if isinstance(r, dict):
+            out.update(r)
+        else:
+            out[key] = r
+    return out
 
 
 class _SpecMetrics(Metric):
@@ -165,14 +169,7 @@ class _SpecMetrics(Metric):
                            "its own metrics")
 
     def result(self):
-        out = {}
-        for _, m, key, _ in self.spec.all_metric_keys():
-            r = m.result()
-            if isinstance(r, dict):
-                out.update(r)
-            else:
-                out[key] = r
-        return out
+        return _results((m, key) for _, m, key, _ in self.spec.all_metric_keys())
 
     def reset_state(self):
         for _, m, _, _ in self.spec.all_metric_keys():
