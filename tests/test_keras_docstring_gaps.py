@@ -1377,3 +1377,41 @@ def test_circle_mean_with_sample_weight_leaves_samples_without_a_loss_out():
     assert float(c(yt, yp)) == pytest.approx(188.38832, rel=1e-5)
     assert float(c(yt, yp, sample_weight=np.array([2.0, 2.0, 1.0, 1.0, 0.5]))) == pytest.approx(163.27946, rel=1e-5)
     assert float(pg.losses.Circle(reduction="sum")(yt, yp)) == pytest.approx(753.5533, rel=1e-5)
+
+
+def test_softmax_layer_takes_a_mask_and_several_axes_as_keras():
+    # expected values: real Keras 3.15 (torch backend)
+    x = np.array([[1., 2, 5, 1], [3, 1, 2, 4], [0.5, -1, 2, 0]], np.float32)
+    sm = layers.Softmax()
+    np.testing.assert_allclose(sm(x, mask=np.array([[1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]], bool)),
+                               [[0.268941, 0.731059, 0, 0], [0.236883, 0.032059, 0.087144, 0.643914], [0, 0, 0, 0]],
+                               atol=1e-6)
+    want = [[0.017668, 0.0, 0.964663, 0.017668], [0.244728, 0.0, 0.090031, 0.665241], [0.164252, 0.0, 0.736125, 0.099624]]
+    np.testing.assert_allclose(sm(x, mask=np.array([[1, 0, 1, 1]], bool)), want, atol=1e-6)
+    np.testing.assert_allclose(sm(x, mask=np.array([0.9, 0.2, 0.7, 1.0], np.float32)), want, atol=1e-6)  # > 0.5
+    np.testing.assert_allclose(layers.Softmax(axis=(0, 1))(x),
+                               [[0.0106, 0.028814, 0.578754, 0.0106], [0.078326, 0.0106, 0.028814, 0.212912],
+                                [0.006429, 0.001435, 0.028814, 0.0039]], atol=1e-6)
+    np.testing.assert_allclose(layers.Softmax(axis=0)(x, mask=np.array([[1], [0], [1]], bool)),
+                               [[0.622459, 0.952574, 0.952574, 0.731059], [0, 0, 0, 0],
+                                [0.377541, 0.047426, 0.047426, 0.268941]], atol=1e-6)
+    y = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 10
+    row = [[0.063724, 0.070426, 0.077833, 0], [0.095065, 0.105063, 0.116113, 0], [0.14182, 0.156736, 0.17322, 0]]
+    np.testing.assert_allclose(layers.Softmax(axis=(1, 2))(y, mask=np.array([[1, 1, 1, 0]], bool)), [row, row],
+                               atol=1e-6)
+    for bad in (np.ones((2, 3, 4), bool), np.ones((3, 3), bool)):
+        with pytest.raises(ValueError, match="broadcastable"):
+            sm(x, mask=bad)
+    with pytest.raises(ValueError, match="axis"):
+        layers.Softmax(axis="last")
+    assert layers.Softmax.from_config(layers.Softmax(axis=(1, 2)).get_config()).axis == (1, 2)
+    # in a model: a mask input, and training through the masked softmax
+    xi, mi = pg.Input((4,)), pg.Input((4,))
+    m = pg.Model([xi, mi], layers.Softmax()(layers.Dense(4)(xi), mask=mi))
+    m.compile("adam", "mse")
+    feed = [np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32),
+            np.tile(np.array([[1, 1, 0, 1]], np.float32), (8, 1))]
+    out = m.predict(feed, verbose=0)
+    assert np.all(out[:, 2] == 0) and np.allclose(out.sum(-1), 1, atol=1e-6)
+    h = m.fit(feed, np.tile([[0.5, 0.5, 0.0, 0.0]], (8, 1)), epochs=20, verbose=0).history["loss"]
+    assert h[-1] < h[0]

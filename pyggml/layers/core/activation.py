@@ -1,8 +1,10 @@
 """Activation layers: ``Activation(name)``, and Keras's ReLU, LeakyReLU, ELU and Softmax layers."""
 
-from pyggml import activations
-from pyggml._validation import check_number
-from pyggml.layers._helpers import Activated
+import numpy as np
+
+from pyggml import activations, ops
+from pyggml._validation import check_number, is_int
+from pyggml.layers._helpers import Activated, contiguous
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 
@@ -88,12 +90,54 @@ class ELU(_Elementwise):
 
 @register_builtin
 class Softmax(_Elementwise):
+    """Keras's Softmax layer: softmax over ``axis`` (an int, or a tuple of axes taken together);
+    ``mask`` (broadcastable to the inputs, as numpy's; true or > 0.5 where kept) leaves the
+    masked entries out of the softmax and zero in the output."""
+
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
-        self.axis = int(axis)
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        if not axes or not all(is_int(a) for a in axes) or len(set(axes)) != len(axes):
+            raise ValueError(f"Softmax: axis must be an int or a tuple of distinct ints, got {axis!r}")
+        self.axis = tuple(int(a) for a in axes) if isinstance(axis, (tuple, list)) else int(axis)
 
-    def call(self, inputs, training=None):
-        return activations.softmax(inputs, self.axis)
+    def call(self, inputs, training=None, mask=None):
+        x = ops.as_tensor(inputs)
+        shape = tuple(x.shape)
+        m = None
+        if mask is not None:
+            m = ops.as_tensor(mask)
+            ms = tuple(m.shape)
+            if len(ms) > len(shape) or any(a not in (1, b) for a, b in zip(ms[::-1], shape[::-1])):
+                raise ValueError(f"Softmax: the mask must be broadcastable to the inputs and have no more "
+                                 f"dimensions, got inputs of shape {shape} and a mask of shape {ms}")
+            if m.dtype != "f32":
+                m = ops.cast(m, "float32")
+            m = ops.step(ops.scale_bias(m, 1.0, -0.5))                 # kept where > 0.5
+            m = ops.reshape(contiguous(m), (1,) * (len(shape) - len(ms)) + ms)
+            if ms != shape:
+                m = ops.repeat(m, x)
+            # a masked entry: -1e9 in place of its value (Keras's large negative number)
+            x = ops.add(ops.mul(contiguous(x), m), ops.scale_bias(m, 1e9, -1e9))
+        axes = self.axis if isinstance(self.axis, tuple) else (self.axis,)
+        rank = len(shape)
+        axes = tuple(sorted(a + rank if a < 0 else a for a in axes))
+        if any(not 0 <= a < rank for a in axes):
+            raise ValueError(f"Softmax: axis {self.axis} is out of range for inputs of shape {shape}")
+        if len(axes) == 1:
+            y = activations.softmax(x, axes[0])
+        else:
+            # the axes moved last and joined: one softmax over them, then back
+            rest = tuple(a for a in range(rank) if a not in axes)
+            perm = rest + axes
+            moved = ops.transpose(x, perm)
+            lead = tuple(shape[a] for a in rest)
+            flat = ops.reshape(contiguous(moved), lead + (int(np.prod([shape[a] for a in axes])),))
+            y = ops.reshape(activations.softmax(flat, -1), tuple(moved.shape))
+            y = ops.transpose(y, tuple(int(i) for i in np.argsort(perm)))
+        if m is not None:
+            y = ops.mul(contiguous(y), m)
+        return y
 
     def takes_5d(self, shapes):
         """volumes take a softmax over their channels (axis=-1) only (pyggml._fold)."""
