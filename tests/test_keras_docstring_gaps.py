@@ -1415,3 +1415,27 @@ def test_softmax_layer_takes_a_mask_and_several_axes_as_keras():
     assert np.all(out[:, 2] == 0) and np.allclose(out.sum(-1), 1, atol=1e-6)
     h = m.fit(feed, np.tile([[0.5, 0.5, 0.0, 0.0]], (8, 1)), epochs=20, verbose=0).history["loss"]
     assert h[-1] < h[0]
+
+
+def test_merge_masks_as_keras_on_arrays_and_their_checks():
+    x1 = np.array([[[0., 0], [1, 1], [0, 0], [2, 2]]], np.float32)
+    x2 = np.ones((1, 4, 2), np.float32)
+    y = layers.Concatenate(axis=1)([layers.Masking()(x1), x2])      # was: ops.constant outside a graph
+    assert y.shape == (1, 8, 2)
+    np.testing.assert_array_equal(y._keras_mask, [[0, 1, 0, 1, 1, 1, 1, 1]])
+    # Keras ORs the masks present (an input without one is left out)
+    np.testing.assert_array_equal(layers.Add()([layers.Masking()(x1), x2])._keras_mask, [[0, 1, 0, 1]])
+    m = np.array([[1, 0, 1, 0]], bool)
+    for cls in (layers.Add, layers.Subtract, layers.Multiply, layers.Average, layers.Maximum, layers.Minimum):
+        np.testing.assert_array_equal(cls().compute_mask([x1, x2], [m, ~m]), [[1, 1, 1, 1]])
+        np.testing.assert_array_equal(cls().compute_mask([x1, x2], [m, None]), m)
+        assert cls().compute_mask([x1, x2], [None, None]) is None
+        with pytest.raises(ValueError, match="should be a list"):
+            cls().compute_mask([x1, x2], m)
+        with pytest.raises(ValueError, match="same length"):
+            cls().compute_mask([x1, x2], [m])
+        with pytest.raises(ValueError, match="inputs should be a list"):
+            cls().compute_mask(x1, [m, m])
+    assert layers.Dot(axes=-1).compute_mask([x1, x2], [m, m]) is None
+    with pytest.raises(ValueError, match="should be a list"):
+        layers.Concatenate().compute_mask([x1, x2], m)

@@ -22,6 +22,10 @@ class Dot(Layer):
     The output holds x's remaining axes, then y's (a (batch, 1) column when none remain).
     ``normalize=True`` L2-normalizes both along their axes first: the cosine similarity."""
 
+    def compute_mask(self, inputs, mask=None):
+        """None, as Keras's: a product over the features leaves no steps to mask."""
+        return None
+
     def __init__(self, axes, normalize=False, **kwargs):
         super().__init__(**kwargs)
         if is_int(axes):

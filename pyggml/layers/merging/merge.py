@@ -5,9 +5,11 @@ import numpy as np
 
 from pyggml import _fold, ops
 from pyggml._validation import is_int
+from pyggml.core import Tensor
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import MERGING_LAYERS
 from pyggml.saving.object_registration import register_builtin
+from pyggml.variables import Variable
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Concatenate", "add", "subtract", "multiply", "average",
            "concatenate"]
@@ -30,18 +32,28 @@ def _broadcast_shape(shapes, what):
     return tuple(reversed(out))
 
 
-def _or_masks(mask, owner):
-    """Keras's merged mask: a step is real where it is in any input (the 0/1 masks ORed); no
-    mask when an input has none."""
+def _or_masks(mask, owner, inputs=None):
+    """Keras's merged mask: a step is real where it is in any input's mask (the inputs without
+    one left out; None when none has one)."""
     if mask is None:
         return None
     if not isinstance(mask, (list, tuple)):
-        raise ValueError(f"{owner}: the mask should be a list (one per input), got {mask!r}")
-    if any(m is None for m in mask):
+        raise ValueError(f"{owner}: the mask should be a list (one per input), got {type(mask).__name__}")
+    if inputs is not None:
+        if not isinstance(inputs, (list, tuple)):
+            raise ValueError(f"{owner}: the inputs should be a list, got {type(inputs).__name__}")
+        if len(inputs) != len(mask):
+            raise ValueError(f"{owner}: the inputs and the mask should have the same length, got "
+                             f"{len(inputs)} inputs and {len(mask)} masks")
+    present = [m for m in mask if m is not None]
+    if not present:
         return None
-    out = mask[0]
-    for m in mask[1:]:
-        out = out + m - out * m
+    if all(not isinstance(m, (Tensor, Variable)) for m in present):
+        return np.logical_or.reduce([np.asarray(m).astype(bool) for m in present])   # arrays: at once
+    out = ops.as_tensor(present[0])
+    for m in present[1:]:
+        m = ops.as_tensor(m)
+        out = ops.sub(ops.add(out, m), ops.mul(out, m))
     return out
 
 
@@ -89,7 +101,7 @@ class _Merge(Layer):
     supports_masking = True
 
     def compute_mask(self, inputs, mask=None):
-        return _or_masks(mask, type(self).__name__)
+        return _or_masks(mask, type(self).__name__, inputs)
 
     def compute_output_shape(self, input_shape):
         if not isinstance(input_shape, list) or len(input_shape) < self.min_inputs:
@@ -193,20 +205,25 @@ class Concatenate(Layer):
     def compute_mask(self, inputs, mask=None):
         """Keras's: joining along the steps joins the masks (an input without one counts as all
         real); along the features a step is real where it is in any input."""
-        if mask is None or not isinstance(mask, list) or all(m is None for m in mask):
+        if mask is None:
+            return None
+        if not isinstance(mask, (list, tuple)):
+            raise ValueError(f"Concatenate: the mask should be a list (one per input), got {type(mask).__name__}")
+        if all(m is None for m in mask):
             return None
         r = len(inputs[0].shape)
         axis = self.axis % r
         if axis == 0:
             return None
         if axis == 1 and r >= 3:
-            parts = [m if m is not None else
-                     ops.constant(np.ones(tuple(int(d) for d in x.shape[:2]), np.float32))
-                     for x, m in zip(inputs, mask)]
-            if all(isinstance(p, np.ndarray) for p in parts):
-                return np.concatenate(parts, axis=1)
-            return ops.concatenate([ops.as_tensor(p) for p in parts], axis=1)
-        return _or_masks(mask, "Concatenate")
+            arrays = all(not isinstance(m, (Tensor, Variable)) for m in mask if m is not None)
+            ones = [np.ones(tuple(int(d) for d in x.shape[:2]), np.float32) for x in inputs]
+            if arrays:
+                return np.concatenate([np.asarray(m).astype(bool) if m is not None else o.astype(bool)
+                                       for m, o in zip(mask, ones)], axis=1)
+            return ops.concatenate([ops.as_tensor(m) if m is not None else ops.constant(o)
+                                    for m, o in zip(mask, ones)], axis=1)
+        return _or_masks(mask, "Concatenate", inputs)
 
     def get_config(self):
         c = super().get_config()
