@@ -1439,3 +1439,11 @@ def test_merge_masks_as_keras_on_arrays_and_their_checks():
     assert layers.Dot(axes=-1).compute_mask([x1, x2], [m, m]) is None
     with pytest.raises(ValueError, match="should be a list"):
         layers.Concatenate().compute_mask([x1, x2], m)
+
+
+def test_relu_layers_refuse_none_or_negative_settings_as_keras():
+    for make in (lambda: layers.ReLU(threshold=-10), lambda: layers.ReLU(threshold=None),
+                 lambda: layers.ReLU(negative_slope=None), lambda: layers.ReLU(negative_slope=-1),
+                 lambda: layers.LeakyReLU(negative_slope=None)):
+        with pytest.raises(ValueError, match="cannot be None or a negative value"):
+            make()

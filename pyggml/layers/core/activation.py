@@ -30,6 +30,16 @@ class Activation(Activated):
         return c
 
 
+def _non_negative(owner, name, value):
+    """A number >= 0; None or a negative value is a ValueError, as Keras's."""
+    if value is None:
+        raise ValueError(f"{owner}: {name} cannot be None or a negative value, got None")
+    v = check_number(name, value)
+    if v < 0:
+        raise ValueError(f"{owner}: {name} cannot be None or a negative value, got {value!r}")
+    return v
+
+
 class _Elementwise(Layer):
     supports_masking = True
 
@@ -44,8 +54,9 @@ class ReLU(_Elementwise):
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
         super().__init__(**kwargs)
         self.max_value = None if max_value is None else check_number("max_value", max_value, 0.0)
-        self.negative_slope = check_number("negative_slope", negative_slope, 0.0)
-        self.threshold = check_number("threshold", threshold)
+        # Keras's: None or a negative value is a ValueError
+        self.negative_slope = _non_negative("ReLU", "negative_slope", negative_slope)
+        self.threshold = _non_negative("ReLU", "threshold", threshold)
 
     def call(self, inputs, training=None):
         # exact in float32 (a 0/1 mask or ggml's clamp: no rounding next to max_value)
@@ -62,7 +73,8 @@ class ReLU(_Elementwise):
 class LeakyReLU(_Elementwise):
     def __init__(self, negative_slope=0.3, alpha=None, **kwargs):
         super().__init__(**kwargs)
-        self.negative_slope = check_number("negative_slope", negative_slope if alpha is None else alpha, 0.0)
+        self.negative_slope = _non_negative("LeakyReLU", "negative_slope",
+                                            negative_slope if alpha is None else alpha)
 
     def call(self, inputs, training=None):
         return activations.leaky_relu(inputs, self.negative_slope)
