@@ -42,7 +42,7 @@ def keras_relu_grad(x, negative_slope=0.0, max_value=None, threshold=0.0):
 RELU_ARGS = [dict(max_value=6.0), dict(max_value=6.0, negative_slope=0.1), dict(max_value=6.0, threshold=0.5),
              dict(max_value=0.8, negative_slope=0.1, threshold=0.2), dict(negative_slope=0.2),
              dict(threshold=1e-3), dict(threshold=0.5, negative_slope=0.3), dict(max_value=1e-6),
-             dict(max_value=6.0, threshold=0.5)]   # (a negative threshold: Keras's ValueError)
+             dict(max_value=6.0, threshold=2.0)]   # (a negative threshold: Keras's ValueError)
 
 
 def _predict(layer, x):
