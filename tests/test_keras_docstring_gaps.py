@@ -1447,3 +1447,28 @@ def test_relu_layers_refuse_none_or_negative_settings_as_keras():
                  lambda: layers.LeakyReLU(negative_slope=None)):
         with pytest.raises(ValueError, match="cannot be None or a negative value"):
             make()
+
+
+def test_masked_sequence_losses_and_a_cross_entropy_over_another_axis_as_keras():
+    # values: real Keras 3.15 (torch backend) on the same arrays
+    rng = np.random.default_rng(0)
+    x = rng.random((2, 3, 4)).astype(np.float32)
+    x[0, 2] = 0
+    x[1, 1:] = 0
+    y = rng.random((2, 3, 4)).astype(np.float32)
+    w = np.array([[1., 2, 3], [4, 5, 6]])
+    xm = layers.Masking()(x)
+    assert float(pg.losses.MeanSquaredError()(y, xm)) == pytest.approx(0.2509245, rel=1e-5)
+    assert float(pg.losses.MeanSquaredError()(y, xm, sample_weight=w)) == pytest.approx(0.5046364, rel=1e-5)
+    assert float(pg.losses.MeanSquaredError()(y, x, sample_weight=w)) == pytest.approx(0.8996825, rel=1e-5)
+    assert float(pg.losses.BinaryCrossentropy()(np.round(y), xm)) == pytest.approx(1.3348368, rel=1e-5)
+    assert float(pg.losses.MeanAbsoluteError()(y, xm, sample_weight=w[..., None])) == pytest.approx(0.8447357,
+                                                                                                     rel=1e-5)
+    # BinaryCrossentropy(axis=1): the mean over that axis, as Keras's
+    p = rng.random((2, 3, 4)).astype(np.float32)
+    t = (rng.random((2, 3, 4)) > .5).astype(np.float32)
+    want = -(t * np.log(p) + (1 - t) * np.log(1 - p)).mean(1)
+    out = np.asarray(pg.losses.BinaryCrossentropy(axis=1, reduction="none")(t, p))
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+    assert float(pg.losses.BinaryCrossentropy(axis=1, reduction="sum")(t, p)) == pytest.approx(want.sum(), rel=1e-5)
+    assert float(pg.losses.BinaryCrossentropy(axis=1)(t, p)) == pytest.approx(want.mean(), rel=1e-5)

@@ -240,9 +240,7 @@ class Loss:
             w = sample_weight if isinstance(sample_weight, Tensor) or sample_weight is None else \
                 ops.constant(np.asarray(sample_weight, dtype=np.float32).reshape(
                     (-1, 1) if np.ndim(sample_weight) == 1 and len(y_pred.shape) > 1 else np.shape(sample_weight)))
-            v = self.values(y_true, y_pred)
-            if self.reduction != "sum_over_batch_size" and tuple(v.shape) == tuple(y_pred.shape) and len(v.shape) > 1:
-                v = ops.reduce_mean(v, axis=-1)       # Keras's per-sample value: the mean over the last axis
+            v = self._per_step(self.values(y_true, y_pred), y_pred, w)
             out = self._reduce(v, w)
             lead = tuple(y_pred.shape[:-1])
             if self.reduction == "none" and lead and tuple(out.shape) != lead and \
@@ -270,11 +268,8 @@ class Loss:
         n_w = len(arrays) - 2
 
         def graph(*t):
-            v = self.values(t[0], t[1])
-            if self.reduction != "sum_over_batch_size" and tuple(v.shape) == tuple(t[1].shape) and len(v.shape) > 1:
-                # an element-wise loss: Keras's per-sample value is its mean over the last axis
-                v = ops.reduce_mean(v, axis=-1)
-            return self._reduce(v, t[2] if n_w else None)
+            w = t[2] if n_w else None
+            return self._reduce(self._per_step(self.values(t[0], t[1]), t[1], w), w)
         out = np.asarray(_eager.evaluate(graph, arrays), dtype=np.float32)
         if self.reduction == "none":
             lead = arrays[1].shape[:-1]
@@ -309,6 +304,18 @@ class Loss:
             return self._reduce(v, None) if self.reduction != "none" else v
         out = np.asarray(_eager.evaluate(graph, arrays), dtype=np.float32)
         return as_ops_result(np.asarray(out.reshape(-1)[0], dtype=np.float32) if out.size == 1 else out)
+
+    def _per_step(self, v, y_pred, weights):
+        """An element-wise loss as Keras's per-sample (per-step) values, the mean over the last
+        axis (the classes or values; moved there for ``axis=``), where the reduction is not a
+        plain mean or the weights are one per step; the values as they are otherwise."""
+        if len(v.shape) <= 1 or len(v.shape) != len(y_pred.shape) or v.nelements != y_pred.nelements:
+            return v
+        per_step = weights is not None and len(weights.shape) == len(v.shape) - 1 and \
+            weights.nelements > v.shape[0]
+        if self.reduction != "sum_over_batch_size" or per_step:
+            return ops.reduce_mean(v, axis=-1)
+        return v
 
     def _reduce(self, values, weights):
         if self.reduction == "sum_over_batch_size":
