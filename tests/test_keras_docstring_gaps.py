@@ -992,6 +992,10 @@ def test_lora_weights_files_load_into_plain_models_and_back(tmp_path):
     twin.load_weights(tmp_path / "lora.weights.h5")                 # a LoRA model takes base and factors exactly
     for k, v in model.get_weights().items():
         np.testing.assert_array_equal(twin.get_weights()[k], v)
+    twin2 = pg.Sequential([pg.Input((8,)), layers.Dense(16, lora_rank=4)])
+    twin2.load_weights(tmp_path / "lora.weights.h5", skip_mismatch=True)   # the same (the update once)
+    for k, v in model.get_weights().items():
+        np.testing.assert_array_equal(twin2.get_weights()[k], v)
     plain.save_weights(tmp_path / "plain.weights.h5")
     model.load_weights(tmp_path / "plain.weights.h5")               # a plain file into a LoRA model: no update
     np.testing.assert_allclose(model.predict(x, verbose=0), plain.predict(x, verbose=0), rtol=1e-5, atol=1e-5)

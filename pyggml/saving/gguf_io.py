@@ -159,19 +159,21 @@ def _lora_read(model, fl, shapes):
     """{name: array} of a file for a model with LoRA layers: a LoRA layer's base from
     ``<weight>.lora_base`` when the file has one (else the file's weight, with the update's
     second factor zero: Keras's plain file into a LoRA layer)."""
-    got = {}
     lora = {base_name: factors for _, base_name, factors in _lora_layers(model)}
-    for k, shape in shapes.items():
-        owner = next((b for b, fs in lora.items() if k in fs), None)
-        if k in lora and fl.by_name.get(k + _LORA_BASE) is not None:
-            got[k] = fl.array(k + _LORA_BASE, shape)
-        elif owner is not None and fl.by_name.get(owner + _LORA_BASE) is None and fl.by_name.get(k) is None:
-            # a file without LoRA: the factors start again, the second at zero (no update)
-            got[k] = np.zeros(shape, np.float32) if k == lora[owner][-1] else \
-                model.get_weights()[k].reshape(shape).astype(np.float32)
-        else:
-            got[k] = fl.array(k, shape)
-    return got
+    return {k: _lora_array(model, fl, k, shape, lora) for k, shape in shapes.items()}
+
+
+def _lora_array(model, fl, k, shape, lora):
+    """One weight ``k`` of the file as a model whose LoRA layers are ``lora`` ({base weight:
+    factor names}) takes it (see _lora_read)."""
+    owner = next((b for b, fs in lora.items() if k in fs), None)
+    if k in lora and fl.by_name.get(k + _LORA_BASE) is not None:
+        return fl.array(k + _LORA_BASE, shape)
+    if owner is not None and fl.by_name.get(owner + _LORA_BASE) is None and fl.by_name.get(k) is None:
+        # a file without LoRA: the factors start again, the second at zero (no update)
+        return np.zeros(shape, np.float32) if k == lora[owner][-1] else \
+            model.get_weights()[k].reshape(shape).astype(np.float32)
+    return fl.array(k, shape)
 
 
 def load_weights_into(model, path, skip_mismatch=False):
@@ -194,11 +196,13 @@ def load_weights_into(model, path, skip_mismatch=False):
             fl.close()
         return
     fl = _File(path)
+    lora = {base_name: factors for _, base_name, factors in _lora_layers(model)}
     try:
         got, skipped = {}, []
         for name, shape in shapes.items():
             try:
-                got[name] = fl.array(name, shape)
+                # a LoRA layer's base from ``<weight>.lora_base`` (the file's weight is merged)
+                got[name] = _lora_array(model, fl, name, shape, lora) if lora else fl.array(name, shape)
             except GGUFError as e:
                 if "has shape" not in str(e) and "has no weight" not in str(e):
                     raise
