@@ -1476,3 +1476,16 @@ def test_masked_sequence_losses_and_a_cross_entropy_over_another_axis_as_keras()
     np.testing.assert_allclose(out, want, rtol=1e-5)
     assert float(pg.losses.BinaryCrossentropy(axis=1, reduction="sum")(t, p)) == pytest.approx(want.sum(), rel=1e-5)
     assert float(pg.losses.BinaryCrossentropy(axis=1)(t, p)) == pytest.approx(want.mean(), rel=1e-5)
+
+
+def test_mha_joint_4d_scores_take_the_value_axes():
+    rng = np.random.default_rng(0)
+    q = rng.random((1, 2, 3, 4)).astype(np.float32)
+    mha = layers.MultiHeadAttention(2, 2)
+    for v in (rng.random((1, 3, 2, 4)).astype(np.float32), rng.random((1, 2, 5, 4)).astype(np.float32)):
+        out, s = mha(q, v, return_attention_scores=True)
+        assert s.shape == (1, 2, 2, 3) + v.shape[1:3]          # Keras's (batch, heads, a, n, a', m)
+        # the same numbers as attention over the flattened steps
+        out3, s3 = mha(q.reshape(1, 6, 4), v.reshape(1, -1, 4), return_attention_scores=True)
+        np.testing.assert_allclose(np.asarray(s).reshape(s3.shape), s3, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(out).reshape(out3.shape), out3, rtol=1e-6)

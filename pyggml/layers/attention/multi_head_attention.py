@@ -385,8 +385,11 @@ class MultiHeadAttention(Layer):
             if scores is None:
                 return out
             h, tv = self.num_heads, int(scores.shape[-1])
-            # Keras's scores: (batch, a, heads, n, m) attending one axis, (batch, heads, a, n, a', m) both
-            scores = ops.reshape(scores, (b0, h, a, n, tv // n if n else tv, n) if joint else (b0, a, h, n, tv))
+            # Keras's scores: (batch, a, heads, n, m) attending one axis, (batch, heads, a, n, a', m)
+            # both (a', m: the value's own axes)
+            val = xs[1] if len(xs) > 1 else xs[0]
+            scores = ops.reshape(scores, (b0, h, a, n, int(val.shape[1]), int(val.shape[2])) if joint
+                                 else (b0, a, h, n, tv))
             return [out, scores]
         masks = list(mask) if isinstance(mask, list) else [mask] * len(xs)
         attention_mask = None
