@@ -1485,7 +1485,10 @@ def test_mha_joint_4d_scores_take_the_value_axes():
     for v in (rng.random((1, 3, 2, 4)).astype(np.float32), rng.random((1, 2, 5, 4)).astype(np.float32)):
         out, s = mha(q, v, return_attention_scores=True)
         assert s.shape == (1, 2, 2, 3) + v.shape[1:3]          # Keras's (batch, heads, a, n, a', m)
-        # the same numbers as attention over the flattened steps
-        out3, s3 = mha(q.reshape(1, 6, 4), v.reshape(1, -1, 4), return_attention_scores=True)
+        # the same numbers as attention over the flattened steps (a twin with the same weights)
+        flat = layers.MultiHeadAttention(2, 2)
+        flat(q.reshape(1, 6, 4), v.reshape(1, -1, 4))
+        flat.set_weights(mha.get_weights())
+        out3, s3 = flat(q.reshape(1, 6, 4), v.reshape(1, -1, 4), return_attention_scores=True)
         np.testing.assert_allclose(np.asarray(s).reshape(s3.shape), s3, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(out).reshape(out3.shape), out3, rtol=1e-6)

@@ -48,11 +48,13 @@ _BY_NAME = {
     "logcosh": _x.LogCoshError, "log_cosh": _x.LogCoshError, "cosine_similarity": _x.CosineSimilarity,
     "msle": _x.MeanSquaredLogarithmicError, "mean_squared_logarithmic_error": _x.MeanSquaredLogarithmicError,
     "hinge": _x.Hinge, "squared_hinge": _x.SquaredHinge, "categorical_hinge": _x.CategoricalHinge,
-    "binary_crossentropy": _x.BinaryCrossentropy, "categorical_crossentropy": _x.CategoricalCrossentropy,
+    "binary_crossentropy": _x.BinaryCrossentropy, "bce": _x.BinaryCrossentropy,
+    "categorical_crossentropy": _x.CategoricalCrossentropy,
     "sparse_categorical_crossentropy": _x.SparseCategoricalCrossentropy,
     "r2_score": _x.R2Score,
     "pearson_correlation": _m.PearsonCorrelation, "concordance_correlation": _m.ConcordanceCorrelation,
 }
+_BY_NAME.update({k.upper(): _BY_NAME[k] for k in ("bce", "mse", "mae", "mape", "msle")})     # Keras's aliases too
 KNOWN = sorted(set(_BY_NAME) | {"accuracy", "acc"})
 
 

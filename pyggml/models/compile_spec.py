@@ -95,9 +95,15 @@ class CompileSpec:
     def __init__(self, outputs, output_names, loss, loss_weights, metrics, weighted_metrics=None):
         n = len(outputs)
         self.output_names = list(output_names)
-        given = _per_output(loss, self.output_names, "loss", allow_missing=True)
+        given = [_one_loss(l) for l in _per_output(loss, self.output_names, "loss", allow_missing=True)]
         self.loss_given = given
-        self.losses = [None if l is None else losses_mod._as_loss(l) for l in given]
+        self._args = (outputs, loss_weights, metrics, weighted_metrics)
+        # Keras's "crossentropy" ("ce"): binary for an output of one unit, else categorical or
+        # sparse as the targets' shape says (crossentropy_pending: the outputs that wait for them)
+        self.crossentropy_pending = [i for i, (o, l) in enumerate(zip(outputs, given))
+                                     if _is_crossentropy(l) and o.feature_shape[-1:] != (1,)]
+        self.losses = [None if l is None else losses_mod._as_loss(
+            _crossentropy(o, False) if _is_crossentropy(l) else l) for o, l in zip(outputs, given)]
         # no loss at all (Keras's compile(loss=None)): the model trains on what its layers add
         # (add_loss); the training graph refuses a model that adds nothing
         self.loss_defaulted = False      # compile was given no loss (Model.compile's default)
@@ -152,14 +158,46 @@ class CompileSpec:
                                          [[m for m, _ in ms] for ms in self.weighted_metrics])
         return self._keys
 
+    def with_crossentropy_resolved(self, sparse_by_output):
+        """A spec whose pending "crossentropy" losses are resolved: {output index: sparse}
+        (Keras resolves them once, by the first targets it sees)."""
+        outputs, loss_weights, metrics, weighted = self._args
+        given = [_crossentropy(o, sparse_by_output[i]) if i in sparse_by_output else l
+                 for i, (o, l) in enumerate(zip(outputs, self.loss_given))]
+        spec = CompileSpec(outputs, self.output_names, given, loss_weights, metrics, weighted)
+        spec.loss_defaulted = self.loss_defaulted
+        spec.loss_given = self.loss_given           # (the config keeps "crossentropy", as Keras's)
+        return spec
+
     def config(self):
         from pyggml import losses, metrics
-        cfg = {"loss": [None if l is None else losses.serialize(l) for l in self.losses],
+        cfg = {"loss": [None if l is None else g if _is_crossentropy(g) else losses.serialize(l)
+                        for l, g in zip(self.losses, self.loss_given)],
                "loss_weights": self.loss_weights,
                "metrics": [[metrics.serialize(m, g) for m, g in ms] for ms in self.metrics]}
         if any(self.weighted_metrics):
             cfg["weighted_metrics"] = [[metrics.serialize(m, g) for m, g in ms] for ms in self.weighted_metrics]
         return cfg
+
+
+def _one_loss(loss):
+    """An output's loss; a list of one (Keras's ``loss={"out": ["mse"]}``) is that loss."""
+    if isinstance(loss, (list, tuple)):
+        if len(loss) != 1:
+            raise ValueError(f"an output's loss must be one loss (a list of one at most), got {loss!r}")
+        return _one_loss(loss[0])
+    return loss
+
+
+def _is_crossentropy(loss):
+    return isinstance(loss, str) and loss.lower() in ("crossentropy", "ce")
+
+
+def _crossentropy(output, sparse):
+    """The loss Keras's "crossentropy" stands for on this output."""
+    if output.feature_shape[-1:] == (1,):
+        return "binary_crossentropy"
+    return "sparse_categorical_crossentropy" if sparse else "categorical_crossentropy"
 
 
 def _weight(w):

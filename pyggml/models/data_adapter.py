@@ -26,8 +26,9 @@ BUCKET = 16            # variable lengths round up to a multiple of this when pa
 
 
 class InputSpec:
-    def __init__(self, name, feature_shape, dtype, index_limit=None, bucket=False):
+    def __init__(self, name, feature_shape, dtype, index_limit=None, bucket=False, path=None):
         self.name = name
+        self.path = path                        # its keys in the dict (of dicts) the model's inputs were given in
         self.feature_shape = tuple(feature_shape)
         self.dtype = dtype                      # "float32" or "int32" in the graph
         self.index_limit = index_limit          # integers must be in [0, limit)
@@ -82,10 +83,11 @@ def _bucketable(topology, node):
 
 def input_specs(topology):
     specs = []
-    for n in topology.inputs:
+    paths = getattr(topology, "input_paths", None) or [None] * len(topology.inputs)
+    for n, path in zip(topology.inputs, paths):
         limit = _index_limit(topology, n)
         specs.append(InputSpec(n.layer.name, n.feature_shape, "int32" if limit is not None else n.dtype, limit,
-                               _bucketable(topology, n)))
+                               _bucketable(topology, n), path))
     return specs
 
 
@@ -166,10 +168,41 @@ def _fits(shape, spec_shape):
 _warned_keys = set()       # the sets of unknown keys warned about once
 
 
-def _split(x, names, what):
+def _at_paths(x, paths, names, what):
+    """x's values at the inputs' paths (a model made on a dict of inputs: its keys, as Keras matches
+    them, nested dicts included), or None where x is keyed by the inputs' names instead."""
+    found = []
+    for path in paths:
+        v = x
+        for k in path:
+            if isinstance(v, (list, tuple)) and isinstance(k, int) and 0 <= k < len(v):
+                v = v[k]
+                continue
+            if not isinstance(v, dict) or k not in v:
+                if set(names) <= set(x):
+                    return None                    # by the Inputs' names
+                shown = ["/".join(map(str, p)) for p in paths]
+                raise ValueError(f"{what} lacks {'/'.join(map(str, path))!r}: the model takes a dict with the "
+                                 f"keys {shown} (its inputs' names {names} are taken too)")
+            v = v[k]
+        found.append(v)
+    unknown = set(x) - {p[0] for p in paths}
+    if unknown and frozenset(unknown) not in _warned_keys:
+        _warned_keys.add(frozenset(unknown))
+        warnings.warn(f"{what} has keys {sorted(map(str, unknown))} that match no model input (it has "
+                      f"{sorted({str(p[0]) for p in paths})}); they are ignored", stacklevel=5)
+    return found
+
+
+def _split(x, names, what, paths=None):
     """A list of per-input (or per-output) values from a single value, a list or a dict; a
     list holding dicts (a model made on ``[image, {"ids": ..., "mask": ...}]``) gives its dicts'
-    entries by name and its other items to the other inputs, in order."""
+    entries by name and its other items to the other inputs, in order.  ``paths``: the inputs'
+    keys in the dict (of dicts) the model was made on, which a dict x is matched by first."""
+    if isinstance(x, dict) and paths is not None and all(p is not None for p in paths):
+        found = _at_paths(x, paths, names, what)
+        if found is not None:
+            return found
     if isinstance(x, (list, tuple)) and any(isinstance(e, dict) for e in x):
         by_key = {k: v for e in x if isinstance(e, dict) for k, v in e.items()}
         rest = iter(e for e in x if not isinstance(e, dict))
@@ -206,7 +239,7 @@ def adapt_inputs(specs, x, what="x", one_batch=False):
     yields, train_on_batch's, a model called on arrays), where they may differ: a batch of
     disjoint graphs has a row per node in one input, per edge in another (Keras's batches
     from a dataset); n is None then."""
-    xs = _split(x, [s.name for s in specs], what)
+    xs = _split(x, [s.name for s in specs], what, [getattr(s, "path", None) for s in specs])
     out = []
     for a, spec in zip(xs, specs):
         if type(a) is np.ndarray and a.flags.c_contiguous and a.dtype == (np.int32 if spec.dtype == "int32"

@@ -75,10 +75,48 @@ def keyed_inputs(inputs):
     return {}
 
 
+def input_leaves(structure, path=()):
+    """[(path, leaf)] of a structure of inputs (dicts within dicts, lists): each leaf with the keys
+    (list indices) leading to it, in the structure's order."""
+    if isinstance(structure, dict):
+        return [leaf for k, v in structure.items() for leaf in input_leaves(v, path + (k,))]
+    if isinstance(structure, (list, tuple)):
+        return [leaf for i, v in enumerate(structure) for leaf in input_leaves(v, path + (i,))]
+    return [(path, structure)]
+
+
+def _nested(inputs):
+    return any(isinstance(v, (dict, list, tuple)) for v in inputs)
+
+
+def structure_of(paths, values):
+    """The nested dicts (lists) the inputs were given in, rebuilt from their paths (``input_leaves``)
+    with ``values`` at the leaves."""
+    if len(paths) == 1 and paths[0] == ():
+        return values[0]
+    heads = []
+    for p in paths:
+        if not p:
+            raise ValueError(f"an input structure's paths must not be empty where there are several: {paths!r}")
+        if p[0] not in heads:
+            heads.append(p[0])
+    parts = {h: structure_of([p[1:] for p in paths if p[0] == h], [v for p, v in zip(paths, values) if p[0] == h])
+             for h in heads}
+    if all(isinstance(h, int) for h in heads) and sorted(heads) == list(range(len(heads))):
+        return [parts[i] for i in range(len(heads))]
+    return parts
+
+
 def name_inputs_by_keys(topology, inputs):
     """Model(inputs={"a": Input(...), ...}): data is matched to the inputs by the dict's keys, as
-    Keras 3 matches it, so an Input given no name of its own takes its key as its name (where no
-    other layer of the model has that name)."""
+    Keras 3 matches it (``topology.input_paths``: each input's keys, nested dicts giving several),
+    so an Input given no name of its own takes its key as its name (where no other layer of the
+    model has that name)."""
+    if isinstance(inputs, dict):
+        leaves = input_leaves(inputs)
+        if len(leaves) == len(topology.inputs):
+            topology.input_paths = [p for p, _ in leaves]
+        inputs = {p[-1]: node for p, node in leaves if p}
     taken = {layer.name for layer in topology.layers}
     for key, node in inputs.items():
         layer = getattr(node, "layer", None)
@@ -95,6 +133,13 @@ def cut_at_inputs(inputs, outputs, names=None):
     when given: a dict's key), and the nodes between it and the outputs are made again on
     it.  The layers that computed it are not part of the model (a warning says so).
     Returns (inputs, outputs)."""
+    if _nested(inputs):
+        # nested dicts (lists) of inputs, Keras's {"1": i1, "others": {"2": i2, "3": i3}}: their leaves,
+        # each named by its own key
+        leaves = [leaf for i, v in enumerate(inputs)
+                  for leaf in input_leaves(v, (names[i],) if names is not None else (i,))]
+        inputs = [n for _, n in leaves]
+        names = [p[-1] if isinstance(p[-1], str) else None for p, _ in leaves] if names is not None else None
     new = {}
     for i, n in enumerate(inputs):
         if not isinstance(n, Node):
@@ -223,6 +268,12 @@ def output_keys(outputs):
     return list(outputs)
 
 
+# the keys of a functional model's config (GraphShapes.get_config); a subclass's get_config may add
+# others, which from_config gives its __init__ as Keras does
+_CONFIG_KEYS = {"name", "layers", "inputs", "outputs", "multi_input", "multi_output", "output_keys",
+                "output_structure", "input_paths", "trainable"}
+
+
 class GraphShapes:
     """A functional model's structure as Keras shows it: ``model.input_shape`` and
     ``output_shape`` (the graph's inputs' and outputs' shapes with the batch: the model's fixed
@@ -266,6 +317,9 @@ class GraphShapes:
             cfg["output_keys"] = list(self._output_keys)
         if self.__dict__.get("_output_structure") is not None:
             cfg["output_structure"] = self._output_structure
+        paths = getattr(self._ensure_graph(), "input_paths", None)
+        if paths is not None:
+            cfg["input_paths"] = [list(p) for p in paths]      # the dict (of dicts) of inputs, by its keys
         return cfg
 
     @classmethod
@@ -277,7 +331,19 @@ class GraphShapes:
             outs = _rebuild(structure, outs)                # Keras's nested outputs, as they were given
         else:
             outs = dict(zip(keys, outs)) if keys else (outs if config.get("multi_output") else outs[0])
-        return cls(ins if config.get("multi_input") else ins[0], outs, name=config.get("name"))
+        paths = config.get("input_paths")
+        if paths is not None:
+            if not isinstance(paths, list) or len(paths) != len(ins) or \
+                    not all(isinstance(p, (list, tuple)) and p for p in paths):
+                raise ValueError(f"a model config's input_paths must be one non-empty list of keys per input, "
+                                 f"got {paths!r}")
+            ins = structure_of([tuple(p) for p in paths], ins)
+        elif not config.get("multi_input"):
+            ins = ins[0]
+        # (a subclass of the user's whose get_config adds keys: its __init__ takes them, as Keras gives them)
+        extra = {} if cls.__module__.startswith("pyggml.") else \
+            {k: v for k, v in config.items() if k not in _CONFIG_KEYS}
+        return cls(ins, outs, name=config.get("name"), **extra)
 
     def _graph_shapes(self, which):
         try:
@@ -328,6 +394,7 @@ class Topology:
                 layers.append(n.layer)
         self.layers = layers
         name_layers(layers)
+        self.input_paths = None          # each input's keys in the dict the model was given (name_inputs_by_keys)
         self.input_specs = None          # the data each input takes (Model.input_specs)
         self.graph_specs = None          # what the graph takes (Model.graph_specs)
         self._split_host_stage()
@@ -385,9 +452,31 @@ def ordered_inputs(topology, inputs):
     """A model's call inputs as a list in the order of its inputs: a dict matched by the
     inputs' names (in the dict's order when its keys are other names), a list as given."""
     if isinstance(inputs, dict):
+        found = find_paths(inputs, getattr(topology, "input_paths", None))
+        if found is not None:
+            return found
         names = [n.layer.name for n in topology.inputs]
         return [inputs[n] for n in names] if set(inputs) == set(names) else list(inputs.values())
     return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+
+
+def find_paths(data, paths):
+    """The values at ``paths`` (``Topology.input_paths``) in ``data`` (nested dicts, lists), or None
+    where one is missing."""
+    if not paths:
+        return None
+    out = []
+    for path in paths:
+        v = data
+        for k in path:
+            if isinstance(v, dict) and k in v:
+                v = v[k]
+            elif isinstance(v, (list, tuple)) and isinstance(k, int) and 0 <= k < len(v):
+                v = v[k]
+            else:
+                return None
+        out.append(v)
+    return out
 
 
 def _keras_shape(node, t):

@@ -77,6 +77,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
             self._topology = functional.Topology(ins, outs)
             if keyed:
                 functional.name_inputs_by_keys(self._topology, keyed)
+            if not self._trainable:          # Model(..., trainable=False): frozen, as set later
+                self.trainable = False
             self.built = True
 
     @classmethod
@@ -205,7 +207,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def check_compiled(self, what):
         self.check_alive()
         if not self._compiled:
-            raise RuntimeError(f"compile the model before {what} (model.compile(...))")
+            raise ValueError(f"compile the model before {what} (model.compile(...))")     # (Keras's error)
 
     @property
     def lock(self):
@@ -320,11 +322,11 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     @property
     def trainable_weights(self):
-        return [WeightName(n, v) for n, v in self.named_variables() if v.trainable]
+        return [WeightName(n, v) for n, v in self.named_variables() if v.trainable and self.trainable]
 
     @property
-    def non_trainable_weights(self):
-        return [WeightName(n, v) for n, v in self.named_variables() if not v.trainable]
+    def non_trainable_weights(self):       # (a model made with trainable=False: all, as Keras's)
+        return [WeightName(n, v) for n, v in self.named_variables() if not (v.trainable and self.trainable)]
 
     @property
     def weights(self):
@@ -338,7 +340,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return lookup.get_layer(self, name, index)
 
     def _trainable_signature(self):
-        return tuple(v.trainable for _, v in self.named_variables())
+        return tuple(v.trainable and self.trainable for _, v in self.named_variables())
 
     def _trainable_now(self):
         """The weights fit trains: as at compile once training has begun, else as flagged now."""

@@ -23,6 +23,11 @@ from pyggml.saving.object_registration import get_registered_name, get_registere
 __all__ = ["Sequential"]
 
 
+class NotBuiltError(AttributeError, ValueError):
+    """A Sequential without an input yet has no inputs nor outputs: an AttributeError, as Keras's
+    (``hasattr(model, "inputs")`` is False), and a ValueError, as pyggml's other unbuilt models'."""
+
+
 @register_builtin
 class Sequential(Model):
     """``pg.Sequential(layers=None, input_shape=None, name=None)``; the first
@@ -34,6 +39,7 @@ class Sequential(Model):
         self._seq_input_shape = None
         self._seq_input_dtype = "float32"
         self._seq_batch_size = None          # Keras's fixed batch size (Input(batch_shape=...)), or None
+        self._seq_has_input = False          # given a pg.Input (a second is refused)
         super().__init__(name=name, **kwargs)
         if input_shape is not None:
             self.input_shape = input_shape
@@ -93,6 +99,10 @@ class Sequential(Model):
         if isinstance(layer, Node) and isinstance(layer.layer, InputLayer):
             if self._stack:
                 raise ValueError("pg.Input (or an InputLayer) can only be the first element of a Sequential")
+            if self._seq_has_input:
+                raise ValueError(f"Sequential model {self.name!r} has already been given the input shape "
+                                 f"{self.input_shape}: it cannot take another Input")
+            self._seq_has_input = True
             self._seq_input_shape = layer.feature_shape
             self._seq_input_dtype = layer.layer.dtype
             self._seq_batch_size = layer.layer.batch_size
@@ -185,6 +195,36 @@ class Sequential(Model):
         self.built = True
         return self._topology
 
+    def _defined_graph(self, what):
+        """The graph, or (no layers, or no input shape yet: Keras's deferred build) NotBuiltError."""
+        if self._topology is None and (not self._stack or self._awaits_data()):
+            raise NotBuiltError(f"Sequential model {self.name!r} has no defined {what} yet: "
+                                f"{'add layers' if not self._stack else 'give it an input shape'} "
+                                f"(pg.Input(shape) first, build(input_shape)) or call it on data first")
+        return self._ensure_graph()
+
+    @property
+    def inputs(self):
+        return list(self._defined_graph("inputs").inputs)
+
+    @property
+    def outputs(self):
+        return list(self._defined_graph("outputs").outputs)
+
+    def compute_output_shape(self, input_shape):
+        """Keras's: the batch of ``input_shape`` kept; without an input yet, each layer's
+        compute_output_shape in turn (nothing is built)."""
+        if self._topology is None and self._stack and self._awaits_data():
+            shape = tuple(input_shape)
+            for layer in self._stack:
+                shape = layer.compute_output_shape(shape)
+            return shape
+        out = super().compute_output_shape(input_shape)
+        if isinstance(input_shape, (tuple, list)) and input_shape and \
+                not isinstance(input_shape[0], (tuple, list)) and isinstance(out, tuple) and out:
+            out = (input_shape[0],) + tuple(out[1:])
+        return out
+
     @property
     def layers(self):
         functional.name_layers(self._stack)     # named as Keras names them ("dense_1") before any build
@@ -197,6 +237,14 @@ class Sequential(Model):
             # Keras's batch shape (its first axis None); the features of images of any size
             # (None, None, 3) keep their leading None
             self._set_features(shape[1:] if isinstance(shape, tuple) and shape[:1] == (None,) else shape)
+        elif isinstance(input_shape, (tuple, list)) and input_shape and \
+                all(d is None or isinstance(d, (int, np.integer)) for d in input_shape):
+            # already given an input shape: another one is refused, as Keras's (a batch size given
+            # is taken; a None in the model's shape takes any size)
+            features, own = tuple(input_shape)[1:], tuple(self._seq_input_shape)
+            if len(features) != len(own) or any(o is not None and f != o for f, o in zip(features, own)):
+                raise ValueError(f"Sequential model {self.name!r} has already been configured to use input shape "
+                                 f"{self.input_shape}: it cannot be built with input_shape {tuple(input_shape)}")
         self._ensure_graph()
         finish_compile(self)                  # compile() before build(): Keras takes either order
 
@@ -227,11 +275,16 @@ class Sequential(Model):
     _named_variables = named_variables
 
     def get_config(self):
-        topo = self._ensure_graph()
-        # (a first layer that is a model with its own Input gives the shape: none was set here)
-        shape = self._seq_input_shape if self._seq_input_shape is not None else topo.inputs[0].feature_shape
-        cfg = {"name": self.name, "sequential": True, "input_shape": list(shape),
-               "input_dtype": self._seq_input_dtype if self._seq_input_shape is not None else topo.inputs[0].dtype,
+        if self._topology is None and self._stack and self._awaits_data():
+            shape, dtype = None, self._seq_input_dtype           # Keras's deferred build: no input shape yet
+            functional.name_layers(self._stack)                  # (named as a build would name them)
+        else:
+            topo = self._ensure_graph()
+            # (a first layer that is a model with its own Input gives the shape: none was set here)
+            shape = list(self._seq_input_shape if self._seq_input_shape is not None else
+                         topo.inputs[0].feature_shape)
+            dtype = self._seq_input_dtype if self._seq_input_shape is not None else topo.inputs[0].dtype
+        cfg = {"name": self.name, "sequential": True, "input_shape": shape, "input_dtype": dtype,
                "layers": [{"class_name": get_registered_name(type(l)), "config": l.get_config(),
                            **own_state.build_config_entry(l)} for l in self._stack]}
         if self._seq_batch_size is not None:
@@ -242,7 +295,9 @@ class Sequential(Model):
     def from_config(cls, config, custom_objects=None):
         m = cls(name=config.get("name"))
         m._seq_input_dtype = config.get("input_dtype", "float32")
-        m._set_features(tuple(config["input_shape"]))     # the features' shape (a leading None is an axis)
+        if config.get("input_shape") is not None:          # (None: no input yet, Keras's deferred build)
+            m._set_features(tuple(config["input_shape"]))     # the features' shape (a leading None is an axis)
+            m._seq_has_input = True
         m._seq_batch_size = config.get("batch_size")
         for entry in config["layers"]:
             if entry["class_name"] == "InputLayer":

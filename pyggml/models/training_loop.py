@@ -84,6 +84,30 @@ def _adds_losses(model):
     return any(l.__dict__.get("_adds_losses", False) for l in weight_rules.layer_tree(layers))
 
 
+def _resolve_crossentropy(model, y):
+    """Keras's "crossentropy" loss on an output of several units, by the first targets seen:
+    sparse when they have one axis fewer than the output or a last axis of 1, else categorical
+    (compile's spec made again with it, the graphs made for the other dropped)."""
+    spec, names = model._compile_spec, model.output_names
+    if y is None:
+        return
+    sparse = {}
+    for i in spec.crossentropy_pending:
+        yi = y.get(names[i]) if isinstance(y, dict) else \
+            (y[i] if i < len(y) else None) if isinstance(y, (list, tuple)) and len(names) > 1 else y
+        try:
+            shape, rank = np.shape(yi), len(model.outputs[i].feature_shape) + 1
+        except ValueError:                  # (ragged lists: the data's checks say what is wrong)
+            continue
+        if yi is None:
+            continue
+        sparse[i] = len(shape) < rank or (len(shape) > 0 and shape[-1] == 1)
+    if sparse:
+        model._compile_spec = spec.with_crossentropy_resolved(sparse)
+        if model._rt is not None:
+            model._rt.drop_graphs()
+
+
 def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
@@ -101,6 +125,8 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         optimizer, metrics, loss_weights, args, kwargs = model.__dict__.pop("_compile_args")
         model.compile(model.optimizer if model.optimizer is not None else optimizer,
                       "sparse_categorical_crossentropy", metrics, loss_weights, *args, **kwargs)
+    if with_targets and model._compile_spec.crossentropy_pending:
+        _resolve_crossentropy(model, _first_targets(x) if da.is_generator_like(x) else y)
     tspecs = model.target_specs if with_targets else None
     untargeted = with_targets and all(not s.has_loss for s in tspecs)
     training = what in ("fit", "train_on_batch")      # data augmentation runs on these batches only
@@ -272,6 +298,8 @@ def run_evaluation(model, dataset, callbacks=None):
         avg.add(batch.n, loss, heads, outs, batch.ys, ev.last_masks, batch.ws)
         if callbacks is not None:
             callbacks.call("on_test_batch_end", bi, avg.logs())
+            if model.__dict__.get("stop_evaluating"):        # a callback's (Keras's): after this batch
+                break
     if avg.seen == 0:
         raise ValueError("evaluate: the data gave no batches")
     return avg.logs()
@@ -372,6 +400,7 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
         logs = avg.logs()
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
             # Keras's test hooks around the validation (SwapEMAWeights evaluates with the averages)
+            model.stop_evaluating = False
             cl.call("on_test_begin", {})
             val_logs = evaluate_overridden(model, validation_data, validation_batch_size or batch_size,
                                            validation_steps) if validation_data is not None and \
@@ -395,6 +424,7 @@ def evaluate(model, x, y, batch_size, verbose, sample_weight, steps, callbacks, 
     data = make_dataset(model, x, y, sample_weight, None, batch_size, steps, "evaluate")
     cl = CallbackList(_with_progbar(check_callbacks(callbacks), verbose), model,
                       {"steps": data.steps, "verbose": verbose})
+    model.stop_evaluating = False                 # (a callback sets it to stop: Keras's)
     cl.call("on_test_begin", {})
     logs = run_evaluation(model, data, cl)
     cl.call("on_test_end", logs)
@@ -508,6 +538,7 @@ def predict_with_callbacks(model, x, batch_size, steps, verbose, callbacks):
     data = make_dataset(model, x, None, None, None, batch_size, steps, "predict", with_targets=False)
     cl = CallbackList(_with_progbar(list(callbacks or []), verbose), model,
                       {"steps": data.steps, "verbose": verbose})
+    model.stop_predicting = False                 # (a callback sets it to stop: Keras's)
     cl.call("on_predict_begin", {})
     chunks = None
     for bi, batch in enumerate(data.batches()):
@@ -515,6 +546,8 @@ def predict_with_callbacks(model, x, batch_size, steps, verbose, callbacks):
         outs = _predict_batch(rt, batch.xs, batch.n)
         chunks = [[o] for o in outs] if chunks is None else [c + [o] for c, o in zip(chunks, outs)]
         cl.call("on_predict_batch_end", bi, {"outputs": outs if len(outs) > 1 else outs[0]})
+        if model.stop_predicting:
+            break
     if chunks is None:
         raise ValueError("predict: the data gave no batches")
     cl.call("on_predict_end", {})
