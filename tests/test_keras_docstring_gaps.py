@@ -1492,3 +1492,21 @@ def test_mha_joint_4d_scores_take_the_value_axes():
         out3, s3 = flat(q.reshape(1, 6, 4), v.reshape(1, -1, 4), return_attention_scores=True)
         np.testing.assert_allclose(np.asarray(s).reshape(s3.shape), s3, rtol=1e-6)
         np.testing.assert_allclose(np.asarray(out).reshape(out3.shape), out3, rtol=1e-6)
+
+
+def test_schedule_free_weight_decay_takes_the_full_rate_during_warmup():
+    # Keras's _apply_weight_decay multiplies by the learning rate without the warmup factor
+    opt = pg.optimizers.ScheduleFreeAdamW(learning_rate=0.1, weight_decay=0.5, warmup_steps=4)
+    v = pg.Variable(np.array([1.0, -2.0, 3.0], np.float32))
+    y = np.array([1.0, -2.0, 3.0])
+    z, s = y.copy(), np.zeros(3)
+    for i in range(3):
+        g = np.array([0.5, 0.1 * (i + 1), -0.3])
+        t, lrw = i + 1, 0.1 * min((i + 1) / 4, 1)
+        opt.apply_gradients([(g.astype(np.float32), v)])
+        y = y - y * 0.5 * 0.1
+        s = .999 * s + .001 * g * g
+        z0, z = z, z - lrw * g / (np.sqrt(s / (1 - .999 ** t)) + 1e-8)
+        x = (1 - 1 / t) * (y - .1 * z0) / .9 + z / t
+        y = .1 * z + .9 * x
+    np.testing.assert_allclose(np.asarray(v), y, rtol=1e-5)

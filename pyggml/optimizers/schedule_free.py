@@ -40,14 +40,16 @@ class ScheduleFreeAdamW(Optimizer):
         lr = self.learning_rate
         if self.warmup_steps:
             lr *= min(t / self.warmup_steps, 1.0)
-        return np.array([lr, self.weight_decay or 0.0, 1.0 / (1.0 - self.beta_2 ** t), 1.0 / t], dtype=np.float32)
+        # the last: the rate without warmup, which Keras's weight decay takes
+        return np.array([lr, self.weight_decay or 0.0, 1.0 / (1.0 - self.beta_2 ** t), 1.0 / t, self.learning_rate],
+                        dtype=np.float32)
 
     def update(self, param, grad, slots, scalars):
         b1, b2 = self.beta_1, self.beta_2
         z_slot, v_slot = slots["momentum"], slots["velocity"]
         g = grad if grad.is_contiguous else ops.cont(grad)
         z = ops.scale(z_slot, 1.0)               # z read before its slot is written (the write depends on it)
-        y = self.decay(param, scalars)
+        y = self.decay(param, scalars, lr_index=4)
         v_new = ops.add(ops.scale(v_slot, b2), ops.scale(ops.sqr(g), 1.0 - b2))
         denom = ops.scale_bias(ops.sqrt(ops.mul(v_new, scalar(scalars, 2))), 1.0, self.epsilon)
         z_new = ops.sub(z, ops.mul(ops.div(g, denom), scalar(scalars, 0)))
