@@ -1510,3 +1510,16 @@ def test_schedule_free_weight_decay_takes_the_full_rate_during_warmup():
         x = (1 - 1 / t) * (y - .1 * z0) / .9 + z / t
         y = .1 * z + .9 * x
     np.testing.assert_allclose(np.asarray(v), y, rtol=1e-5)
+
+
+def test_a_rate_set_on_a_multi_optimizer_reaches_its_optimizers_even_those_to_come():
+    sgd = pg.optimizers.SGD(learning_rate=1.0)
+    m = pg.Sequential([pg.Input((2,)), layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+    m.compile(optimizer=pg.optimizers.MultiOptimizer(lambda v: sgd), loss="mse")
+    m.fit(np.ones((1, 2), np.float32), np.ones((1, 1), np.float32), epochs=1, batch_size=1, verbose=0,
+          callbacks=[pg.callbacks.LearningRateScheduler(lambda epoch: 0.0)])
+    np.testing.assert_array_equal(m.get_weights()["dense.weight"], [[0.0, 0.0]])   # trained at rate 0
+    assert sgd.learning_rate == 0.0
+    mo = pg.optimizers.MultiOptimizer(pg.optimizers.OptimizerMap(pg.optimizers.SGD(0.1)))
+    mo.learning_rate = 0.5
+    assert mo.learning_rate == pytest.approx(0.5) and all(o.learning_rate == pytest.approx(0.5) for o in mo.optimizers)

@@ -131,13 +131,16 @@ class MultiOptimizer(Optimizer):
         if not any(opt is o for o in self._inner):
             self._inner.append(_check_inner(opt, "MultiOptimizer"))
             opt.iterations = self.__dict__.get("_iterations", 0)
+            if "_rate_set" in self.__dict__:                    # a rate set on the whole before it came
+                opt.learning_rate = self.__dict__["_rate_set"]
         return next(i for i, o in enumerate(self._inner) if o is opt)
 
     def _index(self, variable):
         key = id(variable)
-        if key not in self._chosen:
-            self._chosen[key] = self._add(self._optimizer_map(variable))
-        return self._chosen[key]
+        entry = self._chosen.get(key)
+        if entry is None or entry[0] is not variable:           # (an id another variable had before)
+            entry = self._chosen[key] = (variable, self._add(self._optimizer_map(variable)))
+        return entry[1]
 
     @property
     def optimizers(self):
@@ -164,7 +167,14 @@ class MultiOptimizer(Optimizer):
 
     @learning_rate.setter
     def learning_rate(self, value):
-        self._lr = 0.0                         # (the base class sets it; the inner optimizers keep theirs)
+        # the base class's __init__ sets it first (the inner optimizers keep their own rates);
+        # later (a user, a callback) it sets every inner optimizer's, and those still to come
+        if "_inner" not in self.__dict__:
+            self._lr = 0.0
+            return
+        for o in self._inner:
+            o.learning_rate = value
+        self.__dict__["_rate_set"] = value
 
     @property
     def slot_names(self):
