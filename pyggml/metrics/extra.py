@@ -6,7 +6,7 @@ import numpy as np
 
 from pyggml._validation import check_int, check_number, check_positive_int
 from pyggml.metrics.builtin import _last_axis, _PerSample
-from pyggml.metrics.metric import Metric, keras_weights
+from pyggml.metrics.metric import Mean, Metric, keras_weights
 from pyggml.saving.object_registration import register_builtin
 
 __all__ = ["KLDivergence", "Poisson", "LogCoshError", "CosineSimilarity", "MeanSquaredLogarithmicError", "Hinge",
@@ -195,7 +195,11 @@ class SparseCategoricalCrossentropy(_XentMetric):
         p = np.asarray(y_pred, dtype=np.float64)
         labels = np.asarray(y_true).reshape(p.shape[:-1] if p.ndim > 1 else (-1,))
         keep = (labels != self.ignore_class).astype(np.float64)
-        w = keep if sample_weight is None else keep * keras_weights(sample_weight, keep.shape, self.name)
+        if sample_weight is None:
+            # Keras 3's, without weights: an ignored position's loss is 0 but it stays in the count
+            v = np.asarray(self.values(np.where(keep > 0, labels, 0), y_pred), dtype=np.float64)
+            return Mean.update_state(self, v * keep.reshape(v.shape))
+        w = keep * keras_weights(sample_weight, keep.shape, self.name)
         return super().update_state(np.where(keep > 0, labels, 0), y_pred, w)
 
     def get_config(self):
