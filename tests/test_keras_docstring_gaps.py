@@ -1528,3 +1528,8 @@ def test_a_rate_set_on_a_multi_optimizer_reaches_its_optimizers_even_those_to_co
     mo = pg.optimizers.MultiOptimizer(pg.optimizers.OptimizerMap(pg.optimizers.SGD(0.1)))
     mo.learning_rate = 0.5
     assert mo.learning_rate == pytest.approx(0.5) and all(o.learning_rate == pytest.approx(0.5) for o in mo.optimizers)
+
+
+def test_dropout_noise_shape_of_a_string_is_refused_as_such():
+    with pytest.raises(ValueError, match="tuple of ints or None, got 'Invalid'"):
+        layers.Dropout(0.5, noise_shape="Invalid")

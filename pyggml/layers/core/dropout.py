@@ -16,6 +16,8 @@ __all__ = ["Dropout", "SpatialDropout1D", "SpatialDropout2D"]
 def _check_noise_shape(noise_shape):
     if noise_shape is None:
         return None
+    if isinstance(noise_shape, (str, bytes)):
+        raise ValueError(f"Dropout: noise_shape must be a tuple of ints or None, got {noise_shape!r}")
     try:
         t = tuple(noise_shape)
     except TypeError:

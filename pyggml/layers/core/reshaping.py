@@ -126,7 +126,9 @@ class RepeatVector(Layer):
 
     def __init__(self, n, **kwargs):
         super().__init__(**kwargs)
-        if not is_int(n) or n < 1:
+        if isinstance(n, bool) or not is_int(n):
+            raise TypeError(f"RepeatVector: n must be an int, got {n!r}")        # Keras's TypeError
+        if n < 1:
             raise ValueError(f"RepeatVector: n must be a positive int, got {n!r}")
         self.n = int(n)
 

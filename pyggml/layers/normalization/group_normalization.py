@@ -13,7 +13,7 @@ to dim 1.  On the CPU the normalisation is ggml's norm over each group's rows
 import numpy as np
 
 from pyggml import ops
-from pyggml._validation import check_int
+from pyggml._validation import check_int, is_int
 from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused
 from pyggml.layers.layer import Layer
@@ -42,6 +42,9 @@ class GroupNormalization(Layer):
                  gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
                  gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        if isinstance(groups, bool) or not is_int(groups):
+            raise ValueError(f"GroupNormalization: groups must be an int (a positive number of groups, or -1), "
+                             f"got {groups!r}")           # Keras's ValueError
         self.groups = check_int("groups", groups, -1, 1 << 20)
         if self.groups == 0:
             raise ValueError("GroupNormalization: groups must be a positive number of groups, or -1 for one "
