@@ -1533,3 +1533,53 @@ def test_a_rate_set_on_a_multi_optimizer_reaches_its_optimizers_even_those_to_co
 def test_dropout_noise_shape_of_a_string_is_refused_as_such():
     with pytest.raises(ValueError, match="tuple of ints or None, got 'Invalid'"):
         layers.Dropout(0.5, noise_shape="Invalid")
+
+
+@pytest.mark.parametrize("cls,shape", [(layers.Conv1D, (2, 7, 3)), (layers.Conv2D, (2, 6, 6, 3)),
+                                       (layers.Conv3D, (2, 4, 4, 4, 3))])
+def test_convolutions_take_lora_as_keras(cls, shape, tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=shape).astype(np.float32)
+    conv = cls(4, 2, padding="same")
+    conv.build((None,) + shape[1:])
+    conv.enable_lora(2, lora_alpha=4)
+    assert [w.name for w in conv.weights][2:] == ["lora_kernel_a", "lora_kernel_b"]
+    assert len(conv.trainable_weights) == 3                      # the kernel frozen
+    ws = conv.get_weights()
+    ws[2] = rng.normal(size=ws[2].shape).astype(np.float32)      # (*kernel, in, rank)
+    ws[3] = rng.normal(size=ws[3].shape).astype(np.float32)      # (rank, filters)
+    conv.set_weights(ws)
+    merged = ws[0] + 2.0 * (ws[2].reshape(-1, 2) @ ws[3]).reshape(ws[0].shape)
+    np.testing.assert_allclose(conv.merged_kernel(), merged, rtol=1e-5, atol=1e-5)
+    plain = cls(4, 2, padding="same")
+    plain.build((None,) + shape[1:])
+    plain.set_weights([merged, ws[1]])
+    np.testing.assert_allclose(conv(x), plain(x), rtol=1e-4, atol=1e-4)
+    # lora_rank= builds it; fit trains the factors only; the file resumes exactly
+    m = pg.Sequential([pg.Input(shape[1:]), cls(4, 2, lora_rank=2), layers.GlobalAveragePooling1D()
+                       if len(shape) == 3 else layers.Flatten()])
+    m.compile("adam", "mse")
+    k0 = m.layers[0].get_weights()[0].copy()
+    y = np.zeros((2,) + m.output_shape[1:], np.float32)
+    m.fit(x, y, epochs=2, verbose=0)
+    np.testing.assert_array_equal(m.layers[0].get_weights()[0], k0)
+    assert np.abs(m.layers[0].get_weights()[3]).max() > 0       # B moved from zeros
+    assert m.layers[0].get_config()["lora_rank"] == 2
+    m.save(tmp_path / "c.gguf")
+    again = pg.models.load_model(tmp_path / "c.gguf")
+    np.testing.assert_allclose(again.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
+
+
+def test_conv2d_lora_output_matches_keras():
+    # values: real Keras 3.15 (torch backend), the same kernel, bias and factors
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 6, 6, 3)).astype(np.float32)
+    conv = layers.Conv2D(4, 3, padding="same")
+    conv.build((None, 6, 6, 3))
+    k, b = rng.normal(size=(3, 3, 3, 4)).astype(np.float32), rng.normal(size=(4,)).astype(np.float32)
+    conv.set_weights([k, b])
+    conv.enable_lora(2, lora_alpha=4)
+    conv.set_weights([k, b, rng.normal(size=(3, 3, 3, 2)).astype(np.float32),
+                      rng.normal(size=(2, 4)).astype(np.float32)])
+    np.testing.assert_allclose(np.asarray(conv(x))[0, 0, :2],
+                               [[-1.8165, -1.2717, -3.2118, -5.195], [2.4603, -5.4868, -6.4412, 0.1963]], atol=1e-3)

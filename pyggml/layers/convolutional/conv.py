@@ -25,6 +25,7 @@ from pyggml import _scope, ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers._channels_first import TransposesChannelsFirst
+from pyggml.layers._lora import LoraWeights, merged_weight
 from pyggml.layers.convolutional.base_conv import BaseConv, pad_nchw, to_chw
 from pyggml.layers.convolutional.depthwise_conv import depthwise_rows
 from pyggml.saving.object_registration import register_builtin
@@ -92,13 +93,16 @@ def _conv_cl(layer, x, w, padding, strides, dilation):
     return y if spec else layer._act(y)
 
 
-class _Conv(TransposesChannelsFirst, BaseConv):
+class _Conv(TransposesChannelsFirst, LoraWeights, BaseConv):
     """BaseConv's arguments and Keras's ``groups`` (keyword only); channels-first inputs are
-    transposed (pyggml.layers._channels_first)."""
+    transposed (pyggml.layers._channels_first).  LoRA (``lora_rank=``, ``enable_lora``) as
+    Keras's: the frozen kernel plus ``(alpha / rank) A B``, A (*kernel_size, in, rank) and B
+    (rank, filters), merged into the kernel each call builds."""
 
-    def __init__(self, *args, groups=1, **kwargs):
+    def __init__(self, *args, groups=1, lora_rank=None, lora_alpha=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.groups = _groups_of(type(self).__name__, groups, self.filters)
+        self._init_lora(lora_rank, lora_alpha)
 
     def check_groups(self, channels):
         """The input channels of one group (all of them for groups=1); groups must divide them."""
@@ -119,15 +123,20 @@ class _Conv(TransposesChannelsFirst, BaseConv):
         return type(self).convolution_op is not _Conv.convolution_op
 
     def call(self, inputs, training=None):
-        if self._own_convolution():
-            return self._act(self.pre_activation(inputs, training))
-        if self.groups > 1:
-            return self.grouped(inputs)
-        if fused():
-            return self.fused_call(inputs)
-        return super().call(inputs, training)
+        with merged_weight(self):
+            if self._own_convolution():
+                return self._act(self.pre_activation(inputs, training))
+            if self.groups > 1:
+                return self.grouped(inputs)
+            if fused():
+                return self.fused_call(inputs)
+            return super().call(inputs, training)
 
     def pre_activation(self, inputs, training=None):
+        with merged_weight(self):
+            return self._pre_activation(inputs, training)
+
+    def _pre_activation(self, inputs, training=None):
         if self._own_convolution():
             y = self.convolution_op(inputs, self.kernel)
             return y + self.bias if self.use_bias else y
@@ -203,7 +212,7 @@ class _Conv(TransposesChannelsFirst, BaseConv):
     def get_config(self):
         cfg = super().get_config()
         cfg["groups"] = self.groups
-        return cfg
+        return self._lora_config(cfg)
 
 
 @register_builtin
@@ -224,6 +233,7 @@ class Conv2D(_Conv):
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
         self.add_kernel((self.filters, self.check_groups(input_shape[-1])) + self.kernel_size)
+        self._build_lora()                        # Keras's lora_rank=: LoRA as the layer builds
 
     def image_geometry(self, spatial):
         h, w = spatial
@@ -258,6 +268,7 @@ class Conv1D(_Conv):
     def build(self, input_shape):
         self.compute_output_shape(input_shape)
         self.add_kernel((self.filters, self.check_groups(input_shape[-1]), self.kernel_size[0]))
+        self._build_lora()
 
     def image_geometry(self, spatial):
         (steps,) = spatial

@@ -26,6 +26,7 @@ import numpy as np
 
 from pyggml import _fold, ops
 from pyggml.layers._channels_first import TransposesChannelsFirst
+from pyggml.layers._lora import LoraWeights, merged_weight
 from pyggml.layers._helpers import cached, contiguous, fused
 from pyggml.layers.convolutional.base_conv import BaseConv, to_chw
 from pyggml.layers.convolutional.conv import _groups_of, _slice_axis, conv_chw_rows
@@ -88,16 +89,17 @@ class _OnVolumes:
 
 
 @register_builtin
-class Conv3D(TransposesChannelsFirst, _OnVolumes, BaseConv):
+class Conv3D(TransposesChannelsFirst, LoraWeights, _OnVolumes, BaseConv):
     """Keras's Conv3D, arguments and defaults; padding "valid" or "same"; ``groups`` (keyword
     only, as Conv1D's and Conv2D's) must divide the filters and the input channels."""
 
     def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=(1, 1, 1), *,
-                 groups=1, **kwargs):
+                 groups=1, lora_rank=None, lora_alpha=None, **kwargs):
         super().__init__(filters, kernel_size, strides, padding, activation, use_bias, kernel_initializer,
                          bias_initializer, dilation_rate, **kwargs)
         self.groups = _groups_of(type(self).__name__, groups, self.filters)
+        self._init_lora(lora_rank, lora_alpha)
 
     def build(self, input_shape):
         c = self.in_channels(input_shape)
@@ -109,6 +111,7 @@ class Conv3D(TransposesChannelsFirst, _OnVolumes, BaseConv):
         self.add_kernel((self.filters, c * kd, kh, kw))
         self.weight.keras_shape = (self.filters, c, kd, kh, kw)     # PyTorch's Conv3d layout
         self.weight.keras_axes = (2, 3, 4, 1, 0)                      # Keras's (kd, kh, kw, in, filters)
+        self._build_lora()
 
     def _tap_weight(self, kd, channels_last, group=0):
         """Depth tap kd of the kernel (of group ``group``'s filters): (F, kh, kw, C) for conv_2d_cl,
@@ -146,6 +149,10 @@ class Conv3D(TransposesChannelsFirst, _OnVolumes, BaseConv):
         return ops.reshape(y, (m, oh, ow, f))
 
     def pre_activation(self, inputs, training=None):
+        with merged_weight(self):                     # LoRA's W + (alpha / rank) A B, as Conv2D's
+            return self._pre_activation(inputs)
+
+    def _pre_activation(self, inputs):
         shape = _fold.in_shape(self)
         n = _fold.batch_of(inputs, shape)
         d = shape[1]
@@ -175,7 +182,7 @@ class Conv3D(TransposesChannelsFirst, _OnVolumes, BaseConv):
     def get_config(self):
         cfg = super().get_config()
         cfg["groups"] = self.groups
-        return cfg
+        return self._lora_config(cfg)
 
 
 @register_builtin

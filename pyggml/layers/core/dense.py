@@ -7,7 +7,7 @@ from pyggml import ops
 from pyggml._validation import check_positive_int
 from pyggml.layers._helpers import Activated, fused, rows_2d, set_weight_options, weight_options_config
 from pyggml.layers._keras_weights import KerasKernel
-from pyggml.layers.core.lora import LoraWeights
+from pyggml.layers._lora import LoraWeights
 from pyggml.layers.core.quantize import QuantizedWeights
 from pyggml.saving.object_registration import register_builtin
 from pyggml.initializers import config_value as _init_config

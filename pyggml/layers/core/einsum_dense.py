@@ -30,7 +30,7 @@ import numpy as np
 from pyggml import ops
 from pyggml._validation import is_int
 from pyggml.layers._helpers import Activated, contiguous, set_weight_options, weight_options_config
-from pyggml.layers.core.lora import LoraWeights
+from pyggml.layers._lora import LoraWeights
 from pyggml.layers.core.quantize import QuantizedWeights
 from pyggml.saving.object_registration import register_builtin
 from pyggml.initializers import config_value as _init_config

@@ -5,7 +5,7 @@ import numpy as np
 from pyggml import _scope, initializers, ops
 from pyggml._validation import check_positive_int
 from pyggml.core import Tensor
-from pyggml.layers.core.lora import LoraWeights
+from pyggml.layers._lora import LoraWeights
 from pyggml.layers.core.quantize import QuantizedWeights
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin

@@ -32,6 +32,7 @@ from pyggml._validation import check_positive_int, is_int
 from pyggml.core import ops as core_ops
 from pyggml.initializers import TruncatedNormal
 from pyggml.layers._helpers import contiguous
+from pyggml.layers._lora import StandIn
 from pyggml.layers.wrappers.wrapper import Wrapper
 from pyggml.saving.object_registration import register_builtin
 from pyggml.variables import Variable
@@ -39,20 +40,6 @@ from pyggml.variables import Variable
 __all__ = ["SpectralNormalization"]
 
 _EPS = 1e-12
-
-
-class _StandIn(Variable):
-    """The normalized kernel standing in for the wrapped layer's kernel Variable while its call
-    builds the graph: whatever reads the kernel (ops, arithmetic, ``graph_tensor()``) gets the
-    normalized tensor."""
-
-    def __init__(self, base, tensor):
-        self._setup(base.name, base.shape, base.initializer, trainable=base.trainable, layout=base.layout)
-        self.keras_shape, self.keras_axes = base.keras_shape, base.keras_axes
-        self._standin = tensor
-
-    def graph_tensor(self):
-        return self._standin
 
 
 def _normalize(x):
@@ -139,7 +126,7 @@ class SpectralNormalization(Wrapper):
         attr = self._kernel_attr
         old = self.layer.__dict__[attr]
         # the wrapped layer's call reads its kernel attribute: the normalized tensor stands in for it
-        object.__setattr__(self.layer, attr, _StandIn(old, kernel))
+        object.__setattr__(self.layer, attr, StandIn(old, kernel))
         try:
             return self.layer(inputs, training=training)
         finally:

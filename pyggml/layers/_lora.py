@@ -8,12 +8,59 @@ kernel (its einsum takes one kernel).  The saved file holds the frozen weight an
 factors, so a model loaded back goes on training where it stopped; ``merged_kernel()`` gives
 Keras's merged weight."""
 
+import contextlib
+
 import numpy as np
 
 from pyggml import ops
 from pyggml._validation import check_positive_int, is_int
+from pyggml.variables import Variable
 
-__all__ = ["LoraWeights", "check_lora_options"]
+__all__ = ["LoraWeights", "check_lora_options", "StandIn", "merged_weight"]
+
+
+class StandIn(Variable):
+    """A graph tensor standing in for a layer's weight Variable while the layer's call builds
+    its graph: whatever reads the weight (ops, arithmetic, ``graph_tensor()``, the Keras
+    view) gets the tensor (a LoRA-merged kernel, a spectrally normalized one)."""
+
+    def __init__(self, base, tensor):
+        self._setup(base.name, base.shape, base.initializer, trainable=base.trainable, layout=base.layout)
+        self.keras_shape, self.keras_axes = base.keras_shape, base.keras_axes
+        self._standin = tensor
+
+    def graph_tensor(self):
+        return self._standin
+
+
+@contextlib.contextmanager
+def merged_weight(layer):
+    """While the block builds, a LoRA-enabled layer's weight reads as ``W + (alpha / rank) A B``
+    in the weight's own layout (for layers that read their weight in many ways: the
+    convolutions); nothing changes without LoRA, or inside a block already merging."""
+    attr = layer._lora_base
+    v = layer.__dict__.get(attr)
+    if not layer.lora_enabled or isinstance(v, StandIn):
+        yield
+        return
+    base = tuple(v.keras_shape) if v.keras_shape is not None else tuple(v.shape)
+    axes = tuple(v.keras_axes) if v.keras_axes is not None else tuple(range(len(base)))
+    if axes == tuple(range(2, len(base))) + (1, 0):
+        # a convolution's (out, in, *kernel) weight, Keras's (*kernel, in, out): A B as the
+        # matrix (kernel * in, out), moved to (out, in, kernel) in at most three dimensions
+        a, b = layer._lora_factors()
+        out, inner, taps = base[0], base[1], int(np.prod(base[2:]))
+        ab = ops.matmul(ops.reshape(a, (taps * inner, layer.lora_rank)), b)              # (taps * in, out)
+        d = ops.reshape(ops.cont(ops.transpose(ab, (1, 0))), (out, taps, inner))
+        d = ops.multiply(ops.cont(ops.transpose(d, (0, 2, 1))), layer._lora_scale)
+    else:
+        d = ops.transpose(layer._lora_delta(), tuple(int(i) for i in np.argsort(axes)))
+    d = ops.reshape(d if d.is_contiguous else ops.cont(d), tuple(v.shape))
+    object.__setattr__(layer, attr, StandIn(v, ops.add(v.graph_tensor(), d)))
+    try:
+        yield
+    finally:
+        object.__setattr__(layer, attr, v)
 
 
 def check_lora_options(who, lora_rank, lora_alpha):
