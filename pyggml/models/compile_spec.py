@@ -15,7 +15,7 @@ name is taken by an unweighted one is ``weighted_<metric>``.
 from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 
-__all__ = ["CompileSpec", "metric_log_keys", "metrics_per_output"]
+__all__ = ["CompileSpec", "is_crossentropy", "metric_log_keys", "metrics_per_output"]
 
 
 def _per_output(value, names, what, allow_missing):
@@ -101,9 +101,9 @@ class CompileSpec:
         # Keras's "crossentropy" ("ce"): binary for an output of one unit, else categorical or
         # sparse as the targets' shape says (crossentropy_pending: the outputs that wait for them)
         self.crossentropy_pending = [i for i, (o, l) in enumerate(zip(outputs, given))
-                                     if _is_crossentropy(l) and o.feature_shape[-1:] != (1,)]
+                                     if is_crossentropy(l) and o.feature_shape[-1:] != (1,)]
         self.losses = [None if l is None else losses_mod._as_loss(
-            _crossentropy(o, False) if _is_crossentropy(l) else l) for o, l in zip(outputs, given)]
+            _crossentropy(o, False) if is_crossentropy(l) else l) for o, l in zip(outputs, given)]
         # no loss at all (Keras's compile(loss=None)): the model trains on what its layers add
         # (add_loss); the training graph refuses a model that adds nothing
         self.loss_defaulted = False      # compile was given no loss (Model.compile's default)
@@ -128,8 +128,10 @@ class CompileSpec:
         out = []
         for o, l, ms in zip(outputs, self.losses, metrics_per_output(metrics, self.output_names, what)):
             sparse = l is not None and getattr(l, "sparse", False)
-            binary = (o.feature_shape[-1:] == (1,)) or (l is not None and l.name in ("binary_crossentropy",
-                                                                               "binary_focal_crossentropy"))
+            # "accuracy" as Keras 3 reads it: binary for an output of one unit (several sigmoid units
+            # with binary_crossentropy: categorical, as Keras's); a scalar output by its loss
+            binary = (o.feature_shape[-1:] == (1,)) or (not o.feature_shape and l is not None and l.name in (
+                "binary_crossentropy", "binary_focal_crossentropy"))
             got = [(metrics_mod.get(m, sparse=sparse, binary=binary), m) for m in ms]
             for mo, _ in got:
                 if getattr(mo, "vector_result", False):
@@ -171,7 +173,7 @@ class CompileSpec:
 
     def config(self):
         from pyggml import losses, metrics
-        cfg = {"loss": [None if l is None else g if _is_crossentropy(g) else losses.serialize(l)
+        cfg = {"loss": [None if l is None else g if is_crossentropy(g) else losses.serialize(l)
                         for l, g in zip(self.losses, self.loss_given)],
                "loss_weights": self.loss_weights,
                "metrics": [[metrics.serialize(m, g) for m, g in ms] for ms in self.metrics]}
@@ -189,7 +191,7 @@ def _one_loss(loss):
     return loss
 
 
-def _is_crossentropy(loss):
+def is_crossentropy(loss):
     return isinstance(loss, str) and loss.lower() in ("crossentropy", "ce")
 
 

@@ -601,6 +601,8 @@ def _run_test_steps(model, batches, cl=None):
         logs = _floats(model.test_step(data), "test_step")
         if cl is not None:
             cl.call("on_test_batch_end", bi, logs)
+        if model.__dict__.get("stop_evaluating"):         # a callback's (Keras's): after this batch
+            break
     return logs
 
 
@@ -637,6 +639,7 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
             raise ValueError("fit: the data gave no batches for this epoch (a generator that ran out?)")
         logs = dict(logs)
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
+            model.stop_evaluating = False
             cl.call("on_test_begin", {})
             val_logs = evaluate_overridden(model, validation_data, validation_batch_size or batch_size,
                                            validation_steps) if validation_data is not None and \
@@ -656,6 +659,7 @@ def custom_evaluate(model, x, y, batch_size, verbose, sample_weight, steps, call
     data = _Batches(x, y, sample_weight, batch_size, steps)
     cl = CallbackList(_with_progbar(check_callbacks(callbacks), verbose), model,
                       {"steps": data.steps, "verbose": verbose})
+    model.stop_evaluating = False
     cl.call("on_test_begin", {})
     logs = _run_test_steps(model, data, cl)
     cl.call("on_test_end", logs)

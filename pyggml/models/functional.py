@@ -312,6 +312,7 @@ class GraphShapes:
 
     def get_config(self):
         cfg = config_of(self._ensure_graph(), self.name)
+        cfg["trainable"] = self.trainable                      # (Keras's: Model(..., trainable=False) kept)
         cfg["multi_input"], cfg["multi_output"] = self._multi_in, self._multi_out
         if self._output_keys is not None:
             cfg["output_keys"] = list(self._output_keys)
@@ -343,7 +344,10 @@ class GraphShapes:
         # (a subclass of the user's whose get_config adds keys: its __init__ takes them, as Keras gives them)
         extra = {} if cls.__module__.startswith("pyggml.") else \
             {k: v for k, v in config.items() if k not in _CONFIG_KEYS}
-        return cls(ins, outs, name=config.get("name"), **extra)
+        model = cls(ins, outs, name=config.get("name"), **extra)
+        if config.get("trainable") is False:                # (Keras's Model(..., trainable=False))
+            model.trainable = False
+        return model
 
     def _graph_shapes(self, which):
         try:

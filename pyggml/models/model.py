@@ -21,8 +21,8 @@ from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs, snake_case
 from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
-from pyggml.models import array_calls, functional, host_stage, lookup, summary as summary_mod, training_loop
-from pyggml.models.compile_spec import CompileSpec
+from pyggml.models import array_calls, functional, host_stage, lookup, pickling, summary as summary_mod, training_loop
+from pyggml.models.compile_spec import CompileSpec, is_crossentropy
 from pyggml.models.rebuild import from_own_config
 from pyggml.models.runtime import Runtime, drop_graphs_holding
 from pyggml.saving import gguf_io
@@ -111,8 +111,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     @property
     def output(self):
-        outs = self.outputs
-        return outs if self._multi_out else outs[0]
+        return self.outputs_as_given(self.outputs)        # Keras's: as given (one, a list, a dict)
 
     @input.setter
     def input(self, value):
@@ -277,7 +276,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def compile_from_config(self, config, backend="auto", custom_objects=None):
         from pyggml import losses, metrics
         opt = optimizers_mod.deserialize(config["optimizer"], custom_objects)
-        loss = [losses.deserialize(l, custom_objects) for l in config["loss"]]
+        loss = [l if is_crossentropy(l) else losses.deserialize(l, custom_objects) for l in config["loss"]]
         mets = [[metrics.deserialize(m, custom_objects) for m in ms] for ms in config["metrics"]]
         weighted = [[metrics.deserialize(m, custom_objects) for m in ms] for ms in config.get("weighted_metrics", [])]
         names = self.output_names
@@ -417,7 +416,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         """["loss", per-output losses when several, metrics]: evaluate's order."""
         self.check_compiled("metrics_names")
         names = ["loss"]
-        if len(self.output_names) > 1:
+        if sum(l is not None for l in self._compile_spec.losses) > 1:         # (Keras: several losses)
             names += [f"{nm}_loss" for nm, l in zip(self.output_names, self._compile_spec.losses) if l is not None]
         return names + [k for _, _, k in self._compile_spec.metric_keys()]
 
@@ -474,6 +473,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return twin
 
     __copy__ = clone
+    __reduce__ = pickling.reduce_model          # pickled as Keras pickles a model: through its saved file
     __deepcopy__ = (lambda self, memo: self.clone())
 
     def save(self, path=None, overwrite=True, **kwargs):

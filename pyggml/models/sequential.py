@@ -289,6 +289,8 @@ class Sequential(Model):
                            **own_state.build_config_entry(l)} for l in self._stack]}
         if self._seq_batch_size is not None:
             cfg["batch_size"] = self._seq_batch_size
+        if not self.trainable:
+            cfg["trainable"] = False                    # (Keras's Sequential(..., trainable=False) kept)
         return cfg
 
     @classmethod
@@ -308,4 +310,6 @@ class Sequential(Model):
             layer = klass.from_config(entry["config"])
             own_state.build_from_entry(layer, entry)
             m.add(layer)
+        if config.get("trainable") is False:
+            m.trainable = False
         return m

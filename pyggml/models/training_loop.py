@@ -243,7 +243,7 @@ class _Averages:
         logs = {"loss": self.total / max(self.seen, 1)}
         tracker = self.model._tracker()              # model.metrics' "loss" (Keras 3's loss tracker)
         tracker.total, tracker.count = float(self.total), float(self.seen)
-        if len(self.names) > 1 and self.heads is not None:
+        if sum(l is not None for l in self.spec.losses) > 1 and self.heads is not None:   # (Keras: several losses)
             for nm, h, l in zip(self.names, self.heads, self.spec.losses):
                 if l is not None:
                     logs[f"{nm}_loss"] = h / max(self.seen, 1)

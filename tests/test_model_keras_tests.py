@@ -1,0 +1,239 @@
+"""Gaps found by porting Keras 3.15.1's model tests (models/functional_test.py, sequential_test.py,
+cloning_test.py, model_test.py): dict inputs matched by their keys (nested dicts too), the
+Sequential's checks and deferred build, a functional subclass's config, clone_model's
+call_function / recursive / compile, and pickling.  The expected behaviour was checked on real
+Keras 3.15.1 (torch backend); numbers are checked against numpy on the models' own weights."""
+
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import pyggml as pg
+
+L = pg.layers
+RNG = np.random.default_rng(0)
+
+
+def _dense(layer, x):
+    w, b = layer.get_weights()              # Keras's layout: kernel (in, out), bias
+    return x @ w + b
+
+
+def _two_input_model():
+    a, b = pg.Input(shape=(3,), name="a"), pg.Input(shape=(4,), name="b")
+    da, db, top = L.Dense(5), L.Dense(5), L.Dense(4)
+    out = top(L.Concatenate()([da(a), db(b)]))
+    return pg.Model({"c": a, "d": b}, out), (da, db, top)
+
+
+def _two_input_reference(layers, c, d):
+    da, db, top = layers
+    return _dense(top, np.concatenate([_dense(da, c), _dense(db, d)], axis=-1))
+
+
+def test_dict_inputs_matched_by_the_dicts_keys():
+    # Keras: Model({"c": a, "d": b}, o) takes {"c": ..., "d": ...} (the structure's keys), not the Input names
+    m, layers = _two_input_model()
+    x = {"c": RNG.random((6, 3), dtype=np.float32), "d": RNG.random((6, 4), dtype=np.float32)}
+    ref = _two_input_reference(layers, x["c"], x["d"])
+    np.testing.assert_allclose(m.predict(x, verbose=0), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(m(x)), ref, rtol=1e-5, atol=1e-5)
+    assert m.compute_output_shape([(None, 3), (None, 4)]) == (None, 4)
+    with pytest.raises(ValueError, match="lacks 'd'"):
+        m.predict({"c": x["c"]}, verbose=0)
+    # called on a dict of Inputs with those keys, nested in another model
+    ia, ib = pg.Input((3,)), pg.Input((4,))
+    outer = pg.Model([ia, ib], m({"c": ia, "d": ib}))
+    np.testing.assert_allclose(outer.predict([x["c"], x["d"]], verbose=0), ref, rtol=1e-5, atol=1e-5)
+    # the keys survive get_config/from_config and save/load
+    twin = pg.Model.from_config(m.get_config())
+    twin.set_weights(m.get_weights())
+    np.testing.assert_allclose(twin.predict(x, verbose=0), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_dict_inputs_by_key_train(tmp_path):
+    m, layers = _two_input_model()
+    m.compile(optimizer="sgd", loss="mse")
+    x = {"c": RNG.random((16, 3), dtype=np.float32), "d": RNG.random((16, 4), dtype=np.float32)}
+    y = RNG.random((16, 4), dtype=np.float32)
+    losses = m.fit(x, y, epochs=4, batch_size=16, verbose=0).history["loss"]
+    assert losses[-1] < losses[0]
+    path = str(tmp_path / "m.gguf")
+    m.save(path)
+    back = pg.models.load_model(path)
+    np.testing.assert_allclose(back.predict(x, verbose=0), _two_input_reference(layers, x["c"], x["d"]),
+                               rtol=1e-5, atol=1e-5)
+
+
+def _nested_model():
+    i1, i2, i3 = pg.Input((1,)), pg.Input((2,)), pg.Input((3,))
+    d1, d2, d3 = L.Dense(1), L.Dense(2), L.Dense(3)
+    m = pg.Model({"1": i1, "others": {"2": i2, "3": i3}}, {"1": d1(i1), "others": {"2": d2(i2), "3": d3(i3)}})
+    return m, (d1, d2, d3)
+
+
+def test_nested_dict_inputs(tmp_path):
+    # Keras's functional_test: inputs {"1": i1, "others": {"2": i2, "3": i3}}
+    m, (d1, d2, d3) = _nested_model()
+    x = {"1": RNG.random((2, 1), dtype=np.float32),
+         "others": {"2": RNG.random((2, 2), dtype=np.float32), "3": RNG.random((2, 3), dtype=np.float32)}}
+    out = m.predict(x, verbose=0)
+    assert out["others"]["3"].shape == (2, 3)
+    np.testing.assert_allclose(out["1"], _dense(d1, x["1"]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["others"]["2"], _dense(d2, x["others"]["2"]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["others"]["3"], _dense(d3, x["others"]["3"]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(m(x)["others"]["3"], out["others"]["3"], rtol=1e-5, atol=1e-5)
+    twin = pg.Model.from_config(m.get_config())
+    twin.set_weights(m.get_weights())
+    np.testing.assert_allclose(twin.predict(x, verbose=0)["others"]["2"], out["others"]["2"], rtol=1e-5, atol=1e-5)
+    path = str(tmp_path / "n.gguf")
+    m.save(path)
+    back = pg.models.load_model(path)
+    np.testing.assert_allclose(back.predict(x, verbose=0)["others"]["3"], out["others"]["3"], rtol=1e-5, atol=1e-5)
+
+
+def test_sequential_without_inputs_has_no_inputs_attribute():
+    # Keras: hasattr(Sequential(), "inputs") is False (AttributeError)
+    assert not hasattr(pg.Sequential(), "inputs")
+    assert not hasattr(pg.Sequential(), "outputs")
+    assert not hasattr(pg.Sequential([L.Dense(4)]), "inputs")
+    assert len(pg.Sequential([pg.Input((2,)), L.Dense(4)]).inputs) == 1
+
+
+def test_sequential_refuses_a_second_input_and_a_conflicting_build():
+    s = pg.Sequential()
+    s.add(pg.Input(shape=(2,)))
+    with pytest.raises(ValueError):
+        s.add(pg.Input(shape=(5,)))
+    assert s.input_shape == (None, 2)
+    s = pg.Sequential([pg.Input(shape=(2,)), L.Dense(2)])
+    with pytest.raises(ValueError):
+        s.build((3, 4))
+    s.build((None, 2))                                  # its own shape: fine
+    assert s.output_shape == (None, 2)
+
+
+def test_deferred_sequential_output_shape_and_config():
+    d = pg.Sequential([L.Dense(4), L.Dense(8)])
+    assert d.compute_output_shape((1, 2)) == (1, 8)     # Keras 3.15.1: (1, 8), nothing built
+    assert not d.built
+    back = pg.Sequential.from_config(d.get_config())
+    assert [type(l).__name__ for l in back.layers] == ["Dense", "Dense"]
+    assert [l.units for l in back.layers] == [4, 8]
+    x = RNG.random((3, 2), dtype=np.float32)
+    y = back.predict(x, verbose=0)                      # built by its first data
+    l1, l2 = back.layers
+    np.testing.assert_allclose(y, _dense(l2, _dense(l1, x)), rtol=1e-5, atol=1e-5)
+    built = pg.Sequential([pg.Input((2,)), L.Dense(8)])
+    assert built.compute_output_shape((1, 2)) == (1, 8)
+
+
+class CustomModel(pg.Model):
+    def __init__(self, *args, param=1, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.param = param
+
+    def get_config(self):
+        return super().get_config() | {"param": self.param}
+
+
+def test_functional_subclass_from_config_gets_its_own_keys():
+    i = L.Input((3,))
+    m = CustomModel(inputs=i, outputs=L.Dense(5)(i), param=3)
+    back = CustomModel.from_config(m.get_config())
+    assert isinstance(back, CustomModel) and back.param == 3      # Keras 3.15.1: 3
+    back.set_weights(m.get_weights())
+    x = RNG.random((2, 3), dtype=np.float32)
+    np.testing.assert_allclose(back.predict(x, verbose=0), m.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
+
+
+def test_clone_model_dict_outputs_with_an_op_result():
+    x, y = L.Input((3,)), L.Input((3,))
+    z1 = x + y
+    z2 = L.Dense(5)(z1)
+    m = pg.Model(dict(x=x, y=y), dict(z1=z1, z2=z2))
+    c = pg.models.clone_model(m)
+    data = {"x": RNG.random((2, 3), dtype=np.float32), "y": RNG.random((2, 3), dtype=np.float32)}
+    out = c.predict(data, verbose=0)
+    assert sorted(out) == ["z1", "z2"] and out["z2"].shape == (2, 5)
+    np.testing.assert_allclose(out["z1"], data["x"] + data["y"], rtol=1e-6)
+
+
+def test_clone_model_call_function_and_recursive():
+    def add_dropout(layer, *args, **kwargs):
+        out = layer(*args, **kwargs)
+        return L.Dropout(0.5)(out) if isinstance(layer, L.Dense) else out
+    x = pg.Input((3,))
+    m = pg.Model(x, L.Dense(2)(L.Dense(4)(x)))
+    c = pg.models.clone_model(m, call_function=add_dropout)
+    # Keras 3.15.1: ['InputLayer', 'Dense', 'Dropout', 'Dense', 'Dropout']
+    assert [type(l).__name__ for l in c.layers] == ["InputLayer", "Dense", "Dropout", "Dense", "Dropout"]
+    c.set_weights(m.get_weights())
+    data = RNG.random((4, 3), dtype=np.float32)
+    np.testing.assert_allclose(c.predict(data, verbose=0), m.predict(data, verbose=0), rtol=1e-5, atol=1e-6)
+    same = pg.models.clone_model(m, clone_function=lambda l: l, call_function=lambda l, *a, **k: l(*a, **k))
+    assert len(same.layers) == 3 and same.layers[1] is m.layers[1]
+    with pytest.raises(ValueError):
+        pg.models.clone_model(pg.Sequential([pg.Input((3,)), L.Dense(2)]), call_function=add_dropout)
+    inner = pg.Sequential([pg.Input((3,)), L.Dense(2)])
+    x = pg.Input((3,))
+    outer = pg.Model(x, inner(x))
+    deep = pg.models.clone_model(outer, clone_function=lambda l: l.__class__.from_config(l.get_config()),
+                                 recursive=True)
+    assert type(deep.layers[1]).__name__ == "Sequential" and deep.layers[1] is not inner
+    shared = pg.models.clone_model(outer, clone_function=lambda l: l)
+    assert shared.layers[1] is inner
+
+
+def test_clone_model_deferred_sequential_and_compiled():
+    c = pg.models.clone_model(pg.Sequential([L.Dense(2), L.Dense(2)]))
+    assert len(c.layers) == 2 and not c.built
+    # Keras 3.15.1: the clone of a compiled model is compiled (compile_from_config)
+    m = pg.Sequential([pg.Input((3,)), L.Dense(2)])
+    m.compile(optimizer="sgd", loss="mse")
+    assert pg.models.clone_model(m).compiled
+    x = pg.Input((3,))
+    f = pg.Model(x, L.Dense(2)(x))
+    f.compile(optimizer="sgd", loss="mse")
+    cf = pg.models.clone_model(f, clone_function=lambda l: l.__class__.from_config(l.get_config()))
+    assert cf.compiled and type(cf.optimizer).__name__ == "SGD"
+    assert not pg.models.clone_model(pg.Model(x, L.Dense(2)(x))).compiled
+
+
+@pytest.mark.parametrize("kind", ["sequential", "functional"])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_pickle_model(kind, compiled):
+    if kind == "sequential":
+        m = pg.Sequential([pg.Input((3,)), L.Dense(4, activation="relu"), L.Dense(2)])
+    else:
+        a = pg.Input((3,))
+        m = pg.Model(a, L.Dense(2)(L.Dense(4, activation="relu")(a)))
+    x = RNG.random((5, 3), dtype=np.float32)
+    if compiled:
+        m.compile(optimizer="sgd", loss="mse")
+        m.fit(x, RNG.random((5, 2), dtype=np.float32), epochs=2, verbose=0)
+    r = pickle.loads(pickle.dumps(m))
+    assert type(r) is type(m) and r.compiled == compiled
+    np.testing.assert_array_equal(r.predict(x, verbose=0), m.predict(x, verbose=0))
+    if compiled:
+        assert type(r.optimizer).__name__ == "SGD"
+        r.fit(x, RNG.random((5, 2), dtype=np.float32), epochs=1, verbose=0)
+
+
+def test_pickle_model_with_dict_inputs():
+    m, layers = _two_input_model()
+    x = {"c": RNG.random((2, 3), dtype=np.float32), "d": RNG.random((2, 4), dtype=np.float32)}
+    r = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(r.predict(x, verbose=0), m.predict(x, verbose=0))
+    assert not os.path.exists(os.path.join(os.getcwd(), "model.gguf"))
+
+
+def test_model_output_is_the_structure_given():
+    # Keras: model.output is the outputs as given (needs the model.py change of this fix: Model.output)
+    x, y = L.Input((3,)), L.Input((3,))
+    z1 = x + y
+    m = pg.Model(dict(x=x, y=y), dict(z1=z1, z2=L.Dense(5)(z1)))
+    assert sorted(pg.models.clone_model(m).output) == ["z1", "z2"]
+    assert not isinstance(pg.Model(x, L.Dense(2)(x)).output, list)
