@@ -64,7 +64,7 @@ CASES = {
     "input_shape_negative": "pg.Sequential([L.Dense(2)], input_shape=(-1,))",
     "input_shape_string": "pg.Sequential([L.Dense(2)], input_shape='3')",
     "reshape_impossible": "pg.Sequential([L.Reshape((5,))], input_shape=4).compile(loss='mse')",
-    "dropout_rate_one": "L.Dropout(1.0)",
+    "dropout_rate_above_one": "L.Dropout(1.5)",          # (1.0 drops everything, as Keras's)
     "embedding_index_out_of_range": "m = pg.Sequential([L.Embedding(5, 2), L.Flatten(), L.Dense(1)], input_shape=3).compile(loss='mse'); m.predict(np.array([[0, 1, 7]]))",
     "embedding_negative_index": "m = pg.Sequential([L.Embedding(5, 2), L.Flatten(), L.Dense(1)], input_shape=3).compile(loss='mse'); m.predict(np.array([[0, -1, 2]]))",
     "embedding_nan_index": "m = pg.Sequential([L.Embedding(5, 2), L.Flatten(), L.Dense(1)], input_shape=3).compile(loss='mse'); m.predict(np.array([[0, np.nan, 2]]))",
