@@ -237,3 +237,16 @@ def test_model_output_is_the_structure_given():
     m = pg.Model(dict(x=x, y=y), dict(z1=z1, z2=L.Dense(5)(z1)))
     assert sorted(pg.models.clone_model(m).output) == ["z1", "z2"]
     assert not isinstance(pg.Model(x, L.Dense(2)(x)).output, list)
+
+
+def test_inputs_with_a_trailing_axis_of_one_more_or_less_fit_the_input_as_keras():
+    for shape, data, out in (((3,), np.ones((2, 3, 1)), (2, 3)), ((3, 1), np.ones((2, 3)), (2, 3, 3)),
+                             ((None,), np.ones((2, 5, 1)), (2, 5))):
+        i = pg.Input(shape=shape)
+        m = pg.Model(i, pg.layers.Dense(3)(i) if shape != (None,) else pg.layers.RepeatVector(1)(i))
+        got = m.predict(data, verbose=0)
+        assert got.shape == (out if shape != (None,) else (2, 1, 5))
+    i = pg.Input(shape=(3,))
+    m = pg.Model(i, pg.layers.Dense(1)(i))
+    with pytest.raises(ValueError, match="must have shape"):
+        m.predict(np.ones((2, 3, 2)), verbose=0)

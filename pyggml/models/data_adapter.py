@@ -260,6 +260,9 @@ def adapt_inputs(specs, x, what="x", one_batch=False):
         a = as_real_array(a, what)
         if a.ndim == len(spec.feature_shape) and spec.feature_shape[-1:] == (1,):
             a = a[..., None]           # as Keras: an input of shape (..., 1) takes arrays without that axis
+        elif a.ndim == len(spec.feature_shape) + 2 and a.shape[-1] == 1 and spec.feature_shape[-1:] != (1,) and \
+                _fits(a.shape[1:-1], spec.feature_shape):
+            a = a[..., 0]              # and arrays with a trailing axis of 1 more than it has (Keras's)
         if a.ndim == len(spec.feature_shape) and _fits(a.shape, spec.feature_shape):
             raise ValueError(f"{what} for input {spec.name!r} must have shape {spec.describe()}, got {a.shape}: "
                              f"add the batch axis (x[None])")
