@@ -32,9 +32,10 @@ def _broadcast_shape(shapes, what):
     return tuple(reversed(out))
 
 
-def _or_masks(mask, owner, inputs=None):
-    """Keras's merged mask: a step is real where it is in any input's mask (the inputs without
-    one left out; None when none has one)."""
+def _or_masks(mask, owner, inputs=None, missing_real=False):
+    """Keras 3.15's merged mask: a step is real where it is in any input's mask; None when an
+    input has none (``missing_real``: Concatenate's features, where an input without a mask
+    counts as all real, so every step is)."""
     if mask is None:
         return None
     if not isinstance(mask, (list, tuple)):
@@ -48,6 +49,13 @@ def _or_masks(mask, owner, inputs=None):
     present = [m for m in mask if m is not None]
     if not present:
         return None
+    if len(present) < len(mask):
+        if not missing_real:
+            return None
+        m = present[0]
+        if not isinstance(m, (Tensor, Variable)):
+            return np.ones(np.shape(m), bool)
+        return ops.scale_bias(ops.as_tensor(m), 0.0, 1.0)
     if all(not isinstance(m, (Tensor, Variable)) for m in present):
         return np.logical_or.reduce([np.asarray(m).astype(bool) for m in present])   # arrays: at once
     out = ops.as_tensor(present[0])
@@ -223,7 +231,7 @@ class Concatenate(Layer):
                                        for m, o in zip(mask, ones)], axis=1)
             return ops.concatenate([ops.as_tensor(m) if m is not None else ops.constant(o)
                                     for m, o in zip(mask, ones)], axis=1)
-        return _or_masks(mask, "Concatenate", inputs)
+        return _or_masks(mask, "Concatenate", inputs, missing_real=True)
 
     def get_config(self):
         c = super().get_config()
