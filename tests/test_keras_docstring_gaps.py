@@ -1585,3 +1585,12 @@ def test_conv2d_lora_output_matches_keras():
                       rng.normal(size=(2, 4)).astype(np.float32)])
     np.testing.assert_allclose(np.asarray(conv(x))[0, 0, :2],
                                [[-1.8165, -1.2717, -3.2118, -5.195], [2.4603, -5.4868, -6.4412, 0.1963]], atol=1e-3)
+
+
+def test_concatenate_compute_mask_checks_its_lists():
+    x = np.ones((1, 4, 2), np.float32)
+    m = np.ones((1, 4), bool)
+    with pytest.raises(ValueError, match="inputs should be a list"):
+        layers.Concatenate().compute_mask(x, [m, m])
+    with pytest.raises(ValueError, match="inputs should be a list"):
+        layers.Concatenate().compute_mask([x, x], [m])

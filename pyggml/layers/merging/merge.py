@@ -217,6 +217,9 @@ class Concatenate(Layer):
             return None
         if not isinstance(mask, (list, tuple)):
             raise ValueError(f"Concatenate: the mask should be a list (one per input), got {type(mask).__name__}")
+        if not isinstance(inputs, (list, tuple)) or len(inputs) != len(mask):
+            raise ValueError(f"Concatenate: the inputs should be a list as long as the mask ({len(mask)}), got "
+                             f"{len(inputs) if isinstance(inputs, (list, tuple)) else type(inputs).__name__}")
         if all(m is None for m in mask):
             return None
         r = len(inputs[0].shape)
