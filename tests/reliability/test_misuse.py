@@ -22,7 +22,7 @@ SETUP = textwrap.dedent("""
 CASES = {
     # inputs of the wrong kind
     "predict_wrong_width": "model().predict(np.zeros((4, 5)))",
-    "predict_wrong_rank": "model().predict(np.zeros((4, 3, 1)))",
+    "predict_wrong_rank": "model().predict(np.zeros((4, 3, 2)))",     # ((4, 3, 1) fits: Keras squeezes it)
     "predict_1d": "model().predict(np.zeros(3))",
     "predict_strings": "model().predict(np.array([['a', 'b', 'c']]))",
     "predict_objects": "model().predict(np.array([[object(), 1, 2]], dtype=object))",
