@@ -1594,3 +1594,26 @@ def test_concatenate_compute_mask_checks_its_lists():
         layers.Concatenate().compute_mask(x, [m, m])
     with pytest.raises(ValueError, match="inputs should be a list"):
         layers.Concatenate().compute_mask([x, x], [m])
+
+
+def test_focal_losses_over_another_axis_and_a_wrapped_function_with_weight_rows_as_keras():
+    # values: real Keras 3.15 (torch backend) on the same arrays
+    rng = np.random.default_rng(0)
+    p = rng.random((2, 3, 4)).astype(np.float32)
+    p /= p.sum(1, keepdims=True)
+    t = np.eye(3, dtype=np.float32)[rng.integers(0, 3, (2, 4))].transpose(0, 2, 1)
+    cf = pg.losses.CategoricalFocalCrossentropy(axis=1, label_smoothing=0.1)
+    assert float(cf(t, p)) == pytest.approx(0.10002, abs=2e-5)
+    np.testing.assert_allclose(pg.losses.CategoricalFocalCrossentropy(axis=1, label_smoothing=0.1,
+                                                                      reduction="none")(t, p),
+                               [[0.12847, 0.0744, 0.04946, 0.05761], [0.06798, 0.2874, 0.08795, 0.04692]], atol=2e-5)
+    bf = pg.losses.BinaryFocalCrossentropy(axis=1, gamma=1.5, reduction="none")
+    np.testing.assert_allclose(bf(t, p), [[0.27416, 0.17945, 0.105, 0.00006], [0.16194, 0.76755, 0.20344, 0.10266]],
+                               atol=2e-5)
+    assert pg.losses.CategoricalFocalCrossentropy.from_config(cf.get_config()).axis == 1
+    # Keras's MetricWrapperTest.test_weighted_broadcast: an element-wise function, a weight row
+    m = pg.metrics.MeanMetricWrapper(fn=lambda a, b: (a - b) ** 2, name="mse")
+    m.update_state(np.array([[0, 1, 0, 1, 0], [0, 0, 1, 1, 1], [1, 1, 1, 1, 0], [0, 0, 0, 0, 1]], np.float32),
+                   np.array([[0, 0, 1, 1, 0], [1, 1, 1, 1, 1], [0, 1, 0, 1, 0], [1, 1, 1, 1, 1]], np.float32),
+                   sample_weight=np.array([[1.0, 0.0, 0.5, 0.0, 1.0]]))
+    assert m.result() == pytest.approx(0.45)

@@ -32,6 +32,24 @@ def _pair(y_true, y_pred):
     return y_true, y_pred
 
 
+def classes_last(loss, y_true, y_pred):
+    """With a loss's ``axis`` other than the last (channels-first segmentation, axis=1), both
+    moved so the classes come last (sparse labels have no class axis: they stay)."""
+    if loss.axis == -1:
+        return y_true, y_pred
+    y_true, y_pred = ops.as_tensor(y_true), ops.as_tensor(y_pred)
+    rank = len(y_pred.shape)
+    if not -rank <= loss.axis < rank:
+        raise ValueError(f"{loss.name}: axis {loss.axis} for predictions of shape {tuple(y_pred.shape)}")
+    a = loss.axis % rank
+    if a == rank - 1:
+        return y_true, y_pred
+    y_pred = ops.moveaxis(y_pred, a, -1)
+    if not loss.sparse and len(y_true.shape) == rank:
+        y_true = ops.moveaxis(y_true, a, -1)
+    return y_true, y_pred
+
+
 def _same_shape(name, y_true, y_pred):
     """Keras's cross-entropies want labels shaped as the predictions, up to a trailing axis of 1
     on either side (a label per class broadcast over several outputs, or the reverse, is a
@@ -100,20 +118,7 @@ class _CrossEntropy(Loss):
         self.axis = int(axis)
 
     def _classes_last(self, y_true, y_pred):
-        """With an ``axis`` other than the last (channels-first segmentation, axis=1), both moved
-        so the classes come last (sparse labels have no class axis: they stay)."""
-        if self.axis == -1:
-            return y_true, y_pred
-        rank = len(y_pred.shape)
-        if not -rank <= self.axis < rank:
-            raise ValueError(f"{self.name}: axis {self.axis} for predictions of shape {tuple(y_pred.shape)}")
-        a = self.axis % rank
-        if a == rank - 1:
-            return y_true, y_pred
-        y_pred = ops.moveaxis(y_pred, a, -1)
-        if not self.sparse and len(y_true.shape) == rank:
-            y_true = ops.moveaxis(y_true, a, -1)
-        return y_true, y_pred
+        return classes_last(self, y_true, y_pred)
 
     def call(self, y_true, y_pred):
         return self.values(y_true, y_pred, self.from_logits)

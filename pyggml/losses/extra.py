@@ -12,7 +12,7 @@ import numpy as np
 
 from pyggml import activations, ops
 from pyggml._validation import check_number
-from pyggml.losses.builtin import _pair
+from pyggml.losses.builtin import _pair, classes_last
 from pyggml.losses.loss import EPSILON, Loss, clip
 from pyggml.saving.object_registration import register_builtin
 
@@ -238,17 +238,17 @@ class BinaryFocalCrossentropy(Loss):
     def __init__(self, apply_class_balancing=False, alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0,
                  axis=-1, reduction="sum_over_batch_size", name=None, dtype=None):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        if axis != -1:
-            raise ValueError("BinaryFocalCrossentropy: only axis=-1 is supported")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"{type(self).__name__}: axis must be an int, got {axis!r}")
         self.apply_class_balancing = bool(apply_class_balancing)
         self.alpha = check_number("alpha", alpha)
         self.gamma = check_number("gamma", gamma, 0.0)
         self.from_logits = bool(from_logits)
         self.label_smoothing = check_number("label_smoothing", label_smoothing, 0.0, 1.0)
-        self.axis = -1
+        self.axis = int(axis)
 
     def call(self, y_true, y_pred):
-        y_true, y_pred = _pair(y_true, y_pred)
+        y_true, y_pred = _pair(*classes_last(self, y_true, y_pred))     # (axis=: Keras's mean over it)
         if self.label_smoothing:
             y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, 0.5 * self.label_smoothing)
         p = activations.sigmoid(y_pred) if self.from_logits else y_pred
@@ -282,18 +282,19 @@ class CategoricalFocalCrossentropy(Loss):
     def __init__(self, alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1,
                  reduction="sum_over_batch_size", name=None, dtype=None):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        if axis != -1:
-            raise ValueError("CategoricalFocalCrossentropy: only axis=-1 is supported")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"{type(self).__name__}: axis must be an int, got {axis!r}")
         self.alpha = check_number("alpha", alpha)
         self.gamma = check_number("gamma", gamma, 0.0)
         self.from_logits = bool(from_logits)
         self.label_smoothing = check_number("label_smoothing", label_smoothing, 0.0, 1.0)
-        self.axis = -1
+        self.axis = int(axis)
 
     def call(self, y_true, y_pred):
-        y_true, y_pred, lead = _rows(y_true, y_pred)
+        # Keras's smoothing spreads over the labels' last axis, also where axis= names another
+        k = ops.as_tensor(y_true).shape[-1]
+        y_true, y_pred, lead = _rows(*classes_last(self, y_true, y_pred))     # (axis=: the classes' axis)
         if self.label_smoothing:
-            k = y_pred.shape[-1]
             y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, self.label_smoothing / k)
         p = activations.softmax(y_pred) if self.from_logits else y_pred
         p = clip(ops.div(p, ops.repeat(ops.sum_rows(p), p)), EPSILON, 1.0 - EPSILON)

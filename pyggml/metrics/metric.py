@@ -239,7 +239,10 @@ class MeanMetricWrapper(Mean):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         v = np.asarray(self.fn(y_true, y_pred, **self.fn_kwargs), dtype=np.float64)
-        v = v.reshape(len(np.asarray(y_pred)), -1).mean(axis=1) if v.ndim > 1 else v.reshape(-1)
+        if sample_weight is None:
+            v = v.reshape(len(np.asarray(y_pred)), -1).mean(axis=1) if v.ndim > 1 else v.reshape(-1)
+        # with weights: the values as the function gives them, each weighed as Keras's Mean
+        # broadcasts the weights (one per sample, per step, per value, or a row for every sample)
         super().update_state(v, sample_weight)
 
     def get_config(self):
