@@ -1617,3 +1617,51 @@ def test_focal_losses_over_another_axis_and_a_wrapped_function_with_weight_rows_
                    np.array([[0, 0, 1, 1, 0], [1, 1, 1, 1, 1], [0, 1, 0, 1, 0], [1, 1, 1, 1, 1]], np.float32),
                    sample_weight=np.array([[1.0, 0.0, 0.5, 0.0, 1.0]]))
     assert m.result() == pytest.approx(0.45)
+
+
+def test_losses_over_an_axis_and_their_reduction_hold_in_fit_and_evaluate():
+    # values: real Keras 3.15 (torch backend), evaluate on a model that passes its input through
+    rng = np.random.default_rng(0)
+    yt = (rng.random((4, 3, 5)) > 0.5).astype(np.float32)
+    yp = rng.uniform(0.05, 0.95, (4, 3, 5)).astype(np.float32)
+    ytc = np.eye(3, dtype=np.float32)[rng.integers(0, 3, (4, 5))].transpose(0, 2, 1)
+    i = pg.Input((3, 5))
+    m = pg.Model(i, layers.Activation("linear")(i))
+    L = pg.losses
+    for loss, y, want in [(L.BinaryFocalCrossentropy(axis=1), yt, 0.4416),
+                          (L.BinaryFocalCrossentropy(axis=1, reduction="sum"), yt, 8.8328),
+                          (L.CategoricalFocalCrossentropy(axis=1, label_smoothing=0.1), ytc, 0.1775),
+                          (L.CategoricalCrossentropy(axis=1), ytc, 1.2503),      # was 3.2: moved twice
+                          (L.CategoricalCrossentropy(axis=1, from_logits=True), ytc, 1.1245),
+                          (L.BinaryCrossentropy(axis=1), yt, 0.8115), (L.MeanSquaredError(), yt, 0.2839)]:
+        m.compile("sgd", loss)
+        assert float(m.evaluate(yp, y, verbose=0)) == pytest.approx(want, abs=2e-4)
+        assert float(loss(y, yp)) == pytest.approx(want, abs=2e-4)
+    # reduction="sum" in compile: the batch's sum (was the mean)
+    x = rng.normal(size=(6, 4)).astype(np.float32)
+    mse_sum = L.MeanSquaredError(reduction="sum")
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(2)])
+    m.compile("sgd", mse_sum)
+    y = rng.normal(size=(6, 2)).astype(np.float32)
+    got = float(m.evaluate(x, y, batch_size=6, verbose=0))
+    assert got == pytest.approx(float(mse_sum(y, m.predict(x, verbose=0))), rel=1e-5)
+    assert got == pytest.approx(((m.predict(x, verbose=0) - y) ** 2).mean(-1).sum(), rel=1e-5)
+    # CategoricalCrossentropy's smoothing over axis=: the labels' last axis, as Keras's
+    p = ytc * 0.8 + 0.1
+    k = L.CategoricalCrossentropy(axis=1, label_smoothing=0.3)
+    t = ytc * 0.7 + 0.3 / ytc.shape[-1]
+    want = -(t * np.log(p / p.sum(1, keepdims=True))).sum(1).mean()
+    assert float(k(ytc, p)) == pytest.approx(want, rel=1e-5)
+
+
+def test_concatenate_joins_masks_along_an_inner_axis_and_sequential_build_takes_a_batch_size():
+    a, b = pg.Input((3, 2), dtype="int32"), pg.Input((3, 4), dtype="int32")
+    ea = layers.Embedding(10, 5, mask_zero=True)(a)
+    eb = layers.Embedding(10, 5, mask_zero=True)(b)
+    m = pg.Model([a, b], layers.Reshape((3, 30))(layers.Concatenate(axis=2)([ea, eb])))
+    out = m.predict([np.array([[[1, 0], [2, 3], [0, 0]]]), np.array([[[1, 0, 0, 0], [0, 0, 0, 0], [4, 0, 0, 0]]])],
+                    verbose=0)
+    assert out.shape == (1, 3, 30)
+    s = pg.Sequential([layers.Dense(2)])
+    s.build((4, 3))                                     # Keras's: four rows of three features
+    assert s.input_shape[1:] == (3,) and s.predict(np.ones((4, 3)), verbose=0).shape == (4, 2)

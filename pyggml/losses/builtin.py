@@ -182,6 +182,8 @@ class CategoricalCrossentropy(_CrossEntropy):
 
     def values(self, y_true, y_pred, from_logits=False):
         """Over the last axis (the classes): one loss per row, shaped as y_pred's leading axes."""
+        # Keras's smoothing spreads over the labels' last axis, also where axis= names another
+        k = ops.as_tensor(y_true).shape[-1]
         y_true, y_pred = self._classes_last(y_true, y_pred)
         if not self.sparse:
             _same_shape(self.name, y_true, y_pred)
@@ -191,7 +193,6 @@ class CategoricalCrossentropy(_CrossEntropy):
         if len(y_pred.shape) != 2:
             y_pred, y_true = ops.flatten_rows(y_pred), ops.flatten_rows(y_true)
         if self.label_smoothing:
-            k = y_pred.shape[-1]
             y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, self.label_smoothing / k)
         lp = _log_probs(y_pred, from_logits)
         per_row = ops.neg(ops.sum_rows(ops.mul(y_true, lp)))
@@ -200,13 +201,15 @@ class CategoricalCrossentropy(_CrossEntropy):
     def mean_loss(self, y_true, y_pred, from_logits=False):
         """From logits: ggml's fused cross-entropy (one op and one backward op, exact
         log-softmax; patch 0026 makes its gradient sum(y) * softmax(z) - y for any targets)."""
+        given = (y_true, y_pred, from_logits)
         y_true, y_pred = self._classes_last(y_true, y_pred)
         own = type(self).values is CategoricalCrossentropy.values and type(self).call is _CrossEntropy.call
         y_true, y_pred = _pair(y_true, y_pred)
         y_pred, from_logits = _behind(y_pred, from_logits or self.from_logits, "softmax")
         if not (own and (from_logits or self.from_logits) and len(y_pred.shape) == 2
                 and y_pred.dtype == "f32" and y_true.dtype == "f32"):
-            return super().mean_loss(y_true, y_pred, from_logits)
+            # (values() moves the classes last itself: the tensors as given)
+            return super().mean_loss(*given)
         if self.label_smoothing:
             k = y_pred.shape[-1]
             y_true = ops.scale_bias(y_true, 1.0 - self.label_smoothing, self.label_smoothing / k)

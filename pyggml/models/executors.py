@@ -377,7 +377,14 @@ class _LossGraph(Executor):
                 if kind is not None:
                     w = self.g.input((rows, int(kind)))       # the weights' width: 1, the cells or the steps
                 self.ws.append(w)
-                if w is None and self.masks[i] is None:
+                reduction = getattr(loss, "reduction", "sum_over_batch_size")
+                if reduction in ("sum", "mean_with_sample_weight") and self.masks[i] is None and \
+                        rows == o.shape[0]:
+                    # the loss's own reduction (Keras's compile honours it): a sum, or the weighted
+                    # sum over the weights' sum
+                    values = loss.values(y, o, from_logits=spec.logits[i])
+                    head = loss._reduce(loss._per_step(values, o, w), w)
+                elif w is None and self.masks[i] is None:
                     head = loss.mean_loss(y, o, from_logits=spec.logits[i])
                 else:
                     values = loss.values(y, o, from_logits=spec.logits[i])

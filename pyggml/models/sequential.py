@@ -234,9 +234,9 @@ class Sequential(Model):
         """Build for inputs of this shape (Keras's, with the batch)."""
         if input_shape is not None and self._seq_input_shape is None:
             shape = tuple(input_shape) if isinstance(input_shape, (tuple, list)) else input_shape
-            # Keras's batch shape (its first axis None); the features of images of any size
-            # (None, None, 3) keep their leading None
-            self._set_features(shape[1:] if isinstance(shape, tuple) and shape[:1] == (None,) else shape)
+            # Keras's batch shape: its first axis is the batch (None, or a size: (4, 3) is four rows
+            # of 3), the rest the features ((None, None, 3): images of any size)
+            self._set_features(shape[1:] if isinstance(shape, tuple) and len(shape) >= 2 else shape)
         elif isinstance(input_shape, (tuple, list)) and input_shape and \
                 all(d is None or isinstance(d, (int, np.integer)) for d in input_shape):
             # already given an input shape: another one is refused, as Keras's (a batch size given

@@ -226,14 +226,16 @@ class Concatenate(Layer):
         axis = self.axis % r
         if axis == 0:
             return None
-        if axis == 1 and r >= 3:
+        if axis < r - 1 and r >= 3 and all(m is None or len(m.shape) == r - 1 for m in mask):
+            # joined along a step axis (the masks: the inputs' shape less the features), an input
+            # without a mask counting as all real, as Keras's
             arrays = all(not isinstance(m, (Tensor, Variable)) for m in mask if m is not None)
-            ones = [np.ones(tuple(int(d) for d in x.shape[:2]), np.float32) for x in inputs]
+            ones = [np.ones(tuple(int(d) for d in x.shape[:r - 1]), np.float32) for x in inputs]
             if arrays:
                 return np.concatenate([np.asarray(m).astype(bool) if m is not None else o.astype(bool)
-                                       for m, o in zip(mask, ones)], axis=1)
+                                       for m, o in zip(mask, ones)], axis=axis)
             return ops.concatenate([ops.as_tensor(m) if m is not None else ops.constant(o)
-                                    for m, o in zip(mask, ones)], axis=1)
+                                    for m, o in zip(mask, ones)], axis=axis)
         return _or_masks(mask, "Concatenate", inputs, missing_real=True)
 
     def get_config(self):
