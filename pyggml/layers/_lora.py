@@ -35,9 +35,9 @@ class StandIn(Variable):
 
 @contextlib.contextmanager
 def merged_weight(layer):
-    """While the block builds, a LoRA-enabled layer's weight reads as ``W + (alpha / rank) A B``
-    in the weight's own layout (for layers that read their weight in many ways: the
-    convolutions); nothing changes without LoRA, or inside a block already merging."""
+    """While the block builds, a LoRA-enabled convolution's weight reads as ``W + (alpha / rank)
+    A B`` in the weight's own layout (the convolutions read their weight in many ways); nothing
+    changes without LoRA, or inside a block already merging."""
     attr = layer._lora_base
     v = layer.__dict__.get(attr)
     if not layer.lora_enabled or isinstance(v, StandIn):
@@ -45,16 +45,15 @@ def merged_weight(layer):
         return
     base = tuple(v.keras_shape) if v.keras_shape is not None else tuple(v.shape)
     axes = tuple(v.keras_axes) if v.keras_axes is not None else tuple(range(len(base)))
-    if axes == tuple(range(2, len(base))) + (1, 0):
-        # a convolution's (out, in, *kernel) weight, Keras's (*kernel, in, out): A B as the
-        # matrix (kernel * in, out), moved to (out, in, kernel) in at most three dimensions
-        a, b = layer._lora_factors()
-        out, inner, taps = base[0], base[1], int(np.prod(base[2:]))
-        ab = ops.matmul(ops.reshape(a, (taps * inner, layer.lora_rank)), b)              # (taps * in, out)
-        d = ops.reshape(ops.cont(ops.transpose(ab, (1, 0))), (out, taps, inner))
-        d = ops.multiply(ops.cont(ops.transpose(d, (0, 2, 1))), layer._lora_scale)
-    else:
-        d = ops.transpose(layer._lora_delta(), tuple(int(i) for i in np.argsort(axes)))
+    if axes != tuple(range(2, len(base))) + (1, 0):
+        raise TypeError(f"{type(layer).__name__}: merged_weight takes a convolution's weight, (out, in, "
+                        f"*kernel) read by Keras as (*kernel, in, out); got Keras axes {axes}")
+    # A B as the matrix (kernel * in, out), moved to (out, in, kernel) in at most three dimensions
+    a, b = layer._lora_factors()
+    out, inner, taps = base[0], base[1], int(np.prod(base[2:]))
+    ab = ops.matmul(ops.reshape(a, (taps * inner, layer.lora_rank)), b)              # (taps * in, out)
+    d = ops.reshape(ops.cont(ops.transpose(ab, (1, 0))), (out, taps, inner))
+    d = ops.multiply(ops.cont(ops.transpose(d, (0, 2, 1))), layer._lora_scale)
     d = ops.reshape(d if d.is_contiguous else ops.cont(d), tuple(v.shape))
     object.__setattr__(layer, attr, StandIn(v, ops.add(v.graph_tensor(), d)))
     try:

@@ -160,19 +160,24 @@ def _lora_read(model, fl, shapes):
     ``<weight>.lora_base`` when the file has one (else the file's weight, with the update's
     second factor zero: Keras's plain file into a LoRA layer)."""
     lora = {base_name: factors for _, base_name, factors in _lora_layers(model)}
-    return {k: _lora_array(model, fl, k, shape, lora) for k, shape in shapes.items()}
+    current = {}
+    return {k: _lora_array(model, fl, k, shape, lora, current) for k, shape in shapes.items()}
 
 
-def _lora_array(model, fl, k, shape, lora):
+def _lora_array(model, fl, k, shape, lora, current):
     """One weight ``k`` of the file as a model whose LoRA layers are ``lora`` ({base weight:
-    factor names}) takes it (see _lora_read)."""
+    factor names}) takes it (see _lora_read); ``current``: the model's weights, read once
+    when first needed (a dict shared by the calls of one load)."""
     owner = next((b for b, fs in lora.items() if k in fs), None)
     if k in lora and fl.by_name.get(k + _LORA_BASE) is not None:
         return fl.array(k + _LORA_BASE, shape)
     if owner is not None and fl.by_name.get(owner + _LORA_BASE) is None and fl.by_name.get(k) is None:
         # a file without LoRA: the factors start again, the second at zero (no update)
-        return np.zeros(shape, np.float32) if k == lora[owner][-1] else \
-            model.get_weights()[k].reshape(shape).astype(np.float32)
+        if k == lora[owner][-1]:
+            return np.zeros(shape, np.float32)
+        if not current:
+            current.update(model.get_weights())
+        return current[k].reshape(shape).astype(np.float32)
     return fl.array(k, shape)
 
 
@@ -197,12 +202,14 @@ def load_weights_into(model, path, skip_mismatch=False):
         return
     fl = _File(path)
     lora = {base_name: factors for _, base_name, factors in _lora_layers(model)}
+    current = {}
     try:
         got, skipped = {}, []
         for name, shape in shapes.items():
             try:
                 # a LoRA layer's base from ``<weight>.lora_base`` (the file's weight is merged)
-                got[name] = _lora_array(model, fl, name, shape, lora) if lora else fl.array(name, shape)
+                got[name] = _lora_array(model, fl, name, shape, lora, current) if lora \
+                    else fl.array(name, shape)
             except GGUFError as e:
                 if "has shape" not in str(e) and "has no weight" not in str(e):
                     raise
