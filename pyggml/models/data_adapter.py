@@ -186,12 +186,17 @@ def _at_paths(x, paths, names, what):
                                  f"keys {shown} (its inputs' names {names} are taken too)")
             v = v[k]
         found.append(v)
-    unknown = set(x) - {p[0] for p in paths}
+    _warn_unknown(what, set(x) - {p[0] for p in paths}, sorted({str(p[0]) for p in paths}), stacklevel=6)
+    return found
+
+
+def _warn_unknown(what, unknown, known, stacklevel):
+    """Once per set of keys, as Keras: columns of a feature dict the model takes no input for (an
+    id or a weight column kept in a CSV's features) are left out, with a warning."""
     if unknown and frozenset(unknown) not in _warned_keys:
         _warned_keys.add(frozenset(unknown))
         warnings.warn(f"{what} has keys {sorted(map(str, unknown))} that match no model input (it has "
-                      f"{sorted({str(p[0]) for p in paths})}); they are ignored", stacklevel=5)
-    return found
+                      f"{known}); they are ignored", stacklevel=stacklevel)
 
 
 def _split(x, names, what, paths=None):
@@ -212,12 +217,7 @@ def _split(x, names, what, paths=None):
         unknown = set(x) - set(names)
         if unknown and what == "y":
             raise ValueError(f"{what} names {sorted(unknown)}, which the model does not have; it has {names}")
-        if unknown and frozenset(unknown) not in _warned_keys:
-            _warned_keys.add(frozenset(unknown))
-            # as Keras: columns of a feature dict the model takes no input for (an id or a weight
-            # column kept in a CSV's features) are left out
-            warnings.warn(f"{what} has keys {sorted(map(str, unknown))} that match no model input (it has "
-                          f"{names}); they are ignored", stacklevel=4)
+        _warn_unknown(what, unknown, names, stacklevel=5)
         missing = [n for n in names if n not in x]
         if missing:
             raise ValueError(f"{what} lacks {missing}")
