@@ -27,6 +27,7 @@ functional graph, as pyggml.models.subclassing does).
 """
 
 import functools
+import itertools
 
 import numpy as np
 
@@ -482,6 +483,11 @@ class _Batches:
 
     def __init__(self, x, y=None, sample_weight=None, batch_size=32, steps=None, class_weight=None):
         self.steps_given = steps
+        # with steps given, an epoch goes on where the last stopped, as Keras's epoch iterator does for
+        # the training data, until the data is used up (_cursor: arrays' (order, next batch), a
+        # sequence's next index, or a dataset's iterator)
+        self.go_on = steps is not None
+        self._cursor = None
         if da.is_generator_like(x):
             if y is not None:
                 raise ValueError("y must be None when x is a dataset or generator (it yields (x, y))")
@@ -519,8 +525,9 @@ class _Batches:
         if steps is not None:
             self.steps = min(self.steps, steps)
 
-    def split(self, fraction):
-        """(training, validation) batches: the last ``fraction`` of the rows for validation."""
+    def split(self, fraction, val_batch_size=None, val_steps=None):
+        """(training, validation) batches: the last ``fraction`` of the rows for validation (with
+        their own batch size and steps when given: validation_batch_size, validation_steps)."""
         if self.arrays is None:
             raise ValueError("validation_split needs arrays; give a dataset's validation set as validation_data")
         k = self.n - int(round(self.n * fraction))
@@ -528,9 +535,10 @@ class _Batches:
             raise ValueError(f"validation_split={fraction} leaves no rows for training or validation")
         cut = [np.arange(k), np.arange(k, self.n)]
         parts = []
-        for idx in cut:
+        for idx, size, steps in zip(cut, (self.batch_size, val_batch_size or self.batch_size),
+                                    (self.steps_given, val_steps)):
             x, y, w = (_take(a, idx) for a in self.arrays)
-            parts.append(_Batches(x, y, w, self.batch_size, self.steps_given))
+            parts.append(_Batches(x, y, w, size, steps))
         return parts
 
     def __iter__(self):
@@ -540,9 +548,14 @@ class _Batches:
         if self.arrays is None:
             yield from self._items()
             return
-        order = rng.permutation(self.n) if shuffle and rng is not None else np.arange(self.n)
+        total = -(-self.n // self.batch_size)
+        order, first = self._cursor if self.go_on and self._cursor is not None else (None, 0)
+        if first == 0:
+            order = rng.permutation(self.n) if shuffle and rng is not None else np.arange(self.n)
         x, y, w = self.arrays
-        for s in range(self.steps):
+        for s in range(first, min(total, first + self.steps)):
+            if self.go_on:
+                self._cursor = (order, 0 if s + 1 >= total else s + 1)
             idx = order[s * self.batch_size:(s + 1) * self.batch_size]
             bx, by, bw = _take(x, idx), _take(y, idx), None if w is None else w[idx]
             if by is None and bw is None:
@@ -561,14 +574,29 @@ class _Batches:
 
     def _raw_items(self, src):
         if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not hasattr(src, "__next__"):
-            for i in range(self.steps if self.steps is not None else len(src)):
+            n = len(src)
+            first = self._cursor if self.go_on and self._cursor is not None else 0
+            for i in range(first, min(n, first + (self.steps if self.steps is not None else n))):
+                if self.go_on:
+                    self._cursor = 0 if i + 1 >= n else i + 1
                 yield src[i]
             return
         if hasattr(src, "__next__"):            # a generator: one iterator, continued epoch after epoch
             it = src
+        elif self.go_on and self._cursor is not None:
+            it = self._cursor
+            try:
+                head = next(it)
+            except StopIteration:               # that pass had ended: a new one
+                it = iter(src)
+            else:
+                it = itertools.chain([head], it)
         else:
             it = iter(src)
+        self._cursor = None
         for k, item in enumerate(it):
+            if self.go_on and it is not src and k + 1 >= self.steps_given:
+                self._cursor = it           # a re-iterable dataset: the next epoch goes on in this pass
             yield item
             if self.steps_given is not None and k + 1 >= self.steps_given:
                 return
@@ -621,7 +649,9 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
             vx, vy, vw = da.unpack_validation_data(validation_data)
             val = _Batches(vx, vy, vw, validation_batch_size or batch_size, validation_steps)
     elif validation_split > 0:
-        data, val = data.split(validation_split)
+        data, val = data.split(validation_split, validation_batch_size, validation_steps)
+    if val is not None:
+        val.go_on = False                 # Keras: each validation starts at the data's first batch
     history, cl, rng, start = begin_fit(model, cbs, verbose, epochs, data.steps, initial_epoch)
     logs = {}
     for epoch in range(start, epochs):

@@ -544,9 +544,12 @@ def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
 
 class Dataset:
     """One pass over the data per epoch: ``batches(...)`` yields Batch objects;
-    ``steps`` is the number of batches per epoch when it is known."""
+    ``steps`` is the number of batches per epoch when it is known.  With ``go_on``, an epoch
+    of fewer steps than the data has goes on where the last one stopped (Keras's training
+    data with steps_per_epoch; its validation data starts again each time)."""
 
     steps = None
+    go_on = False
 
     def batches(self, epoch, shuffle, rng):
         raise NotImplementedError
@@ -575,9 +578,21 @@ class ArrayDataset(Dataset):
         self.stage, self.training = stage, training
         self.batch_size = max(1, min(batch_size, n)) if n else batch_size
         self.steps = -(-n // self.batch_size) if n else 0
+        self.go_on = False              # whether an epoch goes on where the last stopped, see limit_steps
+        self._cursor = None             # (order, next batch) where the last epoch stopped
 
-    def split(self, fraction):
-        """(training part, validation part): the last rows are held out (before shuffling)."""
+    def limit_steps(self, steps):
+        """At most ``steps`` batches an epoch (steps_per_epoch, validation_steps).  As Keras's epoch
+        iterator does, each epoch then goes on from where the last one stopped, and the data starts
+        again (newly shuffled) once every batch has been given; an epoch that reaches the end of the
+        data is cut short there."""
+        if steps is not None:
+            self.steps = min(self.steps, steps)
+            self.go_on = True
+
+    def split(self, fraction, tail_batch_size=None):
+        """(training part, validation part): the last rows are held out (before shuffling);
+        ``tail_batch_size`` is the held-out part's batch size (validation_batch_size)."""
         nv = int(self.n * fraction)
         if nv < 1 or nv >= self.n:
             raise ValueError(f"validation_split={fraction} leaves no rows for training or validation")
@@ -588,7 +603,8 @@ class ArrayDataset(Dataset):
         head = ArrayDataset(part(self.xs, slice(None, cut)), part(self.ys, slice(None, cut)),
                             part(self.ws, slice(None, cut)), cut, self.batch_size, self.stage, self.training)
         tail = ArrayDataset(part(self.xs, slice(cut, None)), part(self.ys, slice(cut, None)),
-                            part(self.ws, slice(cut, None)), nv, self.batch_size, self.stage, False)
+                            part(self.ws, slice(cut, None)), nv, tail_batch_size or self.batch_size, self.stage,
+                            False)
         return head, tail
 
     def batches(self, epoch=0, shuffle=False, rng=None):
@@ -601,20 +617,19 @@ class ArrayDataset(Dataset):
 
     def _batches(self, shuffle, rng):
         b = self.batch_size
-        end = min(self.n, self.steps * b)          # steps_per_epoch may stop an epoch early
-        if shuffle:
-            order = rng.permutation(self.n)
-            for s in range(0, end, b):
-                idx = order[s:s + b]
-                yield Batch([a[idx] for a in self.xs],
-                            None if self.ys is None else [None if a is None else a[idx] for a in self.ys],
-                            None if self.ws is None else [None if a is None else a[idx] for a in self.ws])
-        else:
-            for s in range(0, end, b):
-                sl = slice(s, s + b)
-                yield Batch([a[sl] for a in self.xs],
-                            None if self.ys is None else [None if a is None else a[sl] for a in self.ys],
-                            None if self.ws is None else [None if a is None else a[sl] for a in self.ws])
+        total = -(-self.n // b)
+        order, first = self._cursor if self.go_on and self._cursor is not None else (None, 0)
+        if first == 0:
+            order = rng.permutation(self.n) if shuffle else None
+        stop = min(total, first + self.steps)
+        for i in range(first, stop):
+            if self.go_on:
+                # the next epoch starts after this batch (or afresh, after the last)
+                self._cursor = (order, 0 if i + 1 >= total else i + 1)
+            sel = slice(i * b, (i + 1) * b) if order is None else order[i * b:(i + 1) * b]
+            yield Batch([a[sel] for a in self.xs],
+                        None if self.ys is None else [None if a is None else a[sel] for a in self.ys],
+                        None if self.ws is None else [None if a is None else a[sel] for a in self.ws])
 
 
 class GeneratorDataset(Dataset):
@@ -627,6 +642,10 @@ class GeneratorDataset(Dataset):
         self.with_targets = with_targets
         self.order = None
         self._it = None
+        # with steps given, an epoch goes on where the last stopped (see batches): the iterator and
+        # how many items of its pass it has given
+        self.go_on = steps is not None
+        self._cont = None
         if steps is not None:
             self.steps = steps
         else:
@@ -652,23 +671,56 @@ class GeneratorDataset(Dataset):
     def batches(self, epoch=0, shuffle=False, rng=None):
         # a PyDataset's batches come in a new order each epoch when shuffling (Keras's fit)
         # a pg.utils.Dataset keeps its own order, as tf.data's does in Keras (it shuffles itself)
+        # With steps given, an epoch goes on in the iterator the last one stopped in (Keras's epoch
+        # iterator), until the source is used up: a new pass then starts (newly shuffled)
         from pyggml.utils.dataset_utils import Dataset as DataPipeline
-        self.order = rng.permutation(len(self.source)) if shuffle and rng is not None and \
-            hasattr(self.source, "__getitem__") and hasattr(self.source, "__len__") and \
-            not isinstance(self.source, DataPipeline) else None
-        it = self._iterator()
+        resumed = self._cont is not None
+        if resumed:
+            it, given = self._cont
+            if isinstance(it, _SequenceEpoch):
+                it.begin()
+        else:
+            self.order = rng.permutation(len(self.source)) if shuffle and rng is not None and \
+                hasattr(self.source, "__getitem__") and hasattr(self.source, "__len__") and \
+                not isinstance(self.source, DataPipeline) else None
+            it, given = self._iterator(), 0
+        total = self._pass_length(it)
         count = 0
+        self._cont = None
         try:
             while self.steps is None or count < self.steps:
+                if total is not None and given >= total:
+                    break
                 try:
                     item = next(it)
                 except StopIteration:
+                    if resumed and count == 0:      # the pass it went on in had ended: a new one
+                        resumed, it, given = False, self._iterator(), 0
+                        total = self._pass_length(it)
+                        continue
+                    self._cont = None
                     break
                 count += 1
+                given += 1
+                if self.go_on and (total is None or given < total) and it is not self._it:
+                    self._cont = (it, given)
+                else:
+                    self._cont = None
                 yield self.adapt(item)
         finally:
             if isinstance(it, _SequenceEpoch):
                 it.end()
+
+    def _pass_length(self, it):
+        """The batches in one pass of ``it`` when known (a sized, re-iterable source), else None."""
+        if isinstance(it, _SequenceEpoch):
+            return it.n
+        if it is self._it:
+            return None
+        try:
+            return len(self.source)
+        except TypeError:
+            return None
 
 
 def _sized(source):
@@ -691,8 +743,11 @@ class _SequenceEpoch:
 
     def __init__(self, seq, order=None):
         self.seq, self.i, self.n, self.order = seq, 0, len(seq), order
-        if hasattr(seq, "on_epoch_begin"):
-            seq.on_epoch_begin()
+        self.begin()
+
+    def begin(self):
+        if hasattr(self.seq, "on_epoch_begin"):
+            self.seq.on_epoch_begin()
 
     def __iter__(self):
         return self

@@ -183,16 +183,16 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
     if n == 0:
         raise ValueError(f"{what} needs at least one row")
     if not with_targets:
-        return da.ArrayDataset(xs, None, None, n, batch_size)
-    if y is None:
-        if untargeted:
-            return da.ArrayDataset(xs, [None] * len(tspecs), [None] * len(tspecs), n, batch_size, stage)
-        raise ValueError(f"{what} needs targets y")
-    ys = da.adapt_targets(tspecs, y, n)
-    ws = da.adapt_weights(tspecs, model._compile_spec.losses, sample_weight, class_weight, ys, n)
-    ds = da.ArrayDataset(xs, ys, ws, n, batch_size, stage)
-    if steps is not None:
-        ds.steps = min(ds.steps, steps)
+        ds = da.ArrayDataset(xs, None, None, n, batch_size)
+    elif y is None:
+        if not untargeted:
+            raise ValueError(f"{what} needs targets y")
+        ds = da.ArrayDataset(xs, [None] * len(tspecs), [None] * len(tspecs), n, batch_size, stage)
+    else:
+        ys = da.adapt_targets(tspecs, y, n)
+        ws = da.adapt_weights(tspecs, model._compile_spec.losses, sample_weight, class_weight, ys, n)
+        ds = da.ArrayDataset(xs, ys, ws, n, batch_size, stage)
+    ds.limit_steps(steps)
     return ds
 
 
@@ -376,11 +376,16 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
     elif validation_split > 0:
         if not isinstance(data, da.ArrayDataset):
             raise ValueError("validation_split needs arrays; give a generator's validation set as validation_data")
-        data, val = data.split(validation_split)
+        data, val = data.split(validation_split, validation_batch_size)
         if class_weight is not None:
             # Keras weighs only the training rows by class: the held-out rows keep their own weights
-            _, val = make_dataset(model, x, y, sample_weight, None, batch_size, steps_per_epoch).split(
-                validation_split)
+            _, val = make_dataset(model, x, y, sample_weight, None, batch_size).split(validation_split,
+                                                                                    validation_batch_size)
+        # Keras: steps_per_epoch counts the training part's batches, validation_steps the held-out part's
+        data.limit_steps(steps_per_epoch)
+        val.limit_steps(validation_steps)
+    if val is not None:
+        val.go_on = False                 # Keras: each validation starts at the data's first batch
     history, cl, rng, start = begin_fit(model, cbs, verbose, epochs, data.steps, initial_epoch)
     logs = {}
     for epoch in range(start, epochs):
