@@ -118,6 +118,18 @@ class LayerWeights(dict):
             return iter([self[i] for i in range(len(self))])
         return dict.__iter__(self)
 
+    def __add__(self, other):
+        """A layer's weights joined to another's or to a list, as Keras's lists join
+        (``a.get_weights() + b.get_weights()``): a list of arrays in Keras's layouts."""
+        if self._owner != "layer" or not _list_like(other):
+            return NotImplemented
+        return list(self) + list(other)
+
+    def __radd__(self, other):
+        if self._owner != "layer" or not _list_like(other):
+            return NotImplemented
+        return list(other) + list(self)
+
     def __setitem__(self, key, value):
         if getattr(self, "_keras", None) is not None and _is_index(key):
             i = self._position(key)
@@ -138,6 +150,11 @@ class LayerWeights(dict):
             dict.__setitem__(self, name, from_keras_value(self._layouts[i], a, f"get_weights()[{i}]"))
             return
         dict.__setitem__(self, key, value)
+
+
+def _list_like(other):
+    """A list or tuple, or a layer's weights (which iterate as Keras's list; a model's are a dict)."""
+    return isinstance(other, (list, tuple)) or (isinstance(other, LayerWeights) and other._owner == "layer")
 
 
 class KerasLayoutView(Variable):

@@ -73,7 +73,9 @@ class Node:
                 return _symbolic.apply(op, (other, self) if reflected else (self, other), {})
             return NotImplemented
         pair = [other, self] if reflected else [self, other]
-        return MERGING_LAYERS[kind]()(pair)
+        layer = MERGING_LAYERS[kind]()
+        layer._op_step = True           # Keras's ``a + b``: an op of the graph, not one of model.layers
+        return layer(pair)
 
     def _op(self, name, other, reflected=False, logical=False):
         """``ops.<name>(self, other)`` (``(other, self)`` when reflected) as a layer of the model."""

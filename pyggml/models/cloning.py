@@ -102,7 +102,10 @@ def _clone(model, input_tensors, clone_function, call_function, recursive):
         key = (id(node.layer), tuple(id(i) for i in node.inputs), repr(sorted(node.call_kwargs.items())))
         if key not in calls:
             args = [mapped[id(i)] for i in node.inputs]
-            calls[key] = call(fn(node.layer), args if node.list_input else args[0], **node.call_kwargs)
+            layer = fn(node.layer)
+            if getattr(node.layer, "_op_step", False) and type(layer) is type(node.layer):
+                layer._op_step = True       # an op's copy (a + b, ops.mean(x)) stays an op, not a layer
+            calls[key] = call(layer, args if node.list_input else args[0], **node.call_kwargs)
         out = calls[key]
         if isinstance(out, dict):
             out = list(out.values())             # a nested model's dict of outputs: by position, as saved

@@ -645,6 +645,8 @@ def config_of(topology, name):
         entries.append({"class_name": get_registered_name(type(l)), "name": l.name,
                         "config": _serialized_objects(l.get_config()), "calls": calls,
                         **own_state.build_config_entry(l)})
+        if getattr(l, "_op_step", False) and not getattr(type(l), "_op_step", False):
+            entries[-1]["op"] = True            # a merge layer made by an operator (a + b): an op
     return {"name": name, "layers": entries,
             "inputs": [n.layer.name for n in topology.inputs],
             "outputs": [list(keys[id(n)]) + [n.index] for n in topology.outputs]}
@@ -683,6 +685,8 @@ def from_config(config, custom_objects=None):
             raise ValueError(f"a layer of class {entry['class_name']!r} has no name in the config")
         if layer.name != name:
             layer.name = name
+        if entry.get("op") is True:
+            layer._op_step = True
         own_state.build_from_entry(layer, entry)
         made[name] = (layer, entry.get("calls", []))
     made_calls = {}               # (layer name, call index) -> [output nodes]

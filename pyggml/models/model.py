@@ -94,7 +94,20 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     @property
     def layers(self):
-        return list(self._ensure_graph().layers)
+        """Keras's: the model's layers, its InputLayers included.  The ops applied to its symbolic
+        tensors (``a + b``, ``ops.mean(x)``) are steps of its graph, not layers, as in Keras: the
+        summary and plot_model show them (``_shown_layers``)."""
+        return [l for l in self._ensure_graph().layers if not getattr(l, "_op_step", False)]
+
+    def _shown_layers(self):
+        """The rows of summary and plot_model: every step of the graph, ops included, when
+        ``layers`` lists the graph's layers (a functional model); else ``layers``."""
+        listed = self.layers
+        if self._topology is None:
+            return listed
+        steps = list(self._topology.layers)
+        mine = [l for l in steps if not getattr(l, "_op_step", False)]
+        return steps if len(mine) == len(listed) and all(a is b for a, b in zip(mine, listed)) else listed
 
     @property
     def inputs(self):

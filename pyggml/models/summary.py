@@ -12,6 +12,8 @@ def _shape(s):
 def _class_name(layer):
     """The class a row names: Keras's "Functional" for a model made as Model(inputs, outputs)."""
     cls = type(layer)
+    if isinstance(getattr(layer, "display_class", None), str):
+        return layer.display_class
     return "Functional" if (cls.__name__, cls.__module__) == ("Model", "pyggml.models.model") else cls.__name__
 
 
@@ -100,7 +102,8 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
         return _print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn)
     topo = model._ensure_graph()
     rows = []
-    shown = _layer_range(model.layers, layer_range)
+    shown = _layer_range(model._shown_layers() if hasattr(model, "_shown_layers") else model.layers,
+                         layer_range)
     for l in shown:
         nodes = [n for n in topo.nodes if n.layer is l]
         # a fixed batch size (Keras's Input(batch_shape=...)) shows, as in Keras

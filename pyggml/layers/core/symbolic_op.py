@@ -67,6 +67,7 @@ class SymbolicOp(Layer):
     nodes the arguments held, in order of first appearance)."""
 
     volumes_whole = True       # the user's function sees a volume 5-D (pyggml._wide)
+    _op_step = True            # an op of the graph, not one of model.layers (Keras's)
 
     def __init__(self, op, args=None, kwargs=None, **kw):
         super().__init__(**kw)
@@ -75,6 +76,15 @@ class SymbolicOp(Layer):
         self.op = op
         self.op_args = list(args or [])
         self.op_kwargs = dict(kwargs or {})
+
+    def kind(self):
+        """Its default name: the op's, as Keras names an op ("mean", "multiply")."""
+        return self.op.split(".")[-1] if isinstance(self.op, str) else "symbolic_op"
+
+    @property
+    def display_class(self):
+        """The class a summary row names: the op's, as Keras's ("Mean", "Multiply")."""
+        return "".join(p[:1].upper() + p[1:] for p in self.kind().split("_"))
 
     def call(self, inputs, training=None):
         tensors = inputs if isinstance(inputs, list) else [inputs]
@@ -99,6 +109,7 @@ class StringShapeOp(HostLayer):
     graph.  ``args``: the op's arguments after the tensor (the axis or the shape)."""
 
     output_dtype = "string"
+    _op_step = True
 
     def __init__(self, op, args=None, kwargs=None, **kw):
         super().__init__(**kw)
