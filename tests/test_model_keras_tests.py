@@ -250,3 +250,21 @@ def test_inputs_with_a_trailing_axis_of_one_more_or_less_fit_the_input_as_keras(
     m = pg.Model(i, pg.layers.Dense(1)(i))
     with pytest.raises(ValueError, match="must have shape"):
         m.predict(np.ones((2, 3, 2)), verbose=0)
+
+
+def test_sequential_with_an_input_is_built_as_made():
+    # Keras builds a Sequential that starts with an Input as it is made: built, its layers
+    # built, their weights there; one without an Input waits for its first data
+    m = pg.Sequential([pg.Input((3,)), pg.layers.Dense(2), pg.layers.Dense(1)])
+    assert m.built and all(l.built for l in m.layers)
+    assert [tuple(w.shape) for w in m.layers[0].get_weights()] == [(3, 2), (2,)]
+    waiting = pg.Sequential([pg.layers.Dense(2)])
+    assert not waiting.built and not waiting.layers[0].built
+    waiting(np.ones((4, 3), np.float32))
+    assert waiting.built and waiting.layers[0].built
+    # a layer that cannot take the input: not built, and fit says why
+    bad = pg.Sequential([pg.Input((3,)), pg.layers.Conv2D(2, 3)])
+    assert not bad.built
+    with pytest.raises(ValueError):
+        bad.compile("sgd", "mse")
+        bad.fit(np.ones((2, 3), np.float32), np.ones((2, 2), np.float32), verbose=0)

@@ -54,6 +54,24 @@ class Sequential(Model):
     def kind(cls):
         return "sequential"
 
+    @property
+    def built(self):
+        """Keras's: True once built, and at once when its input shape is known (a Sequential
+        that starts with an Input: Keras builds it as it is made; here it is built when asked)."""
+        if self.__dict__.get("_built_flag"):
+            return True
+        if self.__dict__.get("_topology") is None and self.__dict__.get("_stack") and \
+                self.__dict__.get("_seq_input_shape") is not None and not self.__dict__.get("_building_graph"):
+            try:
+                self._ensure_graph()
+            except (ValueError, TypeError):
+                return False              # (a layer that does not fit: compile or fit says why)
+        return bool(self.__dict__.get("_built_flag"))
+
+    @built.setter
+    def built(self, value):
+        self.__dict__["_built_flag"] = bool(value)
+
     def _plain_predict(self, x, training=False):
         """Called on an array of another shape than the one it was built for (same rank, each
         layer taking it, as Keras's): its layers run one after another on it."""
