@@ -268,3 +268,44 @@ def test_sequential_with_an_input_is_built_as_made():
     with pytest.raises(ValueError):
         bad.compile("sgd", "mse")
         bad.fit(np.ones((2, 3), np.float32), np.ones((2, 2), np.float32), verbose=0)
+
+
+def test_sequential_built_from_data_takes_other_lengths_and_sizes():
+    # Keras's Sequential built on its first data runs its layers on whatever comes next: a
+    # recurrent model trained on 5 steps predicts on 9, goes on training on 7; a CNN trained on
+    # 8x8 images predicts on 12x10 ones.  The weights and the optimizer state carry on.
+    rng = np.random.default_rng(0)
+    m = pg.Sequential([pg.layers.LSTM(2)])
+    m.compile("adam", "mse")
+    m.fit(rng.normal(size=(8, 5, 3)).astype(np.float32), np.ones((8, 2), np.float32), epochs=2, verbose=0)
+    weights, steps = m.get_weights(), int(m.optimizer.iterations)
+    long_x = rng.normal(size=(2, 9, 3)).astype(np.float32)
+    got = m.predict(long_x, verbose=0)
+    assert all(np.array_equal(weights[k], v) for k, v in m.get_weights().items())
+    i = pg.Input((9, 3))
+    twin = pg.Model(i, pg.layers.LSTM(2)(i))
+    twin.layers[1].set_weights(m.layers[0].get_weights())
+    np.testing.assert_allclose(got, twin.predict(long_x, verbose=0), rtol=1e-5, atol=1e-6)
+    m.fit(rng.normal(size=(8, 7, 3)).astype(np.float32), np.ones((8, 2), np.float32), verbose=0)
+    assert int(m.optimizer.iterations) == steps + 1
+    assert m.predict(long_x[:, :4], verbose=0).shape == (2, 2)
+
+    cnn = pg.Sequential([pg.layers.Conv2D(2, 3), pg.layers.GlobalAveragePooling2D(), pg.layers.Dense(1)])
+    cnn.compile("sgd", "mse")
+    cnn.fit(np.ones((4, 8, 8, 1), np.float32), np.ones((4, 1), np.float32), verbose=0)
+    big = rng.normal(size=(2, 12, 10, 1)).astype(np.float32)
+    i = pg.Input((12, 10, 1))
+    same = pg.Model(i, pg.layers.Dense(1)(pg.layers.GlobalAveragePooling2D()(pg.layers.Conv2D(2, 3)(i))))
+    for mine, theirs in zip(same.layers[1:], cnn.layers):
+        mine.set_weights(theirs.get_weights())
+    np.testing.assert_allclose(cnn.predict(big, verbose=0), same.predict(big, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_sequential_built_from_data_refuses_a_shape_its_layers_cannot_take():
+    m = pg.Sequential([pg.layers.Flatten(), pg.layers.Dense(1)])
+    m.compile("sgd", "mse")
+    m.fit(np.ones((4, 8, 8), np.float32), np.ones((4, 1), np.float32), verbose=0)
+    with pytest.raises(ValueError, match="built on data of shape"):
+        m.predict(np.ones((2, 9, 8), np.float32), verbose=0)
+    assert m.input_shape == (None, 8, 8)                 # unchanged, and it still works
+    assert m.predict(np.ones((2, 8, 8), np.float32), verbose=0).shape == (2, 1)

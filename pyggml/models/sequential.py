@@ -181,7 +181,47 @@ class Sequential(Model):
                              f"features, got shape {a.shape}")
         self._set_features(a.shape[1:])
         self._seq_input_dtype = "string" if strings else ("int32" if a.dtype.kind in "biu" else "float32")
+        self._seq_from_data = True            # (its first data's shape: later data may differ, see _relax_for)
         return self._ensure_graph()
+
+    def _relax_for(self, x):
+        """Keras's Sequential built from its first data runs its layers on whatever comes
+        next (a text model trained on 40 steps predicting on 60, a CNN on larger images).
+        A graph here has its input shape: the axes where ``x`` differs from it become free
+        (None) and the graph is made again over the same layers and weights (the device's
+        graphs are made anew; the weights and optimizer state stay).  When a layer cannot take
+        that (Flatten before Dense), the graph stays as it was and the error says why."""
+        if not self.__dict__.get("_seq_from_data") or self._topology is None or \
+                (self._rt is not None and len(self._rt.others)):
+            return              # (a Trainer's graphs and state are made on this graph: it stays)
+        a = x[0] if isinstance(x, (list, tuple)) and len(x) == 1 else x
+        shape = getattr(a, "shape", None)
+        built = self._seq_input_shape
+        if not isinstance(shape, tuple) or built is None or len(shape) != len(built) + 1 or \
+                not any(b is not None and b != d for b, d in zip(built, shape[1:])):
+            return
+        relaxed = tuple(None if b is not None and b != d else b for b, d in zip(built, shape[1:]))
+        old_topology = self._topology
+        try:
+            # the layers on this shape first (a free axis would pass Flatten's unknown size on to a
+            # Dense that checks it only when run), then the graph with the free axes
+            for trial in (tuple(int(d) for d in shape[1:]), relaxed):
+                self._seq_input_shape, self._topology = trial, None
+                self._ensure_graph()
+        except (ValueError, TypeError) as e:
+            self._seq_input_shape, self._topology = built, old_topology
+            raise ValueError(f"{self.name} was built on data of shape {(None,) + tuple(built)} and its layers "
+                             f"cannot take shape {tuple(shape)}: {e}") from None
+        self._predict_fast = None
+        if self._rt is not None:
+            self._rt.drop_graphs()
+        spec = self.__dict__.get("_compile_spec")
+        if spec is not None:
+            spec.target_specs = None
+
+    def prepare_inputs(self, x, what="x", training=False, one_batch=False):
+        self._relax_for(x)
+        return super().prepare_inputs(x, what, training, one_batch)
 
     def _ensure_graph(self):
         if self._topology is not None:
