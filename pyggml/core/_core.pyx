@@ -79,6 +79,7 @@ cdef extern from "_guard.h" nogil:
                                                         size_t * block_size)
     void pyggml_pool_give(void * block, size_t block_size)
     void pyggml_pool_release()
+    void pyggml_hold_ggml_critical_section(double seconds)
     void pyggml_pool_stats(size_t * held, size_t * in_use, size_t * peak)
     ggml_opt_context_t pyggml_opt_init(ggml_opt_params params)
     ggml_status pyggml_opt_alloc(ggml_opt_context_t opt_ctx, bint backward)
@@ -165,6 +166,16 @@ def _after_fork_in_child():
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _hold_ggml_critical_section(double seconds):
+    """(Tests) hold ggml's critical section (a mutex every ggml_init takes) for ``seconds``,
+    without the GIL, as a thread inside ggml_init holds it: a fork meanwhile must not leave
+    the child's copy locked."""
+    if not 0 <= seconds <= 60:
+        raise ValueError(f"seconds must be in [0, 60], got {seconds}")
+    with nogil:
+        pyggml_hold_ggml_critical_section(seconds)
 
 
 cdef list _acquire_all(list owners):

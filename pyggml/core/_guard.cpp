@@ -4,6 +4,12 @@
 
 #include "ggml-alloc.h"
 
+extern "C" {
+// ggml-threading.h (a header of ggml's sources, not of its installed API)
+void ggml_critical_section_start(void);
+void ggml_critical_section_end(void);
+}
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +20,7 @@
 #include <vector>
 
 #include <pthread.h>
+#include <unistd.h>
 
 namespace {
 
@@ -113,6 +120,14 @@ void pool_fork_prepare() { g_pool_mu.lock(); }
 void pool_fork_parent() { g_pool_mu.unlock(); }
 void pool_fork_child() { new (&g_pool_mu) std::mutex(); }
 [[maybe_unused]] const int g_pool_atfork = pthread_atfork(pool_fork_prepare, pool_fork_parent, pool_fork_child);
+
+// ggml's critical section (ggml-threading.cpp: a std::mutex that every ggml_init takes) held by
+// another thread at fork would block the child's first ggml_init for good (a child that builds a
+// graph then hangs).  It is taken around fork() too, and let go on both sides (in the child by
+// the copy of the thread that took it).
+void ggml_fork_prepare() { ggml_critical_section_start(); }
+void ggml_fork_release() { ggml_critical_section_end(); }
+[[maybe_unused]] const int g_ggml_atfork = pthread_atfork(ggml_fork_prepare, ggml_fork_release, ggml_fork_release);
 std::vector<pool_block> g_pool_free;    // kept for the next buffers
 size_t g_pool_held = 0;                 // bytes of g_pool_free
 size_t g_pool_in_use = 0;               // bytes lent out now
@@ -328,3 +343,13 @@ int pyggml_gguf_get_meta_data(const struct gguf_context * ctx, void * data) {
 }
 
 }  // extern "C"
+
+extern "C" void pyggml_hold_ggml_critical_section(double seconds) {
+    // (tests) hold ggml's critical section for that long, as a thread inside ggml_init holds it
+    ggml_critical_section_start();
+    const int64_t end = ggml_time_us() + (int64_t) (seconds * 1e6);
+    while (ggml_time_us() < end) {
+        usleep(1000);
+    }
+    ggml_critical_section_end();
+}

@@ -48,6 +48,9 @@ ggml_backend_buffer_t pyggml_pool_alloc_ctx_tensors(struct ggml_context * ctx, g
                                                     size_t * block_size);
 void pyggml_pool_give(void * block, size_t block_size);
 void pyggml_pool_release(void);
+
+/* (tests) hold ggml's critical section (which every ggml_init takes) for that many seconds */
+void pyggml_hold_ggml_critical_section(double seconds);
 /* bytes kept for reuse, lent out now, and the most lent out at once since the last release */
 void pyggml_pool_stats(size_t * held, size_t * in_use, size_t * peak);
 

@@ -26,7 +26,7 @@ def test_fork_while_another_thread_predicts_does_not_hang():
         def work():
             while not stop.is_set():
                 m.predict(X)
-        t = threading.Thread(target=work)
+        t = threading.Thread(target=work, daemon=True)    # (a failed child fails the test, not hangs it)
         t.start()
         time.sleep(0.05)
         for i in range(3):
@@ -39,6 +39,27 @@ def test_fork_while_another_thread_predicts_does_not_hang():
             assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
         stop.set(); t.join()
     """, timeout=240)
+
+
+def test_fork_while_another_thread_is_inside_ggml_init_does_not_hang():
+    # every ggml_init takes ggml's critical section (a mutex); a fork while another thread held
+    # it left the child's copy locked, and the child's first graph waited for it for good (the
+    # test above hung so once, on a loaded machine).  Here a thread holds it for a second while
+    # the main thread forks: the fork waits for it, and the child builds its graph and predicts.
+    run_py(MODEL, """
+        from pyggml.core import _core
+        m = model()
+        t = threading.Thread(target=_core._hold_ggml_critical_section, args=(1.0,), daemon=True)
+        t.start()
+        time.sleep(0.2)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)
+            ok = m.predict(X).shape == (16, 2)
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    """, timeout=120)
 
 
 @pytest.mark.parametrize("what", ["trainer_free_during_step", "snapshot_free_during_update_target",
