@@ -309,3 +309,32 @@ def test_sequential_built_from_data_refuses_a_shape_its_layers_cannot_take():
         m.predict(np.ones((2, 9, 8), np.float32), verbose=0)
     assert m.input_shape == (None, 8, 8)                 # unchanged, and it still works
     assert m.predict(np.ones((2, 8, 8), np.float32), verbose=0).shape == (2, 1)
+
+
+def test_a_model_on_nested_dict_inputs_is_called_inside_other_models(tmp_path):
+    # Keras: a model made on {"x": {"a": ..., "b": ...}, "c": ...} is called with such a dict of
+    # symbolic inputs inside a functional model, and of tensors in a subclassed model's call
+    a, b, c = pg.Input((2,), name="a"), pg.Input((3,), name="b"), pg.Input((1,), name="c")
+    inner = pg.Model({"x": {"a": a, "b": b}, "c": c}, pg.layers.Dense(1)(pg.layers.Concatenate()([a, b, c])))
+    rng = np.random.default_rng(0)
+    x = [rng.normal(size=(4, n)).astype(np.float32) for n in (2, 3, 1)]
+    want = inner.predict({"x": {"a": x[0], "b": x[1]}, "c": x[2]}, verbose=0)
+    # (the weights read by hand: the inputs reach the Dense in the model's order)
+    kernel, bias = inner.layers[-1].get_weights()
+    np.testing.assert_allclose(want, np.concatenate(x, axis=1) @ kernel + bias, rtol=1e-5, atol=1e-6)
+
+    a2, b2, c2 = pg.Input((2,)), pg.Input((3,)), pg.Input((1,))
+    outer = pg.Model([a2, b2, c2], inner({"c": c2, "x": {"b": b2, "a": a2}}))    # keys in any order
+    np.testing.assert_allclose(outer.predict(x, verbose=0), want, rtol=1e-6)
+    outer.save(str(tmp_path / "outer.gguf"))
+    back = pg.models.load_model(str(tmp_path / "outer.gguf"))
+    np.testing.assert_allclose(back.predict(x, verbose=0), want, rtol=1e-6)
+
+    class Holder(pg.Model):
+        def __init__(self):
+            super().__init__()
+            self.inner = inner
+
+        def call(self, xs):
+            return self.inner({"x": {"a": xs[0], "b": xs[1]}, "c": xs[2]})
+    np.testing.assert_allclose(Holder().predict(x, verbose=0), want, rtol=1e-6)

@@ -450,6 +450,13 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def __call__(self, *args, **kwargs):
         """On nodes or tensors: the model as a layer.  On arrays: predictions (Keras's
         forward pass, which also works before compile)."""
+        if args and isinstance(args[0], dict) and any(isinstance(v, dict) for v in args[0].values()):
+            # a dict of dicts of symbolic inputs (a model made on nested dicts, called in another
+            # model): its inputs in the model's order, by their keys
+            topo = self.__dict__.get("_topology")
+            found = functional.find_paths(args[0], getattr(topo, "input_paths", None)) if topo is not None else None
+            if found is not None and all(isinstance(v, (Node, Tensor, Variable)) for v in found):
+                args = (found,) + args[1:]
         first = (list(args[0].values()) if isinstance(args[0], dict) else args[0]) if args else None
         if args and autodiff.active_tape() is None and \
                 not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):
