@@ -201,17 +201,20 @@ class Sequential(Model):
                 not any(b is not None and b != d for b, d in zip(built, shape[1:])):
             return
         relaxed = tuple(None if b is not None and b != d else b for b, d in zip(built, shape[1:]))
-        old_topology = self._topology
+        old_topology, done = self._topology, False
         try:
             # the layers on this shape first (a free axis would pass Flatten's unknown size on to a
             # Dense that checks it only when run), then the graph with the free axes
             for trial in (tuple(int(d) for d in shape[1:]), relaxed):
                 self._seq_input_shape, self._topology = trial, None
                 self._ensure_graph()
+            done = True
         except (ValueError, TypeError) as e:
-            self._seq_input_shape, self._topology = built, old_topology
             raise ValueError(f"{self.name} was built on data of shape {(None,) + tuple(built)} and its layers "
                              f"cannot take shape {tuple(shape)}: {e}") from None
+        finally:
+            if not done:                    # (any failure: the graph stays as it was)
+                self._seq_input_shape, self._topology = built, old_topology
         self._predict_fast = None
         if self._rt is not None:
             self._rt.drop_graphs()
