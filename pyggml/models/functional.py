@@ -464,6 +464,21 @@ def ordered_inputs(topology, inputs):
     return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
 
+def nested_inputs_in_order(topology, args):
+    """A model's call arguments, where the inputs are a dict of dicts of symbolic inputs or
+    tensors given to a model made on nested dicts (called in another model): its inputs in the
+    model's order, by their keys; other arguments as given."""
+    inputs = args[0] if args else None
+    if topology is None or not isinstance(inputs, dict) or not any(isinstance(v, dict) for v in inputs.values()):
+        return args
+    from pyggml.core import Tensor
+    from pyggml.variables import Variable
+    found = find_paths(inputs, getattr(topology, "input_paths", None))
+    if found is not None and all(isinstance(v, (Node, Tensor, Variable)) for v in found):
+        return (found,) + tuple(args[1:])
+    return args
+
+
 def find_paths(data, paths):
     """The values at ``paths`` (``Topology.input_paths``) in ``data`` (nested dicts, lists), or None
     where one is missing."""

@@ -93,21 +93,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return self._topology
 
     @property
-    def layers(self):
-        """Keras's: the model's layers, its InputLayers included.  The ops applied to its symbolic
-        tensors (``a + b``, ``ops.mean(x)``) are steps of its graph, not layers, as in Keras: the
-        summary and plot_model show them (``_shown_layers``)."""
+    def layers(self):           # Keras's: not the ops on its symbolic tensors (a + b), which its summary shows
         return [l for l in self._ensure_graph().layers if not getattr(l, "_op_step", False)]
-
-    def _shown_layers(self):
-        """The rows of summary and plot_model: every step of the graph, ops included, when
-        ``layers`` lists the graph's layers (a functional model); else ``layers``."""
-        listed = self.layers
-        if self._topology is None:
-            return listed
-        steps = list(self._topology.layers)
-        mine = [l for l in steps if not getattr(l, "_op_step", False)]
-        return steps if len(mine) == len(listed) and all(a is b for a, b in zip(mine, listed)) else listed
 
     @property
     def inputs(self):
@@ -296,8 +283,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return self.compile(optimizer=opt, loss=loss if len(names) > 1 else loss[0],
                             metrics=mets if len(names) > 1 else (mets[0] or None),
                             weighted_metrics=(weighted if len(names) > 1 else (weighted[0] or None)) if weighted
-                            else None,
-                            loss_weights=config["loss_weights"], backend=backend)
+                            else None, loss_weights=config["loss_weights"], backend=backend)
 
     # --- weights --------------------------------------------------------------------------------
     def get_weights(self):
@@ -450,13 +436,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def __call__(self, *args, **kwargs):
         """On nodes or tensors: the model as a layer.  On arrays: predictions (Keras's
         forward pass, which also works before compile)."""
-        if args and isinstance(args[0], dict) and any(isinstance(v, dict) for v in args[0].values()):
-            # a dict of dicts of symbolic inputs (a model made on nested dicts, called in another
-            # model): its inputs in the model's order, by their keys
-            topo = self.__dict__.get("_topology")
-            found = functional.find_paths(args[0], getattr(topo, "input_paths", None)) if topo is not None else None
-            if found is not None and all(isinstance(v, (Node, Tensor, Variable)) for v in found):
-                args = (found,) + args[1:]
+        args = functional.nested_inputs_in_order(self.__dict__.get("_topology"), args)
         first = (list(args[0].values()) if isinstance(args[0], dict) else args[0]) if args else None
         if args and autodiff.active_tape() is None and \
                 not any(isinstance(v, (Node, Tensor, Variable)) for v in flatten_inputs(first)):

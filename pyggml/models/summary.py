@@ -9,6 +9,19 @@ def _shape(s):
     return str(tuple(s))                                  # (None, 4); (None,) for one number per sample
 
 
+def shown_layers(model):
+    """The rows of summary and plot_model: every step of a functional model's graph, the ops on
+    its symbolic tensors included (Keras's summary shows them; ``model.layers`` does not); else
+    (a Sequential, a subclassed model) ``model.layers``."""
+    listed = model.layers
+    topo = model.__dict__.get("_topology")
+    if topo is None:
+        return listed
+    steps = list(topo.layers)
+    mine = [l for l in steps if not getattr(l, "_op_step", False)]
+    return steps if len(mine) == len(listed) and all(a is b for a, b in zip(mine, listed)) else listed
+
+
 def _class_name(layer):
     """The class a row names: Keras's "Functional" for a model made as Model(inputs, outputs)."""
     cls = type(layer)
@@ -102,8 +115,7 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
         return _print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn)
     topo = model._ensure_graph()
     rows = []
-    shown = _layer_range(model._shown_layers() if hasattr(model, "_shown_layers") else model.layers,
-                         layer_range)
+    shown = _layer_range(shown_layers(model), layer_range)
     for l in shown:
         nodes = [n for n in topo.nodes if n.layer is l]
         # a fixed batch size (Keras's Input(batch_shape=...)) shows, as in Keras

@@ -42,7 +42,8 @@ class _LayerGraph:
             raise TypeError(f"expected a pg.Model or pg.Sequential, got {type(model).__name__}")
         try:
             outputs = model.outputs
-            model_layers = model._shown_layers() if hasattr(model, "_shown_layers") else model.layers
+            from pyggml.models.summary import shown_layers
+            model_layers = shown_layers(model)
         except ValueError as e:
             raise ValueError(f"the model {model.name!r} is not built yet, so it has no layer graph to draw: "
                              f"give it an input shape or call it on data first ({e})") from None
