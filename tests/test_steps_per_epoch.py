@@ -208,3 +208,53 @@ def test_a_model_without_targets_keeps_steps_per_epoch():
             counts[-1] += 1
     m.fit(X, batch_size=2, epochs=3, steps_per_epoch=2, shuffle=False, verbose=0, callbacks=[Count()])
     assert counts == [2, 2, 1]
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_a_generator_that_runs_out_stops_training_with_keras_warning(custom):
+    # Keras: "Your input ran out of data; interrupting training" (a warning, not an error); the
+    # epochs that had batches are kept
+    def batches():
+        for _ in range(3):
+            yield np.ones((2, 1), np.float32), np.zeros((2, 1), np.float32)
+    if custom:
+        class M(pg.Model):
+            def __init__(self):
+                super().__init__()
+                self.d = pg.layers.Dense(1)
+
+            def call(self, x):
+                return self.d(x)
+
+            def train_step(self, data):
+                return {"loss": 1.0}
+        m = M()
+        m.compile("sgd", "mse")
+    else:
+        m = _identity_model()
+    with pytest.warns(UserWarning, match="ran out of data"):
+        history = m.fit(batches(), epochs=4, steps_per_epoch=2, verbose=0)
+    assert len(history.history["loss"]) == 2                    # epochs of 2 and 1 batches
+
+
+def test_an_empty_generator_is_an_error():
+    with pytest.raises(ValueError, match="no batches"):
+        _identity_model().fit(iter([]), epochs=2, steps_per_epoch=2, verbose=0)
+
+
+@pytest.mark.parametrize("kwargs,name", [({"validation_steps": 0}, "validation_steps"),
+                                         ({"validation_steps": "x"}, "validation_steps"),
+                                         ({"validation_batch_size": -1}, "validation_batch_size"),
+                                         ({"validation_batch_size": np.ones(2)}, "validation_batch_size")])
+def test_validation_arguments_are_checked(kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        _identity_model().fit(X, Y, validation_split=0.2, verbose=0, **kwargs)
+
+
+@pytest.mark.parametrize("steps", [0, -1, 2.5, "x"])
+def test_evaluate_and_predict_check_steps(steps):
+    m = _identity_model()
+    with pytest.raises((ValueError, TypeError), match="steps"):
+        m.evaluate(X, Y, steps=steps, verbose=0)
+    with pytest.raises((ValueError, TypeError), match="steps"):
+        m.predict(X, steps=steps, verbose=0)

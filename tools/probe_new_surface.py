@@ -1333,6 +1333,49 @@ def cases_round10():
     return cases
 
 
+def cases_round11():
+    """steps_per_epoch going on between epochs (arrays, PyDatasets, generators, custom steps),
+    validation_steps with a split, Sequential models built from data meeting other shapes,
+    model.layers without ops, nested dict inputs called in another model, joined weights."""
+    hostile = ["-1", "0", "10**9", "2.5", "'x'", "None", "float('nan')", "[1, 2]", "(0, 0)", "np.ones((2, 2))",
+               "True", "{'a': 1}"]
+    seq = "m = pg.Sequential([L.Dense(2)]); m.compile('sgd', 'mse')\n"
+    pyd = ("class P(pg.utils.PyDataset):\n    def __len__(self):\n        return 3\n"
+           "    def __getitem__(self, i):\n        return np.ones((2, 3)), np.ones((2, 2))\n")
+    nested = ("a, b = pg.Input((2,), name='a'), pg.Input((3,), name='b')\n"
+              "inner = pg.Model({'x': {'a': a}, 'b': b}, L.Concatenate()([a, b]))\n")
+    cases = []
+    for h in hostile:
+        cases += [
+            (f"round11.steps_per_epoch={h}", seq + f"R = m.fit(np.ones((10, 3)), np.ones((10, 2)), batch_size=2, epochs=3, steps_per_epoch={h}, verbose=0)"),
+            (f"round11.validation_steps={h}", seq + f"R = m.fit(np.ones((10, 3)), np.ones((10, 2)), batch_size=2, epochs=2, steps_per_epoch=2, validation_split=0.4, validation_steps={h}, verbose=0)"),
+            (f"round11.validation_batch_size={h}", seq + f"R = m.fit(np.ones((10, 3)), np.ones((10, 2)), epochs=2, validation_split=0.4, validation_batch_size={h}, verbose=0)"),
+            (f"round11.pydataset.steps={h}", seq + pyd + f"R = m.fit(P(), epochs=3, steps_per_epoch={h}, verbose=0)"),
+            (f"round11.predict.steps={h}", seq + f"m.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0); R = m.predict(np.ones((10, 3)), batch_size=2, steps={h}, verbose=0)"),
+            (f"round11.relax.x={h}", seq + f"m.fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0); R = m.predict({h}, verbose=0)"),
+            (f"round11.nested_call={h}", nested + f"R = inner({{'x': {{'a': {h}}}, 'b': pg.Input((3,))}})"),
+            (f"round11.weights_add={h}", f"d = L.Dense(2); d.build((None, 3)); R = d.get_weights() + {h}"),
+        ]
+    lstm = "m = pg.Sequential([L.LSTM(2)]); m.compile('adam', 'mse'); m.fit(np.ones((4, 5, 3)), np.ones((4, 2)), verbose=0)\n"
+    cases += [
+        ("round11.relax.rank", lstm + "R = m.predict(np.ones((2, 5)), verbose=0)"),
+        ("round11.relax.zero_length", lstm + "R = m.predict(np.ones((2, 0, 3)), verbose=0)"),
+        ("round11.relax.features", lstm + "R = m.predict(np.ones((2, 5, 4)), verbose=0)"),
+        ("round11.relax.huge_length", lstm + "R = m.predict(np.ones((1, 10**6, 3), np.float32), verbose=0)"),
+        ("round11.relax.then_trainer", lstm + "t = pg.Trainer(m, 4); R = m.predict(np.ones((2, 7, 3)), verbose=0)"),
+        ("round11.relax.after_free", lstm + "m.free(); R = m.predict(np.ones((2, 7, 3)), verbose=0)"),
+        ("round11.relax.flatten", "m = pg.Sequential([L.Flatten(), L.Dense(1)]); m.compile('sgd', 'mse'); m.fit(np.ones((4, 8, 8)), np.ones((4, 1)), verbose=0); R = m.predict(np.ones((2, 9, 8)), verbose=0)"),
+        ("round11.generator_runs_out", "m = pg.Sequential([pg.Input((3,)), L.Dense(2)]); m.compile('sgd', 'mse')\ndef g():\n    for _ in range(3):\n        yield np.ones((2, 3)), np.ones((2, 2))\nR = m.fit(g(), epochs=4, steps_per_epoch=2, verbose=0)"),
+        ("round11.pydataset_raises", seq + "class P(pg.utils.PyDataset):\n    def __len__(self):\n        return 3\n    def __getitem__(self, i):\n        if i == 2:\n            raise RuntimeError('bad item')\n        return np.ones((2, 3)), np.ones((2, 2))\nR = m.fit(P(), epochs=3, steps_per_epoch=2, verbose=0)"),
+        ("round11.pydataset_len_changes", seq + "class P(pg.utils.PyDataset):\n    n = 4\n    def __len__(self):\n        P.n -= 1\n        return max(P.n, 0)\n    def __getitem__(self, i):\n        return np.ones((2, 3)), np.ones((2, 2))\nR = m.fit(P(), epochs=4, steps_per_epoch=2, verbose=0)"),
+        ("round11.nested_call.missing_key", "a, b = pg.Input((2,), name='a'), pg.Input((3,), name='b')\ninner = pg.Model({'x': {'a': a}, 'b': b}, L.Concatenate()([a, b]))\nR = inner({'x': {'z': pg.Input((2,))}, 'b': pg.Input((3,))})"),
+        ("round11.nested_call.wrong_shape", "a, b = pg.Input((2,), name='a'), pg.Input((3,), name='b')\ninner = pg.Model({'x': {'a': a}, 'b': b}, L.Concatenate()([a, b]))\nR = inner({'x': {'a': pg.Input((5,))}, 'b': pg.Input((3,))})"),
+        ("round11.layers_after_free", "i = pg.Input((3,)); m = pg.Model(i, L.Dense(2)(i + 1.0)); m.free(); R = m.layers"),
+        ("round11.summary_ops", "i = pg.Input((3,)); m = pg.Model(i, L.Dense(2)(ops.mean(i * i, axis=-1, keepdims=True))); m.summary(); R = [l.name for l in m.layers]"),
+    ]
+    return cases
+
+
 SETS = {name[len("cases_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("cases_")}
 
 

@@ -482,6 +482,9 @@ class _Batches:
     arrays (shuffled per epoch), or the items of a dataset or generator as they come."""
 
     def __init__(self, x, y=None, sample_weight=None, batch_size=32, steps=None, class_weight=None):
+        if steps is not None:
+            from pyggml._validation import check_positive_int
+            steps = check_positive_int("steps", steps)
         self.steps_given = steps
         # with steps given, an epoch goes on where the last stopped, as Keras's epoch iterator does for
         # the training data, until the data is used up (_cursor: arrays' (order, next batch), a
@@ -637,9 +640,11 @@ def _run_test_steps(model, batches, cl=None):
 def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
                class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
                validation_freq):
-    from pyggml.models.training_loop import begin_fit, check_fit_args, evaluate_overridden, own_evaluate
+    from pyggml.models.training_loop import (begin_fit, check_fit_args, check_validation_args, evaluate_overridden,
+                                             own_evaluate, ran_out)
     epochs, initial_epoch, verbose, steps_per_epoch, cbs = check_fit_args(
         epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks)
+    check_validation_args(validation_steps, validation_batch_size)
     data = _Batches(x, y, sample_weight, batch_size, steps_per_epoch, class_weight)
     val = None
     if validation_data is not None:
@@ -665,8 +670,8 @@ def custom_fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_s
             cl.call("on_train_batch_end", bi, logs)
             if model.stop_training:
                 break
-        if seen == 0:
-            raise ValueError("fit: the data gave no batches for this epoch (a generator that ran out?)")
+        if seen == 0 and ran_out(epoch, start):
+            break
         logs = dict(logs)
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
             model.stop_evaluating = False

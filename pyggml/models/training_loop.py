@@ -6,6 +6,8 @@ its own batch size); callbacks get Keras's hooks with ``logs``; metrics and
 losses are averaged over samples; validation runs at the end of each epoch.
 """
 
+import warnings
+
 import numpy as np
 
 from pyggml import _random
@@ -16,13 +18,13 @@ from pyggml.models import data_adapter as da
 __all__ = ["fit", "evaluate", "predict", "make_dataset", "check_batch_size"]
 
 
-def check_batch_size(batch_size, default=32):
+def check_batch_size(batch_size, default=32, what="batch_size"):
     if batch_size is None:
         return default
     if not is_int(batch_size) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        raise ValueError(f"{what} must be a positive int, got {batch_size!r}")
     if batch_size > 1 << 20:
-        raise ValueError(f"batch_size {batch_size} is too large")
+        raise ValueError(f"{what} {batch_size} is too large")
     return int(batch_size)
 
 
@@ -111,6 +113,8 @@ def _resolve_crossentropy(model, y):
 def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=None, what="fit",
                  with_targets=True):
     """A Dataset of checked batches from arrays or a generator-like source."""
+    if steps is not None:
+        check_positive_int("steps", steps)
     if with_targets and model._compile_spec.loss_defaulted and (_yields_no_targets(x, y) or _adds_losses(model)):
         # Keras's compile() without a loss, then fit on inputs alone (the endpoint-layer pattern),
         # or on a model whose layers add losses (with targets too: Keras's loss is then its
@@ -329,6 +333,14 @@ def check_callbacks(callbacks):
     return cbs
 
 
+def check_validation_args(validation_steps, validation_batch_size):
+    """fit's validation_steps and validation_batch_size checked (each None or a positive int)."""
+    if validation_steps is not None:
+        check_positive_int("validation_steps", validation_steps)
+    if validation_batch_size is not None:
+        check_batch_size(validation_batch_size, what="validation_batch_size")
+
+
 def check_fit_args(epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks):
     """fit's arguments checked (the fused loop's and the custom steps' alike): (epochs,
     initial_epoch, verbose as 0/1/2, steps_per_epoch, the callbacks as a list)."""
@@ -358,11 +370,23 @@ def begin_fit(model, cbs, verbose, epochs, steps, initial_epoch):
     return history, cl, rng, max([initial_epoch] + resume)
 
 
+def ran_out(epoch, start):
+    """An epoch that got no batches: in the fit's first epoch, the data has none (an error); later,
+    a generator ran out, and training stops there with Keras's warning (True)."""
+    if epoch == start:
+        raise ValueError("fit: the data gave no batches for its first epoch (an empty generator or dataset?)")
+    warnings.warn("Your input ran out of data; interrupting training. Make sure that the data can give at least "
+                  "steps_per_epoch * epochs batches (a generator that ends, or a dataset without repeat())",
+                  UserWarning, stacklevel=4)
+    return True
+
+
 def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, validation_data, shuffle,
         class_weight, sample_weight, initial_epoch, steps_per_epoch, validation_steps, validation_batch_size,
         validation_freq):
     epochs, initial_epoch, verbose, steps_per_epoch, cbs = check_fit_args(
         epochs, initial_epoch, verbose, validation_split, steps_per_epoch, validation_freq, callbacks)
+    check_validation_args(validation_steps, validation_batch_size)
     data = make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps_per_epoch)
     val = None
     if validation_data is not None:
@@ -400,8 +424,8 @@ def fit(model, x, y, batch_size, epochs, verbose, callbacks, validation_split, v
             cl.call("on_train_batch_end", bi, blogs)
             if model.stop_training:
                 break
-        if avg.seen == 0:
-            raise ValueError("fit: the data gave no batches for this epoch (a generator that ran out?)")
+        if avg.seen == 0 and ran_out(epoch, start):
+            break
         logs = avg.logs()
         if val is not None and (epoch + 1 - initial_epoch) % validation_freq == 0:
             # Keras's test hooks around the validation (SwapEMAWeights evaluates with the averages)
@@ -528,6 +552,8 @@ def model_predict(model, x, batch_size, verbose, steps, callbacks):
     quiet = not callbacks and verbose in (0, False)
     model.check_alive()
     bs = check_batch_size(batch_size)
+    if steps is not None:
+        check_positive_int("steps", steps)
     with model._lock:
         return predict(model, x, bs, steps) if quiet else \
             predict_with_callbacks(model, x, bs, steps, verbose, callbacks)
