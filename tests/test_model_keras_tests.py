@@ -338,3 +338,15 @@ def test_a_model_on_nested_dict_inputs_is_called_inside_other_models(tmp_path):
         def call(self, xs):
             return self.inner({"x": {"a": xs[0], "b": xs[1]}, "c": xs[2]})
     np.testing.assert_allclose(Holder().predict(x, verbose=0), want, rtol=1e-6)
+
+
+def test_a_graph_too_large_for_any_context_says_what_to_do(monkeypatch):
+    # a recurrent layer over very many steps unrolls past the largest graph: the error names the
+    # limit and the way out, not the context's internals (here the largest graph is made small)
+    from pyggml.models import executors
+    monkeypatch.setattr(executors, "_SCALES", (1,))
+    i = pg.Input((None, 3))
+    m = pg.Model(i, pg.layers.LSTM(2)(i))
+    assert m.predict(np.ones((1, 5, 3), np.float32), verbose=0).shape == (1, 2)
+    with pytest.raises(pg.ContextFullError, match="shorter sequences"):
+        m.predict(np.ones((1, 3000, 3), np.float32), verbose=0)

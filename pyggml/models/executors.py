@@ -279,7 +279,10 @@ def build(cls, *args, **kwargs):
             return cls(*args, scale=scale, **kwargs)
         except ContextFullError:
             if i == len(_SCALES) - 1:
-                raise
+                raise ContextFullError(
+                    f"the model's graph for these inputs needs more than {_N_TENSORS * scale:,} tensors, the most one "
+                    f"graph holds (a recurrent layer unrolls its cell once per time step: give shorter sequences, "
+                    f"or split them and carry the state with stateful=True)") from None
 
 
 class Predictor(Executor):
