@@ -301,11 +301,11 @@ def test_sequential_built_from_data_takes_other_lengths_and_sizes():
     np.testing.assert_allclose(cnn.predict(big, verbose=0), same.predict(big, verbose=0), rtol=1e-5, atol=1e-6)
 
 
-def test_sequential_built_from_data_refuses_a_shape_its_layers_cannot_take():
+def test_sequential_refuses_a_shape_its_layers_cannot_take():
     m = pg.Sequential([pg.layers.Flatten(), pg.layers.Dense(1)])
     m.compile("sgd", "mse")
     m.fit(np.ones((4, 8, 8), np.float32), np.ones((4, 1), np.float32), verbose=0)
-    with pytest.raises(ValueError, match="built on data of shape"):
+    with pytest.raises(ValueError, match=r"must have shape \(n, 8, 8\), got \(2, 9, 8\)"):
         m.predict(np.ones((2, 9, 8), np.float32), verbose=0)
     assert m.input_shape == (None, 8, 8)                 # unchanged, and it still works
     assert m.predict(np.ones((2, 8, 8), np.float32), verbose=0).shape == (2, 1)
@@ -350,3 +350,16 @@ def test_a_graph_too_large_for_any_context_says_what_to_do(monkeypatch):
     assert m.predict(np.ones((1, 5, 3), np.float32), verbose=0).shape == (1, 2)
     with pytest.raises(pg.ContextFullError, match="shorter sequences"):
         m.predict(np.ones((1, 3000, 3), np.float32), verbose=0)
+
+
+def test_sequential_with_an_input_takes_other_lengths_as_keras_s():
+    # Keras's Sequential runs its layers past its Input's shape (a functional model refuses)
+    rng = np.random.default_rng(1)
+    m = pg.Sequential([pg.Input((5, 3)), pg.layers.LSTM(2)])
+    x = rng.normal(size=(2, 9, 3)).astype(np.float32)
+    i = pg.Input((9, 3))
+    twin = pg.Model(i, pg.layers.LSTM(2)(i))
+    twin.layers[1].set_weights(m.layers[0].get_weights())
+    np.testing.assert_allclose(m.predict(x, verbose=0), twin.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="must have shape"):
+        twin.predict(x[:, :5], verbose=0)

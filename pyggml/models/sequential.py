@@ -181,17 +181,17 @@ class Sequential(Model):
                              f"features, got shape {a.shape}")
         self._set_features(a.shape[1:])
         self._seq_input_dtype = "string" if strings else ("int32" if a.dtype.kind in "biu" else "float32")
-        self._seq_from_data = True            # (its first data's shape: later data may differ, see _relax_for)
         return self._ensure_graph()
 
     def _relax_for(self, x):
-        """Keras's Sequential built from its first data runs its layers on whatever comes
-        next (a text model trained on 40 steps predicting on 60, a CNN on larger images).
-        A graph here has its input shape: the axes where ``x`` differs from it become free
-        (None) and the graph is made again over the same layers and weights (the device's
-        graphs are made anew; the weights and optimizer state stay).  When a layer cannot take
-        that (Flatten before Dense), the graph stays as it was and the error says why."""
-        if not self.__dict__.get("_seq_from_data") or self._topology is None or \
+        """Keras's Sequential runs its layers on whatever data comes (a text model trained on
+        40 steps predicting on 60, a CNN on larger images), built from its first data or given
+        an Input alike (its call goes past the Input's shape).  A graph here has its input
+        shape: the axes where ``x`` differs from it become free (None) and the graph is made
+        again over the same layers and weights (the device's graphs are made anew; the weights
+        and optimizer state stay).  When a layer cannot take that (Flatten before Dense), the
+        graph stays as it was and the input's check refuses the data, naming the shape it takes."""
+        if self._topology is None or \
                 (self._rt is not None and len(self._rt.others)):
             return              # (a Trainer's graphs and state are made on this graph: it stays)
         a = x[0] if isinstance(x, (list, tuple)) and len(x) == 1 else x
@@ -209,9 +209,8 @@ class Sequential(Model):
                 self._seq_input_shape, self._topology = trial, None
                 self._ensure_graph()
             done = True
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"{self.name} was built on data of shape {(None,) + tuple(built)} and its layers "
-                             f"cannot take shape {tuple(shape)}: {e}") from None
+        except (ValueError, TypeError):
+            return                          # (the input's check then says which shape it takes)
         finally:
             if not done:                    # (any failure: the graph stays as it was)
                 self._seq_input_shape, self._topology = built, old_topology
