@@ -222,6 +222,23 @@ def test_pickle_model(kind, compiled):
         r.fit(x, RNG.random((5, 2), dtype=np.float32), epochs=1, verbose=0)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_pickle_an_unbuilt_sequential(compiled):
+    # Keras pickles a Sequential that waits for its first data: its layers, unbuilt (and the
+    # compile it was given); it saved nothing before (no input shape)
+    m = pg.Sequential([L.Dense(4, activation="relu"), L.Dropout(0.1)], name="waits")
+    if compiled:
+        m.compile(optimizer=pg.optimizers.Adam(0.01), loss="mse", metrics=["mae"])
+    r = pickle.loads(pickle.dumps(m))
+    assert type(r) is pg.Sequential and r.name == "waits" and not r.built
+    assert [type(l).__name__ for l in r.layers] == ["Dense", "Dropout"]
+    if compiled:
+        history = r.fit(RNG.random((4, 3), dtype=np.float32), RNG.random((4, 4), dtype=np.float32), verbose=0)
+        assert "mae" in history.history and r.optimizer.learning_rate == pytest.approx(0.01)
+    else:
+        assert r.predict(RNG.random((2, 5), dtype=np.float32), verbose=0).shape == (2, 4)
+
+
 def test_pickle_model_with_dict_inputs():
     m, layers = _two_input_model()
     x = {"c": RNG.random((2, 3), dtype=np.float32), "d": RNG.random((2, 4), dtype=np.float32)}

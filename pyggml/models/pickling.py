@@ -14,7 +14,7 @@ from pyggml.layers.weight_rules import layer_tree
 from pyggml.saving import gguf_io
 from pyggml.saving.object_registration import get_registered_name
 
-__all__ = ["reduce_model", "restore_model"]
+__all__ = ["reduce_model", "restore_model", "restore_unbuilt"]
 
 
 def reduce_model(model):
@@ -23,6 +23,11 @@ def reduce_model(model):
     classes = {}
     for layer in layer_tree([model]):
         classes.setdefault(get_registered_name(type(layer)), type(layer))
+    awaits = getattr(model, "_awaits_data", None)
+    if awaits is not None and awaits():
+        # a Sequential waiting for its first data (no weights yet): its config, as Keras pickles it
+        # (a compile() given before: its arguments, applied again as they wait for the first data)
+        return restore_unbuilt, (type(model), model.get_config(), classes, model.__dict__.get("_pending_compile"))
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "model.gguf")
         model.save(path)
@@ -40,3 +45,16 @@ def restore_model(data, classes):
         with open(path, "wb") as f:
             f.write(data)
         return gguf_io.load_model(path, custom_objects=classes)
+
+
+def restore_unbuilt(cls, config, classes, compile_kwargs=None):
+    """The unbuilt Sequential of ``reduce_model``'s config (its layers made again, unbuilt),
+    given the compile() it was given."""
+    if not isinstance(cls, type) or not isinstance(config, dict) or not isinstance(classes, dict) or \
+            not isinstance(compile_kwargs, (dict, type(None))):
+        raise TypeError("restore_unbuilt takes a model class, its config, a dict {name: class} and compile's "
+                        "arguments (a dict, or None)")
+    model = cls.from_config(config, custom_objects=classes)
+    if compile_kwargs is not None:
+        model.compile(**compile_kwargs)
+    return model
