@@ -380,3 +380,20 @@ def test_sequential_with_an_input_takes_other_lengths_as_keras_s():
     np.testing.assert_allclose(m.predict(x, verbose=0), twin.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="must have shape"):
         twin.predict(x[:, :5], verbose=0)
+
+
+def test_model_input_is_the_structure_given_and_clones_keep_it():
+    # Keras: model.input is the inputs as given (a dict here), model.inputs a list; a clone
+    # (and a model from its config) keeps the dict
+    x, y = pg.Input((3,), name="x"), pg.Input((3,), name="y")
+    z = L.Dense(5)(x + y)
+    m = pg.Model({"x": x, "y": y}, {"z1": x + y, "z2": z})
+    assert isinstance(m.input, dict) and m.input["x"] is x and m.input["y"] is y
+    assert isinstance(m.inputs, list) and len(m.inputs) == 2
+    for twin in (pg.models.clone_model(m), pg.Model.from_config(m.get_config())):
+        assert isinstance(twin.input, dict) and sorted(twin.input) == ["x", "y"]
+        out = twin({"x": np.ones((2, 3), np.float32), "y": np.zeros((2, 3), np.float32)})
+        assert sorted(out) == ["z1", "z2"]
+        np.testing.assert_array_equal(np.asarray(out["z1"]), np.ones((2, 3)))
+    nested = pg.Model({"p": {"a": x}, "b": y}, x + y)
+    assert isinstance(nested.input["p"], dict) and nested.input["p"]["a"] is x

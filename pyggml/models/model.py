@@ -105,9 +105,9 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         return list(self._ensure_graph().outputs)
 
     @property
-    def input(self):
-        ins = self.inputs
-        return ins if self._multi_in else ins[0]
+    def input(self):             # Keras's: the inputs as given (a dict of them too; ``inputs`` is a list)
+        ins, paths = self.inputs, getattr(self._ensure_graph(), "input_paths", None)
+        return functional.structure_of(paths, ins) if paths is not None else ins if self._multi_in else ins[0]
 
     @property
     def output(self):
