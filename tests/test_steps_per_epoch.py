@@ -33,6 +33,40 @@ class _Record(pg.callbacks.Callback):
             self.val.append(round(float(logs["val_loss"]), 3))
 
 
+class _FirstColumn(pg.Model):
+    """A custom train_step that only records each batch's first column of x (as ints) with
+    ``record`` and returns a loss of 0: what the steps saw, epoch by epoch."""
+
+    def __init__(self, record):
+        super().__init__()
+        self.d = pg.layers.Dense(1)
+        self.record = record
+
+    def call(self, x):
+        return self.d(x)
+
+    def train_step(self, data):
+        self.record(pg.ops.convert_to_numpy(data[0])[:, 0].astype(int).tolist())
+        return {"loss": 0.0}
+
+
+def _custom_model(record=lambda rows: None):
+    m = _FirstColumn(record)
+    m.compile("sgd", "mse")
+    return m
+
+
+class _Epochs(pg.callbacks.Callback):
+    """A new list in ``seen`` at each epoch's start."""
+
+    def __init__(self, seen):
+        super().__init__()
+        self.seen = seen
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.seen.append([])
+
+
 def _identity_model():
     i = pg.Input((1,))
     m = pg.Model(i, pg.layers.Dense(1, kernel_initializer="ones", bias_initializer="zeros")(i))
@@ -56,25 +90,8 @@ def test_more_steps_than_batches_takes_every_batch_each_epoch():
 
 def test_shuffled_epochs_share_one_permutation_until_it_is_used_up():
     seen = []
-
-    class M(pg.Model):
-        def __init__(self):
-            super().__init__()
-            self.d = pg.layers.Dense(1)
-
-        def call(self, x):
-            return self.d(x)
-
-        def train_step(self, data):
-            seen[-1].append(pg.ops.convert_to_numpy(data[0])[:, 0].astype(int).tolist())
-            return {"loss": 0.0}
-
-    class Epochs(pg.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            seen.append([])
-    m = M()
-    m.compile("sgd", "mse")
-    m.fit(X, Y, batch_size=2, epochs=3, steps_per_epoch=3, shuffle=True, verbose=0, callbacks=[Epochs()])
+    m = _custom_model(lambda rows: seen[-1].append(rows))
+    m.fit(X, Y, batch_size=2, epochs=3, steps_per_epoch=3, shuffle=True, verbose=0, callbacks=[_Epochs(seen)])
     # epochs of 3, 2 and 3 batches: the first two epochs are one permutation of the rows, the
     # third starts a new one
     assert [len(e) for e in seen] == [3, 2, 3]
@@ -84,33 +101,9 @@ def test_shuffled_epochs_share_one_permutation_until_it_is_used_up():
 
 def test_custom_train_step_goes_on_too():
     seen = []
-
-    class M(pg.Model):
-        def __init__(self):
-            super().__init__()
-            self.d = pg.layers.Dense(1)
-
-        def call(self, x):
-            return self.d(x)
-
-        def train_step(self, data):
-            seen.append(tuple(pg.ops.convert_to_numpy(data[0])[:, 0].astype(int).tolist()))
-            return {"loss": 0.0}
-
-    class Epochs(pg.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            seen.append("epoch")
-    m = M()
-    m.compile("sgd", "mse")
-    m.fit(X, Y, batch_size=2, epochs=4, steps_per_epoch=2, shuffle=False, verbose=0, callbacks=[Epochs()])
-    epochs, cur = [], None
-    for s in seen:
-        if s == "epoch":
-            cur = []
-            epochs.append(cur)
-        else:
-            cur.append(s)
-    assert epochs == ROWS_4_EPOCHS
+    m = _custom_model(lambda rows: seen[-1].append(tuple(rows)))
+    m.fit(X, Y, batch_size=2, epochs=4, steps_per_epoch=2, shuffle=False, verbose=0, callbacks=[_Epochs(seen)])
+    assert seen == ROWS_4_EPOCHS
 
 
 def test_each_validation_starts_at_the_first_batch():
@@ -150,20 +143,7 @@ def test_pydataset_goes_on_and_ends_each_epoch(custom):
     m = _identity_model()
     if custom:
         got = []
-
-        class Step(pg.Model):
-            def __init__(self):
-                super().__init__()
-                self.d = pg.layers.Dense(1)
-
-            def call(self, x):
-                return self.d(x)
-
-            def train_step(self, data):
-                got.append(int(pg.ops.convert_to_numpy(data[0])[0, 0]))
-                return {"loss": 0.0}
-        m = Step()
-        m.compile("sgd", "mse")
+        m = _custom_model(lambda rows: got.append(rows[0]))
         m.fit(Batches(), epochs=4, steps_per_epoch=2, verbose=0)
         assert got == [0, 2, 4, 6, 8, 0, 2]
         return
@@ -217,21 +197,7 @@ def test_a_generator_that_runs_out_stops_training_with_keras_warning(custom):
     def batches():
         for _ in range(3):
             yield np.ones((2, 1), np.float32), np.zeros((2, 1), np.float32)
-    if custom:
-        class M(pg.Model):
-            def __init__(self):
-                super().__init__()
-                self.d = pg.layers.Dense(1)
-
-            def call(self, x):
-                return self.d(x)
-
-            def train_step(self, data):
-                return {"loss": 1.0}
-        m = M()
-        m.compile("sgd", "mse")
-    else:
-        m = _identity_model()
+    m = _custom_model() if custom else _identity_model()
     with pytest.warns(UserWarning, match="ran out of data"):
         history = m.fit(batches(), epochs=4, steps_per_epoch=2, verbose=0)
     assert len(history.history["loss"]) == 2                    # epochs of 2 and 1 batches

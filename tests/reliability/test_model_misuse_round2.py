@@ -19,24 +19,32 @@ MODEL = """
 """
 
 
+# a fork whose child predicts with m and must exit 0 (its alarm ends a hung child; the threads
+# the tests start are daemons, so a failing child fails the test instead of hanging it)
+FORK_AND_PREDICT = """
+    def fork_and_predict(alarm):
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(alarm)
+            ok = m.predict(X).shape == (16, 2)
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+"""
+
+
 def test_fork_while_another_thread_predicts_does_not_hang():
-    run_py(MODEL, """
+    run_py(MODEL, FORK_AND_PREDICT, """
         m = model()
         stop = threading.Event()
         def work():
             while not stop.is_set():
                 m.predict(X)
-        t = threading.Thread(target=work, daemon=True)    # (a failed child fails the test, not hangs it)
+        t = threading.Thread(target=work, daemon=True)
         t.start()
         time.sleep(0.05)
         for i in range(3):
-            pid = os.fork()
-            if pid == 0:
-                signal.alarm(60)
-                ok = m.predict(X).shape == (16, 2)
-                os._exit(0 if ok else 3)
-            _, status = os.waitpid(pid, 0)
-            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+            fork_and_predict(60)
         stop.set(); t.join()
     """, timeout=240)
 
@@ -46,19 +54,13 @@ def test_fork_while_another_thread_is_inside_ggml_init_does_not_hang():
     # it left the child's copy locked, and the child's first graph waited for it for good (the
     # test above hung so once, on a loaded machine).  Here a thread holds it for a second while
     # the main thread forks: the fork waits for it, and the child builds its graph and predicts.
-    run_py(MODEL, """
+    run_py(MODEL, FORK_AND_PREDICT, """
         from pyggml.core import _core
         m = model()
         t = threading.Thread(target=_core._hold_ggml_critical_section, args=(1.0,), daemon=True)
         t.start()
         time.sleep(0.2)
-        pid = os.fork()
-        if pid == 0:
-            signal.alarm(20)
-            ok = m.predict(X).shape == (16, 2)
-            os._exit(0 if ok else 3)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        fork_and_predict(20)
     """, timeout=120)
 
 
