@@ -397,3 +397,22 @@ def test_model_input_is_the_structure_given_and_clones_keep_it():
         np.testing.assert_array_equal(np.asarray(out["z1"]), np.ones((2, 3)))
     nested = pg.Model({"p": {"a": x}, "b": y}, x + y)
     assert isinstance(nested.input["p"], dict) and nested.input["p"]["a"] is x
+
+
+def test_outputs_given_as_a_tuple_come_back_a_tuple():
+    # Keras: Model(i, (a, b)) gives tuples from predict, a call on arrays, model.output, a call
+    # on symbolic inputs, and after from_config or save/load (pyggml gave lists)
+    i = pg.Input((3,))
+    x = L.Dense(5)(i)
+    m = pg.Model(i, (L.Dense(4)(x), L.Dense(5)(x)))
+    data = np.ones((2, 3), np.float32)
+    assert type(m.output) is tuple and type(m.predict(data, verbose=0)) is tuple and type(m(data)) is tuple
+    assert type(pg.Model.from_config(m.get_config())(data)) is tuple
+    j = pg.Input((3,))
+    outer = pg.Model(j, m(j))
+    assert type(m(j)) is tuple and type(outer.predict(data, verbose=0)) is tuple
+    a, b = outer.predict(data, verbose=0)
+    np.testing.assert_allclose(a, m.predict(data, verbose=0)[0], rtol=1e-6)
+    m.compile("sgd", ["mse", "mse"])
+    m.fit(data, (np.ones((2, 4)), np.ones((2, 5))), verbose=0)
+    assert type(pg.Model(i, [L.Dense(2)(x), L.Dense(2)(x)]).predict(data, verbose=0)) is list    # a list stays a list

@@ -1563,6 +1563,9 @@ class Layer:
             out = tracing.rebuild(nest, outs)       # a call that returns a nest gives its nodes so
         elif multi and keys is not None and len(keys) == len(outs):
             out = dict(zip(keys, outs))             # a call that returns a dict gives its nodes so
+        elif multi and (self.__dict__.get("_output_structure") or {}).get("tuple") is True and \
+                len(self._output_structure.get("list", ())) == len(outs):
+            out = tuple(outs)                       # a model whose outputs were given as a tuple
         self.input, self.output = inputs, out
         return out
 

@@ -226,6 +226,8 @@ def flat_outputs(model, outputs):
     if not isinstance(outputs, (list, tuple, dict)):
         return [outputs]
     if not isinstance(outputs, dict) and not any(isinstance(o, (list, tuple, dict)) or o is None for o in outputs):
+        if isinstance(outputs, tuple):         # (a tuple comes back a tuple, as Keras's)
+            model._output_structure = {"list": list(range(len(outputs))), "tuple": True}
         return list(outputs)
     flat = []
 
