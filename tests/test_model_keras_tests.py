@@ -416,3 +416,53 @@ def test_outputs_given_as_a_tuple_come_back_a_tuple():
     m.compile("sgd", ["mse", "mse"])
     m.fit(data, (np.ones((2, 4)), np.ones((2, 5))), verbose=0)
     assert type(pg.Model(i, [L.Dense(2)(x), L.Dense(2)(x)]).predict(data, verbose=0)) is list    # a list stays a list
+
+
+def test_sequential_on_other_shapes_in_fit_evaluate_and_generators():
+    # a per-step tagger: its outputs (and targets) follow the input's length; Keras trains and
+    # evaluates on a new length at once, from arrays and from a generator whose batches change
+    rng = np.random.default_rng(2)
+    m = pg.Sequential([pg.Input((10, 1)), L.Conv1D(2, 3, padding="same"), L.Dense(3, activation="softmax")])
+    m.compile("adam", "sparse_categorical_crossentropy")
+    m.fit(rng.random((8, 10, 1), dtype=np.float32), rng.integers(0, 3, (8, 10)), verbose=0)
+    x20, y20 = rng.random((8, 20, 1), dtype=np.float32), rng.integers(0, 3, (8, 20))
+    assert np.isfinite(m.fit(x20, y20, verbose=0).history["loss"][0])
+    assert np.isfinite(m.evaluate(x20, y20, verbose=0))
+
+    def batches():
+        for n in (10, 10, 30, 30):
+            yield rng.random((4, n, 1), dtype=np.float32), rng.integers(0, 3, (4, n))
+    assert np.isfinite(m.fit(batches(), epochs=1, verbose=0).history["loss"][0])
+    # augmentation first (a host layer in training): fit on larger images too
+    aug = pg.Sequential([pg.Input((8, 8, 1)), L.RandomFlip("horizontal"), L.Conv2D(2, 3),
+                         L.GlobalAveragePooling2D(), L.Dense(1)])
+    aug.compile("adam", "mse")
+    assert np.isfinite(aug.fit(rng.random((4, 16, 16, 1), dtype=np.float32), np.ones((4, 1)),
+                               verbose=0).history["loss"][0])
+
+
+def test_a_refused_shape_leaves_the_layers_outputs_as_they_were():
+    # the feature-extractor pattern after refused data: the layers' outputs are still the graph's
+    m = pg.Sequential([pg.Input((4, 4, 1)), L.Conv2D(2, 3), L.Flatten(), L.Dense(1)])
+    conv = m.layers[0]
+    assert m.predict(np.ones((3, 4, 4, 1), np.float32), verbose=0).shape == (3, 1)
+    before = (conv.output.shape, conv.input.shape, conv.output_shape)
+    with pytest.raises(ValueError, match="must have shape"):
+        m.predict(np.ones((3, 6, 6, 1), np.float32), verbose=0)
+    assert (conv.output.shape, conv.input.shape, conv.output_shape) == before
+    features = pg.Model(m.inputs, conv.output)
+    assert features.predict(np.ones((3, 4, 4, 1), np.float32), verbose=0).shape == (3, 2, 2, 2)
+
+
+def test_pickling_an_unbuilt_sequential_of_built_layers_keeps_their_weights_or_refuses():
+    # a layer built (and set) on its own in a Sequential still waiting for data: its weights must
+    # not be lost in the pickle; without an input shape the model cannot be saved, so it refuses
+    d = L.Dense(2)
+    d.build((None, 3))
+    d.set_weights([np.full((3, 2), 7.0, np.float32), np.full((2,), 5.0, np.float32)])
+    m = pg.Sequential([d])
+    with pytest.raises(ValueError, match="input shape"):
+        pickle.dumps(m)
+    m.build((None, 3))
+    r = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(r.predict(np.ones((1, 3), np.float32), verbose=0), [[26.0, 26.0]])

@@ -24,8 +24,10 @@ def reduce_model(model):
     for layer in layer_tree([model]):
         classes.setdefault(get_registered_name(type(layer)), type(layer))
     awaits = getattr(model, "_awaits_data", None)
-    if awaits is not None and awaits():
+    if awaits is not None and awaits() and not any(l.__dict__.get("_variables") for l in layer_tree([model])):
         # a Sequential waiting for its first data (no weights yet): its config, as Keras pickles it
+        # (one holding layers built on their own, with weights, goes the saved file's way, which
+        # needs its input shape)
         # (a compile() given before: its arguments, applied again as they wait for the first data)
         return restore_unbuilt, (type(model), model.get_config(), classes, model.__dict__.get("_pending_compile"))
     with tempfile.TemporaryDirectory() as folder:

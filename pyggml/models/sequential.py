@@ -202,6 +202,10 @@ class Sequential(Model):
             return
         relaxed = tuple(None if b is not None and b != d else b for b, d in zip(built, shape[1:]))
         old_topology, done = self._topology, False
+        # a call sets each layer's input, output and output_shape: kept to put back on failure
+        from pyggml.layers.weight_rules import layer_tree
+        traced = [(l, {k: l.__dict__[k] for k in ("input", "output", "output_shape") if k in l.__dict__})
+                  for l in layer_tree(list(old_topology.layers))]
         try:
             # the layers on this shape first (a free axis would pass Flatten's unknown size on to a
             # Dense that checks it only when run), then the graph with the free axes
@@ -212,8 +216,14 @@ class Sequential(Model):
         except (ValueError, TypeError):
             return                          # (the input's check then says which shape it takes)
         finally:
-            if not done:                    # (any failure: the graph stays as it was)
+            if not done:                    # (any failure: the graph stays as it was, its layers' too)
                 self._seq_input_shape, self._topology = built, old_topology
+                for layer, attrs in traced:
+                    for k in ("input", "output", "output_shape"):
+                        if k in attrs:
+                            layer.__dict__[k] = attrs[k]
+                        else:
+                            layer.__dict__.pop(k, None)
         self._predict_fast = None
         if self._rt is not None:
             self._rt.drop_graphs()

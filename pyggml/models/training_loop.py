@@ -131,6 +131,8 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
                       "sparse_categorical_crossentropy", metrics, loss_weights, *args, **kwargs)
     if with_targets and model._compile_spec.crossentropy_pending:
         _resolve_crossentropy(model, _first_targets(x) if da.is_generator_like(x) else y)
+    if not da.is_generator_like(x) and hasattr(model, "_relax_for"):
+        model._relax_for(x)       # (a Sequential given data of another shape: its graph first, then the specs)
     tspecs = model.target_specs if with_targets else None
     untargeted = with_targets and all(not s.has_loss for s in tspecs)
     training = what in ("fit", "train_on_batch")      # data augmentation runs on these batches only
@@ -146,16 +148,18 @@ def make_dataset(model, x, y, sample_weight, class_weight, batch_size, steps=Non
         def adapt(item):
             bx, by, bw = da.unpack_item(item, with_targets)
             xs, n = model.prepare_inputs(bx, training=training, one_batch=True)
+            # (the specs read after: a Sequential made again for a batch of another shape has new ones)
             if bucket and n is not None:
-                xs = da.bucketed(xs, gspecs)
+                xs = da.bucketed(xs, model.graph_specs)
             if not with_targets:
                 return da.Batch(xs)
+            specs = model.target_specs
             if by is None:
                 if untargeted:
-                    return da.Batch(xs, [None] * len(tspecs), [None] * len(tspecs))
+                    return da.Batch(xs, [None] * len(specs), [None] * len(specs))
                 raise ValueError(f"{what}: the data yields no targets (it must yield (x, y) or (x, y, w))")
-            ys = da.adapt_targets(tspecs, by, n)
-            ws = da.adapt_weights(tspecs, losses, bw, class_weight, ys, n)
+            ys = da.adapt_targets(specs, by, n)
+            ws = da.adapt_weights(specs, losses, bw, class_weight, ys, n)
             return da.Batch(xs, ys, ws)
         if steps is None and _repeats_forever(x):
             raise ValueError(f"{what}: the dataset repeats forever (repeat() with no count), so an epoch "
