@@ -173,7 +173,9 @@ def test_bad_arguments_and_shapes_are_refused(cls):
         pg.Sequential([cls(3)], input_shape=(2, 3, 4)).compile(loss="mse")
     m = pg.Sequential([cls(3)], input_shape=(4, 2)).compile(loss="mse")
     with pytest.raises(ValueError, match=r"\(n, 4, 2\)"):
-        m.predict(np.zeros((2, 3, 2)))
+        m.predict(np.zeros((2, 4, 5)))                 # other features: refused, naming the shape
+    # (another length is taken, as Keras's Sequential takes it: its graph is made for it)
+    assert m.predict(np.zeros((2, 3, 2))).shape == (2, 3)
     m.free()
     with pytest.raises(TypeError):
         cls(3, no_such_argument=True)
