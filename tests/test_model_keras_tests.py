@@ -466,3 +466,21 @@ def test_pickling_an_unbuilt_sequential_of_built_layers_keeps_their_weights_or_r
     m.build((None, 3))
     r = pickle.loads(pickle.dumps(m))
     np.testing.assert_array_equal(r.predict(np.ones((1, 3), np.float32), verbose=0), [[26.0, 26.0]])
+
+
+def test_copying_an_unbuilt_sequential_and_popping_every_layer():
+    import copy
+    # copy.deepcopy / copy.copy / clone() of a Sequential still waiting for data: an unbuilt
+    # copy with a compile of its own (it raised for want of an input shape)
+    m = pg.Sequential([L.Dense(2)])
+    m.compile(pg.optimizers.Adam(0.01), "mse")
+    for twin in (copy.deepcopy(m), copy.copy(m), m.clone()):
+        assert not twin.built and len(twin.layers) == 1 and twin.layers[0] is not m.layers[0]
+        twin.fit(np.ones((2, 3), np.float32), np.ones((2, 2), np.float32), verbose=0)
+        assert twin.optimizer is not m.optimizer and twin.optimizer.learning_rate == pytest.approx(0.01)
+    assert not m.built                                  # the original untouched
+    # Keras: popping every layer leaves the model unbuilt
+    s = pg.Sequential([pg.Input((3,)), L.Dense(2)])
+    assert s.built
+    s.pop()
+    assert not s.built and s.layers == []

@@ -23,7 +23,7 @@ from pyggml.layers.node import Node
 from pyggml.models import data_adapter as da
 from pyggml.models import array_calls, functional, host_stage, lookup, pickling, summary as summary_mod, training_loop
 from pyggml.models.compile_spec import CompileSpec, is_crossentropy
-from pyggml.models.rebuild import from_own_config
+from pyggml.models.rebuild import copy_model
 from pyggml.models.runtime import Runtime, drop_graphs_holding
 from pyggml.saving import gguf_io
 from pyggml.saving.object_registration import register_builtin
@@ -464,13 +464,8 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     def clone(self):
         """A copy in memory of its own: the same architecture, compile settings (if
-        compiled, on the same device) and weights; no optimizer state."""
-        self.check_alive()
-        twin = from_own_config(self)
-        if self._compiled:
-            twin.compile_from_config(self.get_compile_config(), backend=self.backend_name)
-        twin.set_weights(self.get_weights())
-        return twin
+        compiled, on the same device) and weights; no optimizer state (rebuild.copy_model)."""
+        return copy_model(self)
 
     __copy__ = clone
     __reduce__ = pickling.reduce_model          # pickled as Keras pickles a model: through its saved file

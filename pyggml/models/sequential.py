@@ -151,6 +151,8 @@ class Sequential(Model):
         layer = self._stack.pop()
         self.__dict__.setdefault("_given_names", set()).discard(layer.given_name)
         self._invalidate()
+        if not self._stack:
+            self.built = False                # (no layers left: not built, as Keras's)
         return layer
 
     def _first_tensors(self, inputs):
