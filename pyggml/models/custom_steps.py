@@ -32,6 +32,7 @@ import itertools
 import numpy as np
 
 from pyggml import config as config_mod
+from pyggml._validation import check_positive_int
 from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
@@ -483,7 +484,6 @@ class _Batches:
 
     def __init__(self, x, y=None, sample_weight=None, batch_size=32, steps=None, class_weight=None):
         if steps is not None:
-            from pyggml._validation import check_positive_int
             steps = check_positive_int("steps", steps)
         self.steps_given = steps
         # with steps given, an epoch goes on where the last stopped, as Keras's epoch iterator does for
@@ -551,15 +551,9 @@ class _Batches:
         if self.arrays is None:
             yield from self._items()
             return
-        total = -(-self.n // self.batch_size)
-        order, first = self._cursor if self.go_on and self._cursor is not None else (None, 0)
-        if first == 0:
-            order = rng.permutation(self.n) if shuffle and rng is not None else np.arange(self.n)
         x, y, w = self.arrays
-        for s in range(first, min(total, first + self.steps)):
-            if self.go_on:
-                self._cursor = (order, 0 if s + 1 >= total else s + 1)
-            idx = order[s * self.batch_size:(s + 1) * self.batch_size]
+        for idx in da.epoch_rows(self, self.n, self.batch_size, self.steps,
+                                 lambda: rng.permutation(self.n) if shuffle and rng is not None else np.arange(self.n)):
             bx, by, bw = _take(x, idx), _take(y, idx), None if w is None else w[idx]
             if by is None and bw is None:
                 # Keras's pack_x_y_sample_weight: a list of inputs alone comes as ([a, b, c],), so that

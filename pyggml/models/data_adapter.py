@@ -542,6 +542,23 @@ def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
 
 # --- datasets ----------------------------------------------------------------------------
 
+def epoch_rows(holder, n, batch_size, steps, new_order):
+    """The rows of each batch of one epoch over ``n`` rows, at most ``steps`` batches: a slice,
+    or indices into the permutation ``new_order()`` gives (None: the rows in order).  With
+    ``holder.go_on`` an epoch goes on where the last one stopped (``holder._cursor``: the order
+    and the next batch), as Keras's epoch iterator does with steps_per_epoch, and a new pass
+    (a new order) starts once every batch has been given."""
+    total = -(-n // batch_size)
+    order, first = holder._cursor if holder.go_on and holder._cursor is not None else (None, 0)
+    if first == 0:
+        order = new_order()
+    for i in range(first, min(total, first + steps)):
+        if holder.go_on:
+            holder._cursor = (order, 0 if i + 1 >= total else i + 1)
+        lo, hi = i * batch_size, (i + 1) * batch_size
+        yield slice(lo, hi) if order is None else order[lo:hi]
+
+
 class Dataset:
     """One pass over the data per epoch: ``batches(...)`` yields Batch objects;
     ``steps`` is the number of batches per epoch when it is known.  With ``go_on``, an epoch
@@ -616,17 +633,8 @@ class ArrayDataset(Dataset):
             yield batch
 
     def _batches(self, shuffle, rng):
-        b = self.batch_size
-        total = -(-self.n // b)
-        order, first = self._cursor if self.go_on and self._cursor is not None else (None, 0)
-        if first == 0:
-            order = rng.permutation(self.n) if shuffle else None
-        stop = min(total, first + self.steps)
-        for i in range(first, stop):
-            if self.go_on:
-                # the next epoch starts after this batch (or afresh, after the last)
-                self._cursor = (order, 0 if i + 1 >= total else i + 1)
-            sel = slice(i * b, (i + 1) * b) if order is None else order[i * b:(i + 1) * b]
+        for sel in epoch_rows(self, self.n, self.batch_size, self.steps,
+                              lambda: rng.permutation(self.n) if shuffle else None):
             yield Batch([a[sel] for a in self.xs],
                         None if self.ys is None else [None if a is None else a[sel] for a in self.ys],
                         None if self.ws is None else [None if a is None else a[sel] for a in self.ws])
