@@ -1313,11 +1313,24 @@ def _truth(x):
 def where(condition, x1=None, x2=None):
     """x1 where the condition is true (non-zero), x2 elsewhere (broadcast)."""
     if x1 is None or x2 is None:
-        raise ValueError("where: pass both x1 and x2 (the one-argument form, the indices of true entries, has a "
-                         "shape only known from the data)")
+        raise ValueError("where: pass both x1 and x2, or neither (then the indices of the true entries, "
+                         "as ops.nonzero)")
     c = _c.step(_c.abs(_f(condition)))
     a, b = _pair(x1, x2)
     return _as_whole(_pick(a, b, c), x1, x2)    # (where(labels == -100, 0, labels) stays int32)
+
+
+_where_picking = where
+
+
+def where(condition, x1=None, x2=None):   # noqa: F811 (the picking form above keeps the name "where")
+    """Keras's ``ops.where``: x1 where the condition is true (non-zero), x2 elsewhere
+    (broadcast); with the condition alone, the indices of its true entries, one int32 array
+    per axis (``ops.nonzero``: on arrays, or on values known while a graph is built)."""
+    if x1 is None and x2 is None:
+        from pyggml._ops_control import nonzero
+        return nonzero(condition)
+    return _where_picking(condition, x1, x2)
 
 
 @_eager("x1", "x2")

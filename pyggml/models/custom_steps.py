@@ -570,8 +570,8 @@ class _Batches:
         yield from self._raw_items(src)
 
     def _raw_items(self, src):
-        if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not hasattr(src, "__next__"):
-            n = len(src)
+        n = _sequence_length(src)
+        if n is not None:
             first = self._cursor if self.go_on and self._cursor is not None else 0
             for i in range(first, min(n, first + (self.steps if self.steps is not None else n))):
                 if self.go_on:
@@ -597,6 +597,17 @@ class _Batches:
             yield item
             if self.steps_given is not None and k + 1 >= self.steps_given:
                 return
+
+
+def _sequence_length(src):
+    """The length of a sequence of batches read by index (a PyDataset), or None for what is
+    iterated instead: a generator, or a dataset that repeats without end (no length)."""
+    if not (hasattr(src, "__getitem__") and hasattr(src, "__len__")) or hasattr(src, "__next__"):
+        return None
+    try:
+        return len(src)
+    except TypeError:
+        return None
 
 
 def _is_torch_loader(src):
