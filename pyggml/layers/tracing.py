@@ -13,7 +13,7 @@ from pyggml import _fold, _scope
 from pyggml.core import Context
 from pyggml.errors import ContextFullError
 
-__all__ = ["output_shapes", "output_mask_flags", "generalized", "nest_template", "flat_leaves", "rebuild"]
+__all__ = ["on_shapes", "output_shapes", "output_mask_flags", "generalized", "nest_template", "flat_leaves", "rebuild"]
 
 # a batch of _BATCH rows and variable lengths of _LENGTH: primes no real feature dimension is
 # likely to equal by chance, so that a sublayer called on a tensor whose batch moved to another
@@ -32,7 +32,7 @@ class _Trace(threading.local):
 
 
 _now = _Trace()
-_DTYPES = {"f32": "float32", "i32": "int32"}
+_DTYPES = {"f32": "float32", "i32": "int32", "float32": "float32", "int32": "int32"}
 
 
 class _ShapeOnly:
@@ -81,6 +81,18 @@ class _ShapeOnly:
 
     def free(self):
         self.ctx.free()
+
+
+def on_shapes(fn, n_tensors=4096):
+    """``fn(builder)`` run in a metadata-only scope (nothing allocated or computed), for what
+    it builds: the layers a call uses are built on their first call, before a graph holds
+    their weights."""
+    b = _ShapeOnly(n_tensors)
+    try:
+        with _scope.entered(b):
+            return fn(b)
+    finally:
+        b.free()
 
 
 def generalized(shape):

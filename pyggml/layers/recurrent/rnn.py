@@ -113,6 +113,29 @@ class RNN(Stateful, TakesInitialState, SequenceMask, Layer):
         shape = tuple(input_shape)
         self._check_rank(shape)
         self.cell._build_once((None,) + shape[2:])
+        if not isinstance(self.cell, CellMath) and None not in shape[2:]:
+            self._build_cell_layers(tuple(shape[2:]))
+
+    def _build_cell_layers(self, step_shape):
+        """A cell of the user's may make layers it builds on their first call (a Dense in its
+        ``__init__``, no ``build``), as Keras builds them: one step of its call on shapes alone
+        builds them before a model's graph is made over their weights.  A call that fails on
+        these stand-ins is left to fail, with its own message, in the real graph."""
+        from pyggml.errors import GGMLError
+        from pyggml.layers.tracing import _BATCH, on_shapes
+
+        def one_step(builder):
+            x_t = builder.ctx.new_tensor((_BATCH,) + step_shape)
+            states = [builder.ctx.new_tensor((_BATCH, s)) for s in self.state_sizes]
+            start_sequence(self.cell, _BATCH, False)
+            try:
+                call_cell(self.cell, x_t, structure_states(states, self.cell.state_size), False)
+            finally:
+                end_sequence(self.cell)
+        try:
+            on_shapes(one_step)
+        except (ValueError, TypeError, IndexError, GGMLError):
+            pass
 
     # --- the computation ----------------------------------------------------------------------
     def call(self, inputs, training=None, mask=None):
