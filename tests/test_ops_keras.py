@@ -215,7 +215,7 @@ def _index(fn):
     (lambda: ops.one_hot(np.array([1.5]), 3), TypeError, "integers"),
     (lambda: ops.clip(np.zeros(3), 1.0, 0.0), ValueError, "above"),
     (lambda: ops.norm(np.zeros(3), ord="nuc"), ValueError, "ord"),
-    (lambda: ops.where(np.zeros(3)), ValueError, "both"),
+    (lambda: ops.where(np.zeros(3), 1.0), ValueError, "both"),
     (lambda: ops.tile(np.zeros(3), 0), ValueError, "positive"),
     (lambda: ops.mean(np.array(["a", "b"])), TypeError, "real numbers"),
     (lambda: _index(lambda t: t[np.array([0, 1])]), TypeError, "ops.take"),
