@@ -68,6 +68,7 @@ def is_keras_tensor(x):
 
 _PYTHON_DTYPES = {bool: "bool", int: "int64", float: "float32", str: "string"}
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
+_GGML_SHORT = {"f32": "float32", "f16": "float16", "i32": "int32"}
 
 
 def standardize_dtype(dtype):
@@ -79,7 +80,9 @@ def standardize_dtype(dtype):
     if isinstance(dtype, type) and dtype in _PYTHON_DTYPES:
         return _PYTHON_DTYPES[dtype]
     if isinstance(dtype, str) and dtype in ("bfloat16", "string"):
-        return dtype
+        return str(dtype)
+    if isinstance(dtype, str) and str(dtype) in _GGML_SHORT:
+        return _GGML_SHORT[str(dtype)]              # ggml's short names, as pyggml.core takes them
     name = getattr(dtype, "name", None)
     if isinstance(name, str) and not isinstance(dtype, (str, np.dtype)):
         return standardize_dtype(name)               # a torch dtype's name, a DTypePolicy's

@@ -14,7 +14,7 @@ import numpy.typing as npt
 _Self = TypeVar("_Self", bound="_Owner")
 _Shape = int | Sequence[int]
 _DType = Literal["f32", "float32", "f16", "float16", "i32", "int32"] | type | np.dtype[Any]
-_DTypeName = Literal["f32", "f16", "i32"] | str
+_DTypeName = Literal["float32", "float16", "int32"] | str   # equal to "f32", "f16", "i32" too
 _ArrayLike = npt.ArrayLike
 _Path = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 

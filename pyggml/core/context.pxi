@@ -3,7 +3,32 @@
 _DTYPE_NAMES = {"f32": GGML_TYPE_F32, "float32": GGML_TYPE_F32,
                 "f16": GGML_TYPE_F16, "float16": GGML_TYPE_F16,
                 "i32": GGML_TYPE_I32, "int32": GGML_TYPE_I32}
-_TYPE_TO_NAME = {<int>GGML_TYPE_F32: "f32", <int>GGML_TYPE_F16: "f16", <int>GGML_TYPE_I32: "i32"}
+_SHORT_NAMES = {"float32": "f32", "float16": "f16", "int32": "i32"}
+
+
+class DTypeName(str):
+    """A tensor's dtype: Keras's name ("float32", "float16", "int32"), as a layer's call
+    passes it on (``keras.random.uniform(shape, dtype=x.dtype)``, ``np.dtype(x.dtype)``),
+    which also equals ggml's short name ("f32", "f16", "i32"), the name pyggml's tensors
+    gave before.  It pickles as a plain string."""
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return str.__eq__(self, other) or _SHORT_NAMES.get(str(self)) == str(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        same = self.__eq__(other)
+        return same if same is NotImplemented else not same
+
+    __hash__ = str.__hash__
+
+    def __reduce__(self):
+        return (str, (str(self),))
+
+
+_TYPE_TO_NAME = {<int>GGML_TYPE_F32: DTypeName("float32"), <int>GGML_TYPE_F16: DTypeName("float16"),
+                 <int>GGML_TYPE_I32: DTypeName("int32")}
 _TYPE_TO_NP = {<int>GGML_TYPE_F32: np.float32, <int>GGML_TYPE_F16: np.float16, <int>GGML_TYPE_I32: np.int32}
 
 # the largest tensor pyggml will create: 2**40 elements is far past any
