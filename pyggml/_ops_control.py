@@ -43,7 +43,7 @@ from pyggml.variables import Variable
 
 __all__ = ["top_k", "vectorize", "cond", "switch", "while_loop", "fori_loop", "scan", "map", "vectorized_map", "associative_scan",
            "custom_gradient", "sort", "argsort", "argpartition", "scatter", "scatter_update", "slice_update",
-           "nonzero", "qr", "svd", "eig", "eigh", "inv", "det", "slogdet", "solve", "lstsq", "lu_factor", "cholesky",
+           "nonzero", "where", "qr", "svd", "eig", "eigh", "inv", "det", "slogdet", "solve", "lstsq", "lu_factor", "cholesky",
            "solve_triangular"]
 
 # names that are also ggml ops of pyggml.core.ops: ggml's form for a Tensor outside a model's graph
@@ -960,6 +960,15 @@ def nonzero(x):
             raise ValueError("nonzero: no entry is non-zero, and a graph tensor cannot be empty")
         return tuple(host_constant(i.astype(np.int32)) for i in found)
     return tuple(i.astype(np.int32) for i in np.nonzero(_array(x, "nonzero")))
+
+
+def where(condition, x1=None, x2=None):
+    """Keras's ``ops.where``: x1 where the condition is true (non-zero), x2 elsewhere
+    (broadcast); with the condition alone, the indices of its true entries, one int32 array
+    per axis, as ``nonzero`` (on arrays, or on values known while a graph is built)."""
+    if x1 is None and x2 is None:
+        return nonzero(condition)
+    return _np_ops.where(condition, x1, x2)
 
 
 # --- linear algebra -----------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ MAX_DIMS = 4
 __all__ = ["mean", "sum", "max", "min", "var", "std", "moments", "argmax", "argmin", "logsumexp", "transpose",
            "reshape", "expand_dims", "squeeze", "stack", "split", "tile", "broadcast_to", "repeat", "take", "one_hot",
            "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "eye", "convert_to_tensor", "maximum",
-           "minimum", "clip", "where", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+           "minimum", "clip", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
            "logical_and", "logical_or", "logical_not", "power", "negative", "add", "subtract", "multiply", "divide",
            "true_divide", "reciprocal", "rsqrt", "sign", "log1p", "sinh", "cosh", "leaky_relu", "relu6",
            "hard_sigmoid", "hard_swish", "softsign", "selu", "mish", "swish", "log_sigmoid", "softmax",
@@ -59,7 +59,8 @@ def _t(x):
     tensors is stacked, as Keras's convert_to_tensor (``ops.mean([loss_a, loss_b])``: the
     gradient goes on to each)."""
     if isinstance(x, Tensor):
-        return x
+        v = _scope.foreign_tape_value(x)         # another tape's tensor while a tape records: its value
+        return x if v is None else host_constant(v)
     if isinstance(x, Variable):
         return x.graph_tensor()
     if isinstance(x, (list, tuple)) and x and _holds_graph_values(x):
@@ -1311,26 +1312,14 @@ def _truth(x):
 
 @_eager("condition", "x1", "x2")
 def where(condition, x1=None, x2=None):
-    """x1 where the condition is true (non-zero), x2 elsewhere (broadcast)."""
+    """x1 where the condition is true (non-zero), x2 elsewhere (broadcast); Keras's ops.where
+    (with the condition alone too) is pyggml._ops_control's."""
     if x1 is None or x2 is None:
         raise ValueError("where: pass both x1 and x2, or neither (then the indices of the true entries, "
                          "as ops.nonzero)")
     c = _c.step(_c.abs(_f(condition)))
     a, b = _pair(x1, x2)
     return _as_whole(_pick(a, b, c), x1, x2)    # (where(labels == -100, 0, labels) stays int32)
-
-
-_where_picking = where
-
-
-def where(condition, x1=None, x2=None):   # noqa: F811 (the picking form above keeps the name "where")
-    """Keras's ``ops.where``: x1 where the condition is true (non-zero), x2 elsewhere
-    (broadcast); with the condition alone, the indices of its true entries, one int32 array
-    per axis (``ops.nonzero``: on arrays, or on values known while a graph is built)."""
-    if x1 is None and x2 is None:
-        from pyggml._ops_control import nonzero
-        return nonzero(condition)
-    return _where_picking(condition, x1, x2)
 
 
 @_eager("x1", "x2")
