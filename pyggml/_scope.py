@@ -93,6 +93,20 @@ def tape_of(values):
     return None
 
 
+def foreign_tape_value(t):
+    """The value (an array) of ``t``, a tensor another GradientTape recorded, met while a tape
+    records (Keras's eager tensors: ``total += loss`` over the tapes of a loop, each loss
+    already a value); None for anything else, which stays a tensor."""
+    b = current()
+    ctx = getattr(t, "ctx", None)
+    if b is None or ctx is None or ctx is getattr(b, "ctx", None) or not hasattr(b, "recording"):
+        return None
+    source = getattr(ctx, "value_source", None)
+    if source is None or source is b or not hasattr(source, "recording"):
+        return None
+    return t.numpy()
+
+
 class entered:
     """``with entered(builder):`` makes ``builder`` the current one."""
 

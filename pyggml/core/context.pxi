@@ -826,6 +826,26 @@ cdef object _arith(int which, Tensor a, object other, bint reflected):
     differences and products of whole numbers are int32, as Keras's (``f[:, None] - f[None]
     + 2``: a relative-position index for ops.take); computed in float32 (exact to 2**24)."""
     a._check()
+    if isinstance(other, Tensor) and (<Tensor>other).ctx is not a.ctx:
+        # a tensor of another GradientTape, met while a tape records: its value (pyggml._scope)
+        from pyggml import _scope
+        from pyggml._scope import foreign_tape_value
+        if _scope.current() is None:
+            # two tapes' tensors after their blocks (losses of a loop added up): recorded on the
+            # first one's tape, which takes the other's value
+            tape = _scope.tape_of([a])
+            if tape is not None and _scope.tape_of([other]) is not None:
+                with _scope.entered(tape):
+                    return _arith(which, a, other, reflected)
+        mine, theirs = foreign_tape_value(a), foreign_tape_value(other)
+        if theirs is not None:
+            other = theirs
+        if mine is not None:
+            if isinstance(other, Tensor):
+                return _arith(which, other, mine, not reflected)
+            from pyggml import ops as keras_ops
+            fn = (keras_ops.add, keras_ops.subtract, keras_ops.multiply, keras_ops.divide)[which]
+            return fn(other, mine) if reflected else fn(mine, other)
     cdef bint ints = which != 3 and a.ptr.type == GGML_TYPE_I32 and _int_operand(other)
     r = _arith_f32(which, a, other, reflected)
     if ints and isinstance(r, Tensor) and (<Tensor>r).ptr.type != GGML_TYPE_I32:
