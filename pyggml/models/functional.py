@@ -327,6 +327,15 @@ class GraphShapes:
 
     @classmethod
     def from_config(cls, config, custom_objects=None):
+        if not _functional_constructor(cls):
+            # Keras's: a subclass that makes its own graph (``__init__(self, **kwargs)`` calling
+            # ``super().__init__(inputs, outputs, **kwargs)``) is made again by its constructor,
+            # given its name and what its own get_config added; the weights are then loaded by name
+            extra = {k: v for k, v in config.items() if k not in _CONFIG_KEYS}
+            model = cls(name=config.get("name"), **extra)
+            if config.get("trainable") is False:
+                model.trainable = False
+            return model
         ins, outs = from_config(config, custom_objects)
         keys = config.get("output_keys")
         structure = config.get("output_structure")
@@ -374,6 +383,20 @@ class GraphShapes:
     @output_shape.setter
     def output_shape(self, value):
         self.__dict__["_given_outputs"] = value
+
+
+def _functional_constructor(cls):
+    """Whether ``cls`` is made as Functional is, from ``(inputs, outputs, ...)`` (or takes any
+    ``*args``); False for a subclass of the user's whose constructor makes its own graph."""
+    import inspect
+    if cls.__module__.startswith("pyggml."):
+        return True
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return True
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return any(p.kind is p.VAR_POSITIONAL for p in params) or positional[:2] == ["inputs", "outputs"]
 
 
 class Topology:
