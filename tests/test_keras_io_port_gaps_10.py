@@ -67,3 +67,126 @@ def test_custom_train_step_takes_steps_per_epoch_from_a_repeating_dataset():
     assert len(h.history["loss"]) == 3
     # six batches, going on through the repeats: rows 0-3, 4-7, 8-9, 0-3, 4-7, 8-9
     assert [list(b) for b in m.seen] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]] * 2
+
+
+def test_a_tensors_dtype_in_a_call_is_kerass_name_and_is_taken_back():
+    # swin_transformers's DropPath: keras.random.uniform(shape, dtype=x.dtype) in a layer's call
+    seen = {}
+
+    class DropPathLike(layers.Layer):
+        def call(self, x):
+            seen["dtype"] = x.dtype
+            seen["std"] = keras.backend.standardize_dtype(x.dtype)
+            seen["np"] = np.dtype(x.dtype)
+            seen["int"] = ops.cast(x, "int32").dtype
+            r = keras.random.uniform((ops.shape(x)[0], 1, 1), dtype=x.dtype)
+            return x + ops.zeros_like(r) + ops.cast(ops.arange(4, dtype=x.dtype), x.dtype)
+
+    inp = keras.Input((3, 4))
+    m = keras.Model(inp, DropPathLike()(inp))
+    out = m.predict(np.ones((2, 3, 4), "f4"), verbose=0)
+    np.testing.assert_allclose(out, 1 + np.arange(4, dtype="f4") + np.zeros((2, 3, 4)))
+    assert seen["dtype"] == "float32" and str(seen["dtype"]) == "float32" and repr(seen["dtype"]) == "'float32'"
+    assert seen["std"] == "float32" and seen["np"] == np.float32 and seen["int"] == "int32"
+    # ggml's short names still compare equal (pyggml.core's name before), both ways
+    assert seen["dtype"] == "f32" and "f32" == seen["dtype"] and seen["dtype"] != "i32"
+    assert seen["int"] == "i32" and seen["int"] != "float32"
+    assert keras.backend.standardize_dtype("f32") == "float32" and keras.backend.standardize_dtype("i32") == "int32"
+    import pickle
+    back = pickle.loads(pickle.dumps(seen["dtype"]))
+    assert type(back) is str and back == "float32"
+
+
+class _CellWithDense(layers.Layer):
+    # a cell whose Dense is made in __init__ and built on its first call (no build), as keras-io's
+    # temporal latent bottleneck cell
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.state_size = 4
+        self.output_size = 4
+        self.dense = layers.Dense(4)
+
+    def call(self, x, states):
+        h = ops.tanh(self.dense(x) + states[0])
+        return h, [h]
+
+
+def test_an_rnn_cell_builds_its_layers_on_their_first_call():
+    x = RNG.random((6, 3, 5)).astype("f4")
+    inp = keras.Input((3, 5))
+    cell = _CellWithDense()
+    m = keras.Model(inp, layers.RNN(cell)(inp))
+    assert cell.dense.built and len(m.trainable_weights) == 2
+    assert m(x).shape == (6, 4)
+    # the same as the loop written out with the Dense's weights
+    k, b = cell.dense.get_weights()
+    h = np.zeros((6, 4), "f4")
+    for t in range(3):
+        h = np.tanh(x[:, t] @ k + b + h)
+    np.testing.assert_allclose(m.predict(x, verbose=0), h, rtol=1e-5, atol=1e-6)
+    m.compile("adam", "mse")
+    before = k.copy()
+    m.fit(x, np.ones((6, 4), "f4"), epochs=2, verbose=0)
+    assert not np.allclose(cell.dense.get_weights()[0], before)       # the cell's Dense trains
+    seq = keras.Sequential([keras.Input((3, 5)), layers.RNN(_CellWithDense(), return_sequences=True)])
+    assert seq.predict(x, verbose=0).shape == (6, 3, 4)
+
+
+def test_losses_of_several_tapes_add_up_as_values():
+    # image_captioning's train_step: batch_loss += loss, a new GradientTape per caption
+    dense = layers.Dense(1, kernel_initializer="ones")
+    x = np.ones((4, 3), "f4")
+    total, losses = 0, []
+    for _ in range(3):
+        with keras.GradientTape() as tape:
+            loss = ops.mean(dense(x) ** 2)
+            total += loss                          # inside this tape: the others' losses are values
+            losses.append(loss)
+        grads = tape.gradient(loss, dense.trainable_variables)
+        assert grads[0] is not None
+    assert float(total) == pytest.approx(27.0)     # (3 * 1) ** 2 each
+    # after their blocks: sums, differences, products and ops across tapes
+    assert float(losses[0] + losses[1]) == pytest.approx(18.0)
+    assert float(losses[2] - losses[0]) == pytest.approx(0.0)
+    assert float(losses[0] * losses[1]) == pytest.approx(81.0)
+    assert float(losses[0] / losses[1]) == pytest.approx(1.0)
+    assert float(ops.add(losses[0], losses[2])) == pytest.approx(18.0)
+    # the tape still differentiates its own loss, with another tape's value as a constant
+    with keras.GradientTape() as tape:
+        loss = ops.mean(dense(x) ** 2) * losses[0]
+    g = tape.gradient(loss, dense.trainable_variables)
+    np.testing.assert_allclose(np.asarray(g[0]).reshape(-1), 9.0 * 2 * 3 * np.ones(3), rtol=1e-6)
+
+
+class _OwnGraphModel(keras.Model):
+    # packaging_keras_models_for_wide_distribution: a Model subclass that makes its own graph
+    def __init__(self, **kwargs):
+        inputs = keras.Input((8,))
+        outputs = layers.Dense(3, name="classification_head")(inputs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+
+class _OwnGraphWithUnits(keras.Model):
+    def __init__(self, units=3, **kwargs):
+        inputs = keras.Input((4,))
+        super().__init__(inputs, layers.Dense(units)(inputs), **kwargs)
+        self.units = units
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+def test_a_model_subclass_that_makes_its_own_graph_loads_by_its_constructor(tmp_path):
+    m = _OwnGraphModel(name="mnist")
+    m.compile("adam", "mse")
+    m.fit(np.ones((4, 8), "f4"), np.ones((4, 3), "f4"), epochs=1, verbose=0)
+    m.save(tmp_path / "m.keras")
+    back = keras.models.load_model(tmp_path / "m.keras", custom_objects={"_OwnGraphModel": _OwnGraphModel})
+    assert type(back) is _OwnGraphModel and back.name == "mnist"
+    x = RNG.random((2, 8)).astype("f4")
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+    u = _OwnGraphWithUnits(units=5)
+    u.save(tmp_path / "u.keras")
+    back = keras.models.load_model(tmp_path / "u.keras", custom_objects={"_OwnGraphWithUnits": _OwnGraphWithUnits})
+    assert back.units == 5 and back.output_shape == (None, 5)
+    np.testing.assert_array_equal(back.get_weights()[0], u.get_weights()[0])
