@@ -656,6 +656,8 @@ class GeneratorDataset(Dataset):
         self._cont = None
         if steps is not None:
             self.steps = steps
+        elif _passes_vary(source):
+            self.steps = None             # each epoch reads its own pass to its end
         else:
             try:
                 self.steps = len(source)
@@ -731,6 +733,13 @@ class GeneratorDataset(Dataset):
             return None
 
 
+def _passes_vary(source):
+    """Whether a pg.utils.Dataset's passes may differ in length (a filter's random draws,
+    rejection_resample): an epoch is then its own pass, however long."""
+    from pyggml.utils.dataset_utils import Dataset as DataPipeline
+    return isinstance(source, DataPipeline) and source._varies()
+
+
 def _sized(source):
     """Whether len(source) works (a pg.utils.Dataset that repeats forever has none; one whose
     generator has not ended is read as a stream: its length is not asked for)."""
@@ -750,8 +759,9 @@ class _SequenceEpoch:
     """One epoch over a PyDataset / Sequence: items by index, then its on_epoch_end."""
 
     def __init__(self, seq, order=None):
-        self.seq, self.i, self.n, self.order = seq, 0, len(seq), order
+        self.seq, self.i, self.order = seq, 0, order
         self.begin()
+        self.n = len(seq)        # after on_epoch_begin: this pass's length (a filter's may differ)
 
     def begin(self):
         if hasattr(self.seq, "on_epoch_begin"):

@@ -396,8 +396,10 @@ class Dataset(PyDataset):
             if i >= len(kept):
                 raise _End(f"element {i} of a dataset of {len(kept)}")
             return self._get(kept[i])
-        return Dataset(None if self._length is None else (lambda: len(scan(float("inf")))), get, [self],
-                       lambda: state.clear())
+        out = Dataset(None if self._length is None else (lambda: len(scan(float("inf")))), get, [self],
+                      lambda: state.clear())
+        out._pass_varies = True          # a predicate of random draws keeps another count each pass
+        return out
 
     def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
         """Consecutive elements stacked into batches of ``batch_size`` (a shorter last one
@@ -489,6 +491,8 @@ class Dataset(PyDataset):
             raise ValueError(f"repeat: count must be a non-negative int, -1 or None, got {count!r}")
         if self._length is not None and self._open():
             return self._repeat_open(None if count is None or count == -1 else int(count))
+        if self._length is not None and self._varies():
+            return self._repeat_passes(None if count is None or count == -1 else int(count))
         n = self._finite("repeat")
         if count is None or count == -1:
             if n == 0:
@@ -600,7 +604,9 @@ class Dataset(PyDataset):
             if i not in kept:
                 kept[i] = self._get(i)
             return kept[i]
-        return Dataset(self._length, get, [self])
+        out = Dataset(self._length, get, [self])
+        out._pass_varies = False         # every pass is the first one's
+        return out
 
     def with_options(self, options, name=None):
         return self
@@ -681,6 +687,42 @@ class Dataset(PyDataset):
                 raise _End(f"element {i}: the data ended")
             return self._get(i % n)
         return Dataset(None if count is None else (lambda: self._n() * count), get, [self])
+
+    def _varies(self):
+        """Whether one pass may hold another number of elements than the last (a filter's, or
+        rejection_resample's, whose random draws keep others each pass; a cache keeps its first)."""
+        own = self.__dict__.get("_pass_varies")
+        return own if own is not None else any(p._varies() for p in self._parents)
+
+    def _repeat_passes(self, count):
+        """repeat() of a dataset whose passes differ in length: every repetition is a new pass
+        of it, read in order to its end, as tf.data's repeat reads its input again (a fixed
+        length would read past a shorter pass's end, or repeat one pass's draws)."""
+        st = {"start": 0, "rep": 0}
+
+        def restart():
+            st.update(start=0, rep=0)
+
+        def get(i):
+            if i < st["start"]:                 # read again from the start: a new pass of it
+                restart()
+                self._new_pass()
+            while True:
+                if count is not None and st["rep"] >= count:
+                    raise _End(f"element {i}: the data ended")
+                try:
+                    return self._get(i - st["start"])
+                except _End:
+                    pass
+                n = self._n()                   # this pass's length, now read to its end
+                if n == 0:
+                    raise _End(f"element {i}: a pass of the repeated data is empty")
+                st["start"] += n
+                st["rep"] += 1
+                self._new_pass()
+        out = Dataset(None if count is None else (lambda: self._n() * count), get, [self], restart,
+                      source_open=lambda: True)
+        return out
 
     def _finite(self, what):
         if self._length is None:
