@@ -190,3 +190,92 @@ def test_a_model_subclass_that_makes_its_own_graph_loads_by_its_constructor(tmp_
     back = keras.models.load_model(tmp_path / "u.keras", custom_objects={"_OwnGraphWithUnits": _OwnGraphWithUnits})
     assert back.units == 5 and back.output_shape == (None, 5)
     np.testing.assert_array_equal(back.get_weights()[0], u.get_weights()[0])
+
+
+def _every_third_call_dropped():
+    calls = iter(range(10 ** 6))
+    return lambda a: next(calls) % 3 != 0            # 10 elements: 6 kept, then 7, 7, 6, ...
+
+
+def test_repeat_of_a_filter_reads_a_new_pass_each_time():
+    # rejection_resample and random filters keep another count each pass: tf.data's repeat reads
+    # its input again each time (it was a fixed length: take(500) of repeat() could stop at 77)
+    ds = keras.data.Dataset.from_tensor_slices(np.arange(10)).filter(_every_third_call_dropped())
+    got = [int(v) for v in ds.repeat().take(27)]
+    want = [1, 2, 4, 5, 7, 8] + [0, 1, 3, 4, 6, 7, 9] + [0, 2, 3, 5, 6, 8, 9] + [1, 2, 4, 5, 7, 8, 0][:7]
+    assert got == want[:27]
+    three = [int(v) for v in keras.data.Dataset.from_tensor_slices(np.arange(10))
+             .filter(_every_third_call_dropped()).repeat(3)]
+    assert three == want[:20]
+    assert int(ds.repeat(3).cardinality()) == -2           # tf.data's UNKNOWN_CARDINALITY
+    # rejection_resample's endless stream never runs dry
+    rng = np.random.default_rng(1)
+    x = np.arange(160, dtype="f4")
+    rr = keras.data.Dataset.from_tensor_slices(x).filter(lambda a: rng.random() < 0.5).repeat().take(500)
+    assert len(list(rr)) == 500
+
+
+def test_fit_on_a_filter_whose_passes_differ_in_length():
+    # the payment-card fraud example: rejection_resample keeps another count of rows each pass
+    rng = np.random.default_rng(3)
+    x = rng.random((200, 4)).astype("f4")
+    y = (rng.random(200) < 0.3).astype("f4")
+    ds = keras.data.Dataset.from_tensor_slices((x, y)).filter(lambda a, b: rng.random() < 0.5).batch(8)
+    m = keras.Sequential([keras.Input((4,)), layers.Dense(1, activation="sigmoid")])
+    m.compile("adam", "binary_crossentropy")
+    seen = []
+    cb = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(b))
+    # each epoch reads its own pass to its end (a length taken from another pass read past a
+    # shorter one's end: IndexError)
+    h = m.fit(ds, epochs=8, verbose=0, callbacks=[cb])
+    assert len(h.history["loss"]) == 8
+    per_epoch = [len(e) for e in np.split(seen, np.flatnonzero(np.diff(seen) <= 0) + 1)]
+    assert len(per_epoch) == 8 and len(set(per_epoch)) > 1 and all(8 <= n <= 18 for n in per_epoch)
+    ep = m.fit(ds.repeat(), epochs=3, steps_per_epoch=3, verbose=0)
+    assert len(ep.history["loss"]) == 3
+
+
+def test_a_custom_train_step_sees_each_epoch_as_a_new_pass():
+    # a shuffled Dataset is shuffled anew each epoch and a PyDataset's on_epoch_end runs each
+    # epoch, as Keras's epoch iterator does whatever the train_step (each epoch saw the first
+    # epoch's order, and on_epoch_end never ran)
+    x = np.arange(12, dtype="f4")[:, None]
+    firsts = []
+
+    class Seen(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(1)
+
+        def call(self, x):
+            return self.d(x)
+
+        def train_step(self, batch):
+            firsts.append(tuple(np.asarray(batch[0])[:, 0]))
+            return {"loss": 0.0}
+
+    m = Seen()
+    m.compile("adam")
+    ds = keras.data.Dataset.from_tensor_slices((x, x[:, 0])).shuffle(12).batch(4)
+    m.fit(ds, epochs=4, verbose=0)
+    epochs = [firsts[k:k + 3] for k in range(0, 12, 3)]
+    assert all(sorted(v for b in e for v in b) == list(range(12)) for e in epochs)
+    assert len({tuple(e) for e in epochs}) > 1
+
+    class Rows(keras.utils.PyDataset):
+        def __init__(self):
+            super().__init__()
+            self.ends = 0
+
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return x[4 * i:4 * i + 4], x[4 * i:4 * i + 4, 0]
+
+        def on_epoch_end(self):
+            self.ends += 1
+
+    rows = Rows()
+    m.fit(rows, epochs=3, verbose=0)
+    assert rows.ends == 3

@@ -497,7 +497,8 @@ class _Batches:
             self.source, self.it = x, None
             self.arrays = None
             try:
-                self.steps = steps if steps is not None else len(x)
+                # (a dataset whose passes differ in length: each epoch reads its own pass to its end)
+                self.steps = steps if steps is not None or da._passes_vary(x) else len(x)
             except TypeError:
                 self.steps = steps
             return
@@ -570,13 +571,22 @@ class _Batches:
         yield from self._raw_items(src)
 
     def _raw_items(self, src):
-        n = _sequence_length(src)
-        if n is not None:
+        if _sequence_length(src) is not None:
+            # a PyDataset or pg.utils.Dataset read by index: its on_epoch_begin starts each pass (a
+            # Dataset's new shuffle and filter draws) and its on_epoch_end ends each epoch, as Keras's
+            # epoch iterator calls them whatever the train_step
             first = self._cursor if self.go_on and self._cursor is not None else 0
-            for i in range(first, min(n, first + (self.steps if self.steps is not None else n))):
-                if self.go_on:
-                    self._cursor = 0 if i + 1 >= n else i + 1
-                yield src[i]
+            if first == 0 and hasattr(src, "on_epoch_begin"):
+                src.on_epoch_begin()
+            n = _sequence_length(src)
+            try:
+                for i in range(first, min(n, first + (self.steps if self.steps is not None else n))):
+                    if self.go_on:
+                        self._cursor = 0 if i + 1 >= n else i + 1
+                    yield src[i]
+            finally:
+                if hasattr(src, "on_epoch_end"):
+                    src.on_epoch_end()
             return
         if hasattr(src, "__next__"):            # a generator: one iterator, continued epoch after epoch
             it = src
