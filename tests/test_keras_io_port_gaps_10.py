@@ -279,3 +279,26 @@ def test_a_custom_train_step_sees_each_epoch_as_a_new_pass():
     rows = Rows()
     m.fit(rows, epochs=3, verbose=0)
     assert rows.ends == 3
+
+
+def test_a_model_waiting_for_its_shape_builds_from_a_torch_dataloader():
+    # intro_to_keras_for_engineers: fit on a torch DataLoader, whose batches are lists [x, y]
+    torch = pytest.importorskip("torch")
+    x = RNG.random((64, 5)).astype("f4")
+    y = RNG.integers(0, 3, 64).astype("uint8")
+    dl = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)),
+                                     batch_size=16)
+
+    class Holder(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.base = keras.Sequential([layers.Dense(8, activation="relu")])
+            self.head = layers.Dense(3, activation="softmax")
+
+        def call(self, x):
+            return self.head(self.base(x))
+
+    for model in (Holder(), keras.Sequential([layers.Dense(3, activation="softmax")])):
+        model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
+        h = model.fit(dl, epochs=2, verbose=0)
+        assert len(h.history["loss"]) == 2 and model.predict(x[:4], verbose=0).shape == (4, 3)

@@ -249,6 +249,8 @@ def build_for(model, x):
         else:
             raise ValueError(f"{type(model).__name__} is not built yet and {type(x).__name__} cannot be looked "
                              f"at ahead: call model.build(input_shape) first")
+        if isinstance(first, list) and any(c.__module__.startswith("torch.utils.data") for c in type(x).__mro__):
+            first = tuple(first)            # a torch DataLoader's batch: [x, y] is (x, y), as Keras reads it
         if isinstance(first, tuple):
             first = first[0]
     many = isinstance(first, (list, tuple))
