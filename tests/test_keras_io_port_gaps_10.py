@@ -302,3 +302,34 @@ def test_a_model_waiting_for_its_shape_builds_from_a_torch_dataloader():
         model.compile(loss="sparse_categorical_crossentropy", optimizer="adam")
         h = model.fit(dl, epochs=2, verbose=0)
         assert len(h.history["loss"]) == 2 and model.predict(x[:4], verbose=0).shape == (4, 3)
+
+
+def test_get_build_config_after_a_build_by_hand():
+    # customizing_saving_and_serialization: super().get_build_config() after layer.build(...)
+    class WithInit(layers.Layer):
+        def __init__(self, units=4, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape, layer_init):
+            super().build(input_shape)
+            self.w = self.add_weight(shape=(input_shape[-1], self.units), initializer=layer_init)
+
+        def call(self, x):
+            return ops.matmul(x, self.w)
+
+    layer = WithInit(units=3)
+    layer.build(input_shape=(8,), layer_init="ones")
+    cfg = layer.get_build_config()
+    assert cfg == {"shapes_dict": {"input_shape": [8], "layer_init": "ones"}}     # Keras's keys
+    again = WithInit(units=3)
+    again.build_from_config(cfg)
+    assert again.built and again.w.shape == (8, 3)
+    np.testing.assert_array_equal(again.w.numpy(), np.ones((8, 3)))
+    d = layers.Dense(4)
+    d.build((None, 8))
+    assert d.get_build_config() == {"input_shape": [None, 8]}
+    assert layers.Dense(4).get_build_config() is None
+    called = layers.Dense(4)
+    called(np.ones((2, 8), "f4"))
+    assert called.get_build_config()["input_shape"][-1] == 8

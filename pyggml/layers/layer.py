@@ -498,6 +498,28 @@ def _as_float(t):
     return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
 
 
+
+def _json_shape(value):
+    """A shape (or a build argument) as a config holds it: tuples as lists."""
+    if isinstance(value, tuple):
+        return [_json_shape(v) for v in value]
+    if isinstance(value, list):
+        return [_json_shape(v) for v in value]
+    return value
+
+
+def _record_build_arguments(layer, build, args, kwargs):
+    """The arguments of a build called by hand (``layer.build((None, 8))``, a custom
+    ``build(input_shape, layer_init)``), by name, for get_build_config."""
+    try:
+        bound = inspect.signature(build).bind(layer, *args, **kwargs)
+    except TypeError:
+        return
+    named = dict(bound.arguments)
+    named.pop(next(iter(inspect.signature(build).parameters)), None)       # self
+    if named:
+        layer.__dict__["_build_arguments"] = named
+
 class Layer:
     """Base class of every layer (Keras's names, arguments and defaults)."""
 
@@ -957,8 +979,14 @@ class Layer:
         """Keras's: read back the files ``save_assets`` wrote, from ``dir_path``."""
 
     def get_build_config(self):
-        """Keras's: what ``build_from_config`` needs to build the layer again (its input shape),
-        or None while it is not built."""
+        """Keras's: what ``build_from_config`` needs to build the layer again (its input shape,
+        or ``shapes_dict``: the arguments of a build called by hand with more than a shape), or
+        None while it is not built."""
+        given = self.__dict__.get("_build_arguments")
+        if self.built and given is not None:
+            if len(given) == 1:
+                return {"input_shape": _json_shape(next(iter(given.values())))}
+            return {"shapes_dict": {k: _json_shape(v) for k, v in given.items()}}
         shape = self.__dict__.get("_built_shape")
         if not self.built or shape is None:
             return None
@@ -967,6 +995,9 @@ class Layer:
 
     def build_from_config(self, config):
         """Keras's: build from ``get_build_config``'s result."""
+        if config and isinstance(config.get("shapes_dict"), dict):
+            self.build(**{k: tuple(v) if isinstance(v, list) else v for k, v in config["shapes_dict"].items()})
+            return
         if config and config.get("input_shape") is not None:
             shape = config["input_shape"]
             self.build([tuple(s) for s in shape] if shape and isinstance(shape[0], list) else tuple(shape))
@@ -1051,6 +1082,8 @@ class Layer:
                 out = own(self, *args, **kw)
                 if not self.__dict__.get("built"):
                     self.built = True
+                if not self.__dict__.get("_in_build_once"):
+                    _record_build_arguments(self, own, args, kw)      # (get_build_config's, as Keras's)
                 return out
             build._marks_built = True
             cls.build = build
@@ -1083,20 +1116,24 @@ class Layer:
                 raise ValueError(f"layer {self.name or type(self).__name__} was built for inputs of shape "
                                  f"{built}, got {shape}")
             return
-        if self._build_takes_shape():
-            if spread and isinstance(shape, list) and len(shape) > 1:
-                # call(self, x, other) given its inputs apart: Keras 3 gives build(input_shape) the
-                # first one's shape, and build(self, x_shape, other_shape) each one's
-                params = [p for p in inspect.signature(self.build).parameters.values()
-                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-                if len(params) == len(shape):
-                    self.build(*shape)
+        self.__dict__["_in_build_once"] = True          # (the call's build: _built_shape records it)
+        try:
+            if self._build_takes_shape():
+                if spread and isinstance(shape, list) and len(shape) > 1:
+                    # call(self, x, other) given its inputs apart: Keras 3 gives build(input_shape) the
+                    # first one's shape, and build(self, x_shape, other_shape) each one's
+                    params = [p for p in inspect.signature(self.build).parameters.values()
+                              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                    if len(params) == len(shape):
+                        self.build(*shape)
+                    else:
+                        self.build(shape[0])
                 else:
-                    self.build(shape[0])
+                    self.build(shape)
             else:
-                self.build(shape)
-        else:
-            self.build()                # as Keras 3: a build() of no arguments (keras-io's GRN)
+                self.build()                # as Keras 3: a build() of no arguments (keras-io's GRN)
+        finally:
+            self.__dict__.pop("_in_build_once", None)
         if getattr(_scope.current(), "shape_only", False):
             from pyggml.layers import tracing
             shape = tracing.generalized(shape)     # built while tracing: its variable lengths stay so
