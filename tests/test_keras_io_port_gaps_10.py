@@ -333,3 +333,18 @@ def test_get_build_config_after_a_build_by_hand():
     called = layers.Dense(4)
     called(np.ones((2, 8), "f4"))
     assert called.get_build_config()["input_shape"][-1] == 8
+
+
+def test_deserialize_keras_object_leaves_plain_names_as_keras_does():
+    # customizing_saving_and_serialization: a compile config's "SGD" stays "SGD"
+    from pyggml.utils import deserialize_keras_object
+    for name in ("SGD", "accuracy", "mse"):
+        assert deserialize_keras_object(name) == name
+    assert deserialize_keras_object(["accuracy"]) == ["accuracy"]
+
+    def my_fn(x):
+        return x
+    assert deserialize_keras_object("my_fn", custom_objects={"my_fn": my_fn}) is my_fn
+    with keras.saving.custom_object_scope({"my_fn": my_fn}):
+        assert deserialize_keras_object("my_fn") is my_fn
+    assert deserialize_keras_object("relu", module_objects={"relu": my_fn}) is my_fn

@@ -130,17 +130,29 @@ def _lookup(class_name, module, registered_name, custom_objects):
 
 def deserialize_keras_object(config, custom_objects=None, safe_mode=None, **kwargs):
     """The object a ``serialize_keras_object`` form (or Keras's, as found in a Keras config)
-    describes.  A plain string is looked up as a registered name (returned as found, e.g. a
-    function or class) and left as it is when nothing has that name.  ``safe_mode=None``
-    follows ``pg.config.enable_unsafe_deserialization``."""
+    describes.  A plain string, as Keras's: the object of that name in ``custom_objects``, an
+    active ``custom_object_scope``, ``get_custom_objects()`` or ``module_objects``, else the
+    string itself (``"SGD"`` stays ``"SGD"``; a name of pyggml's own is not looked up).
+    ``safe_mode=None`` follows ``pg.config.enable_unsafe_deserialization``."""
     if custom_objects is not None and not isinstance(custom_objects, dict):
         raise TypeError(f"custom_objects must be a dict {{name: object}}, got {type(custom_objects).__name__}")
     safe = _config.in_safe_mode() if safe_mode is None else bool(safe_mode)
     if config is None or isinstance(config, (bool, int, float)):
         return config
     if isinstance(config, str):
-        found = get_registered_object(config, custom_objects, kwargs.get("module_objects"))
-        return config if found is None else found
+        module_objects = kwargs.get("module_objects")
+        if custom_objects and config in custom_objects:
+            return custom_objects[config]
+        user = registry.get_custom_objects()
+        scoped = next((scope[config] for scope in reversed(getattr(registry._scopes, "stack", None) or ())
+                       if config in scope), None)
+        if scoped is not None:
+            return scoped
+        if config in user:
+            return user[config]
+        if module_objects and config in module_objects:
+            return module_objects[config]
+        return config
     if isinstance(config, (list, tuple)):
         return type(config)(deserialize_keras_object(v, custom_objects, safe_mode) for v in config)
     if not isinstance(config, dict):
