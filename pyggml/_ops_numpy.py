@@ -150,7 +150,11 @@ def _eager(*tensor_params):
                     folded = _fold(fn.__name__, sig.bind(*args, **kwargs), tensor_params)
                     if folded is not None:
                         return folded
-                return fn(*args, **kwargs)
+                out = fn(*args, **kwargs)
+                scalars = getattr(_scope.current(), "scalars", None)
+                if scalars is not None and isinstance(out, Tensor) and tuple(out.shape) == (1,):
+                    _note_scalar(scalars, fn.__name__, sig.bind(*args, **kwargs).arguments, tensor_params, out)
+                return out
             bound = sig.bind(*args, **kwargs)
             values = []
             slots = []
@@ -214,6 +218,22 @@ def _eager(*tensor_params):
             return out
         return op
     return deco
+
+
+def _note_scalar(scalars, name, arguments, tensor_params, out):
+    """In a GradientTape: note ``out`` (shape (1,)) as Keras's 0-d value when it is one: a
+    reduction over every axis, or an element-wise op of such values and numbers."""
+    if name in _REDUCTIONS:
+        if arguments.get("axis") is None and not arguments.get("keepdims", False):
+            scalars.add(hash(out))
+        return
+    if name in _HOST_LAYOUT:
+        return                                   # (a reshape of a scalar is the shape asked for)
+    items = [arguments[p] for p in tensor_params if arguments.get(p) is not None]
+    if any(isinstance(v, Tensor) for v in items) and all(
+            (isinstance(v, Tensor) and hash(v) in scalars) or
+            (not isinstance(v, (Tensor, Variable, list, tuple)) and np.ndim(v) == 0) for v in items):
+        scalars.add(hash(out))
 
 
 def _layout_on_host(name, arguments, inputs, table=None):

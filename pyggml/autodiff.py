@@ -188,8 +188,15 @@ class _TapeBuilder:
         self.updates = []            # (variable, new value): moving statistics, states
         self._updated = False
         self.losses = []             # (layer, tensor): add_loss and activity regularizers
+        # hashes of the (1,) tensors that stand for Keras's 0-d values (a full reduction, a loss,
+        # arithmetic of those and numbers): their numpy() is 0-d, as Keras's scalars
+        self.scalars = set()
         self.parent = None           # the builder of the tape whose block this one was opened in
         self.open_tapes = []         # the tapes inside whose with block this builder records
+
+    def is_scalar(self, t):
+        """Whether ``t`` (of shape (1,)) stands for a 0-d value (Tensor.numpy gives it 0-d)."""
+        return hash(t) in self.scalars
 
     @property
     def ctx(self):

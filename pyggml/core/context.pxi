@@ -447,6 +447,11 @@ cdef class Tensor:
             else:
                 memcpy(dst, p.data, nbytes)
         _rpc_check_tensor(p)
+        vs = self.ctx.value_source
+        if vs is not None and arr.shape[0] == 1 and arr.ndim == 1:
+            is_scalar = getattr(vs, "is_scalar", None)
+            if is_scalar is not None and is_scalar(self):
+                return arr.reshape(())          # a GradientTape's 0-d value (a loss): numpy's 0-d, as Keras's
         return arr
 
     def set(self, array):
@@ -850,6 +855,13 @@ cdef object _arith(int which, Tensor a, object other, bint reflected):
     r = _arith_f32(which, a, other, reflected)
     if ints and isinstance(r, Tensor) and (<Tensor>r).ptr.type != GGML_TYPE_I32:
         r = cast(r if (<Tensor>r).is_contiguous else cont(r), "i32")
+    if isinstance(r, Tensor) and a.ctx is not None and a.ctx.value_source is not None:
+        # a GradientTape's 0-d values (a loss) in arithmetic with numbers or each other stay 0-d
+        scalars = getattr(a.ctx.value_source, "scalars", None)
+        if scalars is not None and hash(a) in scalars and (<Tensor>r).shape == (1,) and (
+                (isinstance(other, Tensor) and hash(other) in scalars) or
+                (not isinstance(other, Tensor) and np.ndim(other) == 0)):
+            scalars.add(hash(r))
     return r
 
 

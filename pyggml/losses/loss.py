@@ -242,6 +242,9 @@ class Loss:
                     (-1, 1) if np.ndim(sample_weight) == 1 and len(y_pred.shape) > 1 else np.shape(sample_weight)))
             v = self._per_step(self.values(y_true, y_pred), y_pred, w)
             out = self._reduce(v, w)
+            scalars = getattr(_scope.current(), "scalars", None)
+            if scalars is not None and self.reduction != "none" and tuple(out.shape) == (1,):
+                scalars.add(hash(out))           # (in a GradientTape: Keras's 0-d loss)
             lead = tuple(y_pred.shape[:-1])
             if self.reduction == "none" and lead and tuple(out.shape) != lead and \
                     out.nelements == int(np.prod(lead)):
