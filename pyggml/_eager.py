@@ -142,6 +142,12 @@ def evaluate(fn, arrays, training=False, losses=None):
                       b.constant(np.ascontiguousarray(a, dtype=np.int32 if np.asarray(a).dtype.kind in "iub"
                                                       else np.float32),
                                  "int32" if np.asarray(a).dtype.kind in "iub" else "float32") for a in arrays]
+                for t, a in zip(xs, arrays):
+                    if np.size(a) == 1 and np.asarray(a).dtype.kind in "biuf":
+                        # one number (a flag given as y_pred: gaugan's loss(pred, False)): its value is
+                        # known while the graph is built, so ``if flag:`` in a call can read it
+                        from pyggml._ops_numpy import remember_host_value
+                        remember_host_value(t, np.asarray(a))
                 out = fn(*xs)
             many = isinstance(out, (list, tuple))
             outs = list(out) if many else [out]

@@ -635,6 +635,13 @@ cdef class Tensor:
                 raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous: use ops.any or "
                                  f"ops.all")
             return bool(a.reshape(-1)[0])
+        if _scope.current() is not None:
+            # a constant of the graph being built (a Python bool or number made a tensor: gaugan's
+            # loss(pred, False) whose call branches on it): its value is known
+            from pyggml._ops_numpy import host_value
+            known = host_value(self)
+            if known is not None and known.size == 1:
+                return bool(known.reshape(-1)[0])
         raise TypeError("the truth value of a graph tensor is not known while its graph is being built (a layer's "
                         "call runs once, to build the graph, not on each batch): branch inside the graph with "
                         "ops.cond(pred, true_fn, false_fn) or ops.where(pred, x, y); shapes and Python numbers "
