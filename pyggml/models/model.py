@@ -447,7 +447,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
 
     # --- misc -----------------------------------------------------------------------------------
     def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, **kwargs):
-        summary_mod.print_summary(self, print_fn, line_length, **kwargs)     # Keras's (show_trainable, layer_range)
+        summary_mod.print_summary(self, print_fn, line_length, positions=positions, **kwargs)   # (show_trainable, ...)
 
     def get_optimizer_state(self):
         """The fit's optimizer state: {"iterations", "slots": {slot: {weight: array}}}, or None."""

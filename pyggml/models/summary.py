@@ -37,15 +37,20 @@ def _trainable_mark(layer):
     return "Y" if layer.trainable else "N"
 
 
-def _print_table(model, rows, totals, print_fn, layers=None, show_trainable=False):
+def _print_table(model, rows, totals, print_fn, layers=None, show_trainable=False, line_length=None,
+                 positions=None):
     """Keras's table: the model's name, a row per layer, then the parameter totals
-    (``show_trainable``: a column saying whether each layer trains)."""
+    (``show_trainable``: a column saying whether each layer trains).  ``line_length`` (and
+    ``positions``, each column's right end as a fraction of it or in characters) widen the
+    columns as Keras's do; a column is never narrower than what it holds."""
     head = ("Layer (type)", "Output Shape", "Param #")
     if show_trainable and layers is not None:
         head += ("Trainable",)
         rows = [r + (_trainable_mark(l),) for r, l in zip(rows, layers)]
     rows = [head] + rows
     w = [max(len(r[i]) for r in rows) + 2 for i in range(len(head))]
+    if line_length is not None:
+        w = _widths_for(w, line_length, positions)
     out = [f'Model: "{model.name}"', "-" * sum(w)]
     for k, r in enumerate(rows):
         out.append("".join(c.ljust(w[i]) for i, c in enumerate(r)))
@@ -54,6 +59,21 @@ def _print_table(model, rows, totals, print_fn, layers=None, show_trainable=Fals
     out += ["=" * sum(w)] + [f"{what} params: {_count(n)}" for what, n in zip(("Total", "Trainable", "Non-trainable"),
                                                                             totals)]
     print_fn("\n".join(out))
+
+
+def _widths_for(w, line_length, positions):
+    from pyggml._validation import check_positive_int
+    line_length = check_positive_int("line_length", line_length)
+    n = len(w)
+    if positions is None:
+        positions = [0.45, 0.80, 1.0] if n == 3 else [0.4, 0.7, 0.85, 1.0]
+    if not isinstance(positions, (list, tuple)) or len(positions) != n or \
+            not all(isinstance(p, (int, float)) and not isinstance(p, bool) and p > 0 for p in positions):
+        raise ValueError(f"positions must be {n} positive numbers (each column's right end), got {positions!r}")
+    ends = [int(p * line_length) if p <= 1 else int(p) for p in positions]
+    if any(b <= a for a, b in zip([0] + ends[:-1], ends)):
+        raise ValueError(f"positions must increase, got {positions!r}")
+    return [max(have, end - start) for have, start, end in zip(w, [0] + ends[:-1], ends)]
 
 
 def _count(n):
@@ -91,12 +111,13 @@ def built_without_graph(model):
         bool(model.__dict__.get("built"))
 
 
-def print_summary(model, print_fn=print, line_length=None, show_trainable=False, layer_range=None):
+def print_summary(model, print_fn=print, line_length=None, show_trainable=False, layer_range=None, positions=None):
     """Keras's ``summary``: ``show_trainable`` adds whether each layer trains, ``layer_range``
-    (two name patterns) limits the rows.  (``line_length``, ``positions`` and ``expand_nested``
-    shape Keras's rich-text table; Model.summary takes them as Keras does.)"""
+    (two name patterns) limits the rows, ``line_length`` and ``positions`` set the table's
+    width and columns.  (``expand_nested`` shapes Keras's rich-text table; taken, not used.)"""
     if callable(line_length) and print_fn is None:        # summary(print_fn) positionally, as before
-        print_fn = line_length
+        print_fn, line_length = line_length, None
+    width = {"line_length": line_length, "positions": positions}
     if print_fn is None:
         print_fn = print
     awaits = getattr(model, "_awaits_data", None)
@@ -106,13 +127,13 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
         rows = [(f"{l.name} ({_class_name(l)})", "?", f"{l.count_params():,}") for l in model.layers]
         total = model.count_params()
         trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
-        return _print_table(model, rows, [total, trainable, total - trainable], print_fn)
+        return _print_table(model, rows, [total, trainable, total - trainable], print_fn, **width)
     if awaits is not None and awaits():
         # Keras 3's table of a model that waits for its first data: its layers, no shapes yet
         from pyggml.layers.layer import snake_case
         rows = [(f"{l.name or snake_case(type(l).__name__)} ({_class_name(l)})", "?", "0 (unbuilt)")
                 for l in model.layers]
-        return _print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn)
+        return _print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn, **width)
     topo = model._ensure_graph()
     rows = []
     shown = _layer_range(shown_layers(model), layer_range)
@@ -124,4 +145,4 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
         rows.append((f"{l.name} ({_class_name(l)})", shape, f"{l.count_params():,}"))
     total = model.count_params()
     trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
-    _print_table(model, rows, [total, trainable, total - trainable], print_fn, shown, show_trainable)
+    _print_table(model, rows, [total, trainable, total - trainable], print_fn, shown, show_trainable, **width)
