@@ -348,3 +348,78 @@ def test_deserialize_keras_object_leaves_plain_names_as_keras_does():
     with keras.saving.custom_object_scope({"my_fn": my_fn}):
         assert deserialize_keras_object("my_fn") is my_fn
     assert deserialize_keras_object("relu", module_objects={"relu": my_fn}) is my_fn
+
+
+def test_a_scalar_computed_in_a_tape_converts_to_a_0d_array():
+    # writing_a_custom_training_loop: f"{ops.convert_to_numpy(loss):.4f}" inside the loop
+    m = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+    x, y = RNG.random((4, 3)).astype("f4"), np.zeros((4, 2), "f4")
+    with keras.GradientTape() as tape:
+        pred = m(x)
+        loss = keras.losses.MeanSquaredError()(y, pred)
+        l2 = ops.mean(ops.square(pred))
+        total = loss + 0.5 * l2 - 1.0
+        rows = ops.mean(pred, axis=-1)
+        kept = ops.sum(pred, keepdims=True)
+        one = ops.reshape(l2, (1,))
+    grads = tape.gradient(total, m.trainable_weights)
+    p = m.predict(x, verbose=0)
+    for t, want in ((loss, (p ** 2).mean()), (l2, (p ** 2).mean()), (total, 1.5 * (p ** 2).mean() - 1.0)):
+        v = ops.convert_to_numpy(t)
+        assert v.shape == () and np.asarray(t).shape == () and t.numpy().shape == ()
+        assert float(v) == pytest.approx(want, rel=1e-5)
+        assert f"{v:.4f}" == f"{want:.4f}"
+    # what is not a 0-d value keeps its shape
+    assert ops.convert_to_numpy(rows).shape == (4,)
+    assert ops.convert_to_numpy(kept).shape == (1, 1)
+    assert ops.convert_to_numpy(one).shape == (1,)
+    assert grads[0].shape == (2, 3)
+
+
+def test_a_loss_whose_call_branches_on_a_flag_given_as_y_pred():
+    # gaugan's DiscriminatorLoss: loss(pred, False) with ``1.0 if is_real else -1.0`` in call
+    class FlagLoss(keras.losses.Loss):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.hinge = keras.losses.Hinge()
+
+        def call(self, y, is_real):
+            label = 1.0 if is_real else -1.0
+            return self.hinge(label, y)
+
+    loss = FlagLoss()
+    pred = np.array([[0.5], [-0.3]], "f4")
+    assert float(loss(pred, False)) == pytest.approx(1.1, rel=1e-6)       # Keras's values
+    assert float(loss(pred, True)) == pytest.approx(0.9, rel=1e-6)
+    w = keras.Variable(pred)
+    with keras.GradientTape() as tape:
+        lv = loss(w * 1.0, False)
+    assert float(lv) == pytest.approx(1.1, rel=1e-6)
+    g = tape.gradient(lv, [w])[0]
+    np.testing.assert_allclose(np.asarray(g).reshape(-1), [0.5, 0.5], rtol=1e-6)
+    # a flag computed in the graph still cannot be branched on in Python
+    inp = keras.Input((1,))
+
+    class Branch(layers.Layer):
+        def call(self, x):
+            return x if ops.mean(x) else -x
+    with pytest.raises(TypeError, match="truth value of a graph tensor"):
+        Branch()(inp)
+
+
+def test_summary_line_length_sets_the_table_width():
+    # 3d_multimodal_brain_tumor_segmentation: model.summary(line_length=100)
+    m = keras.Sequential([keras.Input((4,)), layers.Dense(3)])
+    for width in (60, 100):
+        lines = []
+        m.summary(line_length=width, print_fn=lines.append)
+        table = "\n".join(lines).splitlines()
+        assert len(table[1]) == width and table[1] == "-" * width
+        assert table[4].startswith("dense (Dense)") and table[4].index("(None, 3)") == int(0.45 * width)
+    narrow = []
+    m.summary(line_length=10, print_fn=narrow.append)          # never narrower than what it holds
+    assert "dense (Dense)  (None, 3)" in narrow[0]
+    with pytest.raises(ValueError, match="line_length"):
+        m.summary(line_length=0)
+    with pytest.raises(ValueError, match="positions"):
+        m.summary(line_length=80, positions=[0.5, 0.4, 1.0])
