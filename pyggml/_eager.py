@@ -146,8 +146,7 @@ def evaluate(fn, arrays, training=False, losses=None):
                     if np.size(a) == 1 and np.asarray(a).dtype.kind in "biuf":
                         # one number (a flag given as y_pred: gaugan's loss(pred, False)): its value is
                         # known while the graph is built, so ``if flag:`` in a call can read it
-                        from pyggml._ops_numpy import remember_host_value
-                        remember_host_value(t, np.asarray(a))
+                        _scope.remember_host_value(t, np.asarray(a))
                 out = fn(*xs)
             many = isinstance(out, (list, tuple))
             outs = list(out) if many else [out]

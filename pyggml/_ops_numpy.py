@@ -104,10 +104,7 @@ def host_constant(a):
     return t
 
 
-def remember_host_value(t, a):
-    cache = getattr(_scope.current(), "cache", None)
-    if isinstance(cache, dict):
-        cache.setdefault("host_values", {})[id(t)] = (t, np.asarray(a))
+remember_host_value = _scope.remember_host_value
 
 
 def host_value(x):

@@ -93,6 +93,15 @@ def tape_of(values):
     return None
 
 
+def remember_host_value(t, a):
+    """Note that ``t``, a constant of the graph being built, holds the array ``a`` (its value is
+    known on the host: pyggml._ops_numpy.host_value)."""
+    cache = getattr(current(), "cache", None)
+    if isinstance(cache, dict):
+        import numpy as np
+        cache.setdefault("host_values", {})[id(t)] = (t, np.asarray(a))
+
+
 def foreign_tape_value(t):
     """The value (an array) of ``t``, a tensor another GradientTape recorded, met while a tape
     records (Keras's eager tensors: ``total += loss`` over the tapes of a loop, each loss
