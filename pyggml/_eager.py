@@ -143,10 +143,11 @@ def evaluate(fn, arrays, training=False, losses=None):
                                                       else np.float32),
                                  "int32" if np.asarray(a).dtype.kind in "iub" else "float32") for a in arrays]
                 for t, a in zip(xs, arrays):
-                    if np.size(a) == 1 and np.asarray(a).dtype.kind in "biuf":
-                        # one number (a flag given as y_pred: gaugan's loss(pred, False)): its value is
-                        # known while the graph is built, so ``if flag:`` in a call can read it
-                        _scope.remember_host_value(t, np.asarray(a))
+                    a = np.asarray(a)
+                    if a.ndim == 0 and a.dtype.kind in "biuf":
+                        # one Python number or bool (a flag given as y_pred: gaugan's loss(pred, False)):
+                        # its value is known while the graph is built, so ``if flag:`` in a call reads it
+                        _scope.remember_host_value(t, a.astype(np.int64 if a.dtype.kind in "biu" else np.float32))
                 out = fn(*xs)
             many = isinstance(out, (list, tuple))
             outs = list(out) if many else [out]

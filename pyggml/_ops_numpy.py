@@ -60,7 +60,13 @@ def _t(x):
     gradient goes on to each)."""
     if isinstance(x, Tensor):
         v = _scope.foreign_tape_value(x)         # another tape's tensor while a tape records: its value
-        return x if v is None else host_constant(v)
+        if v is None:
+            return x
+        t = host_constant(np.asarray(v).reshape(tuple(x.shape)))
+        scalars = getattr(_scope.current(), "scalars", None)
+        if scalars is not None and np.ndim(v) == 0:
+            scalars.add(hash(t))                 # (a 0-d loss of that tape stays 0-d here)
+        return t
     if isinstance(x, Variable):
         return x.graph_tensor()
     if isinstance(x, (list, tuple)) and x and _holds_graph_values(x):
@@ -217,6 +223,13 @@ def _eager(*tensor_params):
     return deco
 
 
+# the element-wise ops whose result on 0-d values (and numbers) is 0-d (_note_scalar)
+_ELEMENTWISE = {"add", "subtract", "multiply", "divide", "true_divide", "power", "negative", "maximum", "minimum",
+                "clip", "square", "sqrt", "abs", "absolute", "exp", "log", "log1p", "reciprocal", "rsqrt", "sign",
+                "floor_divide", "mod", "where", "sinh", "cosh", "leaky_relu", "relu6", "selu", "mish", "swish",
+                "softsign", "hard_sigmoid", "hard_swish", "log_sigmoid"}
+
+
 def _note_scalar(scalars, name, arguments, tensor_params, out):
     """In a GradientTape: note ``out`` (shape (1,)) as Keras's 0-d value when it is one: a
     reduction over every axis, or an element-wise op of such values and numbers."""
@@ -224,8 +237,8 @@ def _note_scalar(scalars, name, arguments, tensor_params, out):
         if arguments.get("axis") is None and not arguments.get("keepdims", False):
             scalars.add(hash(out))
         return
-    if name in _HOST_LAYOUT:
-        return                                   # (a reshape of a scalar is the shape asked for)
+    if name not in _ELEMENTWISE:
+        return                                   # (a reshape, a cumsum of a scalar: the shape asked for)
     items = [arguments[p] for p in tensor_params if arguments.get(p) is not None]
     if any(isinstance(v, Tensor) for v in items) and all(
             (isinstance(v, Tensor) and hash(v) in scalars) or

@@ -111,8 +111,13 @@ def foreign_tape_value(t):
     if b is None or ctx is None or ctx is getattr(b, "ctx", None) or not hasattr(b, "recording"):
         return None
     source = getattr(ctx, "value_source", None)
-    if source is None or source is b or not hasattr(source, "recording"):
-        return None
+    if source is None or source is b or not hasattr(source, "recording") or source.recording:
+        return None              # (a tape still recording, an outer one: its graph is refused, not cut)
+    p = getattr(source, "parent", None)
+    while p is not None:
+        if p is b:
+            return None          # a tape opened inside this one's block: this one records its ops too
+        p = getattr(p, "parent", None)
     return t.numpy()
 
 

@@ -505,6 +505,8 @@ def _json_shape(value):
         return [_json_shape(v) for v in value]
     if isinstance(value, list):
         return [_json_shape(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_shape(v) for k, v in value.items()}
     return value
 
 
@@ -1000,7 +1002,17 @@ class Layer:
             return
         if config and config.get("input_shape") is not None:
             shape = config["input_shape"]
-            self.build([tuple(s) for s in shape] if shape and isinstance(shape[0], list) else tuple(shape))
+
+            def dims_ok(s):
+                return isinstance(s, (list, tuple)) and all(d is None or (is_int(d) and d >= 0) for d in s)
+            if isinstance(shape, dict) and shape and all(dims_ok(s) for s in shape.values()):
+                self.build({k: tuple(s) for k, s in shape.items()})        # a dict of inputs' shapes
+                return
+            if not (dims_ok(shape) or (isinstance(shape, (list, tuple)) and shape and
+                                       all(dims_ok(s) for s in shape))):
+                raise ValueError(f"build_from_config: input_shape must be a shape (a list of ints or None), a "
+                                 f"list of shapes or a dict of them, got {shape!r}")
+            self.build([tuple(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else tuple(shape))
 
     def get_config(self):
         cfg = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}

@@ -63,7 +63,7 @@ def _print_table(model, rows, totals, print_fn, layers=None, show_trainable=Fals
 
 def _widths_for(w, line_length, positions):
     from pyggml._validation import check_positive_int
-    line_length = check_positive_int("line_length", line_length)
+    line_length = check_positive_int("line_length", line_length, 1 << 12)
     n = len(w)
     if positions is None:
         positions = [0.45, 0.80, 1.0] if n == 3 else [0.4, 0.7, 0.85, 1.0]

@@ -491,8 +491,8 @@ class Dataset(PyDataset):
             raise ValueError(f"repeat: count must be a non-negative int, -1 or None, got {count!r}")
         if self._length is not None and self._open():
             return self._repeat_open(None if count is None or count == -1 else int(count))
-        if self._length is not None and self._varies():
-            return self._repeat_passes(None if count is None or count == -1 else int(count))
+        if self._length is not None and self._varies() and (count is None or count == -1):
+            return self._repeat_passes()
         n = self._finite("repeat")
         if count is None or count == -1:
             if n == 0:
@@ -694,10 +694,11 @@ class Dataset(PyDataset):
         own = self.__dict__.get("_pass_varies")
         return own if own is not None else any(p._varies() for p in self._parents)
 
-    def _repeat_passes(self, count):
-        """repeat() of a dataset whose passes differ in length: every repetition is a new pass
-        of it, read in order to its end, as tf.data's repeat reads its input again (a fixed
-        length would read past a shorter pass's end, or repeat one pass's draws)."""
+    def _repeat_passes(self):
+        """An endless repeat() of a dataset whose passes differ in length: every repetition is a
+        new pass of it, read in order to its end, as tf.data's repeat reads its input again (a
+        fixed length would read past a shorter pass's end, or repeat one pass's draws).  (A
+        repeat(count) keeps its first pass's length, so that zip and concatenate place it.)"""
         st = {"start": 0, "rep": 0}
 
         def restart():
@@ -708,8 +709,6 @@ class Dataset(PyDataset):
                 restart()
                 self._new_pass()
             while True:
-                if count is not None and st["rep"] >= count:
-                    raise _End(f"element {i}: the data ended")
                 try:
                     return self._get(i - st["start"])
                 except _End:
@@ -720,9 +719,7 @@ class Dataset(PyDataset):
                 st["start"] += n
                 st["rep"] += 1
                 self._new_pass()
-        out = Dataset(None if count is None else (lambda: self._n() * count), get, [self], restart,
-                      source_open=lambda: True)
-        return out
+        return Dataset(None, get, [self], restart)
 
     def _finite(self, what):
         if self._length is None:
