@@ -1376,6 +1376,66 @@ def cases_round11():
     return cases
 
 
+def cases_round12():
+    """The tenth round of keras-io port fixes: ops.where alone, a tensor's Keras dtype, tapes'
+    tensors as values (and 0-d tape scalars), Datasets whose passes differ in length, custom
+    steps' epochs, get_build_config/build_from_config, deserialize_keras_object's strings,
+    summary's line_length, a flag given as y_pred."""
+    hostile = ["-1", "0", "10**9", "2.5", "'x'", "None", "float('nan')", "[1, 2]", "(0, 0)", "np.ones((2, 2))",
+               "True", "{'a': 1}", "object()"]
+    seq = "m = pg.Sequential([pg.Input((3,)), L.Dense(2)]); m.compile('sgd', 'mse')\n"
+    tape2 = ("d = L.Dense(1)\nx = np.ones((4, 3), np.float32)\nwith pg.GradientTape() as t1:\n    a = ops.mean(d(x))\n"
+             "with pg.GradientTape() as t2:\n    b = ops.mean(d(x))\n")
+    flt = "ds = pg.data.Dataset.from_tensor_slices(np.arange(10.0)).filter(lambda v: v % 3 != 0)\n"
+    cases = []
+    for h in hostile:
+        cases += [
+            (f"round12.where={h}", f"R = ops.where({h})"),
+            (f"round12.where_x1={h}", f"R = ops.where(np.array([1, 0]), {h})"),
+            (f"round12.dtype_eq={h}", "inp = pg.Input((3,))\nclass C(L.Layer):\n    def call(self, x):\n"
+                                      f"        R.append(x.dtype == {h}); return x\nR = []\nC()(inp)"),
+            (f"round12.standardize_dtype={h}", f"R = pg.backend.standardize_dtype({h})"),
+            (f"round12.tape_mix={h}", tape2 + f"R = float(a + b * {h})"),
+            (f"round12.repeat_filter={h}", flt + f"R = list(ds.repeat({h}).take(25))"),
+            # (take(-1) of an endless repeat is endless, as tf.data's: not listed)
+            (f"round12.take_repeat_filter={h}", flt + f"R = list(ds.repeat().take({h}))" if h != "-1" else
+             flt + "R = ds.repeat().take(-1).cardinality()"),
+            (f"round12.build_from_config={h}", f"d = L.Dense(2); d.build_from_config({{'shapes_dict': {h}}}); R = d.built"),
+            (f"round12.build_from_config_shape={h}", f"d = L.Dense(2); d.build_from_config({{'input_shape': {h}}}); R = d.built"),
+            (f"round12.deserialize={h}", f"R = pg.utils.deserialize_keras_object({h})"),
+            (f"round12.summary_line_length={h}", seq + f"R = m.summary(line_length={h}, print_fn=lambda s: None)"),
+            (f"round12.summary_positions={h}", seq + f"R = m.summary(line_length=80, positions={h}, print_fn=lambda s: None)"),
+            (f"round12.flag_loss={h}", "class FL(pg.losses.Loss):\n    def call(self, y, flag):\n"
+                                       "        return ops.mean(y) if flag else -ops.mean(y)\n"
+                                       f"R = float(FL()(np.ones((2, 1), np.float32), {h}))"),
+        ]
+    cases += [
+        ("round12.tape_mix_after_free", tape2 + "del t1; import gc; gc.collect(); R = float(a + b)"),
+        ("round12.tape_mix_inside", tape2 + "with pg.GradientTape() as t3:\n    c = ops.mean(d(x)) * a + b\n"
+                                            "R = [float(c), t3.gradient(c, d.trainable_variables)[0].shape]"),
+        ("round12.tape_scalar_reshaped", tape2 + "R = [np.asarray(a).shape, np.asarray(ops.reshape(a, (1, 1))).shape]"),
+        ("round12.filter_empty_repeat", "ds = pg.data.Dataset.from_tensor_slices(np.arange(5.0)).filter(lambda v: v > 9)\n"
+                                        "R = list(ds.repeat().take(3))"),
+        ("round12.filter_fit_empty", seq + "ds = pg.data.Dataset.from_tensor_slices((np.ones((6, 3)), np.ones((6, 2))))"
+                                           ".filter(lambda a, b: False).batch(2)\nR = m.fit(ds, epochs=2, verbose=0)"),
+        ("round12.custom_step_pydataset_raises", "class M(pg.Model):\n    def __init__(self):\n        super().__init__(); "
+         "self.d = L.Dense(1)\n    def call(self, x):\n        return self.d(x)\n    def train_step(self, b):\n"
+         "        return {'loss': 0.0}\nclass P(pg.utils.PyDataset):\n    def __len__(self):\n        return 2\n"
+         "    def __getitem__(self, i):\n        return np.ones((2, 3)), np.ones((2, 1))\n"
+         "    def on_epoch_end(self):\n        raise RuntimeError('end')\nm = M(); m.compile('adam')\n"
+         "R = m.fit(P(), epochs=2, verbose=0)"),
+        ("round12.subclass_graph_load_bad_init", "class S(pg.Model):\n    def __init__(self, units, **kw):\n"
+         "        i = pg.Input((3,)); super().__init__(i, L.Dense(units)(i), **kw)\n"
+         "import tempfile, os; p = os.path.join(tempfile.mkdtemp(), 'm.keras'); S(2).save(p)\n"
+         "R = pg.models.load_model(p, custom_objects={'S': S})"),
+        ("round12.rnn_cell_fails_on_shapes", "class C(L.Layer):\n    state_size = 2\n    output_size = 2\n"
+         "    def __init__(self):\n        super().__init__(); self.d = L.Dense(2)\n"
+         "    def call(self, x, s):\n        raise ValueError('no')\n"
+         "R = pg.Model(pg.Input((3, 4)), L.RNN(C())(pg.Input((3, 4))))"),
+    ]
+    return cases
+
+
 SETS = {name[len("cases_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("cases_")}
 
 
