@@ -699,6 +699,10 @@ def stack(xs, axis=0):
     shape = tuple(xs[0].shape)
     if any(tuple(v.shape) != shape for v in xs):
         raise ValueError(f"stack: tensors of different shapes {[tuple(v.shape) for v in xs]}")
+    scalars = getattr(_scope.current(), "scalars", None)
+    if scalars is not None and shape == (1,) and is_int(axis) and axis in (0, -1) and \
+            all(hash(v) in scalars for v in xs):
+        return concatenate(xs, axis=0) if len(xs) > 1 else _c.cont(xs[0])   # a tape's 0-d values: (n,)
     ax = _axis(axis, len(shape) + 1, "stack")
     if len(shape) + 1 > MAX_DIMS:
         return _wide.stack(xs, ax, concatenate)

@@ -435,7 +435,10 @@ def test_values_of_other_tapes_keep_their_shapes_and_an_open_outer_tape_is_not_c
     with keras.GradientTape() as t2:
         b = ops.mean(w * w)
         both = ops.stack([a, b])
-    assert ops.convert_to_numpy(both).shape[0] == 2 and float(ops.sum(both)) == pytest.approx(8.0)
+    assert ops.convert_to_numpy(both).shape == (2,) and float(ops.sum(both)) == pytest.approx(8.0)
+    with keras.GradientTape():
+        c = ops.mean(w * w)
+        assert ops.convert_to_numpy(ops.stack([c])).shape == (1,)    # Keras's stack of one 0-d value
     assert float(ops.add(a, b)) == pytest.approx(8.0)
     x = np.array([3.0], "f4")
     with keras.GradientTape() as outer:
