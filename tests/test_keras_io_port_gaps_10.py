@@ -448,3 +448,24 @@ def test_a_flag_of_one_element_array_is_not_folded_into_other_dtypes():
     one = layers.Reshape((1,))(np.array([[True]]))
     many = layers.Reshape((1,))(np.array([[True], [False]]))
     assert np.asarray(one).dtype == np.asarray(many).dtype
+
+
+def test_a_custom_train_step_streams_an_endless_from_generator_dataset():
+    # the GPT example: fit(Dataset.from_generator(endless), steps_per_epoch=...) on a model with its
+    # own train_step read the generator for ever to count it (here it would raise after 500)
+    made = [0]
+
+    def endless():
+        while True:
+            made[0] += 1
+            if made[0] > 500:
+                raise RuntimeError("the endless generator was read to count it")
+            yield RNG.random((4, 3)).astype("f4"), RNG.random((4, 1)).astype("f4")
+
+    m = _OwnStep()
+    m.seen = []
+    m.compile(optimizer="adam", loss="mse")           # (the validation's test_step is Keras's)
+    ds = keras.data.Dataset.from_generator(endless)
+    h = m.fit(ds, epochs=2, steps_per_epoch=3, validation_data=keras.data.Dataset.from_generator(endless),
+              validation_steps=2, verbose=0)
+    assert len(h.history["loss"]) == 2 and len(m.seen) == 6 and made[0] < 100

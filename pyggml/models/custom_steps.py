@@ -498,7 +498,7 @@ class _Batches:
             self.arrays = None
             try:
                 # (a dataset whose passes differ in length: each epoch reads its own pass to its end)
-                self.steps = steps if steps is not None or da._passes_vary(x) else len(x)
+                self.steps = steps if steps is not None or da._passes_vary(x) or not da._sized(x) else len(x)
             except TypeError:
                 self.steps = steps
             return
@@ -612,8 +612,9 @@ class _Batches:
 def _sequence_length(src):
     """The length of a sequence of batches read by index (a PyDataset), or None for what is
     iterated instead: a generator, or a dataset that repeats without end (no length)."""
-    if not (hasattr(src, "__getitem__") and hasattr(src, "__len__")) or hasattr(src, "__next__"):
-        return None
+    if not (hasattr(src, "__getitem__") and hasattr(src, "__len__")) or hasattr(src, "__next__") or \
+            not da._sized(src):
+        return None              # (an endless from_generator: its length would read it for ever)
     try:
         return len(src)
     except TypeError:
