@@ -1388,13 +1388,12 @@ def size(x):
     return int(np.prod(shape, dtype=np.int64))
 
 
-_TENSOR_DTYPES = {"f32": "float32", "i32": "int32", "f16": "float16"}
 
 
 def dtype(x):
     """x's dtype as a standard name ('float32', 'int32', ...)."""
     if isinstance(x, Tensor):
-        return _TENSOR_DTYPES.get(x.dtype, str(x.dtype))
+        return str(x.dtype)             # Keras's name ("float32", "int32")
     if isinstance(x, Variable):
         return "float32"
     if not isinstance(x, np.ndarray) and isinstance(getattr(x, "dtype", None), str):

@@ -22,6 +22,7 @@ import inspect
 import numpy as np
 
 from pyggml import _logits, _scope, _wide
+from pyggml.backend import _GGML_SHORT
 from pyggml._tensor_arrays import refuse_tensor_array
 from pyggml._validation import axis_index, is_int, is_number
 from pyggml.core import Tensor
@@ -1546,14 +1547,11 @@ def matmul(x1, x2):
 
 # --- dtypes, selection -----------------------------------------------------------------------------
 
-_GGML_TYPES = {"f32": "float32", "i32": "int32"}
-
-
 def _dtype_kind(dtype, what):
     """'bool', 'float' or 'int' for a Keras dtype (a name, a numpy dtype or type; ggml's
     'f32'/'i32' too)."""
-    if isinstance(dtype, str) and dtype in _GGML_TYPES:
-        dtype = _GGML_TYPES[dtype]
+    if isinstance(dtype, str) and str(dtype) in _GGML_SHORT:
+        dtype = _GGML_SHORT[str(dtype)]
     try:
         dt = np.dtype(dtype)
     except TypeError:

@@ -498,12 +498,9 @@ def _as_float(t):
     return ops.cast(t, "f32") if isinstance(t, Tensor) and t.dtype == "i32" else t
 
 
-
 def _json_shape(value):
     """A shape (or a build argument) as a config holds it: tuples as lists."""
-    if isinstance(value, tuple):
-        return [_json_shape(v) for v in value]
-    if isinstance(value, list):
+    if isinstance(value, (tuple, list)):
         return [_json_shape(v) for v in value]
     if isinstance(value, dict):
         return {k: _json_shape(v) for k, v in value.items()}
@@ -513,14 +510,15 @@ def _json_shape(value):
 def _record_build_arguments(layer, build, args, kwargs):
     """The arguments of a build called by hand (``layer.build((None, 8))``, a custom
     ``build(input_shape, layer_init)``), by name, for get_build_config."""
+    sig = inspect.signature(build)
     try:
-        bound = inspect.signature(build).bind(layer, *args, **kwargs)
+        named = dict(sig.bind(layer, *args, **kwargs).arguments)
     except TypeError:
         return
-    named = dict(bound.arguments)
-    named.pop(next(iter(inspect.signature(build).parameters)), None)       # self
+    named.pop(next(iter(sig.parameters)), None)          # self
     if named:
         layer.__dict__["_build_arguments"] = named
+
 
 class Layer:
     """Base class of every layer (Keras's names, arguments and defaults)."""

@@ -32,7 +32,6 @@ class _Trace(threading.local):
 
 
 _now = _Trace()
-_DTYPES = {"f32": "float32", "i32": "int32", "float32": "float32", "int32": "int32"}
 
 
 class _ShapeOnly:
@@ -316,7 +315,7 @@ def _output_shapes(layer, inputs, kwargs, with_masks=False):
                 if variable:
                     s = [None if (i > 0 and d == _now.length) else d for i, d in enumerate(s)]
                 shapes.append(tuple(s))
-            dtypes = [_DTYPES.get(t.dtype, "float32") for t in outs]
+            dtypes = ["int32" if t.dtype == "int32" else "float32" for t in outs]
             result = (shapes if isinstance(out, (list, tuple)) else shapes[0]), dtypes
             return result + (flags,) if with_masks else result
         except ContextFullError:

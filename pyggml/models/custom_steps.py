@@ -571,14 +571,14 @@ class _Batches:
         yield from self._raw_items(src)
 
     def _raw_items(self, src):
-        if _sequence_length(src) is not None:
+        if _read_by_index(src):
             # a PyDataset or pg.utils.Dataset read by index: its on_epoch_begin starts each pass (a
             # Dataset's new shuffle and filter draws) and its on_epoch_end ends each epoch, as Keras's
             # epoch iterator calls them whatever the train_step
             first = self._cursor if self.go_on and self._cursor is not None else 0
             if first == 0 and hasattr(src, "on_epoch_begin"):
                 src.on_epoch_begin()
-            n = _sequence_length(src)
+            n = len(src)                 # (this pass's: after on_epoch_begin)
             try:
                 for i in range(first, min(n, first + (self.steps if self.steps is not None else n))):
                     if self.go_on:
@@ -609,16 +609,11 @@ class _Batches:
                 return
 
 
-def _sequence_length(src):
-    """The length of a sequence of batches read by index (a PyDataset), or None for what is
-    iterated instead: a generator, or a dataset that repeats without end (no length)."""
-    if not (hasattr(src, "__getitem__") and hasattr(src, "__len__")) or hasattr(src, "__next__") or \
-            not da._sized(src):
-        return None              # (an endless from_generator: its length would read it for ever)
-    try:
-        return len(src)
-    except TypeError:
-        return None
+def _read_by_index(src):
+    """Whether batches are read by index (a PyDataset, a pg.utils.Dataset that ends), not
+    iterated (a generator, a dataset that repeats without end or streams a generator)."""
+    return hasattr(src, "__getitem__") and hasattr(src, "__len__") and not hasattr(src, "__next__") and \
+        da._sized(src)
 
 
 def _is_torch_loader(src):

@@ -746,8 +746,9 @@ def _sized(source):
     if not hasattr(source, "__len__"):
         return True                  # a plain iterable: read until it stops
     from pyggml.utils.dataset_utils import Dataset as DataPipeline
-    if isinstance(source, DataPipeline) and source._open():
-        return False
+    if isinstance(source, DataPipeline):
+        # whether it ends, without reading a pass for its length (a filter's would be drawn twice)
+        return source._length is not None and not source._open()
     try:
         len(source)
     except TypeError:

@@ -102,16 +102,23 @@ class custom_object_scope:
 CustomObjectScope = custom_object_scope
 
 
-def get_registered_object(name, custom_objects=None):
-    """The class registered (or given in ``custom_objects``, or in an active
-    ``custom_object_scope``) under ``name``."""
+def get_custom_object(name, custom_objects=None):
+    """The object of the user's known by ``name``: in ``custom_objects``, an active
+    ``custom_object_scope`` or ``get_custom_objects()``; None when none has that name."""
     if custom_objects and name in custom_objects:
         return custom_objects[name]
     for scope in reversed(getattr(_scopes, "stack", None) or ()):
         if name in scope:
             return scope[name]
-    if name in _GLOBAL_CUSTOM:
-        return _GLOBAL_CUSTOM[name]
+    return _GLOBAL_CUSTOM.get(name)
+
+
+def get_registered_object(name, custom_objects=None):
+    """The class registered (or given in ``custom_objects``, or in an active
+    ``custom_object_scope``) under ``name``."""
+    found = get_custom_object(name, custom_objects)
+    if found is not None:
+        return found
     if name in _BY_NAME:
         return _BY_NAME[name]
     # a class registered under a package is also found by its plain name, when unambiguous

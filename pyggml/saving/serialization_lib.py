@@ -140,19 +140,11 @@ def deserialize_keras_object(config, custom_objects=None, safe_mode=None, **kwar
     if config is None or isinstance(config, (bool, int, float)):
         return config
     if isinstance(config, str):
+        found = registry.get_custom_object(config, custom_objects)
+        if found is not None:
+            return found
         module_objects = kwargs.get("module_objects")
-        if custom_objects and config in custom_objects:
-            return custom_objects[config]
-        user = registry.get_custom_objects()
-        scoped = next((scope[config] for scope in reversed(getattr(registry._scopes, "stack", None) or ())
-                       if config in scope), None)
-        if scoped is not None:
-            return scoped
-        if config in user:
-            return user[config]
-        if module_objects and config in module_objects:
-            return module_objects[config]
-        return config
+        return module_objects[config] if module_objects and config in module_objects else config
     if isinstance(config, (list, tuple)):
         return type(config)(deserialize_keras_object(v, custom_objects, safe_mode) for v in config)
     if not isinstance(config, dict):

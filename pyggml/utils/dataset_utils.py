@@ -699,10 +699,10 @@ class Dataset(PyDataset):
         new pass of it, read in order to its end, as tf.data's repeat reads its input again (a
         fixed length would read past a shorter pass's end, or repeat one pass's draws).  (A
         repeat(count) keeps its first pass's length, so that zip and concatenate place it.)"""
-        st = {"start": 0, "rep": 0}
+        st = {"start": 0}                     # the position where the current pass began
 
         def restart():
-            st.update(start=0, rep=0)
+            st["start"] = 0
 
         def get(i):
             if i < st["start"]:                 # read again from the start: a new pass of it
@@ -717,7 +717,6 @@ class Dataset(PyDataset):
                 if n == 0:
                     raise _End(f"element {i}: a pass of the repeated data is empty")
                 st["start"] += n
-                st["rep"] += 1
                 self._new_pass()
         return Dataset(None, get, [self], restart)
 
