@@ -42,7 +42,9 @@ _ALIASES = {"on_train_batch_begin": "on_batch_begin", "on_train_batch_end": "on_
 
 
 class CallbackList:
-    """Calls a hook on every callback, in order, with a copy of the logs."""
+    """Calls a hook on every callback, in order, with one copy of the logs that they share (as
+    Keras's list does): a key one callback adds (a metric of its own) reaches those after it, the
+    History and the progress bar among them."""
 
     def __init__(self, callbacks, model, params):
         self.callbacks = list(callbacks)
@@ -52,10 +54,10 @@ class CallbackList:
 
     def call(self, hook, *args):
         alias = _ALIASES.get(hook)
+        a = list(args)
+        if a and isinstance(a[-1], dict):
+            a[-1] = dict(a[-1])
         for c in self.callbacks:
-            a = list(args)
-            if a and isinstance(a[-1], dict):
-                a[-1] = dict(a[-1])
             getattr(c, hook)(*a)
             if alias is not None and _overrides(c, alias):
                 getattr(c, alias)(*a)

@@ -875,6 +875,15 @@ class Layer:
     def count_params(self):
         return int(sum(v.size for v in self.variables))
 
+    def stateless_call(self, trainable_variables, non_trainable_variables, *args, return_losses=False, **kwargs):
+        """Keras's: the call on ``args`` with the given variable values (lists in the order and
+        shapes of ``trainable_variables`` and ``non_trainable_variables``) in place of the
+        layer's own, which it leaves as they were: ``(outputs, non_trainable_values)``, the
+        latter what the call wrote to the non-trainable variables (``return_losses=True`` adds
+        the losses the call added)."""
+        from pyggml.layers._stateless import stateless_call
+        return stateless_call(self, trainable_variables, non_trainable_variables, args, kwargs, return_losses)
+
     def get_weights(self):
         """{weight name: array} (copies); an int index gives the weights in order in Keras's
         layouts, as Keras's list (``layer.get_weights()[0]``: a Conv2D kernel (kh, kw, in, out))."""

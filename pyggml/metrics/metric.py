@@ -125,7 +125,9 @@ class Metric:
         for v, first in own:
             v.assign(first)
 
-    reset_states = reset_state
+    def reset_states(self):
+        """tf.keras's name of ``reset_state`` (the metric's own, where it defines one)."""
+        return self.reset_state()
 
     def add_variable(self, shape=(), initializer="zeros", dtype=None, aggregation="sum", name=None):
         """Keras's: a state variable of the metric (not trained), updated in ``update_state``

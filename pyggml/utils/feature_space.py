@@ -74,7 +74,26 @@ class Feature:
         if "preprocessor" in args:                  # FeatureSpace.feature's layer: its Keras config
             from pyggml.saving.serialization_lib import serialize_keras_object
             args["preprocessor"] = serialize_keras_object(args["preprocessor"])
-        return {"kind": self.kind, "args": args, "output_mode": self.output_mode, "name": self.name}
+        return {"kind": self.kind, "args": args, "output_mode": self.output_mode, "name": self.name,
+                "dtype": self.dtype}
+
+    @classmethod
+    def from_config(cls, config):
+        """The spec ``get_config`` gave (through the FeatureSpace kind that made it)."""
+        if not isinstance(config, dict) or config.get("kind") not in FeatureSpace._BY_NAME + ("custom",) or \
+                not isinstance(config.get("args", {}), dict):
+            raise ValueError(f"FeatureSpace.from_config: a feature's config must be a dict with a known 'kind' and "
+                             f"its 'args', got {config!r}")
+        kind, args, name = config["kind"], dict(config.get("args") or {}), config.get("name")
+        mode = config.get("output_mode")
+        if kind == "custom":
+            from pyggml.saving.serialization_lib import deserialize_keras_object
+            pre = args.get("preprocessor")
+            return FeatureSpace.feature(config.get("dtype", "float32"),
+                                        deserialize_keras_object(pre) if isinstance(pre, dict) else pre, mode)
+        if kind in ("float", "float_rescaled", "float_normalized"):
+            return getattr(FeatureSpace, kind)(**args, name=name)
+        return getattr(FeatureSpace, kind)(**args, output_mode=mode or "one_hot", name=name)
 
 
 def _positive(what, v):
@@ -416,6 +435,26 @@ class FeatureSpace:
                 "hashing_dim": self.hashing_dim, "num_discretization_bins": self.num_discretization_bins,
                 "name": self.name}
 
+    @classmethod
+    def from_config(cls, config):
+        """Keras's: a FeatureSpace made again from ``get_config()``, not adapted (``adapt`` it
+        again, or save the adapted one with ``save`` and read it with ``load_model``)."""
+        if not isinstance(config, dict) or not isinstance(config.get("features"), dict):
+            raise ValueError(f"FeatureSpace.from_config: expected the dict get_config() gives (with 'features'), "
+                             f"got {type(config).__name__}")
+        features = {n: f if isinstance(f, (str, Feature)) else Feature.from_config(f)
+                    for n, f in config["features"].items()}
+        crosses = []
+        for c in config.get("crosses") or ():
+            if isinstance(c, dict):
+                try:
+                    c = Cross(c["feature_names"], c["crossing_dim"], c.get("output_mode", "one_hot"))
+                except KeyError as e:
+                    raise ValueError(f"FeatureSpace.from_config: a cross's config lacks {e}") from None
+            crosses.append(c)
+        keys = ("output_mode", "crossing_dim", "hashing_dim", "num_discretization_bins", "name")
+        return cls(features, crosses=crosses, **{k: config[k] for k in keys if k in config})
+
 
 class SavedFeatureSpace(FeatureSpace):
     """A FeatureSpace read back by ``load_model``: its encoding is the saved model (the
@@ -435,6 +474,11 @@ class SavedFeatureSpace(FeatureSpace):
 
     def get_config(self):
         return dict(self._config)
+
+    @classmethod
+    def from_config(cls, config):
+        """A FeatureSpace (not adapted) from the config, as FeatureSpace.from_config."""
+        return FeatureSpace.from_config(config)
 
     def get_inputs(self):
         return {n.layer.name: n for n in self._model.inputs}
