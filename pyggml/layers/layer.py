@@ -39,7 +39,7 @@ from pyggml._tensor_arrays import as_ops_result
 from pyggml.dtype_policies import QuantizedDTypePolicy, policy_mode
 from pyggml.core import Tensor
 from pyggml.core.ops import scale as ops_scale
-from pyggml.layers._keras_weights import BUILDERS, build_through_owner, keras_list_by_name
+from pyggml.layers._keras_weights import BUILDERS, KerasKernel, build_through_owner, keras_list_by_name
 from pyggml.layers.node import Node
 from pyggml.variables import Variable
 
@@ -577,6 +577,14 @@ class Layer:
 
     # --- sublayers ---------------------------------------------------------------------
     def __setattr__(self, name, value):
+        if not name.startswith("_") and isinstance(getattr(type(self), name, None), KerasKernel) and \
+                sys._getframe(1).f_locals.get("self") is not self:
+            # Keras's kernel is a property without a setter: a kernel set from outside (a
+            # hypernetwork's ``dense.kernel = w``) would be ignored by the call; a subclass's own
+            # ``self.kernel = ...`` in its methods is its attribute
+            raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no setter (it views the "
+                                 f"layer's weight: set its values with layer.{name}.assign(...), or compute the "
+                                 f"layer with ops and a kernel of your own)")
         if not name.startswith("_") and name not in ("input", "output") or \
                 (name.startswith("_") and not name.startswith("__") and
                  isinstance(value, (Layer, list, tuple, dict)) and _layers_in(value, name) and _set_by_user_code()):
