@@ -346,6 +346,32 @@ def _is_option(v):
     return v is None or isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic)
 
 
+def _dict_leaves(d, path=()):
+    """[(key, value)] of a dict of inputs: a top-level input's key is its name, a nested dict's
+    input's the tuple of keys down to it (``{"a": x, "b": {"c": y}}``: ``"a"``, ``("b", "c")``)."""
+    out = []
+    for k, v in d.items():
+        if isinstance(v, dict) and v and all(isinstance(j, str) for j in v):
+            out += _dict_leaves(v, path + (k,))
+        else:
+            out.append((path + (k,) if path else k, v))
+    return out
+
+
+def nest_by_keys(keys, values):
+    """The dict of ``values`` by ``keys`` as ``_dict_leaves`` gave them (paths nest again)."""
+    out = {}
+    for k, v in zip(keys, values):
+        if isinstance(k, (tuple, list)):
+            d = out
+            for p in k[:-1]:
+                d = d.setdefault(p, {})
+            d[k[-1]] = v
+        else:
+            out[k] = v
+    return out
+
+
 def flatten_inputs(x):
     if isinstance(x, (list, tuple)):
         out = []
@@ -1375,8 +1401,9 @@ class Layer:
                                 f"input, got keys {list(inputs)!r}")
             if "_input_keys" in kwargs:
                 raise TypeError(f"{type(self).__name__}: '_input_keys' is not a call argument")
-            kwargs = dict(kwargs, _input_keys=list(inputs))
-            inputs = list(inputs.values())
+            leaves = _dict_leaves(inputs)          # a nested dict's inputs by their paths (Keras's tree)
+            kwargs = dict(kwargs, _input_keys=[k for k, _ in leaves])
+            inputs = [v for _, v in leaves]
         flat = flatten_inputs(inputs)
         if self.input_spec is not None:          # Keras's layer.input_spec, checked before every call
             from pyggml.layers.input_spec import assert_input_compatibility
@@ -1480,7 +1507,7 @@ class Layer:
         if keys is not None:
             if not isinstance(inputs, list) or len(keys) != len(inputs):
                 raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
-            inputs, shapes = dict(zip(keys, inputs)), dict(zip(keys, shapes))
+            inputs, shapes = nest_by_keys(keys, inputs), nest_by_keys(keys, shapes)
         if not self.built:
             self._first_tensors(inputs)
         if kwargs.get("_spread") and not type(self).__module__.startswith("pyggml."):
@@ -1574,7 +1601,7 @@ class Layer:
         keys = kwargs.get("_input_keys")
         if keys is not None and (not isinstance(inputs, list) or len(keys) != len(inputs)):
             raise ValueError(f"{type(self).__name__}: {len(keys)} input names for the inputs given")
-        shapes = dict(zip(keys, shapes)) if keys is not None else shapes
+        shapes = nest_by_keys(keys, shapes) if keys is not None else shapes
         if any(n.ndim > 4 for n in nodes):
             if not self._folds_5d([n.shape for n in nodes]):
                 raise ValueError(_fold.refusal(self, [n.shape for n in nodes]))
