@@ -475,7 +475,7 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         gguf_io.save_model(self, gguf_io.keras_save_args("save", path, kwargs, overwrite, ("zipped",)))
 
     def quantize(self, mode, filters=None, **kwargs):
-        """Keras's: the Dense, EinsumDense and Embedding weights as int8 (int4) and a scale."""
+        """Keras's: the Dense, EinsumDense, Embedding and attention weights as int8 (int4) and a scale."""
         return quantize_model(self, mode, filters)
 
     def save_weights(self, path=None, overwrite=True, **kwargs):

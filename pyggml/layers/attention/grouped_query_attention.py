@@ -57,6 +57,7 @@ from pyggml import _scope, activations, ops
 from pyggml._validation import check_fraction, check_positive_int
 from pyggml.core import Tensor
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
+from pyggml.layers.core.quantize import QuantizedProjections
 from pyggml.layers.attention.multi_head_attention import MultiHeadAttention, keras315_options
 from pyggml.layers.layer import Layer
 from pyggml.layers.node import Node
@@ -85,7 +86,7 @@ class GroupedQueryAttention(MultiHeadAttention):
                  kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None, **kwargs):
         if activity_regularizer is not None:
             kwargs["activity_regularizer"] = activity_regularizer
-        Layer.__init__(self, **kwargs)
+        QuantizedProjections.__init__(self, **kwargs)      # (skips MultiHeadAttention.__init__)
         set_weight_options(self, kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                            kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         self.head_dim = check_positive_int("head_dim", head_dim, 1 << 16)
@@ -263,6 +264,7 @@ class GroupedQueryAttention(MultiHeadAttention):
                 setattr(self, name.replace("proj", "b"), b)
                 if heads is not None:
                     b.keras_shape = (heads, d)
+        self._build_quantized()               # a loaded quantized layer's scales (its dtype policy's)
 
     # --- the graph ---------------------------------------------------------------------
     def _repeat_heads(self, t):
@@ -335,4 +337,5 @@ class GroupedQueryAttention(MultiHeadAttention):
             v = config_value(getattr(self, k))
             if v is not None:
                 cfg[k] = v
+        self._quant_config(cfg)
         return cfg

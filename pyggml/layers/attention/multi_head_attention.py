@@ -55,6 +55,7 @@ from pyggml import _scope, activations, ops
 from pyggml.core import Tensor
 from pyggml._validation import check_fraction, check_positive_int, is_int
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
+from pyggml.layers.core.quantize import QuantizedProjections
 from pyggml.layers.layer import Layer
 from pyggml.saving.object_registration import register_builtin
 from pyggml.variables import Variable
@@ -125,7 +126,7 @@ def keras315_options(layer, sliding_window, flash_attention, use_gate, seed):
 
 
 @register_builtin
-class MultiHeadAttention(Layer):
+class MultiHeadAttention(QuantizedProjections, Layer):
     build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
     supports_masking = True
 
@@ -354,11 +355,15 @@ class MultiHeadAttention(Layer):
                 setattr(self, name.replace("proj", "b"), b)
                 if name != "out_proj":
                     b.keras_shape = (h, rows // h)
+        self._build_quantized()               # a loaded quantized layer's scales (its dtype policy's)
+
+    _quant_attrs = (("q_w", "q_proj"), ("k_w", "k_proj"), ("gate_w", "gate_proj"), ("v_w", "v_proj"),
+                    ("out_w", "out_proj"))
 
     # --- the graph ---------------------------------------------------------------------
     def _project(self, x, w, b):
         """(batch, steps, feats) -> (batch * steps, rows) through a linear map."""
-        y = ops.mul_mat(w, ops.flatten_rows(x))
+        y = ops.mul_mat(self._quantized_view(w), ops.flatten_rows(x))
         return ops.add(y, b) if self.use_bias else y
 
     def compute_mask(self, inputs, mask=None):
@@ -553,7 +558,7 @@ class MultiHeadAttention(Layer):
 
     def _project_out(self, att, b, tq):
         """The heads' outputs (b * tq, heads * value dim) through the output projection."""
-        y = ops.mul_mat(self.out_w, att)
+        y = ops.mul_mat(self._quantized_view(self.out_w), att)
         if self.use_bias:
             y = ops.add(y, self.out_b)
         return ops.reshape(y, (b, tq, y.shape[-1]))
@@ -600,6 +605,7 @@ class MultiHeadAttention(Layer):
                    sliding_window=self.sliding_window, flash_attention=self.flash_attention,
                    use_gate=self.use_gate, seed=self.seed)
         cfg.update(weight_options_config(self, _OPTIONS))
+        self._quant_config(cfg)
         for k in ("kernel_initializer", "bias_initializer"):
             v = getattr(self, k)
             if isinstance(v, str):

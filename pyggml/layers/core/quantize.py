@@ -1,6 +1,6 @@
-"""Keras's weight quantization, ``model.quantize("int8")`` (or ``"int4"``), of Dense, EinsumDense
-and Embedding: each layer's weight becomes integers in [-127, 127] ([-7, 7] for int4) with a
-float scale per output (Keras's ``kernel_scale``; Embedding's ``embeddings_scale``, one per
+"""Keras's weight quantization, ``model.quantize("int8")`` (or ``"int4"``), of Dense, EinsumDense,
+Embedding and the attention layers' projections: each layer's weight becomes integers in
+[-127, 127] ([-7, 7] for int4) with a float scale per output (Keras's ``kernel_scale``; Embedding's ``embeddings_scale``, one per
 token), ``q = round(w * scale)``, ``scale = qmax / max|w|`` over the weight's input axes, and
 the layer computes with ``q / scale``.  The integer weight is frozen (a LoRA enabled on the
 layer trains on top of it: QLoRA); the bias trains.
@@ -14,7 +14,7 @@ import numpy as np
 from pyggml import ops
 from pyggml.dtype_policies import QUANTIZATION_MODES, policy_mode
 
-__all__ = ["QuantizedWeights", "quantize_model"]
+__all__ = ["QuantizedWeights", "QuantizedProjections", "quantize_model"]
 
 MODES = QUANTIZATION_MODES
 
@@ -112,6 +112,47 @@ class QuantizedWeights:
         return c
 
 
+class QuantizedProjections(QuantizedWeights):
+    """MultiHeadAttention's: each projection's weight (rows = its outputs, cols = its inputs)
+    quantized as Keras quantizes the EinsumDense layers it keeps them in, with one scale per
+    output (``<projection>.kernel_scale``; Keras's shape, (heads, dim) for the query, key and
+    value projections)."""
+
+    _quant_attrs = ()          # (weight attribute, weight name's prefix) of each projection
+
+    def _make_quantized(self, mode, from_values):
+        qmax = MODES[mode]
+        scales = {}
+        for attr, prefix in self._quant_attrs:
+            w = getattr(self, attr, None)
+            if w is None:
+                continue
+            rows = int(w.shape[0])
+            scale = self.add_weight(name=f"{prefix}.kernel_scale", shape=(rows,), initializer="ones",
+                                    trainable=False, layout="in_out")
+            if prefix != "out_proj" and w.keras_shape is not None:
+                scale.keras_shape = tuple(w.keras_shape[:2])          # (heads, dim), as the bias
+            if from_values:
+                a = np.asarray(w.numpy(), np.float64)
+                top = np.max(np.abs(a), axis=1, keepdims=True)
+                s = qmax / np.where(top > 0, top, 1.0)
+                w.assign(np.clip(np.round(a * s), -qmax, qmax).astype(np.float32))
+                scale.assign(s.reshape(rows).astype(np.float32))
+            w.trainable = False
+            w.quantized = mode
+            scales[id(w)] = scale
+        self.__dict__["_projection_scales"] = scales
+        self.quantization_mode = mode
+        self.__dict__.pop("_quantize_on_build", None)
+
+    def _quantized_view(self, w):
+        """A projection's weight as the graph computes with it: itself, or ``q / scale``."""
+        scale = self.__dict__.get("_projection_scales", {}).get(id(w)) if self.quantization_mode else None
+        if scale is None:
+            return w
+        return ops.divide(w, ops.reshape(scale, (int(w.shape[0]), 1)))
+
+
 def _layers_of(model):
     seen, out = set(), []
 
@@ -127,7 +168,8 @@ def _layers_of(model):
 
 
 def quantize_model(model, mode, filters=None):
-    """Keras's ``model.quantize(mode, filters=None)``: every Dense, EinsumDense and Embedding (or
+    """Keras's ``model.quantize(mode, filters=None)``: every Dense, EinsumDense, Embedding and
+    MultiHeadAttention (its projections, as Keras's EinsumDense sublayers) (or
     those ``filters`` keeps: a regex or a list of them matched against the layer's name, or a
     callable of the layer) quantized; a model with none of them is refused."""
     import re
@@ -154,6 +196,6 @@ def quantize_model(model, mode, filters=None):
             layer.quantize(mode)
             done += 1
     if not done:
-        raise ValueError(f"quantize: the model has no layer to quantize in mode {mode!r} (Dense, EinsumDense and "
-                         f"Embedding are quantized{'' if filters is None else ', as filters keeps them'})")
+        raise ValueError(f"quantize: the model has no layer to quantize in mode {mode!r} (Dense, EinsumDense, "
+                         f"Embedding and MultiHeadAttention are quantized{'' if filters is None else ', as filters keeps them'})")
     return model
