@@ -23,8 +23,7 @@ def reduce_model(model):
     classes = {}
     for layer in layer_tree([model]):
         classes.setdefault(get_registered_name(type(layer)), type(layer))
-    awaits = getattr(model, "_awaits_data", None)
-    if awaits is not None and awaits() and not any(l.__dict__.get("_variables") for l in layer_tree([model])):
+    if gguf_io.awaits_first_data(model):
         # a Sequential waiting for its first data (no weights yet): its config, as Keras pickles it
         # (one holding layers built on their own, with weights, goes the saved file's way, which
         # needs its input shape)

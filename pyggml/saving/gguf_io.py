@@ -60,10 +60,32 @@ class _Names:
 RESTORERS = {}
 
 
+def awaits_first_data(model):
+    """Whether ``model`` is a Sequential waiting for its first data to learn its input shape, with
+    no weights yet (Keras saves and pickles such a model as its config alone)."""
+    from pyggml.layers.weight_rules import layer_tree
+    awaits = getattr(model, "_awaits_data", None)
+    return awaits is not None and awaits() and not any(l.__dict__.get("_variables") for l in layer_tree([model]))
+
+
+_PENDING = "pyggml.pending_compile"      # the compile() an unbuilt Sequential was given, to give it again
+
+
+def _pending_compile_json(kwargs):
+    from pyggml.saving.serialization_lib import serialize_keras_object
+    keep = {k: kwargs.get(k) for k in ("optimizer", "loss", "metrics", "loss_weights", "weighted_metrics")}
+    try:
+        return json.dumps(serialize_keras_object(keep))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"save: the compile() arguments of this model, waiting for its first data, cannot be "
+                         f"saved ({e}); build it (model.build(input_shape)) or compile it with named objects") from None
+
+
 def _write(model, path, with_config, with_state):
     model.check_alive()
     path = _path(path)
-    weights = _lora_merged(model, model.get_weights())
+    unbuilt = with_config and awaits_first_data(model)      # its config alone, as Keras saves it
+    weights = {} if unbuilt else _lora_merged(model, model.get_weights())
     names = _Names()
     f = GGUFFile()
     try:
@@ -76,6 +98,8 @@ def _write(model, path, with_config, with_state):
             f.set("pyggml.config", json.dumps(_config_with_build(model)))
             if model.compiled:                    # an uncompiled model saves without (Keras's too)
                 f.set("pyggml.compile", json.dumps(_compile_config(model)))
+            elif unbuilt and model.__dict__.get("_pending_compile"):
+                f.set(_PENDING, _pending_compile_json(model.__dict__["_pending_compile"]))
         stored = None
         quantized = {n for n, var in model.named_variables() if getattr(var, "quantized", None)}
         for k, v in weights.items():
@@ -90,7 +114,7 @@ def _write(model, path, with_config, with_state):
             f.set(own_state.KEY, manifest)
             for k, a in own.items():
                 f.add_tensor(k, a)
-        state = model.get_optimizer_state() if with_state else None
+        state = model.get_optimizer_state() if with_state and not unbuilt else None
         if state is not None and state["slots"]:
             f.set("pyggml.optimizer.iter", int(state["iterations"]))
             for slot, per_weight in state["slots"].items():
@@ -263,6 +287,10 @@ _OTHER_FORMATS = ((b"PK\x03\x04", "a zip archive (Keras's .keras format)"),
 
 def _refuse_other_formats(path):
     """A clear GGUFError for the files a Keras user may hand over (GGUF's reader says 'invalid magic')."""
+    if os.path.isdir(path):
+        # (a ValueError, as Keras's "File format not supported" for a SavedModel's folder)
+        raise GGUFError(f"{path!r} is a directory (a TensorFlow SavedModel?), not a model file: pyggml saves a model "
+                        f"as one GGUF file; give that file's path")
     try:
         with open(path, "rb") as fh:
             head = fh.read(8)
@@ -479,6 +507,13 @@ def _load_model(path, backend, custom_objects, compile):
             saved_for = _json(fl.f, key, p, required=False)
             if isinstance(saved_for, dict):        # a model saved for an object (a FeatureSpace): it, back
                 return restore(model, saved_for)
+        pending = _json(fl.f, _PENDING, p, required=False) if comp is None else None
+        if compile and isinstance(pending, dict):
+            from pyggml.saving.serialization_lib import deserialize_keras_object
+            try:
+                model.compile(**deserialize_keras_object(pending, custom_objects=custom_objects))
+            except (KeyError, TypeError, ValueError) as e:
+                raise GGUFError(f"{p!r}: the compile settings are not valid ({type(e).__name__}: {e})") from None
         if not compile or comp is None:
             return model
         try:
