@@ -294,3 +294,11 @@ def test_load_model_of_a_folder_is_a_value_error(tmp_path):
     os.makedirs(tmp_path / "saved_model")
     with pytest.raises(ValueError, match="is a directory"):
         pg.saving.load_model(str(tmp_path / "saved_model"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_load_model_of_a_fifo_is_refused_without_waiting_on_it(tmp_path):
+    fifo = str(tmp_path / "pipe.keras")
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):      # it waited for a writer for ever
+        pg.saving.load_model(fifo)

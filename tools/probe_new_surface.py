@@ -1436,6 +1436,66 @@ def cases_round12():
     return cases
 
 
+def cases_round13():
+    """The eleventh round of port fixes: Layer.stateless_call, FeatureSpace.from_config, a layer
+    on nested dicts of inputs, quantized attention, an unbuilt Sequential saved, load_model of a
+    folder, a kernel set from outside, callbacks editing the shared logs."""
+    hostile = ["-1", "0", "10**9", "2.5", "'x'", "None", "float('nan')", "[1, 2]", "(0, 0)", "np.ones((2, 2))",
+               "True", "{'a': 1}", "object()", "[np.ones((2, 2))] * 4", "[None] * 4", "[np.full((4, 3), np.inf)] * 4"]
+    mha = ("i = pg.Input((4, 8)); att = L.MultiHeadAttention(num_heads=2, key_dim=4)\n"
+           "m = pg.Model(i, att(i, i))\nx = np.ones((2, 4, 8), np.float32)\n")
+    bn = ("i = pg.Input((3,)); m = pg.Model(i, L.Dense(2)(L.BatchNormalization()(L.Dense(4)(i))))\n"
+          "tv = [v.numpy() for v in m.trainable_variables]; ntv = [v.numpy() for v in m.non_trainable_variables]\n"
+          "x = np.ones((2, 3), np.float32)\n")
+    pick = "class P(L.Layer):\n    def call(self, d):\n        return d['a'] * 2.0\n"
+    cases = []
+    for h in hostile:
+        cases += [
+            (f"round13.stateless_tv={h}", bn + f"R = m.stateless_call({h}, ntv, x)"),
+            (f"round13.stateless_ntv={h}", bn + f"R = m.stateless_call(tv, {h}, x)"),
+            (f"round13.stateless_x={h}", bn + f"R = m.stateless_call(tv, ntv, {h})"),
+            (f"round13.fs_from_config={h}", f"R = pg.utils.FeatureSpace.from_config({h})"),
+            (f"round13.fs_feature={h}", f"R = pg.utils.FeatureSpace.from_config({{'features': {{'a': {h}}}}})"),
+            (f"round13.fs_cross={h}", "R = pg.utils.FeatureSpace.from_config({'features': {'a': 'float'}, "
+             f"'crosses': [{h}]}})"),
+            (f"round13.nested_dict={h}", pick + f"R = P()({{'a': np.ones((2, 2), np.float32), 'b': {{'c': {h}}}}})"),
+            (f"round13.quantize_mha={h}", mha + f"R = m.quantize({h})"),
+            (f"round13.quantize_mha_filters={h}", mha + f"R = m.quantize('int8', filters={h})"),
+            (f"round13.kernel_set={h}", f"d = L.Dense(2); d.build((None, 3))\nd.kernel = {h}"),
+        ]
+    cases += [
+        ("round13.quantize_mha_zero", mha + "m.set_weights({k: np.zeros_like(v) for k, v in m.get_weights().items()})\n"
+         "m.quantize('int8'); R = m.predict(x, verbose=0)"),
+        ("round13.quantize_mha_nan", mha + "m.set_weights({k: np.full_like(v, np.nan) for k, v in m.get_weights().items()})\n"
+         "m.quantize('int4'); R = m.predict(x, verbose=0)"),
+        ("round13.quantize_mha_then_set", mha + "m.quantize('int8'); w = m.get_weights(); m.set_weights(w)\n"
+         "R = m.predict(x, verbose=0)"),
+        ("round13.quantize_mha_fit_save", mha + "m.quantize('int8'); m.compile('adam', 'mse')\n"
+         "m.fit(x, np.ones((2, 4, 8)), verbose=0)\nimport tempfile, os; p = os.path.join(tempfile.mkdtemp(), 'q.keras')\n"
+         "m.save(p); R = pg.models.load_model(p).predict(x, verbose=0)"),
+        ("round13.stateless_freed", bn + "m.free(); R = m.stateless_call(tv, ntv, x)"),
+        ("round13.stateless_failing_call", bn + "R = m.stateless_call(tv, ntv, np.ones((2, 9), np.float32))"),
+        ("round13.unbuilt_save_load", "import tempfile, os; p = os.path.join(tempfile.mkdtemp(), 'u.keras')\n"
+         "m = pg.Sequential([L.Dense(2)]); m.compile(pg.optimizers.Adam(0.1), 'mse', metrics=['mae']); m.save(p)\n"
+         "R = pg.models.load_model(p).fit(np.ones((4, 3)), np.ones((4, 2)), verbose=0).history"),
+        ("round13.unbuilt_save_overwrite_false", "import tempfile, os; p = os.path.join(tempfile.mkdtemp(), 'u.keras')\n"
+         "open(p, 'w').write('keep'); m = pg.Sequential([L.Dense(2)])\ntry:\n    m.save(p, overwrite=False)\n"
+         "finally:\n    assert open(p).read() == 'keep'"),
+        ("round13.load_folder", "import tempfile; R = pg.models.load_model(tempfile.mkdtemp())"),
+        ("round13.load_fifo", "import tempfile, os; p = os.path.join(tempfile.mkdtemp(), 'f'); os.mkfifo(p)\n"
+         "R = pg.models.load_model(p)"),
+        ("round13.logs_clear", "m = pg.Sequential([pg.Input((3,)), L.Dense(2)]); m.compile('sgd', 'mse', metrics=['mae'])\n"
+         "c = pg.callbacks.LambdaCallback(on_epoch_end=lambda e, l: l.clear(), on_batch_end=lambda b, l: l.clear(),\n"
+         "    on_test_end=lambda l: l.clear())\nR = m.fit(np.ones((4, 3)), np.ones((4, 2)), epochs=2, verbose=1,\n"
+         "    validation_split=0.5, callbacks=[c, pg.callbacks.EarlyStopping('val_loss')]).history"),
+        ("round13.logs_odd_values", "m = pg.Sequential([pg.Input((3,)), L.Dense(2)]); m.compile('sgd', 'mse')\n"
+         "c = pg.callbacks.LambdaCallback(on_epoch_end=lambda e, l: l.update(s='x', o=object(), n=None))\n"
+         "R = m.fit(np.ones((4, 3)), np.ones((4, 2)), epochs=2, verbose=1, callbacks=[c, "
+         "pg.callbacks.CSVLogger(__import__('tempfile').mktemp())]).history"),
+    ]
+    return cases
+
+
 SETS = {name[len("cases_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("cases_")}
 
 

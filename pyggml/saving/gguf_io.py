@@ -291,6 +291,9 @@ def _refuse_other_formats(path):
         # (a ValueError, as Keras's "File format not supported" for a SavedModel's folder)
         raise GGUFError(f"{path!r} is a directory (a TensorFlow SavedModel?), not a model file: pyggml saves a model "
                         f"as one GGUF file; give that file's path")
+    if os.path.exists(path) and not os.path.isfile(path):
+        # a FIFO or a device: reading it could wait for ever
+        raise GGUFError(f"{path!r} is not a regular file (a pipe or a device?): pyggml reads a model from a GGUF file")
     try:
         with open(path, "rb") as fh:
             head = fh.read(8)
