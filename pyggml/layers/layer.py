@@ -511,6 +511,9 @@ def _compatible(built, given, last_only=False):
     batch, or with ``last_only`` the rank and the last axis."""
     if built is None or given is None:
         return True
+    if isinstance(built, dict) or isinstance(given, dict):        # a dict (of dicts) of inputs' shapes
+        return isinstance(built, dict) and isinstance(given, dict) and built.keys() == given.keys() and \
+            all(_compatible(built[k], given[k], last_only) for k in built)
     if isinstance(built, list) or isinstance(given, list):
         return isinstance(built, list) and isinstance(given, list) and len(built) == len(given) and \
             all(_compatible(a, b, last_only) for a, b in zip(built, given))
@@ -1516,6 +1519,8 @@ class Layer:
             self._build_once(shapes)
         training = kwargs.pop("training", None)
         mask = kwargs.pop("mask", None)
+        if keys is not None and isinstance(mask, list) and len(mask) == len(keys):
+            mask = nest_by_keys(keys, mask)     # as Keras: the masks in the inputs' (nested) dict
         if self.float_inputs:
             inputs = [_as_float(t) for t in inputs] if isinstance(inputs, list) else _as_float(inputs)
         stack = _CALLS.__dict__.setdefault("training", [])

@@ -21,7 +21,7 @@ import numpy as np
 from pyggml import optimizers as optimizers_mod
 from pyggml.core import Tensor
 from pyggml.layers.input_layer import Input
-from pyggml.layers.layer import Layer, flatten_inputs, snake_case, training_context
+from pyggml.layers.layer import Layer, flatten_inputs, nest_by_keys, snake_case, training_context
 from pyggml.layers.node import Node
 from pyggml.models import functional
 from pyggml.variables import Variable
@@ -147,8 +147,20 @@ def _constructor_arguments(klass, config):
 def build_saved(model, build):
     """Make a loaded subclassed model's graph for the shapes it was saved with."""
     specs = [(tuple(s), d) for s, d in build["specs"]]
-    keys = build.get("keys")
+    keys = [tuple(k) if isinstance(k, list) else k for k in build.get("keys") or ()]     # (JSON's lists)
     build_graph(model, dict(zip(keys, specs)) if keys else specs, bool(build.get("many")))
+
+
+def dict_keys(d, path=()):
+    """[(key, value)] of a dict of inputs: a top-level input by its key, one in a nested dict by
+    the tuple of keys down to it (Keras's tree: ``{"foo": a, "bar": {"baz": b}}``)."""
+    out = []
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out += dict_keys(v, path + (str(k),))
+        else:
+            out.append((path + (str(k),) if path else str(k), v))
+    return out
 
 
 def _spec_of(a, what="x"):
@@ -177,8 +189,8 @@ def build_graph(model, specs, many, from_build=False):
     if keys is not None:
         specs = list(specs.values())
 
-    def given(items):                 # what the call receives: one, a list, or a dict by name
-        return dict(zip(keys, items)) if keys is not None else (list(items) if many else items[0])
+    def given(items):                 # what the call receives: one, a list, or a dict (of dicts) by name
+        return nest_by_keys(keys, items) if keys is not None else (list(items) if many else items[0])
 
     if _defines(model, "build") and not model.__dict__.get("_own_build_called"):
         # Keras calls a subclass's own build(input_shape) before its first call (layers made
@@ -191,7 +203,7 @@ def build_graph(model, specs, many, from_build=False):
             model.__dict__.pop("_in_own_build", None)
         if model._topology is not None:
             return
-    names = keys or [None] * len(specs)
+    names = [("_".join(k) if isinstance(k, tuple) else k) for k in keys] if keys else [None] * len(specs)
     ins = [Input(shape=tuple(shape), dtype=dtype, name=n) for (shape, dtype), n in zip(specs, names)]
     # traced in inference mode: a call whose outputs differ in training (keras-io's DeiT gives two
     # heads then) has the structure predict and evaluate give
@@ -220,6 +232,9 @@ def build_graph(model, specs, many, from_build=False):
     elif isinstance(out, (list, tuple)):
         out = functional.flat_outputs(model, out)     # a nest (CaiT's (logits, {name: attn})): kept
     model._topology = functional.Topology(ins, list(out) if model._multi_out else [out])
+    if keys is not None and any(isinstance(k, tuple) for k in keys):
+        # a nested dict of inputs: data is matched by each input's keys, as a functional model's
+        model._topology.input_paths = [k if isinstance(k, tuple) else (k,) for k in keys]
     model.built = True
     finish_compile(model)
 
@@ -261,8 +276,9 @@ def build_for(model, x):
         finish_compile(model)
         return x
     if isinstance(first, dict):         # a call on a dict of inputs: the graph's inputs named by its keys
-        model.__dict__["_dict_input_keys"] = [str(k) for k in first]
-        build_graph(model, {k: _spec_of(v, f"x[{k!r}]") for k, v in first.items()}, True)
+        keys = [k for k, _ in dict_keys(first)]
+        model.__dict__["_dict_input_keys"] = keys
+        build_graph(model, {k: _spec_of(v, f"x[{k!r}]") for k, (_, v) in zip(keys, dict_keys(first))}, True)
         return x
     build_graph(model, [_spec_of(a) for a in (list(first) if many else [first])], many)
     return x
@@ -327,13 +343,14 @@ def install(cls):
                 all(isinstance(v, (int, float, np.number)) for v in args[0]):
             args = (np.asarray(args[0]),) + args[1:]   # model([1, 10, 100]), gnn_citations' node ids: one array
         if args and _is_pending(self):
-            first = list(args[0].values()) if isinstance(args[0], dict) else args[0]
+            leaves = dict_keys(args[0]) if isinstance(args[0], dict) else None
+            first = [v for _, v in leaves] if leaves is not None else args[0]
             flat = flatten_inputs(first)
             if all(isinstance(v, Node) for v in flat):              # model(pg.Input(...)): on its shape
-                if self.__dict__.get("_subclassed", False) and isinstance(args[0], dict):
+                if self.__dict__.get("_subclassed", False) and leaves is not None:
                     # a dict of Inputs (a preprocessing model's): its call gets the dict, as Keras's
-                    self.__dict__["_dict_input_keys"] = [str(k) for k in args[0]]
-                    build_graph(self, {str(k): (v.feature_shape, v.dtype) for k, v in args[0].items()}, True)
+                    self.__dict__["_dict_input_keys"] = [k for k, _ in leaves]
+                    build_graph(self, {k: (v.feature_shape, v.dtype) for k, v in leaves}, True)
                 elif self.__dict__.get("_subclassed", False):
                     build_graph(self, [(v.feature_shape, v.dtype) for v in flat], isinstance(first, list))
                 elif len(flat) == 1:                                  # a Sequential: that input's shape and dtype
