@@ -1,6 +1,10 @@
 """Keras's ``Layer.stateless_call``: a layer (or model) called with the variable values given,
 leaving its own as they were; what the call wrote to its non-trainable variables (a
-BatchNormalization's moving statistics in training) comes back instead."""
+BatchNormalization's moving statistics in training) comes back instead.  A model's lock is held
+throughout, so its predict or fit in another thread never sees the values given; for a layer of a
+model in use in another thread, call the model's stateless_call."""
+
+import contextlib
 
 import numpy as np
 
@@ -29,6 +33,14 @@ def _values(layer, what, mine, given):
     return out
 
 
+def _leaves(x):
+    if isinstance(x, (list, tuple)):
+        return [leaf for e in x for leaf in _leaves(e)]
+    if isinstance(x, dict):
+        return [leaf for e in x.values() for leaf in _leaves(e)]
+    return [x]
+
+
 def stateless_call(layer, trainable_variables, non_trainable_variables, args, kwargs, return_losses=False):
     """``(outputs, non_trainable_values)`` (and the losses with ``return_losses``) of ``layer``
     called on ``args`` with ``trainable_variables`` and ``non_trainable_variables`` (values in
@@ -38,18 +50,34 @@ def stateless_call(layer, trainable_variables, non_trainable_variables, args, kw
     if not layer.built:
         raise ValueError(f"To call stateless_call, {name} must be built (its variables made): call it on some "
                          f"data first")
+    from pyggml.layers.node import Node
+    if any(isinstance(v, Node) for v in _leaves(list(args) + list(kwargs.values()))):
+        raise TypeError(f"{name}.stateless_call computes on data (arrays or tensors), not on symbolic inputs: a "
+                        f"model made of it would use the variables' own values")
     mine_t, mine_n = layer.trainable_variables, layer.non_trainable_variables
     given = _values(layer, "trainable_variables", mine_t, trainable_variables) + \
         _values(layer, "non_trainable_variables", mine_n, non_trainable_variables)
+    from pyggml.layers.weight_rules import layer_tree
     variables = mine_t + mine_n
-    saved = [v.numpy() for v in variables]
-    try:
-        for v, a in zip(variables, given):
-            v.assign(a)
-        outputs = layer(*args, **kwargs)
-        new_state = [v.numpy() for v in mine_n]
-        losses = list(layer.losses) if return_losses else None
-    finally:
-        for v, a in zip(variables, saved):
-            v.assign(a)
+    lock = getattr(layer, "_lock", None) or contextlib.nullcontext()
+    # a model's lock, held throughout: its predict or fit in another thread waits, and never sees
+    # (or overwrites) the values given here
+    with lock:
+        saved = [v.numpy() for v in variables]
+        tree = layer_tree([layer])
+        saved_losses = [(l, l.__dict__.get("_call_losses")) for l in tree]     # (no side effect: as they were)
+        try:
+            for v, a in zip(variables, given):
+                v.assign(a)
+            outputs = layer(*args, **kwargs)
+            new_state = [v.numpy() for v in mine_n]
+            losses = list(layer.losses) if return_losses else None
+        finally:
+            for v, a in zip(variables, saved):
+                v.assign(a)
+            for l, kept in saved_losses:
+                if kept is None:
+                    l.__dict__.pop("_call_losses", None)
+                else:
+                    l.__dict__["_call_losses"] = kept
     return (outputs, new_state, losses) if return_losses else (outputs, new_state)
