@@ -58,9 +58,17 @@ def test_a_kernel_before_build_is_an_attribute_error_and_a_subclass_s_own_kernel
     class Own(layers.Dense):
         def build(self, input_shape):
             super().build(input_shape)
-            self.kernel = "mine"
+            self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="own_kernel")
 
-    assert _built(Own(2), (None, 3)).kernel == "mine"
+    own = _built(Own(2), (None, 3))
+    assert own.kernel.name == "own_kernel"
+
+    class Zeroed(layers.Dense):                 # a tensor set in its own call would not be used: refused
+        def call(self, x):
+            self.kernel = ops.zeros((3, 2))
+            return super().call(x)
+    with pytest.raises(AttributeError, match="no setter"):
+        Zeroed(2)(np.ones((1, 3), np.float32))
 
 
 def test_the_kernel_s_values_and_assign_are_what_predict_uses():

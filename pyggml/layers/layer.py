@@ -607,13 +607,21 @@ class Layer:
     # --- sublayers ---------------------------------------------------------------------
     def __setattr__(self, name, value):
         if not name.startswith("_") and isinstance(getattr(type(self), name, None), KerasKernel) and \
-                sys._getframe(1).f_locals.get("self") is not self:
-            # Keras's kernel is a property without a setter: a kernel set from outside (a
-            # hypernetwork's ``dense.kernel = w``) would be ignored by the call; a subclass's own
-            # ``self.kernel = ...`` in its methods is its attribute
-            raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no setter (it views the "
-                                 f"layer's weight: set its values with layer.{name}.assign(...), or compute the "
-                                 f"layer with ops and a kernel of your own)")
+                (sys._getframe(1).f_locals.get("self") is not self or
+                 (getattr(type(self), "_keras_kernel_property", False) and not isinstance(value, Variable))):
+            # a kernel set from outside (a hypernetwork's ``dense.kernel = w``) would be ignored by
+            # the call, which computes with the weight the kernel views: refused (Keras's Dense and
+            # ConvND have a property without a setter; its other layers use what is set, pyggml's
+            # do not); a subclass's own weight (``self.kernel = self.add_weight(...)``) in its methods
+            # is its attribute (where the Keras class has the property: a weight only)
+            how = f"set its values with layer.{name}.assign(...), or compute the layer with ops and a kernel of " \
+                  f"your own"
+            if getattr(type(self), "_keras_kernel_property", False):
+                raise AttributeError(f"property {name!r} of {type(self).__name__!r} object has no setter (as Keras's): "
+                                     f"{how}")
+            raise AttributeError(f"{type(self).__name__}.{name} views the layer's weight, which its call computes "
+                                 f"with: a value set here would not be used (pyggml; Keras's {type(self).__name__} "
+                                 f"would use it): {how}")
         if not name.startswith("_") and name not in ("input", "output") or \
                 (name.startswith("_") and not name.startswith("__") and
                  isinstance(value, (Layer, list, tuple, dict)) and _layers_in(value, name) and _set_by_user_code()):

@@ -99,6 +99,8 @@ class _Conv(TransposesChannelsFirst, LoraWeights, BaseConv):
     Keras's: the frozen kernel plus ``(alpha / rank) A B``, A (*kernel_size, in, rank) and B
     (rank, filters), merged into the kernel each call builds."""
 
+    _keras_kernel_property = True           # Keras's kernel is a property without a setter
+
     def __init__(self, *args, groups=1, lora_rank=None, lora_alpha=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.groups = _groups_of(type(self).__name__, groups, self.filters)

@@ -93,6 +93,8 @@ class Conv3D(TransposesChannelsFirst, LoraWeights, _OnVolumes, BaseConv):
     """Keras's Conv3D, arguments and defaults; padding "valid" or "same"; ``groups`` (keyword
     only, as Conv1D's and Conv2D's) must divide the filters and the input channels."""
 
+    _keras_kernel_property = True           # Keras's kernel is a property without a setter
+
     def __init__(self, filters, kernel_size, strides=(1, 1, 1), padding="valid", activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", dilation_rate=(1, 1, 1), *,
                  groups=1, lora_rank=None, lora_alpha=None, **kwargs):

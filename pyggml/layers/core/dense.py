@@ -28,6 +28,7 @@ class Dense(QuantizedWeights, LoraWeights, Activated):
     supports_masking = True
 
     kernel = KerasKernel("weight")          # Keras's (in, units) view of weight (units, in)
+    _keras_kernel_property = True           # Keras's kernel is a property without a setter
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
