@@ -219,6 +219,16 @@ class Variable:
             raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
         if a.shape != self.shape and not (self.shape == () and a.size == 1):
             raise ValueError(f"variable {self.name!r} has shape {self.shape}, got {a.shape}")
+        mode = getattr(self, "quantized", None)
+        if mode:
+            # a quantized weight (model.quantize) holds integers the layer divides by its scale: a
+            # float weight from before quantizing would be read as integers, silently wrong
+            from pyggml.dtype_policies import QUANTIZATION_MODES
+            q = QUANTIZATION_MODES[mode]
+            if not (np.all(np.isfinite(a)) and np.all(a == np.round(a)) and np.all(np.abs(a) <= q)):
+                raise ValueError(f"variable {self.name!r} is quantized ({mode}): it takes integers in [-{q}, {q}] "
+                                 f"(the layer computes with them divided by its kernel_scale); a float weight from "
+                                 f"before quantizing goes into a model not quantized")
         a = np.ascontiguousarray(a, dtype=np.float32).reshape(self.shape)
         if self._tensor is not None:
             self._tensor.set(a.reshape(self.store_shape))

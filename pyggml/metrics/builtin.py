@@ -343,7 +343,8 @@ class AUC(Metric):
             self._given_thresholds = list(inner)
             self.num_thresholds = len(inner) + 2
         else:
-            self.num_thresholds = check_positive_int("num_thresholds", num_thresholds)
+            # (a bound: two billion thresholds would take the metric's arrays minutes and gigabytes)
+            self.num_thresholds = check_positive_int("num_thresholds", num_thresholds, 1 << 24)
             if self.num_thresholds < 2:
                 raise ValueError("AUC: num_thresholds must be > 1")
             self._given_thresholds = None

@@ -43,8 +43,9 @@ class _SensitivitySpecificityBase(Metric):
     def __init__(self, value, num_thresholds=200, class_id=None, name=None, dtype=None):
         super().__init__(name)
         cls = type(self).__name__
-        if not is_int(num_thresholds) or num_thresholds <= 0:
-            raise ValueError(f"{cls}: num_thresholds must be an integer > 0, got {num_thresholds!r}")
+        if not is_int(num_thresholds) or not 0 < num_thresholds <= 1 << 24:
+            # (bounded: two billion thresholds would take minutes and gigabytes to lay out)
+            raise ValueError(f"{cls}: num_thresholds must be an integer in [1, 2**24], got {num_thresholds!r}")
         try:
             self.value = check_fraction(self.value_name, value)
         except ValueError:

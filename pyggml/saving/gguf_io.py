@@ -73,7 +73,7 @@ _PENDING = "pyggml.pending_compile"      # the compile() an unbuilt Sequential w
 
 def _pending_compile_json(kwargs):
     from pyggml.saving.serialization_lib import serialize_keras_object
-    keep = {k: kwargs.get(k) for k in ("optimizer", "loss", "metrics", "loss_weights", "weighted_metrics")}
+    keep = {k: kwargs.get(k) for k in ("optimizer", "loss", "metrics", "loss_weights", "weighted_metrics", "seed")}
     try:
         return json.dumps(serialize_keras_object(keep))
     except (TypeError, ValueError) as e:
@@ -209,6 +209,7 @@ def load_weights_into(model, path, skip_mismatch=False):
     """``model.load_weights``: every weight from the file; with ``skip_mismatch`` (Keras's), a
     weight the file lacks or holds in another shape keeps its value, with a warning naming it."""
     shapes = dict((n, v.store_shape) for n, v in model.named_variables())
+    _check_quantized_alike(model, path)
     if not skip_mismatch:
         if _lora_layers(model):
             fl = _File(path)
@@ -364,6 +365,28 @@ def _same_shape(file_shape, shape):
     return strip(file_shape) == strip(shape)
 
 
+def _check_quantized_alike(model, path):
+    """The file's weights quantized (GGUF int8, beside their kernel_scale) where the model's are,
+    and only there: integers read into a float weight (or floats into a quantized one) would
+    compute silently wrong."""
+    fl = _File(path)
+    try:
+        for n, v in model.named_variables():
+            t = fl.by_name.get(n)
+            if t is None:
+                continue
+            in_file, in_model = fl.f.tensor_info(t)[1] == "i8", bool(getattr(v, "quantized", None))
+            if in_file and not in_model:
+                raise GGUFError(f"{fl.path!r}: weight {n!r} is quantized in the file (integers, with a kernel_scale) "
+                                f"and not in the model: quantize the model the same way first (model.quantize), or "
+                                f"load the file with load_model")
+            if in_model and not in_file:
+                raise GGUFError(f"{fl.path!r}: weight {n!r} is quantized in the model and not in the file: load the "
+                                f"file into a model not quantized, then quantize it")
+    finally:
+        fl.close()
+
+
 def read_weights(path, shapes):
     """{name: array} for every name of ``shapes`` ({name: shape}), checked against the file."""
     fl = _File(path)
@@ -514,7 +537,8 @@ def _load_model(path, backend, custom_objects, compile):
         if compile and isinstance(pending, dict):
             from pyggml.saving.serialization_lib import deserialize_keras_object
             try:
-                model.compile(**deserialize_keras_object(pending, custom_objects=custom_objects))
+                kw = deserialize_keras_object(pending, custom_objects=custom_objects)
+                model.compile(**dict(kw, backend=backend))       # (the device load_model was asked for)
             except (KeyError, TypeError, ValueError) as e:
                 raise GGUFError(f"{p!r}: the compile settings are not valid ({type(e).__name__}: {e})") from None
         if not compile or comp is None:
