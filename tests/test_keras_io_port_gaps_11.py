@@ -302,3 +302,150 @@ def test_load_model_of_a_fifo_is_refused_without_waiting_on_it(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match="not a regular file"):      # it waited for a writer for ever
         pg.saving.load_model(fifo)
+
+
+# --- from a review of the above ---------------------------------------------------------------
+
+def test_a_layer_on_a_nested_dict_gets_its_masks_in_the_same_nested_dict():
+    seen = {}
+
+    class Masked(layers.Layer):
+        supports_masking = True
+
+        def call(self, inputs, mask=None):
+            seen["mask"] = mask
+            return inputs["foo"] + inputs["bar"]["baz"] * ops.expand_dims(ops.cast(mask["bar"]["baz"], "float32"), -1)
+    ia, ib = pg.Input((3,), dtype="int32"), pg.Input((3,), dtype="int32")
+    ea = layers.Embedding(5, 2, mask_zero=True, embeddings_initializer="ones")(ia)
+    eb = layers.Embedding(5, 2, mask_zero=True, embeddings_initializer="ones")(ib)
+    m = pg.Model([ia, ib], Masked()({"foo": ea, "bar": {"baz": eb}}))
+    assert isinstance(seen["mask"], dict) and isinstance(seen["mask"]["bar"], dict)
+    out = m.predict([np.array([[1, 2, 0]]), np.array([[3, 0, 4]])], verbose=0)
+    np.testing.assert_array_equal(out[0, :, 0], [2.0, 1.0, 2.0])          # b's padded step adds nothing
+
+
+@pg.saving.register_keras_serializable("gaps11")
+class _NestedModel(pg.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.d1 = layers.Dense(2, kernel_initializer="ones")
+        self.d2 = layers.Dense(2, kernel_initializer="ones")
+
+    def call(self, inputs):
+        return self.d1(inputs["foo"]) + self.d2(inputs["bar"]["baz"])
+
+
+def test_a_subclassed_model_is_called_fit_and_predicted_on_a_nested_dict(tmp_path):
+    rng = np.random.default_rng(0)
+    x = {"foo": rng.normal(size=(8, 3)).astype("float32"), "bar": {"baz": rng.normal(size=(8, 4)).astype("float32")}}
+    want = np.repeat((x["foo"].sum(1) + x["bar"]["baz"].sum(1))[:, None], 2, axis=1)
+    m = _NestedModel()
+    np.testing.assert_allclose(np.asarray(m(x)), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(m.predict(x, verbose=0), want, rtol=1e-5, atol=1e-5)
+    m.compile(optimizer="sgd", loss="mse")
+    m.fit(x, np.zeros((8, 2)), epochs=2, verbose=0)
+    m.save(str(tmp_path / "nested.keras"))
+    back = pg.saving.load_model(str(tmp_path / "nested.keras"))
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+def test_stateless_call_holds_the_model_s_lock_so_another_thread_never_sees_its_values():
+    import threading
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    m = pg.Sequential([pg.Input((3,)), layers.Dense(2)])
+    want = m.predict(x, verbose=0)
+    zeros = [np.zeros(tuple(v.shape), np.float32) for v in m.trainable_variables]
+    stop = threading.Event()
+
+    def other():
+        while not stop.is_set():
+            m.stateless_call(zeros, [], x)
+    t = threading.Thread(target=other, daemon=True)
+    t.start()
+    try:
+        bad = sum(not np.allclose(m.predict(x, verbose=0), want) for _ in range(300))
+    finally:
+        stop.set()
+        t.join(30)
+    assert bad == 0
+
+
+def test_stateless_call_leaves_the_layer_s_losses_as_they_were():
+    x = np.linspace(-1, 1, 12).reshape(4, 3).astype("float32")
+    d = layers.Dense(2, kernel_initializer="zeros", activity_regularizer=pg.regularizers.L1(1.0))
+    d(x)
+    assert [float(np.asarray(v)) for v in d.losses] == [0.0]
+    ones = [np.ones(tuple(v.shape), "float32") for v in d.trainable_variables]
+    _, _, losses = d.stateless_call(ones, [], x, return_losses=True)
+    assert float(np.asarray(losses[0])) > 0                        # the call's own, at the values given
+    assert [float(np.asarray(v)) for v in d.losses] == [0.0]       # the layer's: still its last call's
+
+
+def test_a_kernel_keras_would_use_is_refused_with_pyggml_s_reason():
+    t = layers.Conv2DTranspose(2, 3)
+    t.build((None, 5, 5, 1))
+    with pytest.raises(AttributeError, match="would not be used"):
+        t.kernel = np.ones(tuple(t.kernel.shape), "float32")
+    with pytest.raises(AttributeError, match="has no setter"):
+        c = layers.Conv1D(2, 3)
+        c.build((None, 5, 1))
+        c.kernel = np.ones((3, 1, 2), "float32")
+
+
+def test_an_unbuilt_sequential_s_saved_compile_keeps_its_seed(tmp_path):
+    x = np.linspace(-1, 1, 12).reshape(4, 3).astype("float32")
+
+    def seq():
+        return pg.Sequential([layers.Dense(4), layers.Dense(1)])
+    m = seq()
+    m.compile(optimizer="adam", loss="mse", seed=3)
+    m.save(str(tmp_path / "s.keras"))
+    loaded = pg.saving.load_model(str(tmp_path / "s.keras"))
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), m.predict(x, verbose=0))
+
+
+# --- from a hostile probe of the above ----------------------------------------------------------
+
+def test_a_quantized_weight_refuses_float_values_from_before_quantizing():
+    m, att = _attention_model("mha")
+    before = m.get_weights()
+    m.quantize("int8")
+    x = np.random.default_rng(3).normal(size=(2, 6, 16)).astype(np.float32)
+    want = m.predict(x, verbose=0)
+    with pytest.raises(ValueError, match="is quantized"):
+        m.set_weights(before)                 # floats in the integer weight: silently wrong before
+    np.testing.assert_array_equal(m.predict(x, verbose=0), want)
+    m.set_weights(m.get_weights())            # its own integers: taken
+
+
+def test_load_weights_refuses_quantized_weights_into_a_float_model_and_back(tmp_path):
+    q, _ = _attention_model("mha")
+    q.quantize("int8")
+    q.save_weights(str(tmp_path / "q.weights.h5"))
+    f, _ = _attention_model("mha")
+    f.save_weights(str(tmp_path / "f.weights.h5"))
+    with pytest.raises(ValueError, match="quantized in the file"):
+        f.load_weights(str(tmp_path / "q.weights.h5"))
+    with pytest.raises(ValueError, match="quantized in the model"):
+        q.load_weights(str(tmp_path / "f.weights.h5"))
+    q2, _ = _attention_model("mha")
+    q2.quantize("int8")
+    q2.load_weights(str(tmp_path / "q.weights.h5"))
+    x = np.ones((2, 6, 16), np.float32)
+    np.testing.assert_array_equal(q2.predict(x, verbose=0), q.predict(x, verbose=0))
+
+
+def test_threshold_counts_are_bounded():
+    with pytest.raises(ValueError, match="num_thresholds"):
+        pg.metrics.AUC(num_thresholds=2_000_000_000)        # it laid out the list for minutes
+    with pytest.raises(ValueError, match="num_thresholds"):
+        pg.metrics.PrecisionAtRecall(0.5, num_thresholds=2_000_000_000)
+    assert pg.metrics.AUC(num_thresholds=1000).num_thresholds == 1000
+
+
+def test_stateless_call_refuses_symbolic_inputs():
+    m = _bn_model()
+    tv = [v.numpy() for v in m.trainable_variables]
+    ntv = [v.numpy() for v in m.non_trainable_variables]
+    with pytest.raises(TypeError, match="symbolic"):
+        m.stateless_call(tv, ntv, pg.Input((3,)))
