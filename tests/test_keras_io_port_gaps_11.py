@@ -449,3 +449,20 @@ def test_stateless_call_refuses_symbolic_inputs():
     ntv = [v.numpy() for v in m.non_trainable_variables]
     with pytest.raises(TypeError, match="symbolic"):
         m.stateless_call(tv, ntv, pg.Input((3,)))
+
+
+def test_a_subclassed_model_s_summary_is_keras_s_table():
+    class Holder(pg.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = layers.Dense(1000)
+
+        def call(self, x):
+            return self.d(x)
+    m = Holder()
+    m(np.ones((2, 4), "float32"))
+    lines = []
+    m.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    assert "Output Shape" in text and "Total params: 5,000 (19.53 KB)" in text
+    assert "Non-trainable params: 0 (0.00 B)" in text

@@ -781,20 +781,16 @@ def _install_graphless(cls):
                                      self.__dict__.get("_topology") is not None)):
             return summary_(self, line_length, positions, print_fn, expand_nested, show_trainable=show_trainable,
                             layer_range=layer_range)
-        print_fn = print if print_fn is None else print_fn
-        rows = [("Layer (type)", "Param #")] + [(f"{l.name} ({type(l).__name__})", str(l.count_params()))
-                                                for l in self._sublayers.values()]
-        w = [max(len(r[i]) for r in rows) + 2 for i in range(2)]
+        from pyggml.models import summary as summary_mod
+        # Keras's table of the layers the model holds (their output shapes are not known apart
+        # from the model's call: "?"), its counts as Keras writes them ("5,000 (19.53 KB)")
+        held = self.layers
+        rows = [(f"{l.name} ({summary_mod.class_name(l)})", "?",
+                 f"{l.count_params():,}" if l.built or l.weights else "0 (unbuilt)") for l in held]
         total = self.count_params()
         trainable = sum(v.size for _, v in self.named_variables() if v.trainable)
-        out = [f'Model: "{self.name}"', "-" * sum(w)]
-        for k, r in enumerate(rows):
-            out.append("".join(c.ljust(w[i]) for i, c in enumerate(r)))
-            if k == 0:
-                out.append("=" * sum(w))
-        out += ["=" * sum(w), f"Total params: {total}", f"Trainable params: {trainable}",
-                f"Non-trainable params: {total - trainable}"]
-        print_fn("\n".join(out))
+        summary_mod.print_table(self, rows, [total, trainable, total - trainable], print if print_fn is None
+                                else print_fn, held, show_trainable, line_length, positions)
 
     cls.layers = property(layers, doc=layers_.__doc__)
     cls.get_weights, cls.count_params, cls.summary = get_weights, count_params, summary

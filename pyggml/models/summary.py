@@ -1,6 +1,6 @@
 """``model.summary()``: Keras's table of layers, output shapes and parameters."""
 
-__all__ = ["print_summary", "built_without_graph"]
+__all__ = ["print_summary", "print_table", "class_name", "built_without_graph"]
 
 
 def _shape(s):
@@ -22,7 +22,7 @@ def shown_layers(model):
     return steps if len(mine) == len(listed) and all(a is b for a, b in zip(mine, listed)) else listed
 
 
-def _class_name(layer):
+def class_name(layer):
     """The class a row names: Keras's "Functional" for a model made as Model(inputs, outputs)."""
     cls = type(layer)
     if isinstance(getattr(layer, "display_class", None), str):
@@ -37,7 +37,7 @@ def _trainable_mark(layer):
     return "Y" if layer.trainable else "N"
 
 
-def _print_table(model, rows, totals, print_fn, layers=None, show_trainable=False, line_length=None,
+def print_table(model, rows, totals, print_fn, layers=None, show_trainable=False, line_length=None,
                  positions=None):
     """Keras's table: the model's name, a row per layer, then the parameter totals
     (``show_trainable``: a column saying whether each layer trains).  ``line_length`` (and
@@ -124,16 +124,16 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
     if built_without_graph(model):
         # a subclassed model whose own build() built its layers (no graph yet): Keras's table, its
         # layers' weights counted, no shapes
-        rows = [(f"{l.name} ({_class_name(l)})", "?", f"{l.count_params():,}") for l in model.layers]
+        rows = [(f"{l.name} ({class_name(l)})", "?", f"{l.count_params():,}") for l in model.layers]
         total = model.count_params()
         trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
-        return _print_table(model, rows, [total, trainable, total - trainable], print_fn, **width)
+        return print_table(model, rows, [total, trainable, total - trainable], print_fn, **width)
     if awaits is not None and awaits():
         # Keras 3's table of a model that waits for its first data: its layers, no shapes yet
         from pyggml.layers.layer import snake_case
-        rows = [(f"{l.name or snake_case(type(l).__name__)} ({_class_name(l)})", "?", "0 (unbuilt)")
+        rows = [(f"{l.name or snake_case(type(l).__name__)} ({class_name(l)})", "?", "0 (unbuilt)")
                 for l in model.layers]
-        return _print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn, **width)
+        return print_table(model, rows, ["0 (unbuilt)"] * 3, print_fn, **width)
     topo = model._ensure_graph()
     rows = []
     shown = _layer_range(shown_layers(model), layer_range)
@@ -142,7 +142,7 @@ def print_summary(model, print_fn=print, line_length=None, show_trainable=False,
         # a fixed batch size (Keras's Input(batch_shape=...)) shows, as in Keras
         shapes = [(n.batch_size,) + tuple(n.feature_shape) for n in nodes]
         shape = _shape(shapes) if len(nodes) > 1 else (_shape(shapes[0]) if nodes else "?")
-        rows.append((f"{l.name} ({_class_name(l)})", shape, f"{l.count_params():,}"))
+        rows.append((f"{l.name} ({class_name(l)})", shape, f"{l.count_params():,}"))
     total = model.count_params()
     trainable = sum(v.size for _, v in model.named_variables() if v.trainable)
-    _print_table(model, rows, [total, trainable, total - trainable], print_fn, shown, show_trainable, **width)
+    print_table(model, rows, [total, trainable, total - trainable], print_fn, shown, show_trainable, **width)
