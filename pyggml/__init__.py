@@ -65,6 +65,7 @@ from pyggml._random import set_seed
 from pyggml import activations, callbacks, initializers, layers, losses, metrics, ops, optimizers, saving  # noqa: E402
 from pyggml import constraints, regularizers  # noqa: E402
 from pyggml import backend, config, data, datasets, dtype_policies, mixed_precision, preprocessing, random, tree, utils  # noqa: E402
+from pyggml import quantizers  # noqa: E402
 from pyggml.backend import device, name_scope  # noqa: E402
 from pyggml.mixed_precision import DTypePolicy, FloatDTypePolicy  # noqa: E402
 from pyggml.layers import Input
@@ -86,7 +87,7 @@ __all__ = ["GradientTape", "InputSpec", "Layer", "Loss", "Metric", "Optimizer", 
            "get_n_threads", "backends", "show_config", "version", "ggml_version", "layers", "callbacks", "optimizers",
            "losses", "metrics", "ops", "activations", "initializers", "regularizers", "constraints", "saving",
            "utils", "preprocessing", "data", "random", "backend", "config", "mixed_precision", "tree", "Variable",
-           "datasets", "dtype_policies", "DTypePolicy", "FloatDTypePolicy", "name_scope", "device",
+           "datasets", "dtype_policies", "quantizers", "DTypePolicy", "FloatDTypePolicy", "name_scope", "device",
            "GGMLError", "FreedError", "AllocationError", "ContextFullError", "ComputeError", "GGUFError", "RPCError",
            "rpc", "applications"]
 

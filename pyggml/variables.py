@@ -225,8 +225,8 @@ class Variable:
             # float weight from before quantizing would be read as integers, silently wrong
             from pyggml.dtype_policies import QUANTIZATION_MODES
             q = QUANTIZATION_MODES[mode]
-            if not (np.all(np.isfinite(a)) and np.all(a == np.round(a)) and np.all(np.abs(a) <= q)):
-                raise ValueError(f"variable {self.name!r} is quantized ({mode}): it takes integers in [-{q}, {q}] "
+            if not (np.all(np.isfinite(a)) and np.all(a == np.round(a)) and np.all(a >= -q - 1) and np.all(a <= q)):
+                raise ValueError(f"variable {self.name!r} is quantized ({mode}): it takes integers in [-{q + 1}, {q}] "
                                  f"(the layer computes with them divided by its kernel_scale); a float weight from "
                                  f"before quantizing goes into a model not quantized")
         a = np.ascontiguousarray(a, dtype=np.float32).reshape(self.shape)

@@ -466,3 +466,76 @@ def test_a_subclassed_model_s_summary_is_keras_s_table():
     text = "\n".join(lines)
     assert "Output Shape" in text and "Total params: 5,000 (19.53 KB)" in text
     assert "Non-trainable params: 0 (0.00 B)" in text
+
+
+# --- keras.quantizers (the customizing_quantization and int4 guides) -------------------------
+
+def test_quantizers_abs_max_and_int4_packing_as_keras_gives_them():
+    q, s = pg.quantizers.abs_max_quantize(np.array([[1.0, -2.0], [4.0, 0.5]]), axis=0)
+    assert q.dtype == np.int8 and q.tolist() == [[32, -127], [127, 32]]         # Keras 3.15's numbers
+    np.testing.assert_allclose(s, [[31.75, 63.5]], rtol=1e-5)
+    packed, shape, n = pg.quantizers.pack_int4(np.array([[-3, 7], [2, -8], [1, 0]], dtype=np.int8))
+    assert packed.tolist() == [[45, -121], [1, 0]] and shape == (2, 2) and n == 3
+    assert pg.quantizers.unpack_int4(packed, n).tolist() == [[-3, 7], [2, -8], [1, 0]]
+    packed, _, n = pg.quantizers.pack_int4(np.array([[-3, 7, 2], [-8, 1, 0]], dtype=np.int8), axis=1)
+    assert packed.tolist() == [[125, 2], [24, 0]]
+    assert pg.quantizers.unpack_int4(packed, n, axis=1).tolist() == [[-3, 7, 2], [-8, 1, 0]]
+
+
+def _dense_stack(with_rows=False):
+    """10-32-1 with weights drawn after 5 rows of x from default_rng(0) (as the Keras run drew them)."""
+    m = pg.Sequential([pg.Input(shape=(10,)), layers.Dense(32, activation="relu"), layers.Dense(1)])
+    r = np.random.default_rng(0)
+    x = r.normal(size=(5, 10)).astype("float32")
+    m.set_weights([r.normal(size=np.shape(a)).astype("float32") for a in m.get_weights()[:]])
+    return (m, x) if with_rows else m
+
+
+def test_quantize_with_a_config_s_weight_quantizer(tmp_path):
+    m, x = _dense_stack(with_rows=True)
+    cfg = pg.quantizers.Int8QuantizationConfig(
+        weight_quantizer=pg.quantizers.AbsMaxQuantizer(axis=0, value_range=(-100, 100)), activation_quantizer=None)
+    m.quantize(config=cfg)
+    k = np.asarray(m.layers[0].kernel)
+    assert k.min() == -100 and k.max() == 100 and np.array_equal(k, np.round(k))
+    # Keras 3.15.1 (torch) on the same weights and rows gives these outputs (weight-only int8, range 100)
+    np.testing.assert_allclose(m.predict(x, verbose=0).ravel(), [17.9695, -17.2631, 6.7379, 8.4639, 30.5621],
+                               rtol=1e-4, atol=1e-3)
+    m.save(str(tmp_path / "q.keras"))
+    back = pg.saving.load_model(str(tmp_path / "q.keras"))
+    np.testing.assert_array_equal(back.predict(x, verbose=0), m.predict(x, verbose=0))
+    m4 = _dense_stack()
+    m4.quantize(config=pg.quantizers.Int4QuantizationConfig(block_size=None))
+    np.testing.assert_allclose(m4.predict(x, verbose=0).ravel(), [20.292, -18.670, 6.380, 8.125, 32.053],
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_a_quantizer_of_your_own_and_the_configs_checks():
+    class Halves(pg.quantizers.Quantizer):          # a scale of 2 per output, whatever the weight
+        def __call__(self, x):
+            x = np.asarray(x)
+            return np.clip(np.round(x * 2), -127, 127).astype("int8"), np.full((1, x.shape[1]), 2.0)
+    m = _dense_stack()
+    w = m.layers[0].kernel.numpy().copy()
+    m.quantize(config=pg.quantizers.Int8QuantizationConfig(weight_quantizer=Halves(), activation_quantizer=None),
+               filters=lambda l: l.name == m.layers[0].name)
+    np.testing.assert_array_equal(np.asarray(m.layers[0].kernel), np.clip(np.round(w * 2), -127, 127))
+    assert m.layers[1].quantization_mode is None
+
+    class PerInput(pg.quantizers.Quantizer):        # one scale per input: not what a layer computes with
+        def __call__(self, x):
+            return np.zeros(np.shape(x), "int8"), np.ones((np.shape(x)[0], 1))
+    with pytest.raises(ValueError, match="one positive value per output"):
+        _dense_stack().quantize(config=pg.quantizers.Int8QuantizationConfig(weight_quantizer=PerInput()))
+    with pytest.raises(ValueError, match="contradicts"):
+        _dense_stack().quantize("int4", config=pg.quantizers.Int8QuantizationConfig())
+    with pytest.raises(ValueError, match="value_range"):
+        pg.quantizers.Int4QuantizationConfig(weight_quantizer=pg.quantizers.AbsMaxQuantizer(axis=0), block_size=None)
+    with pytest.raises(ValueError, match="block_size"):
+        pg.quantizers.Int4QuantizationConfig(weight_quantizer=pg.quantizers.AbsMaxQuantizer(axis=0,
+                                                                                             value_range=(-8, 7)))
+    with pytest.raises(ValueError, match="give a mode"):
+        _dense_stack().quantize()
+    again = pg.quantizers.deserialize(pg.quantizers.serialize(pg.quantizers.AbsMaxQuantizer(axis=0,
+                                                                                            value_range=(-9, 9))))
+    assert isinstance(again, pg.quantizers.AbsMaxQuantizer) and again.value_range == (-9, 9)

@@ -474,9 +474,9 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
     def save(self, path=None, overwrite=True, **kwargs):
         gguf_io.save_model(self, gguf_io.keras_save_args("save", path, kwargs, overwrite, ("zipped",)))
 
-    def quantize(self, mode, filters=None, **kwargs):
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """Keras's: the Dense, EinsumDense, Embedding and attention weights as int8 (int4) and a scale."""
-        return quantize_model(self, mode, filters)
+        return quantize_model(self, mode, filters, config)
 
     def save_weights(self, path=None, overwrite=True, **kwargs):
         gguf_io.save_weights(self, gguf_io.keras_save_args("save_weights", path, kwargs, overwrite, ("max_shard_size",)))

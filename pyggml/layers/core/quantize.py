@@ -50,9 +50,13 @@ class QuantizedWeights:
         axes = tuple(v.keras_axes) if v.keras_axes is not None else tuple(range(len(v.shape)))
         return tuple(int(v.shape[i]) for i in axes), axes
 
-    def quantize(self, mode, type_check=True, config=None):
-        """Quantize the layer's weight (Keras's ``layer.quantize(mode)``): once, after it is built."""
+    def quantize(self, mode=None, type_check=True, config=None):
+        """Quantize the layer's weight (Keras's ``layer.quantize(mode)``, or ``config=`` an
+        Int8QuantizationConfig/Int4QuantizationConfig whose weight quantizer is used): once,
+        after it is built."""
+        from pyggml import quantizers
         who = type(self).__name__ + (f" {self.name!r}" if self.name else "")
+        mode, config = quantizers.resolve(mode, config)
         check_mode(mode, who)
         if not self.built:
             from pyggml.layers._keras_weights import build_through_owner
@@ -62,11 +66,12 @@ class QuantizedWeights:
                              f"build(input_shape), first)")
         if self.quantization_mode is not None:
             raise ValueError(f"{who}: the layer is quantized already ({self.quantization_mode})")
-        self._make_quantized(mode, from_values=True)
+        self._make_quantized(mode, from_values=True, quantizer=getattr(config, "weight_quantizer", None))
+        self.quantization_config = config
         from pyggml.layers.layer import layer_changed
         layer_changed(self, weights_added=True)
 
-    def _make_quantized(self, mode, from_values):
+    def _make_quantized(self, mode, from_values, quantizer=None):
         v = getattr(self, self._quant_base)
         if v.keras_shape is not None:
             raise ValueError(f"{type(self).__name__}: its weight's layout cannot be quantized")
@@ -78,10 +83,14 @@ class QuantizedWeights:
         if from_values:
             from pyggml.layers._keras_weights import from_keras_value, keras_value
             k = np.asarray(keras_value(v, v.numpy()), np.float64)
-            qmax = MODES[mode]
-            top = np.max(np.abs(k), axis=reduce, keepdims=True)
-            s = qmax / np.where(top > 0, top, 1.0)
-            q = np.clip(np.round(k * s), -qmax, qmax)
+            if quantizer is not None:             # a config's weight quantizer (Keras's layout in)
+                from pyggml.quantizers import quantize_weight
+                q, s = quantize_weight(quantizer, k, tuple(reduce), mode, f"{type(self).__name__}.quantize")
+            else:
+                qmax = MODES[mode]
+                top = np.max(np.abs(k), axis=reduce, keepdims=True)
+                s = qmax / np.where(top > 0, top, 1.0)
+                q = np.clip(np.round(k * s), -qmax, qmax)
             v.assign(from_keras_value(v, q.astype(np.float32), "quantize"))
             scale.assign(s.reshape(scale_shape).astype(np.float32))
         v.trainable = False
@@ -120,7 +129,7 @@ class QuantizedProjections(QuantizedWeights):
 
     _quant_attrs = ()          # (weight attribute, weight name's prefix) of each projection
 
-    def _make_quantized(self, mode, from_values):
+    def _make_quantized(self, mode, from_values, quantizer=None):
         qmax = MODES[mode]
         scales = {}
         for attr, prefix in self._quant_attrs:
@@ -134,9 +143,14 @@ class QuantizedProjections(QuantizedWeights):
                 scale.keras_shape = tuple(w.keras_shape[:2])          # (heads, dim), as the bias
             if from_values:
                 a = np.asarray(w.numpy(), np.float64)
-                top = np.max(np.abs(a), axis=1, keepdims=True)
-                s = qmax / np.where(top > 0, top, 1.0)
-                w.assign(np.clip(np.round(a * s), -qmax, qmax).astype(np.float32))
+                if quantizer is not None:         # (on the weight as (outputs, inputs): one scale per row)
+                    from pyggml.quantizers import quantize_weight
+                    q, s = quantize_weight(quantizer, a, (1,), mode, f"{type(self).__name__}.quantize")
+                else:
+                    top = np.max(np.abs(a), axis=1, keepdims=True)
+                    s = qmax / np.where(top > 0, top, 1.0)
+                    q = np.clip(np.round(a * s), -qmax, qmax)
+                w.assign(q.astype(np.float32))
                 scale.assign(s.reshape(rows).astype(np.float32))
             w.trainable = False
             w.quantized = mode
@@ -167,12 +181,14 @@ def _layers_of(model):
     return out
 
 
-def quantize_model(model, mode, filters=None):
+def quantize_model(model, mode, filters=None, config=None):
     """Keras's ``model.quantize(mode, filters=None)``: every Dense, EinsumDense, Embedding and
     MultiHeadAttention (its projections, as Keras's EinsumDense sublayers) (or
     those ``filters`` keeps: a regex or a list of them matched against the layer's name, or a
     callable of the layer) quantized; a model with none of them is refused."""
     import re
+    from pyggml import quantizers
+    mode, config = quantizers.resolve(mode, config)
     check_mode(mode, "quantize")
     model.check_alive()
     if filters is None:
@@ -193,7 +209,7 @@ def quantize_model(model, mode, filters=None):
     done = 0
     for layer in _layers_of(model):
         if isinstance(layer, QuantizedWeights) and layer.quantization_mode is None and keep(layer):
-            layer.quantize(mode)
+            layer.quantize(mode, config=config)
             done += 1
     if not done:
         raise ValueError(f"quantize: the model has no layer to quantize in mode {mode!r} (Dense, EinsumDense, "
