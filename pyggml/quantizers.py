@@ -7,17 +7,16 @@ A weight quantizer given in a config quantizes each weight in Keras's layout (a 
 ``q / scale``), as pyggml keeps one scale per output.  pyggml computes a quantized layer's
 inputs in float32: an ``activation_quantizer`` is kept in the config and not applied (Keras
 quantizes the inputs of an int8 layer too, so its results differ from pyggml's by that rounding).
-GPTQ, AWQ and float8 modes are not offered."""
+GPTQ, AWQ and float8 modes (and float8's ``quantize_and_dequantize``) are not offered."""
 
 import numpy as np
 
-__all__ = ["Quantizer", "AbsMaxQuantizer", "abs_max_quantize", "quantize_and_dequantize", "pack_int4", "unpack_int4",
+__all__ = ["Quantizer", "AbsMaxQuantizer", "abs_max_quantize", "pack_int4", "unpack_int4",
            "QuantizationConfig", "Int8QuantizationConfig", "Int4QuantizationConfig", "serialize", "deserialize",
            "get"]
 
 EPSILON = 1e-7
 _RANGES = {"int8": (-128, 127), "int4": (-8, 7)}          # the integers each mode's weights may hold
-_MAXIMA = {"int8": 127.0, "int4": 7.0, "float8_e4m3fn": 448.0, "float8_e5m2": 57344.0}
 
 
 def _host(x, what):
@@ -66,21 +65,6 @@ def abs_max_quantize(inputs, axis, value_range=(-127, 127), dtype="int8", epsilo
     scale = high / (np.max(np.abs(a), axis=axes, keepdims=True) + epsilon)
     q = np.clip(np.round(a * scale), low, high)
     return q.astype(dtype), scale.astype(np.float32)
-
-
-def quantize_and_dequantize(inputs, scale, quantized_dtype, compute_dtype="float32"):
-    """Keras's: ``inputs / scale`` clipped to ``quantized_dtype``'s largest value, rounded as
-    the cast to it rounds (integers), and multiplied back by ``scale``."""
-    if quantized_dtype not in _MAXIMA:
-        raise ValueError(f"quantize_and_dequantize: quantized_dtype must be one of {sorted(_MAXIMA)}, got "
-                         f"{quantized_dtype!r}")
-    a = _host(inputs, "quantize_and_dequantize").astype(np.float64)
-    s = _host(scale, "quantize_and_dequantize").astype(np.float64)
-    top = _MAXIMA[quantized_dtype]
-    x = np.clip(a / s, -top, top)
-    if quantized_dtype.startswith("int"):
-        x = np.trunc(x)                                   # a cast to an integer type drops the fraction
-    return (x * s).astype(np.dtype(compute_dtype))
 
 
 def pack_int4(arr, axis=0, dtype="int8"):
