@@ -67,18 +67,23 @@ def abs_max_quantize(inputs, axis, value_range=(-127, 127), dtype="int8", epsilo
     return q.astype(dtype), scale.astype(np.float32)
 
 
+def _bytes_along(arr, axis, dtype, who):
+    """(the int8/uint8 array with ``axis`` moved first, that axis), checked."""
+    if dtype not in ("int8", "uint8"):
+        raise ValueError(f"{who}: dtype must be 'int8' or 'uint8', got {dtype!r}")
+    a = _host(arr, who)
+    if a.dtype != np.dtype(dtype):
+        raise TypeError(f"{who}: expected a {dtype} array, got {a.dtype}")
+    if a.ndim == 0:
+        raise ValueError(f"{who}: expected an array with at least one axis")
+    ax = _axes(axis, a.ndim, who)[0]
+    return np.moveaxis(a, ax, 0), ax
+
+
 def pack_int4(arr, axis=0, dtype="int8"):
     """Keras's: int4 values (int8 in [-8, 7]) two to a byte along ``axis`` (the first of each
     pair in the low nibble; an odd count padded with 0): ``(packed, packed_shape, original_count)``."""
-    if dtype not in ("int8", "uint8"):
-        raise ValueError(f"pack_int4: dtype must be 'int8' or 'uint8', got {dtype!r}")
-    a = _host(arr, "pack_int4")
-    if a.dtype != np.dtype(dtype):
-        raise TypeError(f"pack_int4: expected a {dtype} array, got {a.dtype}")
-    if a.ndim == 0:
-        raise ValueError("pack_int4: expected an array with at least one axis")
-    ax = _axes(axis, a.ndim, "pack_int4")[0]
-    a = np.moveaxis(a, ax, 0)
+    a, ax = _bytes_along(arr, axis, dtype, "pack_int4")
     n = a.shape[0]
     if n % 2:
         a = np.concatenate([a, np.zeros((1,) + a.shape[1:], a.dtype)])
@@ -91,15 +96,8 @@ def pack_int4(arr, axis=0, dtype="int8"):
 def unpack_int4(packed, orig_len, axis=0, dtype="int8"):
     """Keras's: ``pack_int4`` undone, the int4 values as int8 in [-8, 7] (``orig_len`` of them
     along ``axis``)."""
-    if dtype not in ("int8", "uint8"):
-        raise ValueError(f"unpack_int4: dtype must be 'int8' or 'uint8', got {dtype!r}")
-    p = _host(packed, "unpack_int4")
-    if p.dtype != np.dtype(dtype):
-        raise TypeError(f"unpack_int4: expected a {dtype} array, got {p.dtype}")
-    if p.ndim == 0:
-        raise ValueError("unpack_int4: expected an array with at least one axis")
-    ax = _axes(axis, p.ndim, "unpack_int4")[0]
-    p = np.moveaxis(p, ax, 0).view(np.uint8).astype(np.int16)
+    p, ax = _bytes_along(packed, axis, dtype, "unpack_int4")
+    p = p.view(np.uint8).astype(np.int16)
     if not isinstance(orig_len, (int, np.integer)) or isinstance(orig_len, bool) or \
             not 0 <= orig_len <= 2 * p.shape[0]:
         raise ValueError(f"unpack_int4: orig_len must be an int in [0, {2 * p.shape[0]}], got {orig_len!r}")
