@@ -1462,6 +1462,14 @@ def cases_round13():
             (f"round13.quantize_mha={h}", mha + f"R = m.quantize({h})"),
             (f"round13.quantize_mha_filters={h}", mha + f"R = m.quantize('int8', filters={h})"),
             (f"round13.kernel_set={h}", f"d = L.Dense(2); d.build((None, 3))\nd.kernel = {h}"),
+            (f"round13.abs_max_axis={h}", f"R = pg.quantizers.abs_max_quantize(np.ones((2, 3)), {h})"),
+            (f"round13.abs_max_range={h}", f"R = pg.quantizers.AbsMaxQuantizer(value_range={h})(np.ones((2, 3)))"),
+            (f"round13.pack_int4={h}", f"R = pg.quantizers.pack_int4({h})"),
+            (f"round13.unpack_int4_len={h}", f"R = pg.quantizers.unpack_int4(np.zeros((2, 2), np.int8), {h})"),
+            (f"round13.quantize_config={h}", mha + f"R = m.quantize(config={h})"),
+            (f"round13.int4_block={h}", f"R = pg.quantizers.Int4QuantizationConfig(block_size={h})"),
+            (f"round13.weight_quantizer={h}", mha + "class Q(pg.quantizers.Quantizer):\n    def __call__(self, x):\n"
+             f"        return {h}\nR = m.quantize(config=pg.quantizers.Int8QuantizationConfig(weight_quantizer=Q()))"),
         ]
     cases += [
         ("round13.quantize_mha_zero", mha + "m.set_weights({k: np.zeros_like(v) for k, v in m.get_weights().items()})\n"
