@@ -27,7 +27,7 @@ from pyggml._tensor_arrays import refuse_tensor_array
 from pyggml._validation import axis_index, is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
-from pyggml.variables import Variable
+from pyggml.variables import Variable, unwrap_name
 
 MAX_DIMS = 4
 
@@ -59,6 +59,7 @@ def _t(x):
     """A Tensor for a Tensor, a Variable or an array/number (a float32 constant); a list of
     tensors is stacked, as Keras's convert_to_tensor (``ops.mean([loss_a, loss_b])``: the
     gradient goes on to each)."""
+    x = unwrap_name(x)
     if isinstance(x, Tensor):
         v = _scope.foreign_tape_value(x)         # another tape's tensor while a tape records: its value
         if v is None:
@@ -169,6 +170,7 @@ def _eager(*tensor_params):
                     continue
                 many = isinstance(v, (list, tuple)) and name in _SEQUENCE_PARAMS
                 for k, item in enumerate(v if many else [v]):
+                    item = unwrap_name(item)
                     if is_number(item) and not isinstance(item, np.ndarray):
                         scalars = True
                         continue                              # a Python number stays one (power's exponent)

@@ -36,7 +36,7 @@ from pyggml._tensor_arrays import as_ops_result, holds_64, keras_widths, refuse_
 from pyggml._validation import axis_index
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor
-from pyggml.variables import Variable
+from pyggml.variables import Variable, WeightName, unwrap_name
 
 _GGML_NAMES = [n for n in dir(_core_ops) if not n.startswith("_")]
 
@@ -85,6 +85,7 @@ def shape(x):
 def convert_to_numpy(x):
     """Keras's ``ops.convert_to_numpy``: a numpy array of an array, a number or a Variable (its
     current value); a graph tensor has no value until its graph runs, so it is refused."""
+    x = unwrap_name(x)
     if isinstance(x, Variable):
         return x.numpy()
     if isinstance(x, Tensor) and x.ctx.value_source is not None:
@@ -201,9 +202,10 @@ def reduce_mean(x, axis=None, keepdims=False):
 
 
 def square(x):
-    """Keras's ops.square: x * x (an array outside a graph is computed at once)."""
-    if not isinstance(x, (Tensor, Variable)) and _scope.current() is None:
-        a = np.asarray(x)
+    """Keras's ops.square: x * x (an array or a weight outside a graph is computed at once)."""
+    x = unwrap_name(x)
+    if not isinstance(x, Tensor) and _scope.current() is None:
+        a = x.numpy() if isinstance(x, Variable) else np.asarray(x)
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"square: expected a tensor or real numbers, got {type(x).__name__} of dtype {a.dtype}")
         return np.square(a.astype(np.float32))
@@ -291,6 +293,9 @@ def _keras_unary(name):
 
     @functools.wraps(ggml_op)
     def op(x, ctx=None, **kwargs):
+        x = unwrap_name(x)
+        if isinstance(x, Variable) and ctx is None and _scope.current() is None:
+            x = x.numpy()                     # a weight outside a graph: its values, computed at once
         if ctx is not None:
             return apply(_resolve(x), dict(kwargs, ctx=ctx))
         if isinstance(x, (Tensor, Variable)):
@@ -458,6 +463,15 @@ def _symbolic_aware(name, fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
+        if builtins.any(type(a) is WeightName or (type(a) in (list, tuple) and
+                                                  builtins.any(type(e) is WeightName for e in a)) for a in args) \
+                or builtins.any(type(v) is WeightName for v in kwargs.values()):      # (ops.any shadows any)
+            # a model's weight names (model.trainable_weights) stand for their Variables, also in a
+            # list (ops.stack of them): not strings to compute on the host, which would cut a
+            # tape's gradient to them
+            args = tuple(type(a)(unwrap_name(e) for e in a) if type(a) in (list, tuple) else unwrap_name(a)
+                         for a in args)
+            kwargs = {k: unwrap_name(v) for k, v in kwargs.items()}
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
         if _scope.current() is not None and _wide.eager_arrays(args, kwargs) and _wide.takes(name) and \

@@ -15,7 +15,7 @@ from pyggml import _random, _scope, initializers
 from pyggml._tensor_arrays import as_ops_result
 from pyggml.errors import GGMLError
 
-__all__ = ["Variable", "WeightName"]
+__all__ = ["Variable", "WeightName", "unwrap_name"]
 
 
 _VARIABLE_KEYWORDS = ("initializer", "shape", "dtype", "trainable", "name", "autocast", "aggregation",
@@ -435,8 +435,14 @@ def _eager_result(r):
 
 
 def _as_tensor(v):
-    v = v.variable if isinstance(v, WeightName) else v
+    v = unwrap_name(v)
     return v._value_here() if isinstance(v, Variable) else v
+
+
+def unwrap_name(x):
+    """The Variable a model's weight name (``model.trainable_weights``'s) stands for; anything
+    else as it is (the ops take a name as its Variable: an L2 penalty over the weights)."""
+    return x.variable if isinstance(x, WeightName) else x
 
 
 class WeightName(str):

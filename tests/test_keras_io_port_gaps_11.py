@@ -539,3 +539,29 @@ def test_a_quantizer_of_your_own_and_the_configs_checks():
     again = pg.quantizers.deserialize(pg.quantizers.serialize(pg.quantizers.AbsMaxQuantizer(axis=0,
                                                                                             value_range=(-9, 9))))
     assert isinstance(again, pg.quantizers.AbsMaxQuantizer) and again.value_range == (-9, 9)
+
+
+# --- model.trainable_weights (weight names standing for Variables) in ops --------------------
+
+def test_an_l2_penalty_over_model_trainable_weights_reaches_the_gradients():
+    m = pg.Sequential([pg.Input((3,)), layers.Dense(2)])
+    x, y = np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32)
+    with pg.GradientTape() as tape:
+        loss = ops.mean(ops.square(m(x) - y)) + 0.1 * sum(ops.sum(ops.square(w)) for w in m.trainable_weights)
+    g = tape.gradient(loss, m.trainable_weights)
+    w, b = (v.numpy() for v in m.trainable_variables)
+    out = x @ w.T + b
+    np.testing.assert_allclose(np.asarray(g[0]), (2 * (out - y) / out.size).T @ x + 0.2 * w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(g[1]), 2 * (out - y).sum(0) / out.size + 0.2 * b, rtol=1e-5, atol=1e-6)
+
+
+def test_ops_take_a_model_s_weights_and_variables_outside_a_graph():
+    m = pg.Sequential([pg.Input((3,)), layers.Dense(2)])
+    name, var = m.trainable_weights[0], m.trainable_variables[0]
+    w = var.numpy()
+    np.testing.assert_array_equal(ops.convert_to_numpy(name), w)
+    for op, ref in ((ops.square, np.square), (ops.abs, np.abs), (ops.exp, np.exp), (ops.tanh, np.tanh)):
+        np.testing.assert_allclose(np.asarray(op(name)), ref(w), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(op(var)), ref(w), rtol=1e-6)     # (a Variable raised)
+    assert float(ops.sum(name)) == pytest.approx(float(w.sum()), rel=1e-5)
+    assert np.asarray(ops.stack([m.trainable_weights[1], m.trainable_weights[1]])).shape == (2, 2)
