@@ -361,7 +361,11 @@ _PLAIN_LEAVES = (str, bytes, numbers.Number, np.generic, np.dtype, type, builtin
 
 def _plain(value, depth=0):
     """True for numbers, numeric numpy arrays (not watched by a recording GradientTape) and
-    lists, tuples and dicts of them; False for tensors, Variables, nodes, functions, ..."""
+    lists, tuples and dicts of them; False for tensors, Variables, nodes, functions, ... and a
+    model's weight names (``model.trainable_weights``: their Variables; a constant made of one in a
+    GradientTape would cut the gradient to it)."""
+    if type(value) is WeightName:
+        return False
     if value is None or value is Ellipsis or isinstance(value, _PLAIN_LEAVES):
         return True
     if isinstance(value, np.ndarray):
@@ -463,15 +467,6 @@ def _symbolic_aware(name, fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        if builtins.any(type(a) is WeightName or (type(a) in (list, tuple) and
-                                                  builtins.any(type(e) is WeightName for e in a)) for a in args) \
-                or builtins.any(type(v) is WeightName for v in kwargs.values()):      # (ops.any shadows any)
-            # a model's weight names (model.trainable_weights) stand for their Variables, also in a
-            # list (ops.stack of them): not strings to compute on the host, which would cut a
-            # tape's gradient to them
-            args = tuple(type(a)(unwrap_name(e) for e in a) if type(a) in (list, tuple) else unwrap_name(a)
-                         for a in args)
-            kwargs = {k: unwrap_name(v) for k, v in kwargs.items()}
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
         if _scope.current() is not None and _wide.eager_arrays(args, kwargs) and _wide.takes(name) and \
