@@ -346,20 +346,20 @@ def _is_option(v):
     return v is None or isinstance(v, (bool, int, float, str)) and not isinstance(v, np.generic)
 
 
-def _dict_leaves(d, path=()):
+def dict_leaves(d, path=()):
     """[(key, value)] of a dict of inputs: a top-level input's key is its name, a nested dict's
     input's the tuple of keys down to it (``{"a": x, "b": {"c": y}}``: ``"a"``, ``("b", "c")``)."""
     out = []
     for k, v in d.items():
         if isinstance(v, dict) and v and all(isinstance(j, str) for j in v):
-            out += _dict_leaves(v, path + (k,))
+            out += dict_leaves(v, path + (k,))
         else:
             out.append((path + (k,) if path else k, v))
     return out
 
 
 def nest_by_keys(keys, values):
-    """The dict of ``values`` by ``keys`` as ``_dict_leaves`` gave them (paths nest again)."""
+    """The dict of ``values`` by ``keys`` as ``dict_leaves`` gave them (paths nest again)."""
     out = {}
     for k, v in zip(keys, values):
         if isinstance(k, (tuple, list)):
@@ -1412,7 +1412,7 @@ class Layer:
                                 f"input, got keys {list(inputs)!r}")
             if "_input_keys" in kwargs:
                 raise TypeError(f"{type(self).__name__}: '_input_keys' is not a call argument")
-            leaves = _dict_leaves(inputs)          # a nested dict's inputs by their paths (Keras's tree)
+            leaves = dict_leaves(inputs)           # a nested dict's inputs by their paths (Keras's tree)
             kwargs = dict(kwargs, _input_keys=[k for k, _ in leaves])
             inputs = [v for _, v in leaves]
         flat = flatten_inputs(inputs)

@@ -21,7 +21,7 @@ import numpy as np
 from pyggml import optimizers as optimizers_mod
 from pyggml.core import Tensor
 from pyggml.layers.input_layer import Input
-from pyggml.layers.layer import Layer, flatten_inputs, nest_by_keys, snake_case, training_context
+from pyggml.layers.layer import Layer, dict_leaves, flatten_inputs, nest_by_keys, snake_case, training_context
 from pyggml.layers.node import Node
 from pyggml.models import functional
 from pyggml.variables import Variable
@@ -151,16 +151,10 @@ def build_saved(model, build):
     build_graph(model, dict(zip(keys, specs)) if keys else specs, bool(build.get("many")))
 
 
-def dict_keys(d, path=()):
-    """[(key, value)] of a dict of inputs: a top-level input by its key, one in a nested dict by
-    the tuple of keys down to it (Keras's tree: ``{"foo": a, "bar": {"baz": b}}``)."""
-    out = []
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out += dict_keys(v, path + (str(k),))
-        else:
-            out.append((path + (str(k),) if path else str(k), v))
-    return out
+def dict_keys(d):
+    """[(key, value)] of a dict of inputs (Layer's ``dict_leaves``: a nested dict's input by the
+    tuple of keys down to it), a top-level key as a string (the graph's input is named by it)."""
+    return [(k if isinstance(k, tuple) else str(k), v) for k, v in dict_leaves(d)]
 
 
 def _spec_of(a, what="x"):
@@ -276,9 +270,9 @@ def build_for(model, x):
         finish_compile(model)
         return x
     if isinstance(first, dict):         # a call on a dict of inputs: the graph's inputs named by its keys
-        keys = [k for k, _ in dict_keys(first)]
-        model.__dict__["_dict_input_keys"] = keys
-        build_graph(model, {k: _spec_of(v, f"x[{k!r}]") for k, (_, v) in zip(keys, dict_keys(first))}, True)
+        leaves = dict_keys(first)
+        model.__dict__["_dict_input_keys"] = [k for k, _ in leaves]
+        build_graph(model, {k: _spec_of(v, f"x[{k!r}]") for k, v in leaves}, True)
         return x
     build_graph(model, [_spec_of(a) for a in (list(first) if many else [first])], many)
     return x

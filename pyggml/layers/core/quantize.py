@@ -1,6 +1,7 @@
 """Keras's weight quantization, ``model.quantize("int8")`` (or ``"int4"``), of Dense, EinsumDense,
 Embedding and the attention layers' projections: each layer's weight becomes integers in
-[-127, 127] ([-7, 7] for int4) with a float scale per output (Keras's ``kernel_scale``; Embedding's ``embeddings_scale``, one per
+[-127, 127] ([-7, 7] for int4; a config's quantizer may use Keras's [-128, 127], [-8, 7]) with a
+float scale per output (Keras's ``kernel_scale``; Embedding's ``embeddings_scale``, one per
 token), ``q = round(w * scale)``, ``scale = qmax / max|w|`` over the weight's input axes, and
 the layer computes with ``q / scale``.  The integer weight is frozen (a LoRA enabled on the
 layer trains on top of it: QLoRA); the bias trains.
@@ -23,6 +24,18 @@ def check_mode(mode, who):
     if not isinstance(mode, str) or mode not in MODES:
         raise ValueError(f"{who}: the quantization mode must be one of {sorted(MODES)}, got {mode!r}")
     return mode
+
+
+def integers_and_scale(k, reduce, mode, quantizer, who):
+    """``(q, scale)`` of the weight ``k`` (float64, its scale's axes kept as 1): the config's
+    weight quantizer's, checked, or the abs-max over ``reduce`` into the mode's range."""
+    if quantizer is not None:
+        from pyggml.quantizers import quantize_weight
+        return quantize_weight(quantizer, k, tuple(reduce), mode, who)
+    qmax = MODES[mode]
+    top = np.max(np.abs(k), axis=tuple(reduce), keepdims=True)
+    s = qmax / np.where(top > 0, top, 1.0)
+    return np.clip(np.round(k * s), -qmax, qmax), s
 
 
 class QuantizedWeights:
@@ -82,15 +95,8 @@ class QuantizedWeights:
                                 layout="in_out")
         if from_values:
             from pyggml.layers._keras_weights import from_keras_value, keras_value
-            k = np.asarray(keras_value(v, v.numpy()), np.float64)
-            if quantizer is not None:             # a config's weight quantizer (Keras's layout in)
-                from pyggml.quantizers import quantize_weight
-                q, s = quantize_weight(quantizer, k, tuple(reduce), mode, f"{type(self).__name__}.quantize")
-            else:
-                qmax = MODES[mode]
-                top = np.max(np.abs(k), axis=reduce, keepdims=True)
-                s = qmax / np.where(top > 0, top, 1.0)
-                q = np.clip(np.round(k * s), -qmax, qmax)
+            k = np.asarray(keras_value(v, v.numpy()), np.float64)          # (Keras's layout)
+            q, s = integers_and_scale(k, reduce, mode, quantizer, f"{type(self).__name__}.quantize")
             v.assign(from_keras_value(v, q.astype(np.float32), "quantize"))
             scale.assign(s.reshape(scale_shape).astype(np.float32))
         v.trainable = False
@@ -130,7 +136,6 @@ class QuantizedProjections(QuantizedWeights):
     _quant_attrs = ()          # (weight attribute, weight name's prefix) of each projection
 
     def _make_quantized(self, mode, from_values, quantizer=None):
-        qmax = MODES[mode]
         scales = {}
         for attr, prefix in self._quant_attrs:
             w = getattr(self, attr, None)
@@ -142,14 +147,9 @@ class QuantizedProjections(QuantizedWeights):
             if prefix != "out_proj" and w.keras_shape is not None:
                 scale.keras_shape = tuple(w.keras_shape[:2])          # (heads, dim), as the bias
             if from_values:
-                a = np.asarray(w.numpy(), np.float64)
-                if quantizer is not None:         # (on the weight as (outputs, inputs): one scale per row)
-                    from pyggml.quantizers import quantize_weight
-                    q, s = quantize_weight(quantizer, a, (1,), mode, f"{type(self).__name__}.quantize")
-                else:
-                    top = np.max(np.abs(a), axis=1, keepdims=True)
-                    s = qmax / np.where(top > 0, top, 1.0)
-                    q = np.clip(np.round(a * s), -qmax, qmax)
+                # (the weight as (outputs, inputs): one scale per row)
+                q, s = integers_and_scale(np.asarray(w.numpy(), np.float64), (1,), mode, quantizer,
+                                          f"{type(self).__name__}.quantize")
                 w.assign(q.astype(np.float32))
                 scale.assign(s.reshape(rows).astype(np.float32))
             w.trainable = False
