@@ -48,6 +48,9 @@ cdef extern from "gguf.h" nogil:
     const int64_t * gguf_get_tensor_ne(const gguf_context * ctx, int64_t tensor_id)
     ggml_type gguf_get_tensor_type(const gguf_context * ctx, int64_t tensor_id)
     size_t gguf_get_tensor_size(const gguf_context * ctx, int64_t tensor_id)
+    # (patch 0015) the dimensions a file holds for a tensor, trailing sizes of 1 included
+    unsigned int gguf_get_tensor_n_dims(const gguf_context * ctx, int64_t tensor_id)
+    void gguf_set_tensor_n_dims(gguf_context * ctx, const char * name, unsigned int n_dims)
 
     void gguf_set_val_u32(gguf_context * ctx, const char * key, unsigned int val)
     void gguf_set_val_i32(gguf_context * ctx, const char * key, int val)

@@ -238,9 +238,8 @@ cdef class GGUFFile(_Owner):
         """(shape in numpy order, dtype name, offset in the data section, nbytes)."""
         cdef int64_t tid = self._tensor_id(name)
         cdef const int64_t * ne = gguf_get_tensor_ne(self.ptr, tid)
-        nd = 4
-        while nd > 1 and ne[nd - 1] == 1:
-            nd -= 1
+        # as many dimensions as the file holds (a (1, 8) weight stays (1, 8): patch 0015)
+        nd = <int>gguf_get_tensor_n_dims(self.ptr, tid)
         shape = tuple(int(ne[i]) for i in range(nd - 1, -1, -1))
         cdef ggml_type t = gguf_get_tensor_type(self.ptr, tid)
         return (shape, (<bytes>ggml_type_name(t)).decode(), int(gguf_get_tensor_offset(self.ptr, tid)),
@@ -349,6 +348,9 @@ cdef class GGUFFile(_Owner):
                     t = ctx.new_tensor(tuple(arr.shape), dtype=_TYPE_TO_NAME[<int>_NP_TO_GGML[a.dtype]], name=name)
                 if pyggml_gguf_add_tensor(out, t.ptr) != 0:
                     raise AllocationError(f"could not add tensor {name!r}: {_guard_text()}")
+                # every dimension written, leading sizes of 1 too (ggml's writer drops them: a
+                # Dense(1)'s (1, 8) weight would read back as (8,) in every GGUF reader)
+                gguf_set_tensor_n_dims(out, name.encode(), <unsigned int>max(a.ndim, 1))
             pyggml_guard_clear()
             n = pyggml_gguf_get_meta_size(out)
             if n == 0:

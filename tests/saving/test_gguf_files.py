@@ -53,10 +53,10 @@ def test_round_trip_every_layer_kind(kind, tmp_path):
     tensors = {t.name: t for t in reader.tensors}
     for k, v in model.get_weights().items():
         t = tensors[k]
-        # GGUF keeps ne without trailing ones: numpy's leading ones are implicit
-        shape = tuple(int(d) for d in reversed(list(t.shape)))
-        assert (1,) * (v.ndim - len(shape)) + shape == v.shape
-        np.testing.assert_array_equal(np.asarray(t.data).reshape(v.shape), v)
+        # every dimension, leading sizes of 1 too (the Dense(1)'s (1, 8) weight): patch 0015
+        assert tuple(int(d) for d in reversed(list(t.shape))) == v.shape
+        assert np.asarray(t.data).shape == v.shape
+        np.testing.assert_array_equal(np.asarray(t.data), v)
     arch = reader.fields["general.architecture"]
     assert bytes(arch.parts[arch.data[0]]).decode() == "pyggml"
     model.free()
@@ -235,3 +235,51 @@ def test_an_uncompiled_model_saves_and_loads_uncompiled(tmp_path, suffix):
     assert pg.models.load_model(path).compiled
     m.save_weights(str(tmp_path / "w.gguf"))
     m.load_weights(str(tmp_path / "w.gguf"))
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (1, 1, 5), (3, 1), (1,), (1, 1, 1, 1), (2, 1, 1, 3)])
+def test_sizes_of_one_are_kept_in_the_file(shape, tmp_path):
+    """ggml's writer drops a tensor's outer sizes of 1 (a Dense(1)'s (1, 8) weight read back as (8,) by
+    every GGUF reader); pyggml's files keep each array's own dimensions."""
+    from pyggml.core import GGUFFile
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    f = GGUFFile()
+    f.add_tensor("t", a)
+    f.add_tensor("q", a.astype(np.int8))
+    path = str(tmp_path / "ones.gguf")
+    f.write(path)
+    r = GGUFFile.read(path)
+    try:
+        for name, want in (("t", a), ("q", a.astype(np.int8))):
+            assert r.tensor_info(name)[0] == shape
+            got = r.read_tensor(name)
+            assert got.shape == shape and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    finally:
+        r.free()
+    gguf = pytest.importorskip("gguf")
+    for t in gguf.GGUFReader(path).tensors:
+        assert tuple(int(d) for d in reversed(list(t.shape))) == shape
+        assert np.asarray(t.data).shape == shape
+
+
+def test_a_regression_heads_weight_reads_back_whole(tmp_path):
+    """A Dense(1) head's weight, (1, 4) in the model, is (1, 4) in the file and loads back."""
+    model = pg.Sequential([pg.layers.Dense(4), pg.layers.Dense(1)], input_shape=3)
+    path = tmp_path / "head.gguf"
+    model.save(path)
+    from pyggml.core import GGUFFile
+    r = GGUFFile.read(str(path))
+    try:
+        names = r.tensor_names()
+        shapes = {n: r.tensor_info(n)[0] for n in names}
+    finally:
+        r.free()
+    w = model.get_weights()
+    for k, v in w.items():
+        assert shapes[k] == v.shape
+    loaded = pg.load_model(path)
+    x = np.random.default_rng(0).random((5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    model.free()
+    loaded.free()
