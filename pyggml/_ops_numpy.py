@@ -24,7 +24,7 @@ import numpy as np
 from pyggml import _logits, _scope, _wide
 from pyggml.backend import _GGML_SHORT
 from pyggml._tensor_arrays import refuse_tensor_array
-from pyggml._validation import axis_index, is_int, is_number
+from pyggml._validation import axis_index, host, is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
 from pyggml.variables import Variable, unwrap_name
@@ -181,7 +181,7 @@ def _eager(*tensor_params):
                             return fn(*args, **kwargs)
                     if isinstance(item, Tensor):
                         return fn(*args, **kwargs)            # a graph tensor outside its graph: fn says so
-                    values.append(item.numpy() if isinstance(item, Variable) else np.asarray(item))
+                    values.append(item.numpy() if isinstance(item, Variable) else np.asarray(host(item)))
                     slots.append((name, k if many else None))
 
             def rebuilt(*ts):
@@ -1056,7 +1056,7 @@ def convert_to_tensor(x, dtype=None, sparse=None):
         if dtype is None and not isinstance(x, (np.ndarray, np.generic, Variable)):
             # Python numbers and lists of them take Keras's default dtypes, int32 and float32 (numpy
             # would make them int64 and float64); arrays keep theirs
-            a = np.asarray(x)
+            a = np.asarray(host(x))
             kind = a.dtype.kind
             return a.astype(np.int32) if kind in "iu" and a.dtype.itemsize > 4 else \
                 a.astype(np.float32) if kind == "f" and a.dtype.itemsize > 4 else a

@@ -103,3 +103,23 @@ def axis_index(axis, ndim, what):
     if not 0 <= ax < ndim:
         raise ValueError(f"{what}: axis {axis} is out of range for a tensor of {ndim} dims")
     return ax
+
+
+def ggml_name(name):
+    """A name as a ggml tensor may hold it: its last 63 bytes of UTF-8 (ggml's limit counts
+    bytes: 40 "ü" are 80 of them), never a character cut in two."""
+    b = name.encode("utf-8", "surrogatepass")
+    return name if len(b) <= 63 else b[-63:].decode("utf-8", "ignore")
+
+
+def host(x):
+    """Another library's tensor as numpy takes it: a torch tensor detached from its graph (an
+    ``nn.Parameter``, a tensor that requires grad), on the CPU, bfloat16 as float32 (numpy has
+    no bfloat16); anything else as it is."""
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach") and hasattr(x, "dtype"):
+        x = x.detach()
+        if getattr(x, "device", None) is not None and x.device.type not in ("cpu", "meta"):
+            x = x.cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+    return x

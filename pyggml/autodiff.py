@@ -48,6 +48,7 @@ import numpy as np
 from pyggml import _random, _scope
 from pyggml._deep_graph import Graph
 from pyggml._tensor_arrays import as_ops_result
+from pyggml._validation import host
 from pyggml.core import Backend, BackendBuffer, Context, Scheduler, Tensor, ops, reachable_count, reachable_sizes
 from pyggml.errors import ContextFullError
 
@@ -83,7 +84,7 @@ def lift(tape, value):
     from pyggml.variables import Variable
     if isinstance(value, Variable):
         return tape.tensor_of(value)
-    a = np.asarray(value)
+    a = np.asarray(host(value))
     if a.dtype == object or a.dtype.kind not in "biuf":
         raise TypeError(f"a GradientTape records arrays of numbers, got dtype {a.dtype}")
     if a.ndim > 4:
@@ -91,7 +92,8 @@ def lift(tape, value):
         # the model it goes to folds it (pyggml._fold)
         kind = "int32" if a.dtype.kind in "biu" else "float32"
         return _wide.Wide(tape.constant(np.ascontiguousarray(a).reshape(-1), kind), a.shape)
-    return tape.constant(value, "int32" if a.dtype.kind in "biu" else "float32")
+    # (the array itself where it is one: a watched array is known by its identity)
+    return tape.constant(value if isinstance(value, np.ndarray) else a, "int32" if a.dtype.kind in "biu" else "float32")
 
 
 def _cpu():

@@ -34,6 +34,7 @@ from pyggml._ops_linalg import tensordot  # noqa: F401
 from pyggml._ops_signal import fft, fft2, ifft2, slice  # noqa: F401, A004
 from pyggml._tensor_arrays import as_ops_result, holds_64, keras_widths, refuse_tensor_array
 from pyggml._validation import axis_index
+from pyggml._validation import host as _host
 from pyggml.core import ops as _core_ops
 from pyggml.core import Tensor
 from pyggml.variables import Variable, WeightName, unwrap_name
@@ -93,7 +94,7 @@ def convert_to_numpy(x):
     if isinstance(x, Tensor):
         raise TypeError("convert_to_numpy: a graph tensor has no value while its graph is being built; "
                         "call it on arrays (the results of ops called outside a model's graph)")
-    return np.asarray(x)
+    return np.asarray(_host(x))
 
 
 # --- constants ------------------------------------------------------------------------

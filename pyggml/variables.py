@@ -9,11 +9,19 @@ being built: pass it to ``pyggml.ops`` or use it in arithmetic
 (``x @ self.kernel + self.bias``).
 """
 
+import threading
+
 import numpy as np
 
 from pyggml import _random, _scope, initializers
 from pyggml._tensor_arrays import as_ops_result
+from pyggml._validation import host
 from pyggml.errors import GGMLError
+
+# Held while a variable's values are read from or written to its device tensor, and while a
+# weight store moves them back and frees that tensor (another thread re-compiling the model: a
+# read of a freed buffer would crash the interpreter)
+binding_lock = threading.RLock()
 
 __all__ = ["Variable", "WeightName", "unwrap_name"]
 
@@ -60,7 +68,7 @@ def _variable_arguments(args, kwargs):
     if isinstance(init, Variable):
         init = init.numpy()
     if not (isinstance(init, (str, dict)) or callable(init)):
-        value = np.asarray(init)
+        value = np.asarray(host(init))
         if value.dtype == object or value.dtype.kind not in "biuf":
             raise TypeError(f"Variable(): a value must hold real numbers, got dtype {value.dtype}")
         if shape is not None and tuple(shape) != value.shape:
@@ -195,11 +203,12 @@ class Variable:
 
     def numpy(self):
         """A copy of the current values (of the weight's dtype)."""
-        if self._tensor is not None:
-            values = self._tensor.numpy().reshape(self.shape)
-        else:
-            self.initialize()
-            values = self._value.copy()
+        with binding_lock:
+            if self._tensor is not None:
+                values = self._tensor.numpy().reshape(self.shape)
+            else:
+                self.initialize()
+                values = self._value.copy()
         return values if self._dtype == "float32" else np.asarray(np.rint(values).astype(self._dtype))
 
     @property
@@ -230,11 +239,12 @@ class Variable:
                                  f"(the layer computes with them divided by its kernel_scale); a float weight from "
                                  f"before quantizing goes into a model not quantized")
         a = np.ascontiguousarray(a, dtype=np.float32).reshape(self.shape)
-        if self._tensor is not None:
-            self._tensor.set(a.reshape(self.store_shape))
-        else:
-            self._value = a.copy()
-            self._lost = None
+        with binding_lock:
+            if self._tensor is not None:
+                self._tensor.set(a.reshape(self.store_shape))
+            else:
+                self._value = a.copy()
+                self._lost = None
         return self
 
     def __array__(self, dtype=None, copy=None):
@@ -271,20 +281,22 @@ class Variable:
 
     def bind(self, tensor, home):
         """Move the values into ``tensor`` (owned by ``home``) and keep them there."""
-        values = self.numpy()
-        tensor.set(np.asarray(values, np.float32).reshape(self.store_shape))
-        self._tensor, self._home, self._value = tensor, home, None
+        with binding_lock:
+            values = self.numpy()
+            tensor.set(np.asarray(values, np.float32).reshape(self.store_shape))
+            self._tensor, self._home, self._value = tensor, home, None
 
     def unbind(self):
         """Bring the values back to numpy (the device tensor is going away).  If the
         device cannot give them back (a remote device that died), the variable
         remembers that its values are lost instead of raising."""
-        if self._tensor is not None:
-            try:
-                values = self._tensor.numpy().reshape(self.shape)
-            except Exception as e:
-                values, self._lost = None, f"{type(e).__name__}: {e}"
-            self._tensor, self._home, self._value = None, None, values
+        with binding_lock:
+            if self._tensor is not None:
+                try:
+                    values = self._tensor.numpy().reshape(self.shape)
+                except Exception as e:
+                    values, self._lost = None, f"{type(e).__name__}: {e}"
+                self._tensor, self._home, self._value = None, None, values
 
     # --- in a graph being built --------------------------------------------------------
     def graph_tensor(self):

@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 
 from pyggml import _scope
+from pyggml._validation import host
 from pyggml.variables import Variable
 
 __all__ = ["LayerWeights", "keras_value", "from_keras_value", "KerasLayoutView", "KerasKernel", "BUILDERS",
@@ -54,7 +55,7 @@ def keras_list_by_name(named, weights, who, note="", owner="layer"):
                          f"weights ({', '.join(n for n, _ in named)}), in Keras's layouts{note}")
     values = {}
     for (n, v), a in zip(named, weights):
-        a = np.asarray(a)
+        a = np.asarray(host(a))
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"{who}: weight {n!r} must be an array of numbers, got dtype {a.dtype}")
         values[n] = from_keras_value(v, a, f"{who}.set_weights")
@@ -238,7 +239,7 @@ class KerasLayoutView(Variable):
         from pyggml.core import Tensor
         if isinstance(value, Tensor) and _scope.current() is not None:
             return self._assign_in_graph(value)
-        a = np.asarray(value)
+        a = np.asarray(host(value))
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
         if a.shape != self.shape:

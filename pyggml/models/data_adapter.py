@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from pyggml._validation import is_int, is_number
+from pyggml._validation import host, is_int, is_number
 
 __all__ = ["InputSpec", "TargetSpec", "Batch", "OneBatch", "input_specs", "graph_specs", "target_specs", "prepare_inputs",
            "bucketed",
@@ -147,8 +147,8 @@ def as_real_array(x, what):
         a = x
     else:
         try:
-            a = np.asarray(x.detach().cpu() if hasattr(x, "detach") and hasattr(x, "cpu") else x)
-        except Exception as e:          # (a torch tensor that requires grad is detached first)
+            a = np.asarray(host(x))
+        except Exception as e:          # (a torch tensor: detached, bfloat16 as float32)
             raise TypeError(f"{what} must be an array of numbers: {e}") from None
     if a.dtype == object and a.size and all(isinstance(v, (int, float, np.integer, np.floating)) and
                                             not isinstance(v, (bool, np.bool_)) for v in a.reshape(-1)):

@@ -12,6 +12,7 @@ in it (``micro``), shared by the training graphs of every batch shape.
 import numpy as np
 
 from pyggml.core import BackendBuffer, Context
+from pyggml._validation import ggml_name
 from pyggml.errors import GGMLError
 
 __all__ = ["OptimizerState"]
@@ -52,7 +53,7 @@ class OptimizerState:
         ctx = Context(n_tensors=len(new) * len(names) + 8)
         made = []
         for n, v in new:
-            self._slots[id(v)] = {s: ctx.new_tensor(v.store_shape, name=f"{s}.{n}"[-63:]) for s in names}
+            self._slots[id(v)] = {s: ctx.new_tensor(v.store_shape, name=ggml_name(f"{s}.{n}")) for s in names}
             made.append((n, v))
         buf = BackendBuffer(ctx, self.backend)
         self._chunks.append((ctx, buf))

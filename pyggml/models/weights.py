@@ -13,7 +13,9 @@ a target store, as one graph on the device (snapshots, target networks).
 import numpy as np
 
 from pyggml.core import BackendBuffer, Context, Graph, Scheduler, ops
+from pyggml._validation import ggml_name
 from pyggml.errors import AllocationError
+from pyggml.variables import binding_lock
 
 __all__ = ["WeightStore", "Blender", "moves"]
 
@@ -46,7 +48,7 @@ class WeightStore:
         self.tensors = {}                 # id(variable) -> Tensor
         self.variables = {}               # id(variable) -> Variable
         for name, v in named:
-            t = self.ctx.new_tensor(v.store_shape, name=name[-63:])
+            t = self.ctx.new_tensor(v.store_shape, name=ggml_name(name))
             self.tensors[id(v)] = t
             self.variables[id(v)] = v
         if named:
@@ -81,14 +83,15 @@ class WeightStore:
             self.owner.apply_gradients(optimizer, pairs)
 
     def free(self):
-        for v in self.variables.values():
-            if v.home is self:
-                v.unbind()
-        _moves[0] += 1
-        if self.buffer is not None:
-            self.buffer.free()
-        self.ctx.free()
-        self.tensors, self.variables, self.buffer = {}, {}, None
+        with binding_lock:          # no thread reads a variable from the buffer as it goes
+            for v in self.variables.values():
+                if v.home is self:
+                    v.unbind()
+            _moves[0] += 1
+            if self.buffer is not None:
+                self.buffer.free()
+            self.ctx.free()
+            self.tensors, self.variables, self.buffer = {}, {}, None
 
 
 class Blender:

@@ -42,15 +42,21 @@ def _path(path):
 
 
 class _Names:
-    """Tensor names in the file: the weight's own when it fits, else ``w.<k>``."""
+    """Tensor names in the file: the weight's own when it fits, else ``w.<k>``, a ``k`` that no
+    name of ``taken`` (the names that fit, a weight ``"0"`` of a layer named ``"w"``) has."""
 
-    def __init__(self):
+    def __init__(self, taken=()):
         self.long = {}
+        self.taken = set(taken)
+        self.k = 0
 
     def __call__(self, name):
         if len(name.encode()) <= _MAX_NAME:
             return name
-        short = f"w.{len(self.long)}"
+        while f"w.{self.k}" in self.taken:
+            self.k += 1
+        short = f"w.{self.k}"
+        self.k += 1
         self.long[short] = name
         return short
 
@@ -86,7 +92,7 @@ def _write(model, path, with_config, with_state):
     path = _path(path)
     unbuilt = with_config and awaits_first_data(model)      # its config alone, as Keras saves it
     weights = {} if unbuilt else _lora_merged(model, model.get_weights())
-    names = _Names()
+    names = _Names(weights)
     f = GGUFFile()
     try:
         f.set("general.architecture", _ARCH)

@@ -205,12 +205,15 @@ def quantize_model(model, mode, filters=None, config=None):
     else:
         raise TypeError(f"quantize: filters must be None, a regex string, a list of them or a callable, got "
                         f"{filters!r}")
-    model._ensure_graph()
+    import contextlib
     done = 0
-    for layer in _layers_of(model):
-        if isinstance(layer, QuantizedWeights) and layer.quantization_mode is None and keep(layer):
-            layer.quantize(mode, config=config)
-            done += 1
+    # under the model's lock: a fit, evaluate or train_on_batch of another thread runs before or after
+    with getattr(model, "_lock", None) or contextlib.nullcontext():
+        model._ensure_graph()
+        for layer in _layers_of(model):
+            if isinstance(layer, QuantizedWeights) and layer.quantization_mode is None and keep(layer):
+                layer.quantize(mode, config=config)
+                done += 1
     if not done:
         raise ValueError(f"quantize: the model has no layer to quantize in mode {mode!r} (Dense, EinsumDense, "
                          f"Embedding and MultiHeadAttention are quantized{'' if filters is None else ', as filters keeps them'})")
