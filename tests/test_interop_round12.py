@@ -80,3 +80,65 @@ def test_torch_parameters_and_bfloat16_tensors_are_taken_as_arrays():
     m.compile(optimizer="sgd", loss="mse")
     h = m.fit(xb, torch.zeros(5, 3, dtype=torch.bfloat16), epochs=1, verbose=0)
     assert np.isfinite(h.history["loss"][0])
+
+
+# --- NaN stays NaN (ReLU, clamp, max pooling, the clipped cross-entropies), as in PyTorch -----------
+
+@pytest.mark.parametrize("act", ["relu", "relu6", "hard_sigmoid", "hard_swish", "sigmoid", "gelu"])
+def test_a_nan_input_row_gives_a_nan_output_row(act):
+    """ReLU and clamp swallowed NaN (relu(NaN) was 0, relu6(NaN) 6): a diverged model looked fine.
+    The other rows are untouched."""
+    x = np.ones((3, 3), np.float32)
+    x[1, 0] = np.nan
+    m = pg.Sequential([pg.Input((3,)), layers.Dense(4, activation=act), layers.Dense(2)])
+    p = m.predict(x, verbose=0)
+    assert np.all(np.isnan(p[1]))
+    assert np.all(np.isfinite(p[[0, 2]]))
+
+
+def test_nan_passes_convolutions_pooling_and_batch_norm_with_relu():
+    rng = np.random.default_rng(0)
+    x = rng.random((3, 6, 6, 2)).astype(np.float32)
+    x[1, 2, 3, 0] = np.nan
+    inp = pg.Input((6, 6, 2))
+    h = layers.Conv2D(3, 3, padding="same", activation="relu")(inp)
+    h = layers.BatchNormalization()(h)
+    h = layers.ReLU()(h)
+    h = layers.MaxPooling2D()(h)
+    out = layers.Dense(2)(layers.Flatten()(h))
+    m = pg.Model(inp, out)
+    p = m.predict(x, verbose=0)
+    assert np.all(np.isnan(p[1])) and np.all(np.isfinite(p[[0, 2]]))
+    m.compile(optimizer="sgd", loss="mse")
+    h = m.fit(x, np.zeros((3, 2), np.float32), batch_size=3, epochs=3, verbose=0,
+              callbacks=[pg.callbacks.TerminateOnNaN()])
+    assert np.isnan(h.history["loss"][0]) and len(h.history["loss"]) == 1
+
+
+@pytest.mark.parametrize("loss, y", [
+    ("sparse_categorical_crossentropy", np.array([0, 1, 2])),
+    ("categorical_crossentropy", np.eye(3, dtype=np.float32)),
+    ("binary_crossentropy", np.ones((3, 3), np.float32)),
+])
+def test_a_probability_loss_of_nan_outputs_is_nan(loss, y):
+    """The clip of probabilities turned NaN into 1 - 1e-7 (a loss of 1.2e-07: a perfect model);
+    Keras's (torch's clamp) keeps NaN."""
+    x = np.ones((3, 3), np.float32)
+    x[0, 0] = np.nan
+    m = pg.Sequential([pg.Input((3,)), layers.Dense(3)])
+    m.compile(optimizer="sgd", loss=loss)
+    assert np.isnan(m.evaluate(x, y, verbose=0))
+
+
+def test_ops_on_nan_follow_numpy():
+    a = np.array([np.nan, -1.0, 2.0, 7.0], np.float32)
+    for got, want in [(ops.relu(a), np.where(np.isnan(a), np.nan, np.maximum(a, 0))),
+                      (ops.clip(a, 0.0, 1.0), np.clip(a, 0.0, 1.0)),
+                      (ops.relu6(a), np.clip(a, 0.0, 6.0))]:
+        np.testing.assert_array_equal(np.asarray(got), want.astype(np.float32))
+    inp = pg.Input((4,))
+    m = pg.Model(inp, [layers.ReLU()(inp), layers.Lambda(lambda t: ops.clip(t, 0.0, 1.0))(inp)])
+    r, c = m.predict(a[None], verbose=0)
+    assert np.isnan(r[0, 0]) and np.isnan(c[0, 0])
+    np.testing.assert_array_equal(r[0, 1:], [0.0, 2.0, 7.0])
+    np.testing.assert_array_equal(c[0, 1:], [0.0, 1.0, 1.0])
