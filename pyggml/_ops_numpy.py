@@ -574,9 +574,9 @@ def transpose(x, axes=None):
     r = len(x.shape)
     if axes is None:
         axes = tuple(reversed(range(r)))
-    if not isinstance(axes, (list, tuple)) or sorted(int(a) % r if is_int(a) else -1 for a in axes) != \
-            list(range(r)):
-        raise ValueError(f"transpose: axes must be a permutation of {r} axes, got {axes!r}")
+    if not isinstance(axes, (list, tuple)) or \
+            sorted(int(a) % r if is_int(a) and -r <= int(a) < r else -1 for a in axes) != list(range(r)):
+        raise ValueError(f"transpose: axes must be a permutation of {r} axes (each in [-{r}, {r})), got {axes!r}")
     return _permute(x, tuple(int(a) % r for a in axes))
 
 

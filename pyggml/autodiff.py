@@ -499,8 +499,11 @@ class GradientTape:
                 self._b.watched[id(x)] = (x, None)
                 self._watched_arrays.add(id(x))
             else:
-                raise TypeError(f"watch() takes Variables, float arrays or tensors of the tape, got "
-                                f"{type(x).__name__}")
+                kind = f"{type(x).__module__}.{type(x).__name__}" if type(x).__module__ != "builtins" else \
+                    type(x).__name__
+                raise TypeError(f"watch() takes pyggml Variables, float numpy arrays or tensors of the tape, got "
+                                f"{kind}" + (": watch a numpy array (t.detach().numpy()) and use that array "
+                                             "in the block" if type(x).__module__.startswith("torch") else ""))
 
     def watched_variables(self):
         if self._b is None:

@@ -142,3 +142,158 @@ def test_ops_on_nan_follow_numpy():
     assert np.isnan(r[0, 0]) and np.isnan(c[0, 0])
     np.testing.assert_array_equal(r[0, 1:], [0.0, 2.0, 7.0])
     np.testing.assert_array_equal(c[0, 1:], [0.0, 1.0, 1.0])
+
+
+# --- torch loaders and values: predict, epochs of an IterableDataset, class_weight, seeds ---------
+
+def test_predict_takes_a_torch_loaders_x_y_and_x_only_batches():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, TensorDataset
+    x, y = torch.randn(20, 4), torch.randn(20, 1)
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(1)])
+    want = m.predict(x.numpy(), verbose=0)
+    for ds in (TensorDataset(x, y), TensorDataset(x)):
+        got = m.predict(DataLoader(ds, batch_size=8), verbose=0)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_loader_over_an_iterable_dataset_is_read_again_each_epoch():
+    """A DataLoader can be iterated again (Keras's adapter does, each epoch); pyggml read it as a
+    generator that ran out and stopped after the first epoch."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, IterableDataset
+    x, y = torch.randn(20, 4), torch.randn(20, 1)
+
+    class Rows(IterableDataset):
+        def __iter__(self):
+            for i in range(20):
+                yield x[i], y[i]
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    h = m.fit(DataLoader(Rows(), batch_size=8), epochs=3, verbose=0)
+    assert len(h.history["loss"]) == 3
+    assert h.history["loss"][2] < h.history["loss"][0]
+
+
+def test_class_weight_values_may_be_torch_or_numpy_scalars():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).random((12, 3)).astype(np.float32)
+    y = np.arange(12) % 3
+    results = []
+    for cw in ({0: 1.0, 1: 2.0, 2: 0.5}, dict(enumerate(torch.tensor([1.0, 2.0, 0.5]))),
+               dict(enumerate(np.array([1.0, 2.0, 0.5])))):
+        m = pg.Sequential([pg.Input((3,)), layers.Dense(3)])
+        m.set_weights({k: np.full_like(v, 0.1) for k, v in m.get_weights().items()})
+        m.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+        results.append(m.fit(x, y, class_weight=cw, epochs=1, batch_size=12, shuffle=False, verbose=0).history["loss"])
+    assert results[0] == results[1] == results[2]
+
+
+def test_set_random_seed_seeds_torch_when_the_script_uses_it():
+    torch = pytest.importorskip("torch")
+    pg.utils.set_random_seed(7)
+    a = torch.rand(3)
+    pg.utils.set_random_seed(7)
+    np.testing.assert_array_equal(torch.rand(3).numpy(), a.numpy())
+
+
+def test_watching_a_torch_tensor_says_what_to_watch_instead():
+    torch = pytest.importorskip("torch")
+    with pg.GradientTape() as tape:
+        with pytest.raises(TypeError, match=r"torch\.Tensor.*detach\(\)\.numpy\(\)"):
+            tape.watch(torch.ones(3))
+
+
+# --- Bidirectional and models of recurrent layers take Keras's lists ------------------------------
+
+def _keras_lstm_lists(units, features, rng):
+    g = 4 * units
+    return [rng.standard_normal((features, g)).astype(np.float32) * 0.3,
+            rng.standard_normal((units, g)).astype(np.float32) * 0.3, rng.standard_normal(g).astype(np.float32) * 0.1]
+
+
+def test_bidirectional_gives_and_takes_keras_six_arrays():
+    rng = np.random.default_rng(0)
+    b = layers.Bidirectional(layers.LSTM(4))
+    b.build((None, 5, 3))
+    assert [np.shape(w) for w in b.get_weights()] == [(3, 16), (4, 16), (16,)] * 2
+    fw, bw = _keras_lstm_lists(4, 3, rng), _keras_lstm_lists(4, 3, rng)
+    b.set_weights(fw + bw)
+    for got, want in zip(b.get_weights(), fw + bw):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    for got, want in zip(b.forward_layer.get_weights(), fw):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_models_keras_list_counts_a_recurrent_layers_three_arrays():
+    """A Keras model's get_weights() (an LSTM's kernel, recurrent kernel and one bias) sets a
+    pyggml model of the same layers; the model's weights stay a dict of names (API.md)."""
+    rng = np.random.default_rng(1)
+    m = pg.Sequential([pg.Input((5, 3)), layers.Bidirectional(layers.LSTM(4)), layers.Dense(2)])
+    w = m.get_weights()
+    assert len(w) == 10 and all(isinstance(k, str) for k in w)
+    assert [np.shape(a) for a in w[:]] == [(3, 16), (4, 16), (16,)] * 2 + [(8, 2), (2,)]
+    keras_list = _keras_lstm_lists(4, 3, rng) + _keras_lstm_lists(4, 3, rng) + \
+        [rng.standard_normal((8, 2)).astype(np.float32), np.zeros(2, np.float32)]
+    m.set_weights(keras_list)
+    for got, want in zip(m.get_weights()[:], keras_list):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    # the forward LSTM computes with its kernel, recurrent kernel and bias (Keras's gate order i, f, c, o)
+    x = rng.random((2, 5, 3)).astype(np.float32)
+    k, rk, bias = keras_list[:3]
+    h = c = np.zeros((2, 4), np.float32)
+    sig = lambda v: 1 / (1 + np.exp(-v))                 # noqa: E731
+    for t in range(5):
+        z = x[:, t] @ k + h @ rk + bias
+        i, f, g, o = sig(z[:, :4]), sig(z[:, 4:8]), np.tanh(z[:, 8:12]), sig(z[:, 12:])
+        c = f * c + i * g
+        h = o * np.tanh(c)
+    fwd = pg.Model(m.inputs, m.layers[0].forward_layer(m.inputs[0]))
+    np.testing.assert_allclose(fwd.predict(x, verbose=0), h, rtol=1e-5, atol=1e-6)
+    import pickle
+    assert set(pickle.loads(pickle.dumps(m.get_weights()))) == set(w)
+
+
+def test_a_sequential_layers_weight_is_there_when_first_asked_for():
+    """model.layers[0].bias on a Sequential built on an Input: Keras has it at once (a torch user's
+    ``layer.weight.assign(lin.weight)``); pyggml builds the layer when a weight is asked for."""
+    d = layers.Dense(2)
+    model = pg.Sequential([pg.Input((3,)), d])
+    assert d.bias.shape == (2,)
+    assert d.weight.shape == (2, 3)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        d.nothing_here
+    lone = layers.Dense(2)
+    with pytest.raises(AttributeError):
+        lone.bias
+    assert model.layers == [d]
+
+
+# --- API.md: a freed Trainer's every method; ops' axes; free from a predict callback ---------------
+
+def test_a_freed_trainers_step_count_and_optimizer_say_so():
+    m = pg.Sequential([layers.Dense(2)], input_shape=3).compile(optimizer="adam", loss="mse")
+    tr = pg.Trainer(m, batch_size=4)
+    tr.step(np.ones((4, 3), np.float32), np.ones((4, 2), np.float32))
+    assert tr.n_steps == 1
+    tr.free()
+    for what in ("n_steps", "optimizer", "lr"):
+        with pytest.raises(pg.FreedError, match="has been freed"):
+            getattr(tr, what)
+
+
+@pytest.mark.parametrize("axes", [(0, 5), (5, 0), (0, -7), (1, 9)])
+def test_transpose_refuses_an_axis_out_of_range(axes):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(ValueError, match="permutation"):
+        ops.transpose(a, axes)
+    np.testing.assert_array_equal(np.asarray(ops.transpose(a, (-1, 0))), a.T)
+
+
+def test_freeing_the_model_from_a_predict_callback_says_it_was_freed():
+    class Free(pg.callbacks.Callback):
+        def on_predict_batch_end(self, batch, logs=None):
+            self.model.free()
+    m = pg.Sequential([layers.Dense(2)], input_shape=3).compile(loss="mse")
+    with pytest.raises(pg.FreedError, match="has been freed"):
+        m.predict(np.ones((20, 3), np.float32), batch_size=4, callbacks=[Free()], verbose=0)

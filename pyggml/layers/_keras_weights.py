@@ -13,7 +13,7 @@ from pyggml._validation import host
 from pyggml.variables import Variable
 
 __all__ = ["LayerWeights", "keras_value", "from_keras_value", "KerasLayoutView", "KerasKernel", "BUILDERS",
-           "build_through_owner", "keras_list_by_name"]
+           "build_through_owner", "keras_list_by_name", "layered_keras_list"]
 
 
 def keras_value(variable, value):
@@ -39,7 +39,48 @@ def from_keras_value(variable, value, what):
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
-def keras_list_by_name(named, weights, who, note="", owner="layer"):
+def layered_keras_list(layers, named):
+    """A model's Keras list where one of its ``layers`` keeps its weights otherwise than one array
+    per weight (a recurrent layer's three arrays for pyggml's four, a Bidirectional's six): ``(to,
+    back)`` for LayerWeights, each layer's list in turn; None when every layer's list is its weights
+    (or the model's weights are not its layers' in order)."""
+    names = [n for n, _ in named]
+    parts, pos = [], 0
+    for layer in layers:
+        lw = layer.get_weights()
+        local = list(dict.keys(lw))
+        if not local:
+            continue
+        prefix = f"{layer.name}."
+        if names[pos:pos + len(local)] != [prefix + k for k in local]:
+            return None
+        parts.append((prefix, local, lw, named[pos:pos + len(local)]))
+        pos += len(local)
+    if pos != len(names) or not any(getattr(lw, "_keras", None) is not None for _, _, lw, _ in parts):
+        return None
+    sizes = [len(lw) for _, _, lw, _ in parts]
+
+    def to_list(weights):
+        out = []
+        for prefix, local, lw, nv in parts:
+            sub = {k: weights[prefix + k] for k in local}
+            out += lw._keras[0](sub) if lw._keras is not None else [keras_value(v, sub[k]) for k, (_, v) in
+                                                                     zip(local, nv)]
+        return out
+
+    def from_list(arrays):
+        arrays, out, i = list(arrays), {}, 0
+        for (prefix, local, lw, nv), n in zip(parts, sizes):
+            chunk = arrays[i:i + n]
+            i += n
+            sub = lw._keras[1](chunk) if lw._keras is not None else \
+                {k: from_keras_value(v, np.asarray(host(a)), "set_weights") for k, (_, v), a in zip(local, nv, chunk)}
+            out.update({prefix + k: a for k, a in sub.items()})
+        return out
+    return to_list, from_list, sum(sizes)
+
+
+def keras_list_by_name(named, weights, who, note="", owner="layer", layers=None):
     """Keras's ``set_weights`` list (arrays in the weights' order, Keras's layouts) as
     ``{name: array}`` in pyggml's layouts; a wrong count, type or shape is refused.  Anything
     but a list or tuple (pyggml's dict) comes back as it is, except another model's
@@ -50,6 +91,10 @@ def keras_list_by_name(named, weights, who, note="", owner="layer"):
         weights = weights[:]
     if not isinstance(weights, (list, tuple)):
         return weights
+    if len(weights) != len(named) and layers is not None:
+        layered = layered_keras_list(layers, named)
+        if layered is not None and len(weights) == layered[2]:
+            return layered[1](weights)
     if len(weights) != len(named):
         raise ValueError(f"{who}: set_weights got a list of {len(weights)} arrays; the {owner} has {len(named)} "
                          f"weights ({', '.join(n for n, _ in named)}), in Keras's layouts{note}")
@@ -67,6 +112,14 @@ class _Layout:
 
     def __init__(self, v):
         self.name, self.shape, self.keras_shape, self.keras_axes = v.name, v.shape, v.keras_shape, v.keras_axes
+
+
+def _rebuilt(items, state):
+    w = LayerWeights.__new__(LayerWeights)
+    dict.update(w, items)
+    w.__dict__.update(state)
+    w._keras = None
+    return w
 
 
 def _is_index(key):
@@ -93,10 +146,31 @@ class LayerWeights(dict):
         return self._keras[0](dict(self.items()))
 
     def __len__(self):
-        return len(self._list()) if getattr(self, "_keras", None) is not None else dict.__len__(self)
+        # (a model's stays a dict of its names: API.md's; its int indexes are Keras's list)
+        return len(self._list()) if getattr(self, "_keras", None) is not None and self._owner == "layer" else \
+            dict.__len__(self)
+
+    def __copy__(self):
+        new = LayerWeights.__new__(LayerWeights)
+        dict.update(new, self)
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo):
+        import copy
+        new = LayerWeights.__new__(LayerWeights)
+        dict.update(new, {k: copy.deepcopy(v, memo) for k, v in dict.items(self)})
+        new.__dict__.update(self.__dict__)       # (the layouts are plain data; the list's functions shared)
+        return new
+
+    def __reduce__(self):
+        # pickled without the Keras-list functions (closures): a layer's recurrent three arrays
+        # read back as its weights one by one
+        state = {k: v for k, v in self.__dict__.items() if k != "_keras"}
+        return (_rebuilt, (dict(self), state))
 
     def _position(self, key):
-        n = len(self)
+        n = len(self._list()) if getattr(self, "_keras", None) is not None else dict.__len__(self)
         if not -n <= key < n:
             raise IndexError(f"the {self._owner} has {n} weights, no index {key}")
         return int(key) % n
@@ -113,7 +187,7 @@ class LayerWeights(dict):
         return dict.__getitem__(self, key)
 
     def __iter__(self):
-        if getattr(self, "_keras", None) is not None:
+        if getattr(self, "_keras", None) is not None and self._owner == "layer":
             return iter(self._list())
         if self._owner == "layer":
             return iter([self[i] for i in range(len(self))])

@@ -851,6 +851,21 @@ class Layer:
         self._variables.append(v)
         return v
 
+    def __getattr__(self, name):
+        # (only for names not found) a Sequential's layer whose input shape the model knows is
+        # built when one of its weights is asked for (``model.layers[0].bias``), as Keras builds it
+        # at once; anything else is the usual AttributeError
+        d = self.__dict__
+        if not name.startswith("_") and d.get("built") is False and BUILDERS and not d.get("_getattr_builds") \
+                and self in BUILDERS:
+            d["_getattr_builds"] = True
+            try:
+                if build_through_owner(self) and d.get("built"):
+                    return object.__getattribute__(self, name)
+            finally:
+                d.pop("_getattr_builds", None)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def named_variables(self):
         """[(name, Variable)]: this layer's weights, then its sublayers' (named
         ``<attribute>.<weight>``), in creation order."""

@@ -486,6 +486,8 @@ def adapt_weights(specs, losses, sample_weight, class_weight, ys, n):
     if class_weight is not None:
         if not isinstance(class_weight, dict):
             raise TypeError("class_weight must be a dict {class index: weight}")
+        # 0-d arrays and tensors as the numbers they hold (dict(enumerate(torch.tensor([1., 2.]))))
+        class_weight = {_item(k): _item(v) for k, v in class_weight.items()}
         for k, v in class_weight.items():
             if not is_int(k) and not (isinstance(k, (float, np.floating)) and float(k).is_integer()):
                 raise TypeError(f"class_weight keys must be class indices, got {k!r}")
@@ -672,7 +674,9 @@ class GeneratorDataset(Dataset):
         if hasattr(src, "__getitem__") and hasattr(src, "__len__") and not isinstance(src, (list, tuple)) and \
                 _sized(src):
             return _SequenceEpoch(src, self.order)
-        if iter(src) is src or not _sized(src):          # a generator, or a dataset repeating forever: go on
+        if (iter(src) is src or not _sized(src)) and not _torch_loader(src):
+            # a generator, or a dataset repeating forever: go on (a torch DataLoader, even over an
+            # IterableDataset with no length, starts a new pass each epoch, as Keras's adapter)
             if self._it is None:
                 self._it = iter(src)
             return self._it
@@ -740,6 +744,10 @@ def _passes_vary(source):
     return isinstance(source, DataPipeline) and source._varies()
 
 
+def _torch_loader(source):
+    return any(c.__name__ == "DataLoader" and c.__module__.startswith("torch.utils.data") for c in type(source).__mro__)
+
+
 def _sized(source):
     """Whether len(source) works (a pg.utils.Dataset that repeats forever has none; one whose
     generator has not ended is read as a stream: its length is not asked for)."""
@@ -782,9 +790,18 @@ class _SequenceEpoch:
             self.seq.on_epoch_end()
 
 
+def _item(v):
+    """A 0-d array or tensor (numpy's, torch's) as its Python number; anything else as it is."""
+    v = host(v)
+    return v.item() if not isinstance(v, (bool, int, float)) and hasattr(v, "item") and np.ndim(v) == 0 else v
+
+
 def unpack_item(item, with_targets=True):
     """(x, y, sample_weight) of a batch a generator yields; for predict (no targets)
-    a bare array or dict is the inputs."""
+    a bare array or dict is the inputs.  A list is a tuple, as Keras unpacks a batch (a torch
+    DataLoader's ``[x, y]``: predict takes its x)."""
+    if isinstance(item, list):
+        item = tuple(item)
     if isinstance(item, dict) or (not with_targets and not isinstance(item, tuple)):
         return item, None, None
     if not isinstance(item, (list, tuple)) or not 1 <= len(item) <= 3:

@@ -15,7 +15,7 @@ from pyggml import _random, autodiff, optimizers as optimizers_mod
 from pyggml._lifetime import Freeable
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
-from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
+from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name, layered_keras_list
 from pyggml.layers.core.quantize import quantize_model
 from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs, snake_case
@@ -294,12 +294,14 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         with self._lock:
             if self._rt is not None:
                 self._runtime()
-            return LayerWeights(self.named_variables(), "model")
+            named = self.named_variables()
+            layered = layered_keras_list(self.layers, named)
+            return LayerWeights(named, "model", keras_list=None if layered is None else layered[:2])
 
     def set_weights(self, weights):
         """Set weights by name (a missing name or a wrong shape is refused, naming it), or Keras's list."""
         self.check_alive()
-        weights = keras_list_by_name(self.named_variables(), weights, self.name, owner="model")
+        weights = keras_list_by_name(self.named_variables(), weights, self.name, owner="model", layers=self.layers)
         if not isinstance(weights, dict):
             raise TypeError("set_weights takes a dict {name: array} as get_weights returns, or a list of arrays")
         named, prepared = dict(self.named_variables()), {}

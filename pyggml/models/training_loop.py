@@ -583,6 +583,7 @@ def predict_with_callbacks(model, x, batch_size, steps, verbose, callbacks):
         cl.call("on_predict_batch_end", bi, {"outputs": outs if len(outs) > 1 else outs[0]})
         if model.stop_predicting:
             break
+        model.check_alive()                      # (a callback may have freed it)
     if chunks is None:
         raise ValueError("predict: the data gave no batches")
     cl.call("on_predict_end", {})

@@ -124,11 +124,15 @@ class Trainer(Freeable):
     @property
     def n_steps(self):
         """The number of step() calls so far."""
+        if self._freed:
+            raise FreedError("Trainer has been freed")
         return self._n
 
     @property
     def optimizer(self):
         """The trainer's own optimizer (a copy of the model's)."""
+        if self._freed:
+            raise FreedError("Trainer has been freed")
         return self._optimizer
 
     @property

@@ -146,6 +146,39 @@ class Bidirectional(TakesInitialState, Layer):
         return inputs[0], list(inputs[1:1 + n]), list(inputs[1 + n:])
 
     # --- shapes and masks ----------------------------------------------------------------
+    # Keras's list of the pair: the forward layer's list, then the backward's (an LSTM's three
+    # arrays each, where pyggml keeps PyTorch's four weights)
+    def get_weights(self):
+        from pyggml.layers._keras_weights import LayerWeights
+        f, b = self.forward_layer.get_weights(), self.backward_layer.get_weights()
+        fk, bk = getattr(f, "_keras", None), getattr(b, "_keras", None)
+        if fk is None or bk is None:
+            return super().get_weights()
+        n_f, pf, pb = len(f), "forward_layer.", "backward_layer."
+
+        def part(weights, prefix):
+            return {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
+
+        def to_list(weights):
+            return fk[0](part(weights, pf)) + bk[0](part(weights, pb))
+
+        def from_list(arrays):
+            arrays = list(arrays)
+            out = {pf + k: v for k, v in fk[1](arrays[:n_f]).items()}
+            out.update({pb + k: v for k, v in bk[1](arrays[n_f:]).items()})
+            return out
+        return LayerWeights(self.named_variables(), keras_list=(to_list, from_list))
+
+    def set_weights(self, weights):
+        """As Layer.set_weights; also Keras's list: the forward layer's arrays, then the backward's."""
+        if isinstance(weights, (list, tuple)) and self.built:
+            n_f, n_b = len(self.forward_layer.get_weights()), len(self.backward_layer.get_weights())
+            if len(weights) == n_f + n_b != len(self.named_variables()):
+                self.forward_layer.set_weights(list(weights[:n_f]))
+                self.backward_layer.set_weights(list(weights[n_f:]))
+                return
+        super().set_weights(weights)
+
     def build(self, input_shape):
         build_sublayer(self.forward_layer, input_shape)        # x's shape (TakesInitialState)
         build_sublayer(self.backward_layer, input_shape)
