@@ -297,3 +297,47 @@ def test_freeing_the_model_from_a_predict_callback_says_it_was_freed():
     m = pg.Sequential([layers.Dense(2)], input_shape=3).compile(loss="mse")
     with pytest.raises(pg.FreedError, match="has been freed"):
         m.predict(np.ones((20, 3), np.float32), batch_size=4, callbacks=[Free()], verbose=0)
+
+
+# --- QLoRA's file: Keras's merged weight quantized again, the base and factors beside -------------
+
+def test_a_qlora_file_holds_the_merged_weight_quantized_again(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 4)).astype(np.float32)
+    m = pg.Sequential([layers.Dense(6), layers.Dense(2)], input_shape=(4,))
+    m.compile(optimizer="adam", loss="mse")
+    m.quantize("int8")
+    d = m.layers[0]
+    d.enable_lora(2)
+    a, b = rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2, 6)).astype(np.float32)
+    d.lora_kernel_a.assign(a)
+    d.lora_kernel_b.assign(b)
+    q = np.asarray(d.kernel.numpy(), np.float64)                     # Keras's (in, out) integers
+    scale = d.kernel_scale.numpy().astype(np.float64)
+    merged = q / scale + (d.lora_alpha / d.lora_rank) * (a.astype(np.float64) @ b)
+    np.testing.assert_allclose(d.merged_kernel(), merged, rtol=1e-5, atol=1e-5)
+    new_scale = 127.0 / np.abs(merged).max(axis=0)
+    want = np.clip(np.round(merged * new_scale), -127, 127)
+    p = m.predict(x, verbose=0)
+    path = tmp_path / "qlora.gguf"
+    m.save(path)
+    from pyggml.core import GGUFFile
+    f = GGUFFile.read(str(path))
+    try:
+        names = f.tensor_names()
+        stored = f.read_tensor("dense.weight")
+        assert stored.dtype == np.int8 and f.read_tensor("dense.weight.lora_base").dtype == np.int8
+        np.testing.assert_array_equal(stored.astype(np.float64), want.T)
+        np.testing.assert_allclose(f.read_tensor("dense.kernel_scale"), new_scale, rtol=1e-6)
+        assert "dense.kernel_scale.lora_base" in names
+    finally:
+        f.free()
+    # the QLoRA model comes back exactly; a plain int8 model takes Keras's merged weight
+    back = pg.load_model(path)
+    np.testing.assert_array_equal(back.predict(x, verbose=0), p)
+    plain = pg.Sequential([layers.Dense(6), layers.Dense(2)], input_shape=(4,))
+    plain.compile(optimizer="adam", loss="mse")
+    plain.quantize("int8")
+    plain.load_weights(path)
+    np.testing.assert_array_equal(plain.layers[0].kernel.numpy(), want)
+    np.testing.assert_allclose(plain.layers[0].kernel_scale.numpy(), new_scale, rtol=1e-6)

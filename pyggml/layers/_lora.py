@@ -154,10 +154,13 @@ class LoraWeights:
 
     def merged_kernel(self):
         """Keras's merged weight, ``W + (alpha / rank) A B``, as an array in Keras's layout
-        (the weight itself where LoRA is not enabled)."""
+        (the weight itself where LoRA is not enabled); a quantized layer's ``W`` is its integers
+        divided by their scale (QLoRA merges in float, as Keras)."""
         from pyggml.layers._keras_weights import keras_value
         v = getattr(self, self._lora_base)
         w = keras_value(v, v.numpy()).astype(np.float32)
+        if getattr(self, "quantization_mode", None) is not None:
+            w = (w / self._keras_scale()).astype(np.float32)
         if not self.lora_enabled:
             return w
         a, b = (np.asarray(f.numpy(), np.float32) for f in self._lora_factors())

@@ -110,7 +110,9 @@ def _write(model, path, with_config, with_state):
         quantized = {n for n, var in model.named_variables() if getattr(var, "quantized", None)}
         for k, v in weights.items():
             # a quantized weight's integers as GGUF int8 (pyggml.layers.core.quantize)
-            a = np.ascontiguousarray(v, dtype=np.int8 if k in quantized else np.float32)
+            # (a QLoRA layer's base integers, ``<weight>.lora_base``, too)
+            q = k in quantized or (k.endswith(_LORA_BASE) and k[:-len(_LORA_BASE)] in quantized)
+            a = np.ascontiguousarray(v, dtype=np.int8 if q else np.float32)
             if a.ndim > 4:            # a weight of more than four dimensions: as it is stored (see Variable)
                 stored = stored or dict((n, var.store_shape) for n, var in model.named_variables())
                 a = a.reshape(stored[k])
@@ -160,38 +162,60 @@ _LORA_BASE = ".lora_base"
 
 
 def _lora_layers(model):
-    """(layer, its base weight's name, its factors' names) of each LoRA-enabled layer with a
-    float base, named as in model.get_weights()."""
+    """(layer, its base weight's name, its factors' names, its scale's name or None) of each
+    LoRA-enabled layer (a quantized one's, QLoRA: its kernel_scale), named as in
+    model.get_weights()."""
     from pyggml.layers.core.quantize import _layers_of
     names = {id(v): n for n, v in model.named_variables()}
     out = []
     for layer in [model] + _layers_of(model):
-        if getattr(layer, "lora_enabled", False) and getattr(layer, "quantization_mode", None) is None:
+        if getattr(layer, "lora_enabled", False):
             base = getattr(layer, layer._lora_base)
-            if id(base) in names:
-                out.append((layer, names[id(base)], [names.get(id(f)) for f in layer._lora_factors()]))
+            scale = getattr(layer, layer._quant_scale, None) if getattr(layer, "quantization_mode", None) else None
+            if id(base) in names and (scale is None or id(scale) in names):
+                out.append((layer, names[id(base)], [names.get(id(f)) for f in layer._lora_factors()],
+                            None if scale is None else names[id(scale)]))
     return out
 
 
 def _lora_merged(model, weights):
     """The weights as a file holds them: a LoRA-enabled layer's weight merged with its update
-    (what a model without LoRA loads, as Keras's files hold it), its base kept beside under
-    ``<weight>.lora_base`` and its factors as they are (so a model with LoRA resumes exactly)."""
+    (what a model without LoRA loads, as Keras's files hold it; a quantized layer's merged in
+    float and quantized again, with its new scale, as Keras does), its base kept beside under
+    ``<weight>.lora_base`` (and its scale's) and its factors as they are (so a model with LoRA
+    resumes exactly)."""
     from pyggml.layers._keras_weights import from_keras_value
-    for layer, base_name, _ in _lora_layers(model):
+    for layer, base_name, _, scale_name in _lora_layers(model):
         base = getattr(layer, layer._lora_base)
         weights[base_name + _LORA_BASE] = weights[base_name]
-        weights[base_name] = from_keras_value(base, layer.merged_kernel(), "save")
+        if scale_name is None:
+            weights[base_name] = from_keras_value(base, layer.merged_kernel(), "save")
+        else:
+            q, s = layer.requantized_merged_kernel()
+            weights[scale_name + _LORA_BASE] = weights[scale_name]
+            weights[base_name] = from_keras_value(base, q, "save")
+            weights[scale_name] = s.reshape(np.shape(weights[scale_name]))
     return weights
 
 
 def _lora_read(model, fl, shapes):
-    """{name: array} of a file for a model with LoRA layers: a LoRA layer's base from
-    ``<weight>.lora_base`` when the file has one (else the file's weight, with the update's
-    second factor zero: Keras's plain file into a LoRA layer)."""
-    lora = {base_name: factors for _, base_name, factors in _lora_layers(model)}
+    """{name: array} of a file for a model with LoRA layers: a LoRA layer's base (and a quantized
+    one's scale) from ``<weight>.lora_base`` when the file has one (else the file's weight, with
+    the update's second factor zero: Keras's plain file into a LoRA layer)."""
+    lora = _lora_table(model)
     current = {}
     return {k: _lora_array(model, fl, k, shape, lora, current) for k, shape in shapes.items()}
+
+
+def _lora_table(model):
+    """{base weight's name: its factors' names} of the LoRA layers, and a quantized one's scale
+    (no factors: read from its ``.lora_base`` as the base is)."""
+    lora = {}
+    for _, base_name, factors, scale_name in _lora_layers(model):
+        lora[base_name] = factors
+        if scale_name is not None:
+            lora[scale_name] = []
+    return lora
 
 
 def _lora_array(model, fl, k, shape, lora, current):
@@ -232,7 +256,7 @@ def load_weights_into(model, path, skip_mismatch=False):
             fl.close()
         return
     fl = _File(path)
-    lora = {base_name: factors for _, base_name, factors in _lora_layers(model)}
+    lora = _lora_table(model)
     current = {}
     try:
         got, skipped = {}, []

@@ -108,6 +108,19 @@ class QuantizedWeights:
         keras_b = [1 if i in reduce else d for i, d in enumerate(kshape)]
         self.__dict__["_scale_broadcast"] = tuple(keras_b[j] for j in np.argsort(axes))
 
+    def _keras_scale(self):
+        """The scale as it divides the integers in Keras's layout (1 along the axes it covers)."""
+        kshape, _ = self._keras_shape_of_base()
+        reduce = self._quant_reduce_axes()
+        return getattr(self, self._quant_scale).numpy().reshape([1 if i in reduce else d for i, d in enumerate(kshape)])
+
+    def requantized_merged_kernel(self):
+        """Keras's save of a QLoRA layer: the merged weight (``q / scale + (alpha / rank) A B``)
+        quantized again by abs-max, ``(integers in Keras's layout, the new scale)``."""
+        q, s = integers_and_scale(np.asarray(self.merged_kernel(), np.float64), self._quant_reduce_axes(),
+                                  self.quantization_mode, None, f"{type(self).__name__}.save")
+        return q.astype(np.float32), s.astype(np.float32)
+
     def _build_quantized(self):
         mode = self.__dict__.get("_quantize_on_build")
         if mode is not None and self.quantization_mode is None:
