@@ -379,6 +379,10 @@ def _bool01(x):
     return _cont(_c.step(a) + _isnan(x))
 
 
+def _zero_nan_relu(x):
+    return _c.leaky_relu(x, 0.0)
+
+
 def _isnan(x):
     return _cont(_one() - _c.step(_cont(_c.abs(x) + 1.0)))   # every comparison with nan is false
 
@@ -454,9 +458,10 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = _f(x)
     finite = _cont(_c.step(_cont(_c.abs(x) + 1.0)) - _isinf(x))
     y = _cont(x * finite)                                  # nan at nan and at +-inf
-    clean = _cont(_c.relu(y) - _c.relu(_c.neg(y)))        # relu turns nan into 0
+    # leaky_relu with slope 0 is relu that turns nan into 0 (ggml's relu keeps nan, as PyTorch's)
+    clean = _cont(_zero_nan_relu(y) - _zero_nan_relu(_c.neg(y)))
     # relu's gradient is 0 at exactly 0: there a term worth 0 with gradient 1 (the same, shifted)
-    shifted = _cont(_c.relu(_cont(y + 1.0)) - _c.relu(_c.neg(_cont(y + 1.0))))
+    shifted = _cont(_zero_nan_relu(_cont(y + 1.0)) - _zero_nan_relu(_c.neg(_cont(y + 1.0))))
     at_zero = _one() - _bool01(y)
     clean = _cont(clean + at_zero * _cont(shifted - _c.stop_gradient(shifted)))
     inf = _isinf(x)
