@@ -341,3 +341,57 @@ def test_a_qlora_file_holds_the_merged_weight_quantized_again(tmp_path):
     plain.load_weights(path)
     np.testing.assert_array_equal(plain.layers[0].kernel.numpy(), want)
     np.testing.assert_allclose(plain.layers[0].kernel_scale.numpy(), new_scale, rtol=1e-6)
+
+
+# --- get_config: Keras 3.15's keys (API.md), and each config makes the layer again ------------------
+
+_KERAS_315_KEYS = {
+    "Dense": ['activation', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'dtype', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'name', 'quantization_config', 'trainable', 'units', 'use_bias'],
+    "Conv2D": ['activation', 'activity_regularizer', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'data_format', 'dilation_rate', 'dtype', 'filters', 'groups', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'kernel_size', 'name', 'padding', 'strides', 'trainable', 'use_bias'],
+    "Dropout": ['dtype', 'name', 'noise_shape', 'rate', 'seed', 'trainable'],
+    "LSTM": ['activation', 'activity_regularizer', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'dropout', 'dtype', 'go_backwards', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'name', 'recurrent_activation', 'recurrent_constraint', 'recurrent_dropout', 'recurrent_initializer', 'recurrent_regularizer', 'return_sequences', 'return_state', 'seed', 'stateful', 'trainable', 'unit_forget_bias', 'units', 'unroll', 'use_bias', 'zero_output_for_mask'],
+    "GRU": ['activation', 'activity_regularizer', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'dropout', 'dtype', 'go_backwards', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'name', 'recurrent_activation', 'recurrent_constraint', 'recurrent_dropout', 'recurrent_initializer', 'recurrent_regularizer', 'reset_after', 'return_sequences', 'return_state', 'seed', 'stateful', 'trainable', 'units', 'unroll', 'use_bias', 'zero_output_for_mask'],
+    "SimpleRNN": ['activation', 'activity_regularizer', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'dropout', 'dtype', 'go_backwards', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'name', 'recurrent_constraint', 'recurrent_dropout', 'recurrent_initializer', 'recurrent_regularizer', 'return_sequences', 'return_state', 'stateful', 'trainable', 'units', 'unroll', 'use_bias', 'zero_output_for_mask'],
+    "BatchNormalization": ['axis', 'beta_constraint', 'beta_initializer', 'beta_regularizer', 'center', 'dtype', 'epsilon', 'gamma_constraint', 'gamma_initializer', 'gamma_regularizer', 'momentum', 'moving_mean_initializer', 'moving_variance_initializer', 'name', 'renorm', 'renorm_clipping', 'renorm_momentum', 'scale', 'synchronized', 'trainable'],
+    "Embedding": ['activity_regularizer', 'dtype', 'embeddings_constraint', 'embeddings_initializer', 'embeddings_regularizer', 'input_dim', 'mask_zero', 'name', 'output_dim', 'quantization_config', 'trainable'],
+    "Bidirectional": ['backward_layer', 'dtype', 'layer', 'merge_mode', 'name', 'trainable'],
+    "MultiHeadAttention": ['activity_regularizer', 'attention_axes', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'dropout', 'dtype', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'key_dim', 'name', 'num_heads', 'output_shape', 'seed', 'sliding_window', 'trainable', 'use_bias', 'use_gate', 'value_dim'],
+    "Attention": ['dropout', 'dtype', 'name', 'score_mode', 'seed', 'trainable', 'use_scale'],
+    "EinsumDense": ['activation', 'activity_regularizer', 'bias_axes', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'dtype', 'equation', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'name', 'output_shape', 'quantization_config', 'trainable'],
+    "SeparableConv2D": ['activation', 'activity_regularizer', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'data_format', 'depth_multiplier', 'depthwise_constraint', 'depthwise_initializer', 'depthwise_regularizer', 'dilation_rate', 'dtype', 'filters', 'kernel_size', 'name', 'padding', 'pointwise_constraint', 'pointwise_initializer', 'pointwise_regularizer', 'strides', 'trainable', 'use_bias'],
+    "Conv2DTranspose": ['activation', 'activity_regularizer', 'bias_constraint', 'bias_initializer', 'bias_regularizer', 'data_format', 'dilation_rate', 'dtype', 'filters', 'kernel_constraint', 'kernel_initializer', 'kernel_regularizer', 'kernel_size', 'name', 'output_padding', 'padding', 'strides', 'trainable', 'use_bias'],
+    "SpatialDropout1D": ['dtype', 'name', 'rate', 'seed'],
+    "CategoryEncoding": ['dtype', 'name', 'num_tokens', 'output_mode', 'trainable'],
+    "Discretization": ['bin_boundaries', 'dtype', 'epsilon', 'name', 'num_bins', 'output_mode', 'sparse'],
+}
+
+_MAKE = {
+    "Dense": lambda: layers.Dense(3), "Conv2D": lambda: layers.Conv2D(2, 3), "Dropout": lambda: layers.Dropout(0.1),
+    "LSTM": lambda: layers.LSTM(3), "GRU": lambda: layers.GRU(3), "SimpleRNN": lambda: layers.SimpleRNN(3),
+    "BatchNormalization": lambda: layers.BatchNormalization(), "Embedding": lambda: layers.Embedding(5, 2),
+    "Bidirectional": lambda: layers.Bidirectional(layers.LSTM(3)), "MultiHeadAttention": lambda: layers.MultiHeadAttention(2, 4),
+    "Attention": lambda: layers.Attention(), "EinsumDense": lambda: layers.EinsumDense("ab,bc->ac", 3),
+    "SeparableConv2D": lambda: layers.SeparableConv2D(2, 3), "Conv2DTranspose": lambda: layers.Conv2DTranspose(2, 3),
+    "SpatialDropout1D": lambda: layers.SpatialDropout1D(0.1), "CategoryEncoding": lambda: layers.CategoryEncoding(3),
+    "Discretization": lambda: layers.Discretization([0.5]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MAKE))
+def test_get_config_has_keras_keys_and_makes_the_layer_again(name):
+    layer = _MAKE[name]()
+    cfg = layer.get_config()
+    assert sorted(cfg) == _KERAS_315_KEYS[name]
+    again = type(layer).from_config(cfg)
+    assert again.get_config() == cfg
+
+
+def test_a_quantization_config_is_kept_in_the_config():
+    d = layers.Dense(3, quantization_config=pg.quantizers.Int8QuantizationConfig())
+    cfg = d.get_config()
+    assert cfg["quantization_config"]["class_name"] == "Int8QuantizationConfig"
+    assert isinstance(layers.Dense.from_config(cfg).quantization_config, pg.quantizers.Int8QuantizationConfig)
+    with pytest.raises(TypeError, match="QuantizationConfig"):
+        layers.Dense(3, quantization_config="int8")
+    with pytest.raises(ValueError, match="renorm"):
+        layers.BatchNormalization(renorm=True)

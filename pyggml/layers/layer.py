@@ -560,6 +560,7 @@ class Layer:
     takes_5d = False
     _dotted_names = False      # InputLayer's name may hold '.' (a CSV column's, "emp.var.rate"): no weights
     input_spec = None          # an InputSpec (or a list): checked before every call (Keras's)
+    _config_activity_regularizer = False   # the config names it even when None (Keras's conv, RNN, ...)
 
     def __init__(self, name=None, trainable=True, dtype=None, input_shape=None, input_dim=None,
                  batch_input_shape=None, activity_regularizer=None, **kwargs):
@@ -864,7 +865,8 @@ class Layer:
                     return object.__getattribute__(self, name)
             finally:
                 d.pop("_getattr_builds", None)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        # the lookup's own error again (a property's: "... until it is built")
+        return object.__getattribute__(self, name)
 
     def named_variables(self):
         """[(name, Variable)]: this layer's weights, then its sublayers' (named
@@ -1085,9 +1087,10 @@ class Layer:
         cfg = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
         if self._batch_input_shape is not None:
             cfg["batch_input_shape"] = (self._batch_size,) + tuple(self._batch_input_shape)
-        if self.activity_regularizer is not None:
+        if self.activity_regularizer is not None or self._config_activity_regularizer:
             from pyggml import regularizers
-            cfg["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+            cfg["activity_regularizer"] = None if self.activity_regularizer is None else \
+                regularizers.serialize(self.activity_regularizer)
         if type(self).get_config is Layer.get_config and "_auto_config" in self.__dict__:
             auto = self.__dict__["_auto_config"]
             if auto is None:

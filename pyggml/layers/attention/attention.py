@@ -261,8 +261,7 @@ class _BaseAttention(Layer):
     def get_config(self):
         cfg = super().get_config()
         cfg["dropout"] = self.dropout
-        if self.seed is not None:
-            cfg["seed"] = self.seed
+        cfg["seed"] = self.seed
         return cfg
 
 

@@ -127,6 +127,7 @@ def keras315_options(layer, sliding_window, flash_attention, use_gate, seed):
 
 @register_builtin
 class MultiHeadAttention(QuantizedProjections, Layer):
+    _config_activity_regularizer = True      # (Keras's config names it, None included)
     build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
     supports_masking = True
 
@@ -602,8 +603,9 @@ class MultiHeadAttention(QuantizedProjections, Layer):
         cfg.update(num_heads=self.num_heads, key_dim=self.key_dim, value_dim=self.value_dim,
                    dropout=self.dropout, use_bias=self.use_bias, output_shape=self._out_dim,
                    attention_axes=None if self.attention_axes is None else list(self.attention_axes),
-                   sliding_window=self.sliding_window, flash_attention=self.flash_attention,
-                   use_gate=self.use_gate, seed=self.seed)
+                   sliding_window=self.sliding_window, use_gate=self.use_gate, seed=self.seed)
+        if self.flash_attention is not None:          # (Keras's config names it only when set)
+            cfg["flash_attention"] = self.flash_attention
         cfg.update(weight_options_config(self, _OPTIONS))
         self._quant_config(cfg)
         for k in ("kernel_initializer", "bias_initializer"):

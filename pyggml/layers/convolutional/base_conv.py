@@ -52,6 +52,7 @@ class BaseConv(Activated):
     regularizer and constraint see it in Keras's layout: (kh, kw, in, filters) for
     a convolution, (kh, kw, filters, in) for a transposed one.  ``kernel`` is that view of
     ``weight``, PyTorch's (out, in, kh, kw)."""
+    _config_activity_regularizer = True      # (Keras's config names it, None included)
 
     build_shape_rule = "last"        # a later call may have other lengths (Layer._fits_built)
 

@@ -109,6 +109,7 @@ def rows_to_output(rows, n, out_spatial, channels, channels_first):
 class BaseDepthwise(Activated):
     """What the depthwise and separable convolutions share: Keras's geometry arguments,
     data_format, the depthwise kernel's options and the output-shape arithmetic."""
+    _config_activity_regularizer = True      # (Keras's config names it, None included)
 
     rank = 2
 

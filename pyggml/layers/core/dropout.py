@@ -86,10 +86,8 @@ class Dropout(Layer):
     def get_config(self):
         c = super().get_config()
         c["rate"] = self.rate
-        if self.noise_shape is not None:
-            c["noise_shape"] = list(self.noise_shape)
-        if self.seed is not None:
-            c["seed"] = self.seed
+        c["noise_shape"] = None if self.noise_shape is None else list(self.noise_shape)
+        c["seed"] = self.seed
         return c
 
 
@@ -108,6 +106,7 @@ class _SpatialDropout(Dropout):
     def get_config(self):
         c = super().get_config()
         c.pop("noise_shape", None)                # Keras's config has none: the layer makes it
+        c.pop("trainable", None)                  # (nor this)
         return c
 
 

@@ -186,6 +186,7 @@ class EinsumDense(QuantizedWeights, LoraWeights, Activated):
     kernel_initializer="glorot_uniform", bias_initializer="zeros",
     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
     kernel_constraint=None, bias_constraint=None)``."""
+    _config_activity_regularizer = True      # (Keras's config names it, None included)
 
     supports_masking = False
 

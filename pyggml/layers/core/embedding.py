@@ -23,6 +23,7 @@ class Embedding(QuantizedWeights, LoraWeights, Layer):
     Its inputs are indices in [0, input_dim) (checked when data enters the model);
     with ``mask_zero`` index 0 is padding, and the layers after it that take a mask
     (recurrent layers, attention, pooling over steps, the loss) leave those steps out."""
+    _config_activity_regularizer = True      # (Keras's config names it, None included)
 
     host_mask = True          # compute_mask works on arrays: an eager output carries _keras_mask
 

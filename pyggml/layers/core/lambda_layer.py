@@ -229,13 +229,13 @@ class Lambda(Layer):
     def get_config(self):
         c = super().get_config()
         c["function"] = serialize_function(self.function)
-        want = self._output_shape
-        if want is None or isinstance(want, (tuple, list)):
-            c["output_shape"] = None if want is None else (
-                [list(s) for s in want] if isinstance(want, list) else list(want))
-        else:
+        want = self._output_shape           # (output_shape and mask: named when given, as Keras's)
+        if isinstance(want, (tuple, list)):
+            c["output_shape"] = [list(s) for s in want] if isinstance(want, list) else list(want)
+        elif want is not None:
             c["output_shape"] = serialize_function(want)
-        c["mask"] = None if self.mask is None else serialize_function(self.mask)
+        if self.mask is not None:
+            c["mask"] = serialize_function(self.mask)
         _check_json(self.arguments, f"Lambda {self.name!r}: arguments")
         c["arguments"] = dict(self.arguments)
         return c

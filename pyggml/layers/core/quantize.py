@@ -44,6 +44,8 @@ class QuantizedWeights:
     _quant_base = "weight"
     _quant_scale = "kernel_scale"
     quantization_mode = None
+    quantization_config = None
+    _takes_quantization_config = True      # (Keras's Dense, EinsumDense and Embedding argument)
 
     def __init__(self, *args, **kwargs):
         # Keras's dtype policy of a quantized layer ("int8_from_float32", a loaded config's):
@@ -52,7 +54,15 @@ class QuantizedWeights:
         if mode is not None:
             self.__dict__["_quantize_on_build"] = mode
             kwargs["dtype"] = None
+        config = kwargs.pop("quantization_config", None) if self._takes_quantization_config else None
         super().__init__(*args, **kwargs)
+        if config is not None:
+            from pyggml import quantizers
+            config = quantizers.deserialize(config) if isinstance(config, dict) else config
+            if not isinstance(config, quantizers.QuantizationConfig):
+                raise TypeError(f"quantization_config must be a QuantizationConfig (Int8QuantizationConfig, "
+                                f"Int4QuantizationConfig) or its config, got {type(config).__name__}")
+            self.quantization_config = config
 
     def _quant_reduce_axes(self):
         """The axes of the weight in Keras's layout that one scale covers (its inputs)."""
@@ -137,6 +147,9 @@ class QuantizedWeights:
     def _quant_config(self, c):
         if self.quantization_mode is not None:
             c["dtype"] = f"{self.quantization_mode}_from_float32"
+        if self._takes_quantization_config:
+            from pyggml import quantizers
+            c["quantization_config"] = quantizers.serialize(self.quantization_config)
         return c
 
 
@@ -145,6 +158,8 @@ class QuantizedProjections(QuantizedWeights):
     quantized as Keras quantizes the EinsumDense layers it keeps them in, with one scale per
     output (``<projection>.kernel_scale``; Keras's shape, (heads, dim) for the query, key and
     value projections)."""
+
+    _takes_quantization_config = False
 
     _quant_attrs = ()          # (weight attribute, weight name's prefix) of each projection
 

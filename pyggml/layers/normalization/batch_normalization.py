@@ -51,8 +51,17 @@ class BatchNormalization(Layer):
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
-                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
+                 synchronized=False, renorm=False, renorm_clipping=None, renorm_momentum=0.99, **kwargs):
         super().__init__(**kwargs)
+        # Keras's: synchronized statistics across devices (one device here: the batch's own, the same);
+        # batch renormalization is not computed, so only its defaults are taken
+        self.synchronized = check_bool("synchronized", synchronized)
+        if renorm is not False or renorm_clipping is not None:
+            raise ValueError("BatchNormalization: batch renormalization (renorm=True, renorm_clipping) is not "
+                             "computed by pyggml; use renorm=False (Keras's default)")
+        self.renorm, self.renorm_clipping = False, None
+        self.renorm_momentum = check_fraction("renorm_momentum", renorm_momentum)
         if isinstance(axis, (list, tuple)) and len(axis) == 1:
             axis = axis[0]
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or axis == 0:
@@ -198,7 +207,9 @@ class BatchNormalization(Layer):
 
     def get_config(self):
         cfg = super().get_config()
-        cfg.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon, center=self.center, scale=self.scale)
+        cfg.update(axis=self.axis, momentum=self.momentum, epsilon=self.epsilon, center=self.center, scale=self.scale,
+                   synchronized=self.synchronized, renorm=self.renorm, renorm_clipping=self.renorm_clipping,
+                   renorm_momentum=self.renorm_momentum)
         for k in _INITIALIZERS:
             if _init_config(getattr(self, k)) is not None:      # a name or an Initializer instance
                 cfg[k] = _init_config(getattr(self, k))

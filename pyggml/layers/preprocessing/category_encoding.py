@@ -123,5 +123,7 @@ class CategoryEncoding(Layer):
 
     def get_config(self):
         cfg = super().get_config()
-        cfg.update(num_tokens=self.num_tokens, output_mode=self.output_mode, sparse=self.sparse)
+        cfg.update(num_tokens=self.num_tokens, output_mode=self.output_mode)
+        if self.sparse:                           # (Keras's config names it only when set)
+            cfg["sparse"] = True
         return cfg

@@ -157,6 +157,7 @@ class Discretization(HostLayer):
         cfg = super().get_config()
         cfg.update(bin_boundaries=self.bin_boundaries, num_bins=self.num_bins, epsilon=self.epsilon,
                    output_mode=self.output_mode, sparse=self.sparse)
+        cfg.pop("trainable", None)                # (Keras's config has none)
         return cfg
 
     @classmethod

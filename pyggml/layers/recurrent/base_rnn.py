@@ -173,8 +173,7 @@ class CellMath:
                    use_bias=self.use_bias)
         cfg.update(weight_options_config(self, _OPTIONS))
         cfg.update(dropout=self.dropout, recurrent_dropout=self.recurrent_dropout)
-        if self.seed is not None:
-            cfg["seed"] = self.seed
+        cfg["seed"] = self.seed
         for k in ("kernel_initializer", "recurrent_initializer", "bias_initializer"):
             v = initializers.config_value(getattr(self, k))          # a name, or an Initializer serialized
             if v is not None:
@@ -423,6 +422,7 @@ class CellView:
 
 class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
     """A recurrent layer over a sequence, with its cell's maths (CellMath) built in."""
+    _config_activity_regularizer = True      # (Keras's config names it, None included)
 
     cell = property(CellView, doc="Keras's cell of the layer: a view of the layer's weights and arguments.")
 

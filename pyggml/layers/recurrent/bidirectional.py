@@ -248,6 +248,7 @@ class Bidirectional(TakesInitialState, Layer):
         cfg = super().get_config()
         cfg["layer"] = self._layer_spec
         cfg["merge_mode"] = self.merge_mode
-        if self._backward_spec is not None:
-            cfg["backward_layer"] = self._backward_spec
+        # (the backward layer made here too, as Keras's config holds it)
+        cfg["backward_layer"] = self._backward_spec if self._backward_spec is not None else \
+            serialize_layer(self.backward_layer)
         return cfg

@@ -51,6 +51,7 @@ __all__ = ["ConvLSTM1D"]
 
 @register_builtin
 class ConvLSTM1D(Stateful, TakesInitialState, SequenceMask, LSTMMath, Layer):
+    _config_activity_regularizer = True      # (Keras's config names it, None included)
     float_inputs = True
 
     def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None, dilation_rate=1,

@@ -42,4 +42,6 @@ class SimpleRNN(SimpleRNNMath, BaseRNN):
     def get_config(self):
         cfg = super().get_config()
         cfg.pop("recurrent_activation", None)
+        if cfg.get("seed") is None:
+            cfg.pop("seed", None)                 # (Keras's SimpleRNN config names no seed)
         return cfg
