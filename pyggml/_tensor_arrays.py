@@ -37,8 +37,15 @@ class OpsArray(np.ndarray):
     """A numpy array from pyggml.ops; with a graph tensor in a ufunc (``+ - * / ** @``, maximum,
     minimum) it becomes a constant of that graph and the result a tensor."""
 
+    # above torch's 1000: numpy does not hand ``pred - y`` (y a torch tensor) to torch, which
+    # cannot take numpy arrays; the torch operand is read as an array (Keras's torch tensors mix)
+    __array_priority__ = 1001.0
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from pyggml.core import Tensor
+        if any(type(i).__module__.startswith("torch") for i in inputs):
+            from pyggml._validation import host
+            inputs = tuple(np.asarray(host(i)) if type(i).__module__.startswith("torch") else i for i in inputs)
         if any(isinstance(i, Tensor) for i in inputs):
             fn = UFUNC_OPS.get(ufunc)
             if method != "__call__" or kwargs or fn is None:

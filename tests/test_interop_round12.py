@@ -395,3 +395,25 @@ def test_a_quantization_config_is_kept_in_the_config():
         layers.Dense(3, quantization_config="int8")
     with pytest.raises(ValueError, match="renorm"):
         layers.BatchNormalization(renorm=True)
+
+
+def test_python_operators_mix_results_with_torch_tensors():
+    """``pred - y`` with a torch y, in a tape and on eager results, as Keras-on-torch's tensors mix."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(1)])
+    p = m.predict(x.numpy(), verbose=0)
+    yn = y.numpy()
+    with pg.GradientTape() as tape:
+        pred = m(x)
+        loss = ops.mean((pred - y) ** 2)
+        other = ops.mean((y - pred) * torch.tensor(2.0)) + ops.sum(pred @ torch.ones(1, 2))
+    np.testing.assert_allclose(float(loss), np.mean((p - yn) ** 2), rtol=1e-5)
+    np.testing.assert_allclose(float(other), np.mean((yn - p) * 2) + 2 * p.sum(), rtol=1e-4, atol=1e-5)
+    g = tape.gradient(loss, m.trainable_weights)
+    assert all(v is not None for v in g)
+    out = m(x)
+    np.testing.assert_allclose(np.asarray(out - y), p - yn, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(y - out), yn - p, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(out * torch.tensor(2.0)), 2 * p, rtol=1e-6)

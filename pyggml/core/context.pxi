@@ -686,6 +686,9 @@ cdef class Tensor:
         return getitem(self, key)
 
     def __matmul__(self, other):
+        if type(other).__module__.startswith("torch") and hasattr(other, "detach"):
+            from pyggml._validation import host
+            other = np.asarray(host(other))          # a torch tensor: its values
         if not isinstance(other, Tensor):
             v = self._values_now(other)       # a GradientTape's tensor after its block: values
             if v is not None:
@@ -698,6 +701,9 @@ cdef class Tensor:
         return matmul(self, other)
 
     def __rmatmul__(self, other):
+        if type(other).__module__.startswith("torch") and hasattr(other, "detach"):
+            from pyggml._validation import host
+            other = np.asarray(host(other))          # a torch tensor: its values
         if not isinstance(other, Tensor):
             v = self._values_now(other)
             if v is not None:
@@ -838,6 +844,10 @@ cdef object _arith(int which, Tensor a, object other, bint reflected):
     differences and products of whole numbers are int32, as Keras's (``f[:, None] - f[None]
     + 2``: a relative-position index for ops.take); computed in float32 (exact to 2**24)."""
     a._check()
+    if type(other).__module__.startswith("torch") and hasattr(other, "detach"):
+        # a torch tensor (a target of a PyTorch user's loop, ``pred - y``): its values, as an array
+        from pyggml._validation import host
+        other = np.asarray(host(other))
     if isinstance(other, Tensor) and (<Tensor>other).ctx is not a.ctx:
         # a tensor of another GradientTape, met while a tape records: its value (pyggml._scope)
         from pyggml import _scope
