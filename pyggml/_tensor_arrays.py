@@ -12,7 +12,8 @@ object array of tensors reaches an op (an array built elsewhere by numpy's own l
 
 import numpy as np
 
-__all__ = ["refuse_tensor_array", "OpsArray", "as_ops_result", "tensor_ufunc", "UFUNC_OPS", "UFUNC_NAMES"]
+__all__ = ["refuse_tensor_array", "OpsArray", "as_ops_result", "tensor_ufunc", "UFUNC_OPS", "UFUNC_NAMES",
+           "no_rows_call"]
 
 
 def refuse_tensor_array(a, what):
@@ -175,3 +176,29 @@ def as_ops_result(value):
     if type(value) is dict and any(_wrappable(v) for v in value.values()):
         return {k: _wrapped(v) for k, v in value.items()}
     return value
+
+
+def no_rows_call(x, call):
+    """Keras's call on a batch of no rows (a filtered batch with no hits): ``call`` on one row of
+    zeros of the same shapes, its results cut to no rows; None when ``x`` (an array, or a list,
+    tuple or dict of them) has rows."""
+    from pyggml._validation import host
+    leaves = list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, (list, tuple)) else [x]
+    try:
+        arrays = [np.asarray(host(a)) for a in leaves]
+    except Exception:
+        return None
+    if not arrays or not all(a.ndim >= 1 and a.shape[0] == 0 and a.dtype.kind in "biuf" for a in arrays):
+        return None
+    ones = [np.zeros((1,) + a.shape[1:], a.dtype) for a in arrays]
+    one = dict(zip(x.keys(), ones)) if isinstance(x, dict) else type(x)(ones) if isinstance(x, (list, tuple)) \
+        else ones[0]
+    out = call(one)
+
+    def cut(o):
+        if isinstance(o, dict):
+            return {k: cut(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return type(o)(cut(v) for v in o)
+        return as_ops_result(np.asarray(o)[:0])
+    return cut(out)

@@ -417,3 +417,28 @@ def test_python_operators_mix_results_with_torch_tensors():
     np.testing.assert_allclose(np.asarray(out - y), p - yn, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(np.asarray(y - out), yn - p, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(np.asarray(out * torch.tensor(2.0)), 2 * p, rtol=1e-6)
+
+
+# --- a batch of no rows, and a batch_size beyond the data ------------------------------------------
+
+def test_calling_on_a_batch_of_no_rows_gives_outputs_of_no_rows():
+    """``model(x[mask])`` with no hits: Keras (and PyTorch) give a (0, units) result."""
+    x = np.zeros((0, 4), np.float32)
+    m = pg.Sequential([pg.Input((4,)), layers.Dense(2)])
+    out = m(x)
+    assert out.shape == (0, 2) and out.dtype == np.float32
+    assert layers.Dense(3)(x).shape == (0, 3)
+    assert layers.LSTM(3)(np.zeros((0, 5, 2), np.float32)).shape == (0, 3)
+    inp = pg.Input((4,))
+    two = pg.Model(inp, [layers.Dense(2)(inp), layers.Dense(1)(inp)])
+    assert [o.shape for o in two(x)] == [(0, 2), (0, 1)]
+    np.testing.assert_array_equal(m(np.ones((3, 4), np.float32)), m.predict(np.ones((3, 4), np.float32), verbose=0))
+
+
+def test_a_batch_size_beyond_the_data_is_one_batch():
+    x = np.random.default_rng(0).random((4, 3)).astype(np.float32)
+    m = pg.Sequential([pg.Input((3,)), layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    h = m.fit(x, np.ones((4, 1), np.float32), batch_size=10 ** 7, epochs=1, verbose=0)
+    assert np.isfinite(h.history["loss"][0])
+    np.testing.assert_allclose(m.predict(x, batch_size=10 ** 7, verbose=0), m.predict(x, verbose=0), rtol=1e-6)

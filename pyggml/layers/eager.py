@@ -6,7 +6,7 @@ import numpy as np
 from pyggml import _eager, _fold, _wide
 from pyggml.core import Tensor
 from pyggml.layers import tracing
-from pyggml._tensor_arrays import as_ops_result
+from pyggml._tensor_arrays import as_ops_result, no_rows_call
 
 __all__ = ["run_layer"]
 
@@ -20,6 +20,11 @@ def run_layer(layer, inputs, kwargs):
                             f"{a.dtype}")
     kwargs = dict(kwargs)
     training = bool(kwargs.pop("training", False))
+    if not training and not kwargs:
+        # a batch of no rows: outputs of no rows, as Keras's (the call on one row of zeros, cut)
+        empty = no_rows_call(inputs, lambda one: run_layer(layer, one, {}))
+        if empty is not None:
+            return empty
 
     five = any(a.ndim >= 5 for a in arrays)
     given = arrays

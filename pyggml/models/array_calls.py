@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from pyggml._tensor_arrays import as_ops_result
+from pyggml._tensor_arrays import as_ops_result, no_rows_call
 
 __all__ = ["call_on_arrays"]
 
@@ -87,6 +87,9 @@ def call_on_arrays(model, layer_call, args, kwargs):
             model.__dict__["_keeps_tensors"] = bool(tensor_attributes(model, None, closed_too=True))
         if model.__dict__.get("_keeps_tensors") or _draws_on_host(model):
             return layer_call(*args, **kwargs)
+        empty = no_rows_call(args[0], lambda one: model._plain_predict(one, training))
+        if empty is not None:
+            return empty                    # a batch of no rows: outputs of no rows, as Keras's
         return model._plain_predict(args[0], training)   # never an overridden predict_step
     model._ensure_graph()                      # training=True: one eager pass, dropout on (MC dropout)
     return layer_call(*args, **kwargs)

@@ -23,9 +23,8 @@ def check_batch_size(batch_size, default=32, what="batch_size"):
         return default
     if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"{what} must be a positive int, got {batch_size!r}")
-    if batch_size > 1 << 20:
-        raise ValueError(f"{what} {batch_size} is too large")
-    return int(batch_size)
+    # (larger than the data: one batch of all of it, as Keras; past 2**20 rows, batches of 2**20)
+    return int(min(batch_size, 1 << 20))
 
 
 def _repeats_forever(x):
