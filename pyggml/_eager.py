@@ -136,6 +136,13 @@ def evaluate(fn, arrays, training=False, losses=None):
     while True:
         b = _EagerBuilder(n, training)
         b._graph_size = n
+        for a in arrays:
+            a = np.asarray(a)
+            if a.dtype.kind in "iu" and a.dtype.itemsize > 4 and a.size and \
+                    (a.min() < -2 ** 31 or a.max() > 2 ** 31 - 1):
+                # ggml computes integers as int32 (in float32): a wider value would wrap silently
+                raise ValueError(f"an integer array holds values beyond int32 ([{a.min()}, {a.max()}]); pyggml's "
+                                 f"graphs compute integers as int32 (exact to 2**24): use float64 numpy for these")
         try:
             with _scope.entered(b):
                 xs = [b.strings(a) if np.asarray(a).dtype.kind in "USO" else

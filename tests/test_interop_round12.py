@@ -442,3 +442,10 @@ def test_a_batch_size_beyond_the_data_is_one_batch():
     h = m.fit(x, np.ones((4, 1), np.float32), batch_size=10 ** 7, epochs=1, verbose=0)
     assert np.isfinite(h.history["loss"][0])
     np.testing.assert_allclose(m.predict(x, batch_size=10 ** 7, verbose=0), m.predict(x, verbose=0), rtol=1e-6)
+
+
+def test_integers_beyond_int32_are_refused_not_wrapped():
+    """An int64 2**40 went through ggml's int32 as 0 (ops.add gave [1]): refused now, naming why."""
+    np.testing.assert_array_equal(np.asarray(ops.add(np.array([5, -7], np.int64), 1)), [6, -6])
+    with pytest.raises(ValueError, match="beyond int32"):
+        ops.add(np.array([2 ** 40], np.int64), 1)

@@ -329,8 +329,9 @@ class GroupedQueryAttention(MultiHeadAttention):
         cfg = Layer.get_config(self)
         cfg.update(head_dim=self.head_dim, num_query_heads=self.num_query_heads,
                    num_key_value_heads=self.num_key_value_heads, use_bias=self.use_bias, dropout=self.dropout,
-                   flash_attention=self.flash_attention, seed=self.seed, use_gate=self.use_gate,
-                   sliding_window=self.sliding_window)
+                   seed=self.seed, use_gate=self.use_gate, sliding_window=self.sliding_window)
+        if self.flash_attention is not None:          # (Keras's config names it only when set)
+            cfg["flash_attention"] = self.flash_attention
         cfg.update(weight_options_config(self, _OPTIONS))
         from pyggml.initializers import config_value
         for k in ("kernel_initializer", "bias_initializer"):
