@@ -142,6 +142,18 @@ def _graph_like(v):
     return isinstance(v, (Tensor, Variable))
 
 
+def _is_torch(a):
+    return type(a).__module__.startswith("torch") and hasattr(a, "detach")
+
+
+def _torch_free(a):
+    if _is_torch(a):
+        return np.asarray(host(a))
+    if isinstance(a, (list, tuple)) and any(_is_torch(i) for i in a):
+        return type(a)(np.asarray(host(i)) if _is_torch(i) else i for i in a)
+    return a
+
+
 def _eager(*tensor_params):
     """Outside a graph, with no Tensor among its arguments, run the op at once on the
     arrays given for ``tensor_params`` (each one array, or a list of arrays)."""
@@ -160,6 +172,11 @@ def _eager(*tensor_params):
                 if scalars is not None and isinstance(out, Tensor) and tuple(out.shape) == (1,):
                     _note_scalar(scalars, fn.__name__, sig.bind(*args, **kwargs).arguments, tensor_params, out)
                 return out
+            if any(_is_torch(a) or (isinstance(a, (list, tuple)) and any(_is_torch(i) for i in a))
+                   for a in list(args) + list(kwargs.values())):
+                # torch tensors as the numpy arrays they hold (their dtypes: a bool tensor's sum is int32)
+                args = [_torch_free(a) for a in args]
+                kwargs = {k: _torch_free(v) for k, v in kwargs.items()}
             bound = sig.bind(*args, **kwargs)
             values = []
             slots = []

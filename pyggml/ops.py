@@ -468,6 +468,12 @@ def _symbolic_aware(name, fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
+        if builtins.any(_ops_numpy._is_torch(a) or (isinstance(a, (list, tuple)) and
+                                                     builtins.any(_ops_numpy._is_torch(i) for i in a))
+                        for a in args + tuple(kwargs.values())):
+            # torch tensors as the numpy arrays they hold (their dtypes: a bool tensor's sum is int32)
+            args = tuple(_ops_numpy._torch_free(a) for a in args)
+            kwargs = {k: _ops_numpy._torch_free(v) for k, v in kwargs.items()}
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
         if _scope.current() is not None and _wide.eager_arrays(args, kwargs) and _wide.takes(name) and \

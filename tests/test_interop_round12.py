@@ -449,3 +449,14 @@ def test_integers_beyond_int32_are_refused_not_wrapped():
     np.testing.assert_array_equal(np.asarray(ops.add(np.array([5, -7], np.int64), 1)), [6, -6])
     with pytest.raises(ValueError, match="beyond int32"):
         ops.add(np.array([2 ** 40], np.int64), 1)
+
+
+def test_ops_on_torch_tensors_keep_the_dtypes_of_the_same_numpy_arrays():
+    torch = pytest.importorskip("torch")
+    tb, nb = torch.tensor([True, False, True]), np.array([True, False, True])
+    for name in ("sum", "max", "cumsum", "logical_not"):
+        got, want = getattr(ops, name)(tb), getattr(ops, name)(nb)
+        assert np.asarray(got).dtype == np.asarray(want).dtype, name
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    ti = torch.tensor([1, 2, 3])
+    assert ops.convert_to_tensor(ti).dtype == ops.convert_to_tensor(ti.numpy()).dtype
