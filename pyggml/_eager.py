@@ -127,22 +127,24 @@ class _EagerBuilder:
         self.in_ctx.free()
 
 
+def _beyond_int32(a):
+    a = np.asarray(a)
+    return a.dtype.kind in "iu" and a.dtype.itemsize > 4 and a.size > 0 and \
+        bool(a.min() < -2 ** 31 or a.max() > 2 ** 31 - 1)
+
+
 def evaluate(fn, arrays, training=False, losses=None):
     """numpy results of ``fn(*tensors)`` for numpy ``arrays`` (float32, or int32
     for integer arrays); ``fn`` returns a tensor or a list of them.  With a list
     ``losses``, the losses layers added (activity regularizers, ``add_loss``) are
     computed too and appended to it as (layer, float)."""
+    # ggml computes integers as int32 (in float32): wider values (int64 timestamps) go in as float32,
+    # rounded, instead of wrapping round int32 (2**40 read as 0)
+    arrays = [np.asarray(a, np.float32) if _beyond_int32(a) else a for a in arrays]
     n = 4096
     while True:
         b = _EagerBuilder(n, training)
         b._graph_size = n
-        for a in arrays:
-            a = np.asarray(a)
-            if a.dtype.kind in "iu" and a.dtype.itemsize > 4 and a.size and \
-                    (a.min() < -2 ** 31 or a.max() > 2 ** 31 - 1):
-                # ggml computes integers as int32 (in float32): a wider value would wrap silently
-                raise ValueError(f"an integer array holds values beyond int32 ([{a.min()}, {a.max()}]); pyggml's "
-                                 f"graphs compute integers as int32 (exact to 2**24): use float64 numpy for these")
         try:
             with _scope.entered(b):
                 xs = [b.strings(a) if np.asarray(a).dtype.kind in "USO" else

@@ -1206,7 +1206,7 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 
 @_eager("x1", "x2")
-def _pick(a, b, m):
+def _pick(a, b, m, nan_from="picked"):
     """a where the 0/1 mask m is 1, else b, exactly (b + relu(a - b) rounded small values
     away next to large ones); the gradient goes to the one picked.  An infinite operand is
     picked or left as numpy does (minimum(inf, 0) is 0: Keras's Transformer schedule at step
@@ -1215,9 +1215,23 @@ def _pick(a, b, m):
     if not _scope.fused():
         return a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0)
     a, b = (_c.clamp(_cont(v), -_F32_MAX, _F32_MAX) for v in (a, b))
-    out = _cont(a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0))
+    # a NaN (the clamp keeps it, patch 0046) counts as 0 in the products, so the operand not
+    # picked never leaks into the result (leaky_relu of slope 1 is x, with gradient 1, and 0 at
+    # NaN); the result is NaN again where the picked one is NaN (``nan_from="any"``: where either
+    # is, numpy's maximum and minimum)
+    na, nb = _nan_mask(a), _nan_mask(b)
+    a, b = _c.leaky_relu(a, 1.0), _c.leaky_relu(b, 1.0)
+    keep_b = _c.scale_bias(_cont(m), -1.0, 1.0)
+    out = _cont(a * m + b * keep_b)
     at_end = _c.scale_bias(_c.step(_c.scale_bias(_c.abs(out), -1.0, _F32_MAX)), -1.0, 1.0)
-    return out * _c.scale_bias(at_end, 2.0, 1.0)           # (3 * the largest float is inf)
+    out = out * _c.scale_bias(at_end, 2.0, 1.0)            # (3 * the largest float is inf)
+    nan = _cont(na + nb) if nan_from == "any" else _cont(na * m + nb * keep_b)
+    return out + _c.stop_gradient(_c.sqrt(_c.neg(_cont(nan))))    # sqrt(-1) is NaN, sqrt(-0) is 0
+
+
+def _nan_mask(t):
+    """1 where t is NaN, 0 elsewhere (every comparison with NaN is false: step(|t| + 1) is 0)."""
+    return _c.scale_bias(_c.step(_cont(_c.scale_bias(_c.abs(t), 1.0, 1.0))), -1.0, 1.0)
 
 
 def _as_f32(t):
@@ -1232,7 +1246,7 @@ def maximum(x1, x2):
     a, b = _t(x1), _t(x2)
     ints = a.dtype == "i32" and b.dtype == "i32"
     a, b = _as_f32(a), _as_f32(b)
-    out = _pick(a, b, _c.step(_cont(a - b)))
+    out = _pick(a, b, _c.step(_cont(a - b)), nan_from="any")
     return _c.cast(_cont(out), "i32") if ints else out
 
 
@@ -1243,7 +1257,7 @@ def minimum(x1, x2):
     a, b = _t(x1), _t(x2)
     ints = a.dtype == "i32" and b.dtype == "i32"
     a, b = _as_f32(a), _as_f32(b)
-    out = _pick(b, a, _c.step(_cont(a - b)))
+    out = _pick(b, a, _c.step(_cont(a - b)), nan_from="any")
     return _c.cast(_cont(out), "i32") if ints else out
 
 

@@ -80,8 +80,8 @@ def ones(shape, rng=None, layout=None):
     return np.ones(shape, dtype=np.float32)
 
 
-def _variance_scaling(shape, rng, layout, scale, mode, distribution):
-    fan_in, fan_out = _fans(shape, layout)
+def _variance_scaling(shape, rng, layout, scale, mode, distribution, fans=None):
+    fan_in, fan_out = _fans(shape, layout) if fans is None else fans
     n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[mode]
     variance = scale / max(1.0, n)
     if distribution == "uniform":
@@ -245,8 +245,17 @@ class VarianceScaling(Initializer):
     _MODES = ("fan_in", "fan_out", "fan_avg")
     _DISTRIBUTIONS = ("truncated_normal", "untruncated_normal", "uniform")
 
-    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None):
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None, input_axes=None,
+                 output_axes=None):
         cls = type(self).__name__
+        # Keras 3.15's: the axes of the shape whose sizes make fan_in and fan_out (both or neither)
+        for axes_name, axes in (("input_axes", input_axes), ("output_axes", output_axes)):
+            if axes is not None and (not isinstance(axes, (list, tuple)) or
+                                     not all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                                             for a in axes)):
+                raise TypeError(f"{cls}: {axes_name} must be None or a list of ints, got {axes!r}")
+        self.input_axes = None if input_axes is None else [int(a) for a in input_axes]
+        self.output_axes = None if output_axes is None else [int(a) for a in output_axes]
         self.scale = _number(scale, "scale", cls, positive=True)
         if mode not in self._MODES:
             raise ValueError(f"{cls}: mode must be one of {self._MODES}, got {mode!r}")
@@ -258,19 +267,28 @@ class VarianceScaling(Initializer):
         self.seed = _seed(seed, cls)
 
     def draw(self, shape, rng, layout):
+        if self.input_axes is not None and self.output_axes is not None:
+            try:
+                fans = (int(np.prod([shape[a] for a in self.input_axes])),
+                        int(np.prod([shape[a] for a in self.output_axes])))
+            except IndexError:
+                raise ValueError(f"{type(self).__name__}: input_axes {self.input_axes} / output_axes "
+                                 f"{self.output_axes} do not fit a weight of shape {tuple(shape)}") from None
+            return _variance_scaling(shape, rng, layout, self.scale, self.mode, self.distribution, fans)
         return _variance_scaling(shape, rng, layout, self.scale, self.mode, self.distribution)
 
     def get_config(self):
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed}
+        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution, "seed": self.seed,
+                "input_axes": self.input_axes, "output_axes": self.output_axes}
 
 
 def _preset(name, scale, mode, distribution):
     class Preset(VarianceScaling):
-        def __init__(self, seed=None):
-            super().__init__(scale, mode, distribution, seed)
+        def __init__(self, seed=None, input_axes=None, output_axes=None):
+            super().__init__(scale, mode, distribution, seed, input_axes, output_axes)
 
         def get_config(self):
-            return {"seed": self.seed}
+            return {"seed": self.seed, "input_axes": self.input_axes, "output_axes": self.output_axes}
     Preset.__name__ = Preset.__qualname__ = name
     Preset.__doc__ = f"Keras's {name}: VarianceScaling(scale={scale}, mode={mode!r}, distribution={distribution!r})."
     return Preset

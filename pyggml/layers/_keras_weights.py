@@ -117,9 +117,19 @@ class _Layout:
 def _rebuilt(items, state):
     w = LayerWeights.__new__(LayerWeights)
     dict.update(w, items)
+    w.__dict__.setdefault("_keras", None)
     w.__dict__.update(state)
-    w._keras = None
     return w
+
+
+class _FrozenList:
+    """A pickled LayerWeights's Keras list: the arrays it had (read only)."""
+
+    def __init__(self, arrays):
+        self.arrays = [np.asarray(a) for a in arrays]
+
+    def __call__(self, weights):
+        return [a.copy() for a in self.arrays]
 
 
 def _is_index(key):
@@ -164,9 +174,11 @@ class LayerWeights(dict):
         return new
 
     def __reduce__(self):
-        # pickled without the Keras-list functions (closures): a layer's recurrent three arrays
-        # read back as its weights one by one
+        # the Keras-list functions are closures: pickled as the list itself (a layer's recurrent
+        # three arrays stay three), which then reads as it was (set such weights by name)
         state = {k: v for k, v in self.__dict__.items() if k != "_keras"}
+        if getattr(self, "_keras", None) is not None:
+            state["_keras"] = (_FrozenList(self._list()), None)
         return (_rebuilt, (dict(self), state))
 
     def _position(self, key):
@@ -207,6 +219,8 @@ class LayerWeights(dict):
 
     def __setitem__(self, key, value):
         if getattr(self, "_keras", None) is not None and _is_index(key):
+            if self._keras[1] is None:
+                raise TypeError("these weights came back from pickle: set them by name (w[name] = array)")
             i = self._position(key)
             arrays = self._list()
             a = np.asarray(value)

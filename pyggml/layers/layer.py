@@ -861,12 +861,16 @@ class Layer:
                 and self in BUILDERS:
             d["_getattr_builds"] = True
             try:
-                if build_through_owner(self) and d.get("built"):
-                    return object.__getattribute__(self, name)
+                built = build_through_owner(self) and d.get("built")
+            except Exception:              # (a later layer's build failing: hasattr stays False)
+                built = False
             finally:
                 d.pop("_getattr_builds", None)
-        # the lookup's own error again (a property's: "... until it is built")
-        return object.__getattribute__(self, name)
+            if built:
+                return object.__getattribute__(self, name)
+        if hasattr(type(self), name):
+            return object.__getattribute__(self, name)     # a property's own error ("... until it is built")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def named_variables(self):
         """[(name, Variable)]: this layer's weights, then its sublayers' (named
