@@ -467,3 +467,32 @@ def test_ops_on_torch_tensors_keep_the_dtypes_of_the_same_numpy_arrays():
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     ti = torch.tensor([1, 2, 3])
     assert ops.convert_to_tensor(ti).dtype == ops.convert_to_tensor(ti.numpy()).dtype
+
+
+def test_initializers_take_keras_315_axes_and_configs():
+    """Keras 3.15's GlorotUniform config holds input_axes and output_axes (None or the axes whose
+    sizes make the fans); such configs load, and the axes set the fans."""
+    g = pg.initializers.GlorotUniform(seed=1, input_axes=[0], output_axes=[1, 2])
+    assert g.get_config() == {"seed": 1, "input_axes": [0], "output_axes": [1, 2]}
+    w = np.asarray(g((400, 10, 20)))
+    limit = np.sqrt(6.0 / (400 + 200))
+    assert np.abs(w).max() <= limit and np.abs(w).max() > 0.9 * limit
+    cfg = {"class_name": "GlorotUniform", "config": {"seed": None, "input_axes": None, "output_axes": None},
+           "module": "keras.initializers", "registered_name": None}
+    assert isinstance(pg.initializers.deserialize(cfg), pg.initializers.GlorotUniform)
+    lstm = layers.LSTM.from_config({"units": 3, "kernel_initializer": cfg, "name": "l"})
+    assert lstm(np.ones((1, 2, 4), np.float32)).shape == (1, 3)
+
+
+def test_top_k_accuracy_ranks_nan_above_every_number():
+    """Keras-on-torch's topk puts a NaN prediction first: its row is a miss (pyggml counted it in)."""
+    y = np.eye(3, dtype=np.float32)
+    p = np.array([[0.1, 0.8, 0.1], [np.nan, 0.2, 0.1], [0.1, 0.2, 0.7]], np.float32)
+    for m in (pg.metrics.TopKCategoricalAccuracy(k=1), pg.metrics.SparseTopKCategoricalAccuracy(k=1)):
+        m.update_state(y if "Sparse" not in type(m).__name__ else np.arange(3), p)
+        assert float(m.result()) == pytest.approx(1 / 3)
+    np.testing.assert_array_equal(np.asarray(ops.in_top_k(np.arange(3), p, 1)), [False, False, True])
+    pi, yi = pg.Input((3,)), pg.Input((3,))
+    hit = layers.Lambda(lambda ts: ops.in_top_k(ops.argmax(ts[1], axis=-1), ts[0], 1))([pi, yi])
+    g = pg.Model([pi, yi], hit)
+    np.testing.assert_array_equal(np.asarray(g.predict([p, y], verbose=0), np.float32).reshape(-1), [0, 0, 1])

@@ -108,8 +108,10 @@ class TopKCategoricalAccuracy(_PerSample):
         yt, yp, lead = _last_axis(y_true, y_pred)
         labels = _labels(y_true, lead)
         target = np.take_along_axis(yp, labels[..., None], axis=-1)
-        # in the top k: fewer than k classes score strictly higher
-        return ((yp > target).sum(axis=-1) < self.k).astype(np.float64)
+        # in the top k: fewer than k classes score strictly higher (a NaN above every number, as
+        # PyTorch's topk; a NaN target is never in)
+        above = ((yp > target) | np.isnan(yp)).sum(axis=-1)
+        return ((above < self.k) & np.isfinite(target[..., 0])).astype(np.float64)
 
     def get_config(self):
         return {"name": self.name, "k": self.k}
