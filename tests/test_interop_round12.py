@@ -496,3 +496,23 @@ def test_top_k_accuracy_ranks_nan_above_every_number():
     hit = layers.Lambda(lambda ts: ops.in_top_k(ops.argmax(ts[1], axis=-1), ts[0], 1))([pi, yi])
     g = pg.Model([pi, yi], hit)
     np.testing.assert_array_equal(np.asarray(g.predict([p, y], verbose=0), np.float32).reshape(-1), [0, 0, 1])
+
+
+def test_a_seeded_dropout_draws_its_own_masks():
+    """Keras's Dropout(seed=s): two layers of one seed drop the same values, each call draws anew,
+    and a fresh process draws what the last did (pyggml drew from its global generator)."""
+    x = np.ones((4, 8), np.float32)
+    a, b = layers.Dropout(0.5, seed=3), layers.Dropout(0.5, seed=3)
+    ma, mb = np.asarray(a(x, training=True)), np.asarray(b(x, training=True))
+    np.testing.assert_array_equal(ma, mb)
+    assert not np.array_equal(np.asarray(a(x, training=True)), ma)
+    assert set(np.unique(ma)) <= {0.0, 2.0}
+    c = layers.Dropout(0.5, seed=4)
+    assert not np.array_equal(np.asarray(c(x, training=True)), ma)
+    import subprocess
+    import sys
+    code = ("import numpy as np, pyggml as pg; d = pg.layers.Dropout(0.5, seed=3); "
+            "print(np.asarray(d(np.ones((4, 8), np.float32), training=True)).astype(int).tolist())")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[0] == runs[1] == str((ma.astype(int)).tolist()) + "\n"

@@ -4,7 +4,9 @@
 the input's axes where it is 1 (``(None, 1, features)`` drops the same features
 at every step); a None entry takes the input's size."""
 
-from pyggml import _scope, ops
+import numpy as np
+
+from pyggml import _random, _scope, ops
 from pyggml._validation import check_fraction, is_int
 from pyggml.layers._helpers import contiguous
 from pyggml.layers.layer import Layer
@@ -72,16 +74,24 @@ class Dropout(Layer):
         return noise_mask_shape(type(self).__name__, self.noise_shape, shape)
 
     def call(self, inputs, training=None):
-        if self.noise_shape is None:
+        if self.noise_shape is None and self.seed is None:
             return ops.dropout(inputs, self.rate, training=training)
         x = ops.as_tensor(inputs)
         b = _scope.require("Dropout")
-        shape = self.mask_shape(tuple(x.shape))
+        shape = self.mask_shape(tuple(x.shape)) if self.noise_shape is not None else tuple(x.shape)
         if training is None:
             training = b.training
         if not training or self.rate == 0:
             return x
-        return ops.mul(contiguous(x), b.random_keep_mask(shape, self.rate))
+        if self.seed is None:
+            return ops.mul(contiguous(x), b.random_keep_mask(shape, self.rate))
+        # Keras's Dropout(seed=s): the masks come from the layer's own generator, seeded by s (two
+        # layers of one seed draw the same masks, and a run draws what the last did), one per step
+        gen = self.__dict__.get("_seed_generator")
+        if gen is None:
+            gen = self.__dict__["_seed_generator"] = np.random.default_rng(self.seed)
+        rate = self.rate
+        return ops.mul(contiguous(x), b.random_values(shape, lambda rng, s: _random.draw_values(gen, s, rate)))
 
     def get_config(self):
         c = super().get_config()
