@@ -223,7 +223,7 @@ class Variable:
         from pyggml.core import Tensor
         if isinstance(value, (Tensor, _wide.Wide)) and _scope.current() is not None:
             return self._assign_in_graph(value)
-        a = np.asarray(value)
+        a = np.asarray(host(value))          # (an nn.Parameter's values: detached)
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise TypeError(f"variable {self.name!r}: values must be real numbers, got dtype {a.dtype}")
         if a.shape != self.shape and not (self.shape == () and a.size == 1):
@@ -352,14 +352,14 @@ class Variable:
         """``variable += delta``: at once outside a graph, as a state update in a layer's call."""
         if _scope.current() is not None:
             return self._assign_in_graph(self.graph_tensor() + _as_tensor(delta))
-        self.assign(self.numpy() + np.asarray(delta, dtype=np.float32))
+        self.assign(self.numpy() + np.asarray(host(delta), dtype=np.float32))
         return self
 
     def assign_sub(self, delta):
         """``variable -= delta``: at once outside a graph, as a state update in a layer's call."""
         if _scope.current() is not None:
             return self._assign_in_graph(self.graph_tensor() - _as_tensor(delta))
-        self.assign(self.numpy() - np.asarray(delta, dtype=np.float32))
+        self.assign(self.numpy() - np.asarray(host(delta), dtype=np.float32))
         return self
 
     @property

@@ -516,3 +516,23 @@ def test_a_seeded_dropout_draws_its_own_masks():
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
             for _ in range(2)]
     assert runs[0] == runs[1] == str((ma.astype(int)).tolist()) + "\n"
+
+
+def test_a_weight_is_an_attribute_by_its_name_and_takes_torch_parameters():
+    """An LSTM's weights are named as PyTorch's (``weight_ih``); they are attributes by that name,
+    and assign takes an nn.Parameter: a torch LSTM's weights give torch's outputs."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    lstm = layers.LSTM(4)
+    m = pg.Sequential([pg.Input((5, 3)), lstm])
+    t = torch.nn.LSTM(3, 4, batch_first=True)
+    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+        getattr(lstm, name).assign(getattr(t, name + "_l0"))
+    x = np.random.default_rng(0).random((2, 5, 3)).astype(np.float32)
+    want = t(torch.tensor(x))[0][:, -1].detach().numpy()
+    np.testing.assert_allclose(m.predict(x, verbose=0), want, rtol=1e-5, atol=1e-6)
+    v = pg.Variable(np.zeros(3, np.float32))
+    v.assign_add(torch.ones(3, requires_grad=True))
+    np.testing.assert_array_equal(v.numpy(), [1.0, 1.0, 1.0])
+    with pytest.raises(AttributeError):
+        lstm.weight_xx

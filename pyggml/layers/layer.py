@@ -870,6 +870,10 @@ class Layer:
                 return object.__getattribute__(self, name)
         if hasattr(type(self), name):
             return object.__getattribute__(self, name)     # a property's own error ("... until it is built")
+        # a weight by the name get_weights() gives it (an LSTM's ``weight_ih``, PyTorch's names)
+        for v in d.get("_variables") or ():
+            if v.name == name:
+                return v
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def named_variables(self):
