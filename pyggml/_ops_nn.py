@@ -1172,12 +1172,14 @@ def in_top_k(targets, predictions, k):
             raise TypeError(f"in_top_k: targets must be integers, got dtype {t.dtype}")
         valid = (t >= 0) & (t < ps[1])
         own = p[np.arange(ps[0]), np.clip(t, 0, ps[1] - 1)]
-        # a NaN prediction ranks above every number (PyTorch's topk, Keras's torch backend)
+        # a NaN prediction ranks above every number (PyTorch's topk, Keras's torch backend); a
+        # NaN target is never in, an infinite one is ranked as the others
         above = ((p > own[:, None]) | np.isnan(p)).sum(-1)
-        return valid & (above < k) & np.isfinite(own)
+        return valid & (above < k) & ~np.isnan(own)
     p = _f(predictions)
     hot = _class_rows(targets, ps[1])
-    own = _k.sum(hot * p, axis=-1, keepdims=True)       # NaN when the target's own prediction is
+    # the target's own prediction: picked, not summed as hot * p (0 * inf is NaN)
+    own = _k.sum(_k.where(hot, p, 0.0), axis=-1, keepdims=True)
     above = _k.sum(_k.greater(p, own), axis=-1) + _k.sum(_k._nan_mask(p), axis=-1)
     return _k.less(above, float(k)) * _k.sum(hot, axis=-1) * \
         _c.scale_bias(_k._nan_mask(_k.squeeze(own, -1)), -1.0, 1.0)

@@ -1214,7 +1214,11 @@ def _pick(a, b, m, nan_from="picked"):
     result at its end is made infinite again (the clamp's backward is pyggml's CPU op)."""
     if not _scope.fused():
         return a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0)
-    a, b = (_c.clamp(_cont(v), -_F32_MAX, _F32_MAX) for v in (a, b))
+    a, b = _cont(a), _cont(b)
+    # which operands are infinite, before the clamp makes them float32's largest: a picked one
+    # is made infinite again (a finite float32.max stays itself)
+    ia, ib = (_c.step(_cont(_c.scale_bias(_c.abs(v), 1.0, -_F32_MAX))) for v in (a, b))
+    a, b = (_c.clamp(v, -_F32_MAX, _F32_MAX) for v in (a, b))
     # a NaN (the clamp keeps it, patch 0046) counts as 0 in the products, so the operand not
     # picked never leaks into the result (leaky_relu of slope 1 is x, with gradient 1, and 0 at
     # NaN); the result is NaN again where the picked one is NaN (``nan_from="any"``: where either
@@ -1223,8 +1227,8 @@ def _pick(a, b, m, nan_from="picked"):
     a, b = _c.leaky_relu(a, 1.0), _c.leaky_relu(b, 1.0)
     keep_b = _c.scale_bias(_cont(m), -1.0, 1.0)
     out = _cont(a * m + b * keep_b)
-    at_end = _c.scale_bias(_c.step(_c.scale_bias(_c.abs(out), -1.0, _F32_MAX)), -1.0, 1.0)
-    out = out * _c.scale_bias(at_end, 2.0, 1.0)            # (3 * the largest float is inf)
+    at_end = _cont(ia * m + ib * keep_b)
+    out = out * _c.stop_gradient(_c.scale_bias(at_end, 2.0, 1.0))     # (3 * the largest float is inf)
     nan = _cont(na + nb) if nan_from == "any" else _cont(na * m + nb * keep_b)
     return out + _c.stop_gradient(_c.sqrt(_c.neg(_cont(nan))))    # sqrt(-1) is NaN, sqrt(-0) is 0
 
@@ -1385,7 +1389,9 @@ def where(condition, x1=None, x2=None):
     if x1 is None or x2 is None:
         raise ValueError("where: pass both x1 and x2, or neither (then the indices of the true entries, "
                          "as ops.nonzero)")
-    c = _c.step(_c.abs(_f(condition)))
+    cond = _f(condition)
+    # true where non-zero, NaN included (numpy's, torch's bool of NaN)
+    c = _cont(_c.step(_c.abs(cond)) + _nan_mask(cond))
     a, b = _pair(x1, x2)
     return _as_whole(_pick(a, b, c), x1, x2)    # (where(labels == -100, 0, labels) stays int32)
 
@@ -1404,9 +1410,17 @@ def power(x1, x2):
             y = y * a
         return reciprocal(y) if k < 0 else y
     b = _f(x2)
-    # log(x1 + tiny): at x1 = 0 the value is tiny ** x2 (0 in float32 for x2 > 1.5) and the
-    # gradient finite, where log(0) made it 0 * inf = NaN
-    return _c.exp(_cont(b * _c.log(_c.scale_bias(_cont(a), 1.0, _TINY))))
+    # |x1| ** x2 as exp(x2 log(|x1| + tiny)): at x1 = 0 the value is tiny ** x2 (0 in float32 for
+    # x2 > 1.5) and the gradient finite, where log(0) made it 0 * inf = NaN
+    mag = _c.exp(_cont(b * _c.log(_c.scale_bias(_cont(_c.abs(a)), 1.0, _TINY))))
+    # a negative x1 (numpy's and torch's): a whole exponent gives the sign of its parity, any other NaN
+    from pyggml._ops_math import _floor
+    neg = _c.step(_c.neg(a))
+    whole = _c.scale_bias(_c.step(_cont(_c.abs(_cont(b - _floor(b))))), -1.0, 1.0)
+    odd = _c.leaky_relu(_cont(b - _c.scale(_floor(_c.scale(b, 0.5)), 2.0)), 1.0)   # (0 where b is inf)
+    sign = _c.scale_bias(_cont(neg * odd * whole), -2.0, 1.0)
+    fractional = _cont(neg * _c.scale_bias(whole, -1.0, 1.0))
+    return _cont(mag * _c.stop_gradient(sign)) + _c.stop_gradient(_c.sqrt(_c.neg(fractional)))
 
 
 @_eager("x")
@@ -1511,19 +1525,68 @@ def cumsum(x, axis=None, dtype=None):
     return _permute(y, [order.index(i) for i in range(r)])
 
 
-@_eager("x")
 def norm(x, ord=None, axis=None, keepdims=False):
-    """The vector norm over ``axis`` (2 by default; ``ord`` 1, 2, or another p > 0),
-    or the Frobenius norm ("fro") of a matrix.  (ggml's LayerNorm ``norm(x, eps)`` is
-    ``pyggml.core.ops.norm``.)"""
+    """Keras's ``ops.norm`` (``torch.linalg.norm``'s rules, numpy's too): over one axis a vector
+    norm (``ord`` None or 2, 1, inf, -inf, 0, or any other p); over two axes, or over a matrix's
+    both with ``axis=None`` and an ``ord``, a matrix norm ("fro", "nuc", 1, -1, 2, -2, inf, -inf);
+    ``axis=None`` and ``ord=None`` the 2-norm of all the values.  On arrays numpy computes it; in a
+    graph every kind but the singular-value ones (2, -2, "nuc" of a matrix).  (ggml's LayerNorm
+    ``norm(x, eps)`` is ``pyggml.core.ops.norm``.)"""
+    if ord == "euclidean":
+        ord = None
+    if _scope.current() is None and not isinstance(x, Tensor):
+        a = x.numpy() if isinstance(x, Variable) else np.asarray(host(x))
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise TypeError(f"norm: expected real numbers, got dtype {a.dtype}")
+        try:
+            out = np.linalg.norm(a.astype(np.float64 if a.dtype == np.float64 else np.float32), ord=ord,
+                                 axis=axis, keepdims=keepdims)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"norm: {e} (ord={ord!r}, axis={axis!r}, shape {a.shape})") from None
+        return np.asarray(out, dtype=np.float64 if a.dtype == np.float64 else np.float32)
+    return _norm_graph(x, ord, axis, keepdims)
+
+
+@_eager("x")
+def _norm_graph(x, ord=None, axis=None, keepdims=False):
     x = _f(x)
-    if ord in (None, 2, "fro", "euclidean"):
-        return _sqrt_of_sum(sum(_c.sqr(x), axis, keepdims))
-    if ord == 1:
-        return sum(_c.abs(x), axis, keepdims)
-    if is_number(ord) and ord > 0:
-        return power(sum(power(_c.abs(x), float(ord)), axis, keepdims), 1.0 / float(ord))
-    raise ValueError(f"norm: ord must be None, 'fro', 1, 2 or a positive number, got {ord!r}")
+    r = len(x.shape)
+    axes = None if axis is None else ((axis,) if is_int(axis) else tuple(axis))
+    matrix = (axes is not None and len(axes) == 2) or (axes is None and ord is not None and r == 2)
+    if axes is None and ord is not None and r > 2:
+        raise ValueError(f"norm: with axis=None, ord={ord!r} takes a vector or a matrix, got shape {tuple(x.shape)}")
+    if not matrix:
+        if ord == "fro" or ord == "nuc":
+            raise ValueError(f"norm: ord={ord!r} is a matrix norm; give two axes (or a matrix and axis=None)")
+        p = 2.0 if ord is None else ord
+        if not is_number(p):
+            raise ValueError(f"norm: ord must be a number, 'fro' or 'nuc', got {ord!r}")
+        p = float(p)
+        ax = axes if axes is not None else None
+        if p == 2.0:
+            return _sqrt_of_sum(sum(_c.sqr(x), ax, keepdims))
+        if p == 1.0:
+            return sum(_c.abs(x), ax, keepdims)
+        if p == np.inf:
+            return max(_c.abs(x), ax, keepdims)
+        if p == -np.inf:
+            return min(_c.abs(x), ax, keepdims)
+        if p == 0.0:
+            return sum(_c.step(_c.abs(x)), ax, keepdims)          # the number of non-zero values
+        return power(sum(power(_c.abs(x), p), ax, keepdims), 1.0 / p)
+    a0, a1 = (axes if axes is not None else (0, 1))
+    a0, a1 = a0 % r, a1 % r
+    if ord in (None, "fro"):
+        return _sqrt_of_sum(sum(_c.sqr(x), (a0, a1), keepdims))
+    if ord in (1, -1, np.inf, -np.inf):
+        # 1: the largest column sum (over a0, then the most over a1); inf: the largest row sum
+        inner, outer = (a0, a1) if ord in (1, -1) else (a1, a0)
+        sums = sum(_c.abs(x), inner, True)
+        pick = max if ord in (1, np.inf) else min
+        out = pick(sums, outer, True)
+        return out if keepdims else squeeze(out, (a0, a1))
+    raise ValueError(f"norm: ord={ord!r} of a matrix (its singular values) is computed on arrays only, not "
+                     f"in a graph")
 
 
 @_eager("x1", "x2")

@@ -54,7 +54,8 @@ def _eager_on_arrays(fn):
         if a.ndim > 4:
             raise ValueError(f"{fn.__name__}: at most 4 dimensions, got an array of shape {a.shape}")
         out = _eager.evaluate(lambda t: fn(t, *args, **kwargs), [a.astype(np.float32).reshape(a.shape or (1,))])
-        return as_ops_result(out.reshape(a.shape))          # as pyggml.ops's results: with .numpy()
+        # as pyggml.ops's results, with .numpy(); of the input's shape, but glu's (half an axis)
+        return as_ops_result(out.reshape(a.shape) if out.size == a.size else out)
     return act
 
 
@@ -189,7 +190,9 @@ def _zero():
 @_eager_on_arrays
 def leaky_relu(x, negative_slope=0.2):
     if _scope.fused() and negative_slope >= 0:
-        return core_ops.leaky_relu(_plain(x), float(negative_slope))
+        # the fused bias + activation op with a zero bias, which keeps NaN as PyTorch (ggml's own
+        # leaky_relu turns NaN into 0: pyggml's ops use it for that, nan_to_num and where)
+        return ops.bias_act(_plain(x), _zero(), "leaky_relu", float(negative_slope))
     # relu(x) - slope relu(-x); Keras's default slope is 0.2
     x = ops.as_tensor(x)
     return ops.sub(ops.relu(x), ops.scale(ops.relu(ops.neg(x)), negative_slope))

@@ -452,6 +452,30 @@ def _eager_result(name, out, args, kwargs, explicit_dtype):
     return keras_widths(out)
 
 
+# ops whose results on integer arrays are integers (or bools): numpy's, where values pass int32
+_EXACT_WIDE_INTS = {n: n for n in (
+    "add", "subtract", "multiply", "floor_divide", "mod", "negative", "absolute", "abs", "sum", "prod", "max",
+    "min", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "maximum", "minimum", "sort", "argsort",
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "where", "clip", "square", "sign")}
+_EXACT_WIDE_INTS["absolute"] = "abs"
+
+
+def _wide_ints(args, kwargs, depth=0):
+    """Whether an argument is an integer array (or a Python int) with a value beyond int32."""
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, (list, tuple)) and depth < 2:
+            if _wide_ints(a, {}, depth + 1):
+                return True
+        elif isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)):
+            if not -2 ** 31 <= int(a) < 2 ** 31:
+                return True
+        elif isinstance(a, np.ndarray) and a.dtype.kind in "iu" and a.size and \
+                (a.dtype.itemsize > 4 or (a.dtype.kind == "u" and a.dtype.itemsize == 4)) and \
+                (int(a.min()) < -2 ** 31 or int(a.max()) >= 2 ** 31):
+            return True
+    return False
+
+
 def _symbolic_aware(name, fn):
     host_when_plain = name in _HOST_WHEN_PLAIN
     try:
@@ -476,6 +500,10 @@ def _symbolic_aware(name, fn):
             kwargs = {k: _ops_numpy._torch_free(v) for k, v in kwargs.items()}
         if _symbolic.NODE_TYPES and _symbolic.holds_node(args, kwargs):
             return _symbolic.apply(name, args, kwargs)       # becomes a layer (layers.core.symbolic_op)
+        if name in _EXACT_WIDE_INTS and _scope.current() is None and _wide_ints(args, kwargs):
+            # integers beyond int32 (int64 ids, timestamps) where the result is integers: numpy's,
+            # exact and int64 as Keras's torch backend gives it (ggml's int32 would wrap)
+            return as_ops_result(getattr(np, _EXACT_WIDE_INTS[name])(*args, **kwargs))
         if _scope.current() is not None and _wide.eager_arrays(args, kwargs) and _wide.takes(name) and \
                 not (host_when_plain and _plain(args) and _plain(kwargs)):
             # an array of more than four dimensions meeting tensors (a window mask): a wide constant

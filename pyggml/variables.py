@@ -428,6 +428,9 @@ class Variable:
     def __getstate__(self):
         """A copy (``copy.deepcopy``, ``pickle``) holds the values in numpy, not the device
         tensor (which belongs to a compiled model): a copied layer is an unbound twin."""
+        if self.__dict__.get("_tensor") is None and self.__dict__.get("_value") is None and \
+                not self.__dict__.get("_lost"):
+            self.initialize()            # drawn now, once: the copy holds the same values
         state = dict(self.__dict__)
         if state.get("_tensor") is not None:
             state["_value"] = self.numpy()

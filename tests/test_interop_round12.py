@@ -536,3 +536,118 @@ def test_a_weight_is_an_attribute_by_its_name_and_takes_torch_parameters():
     np.testing.assert_array_equal(v.numpy(), [1.0, 1.0, 1.0])
     with pytest.raises(AttributeError):
         lstm.weight_xx
+
+
+# --- a NaN-parity probe and a second review: reductions, norms, powers, where, AUC, ints ------------
+
+def test_max_min_reductions_and_pooling_keep_nan():
+    x = np.array([[np.nan, 1.0, 2.0], [3.0, np.nan, 0.0]], np.float32)
+    np.testing.assert_array_equal(np.asarray(ops.max(x, axis=1)), [np.nan, np.nan])
+    np.testing.assert_array_equal(np.asarray(ops.max(x, axis=0)), [np.nan, np.nan, 2.0])
+    assert np.isnan(float(ops.max(x))) and np.isnan(float(ops.min(x)))
+    np.testing.assert_array_equal(np.asarray(ops.min(np.array([[5.0, 1.0, 2.0]], np.float32), axis=1)), [1.0])
+    p = np.array([np.nan, 1.0, 2.0, 0.0], np.float32).reshape(1, 2, 2, 1)
+    assert np.isnan(np.asarray(ops.max_pool(p, 2)).ravel()[0])
+    for act in (pg.activations.leaky_relu, layers.LeakyReLU(0.2), layers.ReLU(negative_slope=0.1)):
+        out = np.asarray(act(np.array([np.nan, -2.0, 3.0], np.float32)))
+        assert np.isnan(out[0]) and out[2] == 3.0 and out[1] < 0
+
+
+def test_norm_follows_torch_linalg_norm():
+    a = np.array([[0.1, -3.0, 2.0, 4.0, -1.5], [1.0, 2.0, -2.0, 0.0, 5.0]], np.float32)
+    cases = [(np.inf, 1), (np.inf, None), (-np.inf, 1), (1, None), (1, 1), (None, None), ("fro", None),
+             (2, None), ("nuc", None), (0, 1), (-1, None), (3, 1), (np.inf, (0, 1))]
+    for o, ax in cases:
+        np.testing.assert_allclose(np.asarray(ops.norm(a, ord=o, axis=ax)), np.linalg.norm(a, ord=o, axis=ax),
+                                   rtol=1e-5, err_msg=f"ord={o} axis={ax}")
+    inp = pg.Input((5,))
+    for o in (np.inf, -np.inf, 1, 0, 3, 2):
+        m = pg.Model(inp, layers.Lambda(lambda t, o=o: ops.norm(t, ord=o, axis=-1))(inp))
+        np.testing.assert_allclose(m.predict(a, verbose=0), np.linalg.norm(a, ord=o, axis=-1), rtol=1e-5)
+
+
+def test_power_of_negative_bases_by_tensor_exponents():
+    a = np.array([-2.0, -2.0, 3.0, 0.5, -0.5, 0.0, -np.inf], np.float32)
+    b = np.array([2.0, 3.0, 2.5, 2.0, 0.5, 2.0, 1.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        want = np.power(a, b)
+    np.testing.assert_allclose(np.asarray(ops.power(a, b)), want, rtol=1e-5)
+    v = pg.Variable(a[:4])
+    with pg.GradientTape() as t:
+        loss = ops.sum(ops.power(v, b[:4]))
+    np.testing.assert_allclose(np.asarray(t.gradient(loss, [v])[0]), b[:4] * np.power(a[:4], b[:4] - 1), rtol=1e-5)
+
+
+def test_where_keeps_finite_extremes_and_reads_nan_as_true():
+    big = np.finfo(np.float32).max
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    masked = np.asarray(ops.where(np.zeros((1, 3)), x, -big))
+    np.testing.assert_array_equal(masked, [[-big] * 3])
+    np.testing.assert_allclose(np.asarray(ops.softmax(masked)), [[1 / 3] * 3], rtol=1e-6)
+    assert float(ops.maximum(np.float32(big), 0.0)) == big
+    assert float(ops.where(np.float32(np.nan), 1.0, 2.0)) == 1.0
+    inf = np.array([np.inf, -np.inf, 1.0, np.nan], np.float32)
+    np.testing.assert_array_equal(np.asarray(ops.where(np.array([1, 1, 0, 0]), inf, 0.0)), [np.inf, -np.inf, 0, 0])
+    np.testing.assert_array_equal(np.asarray(ops.minimum(inf, 0.0)), [0, -np.inf, 0, np.nan])
+
+
+def test_auc_counts_predictions_below_zero_as_zero():
+    """Keras's AUC over its evenly spread thresholds clips predictions to [0, 1]."""
+    yt = np.array([[0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0]], np.float32)
+    got = []
+    for v in (0.0, -1.0, -np.inf):
+        p = np.array([[0.2, 0.7, 0.1], [0.5, 0.3, 0.2], [v, 0.1, 0.8], [0.3, 0.3, 0.4]], np.float32)
+        m = pg.metrics.AUC()
+        m.update_state(yt, p)
+        got.append(float(m.result()))
+    assert got == pytest.approx([0.9375] * 3)
+
+
+def test_in_top_k_with_infinite_scores():
+    p = np.array([[0.2, -np.inf, 0.1], [np.inf, 0.5, 0.1], [np.inf, 0.2, 0.1], [-np.inf, 0.1, 0.2]], np.float32)
+    t = np.array([0, 1, 0, 0])
+    want = [True, False, True, False]
+    np.testing.assert_array_equal(np.asarray(ops.in_top_k(t, p, 1)), want)
+    pi, yi = pg.Input((3,)), pg.Input((3,))
+    g = pg.Model([pi, yi], layers.Lambda(lambda ts: ops.in_top_k(ops.argmax(ts[1], axis=-1), ts[0], 1))([pi, yi]))
+    np.testing.assert_array_equal(np.asarray(g.predict([p, np.eye(3, dtype=np.float32)[t]], verbose=0)).reshape(-1),
+                                  np.array(want, np.float32))
+
+
+def test_integer_results_beyond_int32_are_numpy_exact():
+    big = np.array([2 ** 40, 2 ** 40 + 1, 5], np.int64)
+    assert int(ops.sum(big)) == int(big.sum()) and ops.sum(big).dtype == np.int64
+    assert int(ops.max(big)) == 2 ** 40 + 1 and int(ops.argmax(big)) == 1
+    np.testing.assert_array_equal(np.asarray(ops.add(np.array([1], np.int64), 2 ** 40 + 1)), [2 ** 40 + 2])
+    np.testing.assert_array_equal(np.asarray(ops.add(np.array([3_000_000_000], np.uint32), 0)), [3_000_000_000])
+
+
+def test_glu_called_directly_halves_its_axis():
+    out = pg.activations.glu(np.ones((2, 4), np.float32))
+    assert out.shape == (2, 2)
+    np.testing.assert_allclose(np.asarray(out), np.full((2, 2), 1 / (1 + np.exp(-1.0))), rtol=1e-6)
+
+
+def test_a_copy_of_a_built_layer_holds_its_weights():
+    """A layer built but never read draws its weights lazily: a copy (deepcopy, pickle) drew its
+    own, so the copy computed otherwise."""
+    import copy
+    import pickle
+    x = np.ones((2, 3), np.float32)
+    for make in (lambda: layers.Dense(4), lambda: layers.LSTM(2)):
+        layer = make()
+        layer.build((None, 3) if isinstance(layer, layers.Dense) else (None, 4, 3))
+        xin = x if isinstance(layer, layers.Dense) else np.ones((2, 4, 3), np.float32)
+        for twin in (copy.deepcopy(layer), pickle.loads(pickle.dumps(layer))):
+            np.testing.assert_array_equal(np.asarray(twin(xin)), np.asarray(layer(xin)))
+
+
+def test_a_pickled_recurrent_weight_list_set_by_name_reads_the_new_values():
+    import pickle
+    lstm = layers.LSTM(2)
+    lstm.build((None, 4, 3))
+    w = pickle.loads(pickle.dumps(lstm.get_weights()))
+    assert len(w) == 3
+    w["weight_ih"] = np.ones_like(w["weight_ih"])
+    lstm.set_weights(list(w) if len(w) == 3 else w)
+    np.testing.assert_array_equal(lstm.weight_ih.numpy(), np.ones_like(w["weight_ih"]))

@@ -238,6 +238,8 @@ class LayerWeights(dict):
             name = list(self.keys())[i]
             dict.__setitem__(self, name, from_keras_value(self._layouts[i], a, f"get_weights()[{i}]"))
             return
+        if getattr(self, "_keras", None) is not None and self._keras[1] is None:
+            self._keras = None           # (a pickled list set by name: by index, the weights one by one now)
         dict.__setitem__(self, key, value)
 
 

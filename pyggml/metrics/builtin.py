@@ -368,6 +368,10 @@ class AUC(Metric):
         yp = np.asarray(y_pred, dtype=np.float64)
         if self.from_logits:
             yp = 1.0 / (1.0 + np.exp(-yp))
+        if self._given_thresholds is None:
+            # Keras's counting over its evenly spread thresholds takes predictions clipped to [0, 1]
+            # (-1 counts as 0, not below the first threshold)
+            yp = np.clip(yp, 0.0, 1.0)
         yt = np.asarray(y_true).astype(np.float64).reshape(yp.shape) > 0.5
         if self.multi_label:
             if yp.ndim != 2:
