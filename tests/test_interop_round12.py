@@ -651,3 +651,34 @@ def test_a_pickled_recurrent_weight_list_set_by_name_reads_the_new_values():
     w["weight_ih"] = np.ones_like(w["weight_ih"])
     lstm.set_weights(list(w) if len(w) == 3 else w)
     np.testing.assert_array_equal(lstm.weight_ih.numpy(), np.ones_like(w["weight_ih"]))
+
+
+def test_gru_without_reset_after_or_bias_takes_keras_gate_order():
+    """A GRU whose Keras list has one array per weight (reset_after=False, use_bias=False) read
+    Keras's gate blocks (z, r, h) as pyggml's (r, z, n): silently wrong outputs."""
+    rng = np.random.default_rng(0)
+    u = 4
+    sig = lambda v: 1 / (1 + np.exp(-v))          # noqa: E731
+    x = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    W, U = rng.normal(size=(3, 12)).astype(np.float32), rng.normal(size=(4, 12)).astype(np.float32)
+    for kw, b in ((dict(reset_after=False), rng.normal(size=(12,)).astype(np.float32)), (dict(use_bias=False), None)):
+        h = np.zeros((2, u), np.float32)
+        for t in range(5):
+            xp = x[:, t] @ W + (0 if b is None else b)
+            hp = h @ U
+            z, r = sig(xp[:, :u] + hp[:, :u]), sig(xp[:, u:2 * u] + hp[:, u:2 * u])
+            # (reset_after=False: the reset gate before the product; use_bias=False keeps Keras's
+            # default reset_after=True: after it)
+            n = np.tanh(xp[:, 2 * u:] + ((r * h) @ U[:, 2 * u:] if b is not None else r * hp[:, 2 * u:]))
+            h = z * h + (1 - z) * n
+        ws = [W, U] + ([] if b is None else [b])
+        g = layers.GRU(u, **kw)
+        g.build((None, 5, 3))
+        g.set_weights(ws)
+        np.testing.assert_allclose(np.asarray(g(x)), h, rtol=1e-5, atol=1e-6)
+        for got, want in zip(g.get_weights(), ws):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        m = pg.Sequential([pg.Input((5, 3)), layers.GRU(u, **kw)])
+        m.set_weights(ws)
+        np.testing.assert_allclose(m.predict(x, verbose=0), h, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(m.get_weights()[0], W, rtol=1e-6)

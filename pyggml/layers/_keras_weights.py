@@ -91,7 +91,9 @@ def keras_list_by_name(named, weights, who, note="", owner="layer", layers=None)
         weights = weights[:]
     if not isinstance(weights, (list, tuple)):
         return weights
-    if len(weights) != len(named) and layers is not None:
+    if layers is not None:
+        # Keras's list of a model of recurrent layers (an LSTM's three arrays for four weights, a
+        # GRU's gate blocks in Keras's order)
         layered = layered_keras_list(layers, named)
         if layered is not None and len(weights) == layered[2]:
             return layered[1](weights)

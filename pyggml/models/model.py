@@ -15,7 +15,7 @@ from pyggml import _random, autodiff, optimizers as optimizers_mod
 from pyggml._lifetime import Freeable
 from pyggml.core import Backend, Tensor
 from pyggml.errors import FreedError
-from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name
+from pyggml.layers._keras_weights import LayerWeights, keras_list_by_name, layered_keras_list
 from pyggml.layers.core.quantize import quantize_model
 from pyggml.layers import layer as layer_mod
 from pyggml.layers.layer import Layer, flatten_inputs, snake_case
@@ -294,9 +294,13 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         with self._lock:
             if self._rt is not None:
                 self._runtime()
-            # (by index, one array per weight: its length is its names', API.md's dict; set_weights
-            # also takes Keras's list, where a recurrent layer has three arrays for four weights)
-            return LayerWeights(self.named_variables(), "model")
+            # by index Keras's list where it has one array per weight (a GRU's gate blocks in Keras's
+            # order), else the weights one by one (its length is its names', API.md's dict); set_weights
+            # also takes Keras's list where a recurrent layer has three arrays for four weights
+            named = self.named_variables()
+            layered = layered_keras_list(self.layers, named)
+            same = layered is not None and layered[2] == len(named)
+            return LayerWeights(named, "model", keras_list=layered[:2] if same else None)
 
     def set_weights(self, weights):
         """Set weights by name (a missing name or a wrong shape is refused, naming it), or Keras's list."""

@@ -40,7 +40,7 @@ layers here and the cells of ``cells.py`` (``LSTMCell``, ...) share it, so
 import numpy as np
 
 from pyggml import _scope, activations, initializers, ops
-from pyggml._validation import check_bool, check_fraction, check_positive_int
+from pyggml._validation import check_bool, check_fraction, check_positive_int, host
 from pyggml.core import ops as core_ops
 from pyggml.layers._helpers import contiguous, fused, set_weight_options, weight_options_config
 from pyggml.layers._keras_weights import KerasKernel
@@ -468,6 +468,10 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
         if isinstance(weights, (list, tuple)) and len(weights) == 3 and self.use_bias and \
                 len(self.named_variables()) == 4:
             weights = self._from_keras_three(weights)
+        elif isinstance(weights, (list, tuple)) and self.keras_gates is not None and \
+                len(weights) == len(self.named_variables()):
+            # one Keras array per weight (a GRU with reset_after=False or no bias): in Keras's gate order
+            weights = self._gate_list()[1](weights)
         super().set_weights(weights)
 
     def get_weights(self):
@@ -476,10 +480,35 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
         of pyggml's (PyTorch's) two biases, which compute the same; a GRU's (2, 3 units): both."""
         named = self.named_variables()
         if not (self.use_bias and len(named) == 4):
-            return super().get_weights()
+            if self.keras_gates is None:
+                return super().get_weights()
+            from pyggml.layers._keras_weights import LayerWeights
+            return LayerWeights(named, keras_list=self._gate_list())
         from pyggml.layers._keras_weights import LayerWeights
         return LayerWeights(named, keras_list=(self._to_keras_three, lambda arrays: {
             k: np.asarray(v, np.float32) for k, v in self._from_keras_three(arrays).items()}))
+
+    def _gate_list(self):
+        """(to, back) for LayerWeights: Keras's list of one array per weight, its gate blocks in
+        Keras's order (pyggml's block j is Keras's keras_gates[j]), and the weights from it."""
+        from pyggml.layers._keras_weights import from_keras_value, keras_value
+        named = self.named_variables()
+        u, g = self.units, self.n_gates
+        back = [self.keras_gates.index(k) for k in range(g)]
+
+        def blocks(a, order):
+            a = np.asarray(a)
+            if a.ndim == 0 or a.shape[-1] != g * u:
+                return a
+            return np.concatenate([a[..., j * u:(j + 1) * u] for j in order], axis=-1)
+
+        def to(weights):
+            return [blocks(keras_value(v, weights[n]), back) for n, v in named]
+
+        def from_list(arrays):
+            return {n: from_keras_value(v, blocks(np.asarray(host(a), np.float32), self.keras_gates),
+                                        f"{self.name}.set_weights") for (n, v), a in zip(named, arrays)}
+        return to, from_list
 
     def _to_keras_three(self, weights):
         u = self.units
