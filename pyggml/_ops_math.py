@@ -23,8 +23,8 @@ import numpy as np
 
 from pyggml import _ops_numpy as _np_ops
 from pyggml import _scope
-from pyggml._ops_numpy import (MAX_DIMS, _axes, _axis, _check_dims, _check_size, _cont, _f, _permute, _t,
-                               _to_last, host_constant, host_value)
+from pyggml._ops_numpy import (_MAGIC, MAX_DIMS, _axes, _axis, _check_dims, _check_size, _cont, _f, _floor,
+                               _permute, _rint, _t, _to_last, host_constant, host_value)
 from pyggml._validation import is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
@@ -144,24 +144,6 @@ def _last(x, ax):
 
 
 # --- rounding (zero gradient) ----------------------------------------------------------------------
-
-_MAGIC = 2.0 ** 23            # |x| + 2**23 - 2**23 rounds |x| < 2**23 to a whole number (half to even)
-
-
-def _rint(x):
-    """x rounded half to even, with a zero gradient: everything after ggml's stop_gradient.
-    Float32 values from 2**23 on are whole already; nan and +-inf stay."""
-    xs = _c.stop_gradient(_cont(x))
-    a = _c.abs(xs)
-    big = _c.step(_cont(a - _MAGIC))
-    r = _c.sgn(xs) * _cont((_c.clamp(a, 0.0, _MAGIC) + _MAGIC) - _MAGIC)
-    return _cont((_one() - big) * r + big * xs)          # nan: 0 * r + nan
-
-
-def _floor(x):
-    r = _rint(x)
-    return _cont(r - _c.step(_cont(r - x)))
-
 
 def _ceil(x):
     r = _rint(x)

@@ -1233,6 +1233,24 @@ def _pick(a, b, m, nan_from="picked"):
     return out + _c.stop_gradient(_c.sqrt(_c.neg(_cont(nan))))    # sqrt(-1) is NaN, sqrt(-0) is 0
 
 
+_MAGIC = 2.0 ** 23            # |x| + 2**23 - 2**23 rounds |x| < 2**23 to a whole number (half to even)
+
+
+def _rint(x):
+    """x rounded half to even, with a zero gradient: everything after ggml's stop_gradient.
+    Float32 values from 2**23 on are whole already; nan and +-inf stay."""
+    xs = _c.stop_gradient(_cont(x))
+    a = _c.abs(xs)
+    big = _c.step(_cont(a - _MAGIC))
+    r = _c.sgn(xs) * _cont((_c.clamp(a, 0.0, _MAGIC) + _MAGIC) - _MAGIC)
+    return _cont((_t(np.float32(1.0)) - big) * r + big * xs)          # nan: 0 * r + nan
+
+
+def _floor(x):
+    r = _rint(x)
+    return _cont(r - _c.step(_cont(r - x)))
+
+
 def _nan_mask(t):
     """1 where t is NaN, 0 elsewhere (every comparison with NaN is false: step(|t| + 1) is 0)."""
     return _c.scale_bias(_c.step(_cont(_c.scale_bias(_c.abs(t), 1.0, 1.0))), -1.0, 1.0)
@@ -1414,7 +1432,6 @@ def power(x1, x2):
     # x2 > 1.5) and the gradient finite, where log(0) made it 0 * inf = NaN
     mag = _c.exp(_cont(b * _c.log(_c.scale_bias(_cont(_c.abs(a)), 1.0, _TINY))))
     # a negative x1 (numpy's and torch's): a whole exponent gives the sign of its parity, any other NaN
-    from pyggml._ops_math import _floor
     neg = _c.step(_c.neg(a))
     whole = _c.scale_bias(_c.step(_cont(_c.abs(_cont(b - _floor(b))))), -1.0, 1.0)
     odd = _c.leaky_relu(_cont(b - _c.scale(_floor(_c.scale(b, 0.5)), 2.0)), 1.0)   # (0 where b is inf)

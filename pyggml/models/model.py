@@ -294,13 +294,11 @@ class Model(host_stage.HostStage, functional.GraphShapes, Layer, Freeable, train
         with self._lock:
             if self._rt is not None:
                 self._runtime()
-            # by index Keras's list where it has one array per weight (a GRU's gate blocks in Keras's
-            # order), else the weights one by one (its length is its names', API.md's dict); set_weights
-            # also takes Keras's list where a recurrent layer has three arrays for four weights
+            # by index Keras's list where it has one array per weight (a GRU's gates in Keras's order),
+            # else the weights one by one (len is the names', API.md's dict)
             named = self.named_variables()
             layered = layered_keras_list(self.layers, named)
-            same = layered is not None and layered[2] == len(named)
-            return LayerWeights(named, "model", keras_list=layered[:2] if same else None)
+            return LayerWeights(named, "model", keras_list=layered[:2] if layered and layered[2] == len(named) else None)
 
     def set_weights(self, weights):
         """Set weights by name (a missing name or a wrong shape is refused, naming it), or Keras's list."""
