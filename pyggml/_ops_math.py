@@ -24,7 +24,7 @@ import numpy as np
 from pyggml import _ops_numpy as _np_ops
 from pyggml import _scope
 from pyggml._ops_numpy import (_MAGIC, MAX_DIMS, _axes, _axis, _check_dims, _check_size, _cont, _f, _floor,
-                               _permute, _rint, _t, _to_last, host_constant, host_value)
+                               _nan_mask, _permute, _rint, _t, _to_last, host_constant, host_value)
 from pyggml._validation import is_int, is_number
 from pyggml.core import Tensor
 from pyggml.core import ops as _c
@@ -365,8 +365,7 @@ def _zero_nan_relu(x):
     return _c.leaky_relu(x, 0.0)
 
 
-def _isnan(x):
-    return _cont(_one() - _c.step(_cont(_c.abs(x) + 1.0)))   # every comparison with nan is false
+_isnan = _nan_mask                  # (1 where x is NaN: every comparison with NaN is false)
 
 
 def _isinf(x):

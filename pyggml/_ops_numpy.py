@@ -172,11 +172,6 @@ def _eager(*tensor_params):
                 if scalars is not None and isinstance(out, Tensor) and tuple(out.shape) == (1,):
                     _note_scalar(scalars, fn.__name__, sig.bind(*args, **kwargs).arguments, tensor_params, out)
                 return out
-            if any(_is_torch(a) or (isinstance(a, (list, tuple)) and any(_is_torch(i) for i in a))
-                   for a in list(args) + list(kwargs.values())):
-                # torch tensors as the numpy arrays they hold (their dtypes: a bool tensor's sum is int32)
-                args = [_torch_free(a) for a in args]
-                kwargs = {k: _torch_free(v) for k, v in kwargs.items()}
             bound = sig.bind(*args, **kwargs)
             values = []
             slots = []
@@ -1211,7 +1206,8 @@ def _pick(a, b, m, nan_from="picked"):
     away next to large ones); the gradient goes to the one picked.  An infinite operand is
     picked or left as numpy does (minimum(inf, 0) is 0: Keras's Transformer schedule at step
     0, where 0 * inf made NaN): on the CPU both are clamped to float32's range first and a
-    result at its end is made infinite again (the clamp's backward is pyggml's CPU op)."""
+    picked infinite one is made infinite again (the clamp's backward is pyggml's CPU op); a
+    NaN likewise never leaks from the operand not picked."""
     if not _scope.fused():
         return a * m + b * _c.scale_bias(_cont(m), -1.0, 1.0)
     a, b = _cont(a), _cont(b)
@@ -1579,20 +1575,20 @@ def _norm_graph(x, ord=None, axis=None, keepdims=False):
         if not is_number(p):
             raise ValueError(f"norm: ord must be a number, 'fro' or 'nuc', got {ord!r}")
         p = float(p)
-        ax = axes if axes is not None else None
         if p == 2.0:
-            return _sqrt_of_sum(sum(_c.sqr(x), ax, keepdims))
+            return _sqrt_of_sum(sum(_c.sqr(x), axes, keepdims))
         if p == 1.0:
-            return sum(_c.abs(x), ax, keepdims)
+            return sum(_c.abs(x), axes, keepdims)
         if p == np.inf:
-            return max(_c.abs(x), ax, keepdims)
+            return max(_c.abs(x), axes, keepdims)
         if p == -np.inf:
-            return min(_c.abs(x), ax, keepdims)
+            return min(_c.abs(x), axes, keepdims)
         if p == 0.0:
-            return sum(_c.step(_c.abs(x)), ax, keepdims)          # the number of non-zero values
-        return power(sum(power(_c.abs(x), p), ax, keepdims), 1.0 / p)
-    a0, a1 = (axes if axes is not None else (0, 1))
-    a0, a1 = a0 % r, a1 % r
+            return sum(_c.step(_c.abs(x)), axes, keepdims)        # the number of non-zero values
+        return power(sum(power(_c.abs(x), p), axes, keepdims), 1.0 / p)
+    a0, a1 = (axis_index(a, r, "norm") for a in (axes if axes is not None else (0, 1)))
+    if a0 == a1:
+        raise ValueError(f"norm: a matrix norm takes two different axes, got {axis!r}")
     if ord in (None, "fro"):
         return _sqrt_of_sum(sum(_c.sqr(x), (a0, a1), keepdims))
     if ord in (1, -1, np.inf, -np.inf):

@@ -453,11 +453,10 @@ def _eager_result(name, out, args, kwargs, explicit_dtype):
 
 
 # ops whose results on integer arrays are integers (or bools): numpy's, where values pass int32
-_EXACT_WIDE_INTS = {n: n for n in (
+_EXACT_WIDE_INTS = frozenset((
     "add", "subtract", "multiply", "floor_divide", "mod", "negative", "absolute", "abs", "sum", "prod", "max",
     "min", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "maximum", "minimum", "sort", "argsort",
-    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "where", "clip", "square", "sign")}
-_EXACT_WIDE_INTS["absolute"] = "abs"
+    "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "where", "clip", "square", "sign"))
 
 
 def _wide_ints(args, kwargs, depth=0):
@@ -503,7 +502,7 @@ def _symbolic_aware(name, fn):
         if name in _EXACT_WIDE_INTS and _scope.current() is None and _wide_ints(args, kwargs):
             # integers beyond int32 (int64 ids, timestamps) where the result is integers: numpy's,
             # exact and int64 as Keras's torch backend gives it (ggml's int32 would wrap)
-            return as_ops_result(getattr(np, _EXACT_WIDE_INTS[name])(*args, **kwargs))
+            return as_ops_result(getattr(np, name)(*args, **kwargs))
         if _scope.current() is not None and _wide.eager_arrays(args, kwargs) and _wide.takes(name) and \
                 not (host_when_plain and _plain(args) and _plain(kwargs)):
             # an array of more than four dimensions meeting tensors (a window mask): a wide constant

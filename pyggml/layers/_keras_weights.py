@@ -41,39 +41,40 @@ def from_keras_value(variable, value, what):
 
 def layered_keras_list(layers, named):
     """A model's Keras list where one of its ``layers`` keeps its weights otherwise than one array
-    per weight (a recurrent layer's three arrays for pyggml's four, a Bidirectional's six): ``(to,
-    back)`` for LayerWeights, each layer's list in turn; None when every layer's list is its weights
-    (or the model's weights are not its layers' in order)."""
+    per weight (a recurrent layer's three arrays for pyggml's four, a GRU's gate order): ``(to,
+    back, length)`` for LayerWeights, each layer's list in turn; None when every layer's list is its
+    weights (or the model's weights are not its layers' in order).  No value is read."""
+    specs = [(layer, layer._keras_list()) for layer in layers if hasattr(layer, "_keras_list")]
+    if not any(spec is not None for _, spec in specs):
+        return None
     names = [n for n, _ in named]
     parts, pos = [], 0
-    for layer in layers:
-        lw = layer.get_weights()
-        local = list(dict.keys(lw))
+    for layer, spec in specs:
+        local = [n for n, _ in layer.named_variables()]
         if not local:
             continue
         prefix = f"{layer.name}."
         if names[pos:pos + len(local)] != [prefix + k for k in local]:
             return None
-        parts.append((prefix, local, lw, named[pos:pos + len(local)]))
+        parts.append((prefix, local, spec, named[pos:pos + len(local)]))
         pos += len(local)
-    if pos != len(names) or not any(getattr(lw, "_keras", None) is not None for _, _, lw, _ in parts):
+    if pos != len(names):
         return None
-    sizes = [len(lw) for _, _, lw, _ in parts]
+    sizes = [len(local) if spec is None else spec[2] for _, local, spec, _ in parts]
 
     def to_list(weights):
         out = []
-        for prefix, local, lw, nv in parts:
+        for prefix, local, spec, nv in parts:
             sub = {k: weights[prefix + k] for k in local}
-            out += lw._keras[0](sub) if lw._keras is not None else [keras_value(v, sub[k]) for k, (_, v) in
-                                                                     zip(local, nv)]
+            out += [keras_value(v, sub[k]) for k, (_, v) in zip(local, nv)] if spec is None else spec[0](sub)
         return out
 
     def from_list(arrays):
         arrays, out, i = list(arrays), {}, 0
-        for (prefix, local, lw, nv), n in zip(parts, sizes):
+        for (prefix, local, spec, nv), n in zip(parts, sizes):
             chunk = arrays[i:i + n]
             i += n
-            sub = lw._keras[1](chunk) if lw._keras is not None else \
+            sub = spec[1](chunk) if spec is not None else \
                 {k: from_keras_value(v, np.asarray(host(a)), "set_weights") for k, (_, v), a in zip(local, nv, chunk)}
             out.update({prefix + k: a for k, a in sub.items()})
         return out

@@ -876,6 +876,11 @@ class Layer:
                 return v
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def _keras_list(self):
+        """(to, back, length) where Keras's list of this layer's weights is not one array per weight
+        (a recurrent layer's), known without reading the values; None here."""
+        return None
+
     def named_variables(self):
         """[(name, Variable)]: this layer's weights, then its sublayers' (named
         ``<attribute>.<weight>``), in creation order."""

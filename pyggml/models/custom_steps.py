@@ -32,7 +32,7 @@ import itertools
 import numpy as np
 
 from pyggml import config as config_mod
-from pyggml._validation import check_positive_int
+from pyggml._validation import check_positive_int, host
 from pyggml import losses as losses_mod
 from pyggml import metrics as metrics_mod
 from pyggml import optimizers as optimizers_mod
@@ -565,7 +565,7 @@ class _Batches:
 
     def _items(self):
         src = self.source
-        if _is_torch_loader(src):
+        if da._torch_loader(src):
             yield from (_torch_batch(item) for item in self._raw_items(src))
             return
         yield from self._raw_items(src)
@@ -616,22 +616,16 @@ def _read_by_index(src):
         da._sized(src)
 
 
-def _is_torch_loader(src):
-    return any(c.__module__.startswith("torch.utils.data") and c.__name__ == "DataLoader" for c in type(src).__mro__)
-
-
 def _torch_batch(item):
     """A torch DataLoader's batch as Keras's adapter hands it to train_step on a backend other
     than torch: a list becomes a tuple (``(x, y)``), its torch tensors numpy arrays."""
-    def host(v):
+    def arrays(v):
         if isinstance(v, (list, tuple)):
-            return tuple(host(e) for e in v)
+            return tuple(arrays(e) for e in v)
         if isinstance(v, dict):
-            return {k: host(e) for k, e in v.items()}
-        if type(v).__module__.startswith("torch") and hasattr(v, "detach"):
-            return v.detach().cpu().numpy()
-        return v
-    return host(item)
+            return {k: arrays(e) for k, e in v.items()}
+        return np.asarray(host(v)) if type(v).__module__.startswith("torch") and hasattr(v, "detach") else v
+    return arrays(item)
 
 
 def _run_test_steps(model, batches, cl=None):

@@ -478,15 +478,23 @@ class BaseRNN(Stateful, TakesInitialState, SequenceMask, CellMath, Layer):
         """As Layer.get_weights; by position (``kernel, recurrent_kernel, bias = lstm.get_weights()``)
         Keras's three arrays: the kernels in Keras's gate order, and the bias (units * gates,): the sum
         of pyggml's (PyTorch's) two biases, which compute the same; a GRU's (2, 3 units): both."""
-        named = self.named_variables()
-        if not (self.use_bias and len(named) == 4):
-            if self.keras_gates is None:
-                return super().get_weights()
-            from pyggml.layers._keras_weights import LayerWeights
-            return LayerWeights(named, keras_list=self._gate_list())
+        spec = self._keras_list()
+        if spec is None:
+            return super().get_weights()
         from pyggml.layers._keras_weights import LayerWeights
-        return LayerWeights(named, keras_list=(self._to_keras_three, lambda arrays: {
-            k: np.asarray(v, np.float32) for k, v in self._from_keras_three(arrays).items()}))
+        return LayerWeights(self.named_variables(), keras_list=spec[:2])
+
+    def _keras_list(self):
+        """(to, back, length) of Keras's list, known without reading the values: an LSTM's three
+        arrays for pyggml's four weights, or a GRU's weights one by one with their gate blocks in
+        Keras's order; None where Keras's list is the weights one by one."""
+        named = self.named_variables()
+        if self.use_bias and len(named) == 4:
+            return (self._to_keras_three, lambda arrays: {
+                k: np.asarray(v, np.float32) for k, v in self._from_keras_three(arrays).items()}, 3)
+        if self.keras_gates is not None:
+            return self._gate_list() + (len(named),)
+        return None
 
     def _gate_list(self):
         """(to, back) for LayerWeights: Keras's list of one array per weight, its gate blocks in

@@ -148,35 +148,37 @@ class Bidirectional(TakesInitialState, Layer):
     # --- shapes and masks ----------------------------------------------------------------
     # Keras's list of the pair: the forward layer's list, then the backward's (an LSTM's three
     # arrays each, where pyggml keeps PyTorch's four weights)
-    def get_weights(self):
-        from pyggml.layers._keras_weights import LayerWeights
-        f, b = self.forward_layer.get_weights(), self.backward_layer.get_weights()
-        fk, bk = getattr(f, "_keras", None), getattr(b, "_keras", None)
-        if fk is None or bk is None:
-            return super().get_weights()
-        n_f, pf, pb = len(f), "forward_layer.", "backward_layer."
+    def _keras_list(self):
+        fs, bs = self.forward_layer._keras_list(), self.backward_layer._keras_list()
+        if fs is None or bs is None:
+            return None
+        n_f, pf, pb = fs[2], "forward_layer.", "backward_layer."
 
         def part(weights, prefix):
             return {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
 
         def to_list(weights):
-            return fk[0](part(weights, pf)) + bk[0](part(weights, pb))
+            return fs[0](part(weights, pf)) + bs[0](part(weights, pb))
 
         def from_list(arrays):
             arrays = list(arrays)
-            out = {pf + k: v for k, v in fk[1](arrays[:n_f]).items()}
-            out.update({pb + k: v for k, v in bk[1](arrays[n_f:]).items()})
+            out = {pf + k: v for k, v in fs[1](arrays[:n_f]).items()}
+            out.update({pb + k: v for k, v in bs[1](arrays[n_f:]).items()})
             return out
-        return LayerWeights(self.named_variables(), keras_list=(to_list, from_list))
+        return to_list, from_list, n_f + bs[2]
+
+    def get_weights(self):
+        spec = self._keras_list()
+        if spec is None:
+            return super().get_weights()
+        from pyggml.layers._keras_weights import LayerWeights
+        return LayerWeights(self.named_variables(), keras_list=spec[:2])
 
     def set_weights(self, weights):
         """As Layer.set_weights; also Keras's list: the forward layer's arrays, then the backward's."""
-        if isinstance(weights, (list, tuple)) and self.built:
-            n_f, n_b = len(self.forward_layer.get_weights()), len(self.backward_layer.get_weights())
-            if len(weights) == n_f + n_b != len(self.named_variables()):
-                self.forward_layer.set_weights(list(weights[:n_f]))
-                self.backward_layer.set_weights(list(weights[n_f:]))
-                return
+        spec = self._keras_list() if isinstance(weights, (list, tuple)) and self.built else None
+        if spec is not None and len(weights) == spec[2] != len(self.named_variables()):
+            weights = spec[1](weights)
         super().set_weights(weights)
 
     def build(self, input_shape):
